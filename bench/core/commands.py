@@ -1,0 +1,117 @@
+"""Commands from the core: imperatives the driver carries out, in order.
+
+Driver contract: make every Persist* of one `handle()` batch durable together (one
+transaction) before carrying out any Publish of the same batch — write-ahead, so a crash
+never leaves a response on the wire for a task state that is not on disk. Publish commands
+issued while the connection is down are queued by the driver and sent in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Union
+
+from bench.core.envelope import Json
+from bench.core.inputs import TimerId
+from bench.core.outcome import EventKind
+
+
+class Table(str, Enum):
+    """Record tables of the node's durable store (SQLite in live, memory in sim)."""
+
+    MESSAGES = "messages"   # the per-node message store: what was sent and received
+    TASKS = "tasks"         # the idempotent task table (taskId = requestId)
+    REQUESTS = "requests"   # requester side: pending and settled requests
+
+
+class RequestOutcome(str, Enum):
+    """How a delegated request ended for the requester. NO_RESPONSE is unknown (INFO)."""
+
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TIMEOUT = "TIMEOUT"
+    CANCELLED = "CANCELLED"
+    UNDELIVERABLE = "UNDELIVERABLE"
+    SEND_FAILED = "SEND_FAILED"
+    NO_RESPONSE = "NO_RESPONSE"
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    client_id: str
+    will_topic: str
+    will_payload: bytes
+    will_retain: bool = True
+    clean_session: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    filters: tuple[str, ...]
+    qos: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Publish:
+    topic: str
+    payload: bytes
+    qos: int = 1
+    retain: bool = False
+    message_id: str | None = None  # set: the driver must answer with PublishSettled
+
+
+@dataclass(frozen=True, slots=True)
+class StartTimer:
+    timer: TimerId
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    timer: TimerId
+
+
+@dataclass(frozen=True, slots=True)
+class Execute:
+    """Run the work of a task; the driver answers later with TaskFinished."""
+
+    task_id: str
+    agent_id: str
+    payload: Json
+    conversation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SettleRequest:
+    """Hand a request's final outcome to whoever is waiting for it (the workload)."""
+
+    request_id: str
+    outcome: RequestOutcome
+    response: Json = None
+
+
+@dataclass(frozen=True, slots=True)
+class PersistDocument:
+    name: str
+    value: Json
+
+
+@dataclass(frozen=True, slots=True)
+class PersistRecord:
+    table: Table
+    key: str
+    value: Json
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One history event. Fields are JSON values and never contain a secret."""
+
+    kind: EventKind
+    fields: Mapping[str, Json] = field(default_factory=dict)
+
+
+Command = Union[Connect, Subscribe, Publish, StartTimer, CancelTimer, Execute, SettleRequest,
+                PersistDocument, PersistRecord, Record]

@@ -1,0 +1,50 @@
+"""A node's configuration: a value, validated on construction (bad config raises)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bench.core.auth import AuthConfig
+from bench.core.directory import namespace_of
+from bench.core.ledger import LedgerConfig
+from bench.core.topics import DEFAULT_PREFIX, Topics
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    node_id: str
+    namespace: str
+    agents: tuple[str, ...] = ()
+    scene_groups: tuple[str, ...] = ()
+    client_id: str = ""            # empty: the node id
+    prefix: str = DEFAULT_PREFIX
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    ledger: LedgerConfig = field(default_factory=LedgerConfig)
+    task_timeout_ms: int = 60_000
+    request_timeout_ms: int = 30_000
+    qos: int = 1
+
+    def __post_init__(self) -> None:
+        topics = Topics(self.prefix)  # validates the prefix
+        topics.inbox(self.node_id)    # validates the node id as a topic segment
+        for group in self.scene_groups:
+            topics.group(group)
+        if not self.namespace or "." in self.namespace:
+            raise ValueError(f"node {self.node_id}: namespace {self.namespace!r} must be "
+                             "non-empty and contain no '.'")
+        for agent in self.agents:
+            if namespace_of(agent) != self.namespace:
+                raise ValueError(f"node {self.node_id}: agent {agent!r} is not "
+                                 f"'{self.namespace}.<capability>'")
+        if self.qos not in (0, 1):
+            raise ValueError(f"node {self.node_id}: qos={self.qos} must be 0 or 1")
+        if self.task_timeout_ms <= 0 or self.request_timeout_ms <= 0:
+            raise ValueError(f"node {self.node_id}: timeouts must be > 0")
+
+    @property
+    def effective_client_id(self) -> str:
+        return self.client_id or self.node_id
+
+    @property
+    def topics(self) -> Topics:
+        return Topics(self.prefix)

@@ -1,0 +1,21 @@
+"""The collector one `handle()` call fills with commands, in the order they were decided."""
+
+from __future__ import annotations
+
+from bench.core.commands import Command, Record
+from bench.core.envelope import Json
+from bench.core.outcome import EventKind
+
+
+class Effects:
+    __slots__ = ("now_ms", "commands")
+
+    def __init__(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+        self.commands: list[Command] = []
+
+    def add(self, command: Command) -> None:
+        self.commands.append(command)
+
+    def record(self, kind: EventKind, **fields: Json) -> None:
+        self.commands.append(Record(kind, fields))

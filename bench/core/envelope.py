@@ -1,0 +1,190 @@
+"""The A2A envelope (DESIGN §3): value type, canonical JSON codec and strict validation.
+
+Decoding never raises on bad input: it returns a `Rejection` naming what was wrong, and
+an unknown `messageType` is rejected, never re-typed. No I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Union
+
+Json = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]
+
+MAX_ENVELOPE_BYTES = 1 << 20
+
+
+class MessageType(str, Enum):
+    TASK_REQUEST = "TASK_REQUEST"
+    TASK_RESPONSE = "TASK_RESPONSE"
+    DATA_REQUEST = "DATA_REQUEST"
+    DATA_RESPONSE = "DATA_RESPONSE"
+    FLOW_EVENT = "FLOW_EVENT"
+    GATE_OPEN = "GATE_OPEN"
+    GATE_DECISION = "GATE_DECISION"
+    GATE_ACK = "GATE_ACK"
+    EVENT = "EVENT"
+
+
+class Header(str, Enum):
+    """Header names. One place spells them, as `bench.core.topics` does for topics."""
+
+    REQUEST_ID = "requestId"
+    REPLY_NODE_ID = "replyNodeId"
+    ORIGIN_NODE_ID = "originNodeId"
+    SIG = "x-a2a-sig"
+    KID = "x-a2a-kid"
+    NODE = "x-a2a-node"
+    SIG_VERSION = "x-a2a-sv"
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    message_id: str
+    message_type: MessageType
+    from_agent_id: str
+    timestamp_ms: int
+    to_agent_id: str | None = None
+    target_node_id: str | None = None
+    conversation_id: str | None = None
+    scene_group_id: str | None = None
+    payload: Json = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def header(self, name: Header) -> str | None:
+        return self.headers.get(name.value)
+
+    def with_headers(self, **updates: str | None) -> Envelope:
+        """A copy with headers set (a value of None removes the header)."""
+        merged = dict(self.headers)
+        for key, value in updates.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        return replace(self, headers=merged)
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "messageId": self.message_id,
+            "conversationId": self.conversation_id,
+            "sceneGroupId": self.scene_group_id,
+            "fromAgentId": self.from_agent_id,
+            "toAgentId": self.to_agent_id,
+            "targetNodeId": self.target_node_id,
+            "messageType": self.message_type.value,
+            "timestamp": self.timestamp_ms,
+            "payload": self.payload,
+            "headers": dict(self.headers),
+        }
+
+
+class RejectCode(str, Enum):
+    NOT_UTF8 = "NOT_UTF8"
+    NOT_JSON = "NOT_JSON"
+    TOO_LARGE = "TOO_LARGE"
+    NOT_OBJECT = "NOT_OBJECT"
+    MISSING_FIELD = "MISSING_FIELD"
+    BAD_FIELD = "BAD_FIELD"
+    UNKNOWN_FIELD = "UNKNOWN_FIELD"
+    UNKNOWN_TYPE = "UNKNOWN_TYPE"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Why bytes could not become an envelope. A value, never an exception."""
+
+    code: RejectCode
+    detail: str
+
+
+def encode(envelope: Envelope) -> bytes:
+    """Canonical bytes: sorted keys, no whitespace, UTF-8."""
+    return canonical_json(envelope.to_json())
+
+
+def canonical_json(value: Json) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+_REQUIRED_STR = ("messageId", "fromAgentId")
+_OPTIONAL_STR = ("conversationId", "sceneGroupId", "toAgentId", "targetNodeId")
+_KNOWN = frozenset(_REQUIRED_STR + _OPTIONAL_STR + ("messageType", "timestamp", "payload", "headers"))
+
+
+def decode(data: bytes, *, max_bytes: int = MAX_ENVELOPE_BYTES) -> Envelope | Rejection:
+    """Parse and validate one envelope. Returns a `Rejection` for anything not exactly valid."""
+    if len(data) > max_bytes:
+        return Rejection(RejectCode.TOO_LARGE, f"{len(data)} bytes > limit {max_bytes}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Rejection(RejectCode.NOT_UTF8, f"invalid UTF-8 at byte {exc.start}")
+    try:
+        raw: Any = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        # ValueError covers JSONDecodeError and the NaN/Infinity constants refused below;
+        # RecursionError is a pathological nesting depth. Both are the peer's fault.
+        return Rejection(RejectCode.NOT_JSON, str(exc)[:200])
+    return from_json(raw)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def from_json(raw: object) -> Envelope | Rejection:
+    if not isinstance(raw, dict):
+        return Rejection(RejectCode.NOT_OBJECT, f"envelope must be a JSON object, got {type(raw).__name__}")
+    unknown = sorted(k for k in raw if k not in _KNOWN)
+    if unknown:
+        return Rejection(RejectCode.UNKNOWN_FIELD, f"unknown field(s) {unknown}")
+    for key in _REQUIRED_STR:
+        if key not in raw:
+            return Rejection(RejectCode.MISSING_FIELD, f"{key} is required")
+        value = raw[key]
+        if not isinstance(value, str) or not value:
+            return Rejection(RejectCode.BAD_FIELD, f"{key} must be a non-empty string")
+    for key in _OPTIONAL_STR:
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            return Rejection(RejectCode.BAD_FIELD, f"{key} must be a non-empty string or null")
+    if "messageType" not in raw:
+        return Rejection(RejectCode.MISSING_FIELD, "messageType is required")
+    mtype = raw["messageType"]
+    if not isinstance(mtype, str):
+        return Rejection(RejectCode.BAD_FIELD, "messageType must be a string")
+    try:
+        message_type = MessageType(mtype)
+    except ValueError:
+        return Rejection(RejectCode.UNKNOWN_TYPE, f"messageType {mtype[:64]!r} is not one of "
+                                                  f"{[t.value for t in MessageType]}")
+    if "timestamp" not in raw:
+        return Rejection(RejectCode.MISSING_FIELD, "timestamp is required")
+    ts = raw["timestamp"]
+    if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+        return Rejection(RejectCode.BAD_FIELD, "timestamp must be a non-negative integer (ms)")
+    headers = raw.get("headers", {})
+    if headers is None:
+        headers = {}
+    if not isinstance(headers, dict):
+        return Rejection(RejectCode.BAD_FIELD, "headers must be an object")
+    for hk, hv in headers.items():
+        if not isinstance(hv, str):
+            return Rejection(RejectCode.BAD_FIELD, f"headers.{hk[:64]} must be a string")
+    return Envelope(
+        message_id=raw["messageId"],
+        message_type=message_type,
+        from_agent_id=raw["fromAgentId"],
+        timestamp_ms=ts,
+        to_agent_id=raw.get("toAgentId"),
+        target_node_id=raw.get("targetNodeId"),
+        conversation_id=raw.get("conversationId"),
+        scene_group_id=raw.get("sceneGroupId"),
+        payload=raw.get("payload"),
+        headers=dict(headers),
+    )

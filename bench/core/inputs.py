@@ -1,0 +1,120 @@
+"""Inputs to the core: facts in the past tense, each stamped with `now_ms` by the driver.
+
+The driver owns the clock and the entropy: `now_ms` and `boot_id` (a fresh id per start,
+from which the node derives its message ids) come in here, never from inside the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Union
+
+from bench.core.envelope import Json
+
+
+class TimerKind(str, Enum):
+    LEDGER_FLUSH = "ledger-flush"
+    TASK_WATCHDOG = "task-watchdog"
+    REQUEST_TIMEOUT = "request-timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class TimerId:
+    kind: TimerKind
+    key: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}:{self.key}" if self.key else self.kind.value
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What the driver read back from the node's durable store before starting it."""
+
+    roster: Json = None
+    ledger: Json = None
+    tasks: Mapping[str, Json] = field(default_factory=dict)
+    requests: Mapping[str, Json] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    now_ms: int
+    boot_id: str
+    restored: Restored = field(default_factory=Restored)
+
+
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """The MQTT connection is up (first time or after a reconnect)."""
+
+    now_ms: int
+    session_present: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MessageReceived:
+    now_ms: int
+    topic: str
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    now_ms: int
+    timer: TimerId
+
+
+@dataclass(frozen=True, slots=True)
+class PublishSettled:
+    """The broker accepted (ok) or the client failed to send a tracked Publish."""
+
+    now_ms: int
+    message_id: str
+    ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRequested:
+    """The workload (or a northbound caller) asks this node to delegate a task."""
+
+    now_ms: int
+    request_id: str
+    message_id: str
+    from_agent_id: str
+    to_agent_id: str
+    payload: Json = None
+    conversation_id: str | None = None
+    scene_group_id: str | None = None
+    target_node_id: str | None = None
+    timeout_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFinished:
+    """The executor's work for a task ended (the driver ran it; the core never does)."""
+
+    now_ms: int
+    task_id: str
+    ok: bool
+    result: Json = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEventRequested:
+    """Multicast an EVENT to a scene group."""
+
+    now_ms: int
+    message_id: str
+    from_agent_id: str
+    scene_group_id: str
+    payload: Json = None
+    conversation_id: str | None = None
+
+
+Input = Union[Started, Connected, MessageReceived, TimerFired, PublishSettled, TaskRequested,
+              TaskFinished, GroupEventRequested]

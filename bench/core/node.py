@@ -1,0 +1,330 @@
+"""The reference node: `Node.handle(input) -> list[Command]`, the one protocol core that
+every substrate drives (DESIGN §2).
+
+Inbound pipeline, in DESIGN §3's order: decode → self-loop filter → auth admission →
+ledger dedup → route by toAgentId/canHandle → handler. Every drop on it is an
+INBOUND_DROPPED event with its reason. No I/O, no clock, no randomness: `now_ms` and
+`boot_id` come with the inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import assert_never
+
+from bench.core.auth import ADMISSION, AuthMode, Verdict, admits, verify
+from bench.core.commands import (Command, Connect, PersistDocument, PersistRecord, Publish,
+                                 StartTimer, Subscribe, Table)
+from bench.core.config import NodeConfig
+from bench.core.directory import (ROSTER_DOCUMENT, Directory, Roster, Route, announcement_for,
+                                  load_roster, parse_announcement)
+from bench.core.effects import Effects
+from bench.core.envelope import Envelope, Header, MessageType, Rejection, decode
+from bench.core.inputs import (Connected, GroupEventRequested, Input, MessageReceived,
+                               PublishSettled, Started, TaskFinished, TaskRequested, TimerFired,
+                               TimerId, TimerKind)
+from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, dedup_key
+from bench.core.outbox import Outbox
+from bench.core.outcome import DropReason, EventKind
+from bench.core.request import Requests
+from bench.core.task import TaskService
+from bench.core.topics import TopicKind
+
+LEDGER_FLUSH = TimerId(TimerKind.LEDGER_FLUSH)
+
+
+class NodeState(str, Enum):
+    CREATED = "CREATED"
+    STARTED = "STARTED"
+
+
+class NotStarted(RuntimeError):
+    """An input arrived before Started: a driver bug."""
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    reason: DropReason
+    detail: str
+
+
+class Node:
+    """One node: roster, directory, ledger, outbox, task service and requester."""
+
+    #: Seeded-defect variants subclass Node and override these to reintroduce a seed's bug.
+    rotates_roster_on_namespace_switch = True
+
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.topics = config.topics
+        self.state = NodeState.CREATED
+        self.boot_id = ""
+        self._seq = 0
+        self.directory = Directory()
+        self.roster = Roster(config.node_id, config.namespace, config.agents, not config.agents)
+        self.ledger = InboundLedger(config.ledger)
+        self.outbox = Outbox(config.node_id, self.topics, self.directory, config.auth,
+                             config.qos, self._deliver_local)
+        self.tasks = TaskService(config.node_id, self.outbox, self.new_message_id,
+                                 config.task_timeout_ms)
+        self.requests = Requests(config.node_id, self.outbox, config.request_timeout_ms)
+        self.drops: dict[DropReason, int] = {r: 0 for r in DropReason}
+
+    def new_message_id(self) -> str:
+        """Unique across restarts because each start brings a fresh boot id."""
+        self._seq += 1
+        return f"{self.node_id}.{self.boot_id}.{self._seq}"
+
+    # -- the one entry point ----------------------------------------------------------------
+    def handle(self, event: Input) -> list[Command]:
+        fx = Effects(event.now_ms)
+        if self.state is NodeState.CREATED and not isinstance(event, Started):
+            raise NotStarted(f"node {self.node_id}: state CREATED cannot take "
+                             f"{type(event).__name__}; feed Started first")
+        match event:
+            case Started():
+                self._on_started(fx, event)
+            case Connected():
+                self._on_connected(fx, event)
+            case MessageReceived():
+                self._on_message(fx, event)
+            case TimerFired():
+                self._on_timer(fx, event.timer)
+            case PublishSettled():
+                self.outbox.settle(fx, event.message_id, event.ok, event.error)
+                if not event.ok:
+                    self.requests.on_publish_failed(fx, event.message_id)
+            case TaskRequested():
+                self.requests.send(fx, event)
+            case TaskFinished():
+                self.tasks.on_finished(fx, event.task_id, event.ok, event.result, event.error)
+            case GroupEventRequested():
+                self._send_group_event(fx, event)
+            case _:
+                assert_never(event)
+        return fx.commands
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _on_started(self, fx: Effects, event: Started) -> None:
+        if self.state is not NodeState.CREATED:
+            raise RuntimeError(f"node {self.node_id}: state {self.state.name} cannot take Started "
+                               "(a restart is a new Node built from the durable store)")
+        if not event.boot_id:
+            raise ValueError(f"node {self.node_id}: Started needs a non-empty boot_id")
+        self.state = NodeState.STARTED
+        self.boot_id = event.boot_id
+        cfg = self.config
+        fx.record(EventKind.NODE_STARTED, bootId=event.boot_id, namespace=cfg.namespace,
+                  clientId=cfg.effective_client_id, authMode=cfg.auth.mode.value,
+                  signatureVersion=cfg.auth.version.value)
+        self._load_roster(fx, event)
+        problem = self.ledger.restore(event.restored.ledger, fx.now_ms)
+        fx.record(EventKind.LEDGER_RESTORED, entries=len(self.ledger), problem=problem,
+                  durable=cfg.ledger.durable)
+        offline = announcement_for(self.roster, online=False)
+        fx.add(Connect(cfg.effective_client_id, self.topics.directory(self.node_id),
+                       _json_bytes(offline.to_json())))
+        self.directory.apply(announcement_for(self.roster))
+        for what, problems in (("tasks", self.tasks.recover(fx, event.restored.tasks)),
+                               ("requests", self.requests.recover(fx, event.restored.requests))):
+            for p in problems:
+                fx.record(EventKind.WARNING, what=f"restore {what}", reason=p)
+        fx.add(StartTimer(LEDGER_FLUSH, fx.now_ms + cfg.ledger.flush_interval_ms))
+
+    def _load_roster(self, fx: Effects, event: Started) -> None:
+        cfg = self.config
+        loaded = load_roster(cfg.node_id, cfg.namespace, cfg.agents, event.restored.roster,
+                             rotate_on_switch=self.rotates_roster_on_namespace_switch)
+        self.roster = loaded.roster
+        for p in loaded.problems:
+            fx.record(EventKind.WARNING, what="roster unreadable; starting from configuration",
+                      reason=p)
+        if loaded.rotated_from is not None:
+            fx.add(PersistDocument(f"{ROSTER_DOCUMENT}.bak-{loaded.rotated_from}",
+                                   event.restored.roster))
+            fx.record(EventKind.ROSTER_ROTATED, fromNamespace=loaded.rotated_from,
+                      toNamespace=cfg.namespace, droppedAgents=list(loaded.rotated_agents))
+        fx.add(PersistDocument(ROSTER_DOCUMENT, self.roster.to_document()))
+        fx.record(EventKind.ROSTER_LOADED, agents=list(self.roster.agent_ids),
+                  restored=list(loaded.restored), namespace=cfg.namespace)
+        if self.roster.default_executor:
+            fx.record(EventKind.DEFAULT_EXECUTOR_REGISTERED,
+                      agentId=self.roster.executor_ids[-1],
+                      reason="roster is empty; a default executor keeps the node from being "
+                             "a mute receiver")
+
+    def _on_connected(self, fx: Effects, event: Connected) -> None:
+        filters = (self.topics.inbox(self.node_id), self.topics.directory_filter(),
+                   *(self.topics.group(g) for g in self.config.scene_groups))
+        fx.add(Subscribe(filters, self.config.qos))
+        fx.add(Publish(self.topics.directory(self.node_id),
+                       _json_bytes(announcement_for(self.roster).to_json()), 1, True, None))
+        executors = self.roster.executor_ids
+        fx.record(EventKind.CONNECTED, clientId=self.config.effective_client_id,
+                  sessionPresent=event.session_present, subscriptions=list(filters))
+        fx.record(EventKind.EXECUTORS_REGISTERED, registered=len(executors),
+                  expected=len(executors), agents=list(executors))
+
+    def _on_timer(self, fx: Effects, timer: TimerId) -> None:
+        match timer.kind:
+            case TimerKind.LEDGER_FLUSH:
+                self._flush_ledger(fx)
+                fx.add(StartTimer(LEDGER_FLUSH, fx.now_ms + self.config.ledger.flush_interval_ms))
+            case TimerKind.TASK_WATCHDOG:
+                self.tasks.on_watchdog(fx, timer.key)
+            case TimerKind.REQUEST_TIMEOUT:
+                self.requests.on_timeout(fx, timer.key)
+            case _:
+                assert_never(timer.kind)
+
+    def _flush_ledger(self, fx: Effects) -> None:
+        expired = self.ledger.expire(fx.now_ms)
+        if not self.ledger.dirty or not self.config.ledger.durable:
+            return
+        fx.add(PersistDocument(LEDGER_DOCUMENT, self.ledger.to_document()))
+        self.ledger.mark_flushed()
+        fx.record(EventKind.LEDGER_FLUSHED, entries=len(self.ledger), expired=expired,
+                  evictedTotal=self.ledger.evicted, expiredTotal=self.ledger.expired)
+
+    # -- inbound ------------------------------------------------------------------------------
+    def _on_message(self, fx: Effects, event: MessageReceived) -> None:
+        parsed = self.topics.parse(event.topic)
+        if parsed.kind is TopicKind.DIRECTORY:
+            self._on_announcement(fx, event, parsed.key or "")
+            return
+        if parsed.kind is TopicKind.FOREIGN:
+            self._drop(fx, event, None, Drop(DropReason.NOT_MINE, f"topic {event.topic!r} is not an "
+                                                                  f"A2A topic under {self.topics.prefix!r}"))
+            return
+        decoded = decode(event.payload)
+        if isinstance(decoded, Rejection):
+            self._drop(fx, event, None, Drop(DropReason.MALFORMED,
+                                             f"{decoded.code.value}: {decoded.detail}"))
+            return
+        env = decoded
+        if env.header(Header.ORIGIN_NODE_ID) == self.node_id:
+            self._drop(fx, event, env, Drop(DropReason.SELF_LOOP, "originNodeId is this node"))
+            return
+        verdict = verify(env, self.config.auth.keys, fx.now_ms, self.config.auth.max_skew_ms)
+        mode = self.config.auth.mode
+        if mode is AuthMode.AUDIT:
+            fx.record(EventKind.AUTH_VERDICT, messageId=env.message_id, verdict=verdict.value,
+                      mode=mode.value, admitted=True, fromAgentId=env.from_agent_id,
+                      kid=env.header(Header.KID), signerNode=env.header(Header.NODE))
+        if not self.admits(mode, verdict):
+            self._drop(fx, event, env, Drop(DropReason.AUTH_REJECTED,
+                                            f"{verdict.value} not admitted in {mode.value} mode"),
+                       verdict)
+            return
+        if not self.ledger.admit(dedup_key(env), fx.now_ms):
+            self._drop(fx, event, env, Drop(DropReason.DUPLICATE,
+                                            f"{dedup_key(env)} already in the inbound ledger"), verdict)
+            return
+        drop = self._route(fx, env, parsed.kind, parsed.key, verdict, event.topic)
+        if drop is not None:
+            self._drop(fx, event, env, drop, verdict)
+
+    def admits(self, mode: AuthMode, verdict: Verdict) -> bool:
+        return admits(mode, verdict)
+
+    def _route(self, fx: Effects, env: Envelope, kind: TopicKind, key: str | None,
+               verdict: Verdict | None, topic: str | None) -> Drop | None:
+        """Route an admitted, first-seen message to its handler; a Drop if it is not ours."""
+        if kind is TopicKind.GROUP:
+            if env.message_type is not MessageType.EVENT:
+                return Drop(DropReason.NOT_MINE, f"{env.message_type.value} on a group topic "
+                                                 "(only EVENT is multicast)")
+            if key not in self.config.scene_groups:
+                return Drop(DropReason.NOT_MINE, f"scene group {key!r} is not one of this node's")
+            self._admitted(fx, env, verdict, topic, handler="group")
+            fx.record(EventKind.GROUP_EVENT_RECEIVED, messageId=env.message_id,
+                      sceneGroupId=key, fromAgentId=env.from_agent_id)
+            return None
+        if key != self.node_id or (env.target_node_id and env.target_node_id != self.node_id):
+            return Drop(DropReason.NOT_MINE, f"targeted to node {env.target_node_id or key!r}, "
+                                             f"this is {self.node_id!r}")
+        match env.message_type:
+            case MessageType.TASK_REQUEST:
+                to_agent = env.to_agent_id or ""
+                route = self.roster.route(to_agent)
+                if route not in (Route.EXACT, Route.DEFAULT_EXECUTOR):
+                    return Drop(DropReason.NOT_MINE, f"{route.value}: toAgentId {to_agent!r} is not "
+                                                     f"handled here (namespace {self.roster.namespace!r}, "
+                                                     f"executors {list(self.roster.executor_ids)})")
+                self._admitted(fx, env, verdict, topic, handler=route.value)
+                self.tasks.on_request(fx, env, to_agent)
+            case MessageType.TASK_RESPONSE:
+                self._admitted(fx, env, verdict, topic, handler="requests")
+                self.requests.on_response(fx, env)
+            case _:
+                return Drop(DropReason.NOT_MINE, f"no handler for {env.message_type.value} on this "
+                                                 "node")
+        return None
+
+    def _deliver_local(self, fx: Effects, env: Envelope) -> None:
+        """LOCAL_CONSUMED: the target is this node; hand it to the handler, no MQTT."""
+        drop = self._route(fx, env, TopicKind.INBOX, self.node_id, None, None)
+        if drop is not None:
+            self._drop(fx, None, env, drop)
+
+    def _admitted(self, fx: Effects, env: Envelope, verdict: Verdict | None, topic: str | None,
+                  handler: str) -> None:
+        fx.record(EventKind.INBOUND_ADMITTED, messageId=env.message_id,
+                  messageType=env.message_type.value, fromAgentId=env.from_agent_id,
+                  toAgentId=env.to_agent_id, targetNodeId=env.target_node_id,
+                  requestId=env.header(Header.REQUEST_ID),
+                  originNodeId=env.header(Header.ORIGIN_NODE_ID),
+                  verdict=verdict.value if verdict else None,
+                  via="mqtt" if topic else "local", handler=handler)
+        fx.add(PersistRecord(Table.MESSAGES, f"RECV|{env.message_id}", {
+            "direction": "RECV", "messageId": env.message_id,
+            "messageType": env.message_type.value, "fromAgentId": env.from_agent_id,
+            "toAgentId": env.to_agent_id, "targetNodeId": env.target_node_id,
+            "conversationId": env.conversation_id, "requestId": env.header(Header.REQUEST_ID),
+            "verdict": verdict.value if verdict else None, "atMs": fx.now_ms}))
+
+    def _drop(self, fx: Effects, event: MessageReceived | None, env: Envelope | None, drop: Drop,
+              verdict: Verdict | None = None) -> None:
+        self.drops[drop.reason] += 1
+        fx.record(EventKind.INBOUND_DROPPED, reason=drop.reason.value, detail=drop.detail,
+                  topic=event.topic if event else None,
+                  messageId=env.message_id if env else None,
+                  messageType=env.message_type.value if env else None,
+                  fromAgentId=env.from_agent_id if env else None,
+                  requestId=env.header(Header.REQUEST_ID) if env else None,
+                  verdict=verdict.value if verdict else None,
+                  bytes=len(event.payload) if event else None)
+
+    def _on_announcement(self, fx: Effects, event: MessageReceived, node_id: str) -> None:
+        if not event.payload:
+            return  # an empty retained message clears the topic; nothing to apply
+        try:
+            raw: object = json.loads(event.payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            fx.record(EventKind.DIRECTORY_REJECTED, topic=event.topic, reason=f"not JSON: {exc}"[:200])
+            return
+        ann = parse_announcement(raw, node_id)
+        if isinstance(ann, str):
+            fx.record(EventKind.DIRECTORY_REJECTED, topic=event.topic, reason=ann)
+            return
+        self.directory.apply(ann)
+        fx.record(EventKind.DIRECTORY_UPDATED, nodeId=ann.node_id, online=ann.online,
+                  agents=[a.agent_id for a in ann.agents], known=len(self.directory))
+
+    # -- outbound ----------------------------------------------------------------------------
+    def _send_group_event(self, fx: Effects, event: GroupEventRequested) -> None:
+        env = Envelope(message_id=event.message_id, message_type=MessageType.EVENT,
+                       from_agent_id=event.from_agent_id, timestamp_ms=fx.now_ms,
+                       scene_group_id=event.scene_group_id, conversation_id=event.conversation_id,
+                       payload=event.payload)
+        self.outbox.multicast(fx, env)
+
+
+def _json_bytes(value: object) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+__all__ = ["ADMISSION", "Node", "NodeState", "NotStarted"]

@@ -1,0 +1,156 @@
+"""Outbound: every message ends in exactly one of LOCAL_CONSUMED, PUBLISHED, UNDELIVERABLE,
+FAILED (DESIGN §3, seed 002 §5), and each state change lands in the node's message store.
+
+Signing happens here, at the one exit (seed 002 §8). An unresolvable target is
+UNDELIVERABLE with its reason and a warning; there is no broadcast fallback. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from bench.core.auth import AuthConfig, sign
+from bench.core.commands import PersistRecord, Publish, Table
+from bench.core.directory import Directory, Resolution
+from bench.core.effects import Effects
+from bench.core.envelope import Envelope, Header, encode
+from bench.core.machine import Machine
+from bench.core.outcome import EventKind
+from bench.core.topics import Topics
+
+
+class OutboundState(str, Enum):
+    NEW = "NEW"
+    SENDING = "SENDING"
+    LOCAL_CONSUMED = "LOCAL_CONSUMED"
+    PUBLISHED = "PUBLISHED"
+    UNDELIVERABLE = "UNDELIVERABLE"
+    FAILED = "FAILED"
+
+
+class OutboundEvent(str, Enum):
+    TARGET_IS_LOCAL = "TARGET_IS_LOCAL"
+    HANDED_TO_CLIENT = "HANDED_TO_CLIENT"
+    UNRESOLVED = "UNRESOLVED"
+    ERROR = "ERROR"
+    BROKER_ACCEPTED = "BROKER_ACCEPTED"
+    SEND_FAILED = "SEND_FAILED"
+
+
+# Theory of operation: a message is NEW while it is routed. A local target is consumed in
+# place (no MQTT). A remote one is handed to the client (SENDING) and ends PUBLISHED when
+# the driver reports the broker took it, FAILED if sending broke. UNDELIVERABLE means "we
+# know it was not sent": its reason says why. The four right-hand states are terminal.
+_S, _E = OutboundState, OutboundEvent
+OUTBOUND = Machine[OutboundState, OutboundEvent]("outbound message", {
+    (_S.NEW, _E.TARGET_IS_LOCAL): _S.LOCAL_CONSUMED,
+    (_S.NEW, _E.HANDED_TO_CLIENT): _S.SENDING,
+    (_S.NEW, _E.UNRESOLVED): _S.UNDELIVERABLE,
+    (_S.NEW, _E.ERROR): _S.FAILED,
+    (_S.SENDING, _E.BROKER_ACCEPTED): _S.PUBLISHED,
+    (_S.SENDING, _E.SEND_FAILED): _S.FAILED,
+}, terminal=frozenset({_S.LOCAL_CONSUMED, _S.PUBLISHED, _S.UNDELIVERABLE, _S.FAILED}))
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    envelope: Envelope
+    state: OutboundState
+    reason: str = ""
+    topic: str | None = None
+
+
+LocalDelivery = Callable[[Effects, Envelope], None]
+
+
+class Outbox:
+    """Routes, signs and publishes; tracks messages until their terminal state."""
+
+    def __init__(self, node_id: str, topics: Topics, directory: Directory, auth: AuthConfig,
+                 qos: int, deliver_local: LocalDelivery) -> None:
+        self.node_id = node_id
+        self.topics = topics
+        self.directory = directory
+        self.auth = auth
+        self.qos = qos
+        self.deliver_local = deliver_local
+        self.in_flight: dict[str, Outbound] = {}
+        self.counts: dict[OutboundState, int] = {s: 0 for s in OUTBOUND.terminal}
+
+    def send(self, fx: Effects, envelope: Envelope, *, explicit_target_only: bool = False) -> OutboundState:
+        """Send a targeted message; returns the state it is in when this call returns."""
+        envelope = envelope.with_headers(**{Header.ORIGIN_NODE_ID.value: self.node_id})
+        if explicit_target_only and not envelope.target_node_id:
+            target_how, node_id = Resolution.UNRESOLVED, None
+            reason = "no targetNodeId (the request carried no headers.replyNodeId)"
+        else:
+            target = self.directory.resolve(envelope.to_agent_id, envelope.target_node_id)
+            target_how, node_id, reason = target.how, target.node_id, target.reason
+        msg = Outbound(envelope, OutboundState.NEW)
+        if target_how is Resolution.UNRESOLVED or node_id is None:
+            fx.record(EventKind.WARNING, what="undeliverable", messageId=envelope.message_id,
+                      toAgentId=envelope.to_agent_id, reason=reason)
+            return self._move(fx, msg, OutboundEvent.UNRESOLVED, reason)
+        envelope = replace(envelope, target_node_id=node_id)
+        if node_id == self.node_id:
+            msg = replace(msg, envelope=envelope)
+            done = self._move(fx, msg, OutboundEvent.TARGET_IS_LOCAL, f"local ({reason})")
+            self.deliver_local(fx, envelope)
+            return done
+        return self._publish(fx, replace(msg, envelope=envelope), self.topics.inbox(node_id), reason)
+
+    def multicast(self, fx: Effects, envelope: Envelope) -> OutboundState:
+        group = envelope.scene_group_id
+        if not group:
+            return self._move(fx, Outbound(envelope, OutboundState.NEW), OutboundEvent.UNRESOLVED,
+                              "multicast without a sceneGroupId")
+        envelope = envelope.with_headers(**{Header.ORIGIN_NODE_ID.value: self.node_id})
+        return self._publish(fx, Outbound(envelope, OutboundState.NEW), self.topics.group(group),
+                             "group multicast")
+
+    def _publish(self, fx: Effects, msg: Outbound, topic: str, reason: str) -> OutboundState:
+        signed = sign(msg.envelope, self.auth.keys, self.node_id, self.auth.version)
+        try:
+            payload = encode(signed)
+        except (TypeError, ValueError) as exc:
+            # A payload that is not JSON-encodable (NaN, a non-JSON object): an error while
+            # sending, which the seed's FAILED state exists for.
+            return self._move(fx, msg, OutboundEvent.ERROR, f"encode failed: {exc}")
+        msg = replace(msg, envelope=signed, topic=topic)
+        self._move(fx, msg, OutboundEvent.HANDED_TO_CLIENT, reason)
+        fx.add(Publish(topic, payload, self.qos, False, signed.message_id))
+        return OutboundState.SENDING
+
+    def settle(self, fx: Effects, message_id: str, ok: bool, error: str | None) -> None:
+        msg = self.in_flight.get(message_id)
+        if msg is None:
+            fx.record(EventKind.WARNING, what="publish settled for an unknown message",
+                      messageId=message_id, ok=ok)
+            return
+        if ok:
+            self._move(fx, msg, OutboundEvent.BROKER_ACCEPTED, msg.reason)
+        else:
+            self._move(fx, msg, OutboundEvent.SEND_FAILED, error or "send failed")
+
+    def _move(self, fx: Effects, msg: Outbound, event: OutboundEvent, reason: str) -> OutboundState:
+        env = msg.envelope
+        state = OUTBOUND.next(msg.state, event, env.message_id)
+        moved = replace(msg, state=state, reason=reason)
+        if state in OUTBOUND.terminal:
+            self.in_flight.pop(env.message_id, None)
+            self.counts[state] += 1
+            fx.record(EventKind.OUTBOUND_SETTLED, messageId=env.message_id,
+                      messageType=env.message_type.value, state=state.value, reason=reason,
+                      toAgentId=env.to_agent_id, targetNodeId=env.target_node_id,
+                      requestId=env.header(Header.REQUEST_ID), topic=msg.topic)
+        else:
+            self.in_flight[env.message_id] = moved
+        fx.add(PersistRecord(Table.MESSAGES, f"SEND|{env.message_id}", {
+            "direction": "SEND", "messageId": env.message_id,
+            "messageType": env.message_type.value, "fromAgentId": env.from_agent_id,
+            "toAgentId": env.to_agent_id, "targetNodeId": env.target_node_id,
+            "conversationId": env.conversation_id, "requestId": env.header(Header.REQUEST_ID),
+            "state": state.value, "reason": reason, "atMs": fx.now_ms}))
+        return state

@@ -1,0 +1,141 @@
+"""The requester side: pending delegated requests, matched to responses by requestId.
+
+Every request ends in exactly one outcome — the executor's status, UNDELIVERABLE or
+SEND_FAILED from the outbox, or NO_RESPONSE when the timeout (30 s) fires first — and that
+end is both a SettleRequest command and a history event. Pending requests are persisted so
+a restarted requester still recognises its late responses. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from bench.core.commands import (CancelTimer, PersistRecord, RequestOutcome, SettleRequest,
+                                 StartTimer, Table)
+from bench.core.effects import Effects
+from bench.core.envelope import Envelope, Header, Json, MessageType
+from bench.core.inputs import TaskRequested, TimerId, TimerKind
+from bench.core.outbox import Outbox, OutboundState
+from bench.core.outcome import EventKind
+
+_STATUS = {o.value: o for o in (RequestOutcome.COMPLETED, RequestOutcome.FAILED,
+                                RequestOutcome.TIMEOUT, RequestOutcome.CANCELLED)}
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    request_id: str
+    message_id: str
+    to_agent_id: str
+    sent_ms: int
+    deadline_ms: int
+    outcome: RequestOutcome | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        return {"requestId": self.request_id, "messageId": self.message_id,
+                "toAgentId": self.to_agent_id, "sentMs": self.sent_ms,
+                "deadlineMs": self.deadline_ms,
+                "outcome": self.outcome.value if self.outcome else None}
+
+
+def _timer(request_id: str) -> TimerId:
+    return TimerId(TimerKind.REQUEST_TIMEOUT, request_id)
+
+
+class Requests:
+    def __init__(self, node_id: str, outbox: Outbox, default_timeout_ms: int) -> None:
+        self.node_id = node_id
+        self.outbox = outbox
+        self.default_timeout_ms = default_timeout_ms
+        self.pending: dict[str, Pending] = {}
+        self.settled: dict[str, RequestOutcome] = {}
+
+    def send(self, fx: Effects, req: TaskRequested) -> None:
+        if req.request_id in self.pending or req.request_id in self.settled:
+            raise ValueError(f"requestId {req.request_id!r} was already used on node {self.node_id}")
+        timeout = req.timeout_ms or self.default_timeout_ms
+        pending = Pending(req.request_id, req.message_id, req.to_agent_id, fx.now_ms,
+                          fx.now_ms + timeout)
+        self._store(fx, pending)
+        env = Envelope(
+            message_id=req.message_id, message_type=MessageType.TASK_REQUEST,
+            from_agent_id=req.from_agent_id, timestamp_ms=fx.now_ms, to_agent_id=req.to_agent_id,
+            target_node_id=req.target_node_id, conversation_id=req.conversation_id,
+            scene_group_id=req.scene_group_id, payload=req.payload,
+            headers={Header.REQUEST_ID.value: req.request_id,
+                     Header.REPLY_NODE_ID.value: self.node_id},
+        )
+        fx.record(EventKind.REQUEST_SENT, requestId=req.request_id, messageId=req.message_id,
+                  fromAgentId=req.from_agent_id, toAgentId=req.to_agent_id,
+                  conversationId=req.conversation_id, deadlineMs=pending.deadline_ms)
+        fx.add(StartTimer(_timer(req.request_id), pending.deadline_ms))
+        state = self.outbox.send(fx, env)
+        if state is OutboundState.UNDELIVERABLE:
+            self._settle(fx, req.request_id, RequestOutcome.UNDELIVERABLE, None)
+        elif state is OutboundState.FAILED:
+            self._settle(fx, req.request_id, RequestOutcome.SEND_FAILED, None)
+
+    def on_publish_failed(self, fx: Effects, message_id: str) -> None:
+        for p in self.pending.values():
+            if p.message_id == message_id:
+                self._settle(fx, p.request_id, RequestOutcome.SEND_FAILED, None)
+                return
+
+    def on_response(self, fx: Effects, env: Envelope) -> None:
+        request_id = env.header(Header.REQUEST_ID)
+        if request_id is None or request_id not in self.pending:
+            earlier = self.settled.get(request_id) if request_id else None
+            fx.record(EventKind.RESPONSE_UNMATCHED, requestId=request_id, messageId=env.message_id,
+                      reason=(f"already settled as {earlier.value}" if earlier else
+                              "no requestId header" if request_id is None else "unknown requestId"))
+            return
+        status = env.payload.get("status") if isinstance(env.payload, dict) else None
+        outcome = _STATUS.get(status) if isinstance(status, str) else None
+        if outcome is None:
+            fx.record(EventKind.RESPONSE_UNMATCHED, requestId=request_id, messageId=env.message_id,
+                      reason=f"response status {status!r} is not a task outcome")
+            return
+        self._settle(fx, request_id, outcome, env.payload, response_message_id=env.message_id)
+
+    def on_timeout(self, fx: Effects, request_id: str) -> None:
+        if request_id in self.pending:
+            self._settle(fx, request_id, RequestOutcome.NO_RESPONSE, None)
+
+    def recover(self, fx: Effects, restored: Mapping[str, Json]) -> list[str]:
+        problems: list[str] = []
+        for key, raw in sorted(restored.items()):
+            if not isinstance(raw, dict):
+                problems.append(f"request record {key!r} is not an object")
+                continue
+            try:
+                p = Pending(str(raw["requestId"]), str(raw["messageId"]), str(raw["toAgentId"]),
+                            int(str(raw["sentMs"])), int(str(raw["deadlineMs"])),
+                            RequestOutcome(raw["outcome"]) if raw.get("outcome") else None)
+            except (KeyError, ValueError) as exc:
+                problems.append(f"request record {key!r} unreadable: {exc}")
+                continue
+            if p.outcome is not None:
+                self.settled[p.request_id] = p.outcome
+            elif p.deadline_ms <= fx.now_ms:
+                self.pending[p.request_id] = p
+                self._settle(fx, p.request_id, RequestOutcome.NO_RESPONSE, None)
+            else:
+                self.pending[p.request_id] = p
+                fx.add(StartTimer(_timer(p.request_id), p.deadline_ms))
+        return problems
+
+    def _store(self, fx: Effects, p: Pending) -> None:
+        fx.add(PersistRecord(Table.REQUESTS, p.request_id, p.to_json()))
+        if p.outcome is None:
+            self.pending[p.request_id] = p
+
+    def _settle(self, fx: Effects, request_id: str, outcome: RequestOutcome, response: Json,
+                response_message_id: str | None = None) -> None:
+        p = self.pending.pop(request_id)
+        self.settled[request_id] = outcome
+        self._store(fx, replace(p, outcome=outcome))
+        fx.add(CancelTimer(_timer(request_id)))
+        fx.record(EventKind.REQUEST_SETTLED, requestId=request_id, outcome=outcome.value,
+                  latencyMs=fx.now_ms - p.sent_ms, responseMessageId=response_message_id)
+        fx.add(SettleRequest(request_id, outcome, response))

@@ -1,0 +1,91 @@
+"""The single owner of every MQTT topic string and filter (DESIGN §3, seed 000 §3.1).
+
+A subscribe/publish prefix mismatch once lost messages silently; so no other module
+formats a topic. Also MQTT 3.1.1 filter matching, which the drivers share. No I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+DEFAULT_PREFIX = "ooder"
+
+
+class TopicError(ValueError):
+    """A topic segment that would not round-trip (bad configuration or a bug, so it raises)."""
+
+
+class TopicKind(str, Enum):
+    INBOX = "inbox"
+    GROUP = "group"
+    DIRECTORY = "directory"
+    FOREIGN = "foreign"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTopic:
+    kind: TopicKind
+    key: str | None  # the nodeId or sceneGroupId the topic is about
+
+
+def _segment(what: str, value: str) -> str:
+    if not value or any(c in value for c in "/+#\x00"):
+        raise TopicError(f"{what} {value!r} cannot be an MQTT topic segment "
+                         "(empty, or contains '/', '+', '#' or NUL)")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    """Topic strings under one prefix (default `ooder`)."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if not self.prefix or self.prefix.startswith(("/", "$")) or self.prefix.endswith("/"):
+            raise TopicError(f"topic prefix {self.prefix!r} must be non-empty and not start with "
+                             "'/' or '$' nor end with '/'")
+        for part in self.prefix.split("/"):
+            _segment("topic prefix part", part)
+
+    def inbox(self, node_id: str) -> str:
+        return f"{self.prefix}/node/{_segment('nodeId', node_id)}/inbox"
+
+    def group(self, scene_group_id: str) -> str:
+        return f"{self.prefix}/event/A2A/{_segment('sceneGroupId', scene_group_id)}"
+
+    def directory(self, node_id: str) -> str:
+        return f"{self.prefix}/directory/{_segment('nodeId', node_id)}"
+
+    def directory_filter(self) -> str:
+        return f"{self.prefix}/directory/+"
+
+    def parse(self, topic: str) -> ParsedTopic:
+        head = self.prefix + "/"
+        if not topic.startswith(head):
+            return ParsedTopic(TopicKind.FOREIGN, None)
+        parts = topic[len(head):].split("/")
+        if len(parts) == 3 and parts[0] == "node" and parts[2] == "inbox" and parts[1]:
+            return ParsedTopic(TopicKind.INBOX, parts[1])
+        if len(parts) == 3 and parts[0] == "event" and parts[1] == "A2A" and parts[2]:
+            return ParsedTopic(TopicKind.GROUP, parts[2])
+        if len(parts) == 2 and parts[0] == "directory" and parts[1]:
+            return ParsedTopic(TopicKind.DIRECTORY, parts[1])
+        return ParsedTopic(TopicKind.FOREIGN, None)
+
+
+def matches(topic_filter: str, topic: str) -> bool:
+    """MQTT 3.1.1 §4.7 matching of a topic name against a filter (`+`, `#`, `$` rule)."""
+    f_parts = topic_filter.split("/")
+    t_parts = topic.split("/")
+    if topic.startswith("$") and f_parts[0] in ("+", "#"):
+        return False
+    for i, fp in enumerate(f_parts):
+        if fp == "#":
+            return True
+        if i >= len(t_parts):
+            return False
+        if fp != "+" and fp != t_parts[i]:
+            return False
+    return len(f_parts) == len(t_parts)

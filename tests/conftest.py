@@ -1,0 +1,40 @@
+"""Shared helpers: two (or more) reference cores wired back to back, no broker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from bench.core.auth import AuthConfig
+from bench.core.config import NodeConfig
+from bench.wire import Wire
+
+
+def orchestrator(**kw: object) -> NodeConfig:
+    base: dict[str, object] = dict(node_id="orch-1", namespace="fin", agents=("fin.orchestrator",))
+    base.update(kw)
+    return NodeConfig(**base)  # type: ignore[arg-type]
+
+
+def executor(**kw: object) -> NodeConfig:
+    base: dict[str, object] = dict(node_id="exec-1", namespace="llm", agents=("llm.tax",))
+    base.update(kw)
+    return NodeConfig(**base)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def pair() -> Callable[..., Wire]:
+    """`pair(auth=..., orch=dict(...), exe=dict(...))` -> a started two-node Wire."""
+
+    def make(auth: AuthConfig | None = None, orch: dict[str, object] | None = None,
+             exe: dict[str, object] | None = None) -> Wire:
+        wire = Wire()
+        extra = {"auth": auth} if auth else {}
+        wire.add(orchestrator(**{**extra, **(orch or {})}))
+        wire.add(executor(**{**extra, **(exe or {})}))
+        wire.start("orch-1")
+        wire.start("exec-1")
+        return wire
+
+    return make

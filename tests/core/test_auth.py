@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bench.core.auth import (ADMISSION, FLAT_KID, AuthMode, KeyRing, Secret, SignatureVersion,
+                             Verdict, admits, sign, verify)
+from bench.core.envelope import Envelope, Header, MessageType
+
+KEYS = KeyRing(flat_token=Secret("flat-token-s3cret"),
+               agent_keys={"fin.tax": Secret("fin-tax-key"), "llm.tax": Secret("llm-tax-key")})
+NOW = 1_000_000
+
+
+def env(from_agent: str = "fin.tax", **kw: object) -> Envelope:
+    return Envelope(message_id="m1", message_type=MessageType.TASK_REQUEST,
+                    from_agent_id=from_agent, timestamp_ms=NOW, to_agent_id="llm.tax",
+                    target_node_id="exec-1", payload={"amount": 10}, **kw)  # type: ignore[arg-type]
+
+
+def check(e: Envelope, keys: KeyRing = KEYS) -> Verdict:
+    return verify(e, keys, NOW, max_skew_ms=300_000)
+
+
+def test_per_agent_key_is_preferred_and_verifies() -> None:
+    signed = sign(env(), KEYS, "orch-1")
+    assert signed.header(Header.KID) == "fin.tax"
+    assert signed.header(Header.NODE) == "orch-1"
+    assert check(signed) is Verdict.VERIFIED
+
+
+def test_flat_token_fallback() -> None:
+    signed = sign(env("fin.other"), KEYS, "orch-1")
+    assert signed.header(Header.KID) == FLAT_KID
+    assert check(signed) is Verdict.VERIFIED
+
+
+def test_v1_signed_string_is_the_seeds() -> None:
+    """hex(HMAC-SHA256(key, "messageId|fromAgentId|messageType|timestamp"))."""
+    import hashlib
+    import hmac as std_hmac
+    signed = sign(env(), KEYS, "orch-1")
+    expected = std_hmac.new(b"fin-tax-key", f"m1|fin.tax|TASK_REQUEST|{NOW}".encode(),
+                            hashlib.sha256).hexdigest()
+    assert signed.header(Header.SIG) == expected
+
+
+def test_no_keys_means_unsigned() -> None:
+    e = sign(env(), KeyRing(), "orch-1")
+    assert e.header(Header.SIG) is None
+    assert check(e) is Verdict.UNSIGNED
+
+
+def test_bad_signature() -> None:
+    signed = sign(env(), KEYS, "orch-1")
+    tampered = signed.with_headers(**{Header.SIG.value: "00" * 32})
+    assert check(tampered) is Verdict.BAD_SIGNATURE
+    assert check(signed.with_headers(**{Header.SIG.value: "zz"})) is Verdict.BAD_SIGNATURE
+
+
+def test_forged_sender_under_signed_fields_is_bad_signature() -> None:
+    signed = sign(env(), KEYS, "orch-1")
+    assert check(replace(signed, from_agent_id="llm.tax")) in (Verdict.BAD_SIGNATURE,
+                                                               Verdict.KID_MISMATCH)
+
+
+def test_unknown_kid() -> None:
+    signed = sign(env(), KEYS, "orch-1").with_headers(**{Header.KID.value: "nobody"})
+    assert check(signed) is Verdict.UNKNOWN_KID
+    # flat kid when the receiver has no flat token
+    flat = sign(env("fin.other"), KEYS, "orch-1")
+    assert check(flat, KeyRing(agent_keys=KEYS.agent_keys)) is Verdict.UNKNOWN_KID
+
+
+def test_kid_mismatch_per_agent_key_used_for_another_agent() -> None:
+    # llm.tax's key signs a message claiming to be from fin.tax
+    forged = sign(env("llm.tax"), KEYS, "evil")
+    forged = replace(forged, from_agent_id="fin.tax")
+    assert check(forged) is Verdict.KID_MISMATCH
+
+
+def test_stale() -> None:
+    old = sign(replace(env(), timestamp_ms=NOW - 400_000), KEYS, "orch-1")
+    assert check(old) is Verdict.STALE
+    future = sign(replace(env(), timestamp_ms=NOW + 400_000), KEYS, "orch-1")
+    assert check(future) is Verdict.STALE
+
+
+def test_v1_does_not_cover_payload_or_routing_v2_does() -> None:
+    """DESIGN §5: the seed's scheme lets tampering through; v2 catches it."""
+    for version, expect in ((SignatureVersion.V1, Verdict.VERIFIED),
+                            (SignatureVersion.V2, Verdict.BAD_SIGNATURE)):
+        signed = sign(env(), KEYS, "orch-1", version)
+        assert check(signed) is Verdict.VERIFIED
+        assert check(replace(signed, payload={"amount": 1_000_000})) is expect
+        assert check(replace(signed, target_node_id="exec-evil")) is expect
+        assert check(replace(signed, to_agent_id="llm.other")) is expect
+
+
+@pytest.mark.parametrize("mode, admitted", [
+    (AuthMode.STRICT, {Verdict.VERIFIED}),
+    (AuthMode.LOOSE, {Verdict.VERIFIED, Verdict.UNSIGNED}),
+    (AuthMode.AUDIT, set(Verdict)),
+])
+def test_admission_matrix(mode: AuthMode, admitted: set[Verdict]) -> None:
+    assert {v for v in Verdict if admits(mode, v)} == admitted
+    assert ADMISSION[mode] == admitted
+
+
+def test_secret_never_shows_itself() -> None:
+    s = Secret("hunter2")
+    assert "hunter2" not in repr(s) and "hunter2" not in str(s)
+    assert "hunter2" not in repr(KEYS) and "flat-token-s3cret" not in repr(KEYS)
+    assert "hunter2" not in f"{s}"

@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.core.envelope import (Envelope, MessageType, RejectCode, Rejection, decode, encode,
+                                 from_json)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=20)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+ids = st.text(min_size=1, max_size=24)
+
+envelopes = st.builds(
+    Envelope,
+    message_id=ids, message_type=st.sampled_from(MessageType), from_agent_id=ids,
+    timestamp_ms=st.integers(0, 2**53), to_agent_id=st.none() | ids,
+    target_node_id=st.none() | ids, conversation_id=st.none() | ids,
+    scene_group_id=st.none() | ids, payload=json_values,
+    headers=st.dictionaries(st.text(max_size=12), st.text(max_size=20), max_size=5),
+)
+
+
+@given(envelopes)
+def test_round_trip(env: Envelope) -> None:
+    assert decode(encode(env)) == env
+
+
+@given(envelopes)
+def test_encoding_is_canonical(env: Envelope) -> None:
+    assert encode(decode(encode(env))) == encode(env)  # type: ignore[arg-type]
+
+
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_never_raise(data: bytes) -> None:
+    result = decode(data)
+    assert isinstance(result, (Envelope, Rejection))
+
+
+@given(st.dictionaries(st.sampled_from(["messageId", "fromAgentId", "messageType", "timestamp",
+                                        "headers", "payload", "toAgentId", "extra"]),
+                       json_values, max_size=8))
+def test_arbitrary_objects_never_raise(obj: dict[str, object]) -> None:
+    assert isinstance(from_json(obj), (Envelope, Rejection))
+
+
+def _valid() -> dict[str, object]:
+    return {"messageId": "m1", "fromAgentId": "fin.a", "messageType": "TASK_REQUEST",
+            "timestamp": 5, "headers": {"requestId": "r1"}}
+
+
+@pytest.mark.parametrize("mutate, code", [
+    (lambda d: d.update(messageType="TASK_REQUESTX"), RejectCode.UNKNOWN_TYPE),
+    (lambda d: d.update(messageType="task_request"), RejectCode.UNKNOWN_TYPE),
+    (lambda d: d.pop("messageId"), RejectCode.MISSING_FIELD),
+    (lambda d: d.update(messageId=""), RejectCode.BAD_FIELD),
+    (lambda d: d.update(timestamp=-1), RejectCode.BAD_FIELD),
+    (lambda d: d.update(timestamp=True), RejectCode.BAD_FIELD),
+    (lambda d: d.update(timestamp=1.5), RejectCode.BAD_FIELD),
+    (lambda d: d.update(headers={"requestId": 7}), RejectCode.BAD_FIELD),
+    (lambda d: d.update(headers=[]), RejectCode.BAD_FIELD),
+    (lambda d: d.update(toAgentId=3), RejectCode.BAD_FIELD),
+    (lambda d: d.update(msgId="x"), RejectCode.UNKNOWN_FIELD),
+])
+def test_rejections_name_the_problem(mutate, code) -> None:  # type: ignore[no-untyped-def]
+    d = _valid()
+    mutate(d)
+    result = decode(json.dumps(d).encode())
+    assert isinstance(result, Rejection)
+    assert result.code is code
+    assert result.detail
+
+
+def test_unknown_type_is_rejected_not_retyped() -> None:
+    d = _valid() | {"messageType": "EVENTS"}
+    result = decode(json.dumps(d).encode())
+    assert isinstance(result, Rejection) and "EVENTS" in result.detail
+
+
+@pytest.mark.parametrize("data, code", [
+    (b"\xff\xfe", RejectCode.NOT_UTF8),
+    (b"{not json", RejectCode.NOT_JSON),
+    (b'{"a": NaN}', RejectCode.NOT_JSON),
+    (b"[1,2]", RejectCode.NOT_OBJECT),
+    (b"[" * 100_000, RejectCode.NOT_JSON),
+])
+def test_bad_bytes(data: bytes, code: RejectCode) -> None:
+    result = decode(data)
+    assert isinstance(result, Rejection) and result.code is code
+
+
+def test_too_large() -> None:
+    result = decode(b" " * 100, max_bytes=10)
+    assert isinstance(result, Rejection) and result.code is RejectCode.TOO_LARGE
