@@ -202,6 +202,12 @@ class Directory:
                                                           ann.online)
         self._by_agent = by_agent
 
+    def remove(self, node_id: str) -> bool:
+        removed = self._by_node.pop(node_id, None) is not None
+        if removed:
+            self._rebuild()
+        return removed
+
     def find(self, agent_id: str) -> AgentDescriptor | None:
         return self._by_agent.get(agent_id)
 

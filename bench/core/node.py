@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import assert_never
 
-from bench.core.auth import ADMISSION, AuthMode, Verdict, admits, verify
+from bench.core.auth import AuthMode, Verdict, admits, verify
 from bench.core.commands import (Command, Connect, PersistDocument, PersistRecord, Publish,
                                  StartTimer, Subscribe, Table)
 from bench.core.config import NodeConfig
@@ -300,7 +300,11 @@ class Node:
 
     def _on_announcement(self, fx: Effects, event: MessageReceived, node_id: str) -> None:
         if not event.payload:
-            return  # an empty retained message clears the topic; nothing to apply
+            # An empty retained message clears the node's announcement (MQTT 3.1.1 §3.3.1.3).
+            removed = self.directory.remove(node_id)
+            fx.record(EventKind.DIRECTORY_UPDATED, nodeId=node_id, online=False, agents=[],
+                      known=len(self.directory), cleared=True, wasKnown=removed)
+            return
         try:
             raw: object = json.loads(event.payload.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -326,5 +330,3 @@ class Node:
 def _json_bytes(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
-
-__all__ = ["ADMISSION", "Node", "NodeState", "NotStarted"]

@@ -15,6 +15,7 @@ from bench.core.commands import (CancelTimer, PersistRecord, RequestOutcome, Set
                                  StartTimer, Table)
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
+from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TaskRequested, TimerId, TimerKind
 from bench.core.outbox import Outbox, OutboundState
 from bench.core.outcome import EventKind
@@ -37,6 +38,14 @@ class Pending:
                 "toAgentId": self.to_agent_id, "sentMs": self.sent_ms,
                 "deadlineMs": self.deadline_ms,
                 "outcome": self.outcome.value if self.outcome else None}
+
+    @staticmethod
+    def from_json(raw: dict[str, Json]) -> Pending:
+        """Raises KeyError/TypeError/ValueError on a damaged record (the caller records it)."""
+        outcome = optional_text(raw, "outcome")
+        return Pending(text(raw, "requestId"), text(raw, "messageId"), text(raw, "toAgentId"),
+                       integer(raw, "sentMs"), integer(raw, "deadlineMs"),
+                       RequestOutcome(outcome) if outcome else None)
 
 
 def _timer(request_id: str) -> TimerId:
@@ -109,10 +118,8 @@ class Requests:
                 problems.append(f"request record {key!r} is not an object")
                 continue
             try:
-                p = Pending(str(raw["requestId"]), str(raw["messageId"]), str(raw["toAgentId"]),
-                            int(str(raw["sentMs"])), int(str(raw["deadlineMs"])),
-                            RequestOutcome(raw["outcome"]) if raw.get("outcome") else None)
-            except (KeyError, ValueError) as exc:
+                p = Pending.from_json(raw)
+            except (KeyError, TypeError, ValueError) as exc:
                 problems.append(f"request record {key!r} unreadable: {exc}")
                 continue
             if p.outcome is not None:

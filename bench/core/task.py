@@ -16,6 +16,7 @@ from enum import Enum
 from bench.core.commands import CancelTimer, Execute, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
+from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TimerId, TimerKind
 from bench.core.machine import Machine
 from bench.core.outbox import Outbox
@@ -85,30 +86,12 @@ class TaskRecord:
         """Raises KeyError/TypeError/ValueError on a damaged record (the caller records it)."""
         if not isinstance(raw, dict):
             raise TypeError("task record is not an object")
-
-        def text(key: str) -> str:
-            value = raw[key]
-            if not isinstance(value, str):
-                raise TypeError(f"{key} must be a string")
-            return value
-
-        def opt(key: str) -> str | None:
-            value = raw.get(key)
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"{key} must be a string or null")
-            return value
-
-        def integer(key: str) -> int:
-            value = raw[key]
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{key} must be an integer")
-            return value
-
-        return TaskRecord(text("taskId"), text("agentId"), TaskState(text("state")),
-                          text("requesterAgentId"), opt("replyNodeId"), opt("conversationId"),
-                          text("requestMessageId"), integer("submittedMs"),
-                          integer("deadlineMs"), raw.get("payload"), raw.get("result"),
-                          opt("error"))
+        return TaskRecord(text(raw, "taskId"), text(raw, "agentId"),
+                          TaskState(text(raw, "state")), text(raw, "requesterAgentId"),
+                          optional_text(raw, "replyNodeId"), optional_text(raw, "conversationId"),
+                          text(raw, "requestMessageId"), integer(raw, "submittedMs"),
+                          integer(raw, "deadlineMs"), raw.get("payload"), raw.get("result"),
+                          optional_text(raw, "error"))
 
 
 def _watchdog(task_id: str) -> TimerId:

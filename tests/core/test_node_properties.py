@@ -1,0 +1,130 @@
+"""Properties of the whole node: nothing escapes as an exception, nothing is silent, and
+under redelivery, crashes and restarts no task runs twice and every request ends once."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from bench.core.commands import Record
+from bench.core.envelope import MessageType
+from bench.core.inputs import MessageReceived, Started, TaskRequested
+from bench.core.node import Node
+from bench.core.outcome import EventKind
+from bench.wire import Wire
+from tests.conftest import executor, orchestrator
+
+OUTCOME_KINDS = {EventKind.INBOUND_ADMITTED, EventKind.INBOUND_DROPPED,
+                 EventKind.DIRECTORY_UPDATED, EventKind.DIRECTORY_REJECTED}
+
+topics = st.sampled_from(["ooder/node/exec-1/inbox", "ooder/node/other/inbox",
+                          "ooder/event/A2A/g1", "ooder/event/A2A/g2", "ooder/directory/exec-9",
+                          "ooder/directory/exec-1", "ooder/user/exec-1/inbox", "elsewhere", ""])
+scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+envelope_like = st.fixed_dictionaries(
+    {"messageId": st.text(max_size=6) | scalars,
+     "fromAgentId": st.sampled_from(["fin.orchestrator", "llm.tax", ""]) | scalars,
+     "messageType": st.sampled_from([t.value for t in MessageType] + ["BOGUS", ""]) | scalars,
+     "timestamp": st.integers(-5, 10**13) | scalars},
+    optional={"toAgentId": st.sampled_from(["llm.tax", "fin.tax", "a2a-local-executor"]) | scalars,
+              "targetNodeId": st.sampled_from(["exec-1", "other"]) | scalars,
+              "headers": st.dictionaries(st.sampled_from(["requestId", "replyNodeId", "originNodeId",
+                                                          "x-a2a-sig", "x-a2a-kid"]),
+                                         st.text(max_size=6) | scalars, max_size=4) | scalars,
+              "sceneGroupId": st.sampled_from(["g1", "g2"]) | scalars,
+              "payload": scalars,
+              "nodeId": st.sampled_from(["exec-9", "exec-1"]), "online": scalars,
+              "agents": st.lists(st.fixed_dictionaries({"agentId": scalars}), max_size=2) | scalars})
+payloads = st.binary(max_size=64) | envelope_like.map(lambda d: json.dumps(d).encode())
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(topics, payloads), min_size=1, max_size=8))
+def test_every_input_is_one_recorded_outcome_and_never_an_exception(
+        inputs: list[tuple[str, bytes]]) -> None:
+    node = Node(executor(scene_groups=("g1",)))
+    node.handle(Started(0, "b1"))
+    for i, (topic, payload) in enumerate(inputs):
+        commands = node.handle(MessageReceived(i, topic, payload))
+        outcomes = [c for c in commands if isinstance(c, Record) and c.kind in OUTCOME_KINDS]
+        assert len(outcomes) == 1, (topic, payload, outcomes)
+        drops = [c for c in outcomes if c.kind is EventKind.INBOUND_DROPPED]
+        for d in drops:
+            assert d.fields["reason"] and d.fields["detail"]
+
+
+class Cluster(RuleBasedStateMachine):
+    @initialize()
+    def setup(self) -> None:
+        self.w = Wire()
+        self.w.executor = lambda cmd: (int(str(cmd.payload)), True, "ok", None)
+        self.w.add(orchestrator())
+        self.w.add(executor(task_timeout_ms=8_000))
+        self.w.start("orch-1")
+        self.w.start("exec-1")
+        self.captured: list[tuple[str, bytes]] = []
+        self.w.on_publish = self._capture
+        self.n = 0
+        self.sent: list[str] = []
+
+    def _capture(self, node: str, topic: str, payload: bytes) -> list[bytes]:
+        if topic.endswith("/inbox"):
+            self.captured.append((topic, payload))
+        return [payload]
+
+    def _up(self, node: str) -> bool:
+        return self.w.hosts[node].node is not None
+
+    @precondition(lambda self: self._up("orch-1"))
+    @rule(duration=st.integers(1, 12_000), agent=st.sampled_from(["llm.tax", "llm.tax", "llm.nobody"]))
+    def request(self, duration: int, agent: str) -> None:
+        self.n += 1
+        rid = f"r{self.n}"
+        self.sent.append(rid)
+        self.w.feed("orch-1", TaskRequested(self.w.now_ms, rid, f"m{self.n}", "fin.orchestrator",
+                                            agent, duration, timeout_ms=20_000))
+
+    @precondition(lambda self: bool(self.captured))
+    @rule(data=st.data())
+    def redeliver(self, data: st.DataObject) -> None:
+        topic, payload = data.draw(st.sampled_from(self.captured))
+        node = topic.split("/")[2]
+        if self._up(node):
+            self.w.feed(node, MessageReceived(self.w.now_ms, topic, payload))
+
+    @rule(dt=st.integers(0, 7_000))
+    def advance(self, dt: int) -> None:
+        self.w.advance(self.w.now_ms + dt)
+
+    @rule(node=st.sampled_from(["orch-1", "exec-1"]))
+    def crash_and_restart(self, node: str) -> None:
+        self.w.crash(node)
+        self.w.start(node)
+
+    @invariant()
+    def no_task_runs_twice(self) -> None:
+        counts = Counter(c.task_id for _, c in self.w.executed)
+        assert all(n == 1 for n in counts.values()), counts
+
+    @invariant()
+    def each_request_settles_at_most_once(self) -> None:
+        settled = Counter(str(e.fields["requestId"]) for e in self.w.history.of_kind("request_settled"))
+        assert all(n == 1 for n in settled.values()), settled
+
+    def teardown(self) -> None:
+        if not hasattr(self, "w"):
+            return
+        for node in ("orch-1", "exec-1"):
+            if not self._up(node):
+                self.w.start(node)
+        self.w.advance(self.w.now_ms + 60_000)
+        settled = {str(e.fields["requestId"]) for e in self.w.history.of_kind("request_settled")}
+        assert settled == set(self.sent), f"never settled: {set(self.sent) - settled}"
+
+
+TestCluster = Cluster.TestCase
+TestCluster.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
