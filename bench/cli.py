@@ -11,8 +11,12 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench import __version__
+
+if TYPE_CHECKING:
+    from bench.run import RunResult
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
 
@@ -24,11 +28,15 @@ directory, a response that cannot find its way back, a "strict" mode that trusts
 
 EPILOG = """\
 examples:
-  a2a-bench exchange                 two reference nodes, the seeds' failure shapes, judged
-  a2a-bench exchange --auth strict   the same with HMAC signatures required on every message
-  a2a-bench exchange --json          machine-readable summary on stdout
+  a2a-bench run scenarios/quickstart.toml             simulate, check, report (results/<run-id>/)
+  a2a-bench run qos1_redelivery --variant memory_dedup_60s
+                                                     the same scenario against a seeded defect
+  a2a-bench run restart --seed 7 --topology split     replay any run with its printed seed
+  a2a-bench check results/<run-id>                    judge a stored history again
+  a2a-bench list                                      scenarios, topologies, faults, checkers, variants
 
-exit codes: 0 all checks true, 1 some check false, 2 harness error, 3 invalid arguments
+exit codes: 0 every verdict as expected (true unless the scenario expects otherwise),
+1 some verdict false, 2 some verdict unknown or a harness error, 3 invalid input files or arguments
 """
 
 
@@ -43,8 +51,30 @@ def build_parser() -> argparse.ArgumentParser:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"a2a-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    run = sub.add_parser(
+        "run", help="run a scenario, check its history, write results/<run-id>/",
+        description="Run SCENARIO (a file, or a name in scenarios/) on its topology, inject its "
+                    "faults, record one history, judge it with every checker, and write the "
+                    "run folder: scenario.json, topology.json, history.jsonl, verdicts.json, "
+                    "metrics.json, summary.json, report.md. The seed and the command that "
+                    "replays the run are printed.")
+    run.add_argument("scenario", help="scenario file or name (see `a2a-bench list`)")
+    run.add_argument("--topology", help="topology file or name, replacing the scenario's")
+    run.add_argument("--mode", choices=["sim"], default=None,
+                     help="substrate (default: the scenario's; only sim exists so far)")
+    run.add_argument("--seed", type=int, help="seed for every random draw (default: the scenario's)")
+    run.add_argument("--variant", default="reference",
+                     help="reference node or a seeded defect (see `a2a-bench list`)")
+    run.add_argument("--out", type=Path, help="run folder (default results/<scenario>-<variant>-s<seed>-<utc>)")
+    run.add_argument("--json", action="store_true", help="print the summary and verdicts as JSON")
+    check = sub.add_parser("check", help="judge a stored run's history again",
+                           description="Re-run every checker over RUN_DIR/history.jsonl and "
+                                       "rewrite verdicts.json, metrics.json and report.md.")
+    check.add_argument("run_dir", type=Path)
+    check.add_argument("--json", action="store_true")
+    sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants")
     ex = sub.add_parser(
-        "exchange", help="run a real two-node exchange through the reference core and judge it",
+        "exchange", help="two reference cores back to back (no broker), the seeds' failure shapes",
         description="Run two reference nodes back to back (no broker; each with its own data "
                     "dir on disk), drive requests through QoS1 redelivery, a retry, an "
                     "unresolvable agent, a missing replyNodeId and an executor crash, record "
@@ -71,6 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INVALID
     if args.command == "exchange":
         return _exchange(parser, args)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "check":
+        return _check(args)
+    if args.command == "list":
+        return _list()
     parser.error(f"unknown command {args.command}")
     return EXIT_INVALID
 
@@ -96,3 +132,123 @@ def _exchange(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"a2a-bench exchange: auth={args.auth} signature=v{args.signature} run={out}")
         print(render(summary))
     return EXIT_OK if summary.ok else EXIT_FALSE
+
+
+def _utc_stamp() -> str:
+    import datetime
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bench.distribution import SpecError
+    from bench.run import print_progress, run_scenario
+    from bench.scenario import SCENARIOS, find, load_scenario
+    from bench.checks import checkers
+    from bench.variants import variant
+
+    try:
+        path = find(args.scenario, SCENARIOS, "scenario")
+        scenario = load_scenario(path, topology=args.topology, seed=args.seed,
+                                 known_checks=tuple(checkers()))
+        chosen = variant(args.variant)
+    except (SpecError, KeyError) as exc:
+        print(f"a2a-bench: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.mode is not None and args.mode != scenario.mode:
+        print(f"a2a-bench: --mode {args.mode}: {scenario.source} is a {scenario.mode} scenario",
+              file=sys.stderr)
+        return EXIT_INVALID
+    out = args.out or Path("results") / f"{scenario.name}-{chosen.name}-s{scenario.seed}-{_utc_stamp()}"
+    if not args.json:
+        print(f"a2a-bench run {scenario.source}: topology {scenario.topology.name} "
+              f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
+              f"seed {scenario.seed}, {scenario.mode}")
+    try:
+        result = run_scenario(scenario, chosen, out, topology_overridden=args.topology is not None,
+                              progress=None if args.json else print_progress())
+    except Exception:
+        traceback.print_exc()
+        print(f"a2a-bench: harness error; what was recorded is in {out}/history.jsonl",
+              file=sys.stderr)
+        return EXIT_UNKNOWN
+    _print_result(result, args.json)
+    return result.exit_code
+
+
+def _check(args: argparse.Namespace) -> int:
+    from bench.run import rejudge
+    for name in ("history.jsonl", "summary.json", "scenario.json"):
+        if not (args.run_dir / name).exists():
+            print(f"a2a-bench: {args.run_dir}: no {name} (is it a run folder?)", file=sys.stderr)
+            return EXIT_INVALID
+    try:
+        result = rejudge(args.run_dir)
+    except ValueError as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    _print_result(result, args.json)
+    return result.exit_code
+
+
+def _print_result(result: "RunResult", as_json: bool) -> None:
+    s, m = result.summary, result.metrics
+    if as_json:
+        print(json.dumps({"summary": s, "verdicts": [v.to_json() for v in result.verdicts],
+                          "metrics": m}, indent=2))
+        return
+    lat = m["latency_ms"]
+    print(f"  {s['events']} events; simulated {s['simulated_s']:.1f} s in {s['wall_s']:.2f} s wall "
+          f"= {s['sim_s_per_wall_s']:.1f} simulated s per wall s")
+    print(f"  requests {m['requests']}: " + ", ".join(f"{k} {n}" for k, n in m["outcomes"].items()))
+    if lat["p50"] is not None:
+        print(f"  latency ms p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  "
+              f"max {lat['max']:.1f}; duplicates delivered {m['duplicates_delivered']}, "
+              f"executed {m['duplicates_executed']}")
+    print("  verdicts:")
+    for v in result.verdicts:
+        want = s["expect"].get(v.name, "true")
+        flag = "" if v.value.value == want else f"   <-- expected {want}"
+        print(f"    {v.name:<20} {v.value.value.upper():<8}{flag}")
+        for c in v.counterexamples[:3]:
+            print(f"      seq {','.join(map(str, c['seq']))}: {c['why']}")
+        if v.note and v.value.value != "true":
+            print(f"      note: {v.note.splitlines()[0]}")
+    print(f"  seed {s['seed']}; replay: {s['replay']}")
+    print(f"  results: {result.out_dir}/ (report.md)")
+
+
+def _list() -> int:
+    from bench.checks import checkers
+    from bench.faults import CATALOGUE
+    from bench.scenario import SCENARIOS, TOPOLOGIES
+    from bench.variants import VARIANTS
+
+    def first_line(path: Path) -> str:
+        import tomllib
+        try:
+            d = tomllib.loads(path.read_text()).get("description", "")
+        except tomllib.TOMLDecodeError:
+            return "(invalid TOML)"
+        return " ".join(str(d).split())[:100]
+
+    print("scenarios (scenarios/):")
+    for p in sorted(SCENARIOS.glob("*.toml")):
+        print(f"  {p.stem:<22} {first_line(p)}")
+    print("topologies (topologies/):")
+    for p in sorted(TOPOLOGIES.glob("*.toml")):
+        print(f"  {p.stem:<22} {first_line(p)}")
+    print("faults:")
+    for k in CATALOGUE.values():
+        print(f"  {k.name:<22} {k.summary}")
+        for name, prm in k.params.items():
+            req = "required" if prm.required else f"default {prm.default!r}"
+            print(f"      {name} ({prm.kind}, {req}): {prm.help}")
+    print("checkers:")
+    for name, fn in checkers().items():
+        doc = " ".join((fn.__doc__ or "").split())
+        print(f"  {name:<22} {doc[:110]}")
+    print("variants (--variant):")
+    for v in VARIANTS.values():
+        caught = "" if v.name == "reference" else f"  [caught by {v.caught_by} in {v.scenario}]"
+        print(f"  {v.name:<22} {v.summary[:90]}{caught}")
+    return EXIT_OK

@@ -15,7 +15,7 @@ from typing import IO, Any
 @dataclass(frozen=True, slots=True)
 class Event:
     seq: int
-    t_ms: int
+    t_ms: float
     node: str
     kind: str
     fields: Mapping[str, Any]
@@ -32,7 +32,7 @@ class Recorder:
         self.events: list[Event] = []
         self._fh: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
 
-    def append(self, t_ms: int, node: str, kind: str, fields: Mapping[str, Any]) -> Event:
+    def append(self, t_ms: float, node: str, kind: str, fields: Mapping[str, Any]) -> Event:
         reserved = {"seq", "tMs", "node", "kind"} & set(fields)
         if reserved:
             raise ValueError(f"event fields may not use the reserved names {sorted(reserved)}")

@@ -20,10 +20,22 @@ CORE_ALLOWED = {"__future__", "collections", "dataclasses", "enum", "typing", "j
 #: <- drivers/faults/workload <- matrix/report <- cli.
 LAYERS = {
     "core": {"core"},
+    "distribution": {"distribution"},
+    "topology": {"distribution", "topology"},
     "storage": {"core", "storage"},
     "history": {"history"},
+    "checks": {"core", "checks"},                  # judge from the history only
+    "metrics": {"checks", "metrics"},
+    "variants": {"core", "variants"},
+    "workload": {"distribution", "topology", "workload"},
     "wire": {"core", "storage", "history", "wire"},
+    "sim": {"core", "storage", "history", "distribution", "topology", "sim"},
+    "faults": {"core", "distribution", "topology", "sim", "faults"},
+    "scenario": {"core", "distribution", "topology", "workload", "faults", "scenario"},
+    "report": {"checks", "report"},
     "exchange": {"core", "storage", "history", "wire", "exchange"},
+    "run": {"core", "storage", "history", "distribution", "topology", "checks", "metrics",
+            "variants", "workload", "sim", "faults", "scenario", "report", "run"},
 }
 
 

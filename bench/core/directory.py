@@ -86,12 +86,14 @@ class RosterLoad:
 
 
 def load_roster(node_id: str, namespace: str, configured: tuple[str, ...],
-                persisted: Json, *, rotate_on_switch: bool = True) -> RosterLoad:
+                persisted: Json, *, rotate_on_switch: bool = True,
+                register_default: bool = True) -> RosterLoad:
     """Configured executors plus the persisted roster, like the seed's start-up seeder.
 
     Every executor must be in the node's namespace: a foreign one is a configuration bug.
     A persisted roster of another namespace is rotated away (backed up by the caller);
-    `rotate_on_switch=False` keeps it, which reproduces the stale-roster bug.
+    `rotate_on_switch=False` keeps it, which reproduces the stale-roster bug, and
+    `register_default=False` leaves an empty roster empty (the mute receiver of C3).
     """
     for agent_id in configured:
         if namespace_of(agent_id) != namespace:
@@ -109,7 +111,7 @@ def load_roster(node_id: str, namespace: str, configured: tuple[str, ...],
         else:
             restored = [a for a in old_agents if a not in configured]
     agents = tuple(configured) + tuple(restored)
-    roster = Roster(node_id, namespace, agents, default_executor=not agents)
+    roster = Roster(node_id, namespace, agents, default_executor=register_default and not agents)
     return RosterLoad(roster, tuple(restored), rotated_from, rotated, tuple(problems))
 
 
@@ -187,26 +189,40 @@ class Directory:
 
     def __init__(self) -> None:
         self._by_node: dict[str, Announcement] = {}
+        self._announcers: dict[str, set[str]] = {}   # agentId -> nodes announcing it
         self._by_agent: dict[str, AgentDescriptor] = {}
 
     def apply(self, ann: Announcement) -> None:
+        old = self._by_node.get(ann.node_id)
         self._by_node[ann.node_id] = ann
-        self._rebuild()
-
-    def _rebuild(self) -> None:
-        by_agent: dict[str, AgentDescriptor] = {}
-        # Online announcers win over offline ones; among equals the later node id sorts last.
-        for ann in sorted(self._by_node.values(), key=lambda a: (a.online, a.node_id)):
-            for desc in ann.agents:
-                by_agent[desc.agent_id] = AgentDescriptor(desc.agent_id, ann.node_id, desc.role,
-                                                          ann.online)
-        self._by_agent = by_agent
+        self._reindex(ann.node_id, old, ann)
 
     def remove(self, node_id: str) -> bool:
-        removed = self._by_node.pop(node_id, None) is not None
-        if removed:
-            self._rebuild()
-        return removed
+        old = self._by_node.pop(node_id, None)
+        if old is not None:
+            self._reindex(node_id, old, None)
+        return old is not None
+
+    def _reindex(self, node_id: str, old: Announcement | None, new: Announcement | None) -> None:
+        """Recompute the winner of every agent the change touches (not the whole index)."""
+        touched = {a.agent_id for a in old.agents} if old else set()
+        for agent in touched:
+            self._announcers[agent].discard(node_id)
+        if new is not None:
+            for desc in new.agents:
+                self._announcers.setdefault(desc.agent_id, set()).add(node_id)
+                touched.add(desc.agent_id)
+        for agent in touched:
+            nodes = self._announcers.get(agent)
+            if not nodes:
+                self._announcers.pop(agent, None)
+                self._by_agent.pop(agent, None)
+                continue
+            # Online announcers win over offline ones; among equals the later node id wins.
+            winner = max(nodes, key=lambda n: (self._by_node[n].online, n))
+            ann = self._by_node[winner]
+            role = next(d.role for d in ann.agents if d.agent_id == agent)
+            self._by_agent[agent] = AgentDescriptor(agent, winner, role, ann.online)
 
     def find(self, agent_id: str) -> AgentDescriptor | None:
         return self._by_agent.get(agent_id)

@@ -25,7 +25,7 @@ from bench.core.envelope import Envelope, Header, MessageType, Rejection, decode
 from bench.core.inputs import (Connected, GroupEventRequested, Input, MessageReceived,
                                PublishSettled, Started, TaskFinished, TaskRequested, TimerFired,
                                TimerId, TimerKind)
-from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, dedup_key
+from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
 from bench.core.outbox import Outbox
 from bench.core.outcome import DropReason, EventKind
 from bench.core.request import Requests
@@ -53,8 +53,12 @@ class Drop:
 class Node:
     """One node: roster, directory, ledger, outbox, task service and requester."""
 
-    #: Seeded-defect variants subclass Node and override these to reintroduce a seed's bug.
+    #: Seeded-defect variants (bench/variants.py) subclass Node and override these
+    #: attributes and the methods marked "variants override" to reintroduce a seed's bug.
     rotates_roster_on_namespace_switch = True
+    registers_default_executor = True
+    outbox_class: type[Outbox] = Outbox
+    task_service_class: type[TaskService] = TaskService
 
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
@@ -65,13 +69,21 @@ class Node:
         self._seq = 0
         self.directory = Directory()
         self.roster = Roster(config.node_id, config.namespace, config.agents, not config.agents)
-        self.ledger = InboundLedger(config.ledger)
-        self.outbox = Outbox(config.node_id, self.topics, self.directory, config.auth,
+        self.ledger = InboundLedger(self.ledger_config())
+        self.outbox = self.outbox_class(config.node_id, self.topics, self.directory, config.auth,
                              config.qos, self._deliver_local)
-        self.tasks = TaskService(config.node_id, self.outbox, self.new_message_id,
+        self.tasks = self.task_service_class(config.node_id, self.outbox, self.new_message_id,
                                  config.task_timeout_ms)
         self.requests = Requests(config.node_id, self.outbox, config.request_timeout_ms)
         self.drops: dict[DropReason, int] = {r: 0 for r in DropReason}
+
+    def ledger_config(self) -> LedgerConfig:
+        """The inbound ledger's settings (variants override)."""
+        return self.config.ledger
+
+    def route_agent(self, to_agent_id: str) -> Route:
+        """Which executor of this node serves `to_agent_id`, if any (variants override)."""
+        return self.roster.route(to_agent_id)
 
     def new_message_id(self) -> str:
         """Unique across restarts because each start brings a fresh boot id."""
@@ -123,7 +135,7 @@ class Node:
         self._load_roster(fx, event)
         problem = self.ledger.restore(event.restored.ledger, fx.now_ms)
         fx.record(EventKind.LEDGER_RESTORED, entries=len(self.ledger), problem=problem,
-                  durable=cfg.ledger.durable)
+                  durable=self.ledger.config.durable, ttlMs=self.ledger.config.ttl_ms)
         offline = announcement_for(self.roster, online=False)
         fx.add(Connect(cfg.effective_client_id, self.topics.directory(self.node_id),
                        _json_bytes(offline.to_json())))
@@ -132,12 +144,13 @@ class Node:
                                ("requests", self.requests.recover(fx, event.restored.requests))):
             for p in problems:
                 fx.record(EventKind.WARNING, what=f"restore {what}", reason=p)
-        fx.add(StartTimer(LEDGER_FLUSH, fx.now_ms + cfg.ledger.flush_interval_ms))
+        fx.add(StartTimer(LEDGER_FLUSH, fx.now_ms + self.ledger.config.flush_interval_ms))
 
     def _load_roster(self, fx: Effects, event: Started) -> None:
         cfg = self.config
         loaded = load_roster(cfg.node_id, cfg.namespace, cfg.agents, event.restored.roster,
-                             rotate_on_switch=self.rotates_roster_on_namespace_switch)
+                             rotate_on_switch=self.rotates_roster_on_namespace_switch,
+                             register_default=self.registers_default_executor)
         self.roster = loaded.roster
         for p in loaded.problems:
             fx.record(EventKind.WARNING, what="roster unreadable; starting from configuration",
@@ -172,7 +185,7 @@ class Node:
         match timer.kind:
             case TimerKind.LEDGER_FLUSH:
                 self._flush_ledger(fx)
-                fx.add(StartTimer(LEDGER_FLUSH, fx.now_ms + self.config.ledger.flush_interval_ms))
+                fx.add(StartTimer(LEDGER_FLUSH, fx.now_ms + self.ledger.config.flush_interval_ms))
             case TimerKind.TASK_WATCHDOG:
                 self.tasks.on_watchdog(fx, timer.key)
             case TimerKind.REQUEST_TIMEOUT:
@@ -182,7 +195,7 @@ class Node:
 
     def _flush_ledger(self, fx: Effects) -> None:
         expired = self.ledger.expire(fx.now_ms)
-        if not self.ledger.dirty or not self.config.ledger.durable:
+        if not self.ledger.dirty or not self.ledger.config.durable:
             return
         fx.add(PersistDocument(LEDGER_DOCUMENT, self.ledger.to_document()))
         self.ledger.mark_flushed()
@@ -249,7 +262,7 @@ class Node:
         match env.message_type:
             case MessageType.TASK_REQUEST:
                 to_agent = env.to_agent_id or ""
-                route = self.roster.route(to_agent)
+                route = self.route_agent(to_agent)
                 if route not in (Route.EXACT, Route.DEFAULT_EXECUTOR):
                     return Drop(DropReason.NOT_MINE, f"{route.value}: toAgentId {to_agent!r} is not "
                                                      f"handled here (namespace {self.roster.namespace!r}, "
@@ -277,6 +290,7 @@ class Node:
                   toAgentId=env.to_agent_id, targetNodeId=env.target_node_id,
                   requestId=env.header(Header.REQUEST_ID),
                   originNodeId=env.header(Header.ORIGIN_NODE_ID),
+                  replyNodeId=env.header(Header.REPLY_NODE_ID),
                   verdict=verdict.value if verdict else None,
                   via="mqtt" if topic else "local", handler=handler)
         fx.add(PersistRecord(Table.MESSAGES, f"RECV|{env.message_id}", {

@@ -13,7 +13,7 @@ from enum import Enum
 
 from bench.core.auth import AuthConfig, sign
 from bench.core.commands import PersistRecord, Publish, Table
-from bench.core.directory import Directory, Resolution
+from bench.core.directory import Directory, Resolution, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, encode
 from bench.core.machine import Machine
@@ -83,23 +83,33 @@ class Outbox:
         """Send a targeted message; returns the state it is in when this call returns."""
         envelope = envelope.with_headers(**{Header.ORIGIN_NODE_ID.value: self.node_id})
         if explicit_target_only and not envelope.target_node_id:
-            target_how, node_id = Resolution.UNRESOLVED, None
-            reason = "no targetNodeId (the request carried no headers.replyNodeId)"
+            target = Target(Resolution.UNRESOLVED, None,
+                            "no targetNodeId (the request carried no headers.replyNodeId)")
         else:
-            target = self.directory.resolve(envelope.to_agent_id, envelope.target_node_id)
-            target_how, node_id, reason = target.how, target.node_id, target.reason
+            target = self.resolve(envelope)
         msg = Outbound(envelope, OutboundState.NEW)
-        if target_how is Resolution.UNRESOLVED or node_id is None:
-            fx.record(EventKind.WARNING, what="undeliverable", messageId=envelope.message_id,
-                      toAgentId=envelope.to_agent_id, reason=reason)
-            return self._move(fx, msg, OutboundEvent.UNRESOLVED, reason)
+        if target.how is Resolution.UNRESOLVED or target.node_id is None:
+            return self.on_unresolved(fx, msg, target.reason)
+        node_id = target.node_id
         envelope = replace(envelope, target_node_id=node_id)
         if node_id == self.node_id:
             msg = replace(msg, envelope=envelope)
-            done = self._move(fx, msg, OutboundEvent.TARGET_IS_LOCAL, f"local ({reason})")
+            done = self._move(fx, msg, OutboundEvent.TARGET_IS_LOCAL, f"local ({target.reason})")
             self.deliver_local(fx, envelope)
             return done
-        return self._publish(fx, replace(msg, envelope=envelope), self.topics.inbox(node_id), reason)
+        return self._publish(fx, replace(msg, envelope=envelope), self.topics.inbox(node_id),
+                             target.reason)
+
+    def resolve(self, envelope: Envelope) -> Target:
+        """Explicit targetNodeId, else the directory (variants override to break this)."""
+        return self.directory.resolve(envelope.to_agent_id, envelope.target_node_id)
+
+    def on_unresolved(self, fx: Effects, msg: Outbound, reason: str) -> OutboundState:
+        """Never a broadcast: the message is UNDELIVERABLE, with its reason and a warning."""
+        env = msg.envelope
+        fx.record(EventKind.WARNING, what="undeliverable", messageId=env.message_id,
+                  toAgentId=env.to_agent_id, reason=reason)
+        return self._move(fx, msg, OutboundEvent.UNRESOLVED, reason)
 
     def multicast(self, fx: Effects, envelope: Envelope) -> OutboundState:
         group = envelope.scene_group_id

@@ -111,7 +111,7 @@ class TaskService:
     # -- inbound request ----------------------------------------------------------------
     def on_request(self, fx: Effects, env: Envelope, agent_id: str) -> None:
         request_id = env.header(Header.REQUEST_ID) or env.message_id
-        existing = self.tasks.get(request_id)
+        existing = self.existing(request_id)
         if existing is not None:
             finished = existing.state in TASK.terminal
             fx.record(EventKind.TASK_DUPLICATE, taskId=request_id, messageId=env.message_id,
@@ -195,11 +195,19 @@ class TaskService:
                   state=task.state.value, previous=previous.value if previous else None,
                   error=task.error)
 
+    def response_target(self, task: TaskRecord) -> str | None:
+        """Where the response goes: the node the request named in headers.replyNodeId."""
+        return task.reply_node_id
+
+    def existing(self, request_id: str) -> TaskRecord | None:
+        """The task this requestId already created, if any (what makes requests idempotent)."""
+        return self.tasks.get(request_id)
+
     def _respond(self, fx: Effects, task: TaskRecord) -> None:
         env = Envelope(
             message_id=self.new_id(), message_type=MessageType.TASK_RESPONSE,
             from_agent_id=task.agent_id, timestamp_ms=fx.now_ms,
-            to_agent_id=task.requester_agent_id, target_node_id=task.reply_node_id,
+            to_agent_id=task.requester_agent_id, target_node_id=self.response_target(task),
             conversation_id=task.conversation_id,
             payload={"status": task.state.value, "result": task.result, "error": task.error},
             headers={Header.REQUEST_ID.value: task.task_id},

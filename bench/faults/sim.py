@@ -1,0 +1,236 @@
+"""What each fault of the catalogue does in the simulator. Each runs as a simpy process:
+journal (`fault_start`), act, wait out the window, heal (`fault_healed` with how often it
+fired). Firings are `fault_fired` events carrying the fault's index."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Generator
+from dataclasses import replace
+from typing import Any
+
+import simpy
+
+from bench.core.auth import sign
+from bench.core.directory import ROSTER_DOCUMENT
+from bench.core.envelope import Envelope, Header, MessageType, decode, encode
+from bench.distribution import rng_for
+from bench.faults import FaultSpec
+from bench.sim.broker import Redelivery
+from bench.sim.cluster import SimCluster
+from bench.sim.host import KEEPALIVE_DETECT_MS, SimHost
+from bench.topology import Topology
+
+
+Heal = Callable[[], Any]
+
+
+def _steps(result: Any) -> Generator[simpy.Event, Any, Any]:
+    """Run a step that may be a generator (it waits) or a plain return value."""
+    if inspect.isgenerator(result):
+        value = yield from result
+        return value
+    return result
+
+
+class SimNemesis:
+    def __init__(self, cluster: SimCluster, topology: Topology, seed: int, end_ms: float) -> None:
+        self.cluster = cluster
+        self.env = cluster.env
+        self.topology = topology
+        self.seed = seed
+        self.end_ms = end_ms
+
+    def schedule(self, faults: tuple[FaultSpec, ...]) -> None:
+        for spec in faults:
+            self.env.process(self._run(spec))
+
+    def _fired(self, spec: FaultSpec, node: str = "nemesis", **fields: Any) -> None:
+        self.cluster.record(node, "fault_fired", {"fault": spec.kind, "faultIndex": spec.index,
+                                                  **fields})
+
+    def _run(self, spec: FaultSpec) -> Generator[simpy.Event, Any, Any]:
+        """Journal, act, wait out the window, heal. An action (and its heal step) is a plain
+        function, or a generator when it has to wait in virtual time."""
+        yield self.env.timeout(spec.at_ms)
+        self.cluster.record("nemesis", "fault_start", spec.to_record())
+        action: Callable[[FaultSpec], Any] = getattr(self, f"_{spec.kind}")
+        heal = yield from _steps(action(spec))
+        end = self.end_ms if spec.duration_ms is None else spec.at_ms + spec.duration_ms
+        if end > self.env.now:
+            yield self.env.timeout(end - self.env.now)
+        if heal is not None:
+            yield from _steps(heal())
+        self.cluster.record("nemesis", "fault_healed", {"fault": spec.kind, "faultIndex": spec.index})
+
+    def _host(self, node_id: str) -> SimHost:
+        return self.cluster.hosts[node_id]
+
+    # -- one method per fault: act, then return the heal step (a generator function) --------
+    def _qos1_redelivery(self, spec: FaultSpec) -> Any:
+        node = spec.params.get("node")
+        only = self._host(node).client_id if node else None
+        broker = self.cluster.broker
+        broker.redelivery = Redelivery(spec.params["probability"], spec.params["delay_ms"],
+                                       rng_for(self.seed, f"fault/{spec.index}"), spec.index, only)
+
+        def heal() -> Any:
+            broker.redelivery = None
+        return heal
+
+    def _double_subscription(self, spec: FaultSpec) -> Any:
+        host = self._host(spec.params["node"])
+        topics = host.config.topics
+        filters = (topics.inbox(host.node_id), *(topics.group(g) for g in host.config.scene_groups))
+        host.second_connection_fault = spec.index
+        conn = host.add_connection("second", f"{host.client_id}-sub2", filters)
+
+        def heal() -> Any:
+            self.cluster.broker.disconnect(conn, graceful=True)
+            if conn in host.extra:
+                host.extra.remove(conn)
+        return heal
+
+    def _restart_with(self, spec: FaultSpec, host: SimHost, down_ms: float,
+                      prepare: Callable[[], dict[str, Any]]) -> Generator[simpy.Event, Any, Any]:
+        lost = host.crash()
+        self.cluster.record(host.node_id, "node_crashed", {"faultIndex": spec.index,
+                                                           "lostWrites": lost})
+        yield self.env.timeout(down_ms)
+        details = prepare()
+        host.boot()
+        self._fired(spec, host.node_id, action="restarted", downMs=down_ms, **details)
+
+    def _restart(self, spec: FaultSpec) -> Any:
+        host = self._host(spec.params["node"])
+        if spec.params["in_flush_window"] and host.node is not None:
+            interval = host.node.ledger.config.flush_interval_ms
+            since = self.env.now - host.booted_at_ms
+            next_flush = host.booted_at_ms + (since // interval + 1) * interval
+            yield self.env.timeout(max(0.0, next_flush - 1.0 - self.env.now))
+        yield from self._restart_with(spec, host, spec.params["down_ms"], dict)
+        return None
+
+    def _empty_directory(self, spec: FaultSpec) -> Any:
+        host = self._host(spec.params["node"])
+        original = host.config
+
+        def empty() -> dict[str, Any]:
+            txn = host.store.begin()
+            txn.put_document(ROSTER_DOCUMENT, None)
+            txn.commit()
+            host.config = replace(host.config, agents=())
+            return {"roster": "empty"}
+
+        yield from self._restart_with(spec, host, spec.params["down_ms"], empty)
+
+        def heal() -> Any:
+            host.config = original
+            yield from self._restart_with(spec, host, spec.params["down_ms"], dict)
+        return heal
+
+    def _stale_roster(self, spec: FaultSpec) -> Any:
+        host = self._host(spec.params["node"])
+
+        def switch() -> dict[str, Any]:
+            host.config = replace(host.config, namespace=spec.params["namespace"],
+                                  agents=spec.params["agents"])
+            return {"namespace": spec.params["namespace"]}
+
+        yield from self._restart_with(spec, host, spec.params["down_ms"], switch)
+        return None
+
+    def _broker_restart(self, spec: FaultSpec) -> Any:
+        broker = self.cluster.broker
+        broker.crash(spec.params["persistence"])
+        self._fired(spec, action="broker crashed", persistence=spec.params["persistence"])
+        yield self.env.timeout(spec.params["down_ms"])
+        broker.start()
+        self._fired(spec, action="broker started")
+        return None
+
+    def _partition(self, spec: FaultSpec) -> Any:
+        hosts = [self._host(n) for n in spec.params["nodes"]]
+        before = {h.node_id: h.link.lost for h in hosts}
+        for h in hosts:
+            h.link.up = False
+        self.env.process(self._keepalive(spec, hosts))
+
+        def heal() -> Any:
+            for h in hosts:
+                h.link.up = True
+                lost = h.link.lost - before[h.node_id]
+                if lost:
+                    self._fired(spec, h.node_id, action="packets lost in the partition", lost=lost)
+                h.resend_unacked()
+                self.cluster.broker.resend_inflight(h.client_id)
+        return heal
+
+    def _keepalive(self, spec: FaultSpec, hosts: list[SimHost]) -> Generator[simpy.Event, Any, Any]:
+        yield self.env.timeout(KEEPALIVE_DETECT_MS)
+        for h in hosts:
+            if not h.link.up and h.conn is not None:
+                self._fired(spec, h.node_id, action="keepalive expired; connection dropped")
+                h.drop_connection("keepalive timeout (partition)")
+
+    def _latency(self, spec: FaultSpec) -> Any:
+        return self._link_fault(spec, lambda s: replace(s, latency_ms=spec.params["latency_ms"]),
+                                "packets")
+
+    def _loss(self, spec: FaultSpec) -> Any:
+        return self._link_fault(spec, lambda s: replace(s, loss=spec.params["probability"]),
+                                "retransmissions")
+
+    def _link_fault(self, spec: FaultSpec, change: Callable[[Any], Any], counter: str) -> Heal:
+        hosts = [self._host(n) for n in spec.params["nodes"]]
+        before = {h.node_id: getattr(h.link, counter) for h in hosts}
+        for h in hosts:
+            h.link.spec = change(h.link.spec)
+
+        def heal() -> Any:
+            for h in hosts:
+                h.link.spec = h.link.base
+                n = getattr(h.link, counter) - before[h.node_id]
+                if n:
+                    self._fired(spec, h.node_id, action=f"{counter} under the fault", count=n)
+        return heal
+
+    def _duplicate_client_id(self, spec: FaultSpec) -> Any:
+        victim, impostor = self._host(spec.params["node"]), self._host(spec.params["impostor"])
+        broker = self.cluster.broker
+        takeovers = broker.stats["takeovers"]
+        impostor.client_id_override = victim.client_id
+        impostor.drop_connection("reconnecting with a duplicate client id")
+
+        def heal() -> Any:
+            n = broker.stats["takeovers"] - takeovers
+            if n:
+                self._fired(spec, impostor.node_id, action="session takeovers", count=n)
+            impostor.client_id_override = None
+            impostor.drop_connection("reconnecting with its own client id")
+        return heal
+
+    def _missing_reply_node(self, spec: FaultSpec) -> Any:
+        host = self._host(spec.params["node"])
+        rng = rng_for(self.seed, f"fault/{spec.index}")
+        auth = host.config.auth
+
+        def strip(topic: str, payload: bytes) -> bytes:
+            env = decode(payload)
+            if not isinstance(env, Envelope) or env.message_type is not MessageType.TASK_REQUEST \
+                    or env.header(Header.REPLY_NODE_ID) is None:
+                return payload
+            if rng.random() >= spec.params["probability"]:
+                return payload
+            self._fired(spec, host.node_id, messageId=env.message_id,
+                        requestId=env.header(Header.REQUEST_ID))
+            # the requester's own bug: signed without the header, as the sender would
+            stripped = env.with_headers(**{Header.REPLY_NODE_ID.value: None})
+            return encode(sign(stripped, auth.keys, host.node_id, auth.version))
+
+        host.publish_filters.append(strip)
+
+        def heal() -> Any:
+            host.publish_filters.remove(strip)
+        return heal
+

@@ -1,0 +1,93 @@
+"""Metrics from a history: request latency quantiles, throughput, messages per task,
+duplicates delivered versus duplicates executed. Latency is kept in a mergeable
+log-bucket histogram (so matrix cells and nodes can be merged) beside exact quantiles."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.checks import History
+
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+@dataclass
+class Histogram:
+    """Buckets of width 2^(1/8) (≈ 9 % relative error); merge by adding counts."""
+
+    counts: Counter[int] = field(default_factory=Counter)
+    total: int = 0
+    max_value: float = 0.0
+
+    def add(self, value: float) -> None:
+        self.counts[self._bucket(value)] += 1
+        self.total += 1
+        self.max_value = max(self.max_value, value)
+
+    @staticmethod
+    def _bucket(value: float) -> int:
+        return -1 if value <= 0 else int(math.floor(8 * math.log2(value)))
+
+    def merge(self, other: Histogram) -> Histogram:
+        out = Histogram(self.counts + other.counts, self.total + other.total,
+                        max(self.max_value, other.max_value))
+        return out
+
+    def quantile(self, q: float) -> float:
+        if not self.total:
+            return math.nan
+        rank = q * (self.total - 1)
+        seen = 0
+        for bucket in sorted(self.counts):
+            seen += self.counts[bucket]
+            if seen > rank:
+                return 0.0 if bucket < 0 else 2 ** ((bucket + 0.5) / 8)
+        return self.max_value
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "max": self.max_value,
+                "buckets": {str(k): v for k, v in sorted(self.counts.items())}}
+
+
+def exact_quantiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p90": None, "p99": None, "max": None}
+    s = sorted(values)
+
+    def q(p: float) -> float:
+        return s[min(len(s) - 1, max(0, math.ceil(p * len(s)) - 1))]
+    return {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": s[-1]}
+
+
+def compute(h: History, duration_ms: float) -> dict[str, Any]:
+    settled = h.of("request_settled")
+    outcomes = Counter(e["outcome"] for e in settled)
+    completed = [float(e["latencyMs"]) for e in settled if e["outcome"] == "COMPLETED"]
+    hist = Histogram()
+    for v in completed:
+        hist.add(v)
+    executed = Counter(e["taskId"] for e in h.of("task_executed"))
+    published = sum(1 for e in h.of("outbound_settled") if e["state"] == "PUBLISHED")
+    dup_drops = sum(1 for e in h.of("inbound_dropped") if e["reason"] == "DUPLICATE")
+    dup_requests = len(h.of("task_duplicate"))
+    drops = Counter(e["reason"] for e in h.of("inbound_dropped"))
+    return {
+        "requests": len(h.of("request_sent")),
+        "outcomes": dict(sorted(outcomes.items())),
+        "latency_ms": exact_quantiles(completed),
+        "latency_histogram": hist.to_json(),
+        "throughput_per_s": round(outcomes.get("COMPLETED", 0) / (duration_ms / 1000), 3)
+        if duration_ms else None,
+        "tasks_executed": sum(executed.values()),
+        "messages_published": published,
+        "messages_per_task": round(published / len(executed), 3) if executed else None,
+        "duplicates_delivered": dup_drops + dup_requests,
+        "duplicates_dropped_by_ledger": dup_drops,
+        "duplicates_caught_by_task_table": dup_requests,
+        "duplicates_executed": sum(n - 1 for n in executed.values() if n > 1),
+        "inbound_drops": dict(sorted(drops.items())),
+        "faults_fired": len(h.of("fault_fired")),
+    }

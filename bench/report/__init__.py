@@ -1,0 +1,2 @@
+"""Human-readable reports of a run (Markdown today; plots and HTML arrive with the
+matrix work)."""

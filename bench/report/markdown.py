@@ -1,0 +1,50 @@
+"""A run's report as Markdown: verdicts with counterexamples, metrics, the fault
+timeline, and the seed with the command that replays the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.checks import Verdict
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.1f}"
+    return "–" if v is None else str(v)
+
+
+def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, Any],
+           faults: list[dict[str, Any]]) -> str:
+    out = [f"# {summary['scenario']} — {summary['variant']} (seed {summary['seed']})", "",
+           f"- topology: `{summary['topology']}`, mode `{summary['mode']}`",
+           f"- simulated {summary['simulated_s']:.1f} s in {summary['wall_s']:.2f} s wall "
+           f"({summary['sim_s_per_wall_s']:.1f} simulated s per wall s)",
+           f"- replay: `{summary['replay']}`", "", "## Verdicts", "",
+           "| checker | verdict | expected | counts |", "|---|---|---|---|"]
+    for v in verdicts:
+        counts = ", ".join(f"{k} {n}" for k, n in v.counts.items() if n)
+        mark = "" if v.value.value == summary["expect"].get(v.name, "true") else " ⚠"
+        out.append(f"| {v.name} | **{v.value.value.upper()}**{mark} | "
+                   f"{summary['expect'].get(v.name, 'true')} | {counts} |")
+    for v in verdicts:
+        if v.counterexamples or v.note:
+            out += ["", f"### {v.name}: {v.value.value}", ""]
+            if v.note:
+                out.append(f"_{v.note.strip()}_")
+            out += [f"- seq {', '.join(map(str, c['seq']))}: {c['why']}" for c in v.counterexamples]
+    lat = metrics["latency_ms"]
+    out += ["", "## Metrics", "", "| metric | value |", "|---|---|",
+            f"| requests | {metrics['requests']} |",
+            f"| outcomes | {', '.join(f'{k} {n}' for k, n in metrics['outcomes'].items())} |",
+            f"| latency p50 / p90 / p99 / max (ms) | {_fmt(lat['p50'])} / {_fmt(lat['p90'])} / "
+            f"{_fmt(lat['p99'])} / {_fmt(lat['max'])} |",
+            f"| throughput (completed/s) | {_fmt(metrics['throughput_per_s'])} |",
+            f"| messages per task | {_fmt(metrics['messages_per_task'])} |",
+            f"| duplicates delivered / executed | {metrics['duplicates_delivered']} / "
+            f"{metrics['duplicates_executed']} |",
+            f"| inbound drops | {', '.join(f'{k} {n}' for k, n in metrics['inbound_drops'].items()) or 'none'} |"]
+    if faults:
+        out += ["", "## Faults", "", "| # | fault | start seq | fired |", "|---|---|---|---|"]
+        out += [f"| {f['index']} | {f['kind']} | {f['seq']} | {f['fired']} |" for f in faults]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,249 @@
+"""Scenario and topology files (TOML): loading and validation.
+
+Every error is a `SpecError` naming the file, the key and what was expected, e.g.
+`scenarios/x.toml: faults[2].probability=1.5 must be within [0, 1]`; the CLI turns it
+into exit code 3.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.core.auth import AuthMode, SignatureVersion
+from bench.distribution import SpecError, parse_distribution
+from bench.faults import FaultSpec, parse_fault
+from bench.topology import BrokerModel, LinkSpec, NodeSpec, Role, Topology
+from bench.workload import WorkloadSpec
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIOS = REPO / "scenarios"
+TOPOLOGIES = REPO / "topologies"
+MODES = ("sim",)
+VERDICT_WORDS = ("true", "false", "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class AuthSpec:
+    mode: AuthMode = AuthMode.LOOSE
+    signature: SignatureVersion = SignatureVersion.V1
+    keys: str = "none"            # none | flat | per-agent
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode.value, "signature": int(self.signature.value), "keys": self.keys}
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    description: str
+    topology: Topology
+    mode: str
+    seed: int
+    duration_ms: float
+    drain_ms: float
+    auth: AuthSpec
+    workload: WorkloadSpec
+    faults: tuple[FaultSpec, ...]
+    expect: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "source": self.source,
+                "topology": self.topology.name, "mode": self.mode, "seed": self.seed,
+                "duration_s": self.duration_ms / 1000, "drain_s": self.drain_ms / 1000,
+                "auth": self.auth.to_json(), "workload": self.workload.to_json(),
+                "faults": [f.to_json() for f in self.faults], "expect": dict(self.expect)}
+
+
+class _Table:
+    """Typed reads from one TOML table, each error naming file and key."""
+
+    def __init__(self, raw: Any, where: str, allowed: set[str]) -> None:
+        if not isinstance(raw, Mapping):
+            raise SpecError(f"{where} must be a table")
+        extra = sorted(set(raw) - allowed)
+        if extra:
+            raise SpecError(f"{where}: unknown key(s) {extra} (expected some of {sorted(allowed)})")
+        self.raw, self.where = raw, where
+
+    def key(self, name: str) -> str:
+        return f"{self.where}.{name}" if not self.where.endswith(": ") else f"{self.where}{name}"
+
+    def text(self, name: str, default: str | None = None) -> str:
+        v = self.raw.get(name, default)
+        if not isinstance(v, str) or not v:
+            raise SpecError(f"{self.key(name)}={v!r} must be a non-empty string")
+        return v
+
+    def choice(self, name: str, options: tuple[str, ...], default: str) -> str:
+        v = self.raw.get(name, default)
+        if v not in options:
+            raise SpecError(f"{self.key(name)}={v!r} must be one of {list(options)}")
+        return str(v)
+
+    def number(self, name: str, default: float, *, low: float = 0.0, high: float | None = None,
+               strict_low: bool = False) -> float:
+        v = self.raw.get(name, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise SpecError(f"{self.key(name)}={v!r} must be a number")
+        if v < low or (strict_low and v == low) or (high is not None and v > high):
+            bound = f"within [{low:g}, {high:g}]" if high is not None else \
+                f"{'>' if strict_low else '>='} {low:g}"
+            raise SpecError(f"{self.key(name)}={v!r} must be {bound}")
+        return float(v)
+
+    def integer(self, name: str, default: int, low: int = 0) -> int:
+        v = self.raw.get(name, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise SpecError(f"{self.key(name)}={v!r} must be an integer >= {low}")
+        return v
+
+    def texts(self, name: str) -> tuple[str, ...]:
+        v = self.raw.get(name, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise SpecError(f"{self.key(name)}={v!r} must be a list of non-empty strings")
+        return tuple(v)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def find(name_or_path: str, folder: Path, what: str) -> Path:
+    """A path as given, else `<folder>/<name>.toml`."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or "/" in name_or_path:
+        return p
+    candidate = folder / f"{name_or_path}.toml"
+    if candidate.exists():
+        return candidate
+    known = sorted(x.stem for x in folder.glob("*.toml") if not x.name.endswith(".matrix.toml"))
+    raise SpecError(f"no {what} named {name_or_path!r} in {_display(folder)} (known: {known})")
+
+
+# -- topologies --------------------------------------------------------------------------------
+
+def _link(raw: Any, where: str) -> LinkSpec:
+    t = _Table(raw, where, {"latency_ms", "loss"})
+    latency = parse_distribution(t.raw.get("latency_ms", 1.0), t.key("latency_ms"))
+    return LinkSpec(latency, t.number("loss", 0.0, high=0.99))
+
+
+def load_topology(path: Path) -> Topology:
+    f = _display(path)
+    raw = _read_toml(path)
+    top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes"})
+    broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model"})
+    model = BrokerModel(broker.choice("model", tuple(m.value for m in BrokerModel), "amqtt"))
+    link = _link(raw.get("link", {}), f"{f}: link")
+    nodes_raw = raw.get("nodes")
+    if not isinstance(nodes_raw, list) or not nodes_raw:
+        raise SpecError(f"{f}: nodes must be a non-empty array of tables ([[nodes]])")
+    nodes: list[NodeSpec] = []
+    for i, n in enumerate(nodes_raw):
+        t = _Table(n, f"{f}: nodes[{i}]", {"id", "role", "namespace", "agents", "scene_groups",
+                                           "client_id", "link", "count"})
+        count = t.integer("count", 1, low=1)
+        base_id = t.text("id")
+        role = Role(t.choice("role", tuple(r.value for r in Role), "executor"))
+        ns = t.text("namespace")
+        if "." in ns:
+            raise SpecError(f"{t.key('namespace')}={ns!r} must not contain '.'")
+        agents_t, groups_t = t.texts("agents"), t.texts("scene_groups")
+        node_link = _link(n["link"], t.key("link")) if "link" in n else None
+        for k in range(1, count + 1):
+            def expand(s: str, k: int = k) -> str:
+                return s.replace("{i}", str(k)) if count > 1 else s
+            node_id = f"{base_id}-{k}" if count > 1 else base_id
+            agents = tuple(expand(a) for a in agents_t)
+            for a in agents:
+                if a.partition(".")[0] != ns or "." not in a:
+                    raise SpecError(f"{t.key('agents')}: {a!r} must be '{ns}.<capability>' "
+                                    f"(the node's namespace)")
+            client = t.raw.get("client_id", "")
+            if not isinstance(client, str):
+                raise SpecError(f"{t.key('client_id')}={client!r} must be a string")
+            nodes.append(NodeSpec(node_id, role, ns, agents, tuple(expand(g) for g in groups_t),
+                                  expand(client), node_link))
+    seen: set[str] = set()
+    for n in nodes:
+        if n.id in seen:
+            raise SpecError(f"{f}: nodes: id {n.id!r} appears twice (node ids must be unique)")
+        seen.add(n.id)
+    if not any(n.role is Role.ORCHESTRATOR for n in nodes):
+        raise SpecError(f"{f}: nodes: at least one node needs role = \"orchestrator\"")
+    return Topology(top.text("name", path.stem), tuple(nodes), model, link, f)
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+def load_scenario(path: Path, *, topology: str | None = None, seed: int | None = None,
+                  known_checks: tuple[str, ...] = ()) -> Scenario:
+    f = _display(path)
+    raw = _read_toml(path)
+    top = _Table(raw, f + ": ", {"name", "description", "topology", "mode", "seed", "duration_s",
+                                 "drain_s", "auth", "workload", "faults", "expect"})
+    topo_name = topology or top.text("topology")
+    topo_path = find(topo_name, TOPOLOGIES, "topology")
+    if not topo_path.exists() and not topo_path.is_absolute():
+        alt = path.parent / topo_path
+        topo_path = alt if alt.exists() else topo_path
+    topo = load_topology(topo_path)
+    auth_t = _Table(raw.get("auth", {}), f"{f}: auth", {"mode", "signature", "keys"})
+    auth = AuthSpec(AuthMode(auth_t.choice("mode", tuple(m.value for m in AuthMode), "loose")),
+                    SignatureVersion(str(int(auth_t.number("signature", 1, low=1, high=2)))),
+                    auth_t.choice("keys", ("none", "flat", "per-agent"), "none"))
+    w = _Table(raw.get("workload", {}), f"{f}: workload",
+               {"rate_per_s", "task_duration_ms", "task_failure_rate", "request_timeout_ms",
+                "conversations", "group_event_rate_per_s", "unknown_agent_fraction",
+                "misaddressed_fraction", "explicit_target_fraction"})
+    workload = WorkloadSpec(
+        rate_per_s=w.number("rate_per_s", 2.0),
+        task_duration_ms=parse_distribution(w.raw.get("task_duration_ms", 50), w.key("task_duration_ms")),
+        task_failure_rate=w.number("task_failure_rate", 0.0, high=1.0),
+        request_timeout_ms=int(w.number("request_timeout_ms", 30_000, low=1)),
+        conversations=w.integer("conversations", 4, low=1),
+        group_event_rate_per_s=w.number("group_event_rate_per_s", 0.0),
+        unknown_agent_fraction=w.number("unknown_agent_fraction", 0.0, high=1.0),
+        misaddressed_fraction=w.number("misaddressed_fraction", 0.0, high=1.0),
+        explicit_target_fraction=w.number("explicit_target_fraction", 0.0, high=1.0))
+    if workload.unknown_agent_fraction + workload.misaddressed_fraction \
+            + workload.explicit_target_fraction > 1.0:
+        raise SpecError(f"{f}: workload: unknown_agent_fraction + misaddressed_fraction + "
+                        "explicit_target_fraction must not exceed 1")
+    faults_raw = raw.get("faults", [])
+    if not isinstance(faults_raw, list):
+        raise SpecError(f"{f}: faults must be an array of tables ([[faults]])")
+    faults = tuple(parse_fault(x, i, f"{f}: faults[{i}]", topo) for i, x in enumerate(faults_raw))
+    duration_s = top.number("duration_s", 30, strict_low=True)
+    for spec in faults:
+        if spec.at_ms >= duration_s * 1000:
+            raise SpecError(f"{f}: faults[{spec.index}].at_s={spec.at_ms / 1000:g} must be "
+                            f"< duration_s={duration_s:g}")
+    expect_t = _Table(raw.get("expect", {}), f"{f}: expect", set(known_checks) or
+                      set(raw.get("expect", {})))
+    expect = {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
+    drain_default = workload.request_timeout_ms / 1000 + 5
+    mode = top.choice("mode", MODES, "sim")
+    return Scenario(
+        name=top.text("name", path.stem), description=str(raw.get("description", "")),
+        topology=topo, mode=mode, seed=seed if seed is not None else top.integer("seed", 1),
+        duration_ms=duration_s * 1000, drain_ms=top.number("drain_s", drain_default) * 1000,
+        auth=auth, workload=workload, faults=faults, expect=expect, source=f)

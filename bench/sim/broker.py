@@ -1,0 +1,256 @@
+"""A simpy model of an MQTT 3.1.1 broker, with the semantics the seeds' failures need:
+QoS0/QoS1, persistent and clean sessions, in-flight redelivery with DUP on reconnect,
+retained messages, Last Will, overlapping subscriptions (one copy per matching filter as
+amqtt does, or one per client as Mosquitto does for 3.1.1), session takeover on a
+duplicate client id, and a restart that keeps sessions only with persistence.
+
+The broker never looks inside payloads: duplicates are counted by the nodes, by
+messageId, never by the DUP flag (DESIGN §10).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import simpy
+
+from bench.core.topics import matches
+from bench.distribution import Distribution
+from bench.sim.link import Link
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    topic: str
+    payload: bytes
+    qos: int
+    retain: bool = False
+
+
+class Client(Protocol):
+    """The host side of a connection: what the broker calls."""
+
+    def on_deliver(self, conn: Connection, msg: Message, pid: int, dup: bool) -> None: ...
+    def on_connection_lost(self, conn: Connection, reason: str) -> None: ...
+
+
+@dataclass(eq=False)
+class Connection:
+    client_id: str
+    client: Client
+    link: Link
+    clean_session: bool
+    will: Message | None
+    label: str = ""          # which of the host's connections ("primary", "second", ...)
+    alive: bool = True
+
+
+@dataclass(eq=False)
+class Session:
+    client_id: str
+    clean: bool
+    subscriptions: dict[str, int] = field(default_factory=dict)
+    inflight: dict[int, Message] = field(default_factory=dict)
+    queued: list[Message] = field(default_factory=list)
+    conn: Connection | None = None
+
+
+@dataclass
+class Redelivery:
+    """The qos1_redelivery fault: after a PUBACK, re-send the message with DUP anyway
+    (EMQX-style delayed redelivery), with a probability, after a delay."""
+
+    probability: float
+    delay_ms: Distribution
+    rng: random.Random
+    index: int
+    only_client: str | None = None
+    fired: int = 0
+
+
+class SimBroker:
+    def __init__(self, env: simpy.Environment, *, per_filter_copies: bool,
+                 record: Callable[[str, dict[str, Any]], None]) -> None:
+        self.env = env
+        self.per_filter_copies = per_filter_copies
+        self.record = record
+        self.sessions: dict[str, Session] = {}
+        self.retained: dict[str, Message] = {}
+        self.up = True
+        self.redelivery: Redelivery | None = None
+        self._pids = itertools.count(1)
+        # topic -> [(session, granted qos of each matching filter)]; cleared on any change
+        # of subscriptions, which happens at connect time, not per message.
+        self._routes: dict[str, list[tuple[Session, list[int]]]] = {}
+        self.stats = {"published": 0, "delivered": 0, "redelivered": 0, "queued": 0,
+                      "dropped_offline_qos0": 0, "takeovers": 0, "wills": 0}
+
+    # -- connections ------------------------------------------------------------------------
+    def connect(self, conn: Connection) -> bool:
+        """Accept a connection; returns session_present. Raises nothing: a down broker is
+        reported to the client as a lost connection."""
+        if not self.up:
+            conn.alive = False
+            conn.client.on_connection_lost(conn, "broker down")
+            return False
+        session = self.sessions.get(conn.client_id)
+        if session is not None and session.conn is not None and session.conn is not conn:
+            old = session.conn
+            self.stats["takeovers"] += 1
+            self.record("session_takeover", {"clientId": conn.client_id, "oldLabel": old.label,
+                                             "newLabel": conn.label})
+            self._drop(old, "session taken over by a new connection with the same client id",
+                       publish_will=True)
+        if conn.clean_session or session is None or session.clean:
+            present = session is not None and not conn.clean_session and not session.clean
+            session = Session(conn.client_id, conn.clean_session)
+            self.sessions[conn.client_id] = session
+            self._routes.clear()
+        else:
+            present = True
+        session.conn = conn
+        if present:  # MQTT 3.1.1 §4.4: resend unacknowledged QoS1 with DUP, then the queue
+            for pid, msg in sorted(session.inflight.items()):
+                self.stats["redelivered"] += 1
+                self._transmit(session, conn, msg, pid, dup=True)
+            queued, session.queued = session.queued, []
+            for msg in queued:
+                self._deliver(session, msg)
+        return present
+
+    def disconnect(self, conn: Connection, graceful: bool) -> None:
+        self._drop(conn, "client disconnected" if graceful else "connection lost",
+                   publish_will=not graceful, notify=False)
+
+    def _drop(self, conn: Connection, reason: str, *, publish_will: bool, notify: bool = True) -> None:
+        if not conn.alive:
+            return
+        conn.alive = False
+        session = self.sessions.get(conn.client_id)
+        if session is not None and session.conn is conn:
+            session.conn = None
+            if session.clean:
+                del self.sessions[conn.client_id]
+                self._routes.clear()
+        if publish_will and conn.will is not None and self.up:
+            self.stats["wills"] += 1
+            self.publish(conn.will)
+        if notify:
+            conn.client.on_connection_lost(conn, reason)
+
+    def subscribe(self, conn: Connection, filters: tuple[str, ...], qos: int) -> None:
+        session = self.sessions.get(conn.client_id)
+        if session is None or session.conn is not conn or not self.up:
+            return  # the connection died before its SUBSCRIBE arrived; it re-subscribes
+        for f in filters:
+            session.subscriptions[f] = qos
+        self._routes.clear()
+        for topic, msg in sorted(self.retained.items()):
+            if any(matches(f, topic) for f in filters):
+                self._deliver(session, Message(topic, msg.payload, min(msg.qos, qos), True))
+
+    # -- messages ---------------------------------------------------------------------------
+    def publish(self, msg: Message) -> None:
+        if not self.up:
+            return
+        self.stats["published"] += 1
+        if msg.retain:
+            if msg.payload:
+                self.retained[msg.topic] = msg
+            else:
+                self.retained.pop(msg.topic, None)
+        for session, granted in self._route(msg.topic):
+            copies = granted if self.per_filter_copies else [max(granted)]
+            for q in copies:
+                self._deliver(session, Message(msg.topic, msg.payload, min(msg.qos, q), False))
+
+    def _route(self, topic: str) -> list[tuple[Session, list[int]]]:
+        route = self._routes.get(topic)
+        if route is None:
+            route = []
+            for session in self.sessions.values():
+                granted = [q for f, q in session.subscriptions.items() if matches(f, topic)]
+                if granted:
+                    route.append((session, granted))
+            self._routes[topic] = route
+        return route
+
+    def _deliver(self, session: Session, msg: Message) -> None:
+        conn = session.conn
+        if conn is None or not conn.alive:
+            if msg.qos >= 1 and not session.clean:
+                session.queued.append(msg)
+                self.stats["queued"] += 1
+            else:
+                self.stats["dropped_offline_qos0"] += 1
+            return
+        pid = next(self._pids)
+        if msg.qos >= 1:
+            session.inflight[pid] = msg
+        self._transmit(session, conn, msg, pid, dup=False)
+
+    def _transmit(self, session: Session, conn: Connection, msg: Message, pid: int, dup: bool) -> None:
+        delay = conn.link.transit_ms()
+        if delay is None:
+            return  # lost with the link; still in flight, resent when the client reconnects
+        self.stats["delivered"] += 1
+        self.env.process(self._arrive(conn, msg, pid, dup, delay))
+
+    def _arrive(self, conn: Connection, msg: Message, pid: int, dup: bool, delay: float):  # type: ignore[no-untyped-def]
+        yield self.env.timeout(delay)
+        if conn.alive and self.up:
+            conn.client.on_deliver(conn, msg, pid, dup)
+
+    def puback(self, conn: Connection, pid: int) -> None:
+        session = self.sessions.get(conn.client_id)
+        if session is None or session.conn is not conn or not self.up:
+            return  # acknowledges a delivery of a dead connection: it stays in flight
+        msg = session.inflight.pop(pid, None)
+        r = self.redelivery
+        if msg is not None and r is not None and (r.only_client in (None, conn.client_id)) \
+                and r.rng.random() < r.probability:
+            r.fired += 1
+            delay = r.delay_ms.sample(r.rng)
+            self.record("fault_fired", {"fault": "qos1_redelivery", "faultIndex": r.index,
+                                        "clientId": conn.client_id,
+                                        "topic": msg.topic, "delayMs": round(delay, 3)})
+            self.env.process(self._redeliver_later(session, msg, delay))
+
+    def _redeliver_later(self, session: Session, msg: Message, delay: float):  # type: ignore[no-untyped-def]
+        yield self.env.timeout(delay)
+        pid = next(self._pids)
+        session.inflight[pid] = msg
+        conn = session.conn
+        if conn is not None and conn.alive and self.up:
+            self.stats["redelivered"] += 1
+            self._transmit(session, conn, msg, pid, dup=True)
+
+    def resend_inflight(self, client_id: str) -> int:
+        """A healed link under a live connection: TCP delivers what was in flight again."""
+        session = self.sessions.get(client_id)
+        if session is None or session.conn is None or not session.conn.alive:
+            return 0
+        for pid, msg in sorted(session.inflight.items()):
+            self.stats["redelivered"] += 1
+            self._transmit(session, session.conn, msg, pid, dup=True)
+        return len(session.inflight)
+
+    # -- broker faults ----------------------------------------------------------------------
+    def crash(self, persistence: bool) -> None:
+        """The broker process dies: every connection is gone (no wills: the broker is dead)."""
+        for session in list(self.sessions.values()):
+            conn = session.conn
+            if conn is not None:
+                self._drop(conn, "broker crashed", publish_will=False)
+        self.up = False
+        if not persistence:
+            self.sessions.clear()
+            self.retained.clear()
+        self._routes.clear()
+
+    def start(self) -> None:
+        self.up = True

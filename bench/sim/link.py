@@ -1,0 +1,38 @@
+"""A node's link to the broker: latency from a distribution, loss as TCP would see it.
+
+Over TCP a lost segment is retransmitted, not dropped: loss shows up as a retransmission
+timeout added to the latency (200 ms, doubling). A link that is down (a partition) loses
+what is in transit; the connection on it dies and MQTT's own redelivery takes over.
+"""
+
+from __future__ import annotations
+
+import random
+from bench.topology import LinkSpec
+
+RTO_MS = 200.0
+
+
+class Link:
+    def __init__(self, spec: LinkSpec, rng: random.Random) -> None:
+        self.spec = spec
+        self.base = spec
+        self.rng = rng
+        self.up = True
+        self.packets = 0
+        self.lost = 0
+        self.retransmissions = 0
+
+    def transit_ms(self) -> float | None:
+        """Delay of one packet, or None if it is lost with the link."""
+        self.packets += 1
+        if not self.up:
+            self.lost += 1
+            return None
+        delay = self.spec.latency_ms.sample(self.rng)
+        rto = RTO_MS
+        while self.spec.loss > 0 and self.rng.random() < self.spec.loss:
+            delay += rto
+            rto = min(rto * 2, 60_000.0)
+            self.retransmissions += 1
+        return delay

@@ -1,0 +1,79 @@
+"""What a deployment looks like: nodes (role, namespace, agents, scene groups), the broker
+model, and the link model of each node. A description only — drivers decide what to do
+with it; `bench.scenario` loads it from TOML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from bench.distribution import Distribution, fixed
+
+
+class Role(str, Enum):
+    ORCHESTRATOR = "orchestrator"
+    EXECUTOR = "executor"
+
+
+class BrokerModel(str, Enum):
+    """Whose semantics the simulated broker copies where brokers differ (DESIGN §10)."""
+
+    AMQTT = "amqtt"          # one copy per matching filter for overlapping subscriptions
+    MOSQUITTO = "mosquitto"  # one copy per client (MQTT 3.1.1)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSpec:
+    latency_ms: Distribution = fixed(1.0)
+    loss: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"latency_ms": self.latency_ms.to_json(), "loss": self.loss}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    id: str
+    role: Role
+    namespace: str
+    agents: tuple[str, ...] = ()
+    scene_groups: tuple[str, ...] = ()
+    client_id: str = ""
+    link: LinkSpec | None = None
+
+    @property
+    def requester_agent(self) -> str:
+        return self.agents[0] if self.agents else f"{self.namespace}.orchestrator"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "role": self.role.value, "namespace": self.namespace,
+                "agents": list(self.agents), "scene_groups": list(self.scene_groups),
+                "client_id": self.client_id or None,
+                "link": self.link.to_json() if self.link else None}
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    name: str
+    nodes: tuple[NodeSpec, ...]
+    broker: BrokerModel = BrokerModel.AMQTT
+    link: LinkSpec = field(default_factory=LinkSpec)
+    source: str = ""
+
+    def node(self, node_id: str) -> NodeSpec:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(f"topology {self.name}: no node {node_id!r}")
+
+    def link_of(self, node: NodeSpec) -> LinkSpec:
+        return node.link or self.link
+
+    @property
+    def orchestrators(self) -> tuple[NodeSpec, ...]:
+        return tuple(n for n in self.nodes if n.role is Role.ORCHESTRATOR)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source, "broker": {"model": self.broker.value},
+                "link": self.link.to_json(), "nodes": [n.to_json() for n in self.nodes]}

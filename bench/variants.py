@@ -1,0 +1,142 @@
+"""Seeded defects (DESIGN §7): variants of the reference node that each reintroduce one
+bug from the seeds, so that every checker is shown to fail.
+
+A variant is a `Node` subclass that overrides one named seam of the core; the core has no
+flags for them. Each entry says which seed section the bug comes from and which checker
+must catch it; `tests/test_variants.py` runs each against its scenario.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from bench.core.directory import Resolution, Route, Target
+from bench.core.auth import sign
+from bench.core.commands import Publish
+from bench.core.effects import Effects
+from bench.core.envelope import Envelope, encode
+from bench.core.ledger import LedgerConfig
+from bench.core.node import Node
+from bench.core.outbox import Outbound, Outbox, OutboundState
+from bench.core.task import TaskRecord, TaskService
+
+
+class MemoryDedup60s(Node):
+    """Seed 000 §3.2 (A9): the only dedup is a 60 s in-memory window, cleared by a restart,
+    and tasks are not bound to their requestId: a delayed QoS1 redelivery runs twice."""
+
+    class _NoIdempotency(TaskService):
+        def existing(self, request_id: str) -> TaskRecord | None:
+            return None
+
+    task_service_class = _NoIdempotency
+
+    def ledger_config(self) -> LedgerConfig:
+        return replace(self.config.ledger, ttl_ms=60_000, durable=False)
+
+
+class NoDefaultExecutor(Node):
+    """Seed 000 §3.3 (C3): an empty roster registers nothing: a mute receiver."""
+
+    registers_default_executor = False
+
+
+class ReplyToFromAgent(Node):
+    """Seed 002 §3.2 (D14): the response is addressed to the request's fromAgentId (a
+    business identity) instead of headers.replyNodeId."""
+
+    class _Tasks(TaskService):
+        def response_target(self, task: TaskRecord) -> str | None:
+            return task.requester_agent_id
+
+    task_service_class = _Tasks
+
+
+class AgentIdAsNodeId(Node):
+    """Seed 000 §2.2: toAgentId used where a nodeId belongs; the message goes to
+    `{prefix}/node/{agentId}/inbox`, which nobody subscribes to."""
+
+    class _Outbox(Outbox):
+        def resolve(self, envelope: Envelope) -> Target:
+            if envelope.target_node_id:
+                return super().resolve(envelope)
+            return Target(Resolution.EXPLICIT, envelope.to_agent_id, "toAgentId used as nodeId")
+
+    outbox_class = _Outbox
+
+
+class BroadcastFallback(Node):
+    """Seed 002 §5 red line 4: an unresolvable target falls back to a broadcast to every
+    known node instead of ending UNDELIVERABLE."""
+
+    class _Outbox(Outbox):
+        def on_unresolved(self, fx: Effects, msg: Outbound, reason: str) -> OutboundState:
+            nodes = sorted(n for n in self.directory.nodes() if n != self.node_id)
+            if not nodes:
+                return super().on_unresolved(fx, msg, reason)
+            first, *rest = nodes
+            state = self._publish(fx, msg, self.topics.inbox(first), "broadcast fallback")
+            signed = sign(msg.envelope, self.auth.keys, self.node_id, self.auth.version)
+            for other in rest:  # untracked extra copies, as a wildcard broadcast would be
+                fx.add(Publish(self.topics.inbox(other), encode(signed), self.qos, False, None))
+            return state
+
+    outbox_class = _Outbox
+
+
+class CrossNamespace(Node):
+    """Seed 002 §3.1: canHandle ignores the namespace, so a misaddressed request is
+    "helpfully" executed by the wrong namespace's executor."""
+
+    def route_agent(self, to_agent_id: str) -> Route:
+        route = super().route_agent(to_agent_id)
+        return Route.EXACT if route in (Route.CROSS_NAMESPACE, Route.UNKNOWN_AGENT) else route
+
+
+class StaleRoster(Node):
+    """Seed 002 §3.1 / §11.1 red line 6: a namespace switch does not rotate
+    a2a-agents.json, so two sets of executors are announced."""
+
+    rotates_roster_on_namespace_switch = False
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    name: str
+    node_class: type[Node]
+    seed_ref: str
+    caught_by: str       # the checker that must turn FALSE
+    scenario: str        # the scenario (in scenarios/) that exposes it
+
+    @property
+    def summary(self) -> str:
+        doc = self.node_class.__doc__ or ""
+        return " ".join(doc.split())
+
+
+REFERENCE = Variant("reference", Node, "-", "-", "quickstart")
+
+VARIANTS: dict[str, Variant] = {v.name: v for v in (
+    REFERENCE,
+    Variant("memory_dedup_60s", MemoryDedup60s, "000 §3.2 A9", "duplicate_execution",
+            "qos1_redelivery"),
+    Variant("no_default_executor", NoDefaultExecutor, "000 §3.3 C3", "directory_liveness",
+            "empty_directory"),
+    Variant("reply_to_from_agent", ReplyToFromAgent, "002 §3.2 D14", "reply_routing",
+            "quickstart"),
+    Variant("agent_id_as_node_id", AgentIdAsNodeId, "000 §2.2", "targeted_delivery",
+            "quickstart"),
+    Variant("broadcast_fallback", BroadcastFallback, "002 §5, §11.1 #4", "targeted_delivery",
+            "unknown_agent"),
+    Variant("cross_namespace", CrossNamespace, "002 §3.1", "targeted_delivery",
+            "misaddressed"),
+    Variant("stale_roster", StaleRoster, "002 §3.1, §11.1 #6", "directory_liveness",
+            "stale_roster"),
+)}
+
+
+def variant(name: str) -> Variant:
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise KeyError(f"unknown variant {name!r}; known: {sorted(VARIANTS)}") from None
