@@ -56,3 +56,69 @@ def test_bad_arguments_exit_3(argv: list[str], capsys: pytest.CaptureFixture[str
         rc = main(argv)
         raise SystemExit(rc)
     assert exc.value.code == EXIT_INVALID
+
+
+# -- run / check / list ------------------------------------------------------------------
+
+def test_run_prints_seed_replay_and_verdicts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "quickstart", "--out", str(tmp_path)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "seed 1; replay: a2a-bench run scenarios/quickstart.toml --seed 1" in out
+    assert "simulated s per wall s" in out
+    assert "duplicate_execution  TRUE" in out
+    assert (tmp_path / "report.md").read_text().startswith("# quickstart — reference (seed 1)")
+
+
+def test_run_with_a_defect_exits_1_and_shows_counterexamples(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "quickstart", "--variant", "reply_to_from_agent", "--out", str(tmp_path)]) == EXIT_FALSE
+    out = capsys.readouterr().out
+    assert "reply_routing        FALSE      <-- expected true" in out
+    assert "but the request named replyNodeId 'orch-1'" in out
+    assert "--variant reply_to_from_agent" in out  # the replay command keeps the variant
+
+
+def test_run_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "quickstart", "--seed", "3", "--json", "--out", str(tmp_path)]) == EXIT_OK
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"]["seed"] == 3
+    assert {v["name"] for v in data["verdicts"]} >= {"duplicate_execution", "silent_loss"}
+    assert data["metrics"]["requests"] > 0
+
+
+def test_check_rejudges_a_stored_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "quickstart", "--variant", "agent_id_as_node_id", "--out", str(tmp_path)]) == EXIT_FALSE
+    (tmp_path / "verdicts.json").unlink()
+    capsys.readouterr()
+    assert main(["check", str(tmp_path)]) == EXIT_FALSE
+    assert "targeted_delivery    FALSE" in capsys.readouterr().out
+    assert (tmp_path / "verdicts.json").exists()
+    assert main(["check", str(tmp_path / "nope")]) == EXIT_INVALID
+
+
+def test_list_shows_everything(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == EXIT_OK
+    out = capsys.readouterr().out
+    for needle in ("quickstart", "mesh-100", "qos1_redelivery", "in_flush_window", "silent_loss",
+                   "memory_dedup_60s", "caught by duplicate_execution"):
+        assert needle in out
+
+
+def test_a_crashing_run_keeps_its_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.sim.host import SimHost
+    original = SimHost.feed
+    calls = {"n": 0}
+
+    def dies_later(self: SimHost, event: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 200:
+            raise RuntimeError("harness bug")
+        original(self, event)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SimHost, "feed", dies_later)
+    from bench.cli import EXIT_UNKNOWN
+    assert main(["run", "quickstart", "--out", str(tmp_path)]) == EXIT_UNKNOWN
+    assert "what was recorded is in" in capsys.readouterr().err
+    lines = list(read_jsonl(tmp_path / "history.jsonl"))
+    assert len(lines) > 100 and lines[0]["kind"] == "run_started"

@@ -1,0 +1,163 @@
+"""The simulated broker's MQTT 3.1.1 semantics, against fake clients (no node)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import simpy
+
+from bench.sim.broker import Connection, Message, Redelivery, SimBroker
+from bench.sim.link import Link
+from bench.distribution import fixed
+from bench.topology import LinkSpec
+
+
+class Fake:
+    def __init__(self) -> None:
+        self.got: list[tuple[str, bytes, bool, int]] = []
+        self.lost: list[str] = []
+        self.auto_ack = True
+        self.broker: SimBroker | None = None
+
+    def on_deliver(self, conn: Connection, msg: Message, pid: int, dup: bool) -> None:
+        self.got.append((msg.topic, msg.payload, dup, pid))
+        if self.auto_ack and self.broker is not None:
+            self.broker.puback(conn, pid)
+
+    def on_connection_lost(self, conn: Connection, reason: str) -> None:
+        self.lost.append(reason)
+
+
+def setup(per_filter: bool = True) -> tuple[simpy.Environment, SimBroker, list[tuple[str, Any]]]:
+    env = simpy.Environment()
+    records: list[tuple[str, Any]] = []
+    broker = SimBroker(env, per_filter_copies=per_filter, record=lambda k, f: records.append((k, f)))
+    return env, broker, records
+
+
+def conn(broker: SimBroker, client: Fake, cid: str, clean: bool = False,
+         will: Message | None = None) -> Connection:
+    client.broker = broker
+    c = Connection(cid, client, Link(LinkSpec(fixed(1.0)), random.Random(0)), clean, will, "primary")
+    broker.connect(c)
+    return c
+
+
+def test_qos1_unacked_is_redelivered_with_dup_on_reconnect() -> None:
+    env, broker, _ = setup()
+    a = Fake()
+    a.auto_ack = False
+    c1 = conn(broker, a, "a")
+    broker.subscribe(c1, ("t/+",), 1)
+    broker.publish(Message("t/1", b"x", 1))
+    env.run(10)
+    assert [(t, d) for t, _, d, _ in a.got] == [("t/1", False)]
+    broker.disconnect(c1, graceful=False)
+    a.auto_ack = True
+    c2 = conn(broker, a, "a")
+    env.run(20)
+    assert [(t, d) for t, _, d, _ in a.got] == [("t/1", False), ("t/1", True)]
+    assert c2.alive
+
+
+def test_offline_persistent_session_queues_qos1_and_drops_qos0() -> None:
+    env, broker, _ = setup()
+    a = Fake()
+    c1 = conn(broker, a, "a")
+    broker.subscribe(c1, ("t",), 1)
+    broker.disconnect(c1, graceful=True)
+    broker.publish(Message("t", b"q1", 1))
+    broker.publish(Message("t", b"q0", 0))
+    conn(broker, a, "a")
+    env.run(10)
+    assert [p for _, p, _, _ in a.got] == [b"q1"]
+    assert broker.stats["dropped_offline_qos0"] == 1
+
+
+def test_clean_session_forgets_subscriptions() -> None:
+    env, broker, _ = setup()
+    a = Fake()
+    c1 = conn(broker, a, "a", clean=True)
+    broker.subscribe(c1, ("t",), 1)
+    broker.disconnect(c1, graceful=True)
+    conn(broker, a, "a", clean=True)
+    broker.publish(Message("t", b"x", 1))
+    env.run(10)
+    assert a.got == []
+
+
+def test_retained_is_sent_on_subscribe_and_cleared_by_empty_payload() -> None:
+    env, broker, _ = setup()
+    broker.publish(Message("d/n1", b"hello", 1, retain=True))
+    broker.publish(Message("d/n2", b"bye", 1, retain=True))
+    broker.publish(Message("d/n2", b"", 1, retain=True))
+    a = Fake()
+    broker.subscribe(conn(broker, a, "a"), ("d/+",), 1)
+    env.run(10)
+    assert [(t, p) for t, p, _, _ in a.got] == [("d/n1", b"hello")]
+
+
+def test_will_on_ungraceful_disconnect_only() -> None:
+    env, broker, _ = setup()
+    watcher = Fake()
+    broker.subscribe(conn(broker, watcher, "w"), ("will/#",), 1)
+    a, b = Fake(), Fake()
+    ca = conn(broker, a, "a", will=Message("will/a", b"offline", 1))
+    cb = conn(broker, b, "b", will=Message("will/b", b"offline", 1))
+    broker.disconnect(ca, graceful=False)
+    broker.disconnect(cb, graceful=True)
+    env.run(10)
+    assert [t for t, _, _, _ in watcher.got] == ["will/a"]
+
+
+def test_overlapping_filters_amqtt_one_copy_per_filter_mosquitto_one_per_client() -> None:
+    for per_filter, copies in ((True, 2), (False, 1)):
+        env, broker, _ = setup(per_filter)
+        a = Fake()
+        broker.subscribe(conn(broker, a, "a"), ("x/#", "x/+"), 1)
+        broker.publish(Message("x/y", b"m", 1))
+        env.run(10)
+        assert len(a.got) == copies
+
+
+def test_duplicate_client_id_takes_the_session_over() -> None:
+    env, broker, records = setup()
+    a, b = Fake(), Fake()
+    ca = conn(broker, a, "same", will=Message("w", b"gone", 1))
+    broker.subscribe(ca, ("in/a",), 1)
+    cb = conn(broker, b, "same")
+    assert not ca.alive and cb.alive
+    assert a.lost == ["session taken over by a new connection with the same client id"]
+    assert records[0][0] == "session_takeover"
+    broker.publish(Message("in/a", b"for a", 1))
+    env.run(10)
+    assert [p for _, p, _, _ in b.got] == [b"for a"]   # the impostor inherited a's session
+
+
+def test_broker_crash_without_persistence_loses_sessions() -> None:
+    for persistence, expected in ((True, [b"later"]), (False, [])):
+        env, broker, _ = setup()
+        a = Fake()
+        broker.subscribe(conn(broker, a, "a"), ("t",), 1)
+        broker.crash(persistence)
+        assert a.lost == ["broker crashed"]
+        broker.start()
+        conn(broker, a, "a")
+        broker.publish(Message("t", b"later", 1))
+        env.run(10)
+        assert [p for _, p, _, _ in a.got] == expected
+
+
+def test_delayed_redelivery_fault_resends_after_the_ack() -> None:
+    env, broker, records = setup()
+    broker.redelivery = Redelivery(1.0, fixed(5000.0), random.Random(0), index=3)
+    a = Fake()
+    broker.subscribe(conn(broker, a, "a"), ("t",), 1)
+    broker.publish(Message("t", b"m", 1))
+    env.run(4000)
+    assert len(a.got) == 1
+    env.run(6000)
+    assert [(p, d) for _, p, d, _ in a.got][:2] == [(b"m", False), (b"m", True)]
+    fired = [f for k, f in records if k == "fault_fired"]
+    assert fired and fired[0]["faultIndex"] == 3

@@ -1,0 +1,89 @@
+"""Broken scenario and topology files are refused with file:key messages (exit 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.cli import EXIT_INVALID, main
+from bench.distribution import SpecError
+from bench.scenario import load_scenario, load_topology
+
+GOOD_TOPOLOGY = """
+name = "t"
+[[nodes]]
+id = "o"
+role = "orchestrator"
+namespace = "fin"
+agents = ["fin.o"]
+[[nodes]]
+id = "e"
+namespace = "llm"
+agents = ["llm.tax"]
+"""
+
+
+def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
+    (tmp / "t.toml").write_text(topology)
+    path = tmp / "s.toml"
+    path.write_text(f'topology = "{tmp / "t.toml"}"\n' + scenario)
+    return path
+
+
+@pytest.mark.parametrize("body, needle", [
+    ("[[faults]]\nkind = \"loss\"\nnodes = [\"e\"]\nprobability = 1.5\n",
+     "faults[0].probability=1.5 must be within [0, 1]"),
+    ("[[faults]]\nkind = \"restart\"\n", "faults[0].node is required"),
+    ("[[faults]]\nkind = \"restart\"\nnode = \"nope\"\n", "faults[0].node='nope' must be a node"),
+    ("[[faults]]\nkind = \"explode\"\n", "faults[0].kind='explode' must be one of"),
+    ("[[faults]]\nkind = \"restart\"\nnode = \"e\"\ndown = 3\n", "faults[0]: unknown key(s) ['down']"),
+    ("[[faults]]\nkind = \"restart\"\nnode = \"e\"\nat_s = 99\n", "faults[0].at_s=99 must be < duration_s"),
+    ("duration_s = -1\n", "duration_s=-1 must be > 0"),
+    ("[workload]\nrate_per_s = \"fast\"\n", "workload.rate_per_s='fast' must be a number"),
+    ("[workload]\ntask_duration_ms = { dist = \"gamma\" }\n", "workload.task_duration_ms.dist='gamma'"),
+    ("[workload]\ntask_duration_ms = { dist = \"uniform\", low = 5, high = 1 }\n", "low=5 must be <= high=1"),
+    ("[auth]\nmode = \"paranoid\"\n", "auth.mode='paranoid' must be one of"),
+    ("colour = 1\n", "unknown key(s) ['colour']"),
+    ("[expect]\nduplicate_execution = \"maybe\"\n", "expect.duplicate_execution='maybe' must be one of"),
+    ("[expect]\nno_such_check = \"true\"\n", "expect: unknown key(s) ['no_such_check']"),
+    ("mode = \"quantum\"\n", "mode='quantum' must be one of"),
+    ("this is = not toml [", "not valid TOML"),
+])
+def test_bad_scenario_names_file_and_key(tmp_path: Path, body: str, needle: str) -> None:
+    from bench.checks import checkers
+    path = write(tmp_path, body)
+    with pytest.raises(SpecError) as exc:
+        load_scenario(path, known_checks=tuple(checkers()))
+    assert needle in str(exc.value)
+    assert "s.toml" in str(exc.value)
+
+
+@pytest.mark.parametrize("topology, needle", [
+    (GOOD_TOPOLOGY.replace('agents = ["llm.tax"]', 'agents = ["fin.tax"]'), "must be 'llm.<capability>'"),
+    (GOOD_TOPOLOGY.replace('id = "e"', 'id = "o"'), "id 'o' appears twice"),
+    (GOOD_TOPOLOGY.replace('role = "orchestrator"', 'role = "boss"'), "nodes[0].role='boss'"),
+    (GOOD_TOPOLOGY.replace('role = "orchestrator"\n', ''), "at least one node needs role"),
+    ('name = "x"\n', "nodes must be a non-empty array"),
+    (GOOD_TOPOLOGY + '[link]\nloss = 2\n', "link.loss=2 must be within"),
+    (GOOD_TOPOLOGY + '[broker]\nmodel = "emqx"\n', "broker.model='emqx' must be one of"),
+])
+def test_bad_topology_names_file_and_key(tmp_path: Path, topology: str, needle: str) -> None:
+    (tmp_path / "t.toml").write_text(topology)
+    with pytest.raises(SpecError) as exc:
+        load_topology(tmp_path / "t.toml")
+    assert needle in str(exc.value) and "t.toml" in str(exc.value)
+
+
+def test_cli_exits_3_with_the_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "[[faults]]\nkind = \"loss\"\nnodes = [\"e\"]\nprobability = 1.5\n")
+    assert main(["run", str(path)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "s.toml: faults[0].probability=1.5 must be within [0, 1]" in err
+
+
+def test_unknown_scenario_and_variant_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "no_such_scenario"]) == EXIT_INVALID
+    assert "no scenario named 'no_such_scenario'" in capsys.readouterr().err
+    assert main(["run", "quickstart", "--variant", "nope"]) == EXIT_INVALID
+    assert "unknown variant 'nope'" in capsys.readouterr().err

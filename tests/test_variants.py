@@ -1,0 +1,33 @@
+"""Every checker can fail: each seeded defect fails the checker that guards against it on
+its scenario, while the reference node passes the same scenario with the same seed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.checks import Value
+from bench.run import run_scenario
+from bench.scenario import SCENARIOS, load_scenario
+from bench.variants import REFERENCE, VARIANTS
+
+DEFECTS = [v for v in VARIANTS.values() if v.name != "reference"]
+
+
+@pytest.mark.parametrize("defect", DEFECTS, ids=lambda v: v.name)
+def test_reference_passes_and_defect_fails(tmp_path: Path, defect) -> None:  # type: ignore[no-untyped-def]
+    scenario = load_scenario(SCENARIOS / f"{defect.scenario}.toml")
+    ref = {v.name: v for v in run_scenario(scenario, REFERENCE, tmp_path / "ref").verdicts}
+    bad = {v.name: v for v in run_scenario(scenario, defect, tmp_path / "bad").verdicts}
+    assert ref[defect.caught_by].value is Value.TRUE, ref[defect.caught_by]
+    assert bad[defect.caught_by].value is Value.FALSE, bad[defect.caught_by]
+    assert bad[defect.caught_by].counterexamples, "a FALSE verdict must point at the history"
+    assert all(isinstance(s, int) for c in bad[defect.caught_by].counterexamples for s in c["seq"])
+
+
+def test_every_checker_is_guarded_by_some_defect_or_fault() -> None:
+    from bench.checks import checkers
+    guarded = {v.caught_by for v in DEFECTS} | {"deployment"}  # duplicate_client_id scenario
+    guarded |= {"task_lifecycle", "silent_loss"}  # fail with memory_dedup_60s / agent_id_as_node_id
+    assert set(checkers()) <= guarded
