@@ -60,8 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "replays the run are printed.")
     run.add_argument("scenario", help="scenario file or name (see `a2a-bench list`)")
     run.add_argument("--topology", help="topology file or name, replacing the scenario's")
-    run.add_argument("--mode", choices=["sim"], default=None,
-                     help="substrate (default: the scenario's; only sim exists so far)")
+    run.add_argument("--mode", choices=["live", "sim"], default=None,
+                     help="substrate: live (real broker and nodes) or sim (simpy, virtual time); "
+                          "default: the scenario's mode key, else live")
+    run.add_argument("--broker", default="amqtt",
+                     help="live: amqtt (embedded, default), mosquitto, or mqtt://host:port")
+    run.add_argument("--broker-restart-command", metavar="CMD",
+                     help="live, external broker: shell command the broker_restart fault runs")
+    run.add_argument("--nodes", choices=["inproc", "process"], default="inproc",
+                     help="live: nodes on this process's event loop, or one OS process each")
     run.add_argument("--seed", type=int, help="seed for every random draw (default: the scenario's)")
     run.add_argument("--variant", default="reference",
                      help="reference node or a seeded defect (see `a2a-bench list`)")
@@ -154,18 +161,20 @@ def _run(args: argparse.Namespace) -> int:
     except (SpecError, KeyError) as exc:
         print(f"a2a-bench: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return EXIT_INVALID
-    if args.mode is not None and args.mode != scenario.mode:
-        print(f"a2a-bench: --mode {args.mode}: {scenario.source} is a {scenario.mode} scenario",
-              file=sys.stderr)
-        return EXIT_INVALID
+    mode = args.mode or scenario.mode
     out = args.out or Path("results") / f"{scenario.name}-{chosen.name}-s{scenario.seed}-{_utc_stamp()}"
     if not args.json:
         print(f"a2a-bench run {scenario.source}: topology {scenario.topology.name} "
               f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
-              f"seed {scenario.seed}, {scenario.mode}")
+              f"seed {scenario.seed}, {mode}" +
+              (f" on {args.broker} with {args.nodes} nodes" if mode == "live" else ""))
     try:
         result = run_scenario(scenario, chosen, out, topology_overridden=args.topology is not None,
-                              progress=None if args.json else print_progress())
+                              mode=mode, broker=args.broker, nodes=args.nodes,
+                              restart_command=args.broker_restart_command,
+                              progress=None if args.json or mode == "live" else print_progress(),
+                              say=(lambda line: None) if args.json else
+                              (lambda line: print("  " + line, file=sys.stderr)))
     except Exception:
         traceback.print_exc()
         print(f"a2a-bench: harness error; what was recorded is in {out}/history.jsonl",
@@ -197,8 +206,12 @@ def _print_result(result: "RunResult", as_json: bool) -> None:
                           "metrics": m}, indent=2))
         return
     lat = m["latency_ms"]
-    print(f"  {s['events']} events; simulated {s['simulated_s']:.1f} s in {s['wall_s']:.2f} s wall "
-          f"= {s['sim_s_per_wall_s']:.1f} simulated s per wall s")
+    if s["mode"] == "sim":
+        print(f"  {s['events']} events; simulated {s['simulated_s']:.1f} s in {s['wall_s']:.2f} s "
+              f"wall = {s['sim_s_per_wall_s']:.1f} simulated s per wall s")
+    else:
+        print(f"  {s['events']} events; live on {s['broker']} ({s['nodes']} nodes) for "
+              f"{s['simulated_s']:.1f} s")
     print(f"  requests {m['requests']}: " + ", ".join(f"{k} {n}" for k, n in m["outcomes"].items()))
     if lat["p50"] is not None:
         print(f"  latency ms p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  "

@@ -7,12 +7,13 @@ written after. Nothing here decides protocol behaviour: that is the core's.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 import sys
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +83,11 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing) -> NodeConfig
                       request_timeout_ms=scenario.workload.request_timeout_ms)
 
 
-def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bool) -> str:
-    argv = ["a2a-bench", "run", scenario.source, "--seed", str(scenario.seed)]
+def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bool,
+                   mode: str = "sim", broker: str = "amqtt", nodes: str = "inproc") -> str:
+    argv = ["a2a-bench", "run", scenario.source, "--mode", mode, "--seed", str(scenario.seed)]
+    if mode == "live":
+        argv += ["--broker", broker, "--nodes", nodes]
     if topology_overridden:
         argv += ["--topology", scenario.topology.source]
     if variant.name != "reference":
@@ -145,30 +149,108 @@ def run_sim(scenario: Scenario, variant: Variant, recorder: Recorder,
     return stats
 
 
+def run_live(scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path, *,
+             broker_spec: str = "amqtt", nodes_mode: str = "inproc",
+             restart_command: str | None = None,
+             progress: Callable[[float, float], None] | None = None,
+             say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Run the scenario against a real broker and real nodes; events go to `recorder`."""
+    return asyncio.run(_run_live(scenario, variant, recorder, workdir, broker_spec, nodes_mode,
+                                 restart_command, progress, say))
+
+
+async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
+                    broker_spec: str, nodes_mode: str, restart_command: str | None,
+                    progress: Callable[[float, float], None] | None,
+                    say: Callable[[str], None]) -> dict[str, Any]:
+    from bench.faults.live import LiveNemesis
+    from bench.live.brokers import make_broker
+    from bench.live.host import Clock
+    from bench.live.runner import LiveRun, launch_specs, op_json, start_nodes
+
+    topo, wl = scenario.topology, scenario.workload
+    broker = make_broker(broker_spec, workdir / "broker", restart_command=restart_command)
+    await asyncio.get_running_loop().run_in_executor(None, broker.start)
+    clock = Clock(time.time())
+    run = LiveRun(recorder, broker, clock)
+    run.record("bench", "run_started", {"scenario": scenario.name, "variant": variant.name,
+                                        "seed": scenario.seed, "topology": topo.name,
+                                        "nodes": len(topo.nodes), "mode": "live",
+                                        "broker": broker.kind, "brokerUrl": broker.url,
+                                        "nodeHosting": nodes_mode})
+    keys = keyring(scenario)
+    specs = launch_specs([node_config(n, scenario, keys) for n in topo.nodes], variant, workdir,
+                         broker, clock.t0, scenario.seed, wl.task_duration_ms.to_json(),
+                         wl.task_failure_rate)
+    nemesis = LiveNemesis(run, scenario.seed, 0)
+    try:
+        for line in await start_nodes(run, specs, nodes_mode):
+            say(line)
+        start_ms = clock.now_ms()     # the workload's clock starts once every node is up
+        ops = plan(topo, wl, scenario.seed, scenario.duration_ms)
+        nemesis = LiveNemesis(run, scenario.seed, start_ms + scenario.duration_ms)
+        nemesis.schedule(tuple(replace(f, at_ms=f.at_ms + start_ms) for f in scenario.faults))
+        for op in ops:
+            await run.until(start_ms + op.at_ms)
+            run.nodes[op.node_id].send(op_json(op))
+            if progress is not None:
+                progress(op.at_ms, scenario.duration_ms + scenario.drain_ms)
+        await run.until(start_ms + scenario.duration_ms)
+        await asyncio.gather(*nemesis.tasks, return_exceptions=False)
+        deadline = start_ms + scenario.duration_ms + scenario.drain_ms
+        while run.outstanding and clock.now_ms() < deadline:
+            await asyncio.sleep(0.05)   # drain: stop as soon as every request has settled
+        simulated_ms = clock.now_ms()
+    finally:
+        nemesis.close()
+        for node in run.nodes.values():
+            await node.stop()
+        await asyncio.get_running_loop().run_in_executor(None, broker.stop)
+    stats = {"simulated_ms": simulated_ms, "operations": len(ops), "broker": broker.kind,
+             "outstanding_at_end": len(run.outstanding)}
+    run.record("bench", "run_finished", stats)
+    return stats
+
+
 def write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, indent=2, sort_keys=False) + "\n")
 
 
 def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
-                 topology_overridden: bool = False,
-                 progress: Callable[[float, float], None] | None = None) -> RunResult:
+                 topology_overridden: bool = False, mode: str | None = None,
+                 broker: str = "amqtt", nodes: str = "inproc",
+                 restart_command: str | None = None,
+                 progress: Callable[[float, float], None] | None = None,
+                 say: Callable[[str], None] = lambda line: None) -> RunResult:
+    mode = mode or scenario.mode
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_json(out_dir / "scenario.json", scenario.to_json() | {"variant": variant.name})
+    resolved = scenario.to_json() | {"variant": variant.name, "mode": mode}
+    if mode == "live":
+        resolved |= {"broker": broker, "nodes": nodes}
+    write_json(out_dir / "scenario.json", resolved)
     write_json(out_dir / "topology.json", scenario.topology.to_json())
     recorder = Recorder(out_dir / "history.jsonl")
     wall0 = time.perf_counter()
     try:
-        stats = run_sim(scenario, variant, recorder, progress)
+        if mode == "live":
+            stats = run_live(scenario, variant, recorder, out_dir, broker_spec=broker,
+                             nodes_mode=nodes, restart_command=restart_command,
+                             progress=progress, say=say)
+        else:
+            stats = run_sim(scenario, variant, recorder, progress)
     finally:
         recorder.close()  # whatever happened, the history recorded so far is on disk
     wall = time.perf_counter() - wall0
-    simulated_s = stats["simulated_ms"] / 1000
+    run_s = stats["simulated_ms"] / 1000
     summary = {"scenario": scenario.name, "variant": variant.name, "seed": scenario.seed,
-               "topology": scenario.topology.name, "mode": scenario.mode,
-               "simulated_s": simulated_s, "wall_s": wall,
-               "sim_s_per_wall_s": simulated_s / wall if wall > 0 else float("inf"),
+               "topology": scenario.topology.name, "mode": mode,
+               "broker": broker if mode == "live" else "sim",
+               "nodes": nodes if mode == "live" else "sim",
+               "simulated_s": run_s, "wall_s": wall,
+               "sim_s_per_wall_s": run_s / wall if wall > 0 else float("inf"),
                "events": len(recorder.events), "expect": dict(scenario.expect),
-               "replay": replay_command(scenario, variant, topology_overridden), "sim": stats}
+               "replay": replay_command(scenario, variant, topology_overridden, mode, broker, nodes),
+               "stats": stats}
     return judge_run(out_dir, summary, scenario.duration_ms)
 
 

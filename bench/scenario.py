@@ -22,7 +22,7 @@ from bench.workload import WorkloadSpec
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = REPO / "scenarios"
 TOPOLOGIES = REPO / "topologies"
-MODES = ("sim",)
+MODES = ("live", "sim")
 VERDICT_WORDS = ("true", "false", "unknown")
 
 
@@ -241,7 +241,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                       set(raw.get("expect", {})))
     expect = {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
     drain_default = workload.request_timeout_ms / 1000 + 5
-    mode = top.choice("mode", MODES, "sim")
+    mode = top.choice("mode", MODES, "live")
     return Scenario(
         name=top.text("name", path.stem), description=str(raw.get("description", "")),
         topology=topo, mode=mode, seed=seed if seed is not None else top.integer("seed", 1),

@@ -18,8 +18,10 @@ def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, 
            faults: list[dict[str, Any]]) -> str:
     out = [f"# {summary['scenario']} — {summary['variant']} (seed {summary['seed']})", "",
            f"- topology: `{summary['topology']}`, mode `{summary['mode']}`",
-           f"- simulated {summary['simulated_s']:.1f} s in {summary['wall_s']:.2f} s wall "
-           f"({summary['sim_s_per_wall_s']:.1f} simulated s per wall s)",
+           (f"- simulated {summary['simulated_s']:.1f} s in {summary['wall_s']:.2f} s wall "
+            f"({summary['sim_s_per_wall_s']:.1f} simulated s per wall s)" if summary["mode"] == "sim"
+            else f"- live on {summary['broker']} with {summary['nodes']} nodes: "
+                 f"{summary['simulated_s']:.1f} s of run time"),
            f"- replay: `{summary['replay']}`", "", "## Verdicts", "",
            "| checker | verdict | expected | counts |", "|---|---|---|---|"]
     for v in verdicts:

@@ -1,0 +1,191 @@
+"""What each fault of the catalogue does live. Same journal discipline as the simulator:
+`fault_start` before acting, `fault_fired` each time it takes effect, `fault_healed` at the
+end of the window. A fault that cannot act on this deployment (an external broker with no
+restart command, a link fault without the fault proxy) says so and never fires, so the
+verdicts it would have informed are UNKNOWN."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from bench.core.directory import ROSTER_DOCUMENT
+from bench.distribution import rng_for
+from bench.faults import FaultSpec
+from bench.live.runner import LiveRun, with_config
+
+
+class LiveNemesis:
+    def __init__(self, run: LiveRun, seed: int, end_ms: float) -> None:
+        self.run = run
+        self.seed = seed
+        self.end_ms = end_ms
+        self.tasks: list[asyncio.Task[None]] = []
+        self.links: list[Any] = []   # the nemesis's own MQTT clients, closed by close()
+
+    def schedule(self, faults: tuple[FaultSpec, ...]) -> None:
+        for spec in faults:
+            self.tasks.append(asyncio.create_task(self._run(spec)))
+
+    def _fired(self, spec: FaultSpec, node: str = "nemesis", **fields: Any) -> None:
+        self.run.record(node, "fault_fired", {"fault": spec.kind, "faultIndex": spec.index, **fields})
+
+    def _cannot(self, spec: FaultSpec, reason: str) -> None:
+        self.run.record("nemesis", "fault_cannot_act", {"fault": spec.kind, "faultIndex": spec.index,
+                                                        "reason": reason})
+
+    async def _run(self, spec: FaultSpec) -> None:
+        await self.run.until(spec.at_ms)
+        self.run.record("nemesis", "fault_start", spec.to_record())
+        heal = await getattr(self, f"_{spec.kind}")(spec)
+        end = self.end_ms if spec.duration_ms is None else spec.at_ms + spec.duration_ms
+        await self.run.until(end)
+        if heal is not None:
+            await heal()
+        self.run.record("nemesis", "fault_healed", {"fault": spec.kind, "faultIndex": spec.index})
+
+    async def _restart_node(self, spec: FaultSpec, node_id: str, down_ms: float,
+                            change: dict[str, Any] | None = None) -> None:
+        node = self.run.nodes[node_id]
+        await node.crash()
+        self.run.record(node_id, "node_crashed", {"faultIndex": spec.index,
+                                                  "how": "SIGKILL" if hasattr(node, "proc") else
+                                                  "node object discarded"})
+        await asyncio.sleep(down_ms / 1000)
+        if change:
+            node.spec = with_config(node.spec, **change)
+        up = self.run.watch(lambda n, kind, _f: n == node_id and kind == "executors_registered")
+        await node.start()
+        try:
+            await asyncio.wait_for(up, 20)
+        except asyncio.TimeoutError:
+            self.run.record(node_id, "self_check_failed", {"after": "restart"})
+            return
+        self._fired(spec, node_id, action="restarted", downMs=down_ms)
+
+    async def _restart(self, spec: FaultSpec) -> None:
+        node_id = spec.params["node"]
+        if spec.params["in_flush_window"]:
+            boots = [e for e in self.run.recorder.events
+                     if e.node == node_id and e.kind == "node_started"]
+            interval = 5_000
+            since = self.run.clock.now_ms() - boots[-1].t_ms
+            await self.run.until(boots[-1].t_ms + (since // interval + 1) * interval - 50)
+        await self._restart_node(spec, node_id, spec.params["down_ms"])
+        return None
+
+    async def _empty_directory(self, spec: FaultSpec) -> Any:
+        node_id = spec.params["node"]
+        original = self.run.nodes[node_id].spec.config
+        node = self.run.nodes[node_id]
+        await node.crash()
+        (node.spec.data_dir / ROSTER_DOCUMENT).unlink(missing_ok=True)   # a real, empty roster
+        await self._restart_node(spec, node_id, spec.params["down_ms"], {"agents": ()})
+
+        async def heal() -> None:
+            node.spec = replace(node.spec, config=original)
+            await self._restart_node(spec, node_id, spec.params["down_ms"])
+        return heal
+
+    async def _stale_roster(self, spec: FaultSpec) -> None:
+        await self._restart_node(spec, spec.params["node"], spec.params["down_ms"],
+                                 {"namespace": spec.params["namespace"],
+                                  "agents": tuple(spec.params["agents"])})
+        return None
+
+    async def _broker_restart(self, spec: FaultSpec) -> None:
+        broker = self.run.broker
+        if not broker.controllable:
+            self._cannot(spec, "external broker without a restart command")
+            return None
+        broker.kill()
+        self._fired(spec, action="broker killed", broker=broker.kind)
+        await asyncio.sleep(spec.params["down_ms"] / 1000)
+        if broker.kind != "external":
+            await asyncio.get_running_loop().run_in_executor(None, broker.start)
+        self._fired(spec, action="broker started", broker=broker.kind)
+        return None
+
+    async def _double_subscription(self, spec: FaultSpec) -> Any:
+        node = self.run.nodes[spec.params["node"]]
+        node.send({"op": "double_subscription", "on": True, "faultIndex": spec.index})
+
+        async def heal() -> None:
+            node.send({"op": "double_subscription", "on": False})
+        return heal
+
+    async def _duplicate_client_id(self, spec: FaultSpec) -> Any:
+        victim = self.run.nodes[spec.params["node"]]
+        impostor = self.run.nodes[spec.params["impostor"]]
+        stolen = victim.spec.config.effective_client_id
+        took = self.run.watch(lambda n, kind, f: n == impostor.node_id and kind == "mqtt_connected"
+                              and f.get("clientId") == stolen)
+        impostor.send({"op": "client_id", "value": stolen})
+
+        def seen(_f: asyncio.Future[None]) -> None:
+            self._fired(spec, impostor.node_id, action="connected with another node's client id",
+                        clientId=stolen)
+        took.add_done_callback(lambda f: None if f.cancelled() else seen(f))
+
+        async def heal() -> None:
+            if not took.done():
+                took.cancel()
+            impostor.send({"op": "client_id", "value": None})
+        return heal
+
+    async def _missing_reply_node(self, spec: FaultSpec) -> Any:
+        node = self.run.nodes[spec.params["node"]]
+        node.send({"op": "missing_reply_node", "on": True, "probability": spec.params["probability"],
+                   "faultIndex": spec.index, "seed": self.seed})
+
+        async def heal() -> None:
+            node.send({"op": "missing_reply_node", "on": False})
+        return heal
+
+    async def _qos1_redelivery(self, spec: FaultSpec) -> Any:
+        """Injected replay: a capture client sees every targeted PUBLISH and, with the
+        fault's probability, publishes the very same bytes again after the fault's delay
+        (what a broker's delayed QoS1 redelivery looks like to the receiver)."""
+        from bench.live.mqtt import MqttLink
+        loop = asyncio.get_running_loop()
+        rng = rng_for(self.seed, f"fault/{spec.index}")
+        prefix = next(iter(self.run.nodes.values())).spec.config.prefix
+        only = spec.params.get("node")
+        flt = f"{prefix}/node/{only}/inbox" if only else f"{prefix}/node/+/inbox"
+        replayer: list[MqttLink] = []
+
+        def replay(topic: str, payload: bytes) -> None:
+            if replayer and not replayer[0].closed:
+                replayer[0].publish(topic, payload, 1, False)
+                self._fired(spec, action="replayed", topic=topic, bytes=len(payload))
+
+        def on_message(topic: str, payload: bytes, mid: int, qos: int) -> None:
+            link.ack(mid, qos)
+            if rng.random() < spec.params["probability"]:
+                delay = spec.params["delay_ms"].sample(rng) / 1000
+                loop.call_later(delay, replay, topic, payload)
+
+        link = MqttLink(loop, self.run.broker.host, self.run.broker.port, f"nemesis-replay-{spec.index}",
+                        on_message=on_message, on_connected=lambda _p: link.subscribe((flt,), 1),
+                        on_disconnected=lambda _r: None, on_published=lambda _m: None)
+        replayer.append(link)
+        self.links.append(link)
+        link.connect()
+
+        async def heal() -> None:
+            link.client.unsubscribe(flt)   # stop capturing; replays already due still happen
+        return heal
+
+    async def _partition(self, spec: FaultSpec) -> None:
+        self._cannot(spec, "link faults need the MQTT-aware fault proxy, not in this build")
+        return None
+
+    _latency = _partition
+    _loss = _partition
+
+    def close(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        for link in self.links:
+            link.close()

@@ -1,0 +1,127 @@
+"""Brokers the live substrate runs against: the embedded amqtt broker and Mosquitto, each
+a child process the bench starts, kills and restarts on a fixed 127.0.0.1 port; or an
+external broker given by URL, which the bench can restart only with a user's command."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+
+class BrokerError(RuntimeError):
+    """A broker could not be started or reached."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def wait_listening(host: str, port: int, timeout_s: float, proc: subprocess.Popen[bytes] | None,
+                   log: Path | None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            tail = log.read_text()[-2000:] if log and log.exists() else ""
+            raise BrokerError(f"broker exited with {proc.returncode} before listening on "
+                              f"{host}:{port}\n{tail}")
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise BrokerError(f"nothing listens on {host}:{port} after {timeout_s:g} s")
+
+
+@dataclass
+class Broker:
+    """A broker the bench controls. `kind` names its semantics in the history."""
+
+    kind: str
+    host: str
+    port: int
+    workdir: Path
+    persistence: bool = True
+    proc: subprocess.Popen[bytes] | None = None
+    restart_command: str | None = None   # external brokers only
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{self.host}:{self.port}"
+
+    @property
+    def controllable(self) -> bool:
+        return self.kind != "external" or bool(self.restart_command)
+
+    def _command(self) -> list[str]:
+        if self.kind == "amqtt":
+            return [sys.executable, "-m", "bench.live.amqtt_server", str(self.port), self.host]
+        if self.kind == "mosquitto":
+            exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+            if not Path(exe).exists():
+                raise BrokerError("mosquitto is not installed (Debian: apt-get install mosquitto)")
+            conf = self.workdir / "mosquitto.conf"
+            data = self.workdir / "mosquitto-data"
+            data.mkdir(parents=True, exist_ok=True)
+            conf.write_text("\n".join([
+                f"listener {self.port} {self.host}", "allow_anonymous true",
+                f"persistence {'true' if self.persistence else 'false'}",
+                f"persistence_location {data}/", "autosave_interval 1",
+                "max_queued_messages 100000", "max_inflight_messages 0",
+                "log_dest stderr", "log_type error", "log_type warning", ""]))
+            return [exe, "-c", str(conf)]
+        raise BrokerError(f"cannot start a broker of kind {self.kind!r}")
+
+    def start(self, timeout_s: float = 15.0) -> None:
+        if self.kind == "external":
+            wait_listening(self.host, self.port, timeout_s, None, None)
+            return
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = self.workdir / f"{self.kind}.log"
+        with open(log, "ab") as fh:
+            self.proc = subprocess.Popen(self._command(), stdout=fh, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        wait_listening(self.host, self.port, timeout_s, self.proc, log)
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, not a shutdown (nothing is flushed on the way down)."""
+        if self.kind == "external":
+            if self.restart_command:
+                subprocess.run(self.restart_command, shell=True, check=False)
+            return
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:  # amqtt's shutdown has been seen to hang
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+
+def make_broker(spec: str, workdir: Path, persistence: bool = True,
+                restart_command: str | None = None) -> Broker:
+    """`amqtt` (default) and `mosquitto` start a local broker on a free 127.0.0.1 port;
+    `mqtt://host:port` is an external broker."""
+    if spec in ("amqtt", "mosquitto"):
+        return Broker(spec, "127.0.0.1", free_port(), workdir, persistence)
+    url = urlparse(spec)
+    if url.scheme not in ("mqtt", "tcp") or not url.hostname or not url.port:
+        raise BrokerError(f"--broker={spec!r} must be amqtt, mosquitto or mqtt://host:port")
+    return Broker("external", url.hostname, url.port, workdir, persistence,
+                  restart_command=restart_command)

@@ -1,0 +1,269 @@
+"""One live node: the reference core, its file store under the node's data dir, and one
+MQTT connection — run on an asyncio loop. The same contract as the simulator's host:
+a batch's Persist* commands are committed before its publishes leave, and a QoS1 message
+is acknowledged only after the batch that handled it is durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.core.commands import (CancelTimer, Command, Connect, Execute, PersistDocument,
+                                 PersistRecord, Publish, Record, SettleRequest, StartTimer,
+                                 Subscribe)
+from bench.core.config import NodeConfig
+from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started,
+                               TaskFinished, TimerFired, TimerId)
+from bench.core.node import Node
+from bench.live.mqtt import MqttLink
+from bench.storage import apply, restore
+from bench.storage.files import FileStore
+
+#: (node, kind, fields) -> None: where history events go.
+Sink = Callable[[str, str, dict[str, Any]], None]
+#: task id -> (duration_ms, ok)
+TaskModel = Callable[[str], tuple[float, bool]]
+PublishFilter = Callable[[str, bytes], bytes]
+
+
+class Clock:
+    """Milliseconds since the run's start, shared by every process of the run."""
+
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+
+    def now_ms(self) -> int:
+        return int((time.time() - self.t0) * 1000)
+
+    def at(self, ms: float) -> float:
+        return self.t0 + ms / 1000
+
+
+class LiveHost:
+    def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
+                 broker: tuple[str, int], sink: Sink, clock: Clock, task_model: TaskModel) -> None:
+        self.config = config
+        self.node_class = node_class
+        self.data_dir = data_dir
+        self.broker = broker
+        self.sink = sink
+        self.clock = clock
+        self.task_model = task_model
+        self.loop = asyncio.get_event_loop()
+        self.node: Node | None = None
+        self.store: FileStore | None = None
+        self.link: MqttLink | None = None
+        self.extra: list[MqttLink] = []
+        self.epoch = 0
+        self._timers: dict[TimerId, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pending_mids: dict[int, str] = {}       # paho mid -> messageId awaiting PUBACK
+        self.publish_filters: list[PublishFilter] = []
+        self.client_id_override: str | None = None
+        self._last_connect: Connect | None = None
+        self.on_settle: Callable[[str, str], None] = lambda rid, outcome: None
+
+    @property
+    def node_id(self) -> str:
+        return self.config.node_id
+
+    @property
+    def client_id(self) -> str:
+        return self.client_id_override or self.config.effective_client_id
+
+    def record(self, kind: str, fields: dict[str, Any]) -> None:
+        self.sink(self.node_id, kind, fields)
+
+    # -- life -----------------------------------------------------------------------------------
+    def boot(self) -> None:
+        self.epoch += 1
+        self.store = FileStore(self.data_dir)
+        self.record("self_check", {"line": "message store ready", "store": str(self.store.db_path)})
+        self.node = self.node_class(self.config)
+        self.feed(Started(self.clock.now_ms(), uuid.uuid4().hex[:12], restore(self.store)))
+
+    def crash(self) -> None:
+        """In-process crash: the node object, its timers, tasks and connection are gone (the
+        broker sees the TCP connection drop and publishes the will); the files stay."""
+        self.epoch += 1
+        self.node = None
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
+        for link in [self.link, *self.extra]:
+            if link is not None:
+                link.kill()
+        self.link = None
+        self.extra.clear()
+        self._pending_mids.clear()
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    def stop(self) -> None:
+        self.epoch += 1
+        for handle in self._timers.values():
+            handle.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for link in [self.link, *self.extra]:
+            if link is not None:
+                link.close()
+        self.node = None
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    # -- the core -------------------------------------------------------------------------------
+    def feed(self, event: Input) -> None:
+        node, store = self.node, self.store
+        if node is None or store is None:
+            self.record("input_lost", {"input": type(event).__name__, "reason": "node is down"})
+            return
+        commands = node.handle(event)
+        apply(store, commands)  # write-ahead: durable before anything leaves the node
+        for cmd in commands:
+            self._carry_out(cmd)
+
+    def _carry_out(self, cmd: Command) -> None:
+        match cmd:
+            case Record():
+                self.record(cmd.kind.value, dict(cmd.fields))
+            case PersistDocument() | PersistRecord():
+                pass  # committed above, before the rest of the batch
+            case Connect():
+                self._connect(cmd)
+            case Subscribe():
+                if self.link is not None:
+                    self.link.subscribe(cmd.filters, cmd.qos)
+            case Publish():
+                self._publish(cmd)
+            case StartTimer():
+                self._start_timer(cmd.timer, cmd.at_ms)
+            case CancelTimer():
+                handle = self._timers.pop(cmd.timer, None)
+                if handle is not None:
+                    handle.cancel()
+            case Execute():
+                self._execute(cmd)
+            case SettleRequest():
+                self.on_settle(cmd.request_id, cmd.outcome.value)
+
+    def _start_timer(self, timer: TimerId, at_ms: int) -> None:
+        old = self._timers.pop(timer, None)
+        if old is not None:
+            old.cancel()
+        epoch = self.epoch
+        delay = max(0.0, (at_ms - self.clock.now_ms()) / 1000)
+
+        def fire() -> None:
+            if epoch == self.epoch and self._timers.get(timer) is handle:
+                del self._timers[timer]
+                self.feed(TimerFired(self.clock.now_ms(), timer))
+        handle = self.loop.call_later(delay, fire)
+        self._timers[timer] = handle
+
+    def _execute(self, cmd: Execute) -> None:
+        duration_ms, ok = self.task_model(cmd.task_id)
+        epoch = self.epoch
+
+        async def work() -> None:
+            await asyncio.sleep(duration_ms / 1000)
+            if epoch == self.epoch:
+                self.feed(TaskFinished(self.clock.now_ms(), cmd.task_id, ok,
+                                       {"by": self.node_id, "agent": cmd.agent_id} if ok else None,
+                                       None if ok else "task failed"))
+        task = self.loop.create_task(work())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- MQTT -----------------------------------------------------------------------------------
+    def _connect(self, cmd: Connect) -> None:
+        self._last_connect = cmd
+        epoch = self.epoch
+        link = MqttLink(self.loop, self.broker[0], self.broker[1], self.client_id,
+                        on_message=lambda t, p, mid, qos: self._on_message(link, epoch, t, p, mid, qos),
+                        on_connected=lambda present: self._on_connected(link, epoch, present),
+                        on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
+                        on_published=self._on_published)
+        self.link = link
+        link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain)
+
+    def _on_connected(self, link: MqttLink, epoch: int, present: bool) -> None:
+        if epoch != self.epoch or link is not self.link:
+            return
+        self.record("mqtt_connected", {"clientId": link.client_id, "sessionPresent": present,
+                                       "broker": f"{self.broker[0]}:{self.broker[1]}"})
+        self.feed(Connected(self.clock.now_ms(), present))
+
+    def _on_disconnected(self, link: MqttLink, epoch: int, reason: str) -> None:
+        if epoch == self.epoch and link is self.link:
+            self.record("mqtt_disconnected", {"clientId": link.client_id, "reason": reason})
+
+    def _on_message(self, link: MqttLink, epoch: int, topic: str, payload: bytes, mid: int,
+                    qos: int) -> None:
+        if epoch != self.epoch or self.node is None:
+            return  # a dead process acks nothing: the broker keeps it in flight
+        if link is not self.link:
+            self.record("fault_fired", {"fault": "double_subscription",
+                                        "faultIndex": getattr(link, "fault_index", None),
+                                        "connection": link.client_id, "topic": topic})
+        self.feed(MessageReceived(self.clock.now_ms(), topic, payload))
+        link.ack(mid, qos)  # only now: the batch that handled it is on disk
+
+    def _on_published(self, mid: int) -> None:
+        message_id = self._pending_mids.pop(mid, None)
+        if message_id is not None:
+            self.feed(PublishSettled(self.clock.now_ms(), message_id, True))
+
+    def _publish(self, cmd: Publish) -> None:
+        if self.link is None:
+            self.record("warning", {"what": "publish without a connection", "topic": cmd.topic})
+            return
+        payload = cmd.payload
+        for f in self.publish_filters:
+            payload = f(cmd.topic, payload)
+        mid = self.link.publish(cmd.topic, payload, cmd.qos, cmd.retain)
+        if cmd.message_id is not None:
+            if cmd.qos == 0:
+                self.loop.call_soon(self._on_published_qos0, cmd.message_id)
+            else:
+                self._pending_mids[mid] = cmd.message_id
+
+    def _on_published_qos0(self, message_id: str) -> None:
+        self.feed(PublishSettled(self.clock.now_ms(), message_id, True))
+
+    def add_connection(self, client_id: str, filters: tuple[str, ...], fault_index: int) -> MqttLink:
+        """A second MQTT connection in the same process (the double-subscription bug)."""
+        epoch = self.epoch
+        holder: list[MqttLink] = []
+
+        def connected(_present: bool) -> None:
+            if holder and epoch == self.epoch:
+                holder[0].subscribe(filters, 1)
+        link = MqttLink(self.loop, self.broker[0], self.broker[1], client_id,
+                        on_message=lambda t, p, mid, qos: self._on_message(link, epoch, t, p, mid, qos),
+                        on_connected=connected, on_disconnected=lambda reason: None,
+                        on_published=lambda mid: None)
+        link.fault_index = fault_index  # type: ignore[attr-defined]
+        holder.append(link)
+        self.extra.append(link)
+        link.connect()
+        return link
+
+    def reconnect(self) -> None:
+        """Close the connection and open a new one with the core's last Connect (e.g. under
+        another client id, as the duplicate-client-id fault does)."""
+        old, self.link = self.link, None
+        if old is not None:
+            old.close()
+        if self.node is not None and self._last_connect is not None:
+            self._connect(self._last_connect)

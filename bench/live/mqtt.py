@@ -1,0 +1,97 @@
+"""One MQTT 3.1.1 connection (paho-mqtt 2.x) whose events land in an asyncio loop.
+
+paho is the client with manual acknowledgement (`manual_ack=True`): the node acks a QoS1
+message only after the batch that handled it is durable. Persistent session
+(clean_session=False), the client id as username (amqtt keeps sessions only for named
+clients), TCP_NODELAY on the socket, automatic reconnect; re-subscribing after a
+reconnect is the core's job (it answers every Connected with a Subscribe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion
+
+
+class MqttLink:
+    def __init__(self, loop: asyncio.AbstractEventLoop, host: str, port: int, client_id: str, *,
+                 on_message: Callable[[str, bytes, int, int], None],
+                 on_connected: Callable[[bool], None],
+                 on_disconnected: Callable[[str], None],
+                 on_published: Callable[[int], None],
+                 keepalive_s: int = 10) -> None:
+        self.loop = loop
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self.keepalive_s = keepalive_s
+        c = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
+                        protocol=paho.MQTTv311, manual_ack=True, reconnect_on_failure=True)
+        c.username_pw_set(client_id)
+        c.max_inflight_messages_set(1000)
+        c.max_queued_messages_set(0)       # unlimited: publishes while down are queued
+        c.reconnect_delay_set(min_delay=1, max_delay=2)
+        c.on_socket_open = self._socket_open
+        c.on_connect = lambda _c, _u, flags, rc, _p: self._hand(
+            on_connected if not rc.is_failure else (lambda _present: on_disconnected(f"CONNACK {rc}")),
+            bool(getattr(flags, "session_present", False)))
+        c.on_disconnect = lambda _c, _u, _f, rc, _p: self._hand(on_disconnected, str(rc))
+        c.on_message = lambda _c, _u, m: self._hand(on_message, m.topic, m.payload, m.mid, m.qos)
+        c.on_publish = lambda _c, _u, mid, _rc, _p: self._hand(on_published, mid)
+        self.client = c
+        self.closed = False
+
+    def _hand(self, fn: Callable[..., None], *args: Any) -> None:
+        """From paho's network thread into the asyncio loop (never run node code here)."""
+        if not self.closed:
+            self.loop.call_soon_threadsafe(self._guarded, fn, args)
+
+    def _guarded(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        if not self.closed:
+            fn(*args)
+
+    @staticmethod
+    def _socket_open(_client: paho.Client, _userdata: Any, sock: Any) -> None:
+        if isinstance(sock, socket.socket):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def connect(self, will_topic: str | None = None, will_payload: bytes = b"",
+                will_retain: bool = True) -> None:
+        if will_topic is not None:
+            self.client.will_set(will_topic, will_payload, qos=1, retain=will_retain)
+        self.client.connect_async(self.host, self.port, keepalive=self.keepalive_s)
+        self.client.loop_start()
+
+    def subscribe(self, filters: tuple[str, ...], qos: int) -> None:
+        self.client.subscribe([(f, qos) for f in filters])
+
+    def publish(self, topic: str, payload: bytes, qos: int, retain: bool) -> int:
+        """Queued by paho while disconnected (QoS1) and sent after the reconnect."""
+        info = self.client.publish(topic, payload, qos=qos, retain=retain)
+        return int(info.mid)
+
+    def ack(self, mid: int, qos: int) -> None:
+        if qos > 0:
+            self.client.ack(mid, qos)
+
+    def close(self) -> None:
+        """A clean DISCONNECT (no will)."""
+        self.closed = True
+        self.client.disconnect()
+        self.client.loop_stop()
+
+    def kill(self) -> None:
+        """Drop the TCP connection without DISCONNECT: the broker publishes the will."""
+        self.closed = True
+        sock = self.client.socket()
+        self.client.loop_stop()
+        if isinstance(sock, socket.socket):
+            # ENOTCONN here means the peer already closed it: the crash happened anyway.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()

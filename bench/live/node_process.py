@@ -1,0 +1,52 @@
+"""`python -m bench.live.node_process`: one live node in its own OS process.
+
+Its launch spec (with its keys) is the first line on stdin; further stdin lines are
+operations (`bench.live.control`); every history event goes to stdout as one JSON line
+`{"node", "kind", "tMs", "fields"}`. Killed with SIGKILL by the restart fault, started
+again from the same data dir.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from bench.live.control import LaunchSpec, apply_op
+from bench.live.host import Clock, LiveHost
+from bench.variants import variant
+
+
+async def main() -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    spec = LaunchSpec.from_json(json.loads(await reader.readline()))
+    clock = Clock(spec.t0)
+    out = sys.stdout
+
+    def sink(node: str, kind: str, fields: dict[str, Any]) -> None:
+        out.write(json.dumps({"node": node, "kind": kind, "tMs": clock.now_ms(), "fields": fields},
+                             separators=(",", ":")) + "\n")
+        out.flush()
+
+    host = LiveHost(spec.config, variant(spec.variant).node_class, spec.data_dir, spec.broker,
+                    sink, clock, spec.task_model())
+    host.boot()
+    while True:
+        line = await reader.readline()
+        if not line:
+            break  # the runner went away: stop like a killed process would not, cleanly
+        op = json.loads(line)
+        if op["op"] == "stop":
+            break
+        try:
+            apply_op(host, op)
+        except Exception as exc:  # a bad operation is recorded; the node keeps running
+            sink(spec.config.node_id, "harness_error", {"op": op.get("op"), "error": repr(exc)})
+    host.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
