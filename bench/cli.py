@@ -28,11 +28,15 @@ directory, a response that cannot find its way back, a "strict" mode that trusts
 
 EPILOG = """\
 examples:
-  a2a-bench run scenarios/quickstart.toml             simulate, check, report (results/<run-id>/)
+  a2a-bench run scenarios/quickstart.toml             live on the embedded broker, check, report
+  a2a-bench run quickstart --mode sim                 the same in simulation (virtual time, seeded)
+  a2a-bench run restart --nodes process --broker mosquitto
+                                                     one OS process per node, SIGKILL restarts
   a2a-bench run qos1_redelivery --variant memory_dedup_60s
                                                      the same scenario against a seeded defect
   a2a-bench run restart --seed 7 --topology split     replay any run with its printed seed
   a2a-bench check results/<run-id>                    judge a stored history again
+  a2a-bench compare results/A results/B               runs side by side (sim vs live, amqtt vs mosquitto)
   a2a-bench list                                      scenarios, topologies, faults, checkers, variants
 
 exit codes: 0 every verdict as expected (true unless the scenario expects otherwise),
@@ -79,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
                                        "rewrite verdicts.json, metrics.json and report.md.")
     check.add_argument("run_dir", type=Path)
     check.add_argument("--json", action="store_true")
+    cmp_ = sub.add_parser("compare", help="show runs side by side (verdicts, counts, latency)",
+                          description="Print the verdicts, message counts and latency quantiles "
+                                      "of two or more run folders side by side, e.g. one "
+                                      "scenario in sim and live, or on amqtt and Mosquitto.")
+    cmp_.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
+    cmp_.add_argument("--json", action="store_true")
     sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants")
     ex = sub.add_parser(
         "exchange", help="two reference cores back to back (no broker), the seeds' failure shapes",
@@ -114,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         return _check(args)
     if args.command == "list":
         return _list()
+    if args.command == "compare":
+        return _compare(args)
     parser.error(f"unknown command {args.command}")
     return EXIT_INVALID
 
@@ -264,4 +276,21 @@ def _list() -> int:
     for v in VARIANTS.values():
         caught = "" if v.name == "reference" else f"  [caught by {v.caught_by} in {v.scenario}]"
         print(f"  {v.name:<22} {v.summary[:90]}{caught}")
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from bench.report.compare import load, render, rows
+    if len(args.run_dirs) < 2:
+        print("a2a-bench: compare needs at least two run folders", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        runs = [load(d) for d in args.run_dirs]
+    except ValueError as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.json:
+        print(json.dumps(rows(runs)))
+    else:
+        print(render(runs))
     return EXIT_OK

@@ -184,6 +184,8 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
                          wl.task_failure_rate)
     nemesis = LiveNemesis(run, scenario.seed, 0)
     try:
+        if needs_proxy(scenario):
+            specs = await start_proxies(run, specs, scenario.seed)
         for line in await start_nodes(run, specs, nodes_mode):
             say(line)
         start_ms = clock.now_ms()     # the workload's clock starts once every node is up
@@ -205,11 +207,37 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
         nemesis.close()
         for node in run.nodes.values():
             await node.stop()
+        for proxy in run.proxies.values():
+            await proxy.close()
         await asyncio.get_running_loop().run_in_executor(None, broker.stop)
     stats = {"simulated_ms": simulated_ms, "operations": len(ops), "broker": broker.kind,
              "outstanding_at_end": len(run.outstanding)}
     run.record("bench", "run_finished", stats)
     return stats
+
+
+PROXY_FAULTS = {"partition", "latency", "loss"}
+
+
+def needs_proxy(scenario: Scenario) -> bool:
+    return any(f.kind in PROXY_FAULTS or (f.kind == "qos1_redelivery" and
+                                          f.params.get("live_method") == "withhold_puback")
+               for f in scenario.faults)
+
+
+async def start_proxies(run: Any, specs: list[Any], seed: int) -> list[Any]:
+    """A fault proxy in front of every node; each node connects to its proxy."""
+    from bench.live.proxy import FaultProxy
+    out = []
+    for spec in specs:
+        proxy = FaultProxy((run.broker.host, run.broker.port),
+                           rng_for(seed, f"proxy/{spec.config.node_id}"))
+        await proxy.start()
+        run.proxies[spec.config.node_id] = proxy
+        run.record(spec.config.node_id, "fault_proxy", {"listen": f"{proxy.host}:{proxy.port}",
+                                                        "upstream": run.broker.url})
+        out.append(replace(spec, broker=(proxy.host, proxy.port)))
+    return out
 
 
 def write_json(path: Path, value: Any) -> None:

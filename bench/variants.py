@@ -119,7 +119,7 @@ REFERENCE = Variant("reference", Node, "-", "-", "quickstart")
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
     REFERENCE,
     Variant("memory_dedup_60s", MemoryDedup60s, "000 §3.2 A9", "duplicate_execution",
-            "qos1_redelivery"),
+            "redelivery_restart"),
     Variant("no_default_executor", NoDefaultExecutor, "000 §3.3 C3", "directory_liveness",
             "empty_directory"),
     Variant("reply_to_from_agent", ReplyToFromAgent, "002 §3.2 D14", "reply_routing",

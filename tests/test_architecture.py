@@ -30,12 +30,14 @@ LAYERS = {
     "workload": {"distribution", "topology", "workload"},
     "wire": {"core", "storage", "history", "wire"},
     "sim": {"core", "storage", "history", "distribution", "topology", "sim"},
-    "faults": {"core", "distribution", "topology", "sim", "faults"},
+    "live": {"core", "storage", "history", "distribution", "topology", "workload", "variants",
+             "live"},
+    "faults": {"core", "distribution", "topology", "sim", "live", "faults"},
     "scenario": {"core", "distribution", "topology", "workload", "faults", "scenario"},
     "report": {"checks", "report"},
     "exchange": {"core", "storage", "history", "wire", "exchange"},
     "run": {"core", "storage", "history", "distribution", "topology", "checks", "metrics",
-            "variants", "workload", "sim", "faults", "scenario", "report", "run"},
+            "variants", "workload", "sim", "live", "faults", "scenario", "report", "run"},
 }
 
 

@@ -61,9 +61,9 @@ def test_bad_arguments_exit_3(argv: list[str], capsys: pytest.CaptureFixture[str
 # -- run / check / list ------------------------------------------------------------------
 
 def test_run_prints_seed_replay_and_verdicts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "quickstart", "--out", str(tmp_path)]) == EXIT_OK
+    assert main(["run", "quickstart", "--mode", "sim", "--out", str(tmp_path)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "seed 1; replay: a2a-bench run scenarios/quickstart.toml --seed 1" in out
+    assert "seed 1; replay: a2a-bench run scenarios/quickstart.toml --mode sim --seed 1" in out
     assert "simulated s per wall s" in out
     assert "duplicate_execution  TRUE" in out
     assert (tmp_path / "report.md").read_text().startswith("# quickstart — reference (seed 1)")
@@ -71,7 +71,7 @@ def test_run_prints_seed_replay_and_verdicts(tmp_path: Path, capsys: pytest.Capt
 
 def test_run_with_a_defect_exits_1_and_shows_counterexamples(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "quickstart", "--variant", "reply_to_from_agent", "--out", str(tmp_path)]) == EXIT_FALSE
+    assert main(["run", "quickstart", "--mode", "sim", "--variant", "reply_to_from_agent", "--out", str(tmp_path)]) == EXIT_FALSE
     out = capsys.readouterr().out
     assert "reply_routing        FALSE      <-- expected true" in out
     assert "but the request named replyNodeId 'orch-1'" in out
@@ -79,7 +79,7 @@ def test_run_with_a_defect_exits_1_and_shows_counterexamples(tmp_path: Path,
 
 
 def test_run_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "quickstart", "--seed", "3", "--json", "--out", str(tmp_path)]) == EXIT_OK
+    assert main(["run", "quickstart", "--mode", "sim", "--seed", "3", "--json", "--out", str(tmp_path)]) == EXIT_OK
     data = json.loads(capsys.readouterr().out)
     assert data["summary"]["seed"] == 3
     assert {v["name"] for v in data["verdicts"]} >= {"duplicate_execution", "silent_loss"}
@@ -87,7 +87,7 @@ def test_run_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_check_rejudges_a_stored_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "quickstart", "--variant", "agent_id_as_node_id", "--out", str(tmp_path)]) == EXIT_FALSE
+    assert main(["run", "quickstart", "--mode", "sim", "--variant", "agent_id_as_node_id", "--out", str(tmp_path)]) == EXIT_FALSE
     (tmp_path / "verdicts.json").unlink()
     capsys.readouterr()
     assert main(["check", str(tmp_path)]) == EXIT_FALSE
@@ -118,7 +118,7 @@ def test_a_crashing_run_keeps_its_history(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(SimHost, "feed", dies_later)
     from bench.cli import EXIT_UNKNOWN
-    assert main(["run", "quickstart", "--out", str(tmp_path)]) == EXIT_UNKNOWN
+    assert main(["run", "quickstart", "--mode", "sim", "--out", str(tmp_path)]) == EXIT_UNKNOWN
     assert "what was recorded is in" in capsys.readouterr().err
     lines = list(read_jsonl(tmp_path / "history.jsonl"))
     assert len(lines) > 100 and lines[0]["kind"] == "run_started"

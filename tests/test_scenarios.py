@@ -18,7 +18,7 @@ FILES = sorted(SCENARIOS.glob("*.toml"))
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_scenario_passes_on_the_reference(tmp_path: Path, path: Path) -> None:
     scenario = load_scenario(path, known_checks=tuple(checkers()))
-    result = run_scenario(scenario, REFERENCE, tmp_path)
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="sim")
     wrong = {v.name: (v.value.value, v.counterexamples[:2], v.note)
              for v in result.verdicts if v.value.value != scenario.expect.get(v.name, "true")}
     assert result.exit_code == EXIT_OK, wrong

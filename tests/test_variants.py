@@ -18,8 +18,8 @@ DEFECTS = [v for v in VARIANTS.values() if v.name != "reference"]
 @pytest.mark.parametrize("defect", DEFECTS, ids=lambda v: v.name)
 def test_reference_passes_and_defect_fails(tmp_path: Path, defect) -> None:  # type: ignore[no-untyped-def]
     scenario = load_scenario(SCENARIOS / f"{defect.scenario}.toml")
-    ref = {v.name: v for v in run_scenario(scenario, REFERENCE, tmp_path / "ref").verdicts}
-    bad = {v.name: v for v in run_scenario(scenario, defect, tmp_path / "bad").verdicts}
+    ref = {v.name: v for v in run_scenario(scenario, REFERENCE, tmp_path / "ref", mode="sim").verdicts}
+    bad = {v.name: v for v in run_scenario(scenario, defect, tmp_path / "bad", mode="sim").verdicts}
     assert ref[defect.caught_by].value is Value.TRUE, ref[defect.caught_by]
     assert bad[defect.caught_by].value is Value.FALSE, bad[defect.caught_by]
     assert bad[defect.caught_by].counterexamples, "a FALSE verdict must point at the history"

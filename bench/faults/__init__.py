@@ -22,6 +22,7 @@ class Param:
     help: str
     default: Any = None
     required: bool = False
+    choices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,12 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "probability": Param("probability", "chance that a delivery is re-sent", 0.5),
                   "delay_ms": Param("distribution", "delay before the re-send",
                                     {"dist": "uniform", "low": 50, "high": 2000}),
-                  "node": _node("only deliveries to this node (default: all)", required=False)}),
+                  "node": _node("only deliveries to this node (default: all)", required=False),
+                  "live_method": Param("choice", "live: replay (a captured PUBLISH is published "
+                                       "again after the delay) or withhold_puback (the fault proxy "
+                                       "drops the node's PUBACKs, then its link: the broker "
+                                       "redelivers with DUP)", "replay",
+                                       choices=("replay", "withhold_puback"))}),
     FaultKind("double_subscription", "a second MQTT connection in the node subscribes to "
               "the same inbox, so every message arrives twice", {"node": _node()}),
     FaultKind("empty_directory", "the node restarts with an empty roster", {
@@ -161,6 +167,10 @@ def _value(p: Param, v: Any, key: str, node_ids: set[str], topo: str) -> Any:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
                 raise SpecError(f"{key}={v!r} must be a number of milliseconds >= 0")
             return float(v)
+        case "choice":
+            if v not in p.choices:
+                raise SpecError(f"{key}={v!r} must be one of {list(p.choices)}")
+            return v
         case "text":
             if not isinstance(v, str) or not v:
                 raise SpecError(f"{key}={v!r} must be a non-empty string")

@@ -144,6 +144,11 @@ class LiveNemesis:
         return heal
 
     async def _qos1_redelivery(self, spec: FaultSpec) -> Any:
+        if spec.params.get("live_method") == "withhold_puback":
+            return await self._withhold_puback(spec)
+        return await self._replay(spec)
+
+    async def _replay(self, spec: FaultSpec) -> Any:
         """Injected replay: a capture client sees every targeted PUBLISH and, with the
         fault's probability, publishes the very same bytes again after the fault's delay
         (what a broker's delayed QoS1 redelivery looks like to the receiver)."""
@@ -177,12 +182,78 @@ class LiveNemesis:
             link.client.unsubscribe(flt)   # stop capturing; replays already due still happen
         return heal
 
-    async def _partition(self, spec: FaultSpec) -> None:
-        self._cannot(spec, "link faults need the MQTT-aware fault proxy, not in this build")
-        return None
+    # -- link faults, through the fault proxy in front of each node ----------------------------
+    def _proxies(self, spec: FaultSpec, nodes: tuple[str, ...]) -> list[Any] | None:
+        proxies = [self.run.proxies.get(n) for n in nodes]
+        if any(p is None for p in proxies):
+            self._cannot(spec, "the node is not behind the fault proxy")
+            return None
+        return proxies
 
-    _latency = _partition
-    _loss = _partition
+    async def _partition(self, spec: FaultSpec) -> Any:
+        nodes = tuple(spec.params["nodes"])
+        proxies = self._proxies(spec, nodes)
+        if proxies is None:
+            return None
+        before = [(p.counters.blackholed, p.counters.refused) for p in proxies]
+        for p in proxies:
+            p.faults.partitioned = True
+
+        async def heal() -> None:
+            for node, p, (bh, rf) in zip(nodes, proxies, before):
+                p.faults.partitioned = False
+                cut = p.drop_all()   # connections that lost bytes cannot be trusted again
+                lost, refused = p.counters.blackholed - bh, p.counters.refused - rf
+                if lost or refused or cut:
+                    self._fired(spec, node, action="partitioned", packetsBlackholed=lost,
+                                connectionsRefused=refused, connectionsCut=cut)
+        return heal
+
+    async def _link(self, spec: FaultSpec, field: str, value: Any, counter: str) -> Any:
+        nodes = tuple(spec.params["nodes"])
+        proxies = self._proxies(spec, nodes)
+        if proxies is None:
+            return None
+        before = [getattr(p.counters, counter) for p in proxies]
+        for p in proxies:
+            setattr(p.faults, field, value)
+
+        async def heal() -> None:
+            for node, p, b in zip(nodes, proxies, before):
+                setattr(p.faults, field, None if field == "latency_ms" else 0.0)
+                n = getattr(p.counters, counter) - b
+                if n:
+                    self._fired(spec, node, action=f"{counter} under the fault", count=n)
+        return heal
+
+    async def _latency(self, spec: FaultSpec) -> Any:
+        return await self._link(spec, "latency_ms", spec.params["latency_ms"], "delayed")
+
+    async def _loss(self, spec: FaultSpec) -> Any:
+        return await self._link(spec, "loss", spec.params["probability"], "retransmitted")
+
+    async def _withhold_puback(self, spec: FaultSpec) -> Any:
+        """QoS1 redelivery by the broker itself: the node's PUBACKs are dropped, then its link
+        is cut; on the persistent session the broker must resend what was never acked."""
+        node = spec.params.get("node")
+        if node is None:
+            self._cannot(spec, "live_method=withhold_puback needs a node")
+            return None
+        proxies = self._proxies(spec, (node,))
+        if proxies is None:
+            return None
+        proxy = proxies[0]
+        before = proxy.counters.pubacks_withheld
+        proxy.faults.withhold_puback = True
+
+        async def heal() -> None:
+            proxy.faults.withhold_puback = False
+            withheld = proxy.counters.pubacks_withheld - before
+            cut = proxy.drop_all()
+            if withheld:
+                self._fired(spec, node, action="PUBACKs withheld, link cut", withheld=withheld,
+                            connectionsCut=cut)
+        return heal
 
     def close(self) -> None:
         for t in self.tasks:

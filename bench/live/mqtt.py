@@ -25,7 +25,7 @@ class MqttLink:
                  on_connected: Callable[[bool], None],
                  on_disconnected: Callable[[str], None],
                  on_published: Callable[[int], None],
-                 keepalive_s: int = 10) -> None:
+                 keepalive_s: int = 5) -> None:
         self.loop = loop
         self.host, self.port = host, port
         self.client_id = client_id

@@ -145,6 +145,7 @@ class LiveRun:
         self.broker = broker
         self.clock = clock
         self.nodes: dict[str, LiveNode] = {}
+        self.proxies: dict[str, Any] = {}          # node id -> FaultProxy in front of it
         self.outstanding: set[str] = set()
         self.watchers: list[tuple[Callable[[str, str, dict[str, Any]], bool], asyncio.Future[None]]] = []
 

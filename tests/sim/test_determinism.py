@@ -14,7 +14,7 @@ from bench.variants import REFERENCE
 
 def history_hash(tmp: Path, name: str, seed: int | None = None) -> str:
     scenario = load_scenario(SCENARIOS / f"{name}.toml", seed=seed)
-    run_scenario(scenario, REFERENCE, tmp)
+    run_scenario(scenario, REFERENCE, tmp, mode="sim")
     return hashlib.sha256((tmp / "history.jsonl").read_bytes()).hexdigest()
 
 

@@ -1,0 +1,149 @@
+"""An MQTT-aware TCP fault proxy between one node and the broker (127.0.0.1 only).
+
+It forwards whole MQTT packets (it reads the fixed header and the remaining length), so
+it can act per packet: delay them (latency), delay them as TCP retransmission would
+(loss), blackhole everything (partition: both ends find out through their keepalive, and
+new connections are refused until the heal), withhold the node's PUBACKs (the broker
+keeps the messages in flight and redelivers them, with DUP, when the connection comes
+back), or deliver a broker's PUBLISH twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from dataclasses import dataclass, field
+
+from bench.distribution import Distribution
+
+PUBLISH, PUBACK = 3, 4
+RTO_S = 0.2
+
+
+@dataclass
+class Counters:
+    connections: int = 0
+    refused: int = 0
+    packets: int = 0
+    delayed: int = 0
+    retransmitted: int = 0
+    blackholed: int = 0
+    pubacks_withheld: int = 0
+    publishes_duplicated: int = 0
+
+
+@dataclass
+class Faults:
+    latency_ms: Distribution | None = None
+    loss: float = 0.0
+    partitioned: bool = False
+    withhold_puback: bool = False
+    duplicate_publish: float = 0.0
+
+
+async def read_packet(reader: asyncio.StreamReader) -> bytes:
+    """One whole MQTT control packet, or b"" at EOF."""
+    first = await reader.read(1)
+    if not first:
+        return b""
+    length_bytes = bytearray()
+    multiplier, remaining = 1, 0
+    while True:
+        b = await reader.readexactly(1)
+        length_bytes += b
+        remaining += (b[0] & 0x7F) * multiplier
+        if not b[0] & 0x80:
+            break
+        multiplier *= 128
+        if multiplier > 128 ** 3:
+            raise ValueError("malformed MQTT remaining length")
+    body = await reader.readexactly(remaining) if remaining else b""
+    return first + bytes(length_bytes) + body
+
+
+@dataclass
+class FaultProxy:
+    upstream: tuple[str, int]
+    rng: random.Random
+    host: str = "127.0.0.1"
+    port: int = 0
+    faults: Faults = field(default_factory=Faults)
+    counters: Counters = field(default_factory=Counters)
+    _server: asyncio.base_events.Server | None = None
+    _links: set[asyncio.StreamWriter] = field(default_factory=set)
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        self.drop_all()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def drop_all(self) -> int:
+        """Close every proxied connection (both ends see a reset, not a DISCONNECT)."""
+        n = len(self._links)
+        for w in list(self._links):
+            w.transport.abort()
+        self._links.clear()
+        return n
+
+    async def _accept(self, c_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter) -> None:
+        if self.faults.partitioned:
+            self.counters.refused += 1
+            c_writer.transport.abort()
+            return
+        try:
+            b_reader, b_writer = await asyncio.open_connection(*self.upstream)
+        except OSError:
+            c_writer.transport.abort()   # the broker is down: so is the proxied connection
+            return
+        self.counters.connections += 1
+        self._links |= {c_writer, b_writer}
+        up = asyncio.create_task(self._pump(c_reader, b_writer, to_broker=True))
+        down = asyncio.create_task(self._pump(b_reader, c_writer, to_broker=False))
+        await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (up, down):
+            task.cancel()
+        for w in (c_writer, b_writer):
+            self._links.discard(w)
+            w.transport.abort()
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    to_broker: bool) -> None:
+        # EOF, a reset or a malformed stream ends this proxied connection; both sides then
+        # see it close, as they would if the network between them failed.
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError, ValueError):
+            while True:
+                packet = await read_packet(reader)
+                if not packet:
+                    return
+                self.counters.packets += 1
+                f = self.faults
+                if f.partitioned:
+                    self.counters.blackholed += 1
+                    continue
+                kind = packet[0] >> 4
+                if to_broker and kind == PUBACK and f.withhold_puback:
+                    self.counters.pubacks_withheld += 1
+                    continue
+                delay = 0.0
+                if f.latency_ms is not None:
+                    delay += f.latency_ms.sample(self.rng) / 1000
+                    self.counters.delayed += 1
+                rto = RTO_S
+                while f.loss > 0 and self.rng.random() < f.loss:
+                    delay += rto
+                    rto *= 2
+                    self.counters.retransmitted += 1
+                if delay:
+                    await asyncio.sleep(delay)   # per direction, in order, like one TCP stream
+                writer.write(packet)
+                if not to_broker and kind == PUBLISH and f.duplicate_publish \
+                        and self.rng.random() < f.duplicate_publish:
+                    self.counters.publishes_duplicated += 1
+                    writer.write(packet)
+                await writer.drain()
