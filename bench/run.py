@@ -200,8 +200,8 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
         await run.until(start_ms + scenario.duration_ms)
         await asyncio.gather(*nemesis.tasks, return_exceptions=False)
         deadline = start_ms + scenario.duration_ms + scenario.drain_ms
-        while run.outstanding and clock.now_ms() < deadline:
-            await asyncio.sleep(0.05)   # drain: stop as soon as every request has settled
+        while not run.quiet and clock.now_ms() < deadline:
+            await asyncio.sleep(0.05)   # drain until quiescent: settled, finished, delivered
         simulated_ms = clock.now_ms()
     finally:
         nemesis.close()
@@ -211,7 +211,8 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
             await proxy.close()
         await asyncio.get_running_loop().run_in_executor(None, broker.stop)
     stats = {"simulated_ms": simulated_ms, "operations": len(ops), "broker": broker.kind,
-             "outstanding_at_end": len(run.outstanding)}
+             "outstanding_at_end": len(run.outstanding), "running_at_end": len(run.running),
+             "undelivered_at_end": len(run.undelivered)}
     run.record("bench", "run_finished", stats)
     return stats
 

@@ -93,6 +93,14 @@ class CrossNamespace(Node):
         return Route.EXACT if route in (Route.CROSS_NAMESPACE, Route.UNKNOWN_AGENT) else route
 
 
+class CleanSession(Node):
+    """DESIGN §10: the node connects with a clean session, so what the broker queued for it
+    while it was down is discarded when it comes back (QoS1 is at-least-once only on a
+    persistent session)."""
+
+    persistent_session = False
+
+
 class StaleRoster(Node):
     """Seed 002 §3.1 / §11.1 red line 6: a namespace switch does not rotate
     a2a-agents.json, so two sets of executors are announced."""
@@ -132,6 +140,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "misaddressed"),
     Variant("stale_roster", StaleRoster, "002 §3.1, §11.1 #6", "directory_liveness",
             "stale_roster"),
+    Variant("clean_session", CleanSession, "DESIGN §10", "qos1_delivery", "restart"),
 )}
 
 

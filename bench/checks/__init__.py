@@ -47,10 +47,12 @@ class History:
             self.by_kind[e["kind"]].append(e)
         self.end_ms = max((float(e["tMs"]) for e in self.events), default=0.0)
         self.namespace: dict[str, str] = {}           # the node's latest namespace
+        self.client_ids: dict[str, str] = {}          # the node's configured client id
         self._boots: dict[str, list[tuple[int, str]]] = defaultdict(list)
         for e in self.of("node_started"):
             self.namespace[e["node"]] = e["namespace"]
             self._boots[e["node"]].append((e["seq"], e["namespace"]))
+            self.client_ids[e["node"]] = e["clientId"]
 
     def namespace_at(self, node: str, seq: int) -> str | None:
         """The node's namespace in the boot that was current at history line `seq`."""
@@ -109,6 +111,7 @@ def checkers() -> dict[str, Checker]:
         "silent_loss": delivery.silent_loss,
         "targeted_delivery": delivery.targeted_delivery,
         "reply_routing": delivery.reply_routing,
+        "qos1_delivery": delivery.qos1_delivery,
         "directory_liveness": directory.directory_liveness,
         "deployment": directory.deployment,
     }

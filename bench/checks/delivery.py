@@ -134,3 +134,51 @@ def reply_routing(h: History) -> Verdict:
             else:
                 c.count("missing_reply_node_made_explicit")
     return c.verdict()
+
+
+#: A message published this close to the end of the history may still be on its way.
+IN_FLIGHT_AT_END_MS = 2_000
+
+
+def qos1_delivery(h: History) -> Verdict:
+    """MQTT QoS1 on a persistent session is at-least-once: every targeted message the broker
+    accepted (PUBLISHED) reaches the node it addresses — admitted there, or at least dropped
+    there with a reason — even across reconnects and restarts of that node. Messages lost
+    with a broker restarted without persistence are counted apart."""
+    c = Collector("qos1_delivery")
+    seen: set[tuple[str, str]] = set()
+    for e in h.of("inbound_admitted") + h.of("inbound_dropped"):
+        if e.get("messageId"):
+            seen.add((e["node"], e["messageId"]))
+    wipes = [(float(e["tMs"])) for e in h.of("fault_start")
+             if e["fault"] == "broker_restart" and not e.get("params", {}).get("persistence", True)]
+    # MQTT delivers to a client id, not to a node: once another node holds the target's
+    # client id, what it consumes is the takeover's doing (deployment flags the cause).
+    hijacked: dict[str, float] = {}
+    for e in h.of("mqtt_connected"):
+        owner = next((n for n, cid in h.client_ids.items() if cid == e["clientId"]), None)
+        if owner is not None and owner != e["node"]:
+            hijacked.setdefault(owner, float(e["tMs"]))
+    nodes = h.nodes
+    for e in h.of("outbound_settled"):
+        if e["state"] != "PUBLISHED" or e["messageType"] == "EVENT":
+            continue
+        target = e.get("targetNodeId")
+        if target not in nodes:
+            continue  # not an address at all: targeted_delivery's business
+        c.count("published")
+        if (target, e["messageId"]) in seen:
+            c.count("delivered")
+            continue
+        if float(e["tMs"]) > h.end_ms - IN_FLIGHT_AT_END_MS:
+            c.unknown("in_flight_at_end")
+            continue
+        if any(w >= float(e["tMs"]) for w in wipes):
+            c.count("lost_with_non_persistent_broker")
+            continue
+        if target in hijacked:
+            c.count("lost_to_client_id_takeover")
+            continue
+        c.violation(f"{e['messageType']} {e['messageId']} was accepted by the broker for "
+                    f"{target} and never reached it", e, target=target)
+    return c.verdict()

@@ -57,6 +57,7 @@ class Node:
     #: attributes and the methods marked "variants override" to reintroduce a seed's bug.
     rotates_roster_on_namespace_switch = True
     registers_default_executor = True
+    persistent_session = True
     outbox_class: type[Outbox] = Outbox
     task_service_class: type[TaskService] = TaskService
 
@@ -138,7 +139,7 @@ class Node:
                   durable=self.ledger.config.durable, ttlMs=self.ledger.config.ttl_ms)
         offline = announcement_for(self.roster, online=False)
         fx.add(Connect(cfg.effective_client_id, self.topics.directory(self.node_id),
-                       _json_bytes(offline.to_json())))
+                       _json_bytes(offline.to_json()), clean_session=not self.persistent_session))
         self.directory.apply(announcement_for(self.roster))
         for what, problems in (("tasks", self.tasks.recover(fx, event.restored.tasks)),
                                ("requests", self.requests.recover(fx, event.restored.requests))):

@@ -64,7 +64,9 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                            False)}),
     FaultKind("broker_restart", "the broker crashes and comes back", {
         "down_ms": Param("ms", "how long it is down", 1000),
-        "persistence": Param("bool", "sessions and retained messages survive", True)}),
+        "persistence": Param("bool", "sessions and retained messages survive", True),
+        "graceful": Param("bool", "live: stop with SIGTERM so the broker can save its state "
+                          "(false: SIGKILL, a crash)", True)}),
     FaultKind("partition", "cut nodes off the broker; connections die after the keepalive",
               {"nodes": Param("nodes", "the nodes cut off", required=True)}),
     FaultKind("latency", "slow the links of nodes down", {

@@ -99,8 +99,11 @@ class LiveNemesis:
         if not broker.controllable:
             self._cannot(spec, "external broker without a restart command")
             return None
-        broker.kill()
-        self._fired(spec, action="broker killed", broker=broker.kind)
+        graceful = spec.params["graceful"]
+        await asyncio.get_running_loop().run_in_executor(None, broker.stop if graceful else broker.kill)
+        self._fired(spec, action="broker stopped" if graceful else "broker killed (SIGKILL)",
+                    broker=broker.kind,
+                    brokerPersistence="none" if broker.kind == "amqtt" else "file")
         await asyncio.sleep(spec.params["down_ms"] / 1000)
         if broker.kind != "external":
             await asyncio.get_running_loop().run_in_executor(None, broker.start)

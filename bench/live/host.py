@@ -193,7 +193,7 @@ class LiveHost:
                         on_message=lambda t, p, mid, qos: self._on_message(link, epoch, t, p, mid, qos),
                         on_connected=lambda present: self._on_connected(link, epoch, present),
                         on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
-                        on_published=self._on_published)
+                        on_published=self._on_published, clean_session=cmd.clean_session)
         self.link = link
         link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain)
 

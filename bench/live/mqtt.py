@@ -25,12 +25,12 @@ class MqttLink:
                  on_connected: Callable[[bool], None],
                  on_disconnected: Callable[[str], None],
                  on_published: Callable[[int], None],
-                 keepalive_s: int = 5) -> None:
+                 keepalive_s: int = 5, clean_session: bool = False) -> None:
         self.loop = loop
         self.host, self.port = host, port
         self.client_id = client_id
         self.keepalive_s = keepalive_s
-        c = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
+        c = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean_session,
                         protocol=paho.MQTTv311, manual_ack=True, reconnect_on_failure=True)
         c.username_pw_set(client_id)
         c.max_inflight_messages_set(1000)

@@ -146,7 +146,10 @@ class LiveRun:
         self.clock = clock
         self.nodes: dict[str, LiveNode] = {}
         self.proxies: dict[str, Any] = {}          # node id -> FaultProxy in front of it
-        self.outstanding: set[str] = set()
+        self.outstanding: set[str] = set()               # requests not settled yet
+        self.running: set[tuple[str, str]] = set()       # (node, task) not terminal yet
+        self.undelivered: set[tuple[str, str]] = set()   # (target node, messageId) in flight
+        self._delivered: set[tuple[str, str]] = set()    # PUBACK can come after delivery
         self.watchers: list[tuple[Callable[[str, str, dict[str, Any]], bool], asyncio.Future[None]]] = []
 
     def record(self, node: str, kind: str, fields: dict[str, Any], t_ms: int | None = None) -> None:
@@ -156,9 +159,27 @@ class LiveRun:
             self.outstanding.add(fields["requestId"])
         elif kind == "request_settled":
             self.outstanding.discard(fields["requestId"])
+        elif kind == "task_state":
+            if fields["state"] in ("SUBMITTED", "RUNNING"):
+                self.running.add((node, fields["taskId"]))
+            else:
+                self.running.discard((node, fields["taskId"]))
+        elif kind == "outbound_settled" and fields["state"] == "PUBLISHED" \
+                and fields["messageType"] != "EVENT" and fields.get("targetNodeId") in self.nodes:
+            key = (fields["targetNodeId"], fields["messageId"])
+            if key not in self._delivered:
+                self.undelivered.add(key)
+        elif kind in ("inbound_admitted", "inbound_dropped") and fields.get("messageId"):
+            self._delivered.add((node, fields["messageId"]))
+            self.undelivered.discard((node, fields["messageId"]))
         for pred, fut in list(self.watchers):
             if not fut.done() and pred(node, kind, fields):
                 fut.set_result(None)
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing left to settle, run or deliver: the drain can stop."""
+        return not (self.outstanding or self.running or self.undelivered)
 
     def sink3(self, node: str, kind: str, fields: dict[str, Any]) -> None:
         self.record(node, kind, fields)

@@ -59,6 +59,7 @@ class SimHost:
         self.extra: list[Connection] = []      # double_subscription's second connection
         self.client_id_override: str | None = None
         self.will: Message | None = None
+        self.clean_session = False          # as the core's last Connect asked
         self._armed: dict[TimerId, int] = {}
         self._tick = 0
         self._offline: list[Publish] = []
@@ -165,6 +166,7 @@ class SimHost:
         return self.client_id_override or self.config.effective_client_id
 
     def _connect(self, clean: bool) -> None:
+        self.clean_session = clean
         conn = Connection(self.client_id, self, self.link, clean, self.will, "primary")
         self.conn = conn
         self._after_transit(conn, lambda: self._connected(conn), round_trip=True)
@@ -198,7 +200,7 @@ class SimHost:
     def _reconnect(self, epoch: int):  # type: ignore[no-untyped-def]
         yield self.env.timeout(RECONNECT_BACKOFF_MS)
         if epoch == self.epoch and self.conn is None and self.node is not None:
-            self._connect(clean=False)
+            self._connect(clean=self.clean_session)
 
     def add_connection(self, label: str, client_id: str, filters: tuple[str, ...]) -> Connection:
         """A second MQTT connection in the same process (the double-subscription bug)."""

@@ -31,8 +31,17 @@ def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
 #: its socket; the two connections share one Session, and when the old one later sends
 #: DISCONNECT the shared session is marked disconnected: from then on the broker accepts
 #: messages for the real node and delivers them nowhere. Mosquitto closes the old
-#: connection at takeover and loses nothing silently.
-BROKER_DIFFERENCES = {("amqtt", "duplicate_client_id"): {"silent_loss": "false"}}
+#: connection at takeover and loses nothing silently. amqtt also resumes a persistent
+#: session without resending the QoS1 messages that were in flight when the link died, so
+#: after a partition messages the broker accepted never reach the node (qos1_delivery).
+#: And amqtt keeps nothing across a restart (no persistence at all): whatever it held
+#: queued or in flight at that instant is gone, so its verdict depends on timing (either
+#: is accepted); Mosquitto saves its state on SIGTERM and loses nothing.
+BROKER_DIFFERENCES: dict[tuple[str, str], dict[str, set[str]]] = {
+    ("amqtt", "duplicate_client_id"): {"silent_loss": {"false"}},
+    ("amqtt", "partition"): {"qos1_delivery": {"false"}},
+    ("amqtt", "broker_restart"): {"qos1_delivery": {"true", "false"}},
+}
 
 FAULTS = ["restart", "broker_restart", "double_subscription", "duplicate_client_id",
           "empty_directory", "stale_roster", "missing_reply_node", "redelivery_restart",
@@ -46,9 +55,10 @@ def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
     scenario = compressed(name, LONGER.get(name, 8))
     nodes = "process" if name == "restart" else "inproc"   # SIGKILL for the plain restart
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live", broker=broker, nodes=nodes)
-    expect = {**scenario.expect, **BROKER_DIFFERENCES.get((broker, name), {})}
+    expect = {k: {v} for k, v in scenario.expect.items()}
+    expect |= BROKER_DIFFERENCES.get((broker, name), {})
     wrong = {v.name: (v.value.value, v.counterexamples[:2], v.note) for v in result.verdicts
-             if v.value.value != expect.get(v.name, "true")}
+             if v.value.value not in expect.get(v.name, {"true"})}
     assert not wrong
     fired = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"fault_fired"' in l]
     assert fired, "the fault never fired"
