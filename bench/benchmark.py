@@ -1,0 +1,199 @@
+"""`python -m bench.benchmark`: live request-to-response latency and throughput of the
+bench's reference nodes on amqtt and Mosquitto, next to a raw MQTT round trip measured in
+the same run with the same client library (paho-mqtt), so the bench's own overhead reads
+as a ratio. A benchmark, not a test: it prints figures and asserts nothing.
+
+Raw: client A publishes a QoS1 request; client B answers each with a QoS1 response.
+Bench: an orchestrator node sends TASK_REQUEST to an executor node (zero-length task);
+the round trip ends when the TASK_RESPONSE settles the request. Both sides do the same
+two QoS1 publishes per round trip; the bench also signs nothing (loose mode), but dedups,
+routes, and commits every batch to SQLite (synchronous=FULL) before publishing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion
+
+from bench.core.config import NodeConfig
+from bench.core.inputs import TaskRequested
+from bench.core.node import Node
+from bench.live.brokers import Broker, make_broker
+from bench.live.host import Clock, LiveHost
+
+
+def quantiles(samples_s: list[float]) -> tuple[float, float]:
+    s = sorted(samples_s)
+    return s[len(s) // 2] * 1000, s[min(len(s) - 1, int(len(s) * 0.99))] * 1000
+
+
+# -- raw paho round trip ---------------------------------------------------------------------
+
+def _client(cid: str, broker: Broker) -> paho.Client:
+    c = paho.Client(CallbackAPIVersion.VERSION2, client_id=cid, clean_session=True,
+                    protocol=paho.MQTTv311)
+    c.username_pw_set(cid)
+    c.max_inflight_messages_set(1000)
+    c.on_socket_open = lambda _c, _u, s: s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    connected = threading.Event()
+    c.on_connect = lambda *_a: connected.set()
+    c.connect(broker.host, broker.port)
+    c.loop_start()
+    if not connected.wait(10):
+        raise RuntimeError(f"{cid} could not connect to {broker.url}")
+    return c
+
+
+def raw_round_trips(broker: Broker, n: int, window: int, seconds: float) -> dict[str, float]:
+    a, b = _client("bench-raw-a", broker), _client("bench-raw-b", broker)
+    done: dict[bytes, threading.Event] = {}
+    b.on_message = lambda _c, _u, m: b.publish("bench/resp", m.payload, qos=1)
+    a.on_message = lambda _c, _u, m: done[m.payload].set()
+    for c, t in ((b, "bench/req"), (a, "bench/resp")):
+        sub = threading.Event()
+        c.on_subscribe = lambda *_a, ev=sub: ev.set()
+        c.subscribe(t, qos=1)
+        sub.wait(10)
+    lat: list[float] = []
+    for i in range(n):
+        key = f"s{i}".encode()
+        done[key] = threading.Event()
+        t0 = time.perf_counter()
+        a.publish("bench/req", key, qos=1)
+        if not done[key].wait(10):
+            raise RuntimeError("raw round trip timed out")
+        lat.append(time.perf_counter() - t0)
+    # throughput: keep `window` round trips outstanding for `seconds`
+    sem = threading.Semaphore(window)
+    count = [0]
+
+    def finished(_c: Any, _u: Any, m: Any) -> None:
+        count[0] += 1
+        sem.release()
+    a.on_message = finished
+    end = time.perf_counter() + seconds
+    i = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() < end:
+        if sem.acquire(timeout=1):
+            a.publish("bench/req", f"t{i}".encode(), qos=1)
+            i += 1
+    for _ in range(window):
+        sem.acquire(timeout=5)
+    elapsed = time.perf_counter() - t0
+    for c in (a, b):
+        c.disconnect()
+        c.loop_stop()
+    p50, p99 = quantiles(lat)
+    return {"p50_ms": p50, "p99_ms": p99, "per_s": count[0] / elapsed}
+
+
+# -- the bench's own round trip ----------------------------------------------------------------
+
+async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int,
+                            seconds: float) -> dict[str, float]:
+    clock = Clock(time.time())
+    events: list[tuple[str, str]] = []
+    hosts = {}
+    for cfg in (NodeConfig("orch-1", "fin", ("fin.orchestrator",)),
+                NodeConfig("exec-1", "llm", ("llm.tax",))):
+        hosts[cfg.node_id] = LiveHost(cfg, Node, workdir / cfg.node_id, (broker.host, broker.port),
+                                      lambda node, kind, f: events.append((node, kind)), clock,
+                                      lambda task_id: (0.0, True))
+    waiting: dict[str, asyncio.Future[str]] = {}
+
+    def settled(rid: str, outcome: str) -> None:
+        fut = waiting.pop(rid, None)
+        if fut is not None and not fut.done():
+            fut.set_result(outcome)
+    hosts["orch-1"].on_settle = settled
+    for h in hosts.values():
+        h.boot()
+    deadline = time.time() + 15
+    while sum(1 for _n, k in events if k == "executors_registered") < 2 and time.time() < deadline:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    orch = hosts["orch-1"]
+    seq = [0]
+
+    async def one() -> str:
+        seq[0] += 1
+        rid = f"b{seq[0]}"
+        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        waiting[rid] = fut
+        orch.feed(TaskRequested(clock.now_ms(), rid, f"m-{rid}", "fin.orchestrator", "llm.tax",
+                                {"n": seq[0]}, target_node_id="exec-1", timeout_ms=10_000))
+        return await asyncio.wait_for(fut, 15)
+
+    lat = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        outcome = await one()
+        if outcome != "COMPLETED":
+            raise RuntimeError(f"bench round trip ended {outcome}")
+        lat.append(time.perf_counter() - t0)
+    count = 0
+    end = time.perf_counter() + seconds
+    t0 = time.perf_counter()
+
+    async def worker() -> None:
+        nonlocal count
+        while time.perf_counter() < end:
+            await one()
+            count += 1
+    await asyncio.gather(*(worker() for _ in range(window)))
+    elapsed = time.perf_counter() - t0
+    for h in hosts.values():
+        h.stop()
+    p50, p99 = quantiles(lat)
+    return {"p50_ms": p50, "p99_ms": p99, "per_s": count / elapsed}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.benchmark", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--brokers", default="amqtt,mosquitto")
+    ap.add_argument("--n", type=int, default=300, help="sequential round trips for latency")
+    ap.add_argument("--window", type=int, default=16, help="outstanding round trips for throughput")
+    ap.add_argument("--seconds", type=float, default=5.0, help="throughput measurement time")
+    args = ap.parse_args(argv)
+    rows = []
+    for name in args.brokers.split(","):
+        if name == "mosquitto" and not (shutil.which("mosquitto") or Path("/usr/sbin/mosquitto").exists()):
+            print(f"{name}: not installed, skipped")
+            continue
+        work = Path(tempfile.mkdtemp(prefix=f"a2a-bench-{name}-"))
+        broker = make_broker(name, work / "broker")
+        broker.start()
+        try:
+            raw = raw_round_trips(broker, args.n, args.window, args.seconds)
+            node = asyncio.run(bench_round_trips(broker, work, args.n, args.window, args.seconds))
+        finally:
+            broker.stop()
+            shutil.rmtree(work, ignore_errors=True)
+        rows.append((name, raw, node))
+    print(f"round trips: {args.n} sequential for latency; {args.window} outstanding for "
+          f"{args.seconds:g} s for throughput; paho-mqtt on both sides")
+    print(f"{'broker':<10} {'':<6} {'p50 ms':>8} {'p99 ms':>8} {'per s':>9}")
+    for name, raw, node in rows:
+        print(f"{name:<10} {'raw':<6} {raw['p50_ms']:8.2f} {raw['p99_ms']:8.2f} {raw['per_s']:9.0f}")
+        print(f"{'':<10} {'bench':<6} {node['p50_ms']:8.2f} {node['p99_ms']:8.2f} {node['per_s']:9.0f}")
+        print(f"{'':<10} {'ratio':<6} {node['p50_ms'] / raw['p50_ms']:8.1f}x "
+              f"{node['p99_ms'] / raw['p99_ms']:7.1f}x {raw['per_s'] / max(node['per_s'], 1e-9):8.1f}x"
+              "  (bench / raw latency; raw / bench throughput)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
