@@ -58,8 +58,13 @@ def _client(cid: str, broker: Broker) -> paho.Client:
 def raw_round_trips(broker: Broker, n: int, window: int, seconds: float) -> dict[str, float]:
     a, b = _client("bench-raw-a", broker), _client("bench-raw-b", broker)
     done: dict[bytes, threading.Event] = {}
-    b.on_message = lambda _c, _u, m: b.publish("bench/resp", m.payload, qos=1)
-    a.on_message = lambda _c, _u, m: done[m.payload].set()
+    def answer(_c: Any, _u: Any, m: Any) -> None:
+        b.publish("bench/resp", m.payload, qos=1)
+
+    def arrived(_c: Any, _u: Any, m: Any) -> None:
+        done[bytes(m.payload)].set()
+    b.on_message = answer
+    a.on_message = arrived
     for c, t in ((b, "bench/req"), (a, "bench/resp")):
         sub = threading.Event()
         c.on_subscribe = lambda *_a, ev=sub: ev.set()

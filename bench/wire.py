@@ -21,7 +21,7 @@ from bench.core.commands import (CancelTimer, Command, Connect, Execute, Persist
                                  StartTimer, Subscribe)
 from bench.core.config import NodeConfig
 from bench.core.envelope import Json
-from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started,
+from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
                                TaskFinished, TimerFired, TimerId)
 from bench.core.node import Node
 from bench.core.topics import matches
@@ -148,6 +148,7 @@ class Wire:
                     self._queue.append((node_id, Connected(self.now_ms, host.boots > 1)))
                 case Subscribe():
                     host.filters.update(cmd.filters)
+                    self._queue.append((node_id, Subscribed(self.now_ms, cmd.filters)))
                     for topic, payload in sorted(self.retained.items()):
                         if any(matches(f, topic) for f in cmd.filters):
                             self._queue.append((node_id, MessageReceived(self.now_ms, topic, payload)))

@@ -36,6 +36,7 @@ LAYERS = {
     "scenario": {"core", "distribution", "topology", "workload", "faults", "scenario"},
     "report": {"checks", "report"},
     "exchange": {"core", "storage", "history", "wire", "exchange"},
+    "benchmark": {"core", "live", "benchmark"},
     "run": {"core", "storage", "history", "distribution", "topology", "checks", "metrics",
             "variants", "workload", "sim", "live", "faults", "scenario", "report", "run"},
 }

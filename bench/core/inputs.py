@@ -55,6 +55,14 @@ class Connected:
 
 
 @dataclass(frozen=True, slots=True)
+class Subscribed:
+    """The broker confirmed a Subscribe (SUBACK): from now on it routes those filters here."""
+
+    now_ms: int
+    filters: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MessageReceived:
     now_ms: int
     topic: str
@@ -116,5 +124,5 @@ class GroupEventRequested:
     conversation_id: str | None = None
 
 
-Input = Union[Started, Connected, MessageReceived, TimerFired, PublishSettled, TaskRequested,
+Input = Union[Started, Connected, Subscribed, MessageReceived, TimerFired, PublishSettled, TaskRequested,
               TaskFinished, GroupEventRequested]

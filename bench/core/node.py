@@ -22,7 +22,7 @@ from bench.core.directory import (ROSTER_DOCUMENT, Directory, Roster, Route, ann
                                   load_roster, parse_announcement)
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, MessageType, Rejection, decode
-from bench.core.inputs import (Connected, GroupEventRequested, Input, MessageReceived,
+from bench.core.inputs import (Connected, GroupEventRequested, Input, MessageReceived, Subscribed,
                                PublishSettled, Started, TaskFinished, TaskRequested, TimerFired,
                                TimerId, TimerKind)
 from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
@@ -102,6 +102,8 @@ class Node:
                 self._on_started(fx, event)
             case Connected():
                 self._on_connected(fx, event)
+            case Subscribed():
+                self._on_subscribed(fx, event)
             case MessageReceived():
                 self._on_message(fx, event)
             case TimerFired():
@@ -174,13 +176,18 @@ class Node:
         filters = (self.topics.inbox(self.node_id), self.topics.directory_filter(),
                    *(self.topics.group(g) for g in self.config.scene_groups))
         fx.add(Subscribe(filters, self.config.qos))
+        fx.record(EventKind.CONNECTED, clientId=self.config.effective_client_id,
+                  sessionPresent=event.session_present, subscriptions=list(filters))
+
+    def _on_subscribed(self, fx: Effects, event: Subscribed) -> None:
+        """Announce the node online only once the broker routes its inbox here: announcing
+        on SUBSCRIBE would invite requests into a session that has no subscription yet."""
         fx.add(Publish(self.topics.directory(self.node_id),
                        _json_bytes(announcement_for(self.roster).to_json()), 1, True, None))
         executors = self.roster.executor_ids
-        fx.record(EventKind.CONNECTED, clientId=self.config.effective_client_id,
-                  sessionPresent=event.session_present, subscriptions=list(filters))
         fx.record(EventKind.EXECUTORS_REGISTERED, registered=len(executors),
-                  expected=len(executors), agents=list(executors))
+                  expected=len(executors), agents=list(executors),
+                  subscribed=list(event.filters))
 
     def _on_timer(self, fx: Effects, timer: TimerId) -> None:
         match timer.kind:

@@ -17,7 +17,7 @@ from bench.core.commands import (CancelTimer, Command, Connect, Execute, Persist
                                  PersistRecord, Publish, Record, SettleRequest, StartTimer,
                                  Subscribe)
 from bench.core.config import NodeConfig
-from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started,
+from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
                                TaskFinished, TimerFired, TimerId)
 from bench.core.node import Node
 from bench.live.mqtt import MqttLink
@@ -193,7 +193,8 @@ class LiveHost:
                         on_message=lambda t, p, mid, qos: self._on_message(link, epoch, t, p, mid, qos),
                         on_connected=lambda present: self._on_connected(link, epoch, present),
                         on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
-                        on_published=self._on_published, clean_session=cmd.clean_session)
+                        on_published=self._on_published, clean_session=cmd.clean_session,
+                        on_subscribed=lambda filters: self._on_subscribed(link, epoch, filters))
         self.link = link
         link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain)
 
@@ -203,6 +204,10 @@ class LiveHost:
         self.record("mqtt_connected", {"clientId": link.client_id, "sessionPresent": present,
                                        "broker": f"{self.broker[0]}:{self.broker[1]}"})
         self.feed(Connected(self.clock.now_ms(), present))
+
+    def _on_subscribed(self, link: MqttLink, epoch: int, filters: tuple[str, ...]) -> None:
+        if epoch == self.epoch and link is self.link and filters:
+            self.feed(Subscribed(self.clock.now_ms(), filters))
 
     def _on_disconnected(self, link: MqttLink, epoch: int, reason: str) -> None:
         if epoch == self.epoch and link is self.link:

@@ -25,6 +25,7 @@ class MqttLink:
                  on_connected: Callable[[bool], None],
                  on_disconnected: Callable[[str], None],
                  on_published: Callable[[int], None],
+                 on_subscribed: Callable[[tuple[str, ...]], None] = lambda filters: None,
                  keepalive_s: int = 5, clean_session: bool = False) -> None:
         self.loop = loop
         self.host, self.port = host, port
@@ -43,6 +44,10 @@ class MqttLink:
         c.on_disconnect = lambda _c, _u, _f, rc, _p: self._hand(on_disconnected, str(rc))
         c.on_message = lambda _c, _u, m: self._hand(on_message, m.topic, m.payload, m.mid, m.qos)
         c.on_publish = lambda _c, _u, mid, _rc, _p: self._hand(on_published, mid)
+        self._subscriptions: dict[int, tuple[str, ...]] = {}
+        # Look the filters up in the loop thread: the SUBACK can beat subscribe()'s return.
+        c.on_subscribe = lambda _c, _u, mid, _codes, _p: self._hand(
+            lambda m: on_subscribed(self._subscriptions.pop(m, ())), mid)
         self.client = c
         self.closed = False
 
@@ -68,7 +73,9 @@ class MqttLink:
         self.client.loop_start()
 
     def subscribe(self, filters: tuple[str, ...], qos: int) -> None:
-        self.client.subscribe([(f, qos) for f in filters])
+        _rc, mid = self.client.subscribe([(f, qos) for f in filters])
+        if mid is not None:
+            self._subscriptions[mid] = filters
 
     def publish(self, topic: str, payload: bytes, qos: int, retain: bool) -> int:
         """Queued by paho while disconnected (QoS1) and sent after the reconnect."""

@@ -17,7 +17,7 @@ from bench.core.commands import (CancelTimer, Command, Connect, Execute, Persist
                                  PersistRecord, Publish, Record, SettleRequest, StartTimer,
                                  Subscribe)
 from bench.core.config import NodeConfig
-from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started,
+from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
                                TaskFinished, TimerFired, TimerId)
 from bench.core.node import Node
 from bench.sim.broker import Connection, Message
@@ -136,7 +136,15 @@ class SimHost:
                 self.cluster.on_settle(self, cmd)
 
     def _subscribe(self, conn: Connection, filters: tuple[str, ...], qos: int) -> None:
-        self._after_transit(conn, lambda: self.cluster.broker.subscribe(conn, filters, qos))
+        def at_broker() -> None:
+            self.cluster.broker.subscribe(conn, filters, qos)
+            if conn.alive:   # SUBACK travels back; then the node knows it is routable
+                self._after_transit(conn, lambda: self._suback(conn, filters))
+        self._after_transit(conn, at_broker)
+
+    def _suback(self, conn: Connection, filters: tuple[str, ...]) -> None:
+        if conn is self.conn and conn.alive:
+            self.feed(Subscribed(self.now_ms, filters))
 
     # -- timers ---------------------------------------------------------------------------------
     def _start_timer(self, timer: TimerId, at_ms: int) -> None:
