@@ -45,7 +45,9 @@ def _client(cid: str, broker: Broker) -> paho.Client:
                     protocol=paho.MQTTv311)
     c.username_pw_set(cid)
     c.max_inflight_messages_set(1000)
-    c.on_socket_open = lambda _c, _u, s: s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def nodelay(_c: Any, _u: Any, sock: Any) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    c.on_socket_open = nodelay
     connected = threading.Event()
     c.on_connect = lambda *_a: connected.set()
     c.connect(broker.host, broker.port)
