@@ -69,7 +69,7 @@ class LiveNemesis:
         if spec.params["in_flush_window"]:
             boots = [e for e in self.run.recorder.events
                      if e.node == node_id and e.kind == "node_started"]
-            interval = 5_000
+            interval = self.run.nodes[node_id].spec.config.ledger.flush_interval_ms
             since = self.run.clock.now_ms() - boots[-1].t_ms
             await self.run.until(boots[-1].t_ms + (since // interval + 1) * interval - 50)
         await self._restart_node(spec, node_id, spec.params["down_ms"])

@@ -5,6 +5,7 @@ which carries its keys — it travels on stdin, never on a command line."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from bench.core.envelope import Envelope, Header, MessageType, decode, encode
 from bench.core.inputs import GroupEventRequested, TaskRequested
 from bench.distribution import parse_distribution, rng_for
 from bench.live.host import LiveHost
+from bench.workload import WorkloadSpec, task_outcome
 
 
 @dataclass(frozen=True)
@@ -60,13 +62,11 @@ class LaunchSpec:
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["task_duration"], d["task_failure_rate"])
 
-    def task_model(self) -> Any:
-        dist = parse_distribution(self.task_duration, "task_duration")
-
-        def model(task_id: str) -> tuple[float, bool]:
-            rng = rng_for(self.seed, f"task/{task_id}")
-            return dist.sample(rng), rng.random() >= self.task_failure_rate
-        return model
+    def task_model(self) -> Callable[[str], tuple[float, bool]]:
+        """The simulator's task model, so a task takes as long live as in simulation."""
+        spec = WorkloadSpec(task_duration_ms=parse_distribution(self.task_duration, "task_duration"),
+                            task_failure_rate=self.task_failure_rate)
+        return lambda task_id: task_outcome(spec, self.seed, task_id)
 
 
 def apply_op(host: LiveHost, op: dict[str, Any]) -> None:

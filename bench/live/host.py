@@ -13,15 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.core.commands import (CancelTimer, Command, Connect, Execute, PersistDocument,
-                                 PersistRecord, Publish, Record, SettleRequest, StartTimer,
-                                 Subscribe)
+from bench.core.commands import Connect, Execute, Publish, SettleRequest, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
                                TaskFinished, TimerFired, TimerId)
 from bench.core.node import Node
 from bench.live.mqtt import MqttLink
-from bench.storage import apply, restore
+from bench.driver import NodeHost
+from bench.storage import restore
 from bench.storage.files import FileStore
 
 #: (node, kind, fields) -> None: where history events go.
@@ -44,7 +43,7 @@ class Clock:
         return self.t0 + ms / 1000
 
 
-class LiveHost:
+class LiveHost(NodeHost):
     def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
                  broker: tuple[str, int], sink: Sink, clock: Clock, task_model: TaskModel) -> None:
         self.config = config
@@ -122,42 +121,20 @@ class LiveHost:
             self.store.close()
             self.store = None
 
-    # -- the core -------------------------------------------------------------------------------
-    def feed(self, event: Input) -> None:
-        node, store = self.node, self.store
-        if node is None or store is None:
-            self.record("input_lost", {"input": type(event).__name__, "reason": "node is down"})
-            return
-        commands = node.handle(event)
-        apply(store, commands)  # write-ahead: durable before anything leaves the node
-        for cmd in commands:
-            self._carry_out(cmd)
+    # -- what the driver contract (bench.driver.NodeHost) asks of a host -----------------------
+    def subscribe(self, cmd: Subscribe) -> None:
+        if self.link is not None:
+            self.link.subscribe(cmd.filters, cmd.qos)
 
-    def _carry_out(self, cmd: Command) -> None:
-        match cmd:
-            case Record():
-                self.record(cmd.kind.value, dict(cmd.fields))
-            case PersistDocument() | PersistRecord():
-                pass  # committed above, before the rest of the batch
-            case Connect():
-                self._connect(cmd)
-            case Subscribe():
-                if self.link is not None:
-                    self.link.subscribe(cmd.filters, cmd.qos)
-            case Publish():
-                self._publish(cmd)
-            case StartTimer():
-                self._start_timer(cmd.timer, cmd.at_ms)
-            case CancelTimer():
-                handle = self._timers.pop(cmd.timer, None)
-                if handle is not None:
-                    handle.cancel()
-            case Execute():
-                self._execute(cmd)
-            case SettleRequest():
-                self.on_settle(cmd.request_id, cmd.outcome.value)
+    def cancel_timer(self, timer: TimerId) -> None:
+        handle = self._timers.pop(timer, None)
+        if handle is not None:
+            handle.cancel()
 
-    def _start_timer(self, timer: TimerId, at_ms: int) -> None:
+    def settle(self, cmd: SettleRequest) -> None:
+        self.on_settle(cmd.request_id, cmd.outcome.value)
+
+    def start_timer(self, timer: TimerId, at_ms: int) -> None:
         old = self._timers.pop(timer, None)
         if old is not None:
             old.cancel()
@@ -171,7 +148,7 @@ class LiveHost:
         handle = self.loop.call_later(delay, fire)
         self._timers[timer] = handle
 
-    def _execute(self, cmd: Execute) -> None:
+    def execute(self, cmd: Execute) -> None:
         duration_ms, ok = self.task_model(cmd.task_id)
         epoch = self.epoch
 
@@ -186,7 +163,7 @@ class LiveHost:
         task.add_done_callback(self._tasks.discard)
 
     # -- MQTT -----------------------------------------------------------------------------------
-    def _connect(self, cmd: Connect) -> None:
+    def connect(self, cmd: Connect) -> None:
         self._last_connect = cmd
         epoch = self.epoch
         link = MqttLink(self.loop, self.broker[0], self.broker[1], self.client_id,
@@ -229,7 +206,7 @@ class LiveHost:
         if message_id is not None:
             self.feed(PublishSettled(self.clock.now_ms(), message_id, True))
 
-    def _publish(self, cmd: Publish) -> None:
+    def publish(self, cmd: Publish) -> None:
         if self.link is None:
             self.record("warning", {"what": "publish without a connection", "topic": cmd.topic})
             return
@@ -271,4 +248,4 @@ class LiveHost:
         if old is not None:
             old.close()
         if self.node is not None and self._last_connect is not None:
-            self._connect(self._last_connect)
+            self.connect(self._last_connect)

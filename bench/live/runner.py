@@ -181,7 +181,8 @@ class LiveRun:
         """Nothing left to settle, run or deliver: the drain can stop."""
         return not (self.outstanding or self.running or self.undelivered)
 
-    def sink3(self, node: str, kind: str, fields: dict[str, Any]) -> None:
+    def record_now(self, node: str, kind: str, fields: dict[str, Any]) -> None:
+        """An event stamped on arrival (in-process nodes share this clock)."""
         self.record(node, kind, fields)
 
     def watch(self, pred: Callable[[str, str, dict[str, Any]], bool]) -> asyncio.Future[None]:
@@ -225,7 +226,7 @@ def _registered(node_id: str) -> Callable[[str, str, dict[str, Any]], bool]:
 async def start_nodes(run: LiveRun, specs: list[LaunchSpec], mode: str) -> list[str]:
     """Start every node and wait for its self-check; returns the lines, or raises."""
     for spec in specs:
-        node: LiveNode = InprocNode(spec, run.sink3) if mode == "inproc" else \
+        node: LiveNode = InprocNode(spec, run.record_now) if mode == "inproc" else \
             ProcessNode(spec, run.record)
         run.nodes[spec.config.node_id] = node
     ready = {n: run.watch(_registered(n)) for n in run.nodes}

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from bench.core.commands import (CancelTimer, Command, Connect, Execute, PersistDocument,
-                                 PersistRecord, Publish, Record, SettleRequest, StartTimer,
-                                 Subscribe)
+from bench.core.commands import Connect, Execute, Publish, SettleRequest, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
                                TaskFinished, TimerFired, TimerId)
 from bench.core.node import Node
 from bench.sim.broker import Connection, Message
 from bench.sim.link import Link
-from bench.storage import apply, restore
+from bench.driver import NodeHost
+from bench.storage import restore
 from bench.storage.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ class _Pending:
     payload: bytes
 
 
-class SimHost:
+class SimHost(NodeHost):
     def __init__(self, cluster: SimCluster, config: NodeConfig, node_class: type[Node],
                  link: Link) -> None:
         self.cluster = cluster
@@ -51,7 +50,7 @@ class SimHost:
         self.config = config
         self.node_class = node_class
         self.link = link
-        self.store = MemoryStore()
+        self.store: MemoryStore = MemoryStore()
         self.node: Node | None = None
         self.epoch = 0
         self.boots = 0
@@ -100,40 +99,26 @@ class SimHost:
         self.extra.clear()
         return self.store.crash().lost
 
-    # -- the core -----------------------------------------------------------------------------
-    def feed(self, event: Input) -> None:
-        node = self.node
-        if node is None:
-            self.cluster.record(self.node_id, "input_lost", {"input": type(event).__name__,
-                                                             "reason": "node is down"})
-            return
-        commands = node.handle(event)
-        apply(self.store, commands)  # write-ahead: durable before anything leaves the node
-        for cmd in commands:
-            self._carry_out(cmd)
+    # -- what the driver contract (bench.driver.NodeHost) asks of a host -----------------------
+    def record(self, kind: str, fields: dict[str, Any]) -> None:
+        self.cluster.record(self.node_id, kind, fields)
 
-    def _carry_out(self, cmd: Command) -> None:
-        match cmd:
-            case Record():
-                self.cluster.record(self.node_id, cmd.kind.value, dict(cmd.fields))
-            case PersistDocument() | PersistRecord():
-                pass  # applied above, before the rest of the batch
-            case Connect():
-                self.will = Message(cmd.will_topic, cmd.will_payload, 1, cmd.will_retain)
-                self._connect(cmd.clean_session)
-            case Subscribe():
-                if self.conn is not None:
-                    self._subscribe(self.conn, cmd.filters, cmd.qos)
-            case Publish():
-                self._publish(cmd)
-            case StartTimer():
-                self._start_timer(cmd.timer, cmd.at_ms)
-            case CancelTimer():
-                self._armed.pop(cmd.timer, None)
-            case Execute():
-                self.cluster.on_execute(self, cmd)
-            case SettleRequest():
-                self.cluster.on_settle(self, cmd)
+    def connect(self, cmd: Connect) -> None:
+        self.will = Message(cmd.will_topic, cmd.will_payload, 1, cmd.will_retain)
+        self._connect(cmd.clean_session)
+
+    def subscribe(self, cmd: Subscribe) -> None:
+        if self.conn is not None:
+            self._subscribe(self.conn, cmd.filters, cmd.qos)
+
+    def cancel_timer(self, timer: TimerId) -> None:
+        self._armed.pop(timer, None)
+
+    def execute(self, cmd: Execute) -> None:
+        self.cluster.on_execute(self, cmd)
+
+    def settle(self, cmd: SettleRequest) -> None:
+        self.cluster.on_settle(self, cmd)
 
     def _subscribe(self, conn: Connection, filters: tuple[str, ...], qos: int) -> None:
         def at_broker() -> None:
@@ -147,7 +132,7 @@ class SimHost:
             self.feed(Subscribed(self.now_ms, filters))
 
     # -- timers ---------------------------------------------------------------------------------
-    def _start_timer(self, timer: TimerId, at_ms: int) -> None:
+    def start_timer(self, timer: TimerId, at_ms: int) -> None:
         self._tick += 1
         token = self._tick
         self._armed[timer] = token
@@ -192,7 +177,7 @@ class SimHost:
             self._send(pending.cmd, pending.payload)
         queued, self._offline = self._offline, []
         for cmd in queued:
-            self._publish(cmd)
+            self.publish(cmd)
 
     def on_connection_lost(self, conn: Connection, reason: str) -> None:
         if conn in self.extra:
@@ -262,7 +247,7 @@ class SimHost:
             self.cluster.broker.disconnect(conn, graceful=False)
             self.on_connection_lost(conn, reason)
 
-    def _publish(self, cmd: Publish) -> None:
+    def publish(self, cmd: Publish) -> None:
         payload = cmd.payload
         for f in self.publish_filters:
             payload = f(cmd.topic, payload)
