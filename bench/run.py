@@ -222,7 +222,8 @@ PROXY_FAULTS = {"partition", "latency", "loss"}
 
 def needs_proxy(scenario: Scenario) -> bool:
     return any(f.kind in PROXY_FAULTS or (f.kind == "qos1_redelivery" and
-                                          f.params.get("live_method") == "withhold_puback")
+                                          f.params.get("live_method") in ("withhold_puback",
+                                                                          "duplicate_publish"))
                for f in scenario.faults)
 
 

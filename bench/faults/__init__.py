@@ -44,10 +44,12 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                     {"dist": "uniform", "low": 50, "high": 2000}),
                   "node": _node("only deliveries to this node (default: all)", required=False),
                   "live_method": Param("choice", "live: replay (a captured PUBLISH is published "
-                                       "again after the delay) or withhold_puback (the fault proxy "
+                                       "again after the delay), withhold_puback (the fault proxy "
                                        "drops the node's PUBACKs, then its link: the broker "
-                                       "redelivers with DUP)", "replay",
-                                       choices=("replay", "withhold_puback"))}),
+                                       "redelivers with DUP) or duplicate_publish (the proxy "
+                                       "hands the node a PUBLISH twice, with the probability)",
+                                       "replay",
+                                       choices=("replay", "withhold_puback", "duplicate_publish"))}),
     FaultKind("double_subscription", "a second MQTT connection in the node subscribes to "
               "the same inbox, so every message arrives twice", {"node": _node()}),
     FaultKind("empty_directory", "the node restarts with an empty roster", {

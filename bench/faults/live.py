@@ -147,9 +147,33 @@ class LiveNemesis:
         return heal
 
     async def _qos1_redelivery(self, spec: FaultSpec) -> Any:
-        if spec.params.get("live_method") == "withhold_puback":
+        method = spec.params.get("live_method")
+        if method == "withhold_puback":
             return await self._withhold_puback(spec)
+        if method == "duplicate_publish":
+            return await self._duplicate_publish(spec)
         return await self._replay(spec)
+
+    async def _duplicate_publish(self, spec: FaultSpec) -> Any:
+        """The proxy writes a PUBLISH to the node twice (same packet id, as a broker or a
+        bridge retransmitting would)."""
+        node = spec.params.get("node")
+        if node is None:
+            self._cannot(spec, "live_method=duplicate_publish needs a node")
+            return None
+        proxies = self._proxies(spec, (node,))
+        if proxies is None:
+            return None
+        proxy = proxies[0]
+        before = proxy.counters.publishes_duplicated
+        proxy.faults.duplicate_publish = spec.params["probability"]
+
+        async def heal() -> None:
+            proxy.faults.duplicate_publish = 0.0
+            n = proxy.counters.publishes_duplicated - before
+            if n:
+                self._fired(spec, node, action="PUBLISH delivered twice", count=n)
+        return heal
 
     async def _replay(self, spec: FaultSpec) -> Any:
         """Injected replay: a capture client sees every targeted PUBLISH and, with the

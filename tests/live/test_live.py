@@ -45,7 +45,7 @@ BROKER_DIFFERENCES: dict[tuple[str, str], dict[str, set[str]]] = {
 
 FAULTS = ["restart", "broker_restart", "double_subscription", "duplicate_client_id",
           "empty_directory", "stale_roster", "missing_reply_node", "redelivery_restart",
-          "partition", "latency", "loss", "broker_redelivery"]
+          "partition", "latency", "loss", "broker_redelivery", "duplicate_publish"]
 LONGER = {"partition": 20}   # a partition must outlast the keepalive (1.5 x 5 s) to cut links
 
 
