@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, assert_never
 
-from bench.core.commands import (CancelTimer, Command, Connect, Execute, PersistDocument,
+from bench.core.commands import (CancelTimer, Command, Connect, Deliver, Execute, PersistDocument,
                                  PersistRecord, Publish, Record, SettleRequest, StartTimer,
                                  Subscribe)
 from bench.core.inputs import Input, TimerId
@@ -59,6 +59,8 @@ class NodeHost(ABC):
                 self.execute(cmd)
             case SettleRequest():
                 self.settle(cmd)
+            case Deliver():
+                self.deliver(cmd)
             case _:
                 assert_never(cmd)
 
@@ -82,3 +84,7 @@ class NodeHost(ABC):
 
     @abstractmethod
     def settle(self, cmd: SettleRequest) -> None: ...
+
+    def deliver(self, cmd: Deliver) -> None:
+        """Push to a subscriber. The bench's subscribers are simulated browser tabs: what
+        they receive is in the history (relay_delivered), so there is nothing more to do."""

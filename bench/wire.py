@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.core.commands import (CancelTimer, Command, Connect, Execute, PersistDocument,
+from bench.core.commands import (CancelTimer, Command, Connect, Deliver, Execute, PersistDocument,
                                  PersistRecord, Publish, Record, RequestOutcome, SettleRequest,
                                  StartTimer, Subscribe)
 from bench.core.config import NodeConfig
@@ -58,6 +58,7 @@ class Wire:
         self.executor = executor
         self.settled: dict[str, tuple[RequestOutcome, Json]] = {}
         self.executed: list[tuple[str, Execute]] = []
+        self.delivered: list[tuple[str, Deliver]] = []
         self.retained: dict[str, bytes] = {}
         self.on_publish: PublishHook | None = None
         self._queue: deque[tuple[str, Input]] = deque()
@@ -167,6 +168,8 @@ class Wire:
                     heapq.heappush(self._timers, (done.now_ms, next(self._tick), node_id, done))
                 case SettleRequest():
                     self.settled[cmd.request_id] = (cmd.outcome, cmd.response)
+                case Deliver():
+                    self.delivered.append((node_id, cmd))
 
     def _publish(self, node_id: str, cmd: Publish) -> None:
         payloads = [cmd.payload] if self.on_publish is None else \

@@ -24,6 +24,7 @@ class Table(str, Enum):
     MESSAGES = "messages"   # the per-node message store: what was sent and received
     TASKS = "tasks"         # the idempotent task table (taskId = requestId)
     REQUESTS = "requests"   # requester side: pending and settled requests
+    STREAMS = "streams"     # FLOW-RELAY: last seq sent and receiver cursor, per stream
 
 
 class RequestOutcome(str, Enum):
@@ -93,6 +94,20 @@ class SettleRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Deliver:
+    """Push one flow event to a local subscriber (an SSE emitter of this node)."""
+
+    subscriber_id: str
+    conversation_id: str
+    stream: str
+    seq: int
+    kind: str
+    text: str
+    lane: str
+    trust: str
+
+
+@dataclass(frozen=True, slots=True)
 class PersistDocument:
     name: str
     value: Json
@@ -114,4 +129,4 @@ class Record:
 
 
 Command = Union[Connect, Subscribe, Publish, StartTimer, CancelTimer, Execute, SettleRequest,
-                PersistDocument, PersistRecord, Record]
+                Deliver, PersistDocument, PersistRecord, Record]

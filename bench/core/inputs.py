@@ -18,6 +18,8 @@ class TimerKind(str, Enum):
     LEDGER_FLUSH = "ledger-flush"
     TASK_WATCHDOG = "task-watchdog"
     REQUEST_TIMEOUT = "request-timeout"
+    THINKING_FLUSH = "thinking-flush"
+    REORDER_GAP = "reorder-gap"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,7 @@ class Restored:
     ledger: Json = None
     tasks: Mapping[str, Json] = field(default_factory=dict)
     requests: Mapping[str, Json] = field(default_factory=dict)
+    streams: Mapping[str, Json] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,5 +127,31 @@ class GroupEventRequested:
     conversation_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SubscriberAttached:
+    """A browser tab (SSE emitter) on this node starts watching a conversation."""
+
+    now_ms: int
+    subscriber_id: str
+    conversation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriberDetached:
+    now_ms: int
+    subscriber_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlowEmitted:
+    """The flow running a task on this node produced an event (token, thinking, ...)."""
+
+    now_ms: int
+    task_id: str
+    kind: str
+    text: str
+
+
 Input = Union[Started, Connected, Subscribed, MessageReceived, TimerFired, PublishSettled, TaskRequested,
-              TaskFinished, GroupEventRequested]
+              TaskFinished, GroupEventRequested, SubscriberAttached, SubscriberDetached,
+              FlowEmitted]

@@ -22,11 +22,13 @@ from bench.core.directory import (ROSTER_DOCUMENT, Directory, Roster, Route, ann
                                   load_roster, parse_announcement)
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, MessageType, Rejection, decode
-from bench.core.inputs import (Connected, GroupEventRequested, Input, MessageReceived, Subscribed,
+from bench.core.inputs import (Connected, FlowEmitted, GroupEventRequested, Input, MessageReceived,
+                               SubscriberAttached, SubscriberDetached, Subscribed,
                                PublishSettled, Started, TaskFinished, TaskRequested, TimerFired,
                                TimerId, TimerKind)
 from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
 from bench.core.outbox import Outbox
+from bench.core.relay import Flow, FlowKind, Relay, RelayConfig
 from bench.core.outcome import DropReason, EventKind
 from bench.core.request import Requests
 from bench.core.task import TaskService
@@ -60,6 +62,7 @@ class Node:
     persistent_session = True
     outbox_class: type[Outbox] = Outbox
     task_service_class: type[TaskService] = TaskService
+    relay_class: type[Relay] = Relay
 
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
@@ -76,6 +79,11 @@ class Node:
         self.tasks = self.task_service_class(config.node_id, self.outbox, self.new_message_id,
                                  config.task_timeout_ms)
         self.requests = Requests(config.node_id, self.outbox, config.request_timeout_ms)
+        self.relay = self.relay_class(config.node_id, RelayConfig(),
+                                      lambda fx, env: self.outbox.send(fx, env),
+                                      self.new_message_id)
+        self.flows: dict[str, Flow] = {}   # task id -> where its stream goes
+        self._streaming: set[str] = set()  # tasks whose flow has emitted something
         self.drops: dict[DropReason, int] = {r: 0 for r in DropReason}
 
     def ledger_config(self) -> LedgerConfig:
@@ -115,9 +123,20 @@ class Node:
             case TaskRequested():
                 self.requests.send(fx, event)
             case TaskFinished():
+                flow = self.flows.pop(event.task_id, None)
+                if flow is not None and event.task_id in self._streaming:
+                    self._streaming.discard(event.task_id)
+                    # the stream ends with the task: complete or error, after pending thinking
+                    self.relay.emit(fx, flow, FlowKind.COMPLETE if event.ok else FlowKind.ERROR, "")
                 self.tasks.on_finished(fx, event.task_id, event.ok, event.result, event.error)
             case GroupEventRequested():
                 self._send_group_event(fx, event)
+            case SubscriberAttached():
+                self.relay.attach(fx, event.subscriber_id, event.conversation_id)
+            case SubscriberDetached():
+                self.relay.detach(fx, event.subscriber_id)
+            case FlowEmitted():
+                self._on_flow(fx, event)
             case _:
                 assert_never(event)
         return fx.commands
@@ -143,6 +162,7 @@ class Node:
         fx.add(Connect(cfg.effective_client_id, self.topics.directory(self.node_id),
                        _json_bytes(offline.to_json()), clean_session=not self.persistent_session))
         self.directory.apply(announcement_for(self.roster))
+        self.relay.restore(dict(event.restored.streams))
         for what, problems in (("tasks", self.tasks.recover(fx, event.restored.tasks)),
                                ("requests", self.requests.recover(fx, event.restored.requests))):
             for p in problems:
@@ -198,6 +218,10 @@ class Node:
                 self.tasks.on_watchdog(fx, timer.key)
             case TimerKind.REQUEST_TIMEOUT:
                 self.requests.on_timeout(fx, timer.key)
+            case TimerKind.THINKING_FLUSH:
+                self.relay.flush_thinking(fx, timer.key)
+            case TimerKind.REORDER_GAP:
+                self.relay.on_gap_timer(fx, timer.key)
             case _:
                 assert_never(timer.kind)
 
@@ -277,13 +301,41 @@ class Node:
                                                      f"executors {list(self.roster.executor_ids)})")
                 self._admitted(fx, env, verdict, topic, handler=route.value)
                 self.tasks.on_request(fx, env, to_agent)
+                self._track_flow(env, to_agent)
             case MessageType.TASK_RESPONSE:
                 self._admitted(fx, env, verdict, topic, handler="requests")
                 self.requests.on_response(fx, env)
+            case MessageType.FLOW_EVENT:
+                self._admitted(fx, env, verdict, topic, handler="relay")
+                problem = self.relay.receive(fx, env)
+                if problem is not None:
+                    fx.record(EventKind.RELAY_DROPPED, messageId=env.message_id, reason=problem)
             case _:
                 return Drop(DropReason.NOT_MINE, f"no handler for {env.message_type.value} on this "
                                                  "node")
         return None
+
+    def _track_flow(self, env: Envelope, agent_id: str) -> None:
+        """Remember where the stream of a task started here goes: its conversation's home."""
+        task_id = env.header(Header.REQUEST_ID) or env.message_id
+        if env.conversation_id and task_id not in self.flows:
+            self.flows[task_id] = Flow(task_id, env.conversation_id, agent_id,
+                                       env.header(Header.REPLY_NODE_ID), env.from_agent_id,
+                                       f"pi-{task_id}")
+
+    def _on_flow(self, fx: Effects, event: FlowEmitted) -> None:
+        flow = self.flows.get(event.task_id)
+        try:
+            kind = FlowKind(event.kind)
+        except ValueError:
+            raise ValueError(f"node {self.node_id}: flow kind {event.kind!r} is not one of "
+                             f"{[k.value for k in FlowKind]}") from None
+        if flow is None:
+            fx.record(EventKind.RELAY_DROPPED, taskId=event.task_id, flowKind=kind.value,
+                      reason="no running task with that id on this node")
+            return
+        self._streaming.add(event.task_id)
+        self.relay.emit(fx, flow, kind, event.text)
 
     def _deliver_local(self, fx: Effects, env: Envelope) -> None:
         """LOCAL_CONSUMED: the target is this node; hand it to the handler, no MQTT."""

@@ -36,6 +36,17 @@ class EventKind(str, Enum):
     REQUEST_SETTLED = "request_settled"
     RESPONSE_UNMATCHED = "response_unmatched"
     GROUP_EVENT_RECEIVED = "group_event_received"
+    # FLOW-RELAY
+    SUBSCRIBER_ATTACHED = "subscriber_attached"
+    SUBSCRIBER_DETACHED = "subscriber_detached"
+    FLOW_EMITTED = "flow_emitted"
+    RELAY_FRAME = "relay_frame"
+    RELAY_SENT = "relay_sent"
+    RELAY_ACCEPTED = "relay_accepted"
+    RELAY_DUPLICATE = "relay_duplicate"
+    RELAY_GAP = "relay_gap"
+    RELAY_DELIVERED = "relay_delivered"
+    RELAY_DROPPED = "relay_dropped"
     # ledger
     LEDGER_FLUSHED = "ledger_flushed"
     LEDGER_RESTORED = "ledger_restored"

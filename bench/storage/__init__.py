@@ -71,4 +71,5 @@ def restore(store: Store) -> Restored:
     return Restored(roster=store.load_document(ROSTER_DOCUMENT),
                     ledger=store.load_document(LEDGER_DOCUMENT),
                     tasks=store.records(Table.TASKS),
-                    requests=store.records(Table.REQUESTS))
+                    requests=store.records(Table.REQUESTS),
+                    streams=store.records(Table.STREAMS))
