@@ -22,7 +22,8 @@ import simpy
 from bench.checks import History, Value, Verdict, fault_firings, judge
 from bench.core.auth import AuthConfig, KeyRing, Secret
 from bench.core.config import NodeConfig
-from bench.core.inputs import GroupEventRequested, TaskRequested
+from bench.core.inputs import (GroupEventRequested, SubscriberAttached, SubscriberDetached,
+                               TaskRequested)
 from bench.distribution import rng_for
 from bench.faults.sim import SimNemesis
 from bench.history import Recorder, read_jsonl
@@ -32,7 +33,7 @@ from bench.scenario import Scenario
 from bench.sim.cluster import SimCluster
 from bench.topology import BrokerModel, NodeSpec, Topology
 from bench.variants import Variant
-from bench.workload import EventOp, RequestOp, plan, task_outcome
+from bench.workload import EventOp, RequestOp, TabOp, flow_events, plan, task_outcome
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
 
@@ -102,7 +103,9 @@ def run_sim(scenario: Scenario, variant: Variant, recorder: Recorder,
     wl = scenario.workload
     cluster = SimCluster(scenario.seed, recorder,
                          per_filter_copies=topo.broker is BrokerModel.AMQTT,
-                         task_model=lambda node, cmd: task_outcome(wl, scenario.seed, cmd.task_id))
+                         task_model=lambda node, cmd: task_outcome(wl, scenario.seed, cmd.task_id),
+                         flow_model=lambda task_id, duration: flow_events(wl, scenario.seed, task_id,
+                                                                          duration))
     keys = keyring(scenario)
     for n in topo.nodes:
         cluster.add(node_config(n, scenario, keys), variant.node_class, topo.link_of(n))
@@ -121,11 +124,14 @@ def run_sim(scenario: Scenario, variant: Variant, recorder: Recorder,
             host = cluster.hosts[op.node_id]
             if host.node is None:
                 cluster.record(op.node_id, "op_not_issued", {
-                    "op": "request" if isinstance(op, RequestOp) else "event",
+                    "op": type(op).__name__,
                     "id": op.message_id, "reason": "node is down"})
                 continue
             now = host.now_ms
-            if isinstance(op, RequestOp):
+            if isinstance(op, TabOp):
+                host.feed(SubscriberAttached(now, op.subscriber_id, op.conversation_id)
+                          if op.attach else SubscriberDetached(now, op.subscriber_id))
+            elif isinstance(op, RequestOp):
                 host.feed(TaskRequested(now, op.request_id, op.message_id, op.from_agent_id,
                                         op.to_agent_id, op.payload, op.conversation_id, None,
                                         op.target_node_id, op.timeout_ms))
@@ -180,8 +186,7 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
                                         "nodeHosting": nodes_mode})
     keys = keyring(scenario)
     specs = launch_specs([node_config(n, scenario, keys) for n in topo.nodes], variant, workdir,
-                         broker, clock.t0, scenario.seed, wl.task_duration_ms.to_json(),
-                         wl.task_failure_rate)
+                         broker, clock.t0, scenario.seed, wl.to_json())
     nemesis = LiveNemesis(run, scenario.seed, 0)
     try:
         if needs_proxy(scenario):

@@ -102,6 +102,12 @@ class _Table:
             raise SpecError(f"{self.key(name)}={v!r} must be an integer >= {low}")
         return v
 
+    def boolean(self, name: str, default: bool) -> bool:
+        v = self.raw.get(name, default)
+        if not isinstance(v, bool):
+            raise SpecError(f"{self.key(name)}={v!r} must be true or false")
+        return v
+
     def texts(self, name: str) -> tuple[str, ...]:
         v = self.raw.get(name, [])
         if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
@@ -213,7 +219,8 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     w = _Table(raw.get("workload", {}), f"{f}: workload",
                {"rate_per_s", "task_duration_ms", "task_failure_rate", "request_timeout_ms",
                 "conversations", "group_event_rate_per_s", "unknown_agent_fraction",
-                "misaddressed_fraction", "explicit_target_fraction"})
+                "misaddressed_fraction", "explicit_target_fraction", "stream_events",
+                "thinking_fraction", "tabs_per_conversation", "watched_fraction", "tab_churn"})
     workload = WorkloadSpec(
         rate_per_s=w.number("rate_per_s", 2.0),
         task_duration_ms=parse_distribution(w.raw.get("task_duration_ms", 50), w.key("task_duration_ms")),
@@ -223,7 +230,12 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         group_event_rate_per_s=w.number("group_event_rate_per_s", 0.0),
         unknown_agent_fraction=w.number("unknown_agent_fraction", 0.0, high=1.0),
         misaddressed_fraction=w.number("misaddressed_fraction", 0.0, high=1.0),
-        explicit_target_fraction=w.number("explicit_target_fraction", 0.0, high=1.0))
+        explicit_target_fraction=w.number("explicit_target_fraction", 0.0, high=1.0),
+        stream_events=w.integer("stream_events", 0),
+        thinking_fraction=w.number("thinking_fraction", 0.0, high=1.0),
+        tabs_per_conversation=w.integer("tabs_per_conversation", 0),
+        watched_fraction=w.number("watched_fraction", 1.0, high=1.0),
+        tab_churn=w.boolean("tab_churn", False))
     if workload.unknown_agent_fraction + workload.misaddressed_fraction \
             + workload.explicit_target_fraction > 1.0:
         raise SpecError(f"{f}: workload: unknown_agent_fraction + misaddressed_fraction + "

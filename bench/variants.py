@@ -9,6 +9,7 @@ must catch it; `tests/test_variants.py` runs each against its scenario.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bench.core.directory import Resolution, Route, Target
 from bench.core.auth import sign
@@ -17,6 +18,7 @@ from bench.core.effects import Effects
 from bench.core.envelope import Envelope, encode
 from bench.core.ledger import LedgerConfig
 from bench.core.node import Node
+from bench.core.relay import Relay
 from bench.core.outbox import Outbound, Outbox, OutboundState
 from bench.core.task import TaskRecord, TaskService
 
@@ -101,6 +103,40 @@ class CleanSession(Node):
     persistent_session = False
 
 
+class GlobalRelayCursor(Node):
+    """Seed 002 §6.1: one relay cursor for all streams instead of one per
+    conversationId|agentId, so a second agent streaming into the conversation is dropped as
+    duplicates."""
+
+    class _Relay(Relay):
+        def cursor_for(self, stream: str) -> Any:
+            return super().cursor_for("*")
+
+    relay_class = _Relay
+
+
+class ActiveEmitterFallback(Node):
+    """Seed 002 §6.1: with nobody watching the conversation, the relay pushes the event to
+    "some active emitter" — another conversation's tab (cross-talk)."""
+
+    class _Relay(Relay):
+        def deliver_to(self, conversation_id: str) -> list[str]:
+            return super().deliver_to(conversation_id) or sorted(self.subscribers)[:1]
+
+    relay_class = _Relay
+
+
+class AlwaysRelay(Node):
+    """Seed 002 §6: the relay is hung on the event source instead of the local drop point,
+    so events cross the network even when someone watches on the executor's own node."""
+
+    class _Relay(Relay):
+        def local_watchers(self, conversation_id: str) -> list[str]:
+            return []
+
+    relay_class = _Relay
+
+
 class StaleRoster(Node):
     """Seed 002 §3.1 / §11.1 red line 6: a namespace switch does not rotate
     a2a-agents.json, so two sets of executors are announced."""
@@ -141,6 +177,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("stale_roster", StaleRoster, "002 §3.1, §11.1 #6", "directory_liveness",
             "stale_roster"),
     Variant("clean_session", CleanSession, "DESIGN §10", "qos1_delivery", "restart"),
+    Variant("global_relay_cursor", GlobalRelayCursor, "002 §6.1", "relay_integrity", "streaming"),
+    Variant("active_emitter_fallback", ActiveEmitterFallback, "002 §6.1", "relay_integrity",
+            "streaming_unwatched"),
+    Variant("always_relay", AlwaysRelay, "002 §6", "relay_locality", "streaming_local"),
 )}
 
 

@@ -104,7 +104,7 @@ Checker = Callable[[History], Verdict]
 
 
 def checkers() -> dict[str, Checker]:
-    from bench.checks import delivery, directory, execution
+    from bench.checks import delivery, directory, execution, relay
     return {
         "duplicate_execution": execution.duplicate_execution,
         "task_lifecycle": execution.task_lifecycle,
@@ -112,6 +112,8 @@ def checkers() -> dict[str, Checker]:
         "targeted_delivery": delivery.targeted_delivery,
         "reply_routing": delivery.reply_routing,
         "qos1_delivery": delivery.qos1_delivery,
+        "relay_integrity": relay.relay_integrity,
+        "relay_locality": relay.relay_locality,
         "directory_liveness": directory.directory_liveness,
         "deployment": directory.deployment,
     }

@@ -112,6 +112,10 @@ class Relay:
         fx.record(EventKind.SUBSCRIBER_DETACHED, subscriberId=subscriber_id,
                   conversationId=conversation)
 
+    def local_watchers(self, conversation_id: str) -> list[str]:
+        """Subscribers here that make relaying unnecessary (variants override)."""
+        return self.watchers(conversation_id)
+
     def watchers(self, conversation_id: str) -> list[str]:
         """broadcastToConversation: exactly that conversation's subscribers, never another's."""
         return sorted(s for s, c in self.subscribers.items() if c == conversation_id)
@@ -146,13 +150,13 @@ class Relay:
         fx.add(PersistRecord(Table.STREAMS, f"out|{flow.stream}", {"seq": seq}))
         fx.record(EventKind.RELAY_FRAME, stream=flow.stream, streamSeq=seq, flowKind=kind.value,
                   text=text, conversationId=flow.conversation_id)
-        local = self.watchers(flow.conversation_id)
+        local = self.local_watchers(flow.conversation_id)
         if local:   # someone watches here: deliver locally, nothing crosses the network
             for sub in local:
                 self._deliver(fx, sub, flow.conversation_id, flow.stream, seq, kind.value, text,
                               flow.lane(kind), Trust.VERIFIED)
             return
-        if flow.home_node_id is None or flow.home_node_id == self.node_id:
+        if flow.home_node_id is None:
             fx.record(EventKind.RELAY_DROPPED, stream=flow.stream, streamSeq=seq,
                       reason="no local subscriber and no home node to relay to")
             return

@@ -13,10 +13,11 @@ from typing import Any
 from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion, sign
 from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
-from bench.core.inputs import GroupEventRequested, TaskRequested
-from bench.distribution import parse_distribution, rng_for
+from bench.core.inputs import (GroupEventRequested, SubscriberAttached, SubscriberDetached,
+                               TaskRequested)
+from bench.distribution import rng_for
 from bench.live.host import LiveHost
-from bench.workload import WorkloadSpec, task_outcome
+from bench.workload import flow_events, task_outcome, workload_from_json
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,7 @@ class LaunchSpec:
     broker: tuple[str, int]
     t0: float
     seed: int
-    task_duration: dict[str, Any]
-    task_failure_rate: float
+    workload: dict[str, Any]      # WorkloadSpec.to_json(): task and flow models
 
     def to_json(self) -> dict[str, Any]:
         c, keys = self.config, self.config.auth.keys
@@ -44,8 +44,7 @@ class LaunchSpec:
                      "flat": keys.flat_token.reveal().hex() if keys.flat_token else None,
                      "agents": {a: k.reveal().hex() for a, k in keys.agent_keys.items()}},
             "variant": self.variant, "data_dir": str(self.data_dir), "broker": list(self.broker),
-            "t0": self.t0, "seed": self.seed, "task_duration": self.task_duration,
-            "task_failure_rate": self.task_failure_rate}
+            "t0": self.t0, "seed": self.seed, "workload": self.workload}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LaunchSpec:
@@ -60,13 +59,17 @@ class LaunchSpec:
                             task_timeout_ms=n["task_timeout_ms"],
                             request_timeout_ms=n["request_timeout_ms"])
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
-                          d["t0"], d["seed"], d["task_duration"], d["task_failure_rate"])
+                          d["t0"], d["seed"], d["workload"])
 
     def task_model(self) -> Callable[[str], tuple[float, bool]]:
         """The simulator's task model, so a task takes as long live as in simulation."""
-        spec = WorkloadSpec(task_duration_ms=parse_distribution(self.task_duration, "task_duration"),
-                            task_failure_rate=self.task_failure_rate)
+        spec = workload_from_json(self.workload)
         return lambda task_id: task_outcome(spec, self.seed, task_id)
+
+    def flow_model(self) -> Callable[[str, float], list[tuple[float, str, str]]]:
+        """The simulator's flow model: the same tokens at the same offsets."""
+        spec = workload_from_json(self.workload)
+        return lambda task_id, duration: flow_events(spec, self.seed, task_id, duration)
 
 
 def apply_op(host: LiveHost, op: dict[str, Any]) -> None:
@@ -77,6 +80,11 @@ def apply_op(host: LiveHost, op: dict[str, Any]) -> None:
         host.feed(TaskRequested(now, op["request_id"], op["message_id"], op["from_agent_id"],
                                 op["to_agent_id"], op.get("payload"), op.get("conversation_id"),
                                 None, op.get("target_node_id"), op.get("timeout_ms")))
+    elif kind == "tab":
+        if op["attach"]:
+            host.feed(SubscriberAttached(now, op["subscriber_id"], op["conversation_id"]))
+        else:
+            host.feed(SubscriberDetached(now, op["subscriber_id"]))
     elif kind == "event":
         host.feed(GroupEventRequested(now, op["message_id"], op["from_agent_id"],
                                       op["scene_group_id"], {"event": op["message_id"]},

@@ -15,7 +15,8 @@ from typing import Any
 
 from bench.core.commands import Connect, Execute, Publish, SettleRequest, Subscribe
 from bench.core.config import NodeConfig
-from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
+from bench.core.inputs import (Connected, FlowEmitted, Input, MessageReceived, PublishSettled,
+                               Started, Subscribed,
                                TaskFinished, TimerFired, TimerId)
 from bench.core.node import Node
 from bench.live.mqtt import MqttLink
@@ -27,6 +28,8 @@ from bench.storage.files import FileStore
 Sink = Callable[[str, str, dict[str, Any]], None]
 #: task id -> (duration_ms, ok)
 TaskModel = Callable[[str], tuple[float, bool]]
+#: (task id, duration_ms) -> [(offset_ms, kind, text)]: what the task's flow streams
+FlowModel = Callable[[str, float], list[tuple[float, str, str]]]
 PublishFilter = Callable[[str, bytes], bytes]
 
 
@@ -45,7 +48,8 @@ class Clock:
 
 class LiveHost(NodeHost):
     def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
-                 broker: tuple[str, int], sink: Sink, clock: Clock, task_model: TaskModel) -> None:
+                 broker: tuple[str, int], sink: Sink, clock: Clock, task_model: TaskModel,
+                 flow_model: FlowModel = lambda task_id, duration: []) -> None:
         self.config = config
         self.node_class = node_class
         self.data_dir = data_dir
@@ -53,6 +57,7 @@ class LiveHost(NodeHost):
         self.sink = sink
         self.clock = clock
         self.task_model = task_model
+        self.flow_model = flow_model
         self.loop = asyncio.get_event_loop()
         self.node: Node | None = None
         self.store: FileStore | None = None
@@ -151,9 +156,15 @@ class LiveHost(NodeHost):
     def execute(self, cmd: Execute) -> None:
         duration_ms, ok = self.task_model(cmd.task_id)
         epoch = self.epoch
+        start = self.loop.time()
 
         async def work() -> None:
-            await asyncio.sleep(duration_ms / 1000)
+            for offset, kind, text in self.flow_model(cmd.task_id, duration_ms):
+                await asyncio.sleep(max(0.0, start + offset / 1000 - self.loop.time()))
+                if epoch != self.epoch:
+                    return
+                self.feed(FlowEmitted(self.clock.now_ms(), cmd.task_id, kind, text))
+            await asyncio.sleep(max(0.0, start + duration_ms / 1000 - self.loop.time()))
             if epoch == self.epoch:
                 self.feed(TaskFinished(self.clock.now_ms(), cmd.task_id, ok,
                                        {"by": self.node_id, "agent": cmd.agent_id} if ok else None,

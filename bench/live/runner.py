@@ -20,7 +20,7 @@ from bench.live.brokers import Broker
 from bench.live.control import LaunchSpec, apply_op
 from bench.live.host import Clock, LiveHost
 from bench.variants import Variant, variant as variant_by_name
-from bench.workload import EventOp, RequestOp
+from bench.workload import EventOp, RequestOp, TabOp
 
 SELF_CHECK_TIMEOUT_S = 20.0
 
@@ -52,7 +52,7 @@ class InprocNode:
     async def start(self) -> None:
         self.host = LiveHost(self.spec.config, variant_by_name(self.spec.variant).node_class,
                              self.spec.data_dir, self.spec.broker, self.sink,
-                             Clock(self.spec.t0), self.spec.task_model())
+                             Clock(self.spec.t0), self.spec.task_model(), self.spec.flow_model())
         self.host.boot()
 
     async def crash(self) -> None:
@@ -253,18 +253,20 @@ async def start_nodes(run: LiveRun, specs: list[LaunchSpec], mode: str) -> list[
 
 
 def launch_specs(configs: list[NodeConfig], variant: Variant, workdir: Path, broker: Broker,
-                 t0: float, seed: int, task_duration: dict[str, Any],
-                 failure_rate: float) -> list[LaunchSpec]:
+                 t0: float, seed: int, workload: dict[str, Any]) -> list[LaunchSpec]:
     return [LaunchSpec(c, variant.name, workdir / "data" / c.node_id, (broker.host, broker.port),
-                       t0, seed, task_duration, failure_rate) for c in configs]
+                       t0, seed, workload) for c in configs]
 
 
-def op_json(op: RequestOp | EventOp) -> dict[str, Any]:
+def op_json(op: RequestOp | EventOp | TabOp) -> dict[str, Any]:
     if isinstance(op, RequestOp):
         return {"op": "request", "request_id": op.request_id, "message_id": op.message_id,
                 "from_agent_id": op.from_agent_id, "to_agent_id": op.to_agent_id,
                 "payload": op.payload, "conversation_id": op.conversation_id,
                 "target_node_id": op.target_node_id, "timeout_ms": op.timeout_ms}
+    if isinstance(op, TabOp):
+        return {"op": "tab", "subscriber_id": op.subscriber_id,
+                "conversation_id": op.conversation_id, "attach": op.attach}
     return {"op": "event", "message_id": op.message_id, "from_agent_id": op.from_agent_id,
             "scene_group_id": op.scene_group_id, "conversation_id": op.conversation_id}
 

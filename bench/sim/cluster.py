@@ -12,7 +12,7 @@ import simpy
 
 from bench.core.commands import Execute, SettleRequest
 from bench.core.config import NodeConfig
-from bench.core.inputs import TaskFinished
+from bench.core.inputs import FlowEmitted, TaskFinished
 from bench.core.node import Node
 from bench.distribution import rng_for
 from bench.history import Recorder
@@ -23,11 +23,18 @@ from bench.topology import LinkSpec
 
 #: How long a task's work takes, and whether it succeeds: (duration_ms, ok).
 TaskModel = Callable[[str, Execute], tuple[float, bool]]
+#: What the task's flow streams meanwhile: (offset_ms, kind, text) for a task and duration.
+FlowModel = Callable[[str, float], list[tuple[float, str, str]]]
+
+
+def _flow_input(host: SimHost, task_id: str, kind: str, text: str) -> Callable[[], FlowEmitted]:
+    return lambda: FlowEmitted(host.now_ms, task_id, kind, text)
 
 
 class SimCluster:
     def __init__(self, seed: int, recorder: Recorder, *, per_filter_copies: bool,
-                 task_model: TaskModel) -> None:
+                 task_model: TaskModel,
+                 flow_model: FlowModel = lambda task_id, duration: []) -> None:
         self.seed = seed
         self.env = simpy.Environment()
         self.recorder = recorder
@@ -35,6 +42,7 @@ class SimCluster:
                                 record=lambda kind, fields: self.record("broker", kind, fields))
         self.hosts: dict[str, SimHost] = {}
         self.task_model = task_model
+        self.flow_model = flow_model
         self.settled: dict[str, str] = {}
 
     def record(self, node: str, kind: str, fields: dict[str, Any]) -> None:
@@ -49,6 +57,8 @@ class SimCluster:
 
     def on_execute(self, host: SimHost, cmd: Execute) -> None:
         duration, ok = self.task_model(host.node_id, cmd)
+        for offset, kind, text in self.flow_model(cmd.task_id, duration):
+            host.later(offset, _flow_input(host, cmd.task_id, kind, text))
         host.later(duration, lambda: TaskFinished(host.now_ms, cmd.task_id, ok,
                                                   {"by": host.node_id, "agent": cmd.agent_id}
                                                   if ok else None,

@@ -27,6 +27,11 @@ class WorkloadSpec:
     unknown_agent_fraction: float = 0.0     # requests to an agent no roster has
     misaddressed_fraction: float = 0.0      # requests sent explicitly to a node of another namespace
     explicit_target_fraction: float = 0.0   # requests carrying targetNodeId of the right node
+    stream_events: int = 0                  # flow events each task streams (0: no streaming)
+    thinking_fraction: float = 0.0          # share of them that are thinking
+    tabs_per_conversation: int = 0          # browser tabs watching each conversation, at home
+    watched_fraction: float = 1.0           # share of conversations anybody watches
+    tab_churn: bool = False                 # each tab drops and comes back once, mid-run
 
     def to_json(self) -> dict[str, Any]:
         return {"rate_per_s": self.rate_per_s, "task_duration_ms": self.task_duration_ms.to_json(),
@@ -35,7 +40,18 @@ class WorkloadSpec:
                 "group_event_rate_per_s": self.group_event_rate_per_s,
                 "unknown_agent_fraction": self.unknown_agent_fraction,
                 "misaddressed_fraction": self.misaddressed_fraction,
-                "explicit_target_fraction": self.explicit_target_fraction}
+                "explicit_target_fraction": self.explicit_target_fraction,
+                "stream_events": self.stream_events, "thinking_fraction": self.thinking_fraction,
+                "tabs_per_conversation": self.tabs_per_conversation,
+                "watched_fraction": self.watched_fraction, "tab_churn": self.tab_churn}
+
+
+def workload_from_json(d: dict[str, Any]) -> WorkloadSpec:
+    """The inverse of WorkloadSpec.to_json (for node processes)."""
+    from bench.distribution import parse_distribution
+    fields = dict(d)
+    fields["task_duration_ms"] = parse_distribution(d["task_duration_ms"], "task_duration_ms")
+    return WorkloadSpec(**fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +78,22 @@ class EventOp:
     conversation_id: str
 
 
-Op = Union[RequestOp, EventOp]
+@dataclass(frozen=True, slots=True)
+class TabOp:
+    """A simulated browser tab on a node attaches to (or leaves) a conversation."""
+
+    at_ms: float
+    node_id: str
+    subscriber_id: str
+    conversation_id: str
+    attach: bool
+
+    @property
+    def message_id(self) -> str:  # for ordering ties, like the other operations
+        return self.subscriber_id
+
+
+Op = Union[RequestOp, EventOp, TabOp]
 
 
 def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) -> list[Op]:
@@ -108,8 +139,37 @@ def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) 
             group = orch.scene_groups[rng.randrange(len(orch.scene_groups))]
             ops.append(EventOp(round(t, 3), orch.id, f"{orch.id}-e{k}", orch.requester_agent,
                                group, f"{orch.id}-c{k % max(1, spec.conversations)}"))
+        ops.extend(_tabs(orch.id, spec, rng, duration_ms))
     ops.sort(key=lambda op: (op.at_ms, op.node_id, op.message_id))
     return ops
+
+
+def _tabs(node_id: str, spec: WorkloadSpec, rng: Any, duration_ms: float) -> list[Op]:
+    tabs: list[Op] = []
+    for c in range(max(1, spec.conversations)):
+        conversation = f"{node_id}-c{c}"
+        if spec.tabs_per_conversation <= 0 or rng.random() >= spec.watched_fraction:
+            continue
+        for k in range(spec.tabs_per_conversation):
+            tab = f"{conversation}-tab{k}"
+            tabs.append(TabOp(0.0, node_id, tab, conversation, True))
+            if spec.tab_churn:
+                gone = round(rng.uniform(0.2, 0.8) * duration_ms, 3)
+                tabs.append(TabOp(gone, node_id, tab, conversation, False))
+                tabs.append(TabOp(round(gone + 500.0, 3), node_id, tab, conversation, True))
+    return tabs
+
+
+def flow_events(spec: WorkloadSpec, seed: int, task_id: str,
+                duration_ms: float) -> list[tuple[float, str, str]]:
+    """What a task's flow streams while it runs: (offset ms, kind, text), from the seed."""
+    if spec.stream_events <= 0:
+        return []
+    rng = rng_for(seed, f"flow/{task_id}")
+    step = duration_ms / (spec.stream_events + 1)
+    return [(round(step * (k + 1), 3),
+             "thinking" if rng.random() < spec.thinking_fraction else "token",
+             f"{task_id}#{k} ") for k in range(spec.stream_events)]
 
 
 def task_outcome(spec: WorkloadSpec, seed: int, task_id: str) -> tuple[float, bool]:
