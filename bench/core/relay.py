@@ -83,6 +83,7 @@ class _Pending:
 class _Inbound:
     cursor: int = 0
     held: dict[int, tuple[str, str, str, str]] = field(default_factory=dict)  # seq -> kind, text, lane, conv
+    window_open: bool = False   # a reorder window is running for the current gap
 
 
 #: Sends a FLOW_EVENT envelope to a node (the node's outbox, explicit target).
@@ -191,13 +192,25 @@ class Relay:
             return None
         state.held[seq] = (kind, text, lane, env.conversation_id)
         self._advance(fx, stream, state)
-        if state.held:
-            fx.add(StartTimer(_gap_timer(stream), fx.now_ms + self.config.reorder_window_ms))
+        self._window(fx, stream, state)
         return None
+
+    def _window(self, fx: Effects, stream: str, state: _Inbound) -> None:
+        """A gap gets one reorder window, counted from when it appeared: later arrivals do
+        not push the deadline (a busy stream would otherwise never declare its hole)."""
+        if state.held and not state.window_open:
+            state.window_open = True
+            fx.add(StartTimer(_gap_timer(stream), fx.now_ms + self.config.reorder_window_ms))
+        elif not state.held and state.window_open:
+            state.window_open = False
+            fx.add(CancelTimer(_gap_timer(stream)))
 
     def on_gap_timer(self, fx: Effects, stream: str) -> None:
         state = self.inbound.get(stream)
-        if state is None or not state.held:
+        if state is None:
+            return
+        state.window_open = False
+        if not state.held:
             return
         first = min(state.held)
         fx.record(EventKind.RELAY_GAP, stream=stream, fromSeq=state.cursor + 1, toSeq=first - 1,
@@ -205,8 +218,7 @@ class Relay:
                          "reorder window")
         state.cursor = first - 1
         self._advance(fx, stream, state)
-        if state.held:
-            fx.add(StartTimer(_gap_timer(stream), fx.now_ms + self.config.reorder_window_ms))
+        self._window(fx, stream, state)   # a further hole gets its own window
 
     def _advance(self, fx: Effects, stream: str, state: _Inbound) -> None:
         while state.cursor + 1 in state.held:

@@ -157,3 +157,21 @@ def test_detached_tabs_get_nothing(pair: Pair) -> None:
     emit(w, "token", "c")
     assert [(s, t) for _, s, _, t, _ in delivered(w)] == [(1, "a"), (3, "c")]
     assert json.dumps([e.to_json() for e in w.history.events])  # all JSON
+
+
+def test_a_hole_in_a_busy_stream_is_declared_within_one_window(pair: Pair) -> None:
+    """The reorder window counts from when the gap appeared, not from the latest arrival."""
+    w = pair()
+    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
+    start_stream(w)
+    flows = capture_flow(w)
+    for k in range(12):
+        emit(w, "token", f"t{k}")
+    inbox = "ooder/node/orch-1/inbox"
+    w.feed("orch-1", MessageReceived(w.now_ms, inbox, flows[0]))        # seq 1
+    for raw in flows[2:]:                                                # seq 2 never comes
+        w.advance(w.now_ms + 100)                                        # one every 100 ms
+        w.feed("orch-1", MessageReceived(w.now_ms, inbox, raw))
+    gaps = w.history.of_kind("relay_gap")
+    assert gaps and gaps[0].t_ms - 100 <= 600, "the gap waited for the stream to pause"
+    assert [s for _, s, _, _, _ in delivered(w)][-1] == 12
