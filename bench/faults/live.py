@@ -157,14 +157,10 @@ class LiveNemesis:
     async def _duplicate_publish(self, spec: FaultSpec) -> Any:
         """The proxy writes a PUBLISH to the node twice (same packet id, as a broker or a
         bridge retransmitting would)."""
-        node = spec.params.get("node")
-        if node is None:
-            self._cannot(spec, "live_method=duplicate_publish needs a node")
+        found = self._node_proxy(spec)
+        if found is None:
             return None
-        proxies = self._proxies(spec, (node,))
-        if proxies is None:
-            return None
-        proxy = proxies[0]
+        node, proxy = found
         before = proxy.counters.publishes_duplicated
         proxy.faults.duplicate_publish = spec.params["probability"]
 
@@ -217,6 +213,15 @@ class LiveNemesis:
             return None
         return proxies
 
+    def _node_proxy(self, spec: FaultSpec) -> tuple[str, Any] | None:
+        """The proxy of the one node a proxy-based qos1_redelivery method acts on."""
+        node = spec.params.get("node")
+        if node is None:
+            self._cannot(spec, f"live_method={spec.params.get('live_method')} needs a node")
+            return None
+        proxies = self._proxies(spec, (node,))
+        return None if proxies is None else (node, proxies[0])
+
     async def _partition(self, spec: FaultSpec) -> Any:
         nodes = tuple(spec.params["nodes"])
         proxies = self._proxies(spec, nodes)
@@ -262,14 +267,10 @@ class LiveNemesis:
     async def _withhold_puback(self, spec: FaultSpec) -> Any:
         """QoS1 redelivery by the broker itself: the node's PUBACKs are dropped, then its link
         is cut; on the persistent session the broker must resend what was never acked."""
-        node = spec.params.get("node")
-        if node is None:
-            self._cannot(spec, "live_method=withhold_puback needs a node")
+        found = self._node_proxy(spec)
+        if found is None:
             return None
-        proxies = self._proxies(spec, (node,))
-        if proxies is None:
-            return None
-        proxy = proxies[0]
+        node, proxy = found
         before = proxy.counters.pubacks_withheld
         proxy.faults.withhold_puback = True
 
