@@ -233,7 +233,7 @@ def _print_result(result: "RunResult", as_json: bool) -> None:
     for v in result.verdicts:
         want = s["expect"].get(v.name, "true")
         flag = "" if v.value.value == want else f"   <-- expected {want}"
-        print(f"    {v.name:<20} {v.value.value.upper():<8}{flag}")
+        print(f"    {v.name:<20} {v.value.value.upper():<8}{flag}".rstrip())
         for c in v.counterexamples[:3]:
             print(f"      seq {','.join(map(str, c['seq']))}: {c['why']}")
         if v.note and v.value.value != "true":
