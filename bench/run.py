@@ -179,16 +179,16 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
     await asyncio.get_running_loop().run_in_executor(None, broker.start)
     clock = Clock(time.time())
     run = LiveRun(recorder, broker, clock)
-    run.record("bench", "run_started", {"scenario": scenario.name, "variant": variant.name,
-                                        "seed": scenario.seed, "topology": topo.name,
-                                        "nodes": len(topo.nodes), "mode": "live",
-                                        "broker": broker.kind, "brokerUrl": broker.url,
-                                        "nodeHosting": nodes_mode})
-    keys = keyring(scenario)
-    specs = launch_specs([node_config(n, scenario, keys) for n in topo.nodes], variant, workdir,
-                         broker, clock.t0, scenario.seed, wl.to_json())
-    nemesis = LiveNemesis(run, scenario.seed, 0)
-    try:
+    nemesis: LiveNemesis | None = None
+    try:   # from here on, whatever happens, nodes, proxies and the broker are stopped
+        run.record("bench", "run_started", {"scenario": scenario.name, "variant": variant.name,
+                                            "seed": scenario.seed, "topology": topo.name,
+                                            "nodes": len(topo.nodes), "mode": "live",
+                                            "broker": broker.kind, "brokerUrl": broker.url,
+                                            "nodeHosting": nodes_mode})
+        keys = keyring(scenario)
+        specs = launch_specs([node_config(n, scenario, keys) for n in topo.nodes], variant,
+                             workdir, broker, clock.t0, scenario.seed, wl.to_json())
         if needs_proxy(scenario):
             specs = await start_proxies(run, specs, scenario.seed)
         for line in await start_nodes(run, specs, nodes_mode):
@@ -209,7 +209,8 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
             await asyncio.sleep(0.05)   # drain until quiescent: settled, finished, delivered
         simulated_ms = clock.now_ms()
     finally:
-        nemesis.close()
+        if nemesis is not None:
+            nemesis.close()
         for node in run.nodes.values():
             await node.stop()
         for proxy in run.proxies.values():
