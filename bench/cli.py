@@ -229,6 +229,12 @@ def _print_result(result: "RunResult", as_json: bool) -> None:
         print(f"  latency ms p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  "
               f"max {lat['max']:.1f}; duplicates delivered {m['duplicates_delivered']}, "
               f"executed {m['duplicates_executed']}")
+    relay = m.get("relay")
+    if relay and relay["event_latency_ms"]["p50"] is not None:
+        el, ttft = relay["event_latency_ms"], relay["time_to_first_token_ms"]
+        print(f"  relay: {relay['frames']} frames, {relay['deliveries']} deliveries, "
+              f"{relay['gaps']} gaps; event latency ms p50 {el['p50']:.1f} p99 {el['p99']:.1f}; "
+              f"time to first token ms p50 {ttft['p50'] or 0:.1f} p99 {ttft['p99'] or 0:.1f}")
     print("  verdicts:")
     for v in result.verdicts:
         want = s["expect"].get(v.name, "true")

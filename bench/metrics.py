@@ -75,6 +75,7 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
     dup_requests = len(h.of("task_duplicate"))
     drops = Counter(e["reason"] for e in h.of("inbound_dropped"))
     return {
+        "relay": relay_metrics(h),
         "requests": len(h.of("request_sent")),
         "outcomes": dict(sorted(outcomes.items())),
         "latency_ms": exact_quantiles(completed),
@@ -91,3 +92,26 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
         "inbound_drops": dict(sorted(drops.items())),
         "faults_fired": len(h.of("fault_fired")),
     }
+
+
+def relay_metrics(h: History) -> dict[str, Any] | None:
+    """FLOW-RELAY: frame-to-tab latency (frame made on the executor -> pushed to a tab),
+    and time to first token (request sent -> first frame of its task on any tab)."""
+    frames = {(e["stream"], e["streamSeq"]): e for e in h.of("relay_frame")}
+    if not frames:
+        return None
+    sent = {e["requestId"]: float(e["tMs"]) for e in h.of("request_sent")}
+    latency: list[float] = []
+    first: dict[str, float] = {}
+    for e in h.of("relay_delivered"):
+        frame = frames.get((e["stream"], e["streamSeq"]))
+        if frame is None:
+            continue
+        latency.append(float(e["tMs"]) - float(frame["tMs"]))
+        task = frame.get("taskId")
+        if isinstance(task, str) and task in sent and task not in first:
+            first[task] = float(e["tMs"]) - sent[task]
+    return {"frames": len(frames), "deliveries": len(h.of("relay_delivered")),
+            "gaps": len(h.of("relay_gap")), "duplicates_dropped": len(h.of("relay_duplicate")),
+            "event_latency_ms": exact_quantiles(latency),
+            "time_to_first_token_ms": exact_quantiles(list(first.values()))}

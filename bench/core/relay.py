@@ -150,7 +150,7 @@ class Relay:
         self.out_seq[flow.stream] = seq
         fx.add(PersistRecord(Table.STREAMS, f"out|{flow.stream}", {"seq": seq}))
         fx.record(EventKind.RELAY_FRAME, stream=flow.stream, streamSeq=seq, flowKind=kind.value,
-                  text=text, conversationId=flow.conversation_id)
+                  text=text, conversationId=flow.conversation_id, taskId=flow.task_id)
         local = self.local_watchers(flow.conversation_id)
         if local:   # someone watches here: deliver locally, nothing crosses the network
             for sub in local:

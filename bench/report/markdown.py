@@ -46,6 +46,13 @@ def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, 
             f"| duplicates delivered / executed | {metrics['duplicates_delivered']} / "
             f"{metrics['duplicates_executed']} |",
             f"| inbound drops | {', '.join(f'{k} {n}' for k, n in metrics['inbound_drops'].items()) or 'none'} |"]
+    relay = metrics.get("relay")
+    if relay:
+        el, ttft = relay["event_latency_ms"], relay["time_to_first_token_ms"]
+        out += [f"| relay frames / deliveries / gaps / duplicates dropped | {relay['frames']} / "
+                f"{relay['deliveries']} / {relay['gaps']} / {relay['duplicates_dropped']} |",
+                f"| relay event latency p50 / p99 (ms) | {_fmt(el['p50'])} / {_fmt(el['p99'])} |",
+                f"| time to first token p50 / p99 (ms) | {_fmt(ttft['p50'])} / {_fmt(ttft['p99'])} |"]
     if faults:
         out += ["", "## Faults", "", "| # | fault | start seq | fired |", "|---|---|---|---|"]
         out += [f"| {f['index']} | {f['kind']} | {f['seq']} | {f['fired']} |" for f in faults]

@@ -79,3 +79,23 @@ def test_relay_locality() -> None:
     assert relay_locality(hist(sent(1))).value is Value.TRUE
     assert relay_locality(hist(attach, sent(1))).value is Value.FALSE
     assert relay_locality(hist(attach, detach, sent(1))).value is Value.TRUE
+
+
+def test_relay_metrics_from_a_history() -> None:
+    from bench.metrics import relay_metrics
+    h = History([
+        {"seq": 1, "tMs": 0.0, "node": "orch-1", "kind": "request_sent", "requestId": "r1"},
+        {"seq": 2, "tMs": 100.0, "node": "exec-1", "kind": "relay_frame", "stream": S,
+         "streamSeq": 1, "text": "a", "taskId": "r1"},
+        {"seq": 3, "tMs": 104.0, "node": "orch-1", "kind": "relay_delivered", "stream": S,
+         "streamSeq": 1, "subscriberId": "tab", "text": "a"},
+        {"seq": 4, "tMs": 200.0, "node": "exec-1", "kind": "relay_frame", "stream": S,
+         "streamSeq": 2, "text": "b", "taskId": "r1"},
+        {"seq": 5, "tMs": 210.0, "node": "orch-1", "kind": "relay_delivered", "stream": S,
+         "streamSeq": 2, "subscriberId": "tab", "text": "b"},
+    ])
+    m = relay_metrics(h)
+    assert m is not None
+    assert m["event_latency_ms"]["max"] == 10.0 and m["event_latency_ms"]["p50"] == 4.0
+    assert m["time_to_first_token_ms"]["p50"] == 104.0
+    assert relay_metrics(History([])) is None
