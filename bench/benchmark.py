@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import shutil
 import socket
-import statistics
 import tempfile
 import threading
 import time

@@ -49,10 +49,6 @@ class Distribution:
                 return rng.lognormvariate(math.log(p[0]), p[1])
         raise AssertionError(f"unknown distribution {self.kind}")
 
-    def describe(self) -> str:
-        names = KINDS[self.kind]
-        return f"{self.kind}(" + ", ".join(f"{n}={v:g}" for n, v in zip(names, self.params)) + ")"
-
     def to_json(self) -> dict[str, Any]:
         return {"dist": self.kind, **dict(zip(KINDS[self.kind], self.params))}
 

@@ -8,7 +8,7 @@ a restarted requester still recognises its late responses. No I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from bench.core.commands import (CancelTimer, PersistRecord, RequestOutcome, SettleRequest,

@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.core.commands import Connect, Execute, Publish, SettleRequest, Subscribe
 from bench.core.config import NodeConfig
-from bench.core.inputs import (Connected, FlowEmitted, Input, MessageReceived, PublishSettled,
+from bench.core.inputs import (Connected, FlowEmitted, MessageReceived, PublishSettled,
                                Started, Subscribed,
                                TaskFinished, TimerFired, TimerId)
 from bench.core.node import Node

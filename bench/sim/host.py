@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from bench.core.commands import Connect, Execute, Publish, SettleRequest, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
-                               TaskFinished, TimerFired, TimerId)
+                               TimerFired, TimerId)
 from bench.core.node import Node
 from bench.sim.broker import Connection, Message
 from bench.sim.link import Link

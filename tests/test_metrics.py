@@ -1,0 +1,27 @@
+"""The latency histogram is mergeable across nodes and matrix cells (STYLE: locust's stats)."""
+
+from __future__ import annotations
+
+import math
+
+from bench.metrics import Histogram, exact_quantiles
+
+
+def test_merging_histograms_equals_one_histogram_of_all_samples() -> None:
+    a, b, both = Histogram(), Histogram(), Histogram()
+    for v in range(1, 101):
+        (a if v % 2 else b).add(float(v))
+        both.add(float(v))
+    merged = a.merge(b)
+    assert merged.counts == both.counts and merged.total == 100 and merged.max_value == 100.0
+    for q in (0.5, 0.9, 0.99):
+        assert merged.quantile(q) == both.quantile(q)
+        exact = exact_quantiles([float(v) for v in range(1, 101)])[f"p{int(q * 100)}"]
+        assert exact is not None and abs(merged.quantile(q) - exact) / exact < 0.1  # bucket width
+
+
+def test_empty_and_zero() -> None:
+    assert math.isnan(Histogram().quantile(0.5))
+    h = Histogram()
+    h.add(0.0)
+    assert h.quantile(0.5) == 0.0
