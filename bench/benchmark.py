@@ -29,7 +29,9 @@ from bench.core.config import NodeConfig
 from bench.core.inputs import TaskRequested
 from bench.core.node import Node
 from bench.live.brokers import Broker, make_broker
+from bench.distribution import fixed
 from bench.live.host import Clock, LiveHost
+from bench.workload import Behaviour, WorkloadSpec
 
 
 def quantiles(samples_s: list[float]) -> tuple[float, float]:
@@ -116,7 +118,7 @@ async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int,
                 NodeConfig("exec-1", "llm", ("llm.tax",))):
         hosts[cfg.node_id] = LiveHost(cfg, Node, workdir / cfg.node_id, (broker.host, broker.port),
                                       lambda node, kind, f: events.append((node, kind)), clock,
-                                      lambda task_id: (0.0, True))
+                                      Behaviour(WorkloadSpec(task_duration_ms=fixed(0.0)), 0))
     waiting: dict[str, asyncio.Future[str]] = {}
 
     def settled(rid: str, outcome: str) -> None:

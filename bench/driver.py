@@ -10,9 +10,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, assert_never
 
-from bench.core.commands import (CancelTimer, Command, Connect, Deliver, Execute, PersistDocument,
-                                 PersistRecord, Publish, Record, SettleRequest, StartTimer,
-                                 Subscribe)
+from bench.core.commands import (AskHuman, CancelTimer, Command, Connect, Deliver, Execute,
+                                 PersistDocument, PersistRecord, Publish, Record, RunStep,
+                                 SettleRequest, StartTimer, Subscribe)
 from bench.core.inputs import Input, TimerId
 from bench.core.node import Node
 from bench.storage import Store, apply
@@ -57,6 +57,10 @@ class NodeHost(ABC):
                 self.cancel_timer(cmd.timer)
             case Execute():
                 self.execute(cmd)
+            case RunStep():
+                self.run_step(cmd)
+            case AskHuman():
+                self.ask_human(cmd)
             case SettleRequest():
                 self.settle(cmd)
             case Deliver():
@@ -81,6 +85,12 @@ class NodeHost(ABC):
 
     @abstractmethod
     def execute(self, cmd: Execute) -> None: ...
+
+    @abstractmethod
+    def run_step(self, cmd: RunStep) -> None: ...
+
+    @abstractmethod
+    def ask_human(self, cmd: AskHuman) -> None: ...
 
     @abstractmethod
     def settle(self, cmd: SettleRequest) -> None: ...

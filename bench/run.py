@@ -33,7 +33,7 @@ from bench.scenario import Scenario
 from bench.sim.cluster import SimCluster
 from bench.topology import BrokerModel, NodeSpec, Topology
 from bench.variants import Variant
-from bench.workload import EventOp, RequestOp, TabOp, flow_events, plan, task_outcome
+from bench.workload import Behaviour, EventOp, RequestOp, TabOp, plan
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
 
@@ -103,9 +103,7 @@ def run_sim(scenario: Scenario, variant: Variant, recorder: Recorder,
     wl = scenario.workload
     cluster = SimCluster(scenario.seed, recorder,
                          per_filter_copies=topo.broker is BrokerModel.AMQTT,
-                         task_model=lambda node, cmd: task_outcome(wl, scenario.seed, cmd.task_id),
-                         flow_model=lambda task_id, duration: flow_events(wl, scenario.seed, task_id,
-                                                                          duration))
+                         behaviour=Behaviour(wl, scenario.seed))
     keys = keyring(scenario)
     for n in topo.nodes:
         cluster.add(node_config(n, scenario, keys), variant.node_class, topo.link_of(n))

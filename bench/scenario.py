@@ -200,6 +200,23 @@ def load_topology(path: Path) -> Topology:
 
 # -- scenarios ---------------------------------------------------------------------------------
 
+def _humans(raw: Any, where: str) -> tuple[tuple[str, float], ...]:
+    from bench.workload import HUMAN_KINDS
+    if not isinstance(raw, dict) or not raw:
+        raise SpecError(f"{where}={raw!r} must be a table of kind = weight, kinds from "
+                        f"{list(HUMAN_KINDS)} (e.g. {{ fast = 0.7, double_click = 0.3 }})")
+    out = []
+    for kind, weight in raw.items():
+        if kind not in HUMAN_KINDS:
+            raise SpecError(f"{where}.{kind}: unknown kind of human (known: {list(HUMAN_KINDS)})")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+            raise SpecError(f"{where}.{kind}={weight!r} must be a number >= 0")
+        out.append((kind, float(weight)))
+    if sum(w for _k, w in out) <= 0:
+        raise SpecError(f"{where}: the weights must add up to more than 0")
+    return tuple(out)
+
+
 def load_scenario(path: Path, *, topology: str | None = None, seed: int | None = None,
                   known_checks: tuple[str, ...] = ()) -> Scenario:
     f = _display(path)
@@ -220,7 +237,10 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                {"rate_per_s", "task_duration_ms", "task_failure_rate", "request_timeout_ms",
                 "conversations", "group_event_rate_per_s", "unknown_agent_fraction",
                 "misaddressed_fraction", "explicit_target_fraction", "stream_events",
-                "thinking_fraction", "tabs_per_conversation", "watched_fraction", "tab_churn"})
+                "thinking_fraction", "tabs_per_conversation", "watched_fraction", "tab_churn",
+                "process_fraction", "gate_fraction", "parallel_branches", "subflow_fraction",
+                "step_duration_ms", "step_failure_rate", "step_retries", "humans",
+                "reject_fraction", "gate_timeout_ms", "gate_on_timeout"})
     workload = WorkloadSpec(
         rate_per_s=w.number("rate_per_s", 2.0),
         task_duration_ms=parse_distribution(w.raw.get("task_duration_ms", 50), w.key("task_duration_ms")),
@@ -235,7 +255,19 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         thinking_fraction=w.number("thinking_fraction", 0.0, high=1.0),
         tabs_per_conversation=w.integer("tabs_per_conversation", 0),
         watched_fraction=w.number("watched_fraction", 1.0, high=1.0),
-        tab_churn=w.boolean("tab_churn", False))
+        tab_churn=w.boolean("tab_churn", False),
+        process_fraction=w.number("process_fraction", 0.0, high=1.0),
+        gate_fraction=w.number("gate_fraction", 0.0, high=1.0),
+        parallel_branches=w.integer("parallel_branches", 0),
+        subflow_fraction=w.number("subflow_fraction", 0.0, high=1.0),
+        step_duration_ms=parse_distribution(w.raw.get("step_duration_ms", 100),
+                                            w.key("step_duration_ms")),
+        step_failure_rate=w.number("step_failure_rate", 0.0, high=1.0),
+        step_retries=w.integer("step_retries", 2),
+        humans=_humans(w.raw.get("humans", {"fast": 1.0}), w.key("humans")),
+        reject_fraction=w.number("reject_fraction", 0.0, high=1.0),
+        gate_timeout_ms=int(w.number("gate_timeout_ms", 20_000, low=1)),
+        gate_on_timeout=w.choice("gate_on_timeout", ("reject", "fail"), "reject"))
     if workload.unknown_agent_fraction + workload.misaddressed_fraction \
             + workload.explicit_target_fraction > 1.0:
         raise SpecError(f"{f}: workload: unknown_agent_fraction + misaddressed_fraction + "

@@ -17,7 +17,9 @@ from bench.core.commands import Publish
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, encode
 from bench.core.ledger import LedgerConfig
+from bench.core.envelope import Json
 from bench.core.node import Node
+from bench.core.process import Instance, InstanceStatus, ProcessEngine
 from bench.core.relay import Relay
 from bench.core.outbox import Outbound, Outbox, OutboundState
 from bench.core.task import TaskRecord, TaskService
@@ -144,6 +146,74 @@ class StaleRoster(Node):
     rotates_roster_on_namespace_switch = False
 
 
+class GateResumesAnyInstance(Node):
+    """Seed 002 §7 / 000 §5.7: the resume service looks up "the paused instance" of the
+    decision's agent instead of the processInstId it names, and does not check the gate:
+    with several instances waiting, a click resumes someone else's process."""
+
+    class _Engine(ProcessEngine):
+        def instance_for_decision(self, fx: Effects, process_inst_id: str,
+                                  agent_id: str | None) -> Instance | None:
+            paused = [i for i in self.instances.values()
+                      if i.agent_id == agent_id and i.status is InstanceStatus.PAUSED]
+            return paused[0] if paused else super().instance_for_decision(
+                fx, process_inst_id, agent_id)
+
+        def gate_matches(self, inst: Instance, gate_id: str) -> bool:
+            return True
+
+    process_engine_class = _Engine
+
+
+class NoRehydration(Node):
+    """Seed 000 §5.6: the snapshot is written but never read back; after a restart a
+    decision finds no instance in memory and the gate is answered UNKNOWN_INSTANCE."""
+
+    class _Engine(ProcessEngine):
+        def rehydrate(self, fx: Effects, process_inst_id: str) -> Instance | None:
+            return None
+
+    process_engine_class = _Engine
+
+
+class SnapshotBeforePaused(Node):
+    """Seed 000 §5.6 #17: the snapshot is taken before the status is set, so the
+    persisted status of a paused instance is always RUNNING; a restart then treats it as
+    interrupted mid-step and the open gate can never resume it."""
+
+    class _Engine(ProcessEngine):
+        def pause(self, fx: Effects, inst: Instance, gate_id: str) -> None:
+            inst.gate_id = gate_id
+            self.persist(fx, inst, "pause")   # still RUNNING on disk
+            inst.status = InstanceStatus.PAUSED
+
+    process_engine_class = _Engine
+
+
+class ShallowContextCopy(Node):
+    """Seed 004 §一: the context handed to a step (and the template a new instance starts
+    from) is a shallow copy, so nested facts and the log are shared: a failed attempt's
+    draft survives into the retry, branches see each other, tasks see each other."""
+
+    class _Engine(ProcessEngine):
+        def copy_context(self, data: Json) -> Json:
+            return dict(data) if isinstance(data, dict) else data
+
+    process_engine_class = _Engine
+
+
+class FailedSubflowCompleted(Node):
+    """Seed 000 §5 (root cause ②): the main loop does not stop on FAILED, so a failed
+    sub-flow's parent carries on to the next step and ends COMPLETED."""
+
+    class _Engine(ProcessEngine):
+        def on_subflow_failed(self, fx: Effects, inst: Instance, sub: Any, why: str) -> None:
+            inst.sub = None
+            inst.pc += 1
+
+    process_engine_class = _Engine
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     name: str
@@ -181,6 +251,16 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("active_emitter_fallback", ActiveEmitterFallback, "002 §6.1", "relay_integrity",
             "streaming_unwatched"),
     Variant("always_relay", AlwaysRelay, "002 §6", "relay_locality", "streaming_local"),
+    Variant("gate_resumes_any_instance", GateResumesAnyInstance, "002 §7, 000 §5.7",
+            "gate_integrity", "gates"),
+    Variant("no_rehydration", NoRehydration, "000 §5.6", "gate_integrity",
+            "gate_executor_restart"),
+    Variant("snapshot_before_paused", SnapshotBeforePaused, "000 §5.6 #17", "gate_integrity",
+            "gate_executor_restart"),
+    Variant("shallow_context_copy", ShallowContextCopy, "004 §一", "context_isolation",
+            "context"),
+    Variant("failed_subflow_completed", FailedSubflowCompleted, "000 §5 (root cause ②)",
+            "context_isolation", "context"),
 )}
 
 

@@ -13,16 +13,16 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bench.core.commands import (CancelTimer, Command, Connect, Deliver, Execute, PersistDocument,
-                                 PersistRecord, Publish, Record, RequestOutcome, SettleRequest,
-                                 StartTimer, Subscribe)
+from bench.core.commands import (AskHuman, CancelTimer, Command, Connect, Deliver, Execute,
+                                 PersistDocument, PersistRecord, Publish, Record, RequestOutcome,
+                                 RunStep, SettleRequest, StartTimer, Subscribe)
 from bench.core.config import NodeConfig
 from bench.core.envelope import Json
-from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
-                               TaskFinished, TimerFired, TimerId)
+from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started,
+                               StepFinished, Subscribed, TaskFinished, TimerFired, TimerId)
 from bench.core.node import Node
 from bench.core.topics import matches
 from bench.history import Recorder
@@ -33,6 +33,14 @@ from bench.storage.memory import CrashReport, MemoryStore
 Executor = Callable[[Execute], tuple[int, bool, Json, str | None]]
 #: Sees every publish; returns the payloads to deliver in its place ([] withholds it).
 PublishHook = Callable[[str, str, bytes], list[bytes]]
+
+#: Decides how one attempt of a process step ends: (delay_ms, ok, ops).
+Stepper = Callable[[RunStep], tuple[int, bool, list[Json]]]
+
+
+def echo_stepper(cmd: RunStep) -> tuple[int, bool, list[Json]]:
+    return 10, True, [{"op": "set", "path": ["facts", cmd.path.replace("/", ".")],
+                       "value": f"{cmd.instance_id}/{cmd.path}"}]
 
 
 def echo_executor(cmd: Execute) -> tuple[int, bool, Json, str | None]:
@@ -51,18 +59,20 @@ class Host:
 
 class Wire:
     def __init__(self, recorder: Recorder | None = None, executor: Executor = echo_executor,
-                 start_ms: int = 0) -> None:
+                 start_ms: int = 0, stepper: Stepper = echo_stepper) -> None:
         self.now_ms = start_ms
         self.hosts: dict[str, Host] = {}
         self.history = recorder or Recorder()
         self.executor = executor
+        self.stepper = stepper
+        self.asked: list[tuple[str, AskHuman]] = []   # gates shown to people; tests answer
         self.settled: dict[str, tuple[RequestOutcome, Json]] = {}
         self.executed: list[tuple[str, Execute]] = []
         self.delivered: list[tuple[str, Deliver]] = []
         self.retained: dict[str, bytes] = {}
         self.on_publish: PublishHook | None = None
         self._queue: deque[tuple[str, Input]] = deque()
-        self._timers: list[tuple[int, int, str, TimerId | TaskFinished]] = []
+        self._timers: list[tuple[int, int, str, TimerId | TaskFinished | StepFinished]] = []
         self._armed: dict[tuple[str, TimerId], int] = {}  # the live arming of each timer
         self._tick = itertools.count()
 
@@ -132,8 +142,7 @@ class Wire:
                 self.feed(node_id, TimerFired(self.now_ms, what))
             else:
                 self.now_ms = max(self.now_ms, at)
-                self.feed(node_id, TaskFinished(self.now_ms, what.task_id, what.ok, what.result,
-                                                what.error))
+                self.feed(node_id, replace(what, now_ms=self.now_ms))
         self.now_ms = max(self.now_ms, to_ms)
         self.run()
 
@@ -166,6 +175,13 @@ class Wire:
                     delay, ok, result, error = self.executor(cmd)
                     done = TaskFinished(self.now_ms + delay, cmd.task_id, ok, result, error)
                     heapq.heappush(self._timers, (done.now_ms, next(self._tick), node_id, done))
+                case RunStep():
+                    delay, ok, ops = self.stepper(cmd)
+                    step = StepFinished(self.now_ms + delay, cmd.instance_id, cmd.path,
+                                        cmd.attempt, ok, tuple(ops))
+                    heapq.heappush(self._timers, (step.now_ms, next(self._tick), node_id, step))
+                case AskHuman():
+                    self.asked.append((node_id, cmd))
                 case SettleRequest():
                     self.settled[cmd.request_id] = (cmd.outcome, cmd.response)
                 case Deliver():

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "bench"
 
 #: What bench/core may import from outside itself: pure computation only.
-CORE_ALLOWED = {"__future__", "collections", "dataclasses", "enum", "typing", "json", "hashlib",
+CORE_ALLOWED = {"__future__", "collections", "dataclasses", "enum", "typing", "json", "hashlib", "copy",
                 "cryptography"}
 
 #: bench.<top> -> the bench.<top> modules it may import. Layering: core <- storage/history
@@ -30,14 +30,14 @@ LAYERS = {
     "workload": {"distribution", "topology", "workload"},
     "driver": {"core", "storage", "driver"},
     "wire": {"core", "storage", "history", "wire"},
-    "sim": {"core", "storage", "history", "distribution", "topology", "driver", "sim"},
+    "sim": {"core", "storage", "history", "distribution", "topology", "workload", "driver", "sim"},
     "live": {"core", "storage", "history", "distribution", "topology", "workload", "variants",
              "driver", "live"},
     "faults": {"core", "distribution", "topology", "sim", "live", "faults"},
     "scenario": {"core", "distribution", "topology", "workload", "faults", "scenario"},
     "report": {"checks", "report"},
     "exchange": {"core", "storage", "history", "wire", "exchange"},
-    "benchmark": {"core", "live", "benchmark"},
+    "benchmark": {"core", "distribution", "workload", "live", "benchmark"},
     "run": {"core", "storage", "history", "driver", "distribution", "topology", "checks", "metrics",
             "variants", "workload", "sim", "live", "faults", "scenario", "report", "run"},
 }

@@ -104,7 +104,7 @@ Checker = Callable[[History], Verdict]
 
 
 def checkers() -> dict[str, Checker]:
-    from bench.checks import delivery, directory, execution, relay
+    from bench.checks import delivery, directory, execution, process, relay
     return {
         "duplicate_execution": execution.duplicate_execution,
         "task_lifecycle": execution.task_lifecycle,
@@ -114,6 +114,8 @@ def checkers() -> dict[str, Checker]:
         "qos1_delivery": delivery.qos1_delivery,
         "relay_integrity": relay.relay_integrity,
         "relay_locality": relay.relay_locality,
+        "gate_integrity": process.gate_integrity,
+        "context_isolation": process.context_isolation,
         "directory_liveness": directory.directory_liveness,
         "deployment": directory.deployment,
     }

@@ -25,6 +25,8 @@ class Table(str, Enum):
     TASKS = "tasks"         # the idempotent task table (taskId = requestId)
     REQUESTS = "requests"   # requester side: pending and settled requests
     STREAMS = "streams"     # FLOW-RELAY: last seq sent and receiver cursor, per stream
+    INSTANCES = "instances"  # process instance snapshots (executor side)
+    GATES = "gates"         # the gate store (orchestrator side)
 
 
 class RequestOutcome(str, Enum):
@@ -85,6 +87,27 @@ class Execute:
 
 
 @dataclass(frozen=True, slots=True)
+class RunStep:
+    """Run one attempt of a process step; the driver answers later with StepFinished."""
+
+    instance_id: str
+    task_id: str
+    path: str
+    attempt: int
+    agent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AskHuman:
+    """Show a gate to the people of its conversation; they answer with HumanDecided."""
+
+    gate_id: str
+    conversation_id: str | None
+    prompt: str
+    ask: int
+
+
+@dataclass(frozen=True, slots=True)
 class SettleRequest:
     """Hand a request's final outcome to whoever is waiting for it (the workload)."""
 
@@ -128,5 +151,5 @@ class Record:
     fields: Mapping[str, Json] = field(default_factory=dict)
 
 
-Command = Union[Connect, Subscribe, Publish, StartTimer, CancelTimer, Execute, SettleRequest,
-                Deliver, PersistDocument, PersistRecord, Record]
+Command = Union[Connect, Subscribe, Publish, StartTimer, CancelTimer, Execute, RunStep,
+                AskHuman, SettleRequest, Deliver, PersistDocument, PersistRecord, Record]

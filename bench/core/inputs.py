@@ -20,6 +20,8 @@ class TimerKind(str, Enum):
     REQUEST_TIMEOUT = "request-timeout"
     THINKING_FLUSH = "thinking-flush"
     REORDER_GAP = "reorder-gap"
+    GATE_EXPIRY = "gate-expiry"
+    GATE_RETRY = "gate-retry"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,8 @@ class Restored:
     tasks: Mapping[str, Json] = field(default_factory=dict)
     requests: Mapping[str, Json] = field(default_factory=dict)
     streams: Mapping[str, Json] = field(default_factory=dict)
+    instances: Mapping[str, Json] = field(default_factory=dict)
+    gates: Mapping[str, Json] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +156,29 @@ class FlowEmitted:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class StepFinished:
+    """One attempt of a process step ended: what it wrote to its working copy (`ops`, JSON
+    writes: set/append at a path) and whether it succeeded."""
+
+    now_ms: int
+    instance_id: str
+    path: str
+    attempt: int
+    ok: bool
+    ops: tuple[Json, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HumanDecided:
+    """A person clicked approve or reject on a gate (each click is one input)."""
+
+    now_ms: int
+    gate_id: str
+    decision: str
+    click: str
+
+
 Input = Union[Started, Connected, Subscribed, MessageReceived, TimerFired, PublishSettled, TaskRequested,
               TaskFinished, GroupEventRequested, SubscriberAttached, SubscriberDetached,
-              FlowEmitted]
+              FlowEmitted, StepFinished, HumanDecided]

@@ -21,17 +21,19 @@ from bench.core.config import NodeConfig
 from bench.core.directory import (ROSTER_DOCUMENT, Directory, Roster, Route, announcement_for,
                                   load_roster, parse_announcement)
 from bench.core.effects import Effects
-from bench.core.envelope import Envelope, Header, MessageType, Rejection, decode
-from bench.core.inputs import (Connected, FlowEmitted, GroupEventRequested, Input, MessageReceived,
-                               SubscriberAttached, SubscriberDetached, Subscribed,
-                               PublishSettled, Started, TaskFinished, TaskRequested, TimerFired,
-                               TimerId, TimerKind)
+from bench.core.envelope import Envelope, Header, Json, MessageType, Rejection, decode
+from bench.core.gate import GateConfig, Gates
+from bench.core.inputs import (Connected, FlowEmitted, GroupEventRequested, HumanDecided, Input,
+                               MessageReceived, PublishSettled, Started, StepFinished,
+                               SubscriberAttached, SubscriberDetached, Subscribed, TaskFinished,
+                               TaskRequested, TimerFired, TimerId, TimerKind)
 from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
 from bench.core.outbox import Outbox
 from bench.core.relay import Flow, FlowKind, Relay, RelayConfig
 from bench.core.outcome import DropReason, EventKind
+from bench.core.process import ProcessEngine
 from bench.core.request import Requests
-from bench.core.task import TaskService
+from bench.core.task import TaskRecord, TaskService
 from bench.core.topics import TopicKind
 
 LEDGER_FLUSH = TimerId(TimerKind.LEDGER_FLUSH)
@@ -63,6 +65,7 @@ class Node:
     outbox_class: type[Outbox] = Outbox
     task_service_class: type[TaskService] = TaskService
     relay_class: type[Relay] = Relay
+    process_engine_class: type[ProcessEngine] = ProcessEngine
 
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
@@ -82,6 +85,14 @@ class Node:
         self.relay = self.relay_class(config.node_id, RelayConfig(),
                                       lambda fx, env: self.outbox.send(fx, env),
                                       self.new_message_id)
+        self.processes = self.process_engine_class(
+            config.node_id, lambda fx, env, explicit: self.outbox.send(
+                fx, env, explicit_target_only=explicit), self._task_finished, self.new_message_id)
+        self.tasks.start_process = self._start_process
+        self.tasks.on_gone = self.processes.on_task_gone
+        self.gates = Gates(config.node_id, GateConfig(),
+                           lambda fx, env, explicit: self.outbox.send(
+                               fx, env, explicit_target_only=explicit), self.new_message_id)
         self.flows: dict[str, Flow] = {}   # task id -> where its stream goes
         self._streaming: set[str] = set()  # tasks whose flow has emitted something
         self.drops: dict[DropReason, int] = {r: 0 for r in DropReason}
@@ -123,12 +134,13 @@ class Node:
             case TaskRequested():
                 self.requests.send(fx, event)
             case TaskFinished():
-                flow = self.flows.pop(event.task_id, None)
-                if flow is not None and event.task_id in self._streaming:
-                    self._streaming.discard(event.task_id)
-                    # the stream ends with the task: complete or error, after pending thinking
-                    self.relay.emit(fx, flow, FlowKind.COMPLETE if event.ok else FlowKind.ERROR, "")
-                self.tasks.on_finished(fx, event.task_id, event.ok, event.result, event.error)
+                self._task_finished(fx, event.task_id, event.ok, event.result, event.error)
+            case StepFinished():
+                self.processes.on_step_finished(fx, event.instance_id, event.path, event.attempt,
+                                                event.ok, [op for op in event.ops
+                                                           if isinstance(op, dict)])
+            case HumanDecided():
+                self.gates.on_human(fx, event.gate_id, event.decision, event.click)
             case GroupEventRequested():
                 self._send_group_event(fx, event)
             case SubscriberAttached():
@@ -140,6 +152,19 @@ class Node:
             case _:
                 assert_never(event)
         return fx.commands
+
+    def _task_finished(self, fx: Effects, task_id: str, ok: bool, result: Json,
+                       error: str | None) -> None:
+        flow = self.flows.pop(task_id, None)
+        if flow is not None and task_id in self._streaming:
+            self._streaming.discard(task_id)
+            # the stream ends with the task: complete or error, after pending thinking
+            self.relay.emit(fx, flow, FlowKind.COMPLETE if ok else FlowKind.ERROR, "")
+        self.tasks.on_finished(fx, task_id, ok, result, error)
+
+    def _start_process(self, fx: Effects, task: TaskRecord) -> None:
+        self.processes.start(fx, task.task_id, task.agent_id, task.conversation_id,
+                             task.reply_node_id, task.requester_agent_id, task.payload)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _on_started(self, fx: Effects, event: Started) -> None:
@@ -163,7 +188,9 @@ class Node:
                        _json_bytes(offline.to_json()), clean_session=not self.persistent_session))
         self.directory.apply(announcement_for(self.roster))
         self.relay.restore(dict(event.restored.streams))
-        for what, problems in (("tasks", self.tasks.recover(fx, event.restored.tasks)),
+        waiting = self.processes.restore(fx, dict(event.restored.instances))
+        self.gates.restore(fx, dict(event.restored.gates))
+        for what, problems in (("tasks", self.tasks.recover(fx, event.restored.tasks, waiting)),
                                ("requests", self.requests.recover(fx, event.restored.requests))):
             for p in problems:
                 fx.record(EventKind.WARNING, what=f"restore {what}", reason=p)
@@ -222,6 +249,10 @@ class Node:
                 self.relay.flush_thinking(fx, timer.key)
             case TimerKind.REORDER_GAP:
                 self.relay.on_gap_timer(fx, timer.key)
+            case TimerKind.GATE_EXPIRY:
+                self.gates.on_expiry(fx, timer.key)
+            case TimerKind.GATE_RETRY:
+                self.gates.on_retry(fx, timer.key)
             case _:
                 assert_never(timer.kind)
 
@@ -310,6 +341,16 @@ class Node:
                 problem = self.relay.receive(fx, env)
                 if problem is not None:
                     fx.record(EventKind.RELAY_DROPPED, messageId=env.message_id, reason=problem)
+            case MessageType.GATE_OPEN | MessageType.GATE_DECISION | MessageType.GATE_ACK:
+                handler = {MessageType.GATE_OPEN: self.gates.on_open,
+                           MessageType.GATE_DECISION: self.processes.on_decision,
+                           MessageType.GATE_ACK: self.gates.on_ack}[env.message_type]
+                scratch = Effects(fx.now_ms)   # nothing of it counts unless the message is valid
+                problem = handler(scratch, env)
+                if problem is not None:
+                    return Drop(DropReason.MALFORMED, problem)
+                self._admitted(fx, env, verdict, topic, handler="gates")
+                fx.commands.extend(scratch.commands)
             case _:
                 return Drop(DropReason.NOT_MINE, f"no handler for {env.message_type.value} on this "
                                                  "node")

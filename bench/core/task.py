@@ -107,6 +107,10 @@ class TaskService:
         self.default_timeout_ms = default_timeout_ms
         self.tasks: dict[str, TaskRecord] = {}
         self.executions = 0
+        #: Set by the node: runs a request whose payload carries a `process` definition as a
+        #: process instance instead of one Execute; told when a task ends from outside.
+        self.start_process: Callable[[Effects, TaskRecord], None] | None = None
+        self.on_gone: Callable[[Effects, str, str], None] = lambda fx, task_id, why: None
 
     # -- inbound request ----------------------------------------------------------------
     def on_request(self, fx: Effects, env: Envelope, agent_id: str) -> None:
@@ -140,8 +144,12 @@ class TaskService:
         self.executions += 1
         fx.record(EventKind.TASK_EXECUTED, taskId=request_id, agentId=agent_id,
                   conversationId=env.conversation_id, messageId=env.message_id)
-        fx.add(Execute(request_id, agent_id, env.payload, env.conversation_id))
         fx.add(StartTimer(_watchdog(request_id), task.deadline_ms))
+        if self.start_process is not None and isinstance(env.payload, dict) \
+                and "process" in env.payload:
+            self.start_process(fx, task)
+        else:
+            fx.add(Execute(request_id, agent_id, env.payload, env.conversation_id))
 
     # -- outcomes -------------------------------------------------------------------------
     def on_finished(self, fx: Effects, task_id: str, ok: bool, result: Json, error: str | None) -> None:
@@ -161,10 +169,14 @@ class TaskService:
         if task is None or task.state in TASK.terminal:
             return  # the result won the race; its CancelTimer may have crossed this firing
         done = self._move(fx, task, TaskEvent.TIME_OUT, error="timeout")
+        self.on_gone(fx, task_id, "task timed out")
         self._respond(fx, done)
 
-    def recover(self, fx: Effects, restored: Mapping[str, Json]) -> list[str]:
-        """Load the task table; interrupt what was not finished. Returns problems found."""
+    def recover(self, fx: Effects, restored: Mapping[str, Json],
+                waiting: frozenset[str] | set[str] = frozenset()) -> list[str]:
+        """Load the task table; interrupt what was not finished, except the tasks in
+        `waiting` (their instance is paused at a gate, safely on disk): those keep running
+        under a re-armed watchdog. Returns problems found."""
         problems: list[str] = []
         for key, raw in sorted(restored.items()):
             try:
@@ -174,7 +186,9 @@ class TaskService:
                 continue
             self.tasks[task.task_id] = task
         for task in sorted(self.tasks.values(), key=lambda t: t.submitted_ms):
-            if task.state not in TASK.terminal:
+            if task.state is TaskState.RUNNING and task.task_id in waiting:
+                fx.add(StartTimer(_watchdog(task.task_id), task.deadline_ms))
+            elif task.state not in TASK.terminal:
                 done = self._move(fx, task, TaskEvent.INTERRUPT, error="interrupted")
                 self._respond(fx, done)
         return problems

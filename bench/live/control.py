@@ -5,7 +5,6 @@ which carries its keys — it travels on stdin, never on a command line."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from bench.core.inputs import (GroupEventRequested, SubscriberAttached, Subscrib
                                TaskRequested)
 from bench.distribution import rng_for
 from bench.live.host import LiveHost
-from bench.workload import flow_events, task_outcome, workload_from_json
+from bench.workload import Behaviour, workload_from_json
 
 
 @dataclass(frozen=True)
@@ -61,15 +60,10 @@ class LaunchSpec:
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"])
 
-    def task_model(self) -> Callable[[str], tuple[float, bool]]:
-        """The simulator's task model, so a task takes as long live as in simulation."""
-        spec = workload_from_json(self.workload)
-        return lambda task_id: task_outcome(spec, self.seed, task_id)
-
-    def flow_model(self) -> Callable[[str, float], list[tuple[float, str, str]]]:
-        """The simulator's flow model: the same tokens at the same offsets."""
-        spec = workload_from_json(self.workload)
-        return lambda task_id, duration: flow_events(spec, self.seed, task_id, duration)
+    def behaviour(self) -> Behaviour:
+        """The simulator's model of agents and people: a task takes as long live as in
+        simulation, streams the same tokens, and a person clicks at the same moment."""
+        return Behaviour(workload_from_json(self.workload), self.seed)
 
 
 def apply_op(host: LiveHost, op: dict[str, Any]) -> None:

@@ -13,23 +13,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.core.commands import Connect, Execute, Publish, SettleRequest, Subscribe
+from bench.core.commands import AskHuman, Connect, Execute, Publish, RunStep, SettleRequest, Subscribe
 from bench.core.config import NodeConfig
-from bench.core.inputs import (Connected, FlowEmitted, MessageReceived, PublishSettled,
-                               Started, Subscribed,
-                               TaskFinished, TimerFired, TimerId)
+from bench.core.inputs import (Connected, FlowEmitted, HumanDecided, MessageReceived,
+                               PublishSettled, Started, StepFinished, Subscribed, TaskFinished,
+                               TimerFired, TimerId)
 from bench.core.node import Node
 from bench.live.mqtt import MqttLink
 from bench.driver import NodeHost
 from bench.storage import restore
 from bench.storage.files import FileStore
+from bench.workload import Behaviour
 
 #: (node, kind, fields) -> None: where history events go.
 Sink = Callable[[str, str, dict[str, Any]], None]
-#: task id -> (duration_ms, ok)
-TaskModel = Callable[[str], tuple[float, bool]]
-#: (task id, duration_ms) -> [(offset_ms, kind, text)]: what the task's flow streams
-FlowModel = Callable[[str, float], list[tuple[float, str, str]]]
 PublishFilter = Callable[[str, bytes], bytes]
 
 
@@ -48,16 +45,15 @@ class Clock:
 
 class LiveHost(NodeHost):
     def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
-                 broker: tuple[str, int], sink: Sink, clock: Clock, task_model: TaskModel,
-                 flow_model: FlowModel = lambda task_id, duration: []) -> None:
+                 broker: tuple[str, int], sink: Sink, clock: Clock,
+                 behaviour: Behaviour) -> None:
         self.config = config
         self.node_class = node_class
         self.data_dir = data_dir
         self.broker = broker
         self.sink = sink
         self.clock = clock
-        self.task_model = task_model
-        self.flow_model = flow_model
+        self.behaviour = behaviour
         self.loop = asyncio.get_event_loop()
         self.node: Node | None = None
         self.store: FileStore | None = None
@@ -154,12 +150,12 @@ class LiveHost(NodeHost):
         self._timers[timer] = handle
 
     def execute(self, cmd: Execute) -> None:
-        duration_ms, ok = self.task_model(cmd.task_id)
+        duration_ms, ok = self.behaviour.task(cmd.task_id)
         epoch = self.epoch
         start = self.loop.time()
 
         async def work() -> None:
-            for offset, kind, text in self.flow_model(cmd.task_id, duration_ms):
+            for offset, kind, text in self.behaviour.flow(cmd.task_id, duration_ms):
                 await asyncio.sleep(max(0.0, start + offset / 1000 - self.loop.time()))
                 if epoch != self.epoch:
                     return
@@ -172,6 +168,33 @@ class LiveHost(NodeHost):
         task = self.loop.create_task(work())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def run_step(self, cmd: RunStep) -> None:
+        duration_ms, ok, ops = self.behaviour.step(cmd.instance_id, cmd.path, cmd.attempt)
+        self._after(duration_ms, lambda: StepFinished(self.clock.now_ms(), cmd.instance_id,
+                                                      cmd.path, cmd.attempt, ok, tuple(ops)))
+
+    def ask_human(self, cmd: AskHuman) -> None:
+        """The people watching the conversation here answer; if this process dies while
+        they think, their click goes nowhere (the restored gate store asks again)."""
+        for k, (delay, decision) in enumerate(self.behaviour.human(cmd.gate_id, cmd.ask)):
+            click = f"{cmd.gate_id}/ask{cmd.ask}/click{k + 1}"
+
+            def clicked(gate_id: str = cmd.gate_id, decision: str = decision,
+                        click: str = click) -> HumanDecided:
+                self.record("human_clicked", {"gateId": gate_id, "decision": decision,
+                                              "click": click})
+                return HumanDecided(self.clock.now_ms(), gate_id, decision, click)
+            self._after(delay, clicked)
+
+    def _after(self, delay_ms: float, make: Callable[[], Any]) -> None:
+        """Feed an input after a delay, unless the node died or restarted meanwhile."""
+        epoch = self.epoch
+
+        def fire() -> None:
+            if epoch == self.epoch:
+                self.feed(make())
+        self.loop.call_later(max(0.0, delay_ms / 1000), fire)
 
     # -- MQTT -----------------------------------------------------------------------------------
     def connect(self, cmd: Connect) -> None:

@@ -32,7 +32,7 @@ async def main() -> None:
         out.flush()
 
     host = LiveHost(spec.config, variant(spec.variant).node_class, spec.data_dir, spec.broker,
-                    sink, clock, spec.task_model(), spec.flow_model())
+                    sink, clock, spec.behaviour())
     host.boot()
     while True:
         line = await reader.readline()

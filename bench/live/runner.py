@@ -52,7 +52,7 @@ class InprocNode:
     async def start(self) -> None:
         self.host = LiveHost(self.spec.config, variant_by_name(self.spec.variant).node_class,
                              self.spec.data_dir, self.spec.broker, self.sink,
-                             Clock(self.spec.t0), self.spec.task_model(), self.spec.flow_model())
+                             Clock(self.spec.t0), self.spec.behaviour())
         self.host.boot()
 
     async def crash(self) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.core.commands import Connect, Execute, Publish, SettleRequest, Subscribe
+from bench.core.commands import AskHuman, Connect, Execute, Publish, RunStep, SettleRequest, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
                                TimerFired, TimerId)
@@ -116,6 +116,12 @@ class SimHost(NodeHost):
 
     def execute(self, cmd: Execute) -> None:
         self.cluster.on_execute(self, cmd)
+
+    def run_step(self, cmd: RunStep) -> None:
+        self.cluster.on_run_step(self, cmd)
+
+    def ask_human(self, cmd: AskHuman) -> None:
+        self.cluster.on_ask_human(self, cmd)
 
     def settle(self, cmd: SettleRequest) -> None:
         self.cluster.on_settle(self, cmd)

@@ -72,4 +72,6 @@ def restore(store: Store) -> Restored:
                     ledger=store.load_document(LEDGER_DOCUMENT),
                     tasks=store.records(Table.TASKS),
                     requests=store.records(Table.REQUESTS),
-                    streams=store.records(Table.STREAMS))
+                    streams=store.records(Table.STREAMS),
+                    instances=store.records(Table.INSTANCES),
+                    gates=store.records(Table.GATES))

@@ -15,6 +15,9 @@ from typing import Any, Union
 from bench.distribution import Distribution, fixed, rng_for
 from bench.topology import Role, Topology
 
+#: Simulated people at a gate: how long they think and how they click.
+HUMAN_KINDS = ("fast", "slow", "never", "double_click")
+
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
@@ -32,6 +35,27 @@ class WorkloadSpec:
     tabs_per_conversation: int = 0          # browser tabs watching each conversation, at home
     watched_fraction: float = 1.0           # share of conversations anybody watches
     tab_churn: bool = False                 # each tab drops and comes back once, mid-run
+    # process instances, copy-on-write context and human gates
+    process_fraction: float = 0.0           # share of requests that run as a process instance
+    gate_fraction: float = 0.0              # share of those with a human approval step
+    parallel_branches: int = 0              # branches of the parallel step (0: none)
+    subflow_fraction: float = 0.0           # share of processes with a sub-flow
+    step_duration_ms: Distribution = fixed(100.0)
+    step_failure_rate: float = 0.0          # per attempt; a failed attempt wrote a draft first
+    step_retries: int = 2                   # retries of a top-level work step (sub-flow: 0)
+    humans: tuple[tuple[str, float], ...] = (("fast", 1.0),)   # kind -> weight
+    reject_fraction: float = 0.0            # share of human decisions that reject
+    gate_timeout_ms: int = 20_000
+    gate_on_timeout: str = "reject"         # reject | fail
+
+    def __post_init__(self) -> None:
+        unknown = [k for k, _w in self.humans if k not in HUMAN_KINDS]
+        if unknown or not self.humans or any(w < 0 for _k, w in self.humans) \
+                or sum(w for _k, w in self.humans) <= 0:
+            raise ValueError(f"humans must weigh kinds from {list(HUMAN_KINDS)} with weights >= 0 "
+                             f"and a positive total, got {dict(self.humans)}")
+        if self.gate_on_timeout not in ("reject", "fail"):
+            raise ValueError(f"gate_on_timeout must be reject or fail, got {self.gate_on_timeout!r}")
 
     def to_json(self) -> dict[str, Any]:
         return {"rate_per_s": self.rate_per_s, "task_duration_ms": self.task_duration_ms.to_json(),
@@ -43,7 +67,14 @@ class WorkloadSpec:
                 "explicit_target_fraction": self.explicit_target_fraction,
                 "stream_events": self.stream_events, "thinking_fraction": self.thinking_fraction,
                 "tabs_per_conversation": self.tabs_per_conversation,
-                "watched_fraction": self.watched_fraction, "tab_churn": self.tab_churn}
+                "watched_fraction": self.watched_fraction, "tab_churn": self.tab_churn,
+                "process_fraction": self.process_fraction, "gate_fraction": self.gate_fraction,
+                "parallel_branches": self.parallel_branches,
+                "subflow_fraction": self.subflow_fraction,
+                "step_duration_ms": self.step_duration_ms.to_json(),
+                "step_failure_rate": self.step_failure_rate, "step_retries": self.step_retries,
+                "humans": dict(self.humans), "reject_fraction": self.reject_fraction,
+                "gate_timeout_ms": self.gate_timeout_ms, "gate_on_timeout": self.gate_on_timeout}
 
 
 def workload_from_json(d: dict[str, Any]) -> WorkloadSpec:
@@ -51,6 +82,8 @@ def workload_from_json(d: dict[str, Any]) -> WorkloadSpec:
     from bench.distribution import parse_distribution
     fields = dict(d)
     fields["task_duration_ms"] = parse_distribution(d["task_duration_ms"], "task_duration_ms")
+    fields["step_duration_ms"] = parse_distribution(d["step_duration_ms"], "step_duration_ms")
+    fields["humans"] = tuple(d["humans"].items())
     return WorkloadSpec(**fields)
 
 
@@ -124,12 +157,16 @@ def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) 
             elif draw < (spec.unknown_agent_fraction + spec.misaddressed_fraction
                          + spec.explicit_target_fraction):
                 target = home.id
+            payload: dict[str, Any] = {"ask": f"task {n} from {orch.id}"}
+            if spec.process_fraction > 0 and rng.random() < spec.process_fraction:
+                payload["process"] = process_definition(spec, rng, n)
+                payload["timeoutMs"] = spec.request_timeout_ms
             ops.append(RequestOp(
                 at_ms=round(t, 3), node_id=orch.id, request_id=f"{orch.id}-r{n}",
                 message_id=f"{orch.id}-m{n}", from_agent_id=orch.requester_agent,
                 to_agent_id=agent, conversation_id=f"{orch.id}-c{n % max(1, spec.conversations)}",
                 target_node_id=target, timeout_ms=spec.request_timeout_ms,
-                payload={"ask": f"task {n} from {orch.id}"}))
+                payload=payload))
         t, k = 0.0, 0
         while spec.group_event_rate_per_s > 0 and orch.scene_groups:
             t += rng.expovariate(spec.group_event_rate_per_s) * 1000.0
@@ -175,3 +212,88 @@ def flow_events(spec: WorkloadSpec, seed: int, task_id: str,
 def task_outcome(spec: WorkloadSpec, seed: int, task_id: str) -> tuple[float, bool]:
     rng = rng_for(seed, f"task/{task_id}")
     return spec.task_duration_ms.sample(rng), rng.random() >= spec.task_failure_rate
+
+
+def process_definition(spec: WorkloadSpec, rng: Any, n: int) -> list[dict[str, Any]]:
+    """The steps of one process instance: prepare, [parallel branches], [human gate],
+    [sub-flow], finish (merged with `replace`)."""
+    r = spec.step_retries
+    steps: list[dict[str, Any]] = [{"id": "prepare", "kind": "work", "retries": r}]
+    if spec.parallel_branches > 0:
+        steps.append({"id": "fan", "kind": "parallel", "merge": "deep",
+                      "branches": [{"id": f"b{k}", "kind": "work", "retries": r}
+                                   for k in range(1, spec.parallel_branches + 1)]})
+    if rng.random() < spec.gate_fraction:
+        steps.append({"id": "approve", "kind": "human", "prompt": f"approve task {n}?",
+                      "timeoutMs": spec.gate_timeout_ms, "onTimeout": spec.gate_on_timeout})
+    if rng.random() < spec.subflow_fraction:
+        steps.append({"id": "sub", "kind": "subflow", "merge": "deep",
+                      "steps": [{"id": "s1", "kind": "work"}, {"id": "s2", "kind": "work"}]})
+    steps.append({"id": "finish", "kind": "work", "retries": r, "merge": "replace"})
+    return steps
+
+
+def step_outcome(spec: WorkloadSpec, seed: int, instance_id: str, path: str,
+                 attempt: int) -> tuple[float, bool, list[dict[str, Any]]]:
+    """What one attempt of a step does, from the seed: how long it takes, whether it
+    succeeds, and what it writes to its working copy. A failing attempt writes a draft
+    first — exactly what copy-on-write must keep out of the instance's context. Every
+    value names its instance, so a value in another instance's context is a leak."""
+    rng = rng_for(seed, f"step/{instance_id}/{path}/{attempt}")
+    duration = spec.step_duration_ms.sample(rng)
+    ok = rng.random() >= spec.step_failure_rate
+    key = path.replace("/", ".")
+    if ok:
+        ops = [{"op": "set", "path": ["facts", key], "value": f"{instance_id}/{path}#{attempt}"},
+               {"op": "append", "path": ["log"], "value": f"{instance_id}/{path}"}]
+    else:
+        ops = [{"op": "set", "path": ["facts", f"{key}~draft"],
+                "value": f"{instance_id}/{path}#{attempt}/draft"},
+               {"op": "append", "path": ["log"], "value": f"{instance_id}/{path}#{attempt}/draft"}]
+    return duration, ok, ops
+
+
+def human_clicks(spec: WorkloadSpec, seed: int, gate_id: str, ask: int) -> list[tuple[float, str]]:
+    """How the person shown a gate answers: (delay ms, decision) per click. `never` does not
+    click; `double_click` clicks twice in quick succession (the second may differ)."""
+    rng = rng_for(seed, f"human/{gate_id}/{ask}")
+    total = sum(w for _k, w in spec.humans)
+    draw, kind = rng.random() * total, spec.humans[-1][0]
+    for k, w in spec.humans:
+        if draw < w:
+            kind = k
+            break
+        draw -= w
+    decision = "reject" if rng.random() < spec.reject_fraction else "approve"
+    if kind == "never":
+        return []
+    if kind == "slow":
+        return [(rng.uniform(3_000, 8_000), decision)]
+    first = rng.uniform(100, 600)
+    if kind == "fast":
+        return [(first, decision)]
+    other = decision if rng.random() < 0.5 else ("reject" if decision == "approve" else "approve")
+    return [(first, decision), (first + rng.uniform(20, 150), other)]
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What the simulated agents and people do, decided from the workload and the seed
+    alone — the one model every substrate's driver consults, so a task, a step or a
+    person behaves the same in simulation and live."""
+
+    spec: WorkloadSpec
+    seed: int
+
+    def task(self, task_id: str) -> tuple[float, bool]:
+        return task_outcome(self.spec, self.seed, task_id)
+
+    def flow(self, task_id: str, duration_ms: float) -> list[tuple[float, str, str]]:
+        return flow_events(self.spec, self.seed, task_id, duration_ms)
+
+    def step(self, instance_id: str, path: str,
+             attempt: int) -> tuple[float, bool, list[dict[str, Any]]]:
+        return step_outcome(self.spec, self.seed, instance_id, path, attempt)
+
+    def human(self, gate_id: str, ask: int) -> list[tuple[float, str]]:
+        return human_clicks(self.spec, self.seed, gate_id, ask)

@@ -1,0 +1,238 @@
+"""The gate store on the orchestrator (DESIGN §3, seed 002 §7): cross-node human gates.
+
+An executor's instance reaches a HUMAN step and sends GATE_OPEN to the conversation's
+home node. Here the gate is persisted OPEN and a person is asked (an AskHuman command;
+the workload's simulated humans answer with HumanDecided). The first decision — or the
+gate's timeout policy — moves it to DECIDED, persisted, and a GATE_DECISION goes to the
+node the directory resolves for the gate's agentId. Every later click is an explicit
+ALREADY_DECIDED. The decision is re-sent (a new message each time) until a GATE_ACK
+comes back, or recorded UNACKED after the last attempt. No I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from bench.core.commands import AskHuman, CancelTimer, PersistRecord, StartTimer, Table
+from bench.core.effects import Effects
+from bench.core.envelope import Envelope, Header, Json, MessageType
+from bench.core.fields import integer, optional_text, text
+from bench.core.inputs import TimerId, TimerKind
+from bench.core.outcome import EventKind
+from bench.core.process import GATE_DECISIONS, TIMEOUT_POLICIES, AckStatus
+
+
+class GateState(str, Enum):
+    OPEN = "OPEN"
+    DECIDED = "DECIDED"     # decision sent, no ACK yet
+    ACKED = "ACKED"
+    UNACKED = "UNACKED"     # gave up after the last attempt (explicit)
+
+
+@dataclass(frozen=True, slots=True)
+class GateConfig:
+    retry_ms: int = 2_000
+    max_attempts: int = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    gate_id: str
+    process_inst_id: str
+    activity_id: str
+    agent_id: str
+    requester_agent_id: str
+    conversation_id: str | None
+    executor_node_id: str | None
+    prompt: str
+    on_timeout: str
+    opened_ms: int
+    deadline_ms: int
+    state: GateState = GateState.OPEN
+    decision: str | None = None
+    decided_by: str | None = None
+    attempts: int = 0
+    asks: int = 0
+    ack: str | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        return {"gateId": self.gate_id, "processInstId": self.process_inst_id,
+                "activityId": self.activity_id, "agentId": self.agent_id,
+                "requesterAgentId": self.requester_agent_id,
+                "conversationId": self.conversation_id, "executorNodeId": self.executor_node_id,
+                "prompt": self.prompt, "onTimeout": self.on_timeout, "openedMs": self.opened_ms,
+                "deadlineMs": self.deadline_ms, "state": self.state.value,
+                "decision": self.decision, "decidedBy": self.decided_by,
+                "attempts": self.attempts, "asks": self.asks, "ack": self.ack}
+
+    @staticmethod
+    def from_json(raw: Json) -> Gate:
+        if not isinstance(raw, dict):
+            raise TypeError("gate record is not an object")
+        return Gate(text(raw, "gateId"), text(raw, "processInstId"), text(raw, "activityId"),
+                    text(raw, "agentId"), text(raw, "requesterAgentId"),
+                    optional_text(raw, "conversationId"), optional_text(raw, "executorNodeId"),
+                    text(raw, "prompt"), text(raw, "onTimeout"), integer(raw, "openedMs"),
+                    integer(raw, "deadlineMs"), GateState(text(raw, "state")),
+                    optional_text(raw, "decision"), optional_text(raw, "decidedBy"),
+                    integer(raw, "attempts"), integer(raw, "asks"), optional_text(raw, "ack"))
+
+
+def _expiry(gate_id: str) -> TimerId:
+    return TimerId(TimerKind.GATE_EXPIRY, gate_id)
+
+
+def _retry(gate_id: str) -> TimerId:
+    return TimerId(TimerKind.GATE_RETRY, gate_id)
+
+
+#: Sends an envelope through the node's outbox (explicit target only, or resolved).
+Send = Callable[[Effects, Envelope, bool], object]
+
+
+class Gates:
+    def __init__(self, node_id: str, config: GateConfig, send: Send,
+                 new_id: Callable[[], str]) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.send = send
+        self.new_id = new_id
+        self.gates: dict[str, Gate] = {}
+
+    def on_open(self, fx: Effects, env: Envelope) -> str | None:
+        p = env.payload
+        if not isinstance(p, dict):
+            return "GATE_OPEN payload is not an object"
+        gate_id, pi, activity, agent = (p.get("gateId"), p.get("processInstId"),
+                                        p.get("activityId"), p.get("agentId"))
+        timeout, policy = p.get("timeoutMs"), p.get("onTimeout")
+        if not (isinstance(gate_id, str) and isinstance(pi, str) and isinstance(activity, str)
+                and isinstance(agent, str) and isinstance(timeout, int) and timeout > 0
+                and policy in TIMEOUT_POLICIES):
+            return ("GATE_OPEN needs gateId, processInstId, activityId, agentId, timeoutMs > 0 "
+                    f"and onTimeout in {list(TIMEOUT_POLICIES)}")
+        known = self.gates.get(gate_id)
+        if known is not None:
+            fx.record(EventKind.GATE_OPEN_DUPLICATE, gateId=gate_id, state=known.state.value,
+                      messageId=env.message_id)
+            return None
+        gate = Gate(gate_id, pi, activity, agent, env.to_agent_id or "", env.conversation_id,
+                    env.header(Header.ORIGIN_NODE_ID), str(p.get("prompt", "")), str(policy),
+                    fx.now_ms, fx.now_ms + timeout)
+        fx.record(EventKind.GATE_OPENED, gateId=gate_id, processInstId=pi, activityId=activity,
+                  agentId=agent, executorNodeId=gate.executor_node_id,
+                  conversationId=env.conversation_id, deadlineMs=gate.deadline_ms,
+                  onTimeout=gate.on_timeout, messageId=env.message_id)
+        fx.add(StartTimer(_expiry(gate_id), gate.deadline_ms))
+        self._ask(fx, gate)
+        return None
+
+    def _ask(self, fx: Effects, gate: Gate) -> None:
+        gate = replace(gate, asks=gate.asks + 1)
+        self._store(fx, gate)
+        fx.record(EventKind.HUMAN_ASKED, gateId=gate.gate_id, ask=gate.asks,
+                  conversationId=gate.conversation_id)
+        fx.add(AskHuman(gate.gate_id, gate.conversation_id, gate.prompt, gate.asks))
+
+    def on_human(self, fx: Effects, gate_id: str, decision: str, click: str) -> None:
+        gate = self.gates.get(gate_id)
+        if gate is None or decision not in ("approve", "reject"):
+            fx.record(EventKind.GATE_CLICK_REJECTED, gateId=gate_id, click=click,
+                      decision=decision,
+                      reason="unknown gate" if gate is None else "decision must be approve|reject")
+            return
+        if gate.state is not GateState.OPEN:
+            fx.record(EventKind.GATE_ALREADY_DECIDED, gateId=gate_id, click=click,
+                      decision=decision, state=gate.state.value, decided=gate.decision)
+            return
+        self._decide(fx, gate, decision, "human", click)
+
+    def on_expiry(self, fx: Effects, gate_id: str) -> None:
+        gate = self.gates.get(gate_id)
+        if gate is None or gate.state is not GateState.OPEN:
+            return
+        decision = "reject" if gate.on_timeout == "reject" else "expired"
+        fx.record(EventKind.GATE_EXPIRED, gateId=gate_id, policy=gate.on_timeout,
+                  decision=decision)
+        self._decide(fx, gate, decision, "timeout", None)
+
+    def _decide(self, fx: Effects, gate: Gate, decision: str, by: str, click: str | None) -> None:
+        assert decision in GATE_DECISIONS
+        fx.add(CancelTimer(_expiry(gate.gate_id)))
+        gate = replace(gate, state=GateState.DECIDED, decision=decision, decided_by=by)
+        fx.record(EventKind.GATE_DECIDED, gateId=gate.gate_id, decision=decision, decidedBy=by,
+                  click=click, processInstId=gate.process_inst_id,
+                  thinkMs=fx.now_ms - gate.opened_ms)
+        self._send_decision(fx, gate)
+
+    def _send_decision(self, fx: Effects, gate: Gate) -> None:
+        gate = replace(gate, attempts=gate.attempts + 1)
+        self._store(fx, gate)   # persisted before the decision leaves (write-ahead)
+        env = Envelope(self.new_id(), MessageType.GATE_DECISION, gate.requester_agent_id,
+                       fx.now_ms, to_agent_id=gate.agent_id,   # routed by the gate's agentId
+                       conversation_id=gate.conversation_id,
+                       payload={"gateId": gate.gate_id, "processInstId": gate.process_inst_id,
+                                "activityId": gate.activity_id, "decision": gate.decision,
+                                "decidedBy": gate.decided_by})
+        fx.record(EventKind.GATE_DECISION_SENT, gateId=gate.gate_id, messageId=env.message_id,
+                  attempt=gate.attempts, decision=gate.decision, agentId=gate.agent_id)
+        fx.add(StartTimer(_retry(gate.gate_id), fx.now_ms + self.config.retry_ms * gate.attempts))
+        self.send(fx, env, False)
+
+    def on_retry(self, fx: Effects, gate_id: str) -> None:
+        gate = self.gates.get(gate_id)
+        if gate is None or gate.state is not GateState.DECIDED:
+            return
+        if gate.attempts >= self.config.max_attempts:
+            gate = replace(gate, state=GateState.UNACKED)
+            self._store(fx, gate)
+            fx.record(EventKind.GATE_UNACKED, gateId=gate_id, attempts=gate.attempts,
+                      reason="no GATE_ACK after the last attempt")
+            return
+        self._send_decision(fx, gate)
+
+    def on_ack(self, fx: Effects, env: Envelope) -> str | None:
+        p = env.payload
+        if not isinstance(p, dict):
+            return "GATE_ACK payload is not an object"
+        gate_id, status = p.get("gateId"), p.get("status")
+        if not isinstance(gate_id, str) or status not in [s.value for s in AckStatus]:
+            return f"GATE_ACK needs gateId and a status in {[s.value for s in AckStatus]}"
+        gate = self.gates.get(gate_id)
+        negative = status in (AckStatus.UNKNOWN_INSTANCE.value, AckStatus.NOT_WAITING.value)
+        if gate is None or gate.state is not GateState.DECIDED:
+            fx.record(EventKind.GATE_ACKED, gateId=gate_id, status=status, negative=negative,
+                      duplicate=True, messageId=env.message_id)
+            return None
+        fx.add(CancelTimer(_retry(gate_id)))
+        self._store(fx, replace(gate, state=GateState.ACKED, ack=str(status)))
+        fx.record(EventKind.GATE_ACKED, gateId=gate_id, status=status, negative=negative,
+                  duplicate=False, messageId=env.message_id, attempts=gate.attempts)
+        return None
+
+    def _store(self, fx: Effects, gate: Gate) -> None:
+        self.gates[gate.gate_id] = gate
+        fx.add(PersistRecord(Table.GATES, gate.gate_id, gate.to_json()))
+
+    def restore(self, fx: Effects, records: dict[str, Json]) -> None:
+        """After a restart: an OPEN gate is asked again (the person's browser was talking to
+        the process that died) and keeps its deadline; a DECIDED one is re-sent now."""
+        for key, raw in sorted(records.items()):
+            try:
+                gate = Gate.from_json(raw)
+            except (KeyError, TypeError, ValueError) as exc:
+                fx.record(EventKind.WARNING, what="gate record unreadable", gateId=key,
+                          reason=str(exc)[:200])
+                continue
+            self.gates[gate.gate_id] = gate
+            if gate.state is GateState.OPEN:
+                fx.add(StartTimer(_expiry(gate.gate_id), gate.deadline_ms))
+                self._ask(fx, gate)
+            elif gate.state is GateState.DECIDED:
+                fx.add(StartTimer(_retry(gate.gate_id), fx.now_ms))
+        if records:
+            fx.record(EventKind.GATES_RESTORED, gates=len(self.gates),
+                      open=sum(g.state is GateState.OPEN for g in self.gates.values()),
+                      decided=sum(g.state is GateState.DECIDED for g in self.gates.values()))

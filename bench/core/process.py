@@ -1,0 +1,553 @@
+"""Process instances on an executor (seed 000 §5, seed 004, DESIGN §3): a task whose
+request carries a `process` definition runs as an instance of steps.
+
+Steps: `work` (the agent does something; retried from its pre-attempt snapshot),
+`parallel` (branches, each from the same parent snapshot, merged in branch order),
+`subflow` (inner work steps on a child context; a failed sub-flow fails its parent) and
+`human` (a cross-node gate: the instance goes PAUSED, its snapshot is persisted with
+status PAUSED, then GATE_OPEN goes to the conversation's home node). A decision resumes
+exactly the instance it names, exactly once, rehydrating it from its snapshot when a
+restart took it out of memory. No I/O: a step's work is a RunStep command answered by
+StepFinished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import cast
+
+from bench.core.commands import PersistRecord, RunStep, Table
+from bench.core.context import (ContextError, Merge, Op, Snapshot, apply_ops, deep_copy,
+                                digest, merge)
+from bench.core.effects import Effects
+from bench.core.envelope import Envelope, Header, Json, MessageType
+from bench.core.outcome import EventKind
+
+GATE_DECISIONS = ("approve", "reject", "expired")
+TIMEOUT_POLICIES = ("reject", "fail")
+
+
+class InstanceStatus(str, Enum):
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
+TERMINAL = frozenset({InstanceStatus.COMPLETED, InstanceStatus.FAILED})
+
+
+class AckStatus(str, Enum):
+    """What an executor answers to a GATE_DECISION. Only RESUMED resumed something."""
+
+    RESUMED = "RESUMED"
+    ALREADY_DECIDED = "ALREADY_DECIDED"       # this gate was resumed before (a retry, a click)
+    UNKNOWN_INSTANCE = "UNKNOWN_INSTANCE"     # negative: no such instance, in memory or on disk
+    NOT_WAITING = "NOT_WAITING"               # negative: the instance is not paused at that gate
+
+
+@dataclass(frozen=True, slots=True)
+class StepDef:
+    id: str
+    kind: str                       # work | parallel | subflow | human
+    retries: int = 0
+    merge: Merge = Merge.DEEP
+    inner: tuple[StepDef, ...] = ()   # parallel branches or sub-flow steps
+    prompt: str = ""
+    timeout_ms: int = 60_000
+    on_timeout: str = "reject"
+
+
+def parse_steps(raw: Json, where: str = "process", top: bool = True) -> tuple[StepDef, ...]:
+    """A process definition from a request payload; raises ValueError naming the key."""
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{where} must be a non-empty list of steps")
+    steps: list[StepDef] = []
+    for i, s in enumerate(raw):
+        at = f"{where}[{i}]"
+        if not isinstance(s, dict):
+            raise ValueError(f"{at} must be an object")
+        sid, kind = s.get("id"), s.get("kind")
+        if not isinstance(sid, str) or not sid or "/" in sid or ":" in sid:
+            raise ValueError(f"{at}.id must be a non-empty string without '/' or ':'")
+        retries = s.get("retries", 0)
+        if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 10:
+            raise ValueError(f"{at}.retries must be an integer in 0..10")
+        try:
+            op = Merge(s.get("merge", "deep"))
+        except ValueError:
+            raise ValueError(f"{at}.merge must be one of {[m.value for m in Merge]}") from None
+        if kind == "work":
+            steps.append(StepDef(sid, "work", retries, op))
+        elif kind in ("parallel", "subflow") and top:
+            key = "branches" if kind == "parallel" else "steps"
+            inner = parse_steps(s.get(key), f"{at}.{key}", top=False)
+            if kind == "parallel" and op is not Merge.DEEP:
+                raise ValueError(f"{at}.merge must be 'deep' for parallel branches")
+            steps.append(StepDef(sid, kind, 0, op, inner))
+        elif kind == "human" and top:
+            timeout, policy = s.get("timeoutMs", 60_000), s.get("onTimeout", "reject")
+            if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0:
+                raise ValueError(f"{at}.timeoutMs must be a positive integer")
+            if policy not in TIMEOUT_POLICIES:
+                raise ValueError(f"{at}.onTimeout must be one of {list(TIMEOUT_POLICIES)}")
+            steps.append(StepDef(sid, "human", 0, op, prompt=str(s.get("prompt", "")),
+                                 timeout_ms=timeout, on_timeout=policy))
+        else:
+            allowed = "work, parallel, subflow, human" if top else "work"
+            raise ValueError(f"{at}.kind must be one of {allowed}, got {kind!r}")
+    if len({s.id for s in steps}) != len(steps):
+        raise ValueError(f"{where}: step ids must be unique")
+    return tuple(steps)
+
+
+@dataclass
+class _Attempt:
+    scope: str                 # "main" or the sub-flow's step id
+    step: StepDef
+    number: int
+    snapshot: Snapshot         # the pre-attempt snapshot: every retry starts from it
+    work: Json                 # the working copy this attempt may change
+    ops: list[Op] = field(default_factory=list)   # what it wrote, once finished
+
+
+@dataclass
+class _Sub:
+    """A running sub-flow: a child context forked from the parent's current version."""
+
+    step: StepDef
+    base: Json
+    context: Json
+    version: int = 0
+    snapshot_id: str = ""
+    pc: int = 0
+    ops: list[Op] = field(default_factory=list)   # what its successful steps wrote
+
+
+@dataclass
+class Instance:
+    instance_id: str
+    task_id: str
+    agent_id: str
+    conversation_id: str | None
+    home_node_id: str | None
+    requester_agent_id: str
+    definition: Json
+    steps: tuple[StepDef, ...]
+    context: Json
+    status: InstanceStatus = InstanceStatus.RUNNING
+    version: int = 0
+    snapshot_id: str = ""
+    pc: int = 0
+    gate_id: str | None = None
+    decided_gates: list[str] = field(default_factory=list)
+    sub: _Sub | None = None
+    running: dict[str, _Attempt] = field(default_factory=dict)   # path -> attempt
+    branches_done: dict[str, _Attempt] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Json]:
+        """The persisted snapshot: enough to rehydrate a PAUSED instance in a new process."""
+        return {"processInstId": self.instance_id, "taskId": self.task_id,
+                "agentId": self.agent_id, "conversationId": self.conversation_id,
+                "homeNodeId": self.home_node_id, "requesterAgentId": self.requester_agent_id,
+                "definition": self.definition, "status": self.status.value,
+                "context": deep_copy(self.context), "version": self.version,
+                "snapshotId": self.snapshot_id, "pc": self.pc, "gateId": self.gate_id,
+                "decidedGates": list(self.decided_gates)}
+
+    @staticmethod
+    def from_json(raw: Json) -> Instance:
+        """Raises KeyError/TypeError/ValueError on a damaged snapshot."""
+        if not isinstance(raw, dict):
+            raise TypeError("instance snapshot is not an object")
+        decided = raw.get("decidedGates", [])
+        if not isinstance(decided, list):
+            raise TypeError("decidedGates must be a list")
+        gate, pc, version = raw.get("gateId"), raw["pc"], raw["version"]
+        if not isinstance(pc, int) or not isinstance(version, int):
+            raise TypeError("pc and version must be integers")
+        return Instance(
+            str(raw["processInstId"]), str(raw["taskId"]), str(raw["agentId"]),
+            cast("str | None", raw.get("conversationId")), cast("str | None", raw.get("homeNodeId")),
+            str(raw["requesterAgentId"]), raw["definition"], parse_steps(raw["definition"]),
+            deep_copy(raw["context"]), InstanceStatus(raw["status"]), version,
+            str(raw.get("snapshotId", "")), pc, gate if isinstance(gate, str) else None,
+            [str(g) for g in decided])
+
+
+#: How an instance's end reaches the task service: (fx, task id, ok, result, error).
+Finish = Callable[[Effects, str, bool, Json, "str | None"], None]
+#: Sends an envelope through the node's outbox.
+Send = Callable[[Effects, Envelope, bool], object]
+
+
+#: What every instance's runtime context starts as: the mutable parts (004 §二.3).
+TEMPLATE: dict[str, Json] = {"facts": {}, "log": [], "gates": {}}
+
+
+class ProcessEngine:
+    """Runs the process instances of one executor node."""
+
+    def __init__(self, node_id: str, send: Send, finish: Finish,
+                 new_id: Callable[[], str]) -> None:
+        self.node_id = node_id
+        self.send = send
+        self.finish = finish
+        self.new_id = new_id
+        self.instances: dict[str, Instance] = {}
+        self.dormant: dict[str, Json] = {}        # snapshots read at start, not yet rehydrated
+
+    # -- variants override these seams -------------------------------------------------------
+    def copy_context(self, data: Json) -> Json:
+        """A working copy or snapshot of a context: deep, sharing nothing."""
+        return deep_copy(data)
+
+    def fresh_context(self, task_input: Json) -> Json:
+        """The template's mutable parts (copied like any snapshot) and the read-only input."""
+        context = self.copy_context(TEMPLATE)
+        assert isinstance(context, dict)
+        context["input"] = deep_copy(task_input)
+        return context
+
+    def pause(self, fx: Effects, inst: Instance, gate_id: str) -> None:
+        """Set PAUSED, then persist: the snapshot must say PAUSED (000 §5.6 #17)."""
+        inst.status = InstanceStatus.PAUSED
+        inst.gate_id = gate_id
+        self.persist(fx, inst, "pause")
+
+    def instance_for_decision(self, fx: Effects, process_inst_id: str,
+                              agent_id: str | None) -> Instance | None:
+        """The instance a decision names: in memory, or rehydrated from its snapshot."""
+        inst = self.instances.get(process_inst_id)
+        return inst if inst is not None else self.rehydrate(fx, process_inst_id)
+
+    def gate_matches(self, inst: Instance, gate_id: str) -> bool:
+        return inst.gate_id == gate_id
+
+    def rehydrate(self, fx: Effects, process_inst_id: str) -> Instance | None:
+        raw = self.dormant.pop(process_inst_id, None)
+        if raw is None:
+            return None
+        try:
+            inst = Instance.from_json(raw)
+        except (KeyError, TypeError, ValueError) as exc:
+            fx.record(EventKind.WARNING, what="instance snapshot unreadable",
+                      processInstId=process_inst_id, reason=str(exc)[:200])
+            return None
+        self.instances[inst.instance_id] = inst
+        fx.record(EventKind.INSTANCE_REHYDRATED, processInstId=inst.instance_id,
+                  taskId=inst.task_id, status=inst.status.value, version=inst.version,
+                  gateId=inst.gate_id, digest=digest(inst.context))
+        return inst
+
+    def on_subflow_failed(self, fx: Effects, inst: Instance, sub: _Sub, why: str) -> None:
+        """A failed sub-flow fails its parent: its child context is discarded."""
+        fx.record(EventKind.SUBFLOW_FINISHED, processInstId=inst.instance_id, step=sub.step.id,
+                  ok=False, reason=why)
+        inst.sub = None
+        self._end(fx, inst, InstanceStatus.FAILED, f"sub-flow {sub.step.id} failed: {why}")
+
+    # -- start --------------------------------------------------------------------------------
+    def start(self, fx: Effects, task_id: str, agent_id: str, conversation_id: str | None,
+              home_node_id: str | None, requester_agent_id: str, payload: Json) -> None:
+        definition = payload.get("process") if isinstance(payload, dict) else None
+        task_input = payload.get("ask") if isinstance(payload, dict) else None
+        try:
+            steps = parse_steps(definition)
+        except ValueError as exc:
+            fx.record(EventKind.WARNING, what="bad process definition", taskId=task_id,
+                      reason=str(exc))
+            self.finish(fx, task_id, False, None, f"bad process definition: {exc}")
+            return
+        inst = Instance(f"pi-{task_id}", task_id, agent_id, conversation_id, home_node_id,
+                        requester_agent_id, definition, steps, self.fresh_context(task_input))
+        inst.snapshot_id = f"{inst.instance_id}:main:v0"
+        self.instances[inst.instance_id] = inst
+        fx.record(EventKind.INSTANCE_STARTED, processInstId=inst.instance_id, taskId=task_id,
+                  agentId=agent_id, definition=definition, version=0,
+                  context=deep_copy(inst.context), digest=digest(inst.context))
+        self.persist(fx, inst, "start")
+        self._advance(fx, inst)
+
+    # -- driving --------------------------------------------------------------------------------
+    def _advance(self, fx: Effects, inst: Instance) -> None:
+        if inst.status is not InstanceStatus.RUNNING or inst.running:
+            return
+        if inst.sub is not None:
+            self._advance_sub(fx, inst, inst.sub)
+            return
+        if inst.pc >= len(inst.steps):
+            self._end(fx, inst, InstanceStatus.COMPLETED, None)
+            return
+        step = inst.steps[inst.pc]
+        if step.kind == "work":
+            self._start_attempt(fx, inst, "main", step.id, step, 1, self._snapshot(inst, "main"))
+        elif step.kind == "parallel":
+            snap = self._snapshot(inst, "main")   # every branch from the same parent snapshot
+            for b in step.inner:
+                self._start_attempt(fx, inst, "main", f"{step.id}/{b.id}", b, 1, snap)
+        elif step.kind == "subflow":
+            sub = _Sub(step, self.copy_context(inst.context), self.copy_context(inst.context))
+            sub.snapshot_id = f"{inst.instance_id}:{step.id}:v0"
+            inst.sub = sub
+            fx.record(EventKind.CONTEXT_FORKED, processInstId=inst.instance_id, scope=step.id,
+                      parentSnapshotId=inst.snapshot_id, parentVersion=inst.version,
+                      snapshotId=sub.snapshot_id, digest=digest(sub.context))
+            self._advance_sub(fx, inst, sub)
+        else:
+            self._open_gate(fx, inst, step)
+
+    def _advance_sub(self, fx: Effects, inst: Instance, sub: _Sub) -> None:
+        if sub.pc < len(sub.step.inner):
+            inner = sub.step.inner[sub.pc]
+            self._start_attempt(fx, inst, sub.step.id, f"{sub.step.id}/{inner.id}", inner, 1,
+                                self._snapshot(inst, sub.step.id))
+            return
+        fx.record(EventKind.SUBFLOW_FINISHED, processInstId=inst.instance_id, step=sub.step.id,
+                  ok=True, reason=None)
+        inst.sub = None
+        self._merge(fx, inst, "main", sub.step.id, 1, sub.step.merge, sub.base, sub.context, sub.ops)
+        inst.pc += 1
+        self._advance(fx, inst)
+
+    def _snapshot(self, inst: Instance, scope: str) -> Snapshot:
+        if scope == "main":
+            return Snapshot(inst.snapshot_id, inst.version, None, self.copy_context(inst.context))
+        sub = inst.sub
+        assert sub is not None
+        return Snapshot(sub.snapshot_id, sub.version, inst.snapshot_id,
+                        self.copy_context(sub.context))
+
+    def _start_attempt(self, fx: Effects, inst: Instance, scope: str, path: str, step: StepDef,
+                       number: int, snap: Snapshot) -> None:
+        work = self.copy_context(snap.data)
+        inst.running[path] = _Attempt(scope, step, number, snap, work)
+        fx.record(EventKind.STEP_STARTED, processInstId=inst.instance_id, taskId=inst.task_id,
+                  scope=scope, path=path, attempt=number, retries=step.retries,
+                  snapshotId=snap.snapshot_id, parentSnapshotId=snap.parent_id,
+                  baseVersion=snap.version, baseDigest=digest(work))
+        fx.add(RunStep(inst.instance_id, inst.task_id, path, number, inst.agent_id))
+
+    def on_step_finished(self, fx: Effects, instance_id: str, path: str, number: int, ok: bool,
+                         ops: list[Op]) -> None:
+        inst = self.instances.get(instance_id)
+        attempt = inst.running.get(path) if inst is not None else None
+        if inst is None or attempt is None or attempt.number != number:
+            fx.record(EventKind.STEP_LATE, processInstId=instance_id, path=path, attempt=number,
+                      ok=ok, reason="no such running attempt")
+            return
+        del inst.running[path]
+        attempt.ops = ops
+        error = None
+        try:
+            apply_ops(attempt.work, ops)   # the step wrote to its copy, then succeeded or not
+        except ContextError as exc:
+            ok, error = False, str(exc)
+        fx.record(EventKind.STEP_FINISHED, processInstId=instance_id, scope=attempt.scope,
+                  path=path, attempt=number, ok=ok, ops=deep_copy(cast(Json, ops)),
+                  error=error)
+        if inst.status is not InstanceStatus.RUNNING:
+            return   # a sibling branch already failed the instance
+        if not ok:
+            self._failed_attempt(fx, inst, path, attempt)
+            return
+        if "/" in path and attempt.scope == "main":   # a parallel branch
+            inst.branches_done[path] = attempt
+            if inst.running:
+                return
+            step = inst.steps[inst.pc]
+            for b in step.inner:   # merge in branch order, whatever order they finished in
+                done = inst.branches_done.pop(f"{step.id}/{b.id}")
+                self._merge(fx, inst, "main", f"{step.id}/{b.id}", done.number, step.merge,
+                            done.snapshot.data, done.work, done.ops)
+            inst.pc += 1
+        elif attempt.scope == "main":
+            self._merge(fx, inst, "main", path, number, attempt.step.merge,
+                        attempt.snapshot.data, attempt.work, ops)
+            inst.pc += 1
+        else:
+            sub = inst.sub
+            assert sub is not None
+            self._merge(fx, inst, sub.step.id, path, number, attempt.step.merge,
+                        attempt.snapshot.data, attempt.work, ops)
+            sub.ops.extend(ops)
+            sub.pc += 1
+        self._advance(fx, inst)
+
+    def _failed_attempt(self, fx: Effects, inst: Instance, path: str, attempt: _Attempt) -> None:
+        fx.record(EventKind.ATTEMPT_DISCARDED, processInstId=inst.instance_id, path=path,
+                  attempt=attempt.number, snapshotId=attempt.snapshot.snapshot_id)
+        if attempt.number <= attempt.step.retries:   # retry from the pre-attempt snapshot
+            self._start_attempt(fx, inst, attempt.scope, path, attempt.step, attempt.number + 1,
+                                attempt.snapshot)
+            return
+        why = f"step {path} failed after {attempt.number} attempt(s)"
+        inst.running.clear()
+        inst.branches_done.clear()
+        if attempt.scope != "main" and inst.sub is not None:
+            self.on_subflow_failed(fx, inst, inst.sub, why)
+            if inst.status is InstanceStatus.RUNNING:   # a variant carried on
+                self._advance(fx, inst)
+            return
+        self._end(fx, inst, InstanceStatus.FAILED, why)
+
+    def _merge(self, fx: Effects, inst: Instance, scope: str, path: str, attempt: int,
+               operator: Merge, base: Json, result: Json, ops: list[Op]) -> None:
+        if scope == "main":
+            before = inst.version
+            inst.context = merge(inst.context, base, result, operator)
+            inst.version += 1
+            inst.snapshot_id = f"{inst.instance_id}:main:v{inst.version}"
+            context, version = inst.context, inst.version
+        else:
+            sub = inst.sub
+            assert sub is not None
+            before = sub.version
+            sub.context = merge(sub.context, base, result, operator)
+            sub.version += 1
+            sub.snapshot_id = f"{inst.instance_id}:{scope}:v{sub.version}"
+            context, version = sub.context, sub.version
+        fx.record(EventKind.CONTEXT_MERGED, processInstId=inst.instance_id, scope=scope,
+                  path=path, attempt=attempt, operator=operator.value, fromVersion=before,
+                  version=version, ops=deep_copy(cast(Json, ops)),
+                  context=deep_copy(context), digest=digest(context))
+        if scope == "main":
+            self.persist(fx, inst, "checkpoint")
+
+    def _end(self, fx: Effects, inst: Instance, status: InstanceStatus, error: str | None) -> None:
+        previous = inst.status
+        inst.status = status
+        inst.running.clear()
+        self.persist(fx, inst, "end")
+        fx.record(EventKind.INSTANCE_STATE, processInstId=inst.instance_id, taskId=inst.task_id,
+                  status=status.value, previous=previous.value, reason=error,
+                  version=inst.version)
+        ok = status is InstanceStatus.COMPLETED
+        self.finish(fx, inst.task_id, ok,
+                    {"context": deep_copy(inst.context), "version": inst.version} if ok else None,
+                    error)
+
+    def persist(self, fx: Effects, inst: Instance, reason: str) -> None:
+        snap = inst.to_json()
+        fx.add(PersistRecord(Table.INSTANCES, inst.instance_id, snap))
+        fx.record(EventKind.INSTANCE_PERSISTED, processInstId=inst.instance_id,
+                  status=cast(str, snap["status"]), version=inst.version, reason=reason,
+                  gateId=inst.gate_id)
+
+    # -- gates (executor side) -------------------------------------------------------------------
+    def _open_gate(self, fx: Effects, inst: Instance, step: StepDef) -> None:
+        gate_id = f"{inst.instance_id}:{step.id}"
+        if inst.home_node_id is None:
+            self._end(fx, inst, InstanceStatus.FAILED,
+                      f"human step {step.id}: the request named no home node to ask")
+            return
+        self.pause(fx, inst, gate_id)
+        fx.record(EventKind.INSTANCE_STATE, processInstId=inst.instance_id, taskId=inst.task_id,
+                  status=inst.status.value, previous=InstanceStatus.RUNNING.value,
+                  reason=f"waiting at gate {gate_id}", version=inst.version)
+        env = Envelope(self.new_id(), MessageType.GATE_OPEN, inst.agent_id, fx.now_ms,
+                       to_agent_id=inst.requester_agent_id, target_node_id=inst.home_node_id,
+                       conversation_id=inst.conversation_id,
+                       payload={"gateId": gate_id, "processInstId": inst.instance_id,
+                                "activityId": step.id, "agentId": inst.agent_id,
+                                "taskId": inst.task_id, "prompt": step.prompt,
+                                "timeoutMs": step.timeout_ms, "onTimeout": step.on_timeout})
+        fx.record(EventKind.GATE_OPEN_SENT, gateId=gate_id, processInstId=inst.instance_id,
+                  activityId=step.id, agentId=inst.agent_id, homeNodeId=inst.home_node_id,
+                  messageId=env.message_id)
+        self.send(fx, env, True)
+
+    def on_decision(self, fx: Effects, env: Envelope) -> str | None:
+        """A GATE_DECISION: resume exactly the named instance, exactly once; always ACK."""
+        p = env.payload
+        if not isinstance(p, dict):
+            return "GATE_DECISION payload is not an object"
+        gate_id, pi, decision = p.get("gateId"), p.get("processInstId"), p.get("decision")
+        if not (isinstance(gate_id, str) and isinstance(pi, str) and decision in GATE_DECISIONS):
+            return (f"GATE_DECISION needs gateId, processInstId and a decision in "
+                    f"{list(GATE_DECISIONS)}")
+        inst = self.instance_for_decision(fx, pi, env.to_agent_id)
+        if inst is None:
+            status = AckStatus.UNKNOWN_INSTANCE
+        elif gate_id in inst.decided_gates:
+            status = AckStatus.ALREADY_DECIDED
+        elif inst.status is not InstanceStatus.PAUSED or not self.gate_matches(inst, gate_id):
+            status = AckStatus.NOT_WAITING
+        else:
+            status = AckStatus.RESUMED
+        fx.record(EventKind.GATE_DECISION_RECEIVED, gateId=gate_id, processInstId=pi,
+                  decision=decision, status=status.value, messageId=env.message_id,
+                  instanceStatus=inst.status.value if inst else None)
+        self._ack(fx, env, gate_id, pi, status)
+        if inst is not None and status is AckStatus.RESUMED:
+            self._resume(fx, inst, gate_id, str(decision))
+        return None
+
+    def _ack(self, fx: Effects, env: Envelope, gate_id: str, pi: str, status: AckStatus) -> None:
+        ack = Envelope(self.new_id(), MessageType.GATE_ACK, env.to_agent_id or "", fx.now_ms,
+                       to_agent_id=env.from_agent_id,
+                       target_node_id=env.header(Header.ORIGIN_NODE_ID),
+                       conversation_id=env.conversation_id,
+                       payload={"gateId": gate_id, "processInstId": pi, "status": status.value})
+        self.send(fx, ack, True)
+
+    def _resume(self, fx: Effects, inst: Instance, gate_id: str, decision: str) -> None:
+        step = inst.steps[inst.pc]
+        fx.record(EventKind.GATE_RESUMED, gateId=gate_id, processInstId=inst.instance_id,
+                  instanceGate=inst.gate_id, decision=decision, taskId=inst.task_id)
+        inst.decided_gates.append(gate_id)
+        if inst.gate_id is not None and inst.gate_id != gate_id:
+            inst.decided_gates.append(inst.gate_id)
+        inst.gate_id = None
+        inst.status = InstanceStatus.RUNNING
+        ops: list[Op] = [{"op": "set", "path": ["gates", step.id], "value": decision}]
+        result = self.copy_context(inst.context)
+        apply_ops(result, ops)
+        self._merge(fx, inst, "main", step.id, 1, Merge.DEEP, deep_copy(inst.context), result, ops)
+        if decision == "approve":
+            inst.pc += 1
+            self._advance(fx, inst)
+        else:
+            self._end(fx, inst, InstanceStatus.FAILED, f"gate {gate_id}: {decision}")
+
+    # -- restart -----------------------------------------------------------------------------------
+    def restore(self, fx: Effects, records: dict[str, Json]) -> set[str]:
+        """Read the instance snapshots back. PAUSED ones wait (dormant) for their decision and
+        keep their task alive; one found RUNNING was interrupted mid-step and ends FAILED.
+        Returns the task ids that stay alive."""
+        waiting: set[str] = set()
+        for key, raw in sorted(records.items()):
+            if not isinstance(raw, dict):
+                fx.record(EventKind.WARNING, what="instance snapshot unreadable",
+                          processInstId=key, reason="not an object")
+                continue
+            status = raw.get("status")
+            if status == InstanceStatus.RUNNING.value:
+                raw = {**raw, "status": InstanceStatus.FAILED.value}
+                fx.add(PersistRecord(Table.INSTANCES, key, raw))
+                fx.record(EventKind.INSTANCE_STATE, processInstId=key, taskId=raw.get("taskId"),
+                          status=InstanceStatus.FAILED.value,
+                          previous=InstanceStatus.RUNNING.value,
+                          reason="interrupted: the node restarted mid-step",
+                          version=raw.get("version"))
+            elif status == InstanceStatus.PAUSED.value and isinstance(raw.get("taskId"), str):
+                waiting.add(cast(str, raw["taskId"]))
+            self.dormant[key] = raw
+        if records:
+            fx.record(EventKind.INSTANCES_RESTORED, snapshots=len(records), paused=len(waiting))
+        return waiting
+
+    def on_task_gone(self, fx: Effects, task_id: str, why: str) -> None:
+        """The task ended from outside (watchdog): its instance ends with it."""
+        inst = self.instances.get(f"pi-{task_id}")
+        if inst is not None and inst.status not in TERMINAL:
+            previous = inst.status
+            inst.status = InstanceStatus.FAILED
+            inst.running.clear()
+            self.persist(fx, inst, "end")
+            fx.record(EventKind.INSTANCE_STATE, processInstId=inst.instance_id, taskId=task_id,
+                      status=inst.status.value, previous=previous.value, reason=why,
+                      version=inst.version)
+
