@@ -235,6 +235,13 @@ def _print_result(result: "RunResult", as_json: bool) -> None:
         print(f"  relay: {relay['frames']} frames, {relay['deliveries']} deliveries, "
               f"{relay['gaps']} gaps; event latency ms p50 {el['p50']:.1f} p99 {el['p99']:.1f}; "
               f"time to first token ms p50 {ttft['p50'] or 0:.1f} p99 {ttft['p99'] or 0:.1f}")
+    gates = m.get("gates")
+    if gates and gates["round_trip_ms"]["p50"] is not None:
+        rt, think = gates["round_trip_ms"], gates["think_ms"]
+        print(f"  gates: {gates['opened']} opened, {gates['decided_by_human']} decided by people, "
+              f"{gates['decided_by_timeout']} by timeout, {gates['already_decided']} extra clicks, "
+              f"{gates['rehydrated']} rehydrated; round trip without think time ms "
+              f"p50 {rt['p50']:.1f} p99 {rt['p99']:.1f} (think p50 {think['p50']:.0f})")
     print("  verdicts:")
     for v in result.verdicts:
         want = s["expect"].get(v.name, "true")

@@ -76,6 +76,7 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
     drops = Counter(e["reason"] for e in h.of("inbound_dropped"))
     return {
         "relay": relay_metrics(h),
+        "gates": gate_metrics(h),
         "requests": len(h.of("request_sent")),
         "outcomes": dict(sorted(outcomes.items())),
         "latency_ms": exact_quantiles(completed),
@@ -115,3 +116,29 @@ def relay_metrics(h: History) -> dict[str, Any] | None:
             "gaps": len(h.of("relay_gap")), "duplicates_dropped": len(h.of("relay_duplicate")),
             "event_latency_ms": exact_quantiles(latency),
             "time_to_first_token_ms": exact_quantiles(list(first.values()))}
+
+
+def gate_metrics(h: History) -> dict[str, Any] | None:
+    """Human gates: the round trip the system adds — GATE_OPEN sent on the executor ->
+    gate opened in the store, plus decision -> instance resumed — without the person's
+    think time (opened -> decided), which is reported on its own."""
+    sent = {e["gateId"]: float(e["tMs"]) for e in h.of("gate_open_sent")}
+    if not sent:
+        return None
+    opened = {e["gateId"]: float(e["tMs"]) for e in h.of("gate_opened")}
+    decided = {e["gateId"]: (float(e["tMs"]), e["decidedBy"]) for e in h.of("gate_decided")}
+    resumed: dict[str, float] = {}
+    for e in h.of("gate_resumed"):
+        resumed.setdefault(e["gateId"], float(e["tMs"]))
+    round_trip, think = [], []
+    for gate, t0 in sent.items():
+        if gate in opened and gate in decided and gate in resumed:
+            t_dec, _by = decided[gate]
+            round_trip.append((opened[gate] - t0) + (resumed[gate] - t_dec))
+            think.append(t_dec - opened[gate])
+    by = Counter(b for _t, b in decided.values())
+    return {"opened": len(sent), "decided_by_human": by.get("human", 0),
+            "decided_by_timeout": by.get("timeout", 0), "resumed": len(resumed),
+            "already_decided": len(h.of("gate_already_decided")),
+            "rehydrated": len(h.of("instance_rehydrated")),
+            "round_trip_ms": exact_quantiles(round_trip), "think_ms": exact_quantiles(think)}

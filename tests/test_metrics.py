@@ -25,3 +25,18 @@ def test_empty_and_zero() -> None:
     h = Histogram()
     h.add(0.0)
     assert h.quantile(0.5) == 0.0
+
+
+def test_the_gate_round_trip_leaves_out_the_persons_think_time() -> None:
+    from bench.checks import History
+    from bench.metrics import gate_metrics
+    events = [("exec-1", 100, "gate_open_sent", {"gateId": "g"}),
+              ("orch-1", 104, "gate_opened", {"gateId": "g"}),
+              ("orch-1", 5_104, "gate_decided", {"gateId": "g", "decidedBy": "human"}),
+              ("exec-1", 5_110, "gate_resumed", {"gateId": "g"})]
+    h = History({"seq": i, "tMs": t, "node": n, "kind": k, **f}
+                for i, (n, t, k, f) in enumerate(events))
+    m = gate_metrics(h)
+    assert m is not None
+    assert m["round_trip_ms"]["p50"] == 10.0 and m["think_ms"]["p50"] == 5_000.0
+    assert gate_metrics(History([])) is None

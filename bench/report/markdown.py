@@ -53,6 +53,15 @@ def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, 
                 f"{relay['deliveries']} / {relay['gaps']} / {relay['duplicates_dropped']} |",
                 f"| relay event latency p50 / p99 (ms) | {_fmt(el['p50'])} / {_fmt(el['p99'])} |",
                 f"| time to first token p50 / p99 (ms) | {_fmt(ttft['p50'])} / {_fmt(ttft['p99'])} |"]
+    gates = metrics.get("gates")
+    if gates:
+        rt, think = gates["round_trip_ms"], gates["think_ms"]
+        out += [f"| gates opened / by people / by timeout / extra clicks / rehydrated | "
+                f"{gates['opened']} / {gates['decided_by_human']} / {gates['decided_by_timeout']} / "
+                f"{gates['already_decided']} / {gates['rehydrated']} |",
+                f"| gate round trip without think time p50 / p99 (ms) | {_fmt(rt['p50'])} / "
+                f"{_fmt(rt['p99'])} |",
+                f"| human think time p50 / p99 (ms) | {_fmt(think['p50'])} / {_fmt(think['p99'])} |"]
     if faults:
         out += ["", "## Faults", "", "| # | fault | start seq | fired |", "|---|---|---|---|"]
         out += [f"| {f['index']} | {f['kind']} | {f['seq']} | {f['fired']} |" for f in faults]

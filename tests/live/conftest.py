@@ -23,10 +23,13 @@ def brokers() -> list[object]:
         reason="mosquitto not installed (apt-get install mosquitto; .ci/run does)"))]
 
 
-def compressed(name: str, duration_s: float = 6.0, timeout_ms: int = 4000) -> Scenario:
-    """A scenario squeezed for wall-clock tests: fault times scale with the duration,
-    requests time out sooner so the drain is short."""
+def compressed(name: str, duration_s: float = 6.0, timeout_ms: int | None = None) -> Scenario:
+    """A scenario squeezed for wall-clock tests: fault times and gate timeouts scale with
+    the duration; requests time out sooner (4 s) so the drain is short — except where
+    people decide at gates, who may think for 8 s (30 s)."""
     s = load_scenario(SCENARIOS / f"{name}.toml")
+    gated = s.workload.process_fraction > 0 and s.workload.gate_fraction > 0
+    timeout_ms = timeout_ms or (30_000 if gated else 4_000)
     f = min(1.0, duration_s * 1000 / s.duration_ms)
     faults = []
     for spec in s.faults:
@@ -39,4 +42,5 @@ def compressed(name: str, duration_s: float = 6.0, timeout_ms: int = 4000) -> Sc
     # The live drain stops at quiescence, so a generous bound costs nothing when all is well
     # and keeps a long-tail task on a loaded machine from ending the run UNKNOWN.
     return replace(s, duration_ms=s.duration_ms * f, drain_ms=timeout_ms + 15_000, faults=tuple(faults),
-                   workload=replace(s.workload, request_timeout_ms=timeout_ms))
+                   workload=replace(s.workload, request_timeout_ms=timeout_ms,
+                                    gate_timeout_ms=max(3_000, int(s.workload.gate_timeout_ms * f))))

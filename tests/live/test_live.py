@@ -46,7 +46,8 @@ BROKER_DIFFERENCES: dict[tuple[str, str], dict[str, set[str]]] = {
 FAULTS = ["restart", "broker_restart", "double_subscription", "duplicate_client_id",
           "empty_directory", "stale_roster", "missing_reply_node", "redelivery_restart",
           "partition", "latency", "loss", "broker_redelivery", "duplicate_publish",
-          "streaming", "streaming_unwatched", "streaming_local", "streaming_restart"]
+          "streaming", "streaming_unwatched", "streaming_local", "streaming_restart",
+          "gates", "gate_executor_restart", "gate_orchestrator_restart", "context"]
 LONGER = {"partition": 20}   # a partition must outlast the keepalive (1.5 x 5 s) to cut links
 
 
@@ -54,7 +55,8 @@ LONGER = {"partition": 20}   # a partition must outlast the keepalive (1.5 x 5 s
 @pytest.mark.parametrize("name", FAULTS)
 def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
     scenario = compressed(name, LONGER.get(name, 8))
-    nodes = "process" if name in ("restart", "streaming_restart") else "inproc"  # SIGKILL
+    nodes = "process" if name in ("restart", "streaming_restart", "gate_executor_restart",
+                                  "gate_orchestrator_restart") else "inproc"  # SIGKILL
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live", broker=broker, nodes=nodes)
     expect = {k: {v} for k, v in scenario.expect.items()}
     expect |= BROKER_DIFFERENCES.get((broker, name), {})

@@ -1,0 +1,123 @@
+"""gate_integrity and context_isolation, rule by rule: a real simulated history of the gates
+scenario is TRUE; each mutation that breaks one rule (an event removed, duplicated or
+altered, as a buggy node would have recorded it) turns the verdict FALSE."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.checks import History, Value
+from bench.checks.process import context_isolation, gate_integrity
+from bench.run import run_scenario
+from bench.scenario import SCENARIOS, load_scenario
+from bench.variants import REFERENCE
+
+Events = list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory: pytest.TempPathFactory) -> Events:
+    out = tmp_path_factory.mktemp("gates")
+    run_scenario(load_scenario(SCENARIOS / "gates.toml"), REFERENCE, out, mode="sim")
+    return [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+
+
+def first(evs: Events, kind: str, pred: Callable[[dict[str, Any]], bool] = lambda e: True) -> int:
+    return next(i for i, e in enumerate(evs) if e["kind"] == kind and pred(e))
+
+
+def drop(kind: str, pred: Callable[[dict[str, Any]], bool] = lambda e: True) -> Callable[[Events], None]:
+    return lambda evs: evs.pop(first(evs, kind, pred))
+
+
+def duplicate(kind: str) -> Callable[[Events], None]:
+    def go(evs: Events) -> None:
+        i = first(evs, kind)
+        evs.insert(i + 1, {**evs[i], "seq": evs[i]["seq"]})
+    return go
+
+
+def alter(kind: str, pred: Callable[[dict[str, Any]], bool], **changes: Any) -> Callable[[Events], None]:
+    def go(evs: Events) -> None:
+        e = evs[first(evs, kind, pred)]
+        for key, value in changes.items():
+            e[key] = value(e) if callable(value) else value
+    return go
+
+
+def test_the_reference_history_is_true_on_both(events: Events) -> None:
+    assert gate_integrity(History(events)).value is Value.TRUE
+    assert context_isolation(History(events)).value is Value.TRUE
+
+
+human = lambda e: e.get("decidedBy") == "human"  # noqa: E731
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (drop("gate_resumed"), "never resumed"),
+    (duplicate("gate_resumed"), "resumed 2 times"),
+    (alter("gate_resumed", lambda e: True, processInstId="pi-someone-else"), "resumed instance"),
+    (alter("gate_resumed", lambda e: True, decision="reject"), "but resumed with"),
+    (drop("gate_decided", human), "without a decision"),
+    (drop("gate_already_decided"), "recorded outcomes"),
+    (drop("gate_acked"), "neither acknowledged"),
+    (drop("gate_opened"), "never reached the gate store"),
+], ids=["no-resume", "twice", "wrong-instance", "wrong-decision", "no-decision",
+        "silent-click", "no-ack", "open-lost"])
+def test_gate_integrity_catches(events: Events, mutate: Callable[[Events], None], needle: str) -> None:
+    evs = copy.deepcopy(events)
+    mutate(evs)
+    v = gate_integrity(History(evs))
+    assert v.value is Value.FALSE and any(needle in c["why"] for c in v.counterexamples), v
+
+
+def test_gate_integrity_catches_an_expired_gate_whose_policy_never_applied(events: Events) -> None:
+    evs = copy.deepcopy(events)
+    expired = evs[first(evs, "gate_expired")]["gateId"]
+    evs = [e for e in evs if e.get("gateId") != expired or e["kind"] in ("gate_open_sent", "gate_opened")]
+    v = gate_integrity(History(evs))
+    assert v.value is Value.FALSE and any("timeout policy" in c["why"] for c in v.counterexamples)
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (alter("context_merged", lambda e: e["attempt"] > 1,
+           context=lambda e: {**e["context"], "log": [*e["context"]["log"], "pi-orch-1-r1/x#1/draft"]}),
+     "not its snapshot plus"),
+    (alter("step_started", lambda e: e["attempt"] > 1, baseDigest="0" * 16), "pre-attempt snapshot"),
+    (alter("instance_started", lambda e: True,
+           context=lambda e: {**e["context"], "facts": {"x": "pi-other/x#1"}}), "already holds"),
+    (alter("step_finished", lambda e: e["ok"] and e["scope"] == "main", ok=False),
+     "was merged"),
+    (alter("context_merged", lambda e: True,
+           context=lambda e: {**e["context"], "log": [*e["context"]["log"], "pi-zz/a"]}),
+     "another instance"),
+], ids=["draft-leaked", "retry-elsewhere", "shared-template", "failed-merged", "cross-task"])
+def test_context_isolation_catches(events: Events, mutate: Callable[[Events], None], needle: str) -> None:
+    evs = copy.deepcopy(events)
+    mutate(evs)
+    v = context_isolation(History(evs))
+    assert v.value is Value.FALSE and any(needle in c["why"] for c in v.counterexamples), v
+
+
+def test_context_isolation_catches_a_failed_subflow_counted_completed(events: Events) -> None:
+    evs = copy.deepcopy(events)
+    sub = evs[first(evs, "subflow_finished", lambda e: not e["ok"])]["processInstId"]
+    evs = [e for e in evs if not (e.get("processInstId") == sub and e["kind"] == "instance_state"
+                                  and e["status"] == "FAILED")]
+    evs.append({"seq": 10**9, "tMs": evs[-1]["tMs"], "node": "exec-1", "kind": "instance_state",
+                "processInstId": sub, "status": "COMPLETED", "previous": "RUNNING"})
+    v = context_isolation(History(evs))
+    assert v.value is Value.FALSE and any("failed but the instance COMPLETED" in c["why"]
+                                          for c in v.counterexamples)
+
+
+def test_a_history_with_no_processes_is_vacuously_true_and_says_so(tmp_path: Path) -> None:
+    v = gate_integrity(History([{"seq": 1, "tMs": 0, "node": "n", "kind": "node_started",
+                                 "namespace": "x", "clientId": "n"}]))
+    assert v.value is Value.TRUE and v.counts["gates_opened"] == 0
