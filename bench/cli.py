@@ -212,6 +212,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _print_result(result: "RunResult", as_json: bool) -> None:
+    from bench.checks import NOTHING
     s, m = result.summary, result.metrics
     if as_json:
         print(json.dumps({"summary": s, "verdicts": [v.to_json() for v in result.verdicts],
@@ -249,7 +250,7 @@ def _print_result(result: "RunResult", as_json: bool) -> None:
         print(f"    {v.name:<20} {v.value.value.upper():<8}{flag}".rstrip())
         for c in v.counterexamples[:3]:
             print(f"      seq {','.join(map(str, c['seq']))}: {c['why']}")
-        if v.note and v.value.value != "true":
+        if v.note and (v.value.value != "true" or v.note.startswith(NOTHING)):
             print(f"      note: {v.note.splitlines()[0]}")
     print(f"  seed {s['seed']}; replay: {s['replay']}")
     print(f"  results: {result.out_dir}/ (report.md)")

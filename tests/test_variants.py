@@ -31,3 +31,12 @@ def test_every_checker_is_guarded_by_some_defect_or_fault() -> None:
     guarded = {v.caught_by for v in DEFECTS} | {"deployment"}  # duplicate_client_id scenario
     guarded |= {"task_lifecycle", "silent_loss"}  # fail with memory_dedup_60s / agent_id_as_node_id
     assert set(checkers()) <= guarded
+
+
+def test_a_defect_leaves_nothing_behind_for_the_next_run_in_the_same_process(tmp_path: Path) -> None:
+    """Runs share a Python process (xdist workers, inproc live nodes): the shallow-copy
+    defect once polluted the module's context template for every later run."""
+    scenario = load_scenario(SCENARIOS / "context.toml")
+    run_scenario(scenario, VARIANTS["shallow_context_copy"], tmp_path / "bad", mode="sim")
+    ref = {v.name: v for v in run_scenario(scenario, REFERENCE, tmp_path / "ref", mode="sim").verdicts}
+    assert ref["context_isolation"].value is Value.TRUE, ref["context_isolation"]

@@ -102,6 +102,10 @@ class Collector:
 
 Checker = Callable[[History], Verdict]
 
+#: The note of a TRUE that judged nothing (no gate, no stream in the run): printed, so a
+#: vacuous pass is never mistaken for a tested one.
+NOTHING = "nothing to judge: "
+
 
 def checkers() -> dict[str, Checker]:
     from bench.checks import delivery, directory, execution, process, relay

@@ -7,7 +7,7 @@ import copy
 from collections import defaultdict
 from typing import Any
 
-from bench.checks import Collector, History, Verdict
+from bench.checks import NOTHING, Collector, History, Verdict
 from bench.core.context import ContextError, apply_ops, digest
 
 IN_FLIGHT_AT_END_MS = 3_000
@@ -129,7 +129,7 @@ def gate_integrity(h: History) -> Verdict:
         else:
             c.violation(f"the decision for gate {gate_id} was neither acknowledged nor given "
                         "up on (GATE_UNACKED)", d)
-    return c.verdict()
+    return c.verdict("" if opens else NOTHING + "no gate was opened in this run")
 
 
 def _foreign_values(value: Any, instance: str) -> list[str]:
@@ -258,4 +258,4 @@ def context_isolation(h: History) -> Verdict:
                 c.count("failed")
         if failed_subflows:
             c.count("subflows_failed")
-    return c.verdict()
+    return c.verdict("" if c.counts.get("instances") else NOTHING + "no process instance ran")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from bench.checks import Collector, History, Verdict
+from bench.checks import NOTHING, Collector, History, Verdict
 
 IN_FLIGHT_AT_END_MS = 2_000
 
@@ -77,7 +77,7 @@ def relay_integrity(h: History) -> Verdict:
         if e["trust"] != want:
             c.violation(f"{e['stream']} seq {e['streamSeq']} delivered on {e['node']} labelled "
                         f"{e['trust']}, should be {want}", e)
-    return c.verdict()
+    return c.verdict("" if frames else NOTHING + "no flow streamed in this run")
 
 
 def relay_locality(h: History) -> Verdict:
@@ -97,4 +97,4 @@ def relay_locality(h: History) -> Verdict:
             if e["conversationId"] in watching[node].values():
                 c.violation(f"{node} relayed {e['stream']} seq {e['streamSeq']} although it has a "
                             f"local subscriber for {e['conversationId']}", e)
-    return c.verdict()
+    return c.verdict("" if h.of("relay_frame") else NOTHING + "no flow streamed in this run")

@@ -198,6 +198,7 @@ class ProcessEngine:
         self.new_id = new_id
         self.instances: dict[str, Instance] = {}
         self.dormant: dict[str, Json] = {}        # snapshots read at start, not yet rehydrated
+        self.template: Json = deep_copy(TEMPLATE)  # this node's; never handed out itself
 
     # -- variants override these seams -------------------------------------------------------
     def copy_context(self, data: Json) -> Json:
@@ -206,7 +207,7 @@ class ProcessEngine:
 
     def fresh_context(self, task_input: Json) -> Json:
         """The template's mutable parts (copied like any snapshot) and the read-only input."""
-        context = self.copy_context(TEMPLATE)
+        context = self.copy_context(self.template)
         assert isinstance(context, dict)
         context["input"] = deep_copy(task_input)
         return context
