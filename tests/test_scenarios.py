@@ -33,3 +33,20 @@ def test_the_fault_scenarios_cover_the_catalogue() -> None:
     import tomllib
     kinds = {f["kind"] for p in FILES for f in tomllib.loads(p.read_text()).get("faults", [])}
     assert set(CATALOGUE) <= kinds
+
+
+def test_streaming_has_several_agents_streaming_into_one_conversation_at_once(tmp_path: Path) -> None:
+    """What relay_integrity's "nothing delivered to another conversation" and per-stream
+    cursors are tested under: overlapping streams of different agents in one conversation."""
+    import json
+    run_scenario(load_scenario(SCENARIOS / "streaming.toml"), REFERENCE, tmp_path, mode="sim")
+    spans: dict[tuple[str, str], list[float]] = {}
+    for line in (tmp_path / "history.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        if e["kind"] == "relay_delivered":
+            s = spans.setdefault((e["conversationId"], e["stream"]), [e["tMs"], e["tMs"]])
+            s[1] = e["tMs"]
+    overlapping = {(c1, a.split("|")[1], b.split("|")[1])
+                   for (c1, a), (x1, y1) in spans.items() for (c2, b), (x2, y2) in spans.items()
+                   if c1 == c2 and a < b and x1 < y2 and x2 < y1}
+    assert overlapping, "no two agents streamed into one conversation at the same time"

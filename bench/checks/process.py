@@ -170,6 +170,7 @@ def context_isolation(h: History) -> Verdict:
     c = Collector("context_isolation")
     for pi, events in sorted(_instance_events(h).items()):
         ctx: dict[str, Any] = {}
+        head: dict[str, tuple[str | None, int]] = {}   # scope -> (snapshot id, version)
         first_base: dict[str, str] = {}
         finished: dict[tuple[str, int], dict[str, Any]] = {}
         sub_ops: dict[str, list[Any]] = defaultdict(list)
@@ -180,12 +181,14 @@ def context_isolation(h: History) -> Verdict:
             if kind == "instance_started":
                 c.count("instances")
                 ctx["main"] = e["context"]
+                head["main"] = (None, 0)
                 held = {k: v for k, v in e["context"].items() if k != "input" and v}
                 if held:
                     c.violation(f"instance {pi} started with a context that already holds "
                                 f"{str(held)[:120]} (shared with another task)", e)
             elif kind == "context_forked":
                 ctx[e["scope"]] = copy.deepcopy(ctx.get("main"))
+                head[e["scope"]] = (e["parentSnapshotId"], 0)
                 if e["digest"] != digest(ctx[e["scope"]]):
                     c.violation(f"{pi}: sub-flow {e['scope']} forked from something other than "
                                 "its parent's current context", e)
@@ -214,6 +217,13 @@ def context_isolation(h: History) -> Verdict:
             elif kind == "context_merged":
                 c.count("merges")
                 scope, path = e["scope"], e["path"]
+                prev = head.get(scope)
+                if prev is not None and (e["version"] != prev[1] + 1 or (
+                        prev[0] is not None and e["parentSnapshotId"] != prev[0]
+                        and prev[1] > 0)):
+                    c.violation(f"{pi}: version chain of {scope} broken at {path}: v{e['version']} "
+                                f"(parent {e['parentSnapshotId']}) after v{prev[1]} ({prev[0]})", e)
+                head[scope] = (e["snapshotId"], e["version"])
                 step = finished.get((path, e["attempt"]))
                 if path in failed_subflows:
                     c.violation(f"{pi}: failed sub-flow {path} was merged into its parent",

@@ -122,6 +122,7 @@ class _Sub:
     context: Json
     version: int = 0
     snapshot_id: str = ""
+    parent_snapshot_id: str | None = None
     pc: int = 0
     ops: list[Op] = field(default_factory=list)   # what its successful steps wrote
 
@@ -140,6 +141,7 @@ class Instance:
     status: InstanceStatus = InstanceStatus.RUNNING
     version: int = 0
     snapshot_id: str = ""
+    parent_snapshot_id: str | None = None
     pc: int = 0
     gate_id: str | None = None
     decided_gates: list[str] = field(default_factory=list)
@@ -154,7 +156,8 @@ class Instance:
                 "homeNodeId": self.home_node_id, "requesterAgentId": self.requester_agent_id,
                 "definition": self.definition, "status": self.status.value,
                 "context": deep_copy(self.context), "version": self.version,
-                "snapshotId": self.snapshot_id, "pc": self.pc, "gateId": self.gate_id,
+                "snapshotId": self.snapshot_id, "parentSnapshotId": self.parent_snapshot_id,
+                "pc": self.pc, "gateId": self.gate_id,
                 "decidedGates": list(self.decided_gates)}
 
     @staticmethod
@@ -166,6 +169,7 @@ class Instance:
         if not isinstance(decided, list):
             raise TypeError("decidedGates must be a list")
         gate, pc, version = raw.get("gateId"), raw["pc"], raw["version"]
+        parent = raw.get("parentSnapshotId")
         if not isinstance(pc, int) or not isinstance(version, int):
             raise TypeError("pc and version must be integers")
         return Instance(
@@ -173,8 +177,8 @@ class Instance:
             cast("str | None", raw.get("conversationId")), cast("str | None", raw.get("homeNodeId")),
             str(raw["requesterAgentId"]), raw["definition"], parse_steps(raw["definition"]),
             deep_copy(raw["context"]), InstanceStatus(raw["status"]), version,
-            str(raw.get("snapshotId", "")), pc, gate if isinstance(gate, str) else None,
-            [str(g) for g in decided])
+            str(raw.get("snapshotId", "")), parent if isinstance(parent, str) else None, pc,
+            gate if isinstance(gate, str) else None, [str(g) for g in decided])
 
 
 #: How an instance's end reaches the task service: (fx, task id, ok, result, error).
@@ -292,6 +296,7 @@ class ProcessEngine:
         elif step.kind == "subflow":
             sub = _Sub(step, self.copy_context(inst.context), self.copy_context(inst.context))
             sub.snapshot_id = f"{inst.instance_id}:{step.id}:v0"
+            sub.parent_snapshot_id = inst.snapshot_id
             inst.sub = sub
             fx.record(EventKind.CONTEXT_FORKED, processInstId=inst.instance_id, scope=step.id,
                       parentSnapshotId=inst.snapshot_id, parentVersion=inst.version,
@@ -315,10 +320,11 @@ class ProcessEngine:
 
     def _snapshot(self, inst: Instance, scope: str) -> Snapshot:
         if scope == "main":
-            return Snapshot(inst.snapshot_id, inst.version, None, self.copy_context(inst.context))
+            return Snapshot(inst.snapshot_id, inst.version, inst.parent_snapshot_id,
+                            self.copy_context(inst.context))
         sub = inst.sub
         assert sub is not None
-        return Snapshot(sub.snapshot_id, sub.version, inst.snapshot_id,
+        return Snapshot(sub.snapshot_id, sub.version, sub.parent_snapshot_id,
                         self.copy_context(sub.context))
 
     def _start_attempt(self, fx: Effects, inst: Instance, scope: str, path: str, step: StepDef,
@@ -400,19 +406,23 @@ class ProcessEngine:
             before = inst.version
             inst.context = merge(inst.context, base, result, operator)
             inst.version += 1
+            inst.parent_snapshot_id = inst.snapshot_id
             inst.snapshot_id = f"{inst.instance_id}:main:v{inst.version}"
             context, version = inst.context, inst.version
+            snapshot, parent = inst.snapshot_id, inst.parent_snapshot_id
         else:
             sub = inst.sub
             assert sub is not None
             before = sub.version
             sub.context = merge(sub.context, base, result, operator)
             sub.version += 1
+            sub.parent_snapshot_id = sub.snapshot_id
             sub.snapshot_id = f"{inst.instance_id}:{scope}:v{sub.version}"
             context, version = sub.context, sub.version
+            snapshot, parent = sub.snapshot_id, sub.parent_snapshot_id
         fx.record(EventKind.CONTEXT_MERGED, processInstId=inst.instance_id, scope=scope,
                   path=path, attempt=attempt, operator=operator.value, fromVersion=before,
-                  version=version, ops=deep_copy(cast(Json, ops)),
+                  version=version, snapshotId=snapshot, parentSnapshotId=parent, ops=deep_copy(cast(Json, ops)),
                   context=deep_copy(context), digest=digest(context))
         if scope == "main":
             self.persist(fx, inst, "checkpoint")

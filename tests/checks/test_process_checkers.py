@@ -97,7 +97,10 @@ def test_gate_integrity_catches_an_expired_gate_whose_policy_never_applied(event
     (alter("context_merged", lambda e: True,
            context=lambda e: {**e["context"], "log": [*e["context"]["log"], "pi-zz/a"]}),
      "another instance"),
-], ids=["draft-leaked", "retry-elsewhere", "shared-template", "failed-merged", "cross-task"])
+    (alter("context_merged", lambda e: e["version"] > 1, parentSnapshotId="pi-x:main:v0"),
+     "version chain"),
+], ids=["draft-leaked", "retry-elsewhere", "shared-template", "failed-merged", "cross-task",
+        "chain-broken"])
 def test_context_isolation_catches(events: Events, mutate: Callable[[Events], None], needle: str) -> None:
     evs = copy.deepcopy(events)
     mutate(evs)
