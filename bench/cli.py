@@ -272,24 +272,24 @@ def _list() -> int:
 
     print("scenarios (scenarios/):")
     for p in sorted(SCENARIOS.glob("*.toml")):
-        print(f"  {p.stem:<22} {first_line(p)}")
+        print(f"  {p.stem:<26} {first_line(p)}")
     print("topologies (topologies/):")
     for p in sorted(TOPOLOGIES.glob("*.toml")):
-        print(f"  {p.stem:<22} {first_line(p)}")
+        print(f"  {p.stem:<26} {first_line(p)}")
     print("faults:")
     for k in CATALOGUE.values():
-        print(f"  {k.name:<22} {k.summary}")
+        print(f"  {k.name:<26} {k.summary}")
         for name, prm in k.params.items():
             req = "required" if prm.required else f"default {prm.default!r}"
             print(f"      {name} ({prm.kind}, {req}): {prm.help}")
     print("checkers:")
     for name, fn in checkers().items():
         doc = " ".join((fn.__doc__ or "").split())
-        print(f"  {name:<22} {doc[:110]}")
+        print(f"  {name:<26} {doc[:110]}")
     print("variants (--variant):")
     for v in VARIANTS.values():
         caught = "" if v.name == "reference" else f"  [caught by {v.caught_by} in {v.scenario}]"
-        print(f"  {v.name:<22} {v.summary[:90]}{caught}")
+        print(f"  {v.name:<26} {v.summary[:90]}{caught}")
     return EXIT_OK
 
 

@@ -11,6 +11,7 @@ from bench.core.task import TASK, TaskState
 
 
 def duplicate_execution(h: History) -> Verdict:
+    """No requestId executes twice, on any node, across redeliveries and restarts."""
     c = Collector("duplicate_execution")
     runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in h.of("task_executed"):
@@ -30,6 +31,8 @@ _TERMINAL = {s.value for s in TASK.terminal}
 
 
 def task_lifecycle(h: History) -> Verdict:
+    """Every task starts SUBMITTED, moves only along the task state machine and stops at
+    exactly one terminal state."""
     c = Collector("task_lifecycle")
     trails: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for e in h.of("task_state"):
