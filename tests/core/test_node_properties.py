@@ -4,6 +4,7 @@ under redelivery, crashes and restarts no task runs twice and every request ends
 from __future__ import annotations
 
 import json
+import zlib
 from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
@@ -128,3 +129,103 @@ class Cluster(RuleBasedStateMachine):
 
 TestCluster = Cluster.TestCase
 TestCluster.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+
+
+class GateCluster(RuleBasedStateMachine):
+    """Gated processes under redelivery, clicks (double, late, on gates of crashed nodes)
+    and crashes of either side: no gate resumes twice or the wrong instance, and in the
+    end — everyone back up, every person answered — every gate resumed exactly once and
+    gate_integrity / context_isolation find nothing."""
+
+    @initialize()
+    def setup(self) -> None:
+        from bench.wire import Wire as W
+        self.w = W()
+        # a first attempt fails now and then (deterministically): retries from snapshots
+        self.w.stepper = lambda cmd: (50, zlib.crc32(f"{cmd.instance_id}{cmd.path}".encode()) % 4 != 0
+                                      or cmd.attempt > 1,
+                                      [{"op": "append", "path": ["log"],
+                                        "value": f"{cmd.instance_id}/{cmd.path}"}])
+        self.w.add(orchestrator())
+        self.w.add(executor())
+        self.w.start("orch-1")
+        self.w.start("exec-1")
+        self.captured: list[tuple[str, bytes]] = []
+        self.w.on_publish = self._capture
+        self.n = 0
+        self.sent: list[str] = []
+
+    def _capture(self, node: str, topic: str, payload: bytes) -> list[bytes]:
+        if topic.endswith("/inbox"):
+            self.captured.append((topic, payload))
+        return [payload]
+
+    def _up(self, node: str) -> bool:
+        return self.w.hosts[node].node is not None
+
+    @precondition(lambda self: self._up("orch-1"))
+    @rule()
+    def request(self) -> None:
+        self.n += 1
+        rid = f"r{self.n}"
+        self.sent.append(rid)
+        steps = [{"id": "a", "kind": "work", "retries": 1},
+                 {"id": "ok", "kind": "human", "timeoutMs": 30_000},
+                 {"id": "b", "kind": "work", "retries": 1}]
+        self.w.feed("orch-1", TaskRequested(self.w.now_ms, rid, f"m{self.n}", "fin.orchestrator",
+                                            "llm.tax", {"process": steps, "timeoutMs": 100_000},
+                                            conversation_id="c1", timeout_ms=100_000))
+
+    @precondition(lambda self: bool(self.w.asked) and self._up("orch-1"))
+    @rule(data=st.data(), decision=st.sampled_from(["approve", "reject"]))
+    def click(self, data: st.DataObject, decision: str) -> None:
+        from bench.core.inputs import HumanDecided
+        _node, ask = data.draw(st.sampled_from(self.w.asked))
+        self.w.feed("orch-1", HumanDecided(self.w.now_ms, ask.gate_id, decision, f"c{self.n}"))
+
+    @precondition(lambda self: bool(self.captured))
+    @rule(data=st.data())
+    def redeliver(self, data: st.DataObject) -> None:
+        topic, payload = data.draw(st.sampled_from(self.captured))
+        node = topic.split("/")[2]
+        if self._up(node):
+            self.w.feed(node, MessageReceived(self.w.now_ms, topic, payload))
+
+    @rule(dt=st.integers(0, 5_000))
+    def advance(self, dt: int) -> None:
+        self.w.advance(self.w.now_ms + dt)
+
+    @rule(node=st.sampled_from(["orch-1", "exec-1"]))
+    def crash_and_restart(self, node: str) -> None:
+        self.w.crash(node)
+        self.w.start(node)
+
+    @invariant()
+    def each_gate_resumes_at_most_once_and_only_its_instance(self) -> None:
+        resumed = [e.fields for e in self.w.history.of_kind("gate_resumed")]
+        assert all(n == 1 for n in Counter(str(r["gateId"]) for r in resumed).values()), resumed
+        assert all(str(r["gateId"]).startswith(f"{r['processInstId']}:") for r in resumed), resumed
+
+    def teardown(self) -> None:
+        if not hasattr(self, "w"):
+            return
+        from bench.checks import History, Value
+        from bench.checks.process import context_isolation, gate_integrity
+        from bench.core.inputs import HumanDecided
+        for node in ("orch-1", "exec-1"):
+            if not self._up(node):
+                self.w.start(node)
+        self.w.advance(self.w.now_ms + 1_000)
+        for _node, ask in list(self.w.asked):   # everyone answers in the end
+            self.w.feed("orch-1", HumanDecided(self.w.now_ms, ask.gate_id, "approve", f"end-{ask.gate_id}-{ask.ask}"))
+        self.w.advance(self.w.now_ms + 150_000)
+        settled = {str(e.fields["requestId"]) for e in self.w.history.of_kind("request_settled")}
+        assert settled == set(self.sent), f"never settled: {set(self.sent) - settled}"
+        h = History(e.to_json() for e in self.w.history.events)
+        for check in (gate_integrity, context_isolation):
+            v = check(h)
+            assert v.value is not Value.FALSE, (v.name, v.counterexamples[:3])
+
+
+TestGateCluster = GateCluster.TestCase
+TestGateCluster.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
