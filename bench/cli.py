@@ -38,6 +38,10 @@ examples:
   a2a-bench check results/<run-id>                    judge a stored history again
   a2a-bench compare results/A results/B               runs side by side (sim vs live, amqtt vs mosquitto)
   a2a-bench list                                      scenarios, topologies, faults, checkers, variants
+  a2a-bench matrix scenarios/default.matrix.toml -j 2 every fault and every seeded defect, 2 at a time
+  a2a-bench matrix scenarios/default.matrix.toml -k gate --lf
+                                                     only the gate cells / only what failed last time
+  a2a-bench report results/<run-id>                   plots and a self-contained report.html
 
 exit codes: 0 every verdict as expected (true unless the scenario expects otherwise),
 1 some verdict false, 2 some verdict unknown or a harness error, 3 invalid input files or arguments
@@ -78,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="reference node or a seeded defect (see `a2a-bench list`)")
     run.add_argument("--out", type=Path, help="run folder (default results/<scenario>-<variant>-s<seed>-<utc>)")
     run.add_argument("--json", action="store_true", help="print the summary and verdicts as JSON")
+    run.add_argument("--no-plots", action="store_true",
+                     help="skip plots/ and report.html (report.md and the JSON files stay)")
     check = sub.add_parser("check", help="judge a stored run's history again",
                            description="Re-run every checker over RUN_DIR/history.jsonl and "
                                        "rewrite verdicts.json, metrics.json and report.md.")
@@ -90,6 +96,30 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     cmp_.add_argument("--json", action="store_true")
     sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants")
+    mx = sub.add_parser(
+        "matrix", help="run a matrix of cells in parallel; resumable; aggregated report",
+        description="Run every cell of MATRIX_FILE (scenarios x topologies x variants x seeds x "
+                    "modes x brokers, see scenarios/README.md) as one pytest item each, N at a "
+                    "time through pytest-xdist. Cells land in results/<matrix-id>/cells/<cell>/; "
+                    "a finished cell is never run again, so a killed matrix resumes where it "
+                    "stopped (--fresh starts over). At the end: matrix.md, matrix.html (plots "
+                    "inline) and matrix.json. Exit code: 0 when every cell shows what it "
+                    "expects (a defect: its checker FALSE), else pytest's.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    mx.add_argument("matrix_file", type=Path, help="a *.matrix.toml file")
+    mx.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                    help="cells run at once (pytest-xdist workers; default 1)")
+    mx.add_argument("--id", help="matrix id: the results folder name (default: the file's name)")
+    mx.add_argument("--fresh", action="store_true", help="discard finished cells and start over")
+    mx.add_argument("-k", dest="keyword", metavar="EXPR",
+                    help="only cells whose id matches (pytest -k), e.g. 'gate and not live'")
+    mx.add_argument("--lf", action="store_true", help="only the cells that failed last time")
+    mx.add_argument("--junitxml", type=Path, metavar="PATH", help="also write JUnit XML")
+    rp = sub.add_parser("report", help="(re)draw plots and report.html for a run folder",
+                        description="Draw the plots (PNG and SVG under plots/) and a "
+                                    "self-contained report.html for RUN_DIR; for a matrix "
+                                    "folder, its matrix.html and plots.")
+    rp.add_argument("run_dir", type=Path)
     ex = sub.add_parser(
         "exchange", help="two reference cores back to back (no broker), the seeds' failure shapes",
         description="Run two reference nodes back to back (no broker; each with its own data "
@@ -126,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         return _list()
     if args.command == "compare":
         return _compare(args)
+    if args.command == "matrix":
+        return _matrix(args)
+    if args.command == "report":
+        return _report(args)
     parser.error(f"unknown command {args.command}")
     return EXIT_INVALID
 
@@ -192,8 +226,73 @@ def _run(args: argparse.Namespace) -> int:
         print(f"a2a-bench: harness error; what was recorded is in {out}/history.jsonl",
               file=sys.stderr)
         return EXIT_UNKNOWN
+    if not args.no_plots:
+        from bench.report.html import write_run_report
+        write_run_report(result.out_dir)
     _print_result(result, args.json)
     return result.exit_code
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    import shutil
+    import pytest
+    from bench.distribution import SpecError
+    from bench.matrix import load_matrix
+    try:
+        matrix = load_matrix(args.matrix_file)
+    except SpecError as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.jobs < 1:
+        print("a2a-bench: -j must be >= 1", file=sys.stderr)
+        return EXIT_INVALID
+    out = Path("results") / (args.id or matrix.name)
+    if args.fresh:
+        shutil.rmtree(out / "cells", ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    copy = out / f"{matrix.name}.matrix.toml"
+    for old in out.glob("*.matrix.toml"):
+        if old != copy:
+            old.unlink()
+    shutil.copyfile(args.matrix_file, copy)
+    ini = out / "pytest.ini"
+    ini.write_text("[pytest]\n")   # this matrix's own settings and cache (--lf), not the repo's
+    argv = [str(copy), "-c", str(ini), "--rootdir", str(out), "-p", "bench.matrix.plugin",
+            "--matrix-out", str(out), "-q", "--no-header", "-rfE"]
+    if args.jobs > 1:
+        argv += ["-n", str(args.jobs)]
+    else:
+        argv += ["-p", "no:xdist"]
+    if args.keyword:
+        argv += ["-k", args.keyword]
+    if args.lf:
+        argv += ["--lf"]
+    if args.junitxml:
+        argv += ["--junitxml", str(args.junitxml)]
+    print(f"a2a-bench matrix {args.matrix_file}: {len(matrix.cells)} cells, {args.jobs} at a "
+          f"time -> {out}/")
+    return int(pytest.main(argv))
+
+
+def _report(args: argparse.Namespace) -> int:
+    if (args.run_dir / "matrix.json").exists():
+        from bench.matrix import load_matrix
+        from bench.matrix.report import write_matrix_report
+        sources = sorted(args.run_dir.glob("*.matrix.toml"))
+        if not sources:
+            print(f"a2a-bench: {args.run_dir}: no *.matrix.toml copy in the matrix folder",
+                  file=sys.stderr)
+            return EXIT_INVALID
+        paths = write_matrix_report(args.run_dir, load_matrix(sources[0]))
+        print(f"{paths['md']}\n{paths['html']}")
+        return EXIT_OK
+    if not (args.run_dir / "history.jsonl").exists():
+        print(f"a2a-bench: {args.run_dir}: not a run folder (no history.jsonl) nor a matrix "
+              "folder (no matrix.json)", file=sys.stderr)
+        return EXIT_INVALID
+    from bench.report.html import write_run_report
+    print(write_run_report(args.run_dir))
+    return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:

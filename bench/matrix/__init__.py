@@ -1,0 +1,206 @@
+"""Scenario matrices (DESIGN §8–§9): scenarios × topologies × variants × seeds × modes ×
+brokers, each combination a *cell* run once into `results/<matrix-id>/cells/<cell-id>/`.
+
+A matrix file is TOML: a name, and one or more `[[group]]` tables, each a cross product.
+Two tokens expand: `scenarios = ["@all"]` (every scenario in scenarios/) and
+`variants = ["@defects"]` (every seeded defect, each paired with the scenario that
+exposes it, instead of crossed with the group's scenarios). A cell is finished when its
+`cell.json` exists — written last, atomically — so an interrupted matrix resumes where it
+stopped, without redoing a cell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.distribution import SpecError
+from bench.scenario import SCENARIOS, find, load_scenario
+from bench.variants import VARIANTS
+
+MODES = ("sim", "live")
+BROKERS = ("amqtt", "mosquitto")
+_GROUP_KEYS = {"name", "scenarios", "topologies", "variants", "seeds", "modes", "brokers"}
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    group: str
+    scenario: str
+    variant: str
+    topology: str | None      # None: the scenario's own
+    seed: int
+    mode: str
+    broker: str               # "sim" in simulation
+
+    @property
+    def id(self) -> str:
+        parts = [self.scenario, self.variant, self.topology or "own", f"s{self.seed}", self.mode]
+        if self.mode == "live":
+            parts.append(self.broker)
+        return ".".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "group": self.group, "scenario": self.scenario,
+                "variant": self.variant, "topology": self.topology, "seed": self.seed,
+                "mode": self.mode, "broker": self.broker}
+
+
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    name: str
+    description: str
+    source: Path
+    cells: tuple[Cell, ...]
+
+
+def _texts(raw: dict[str, Any], key: str, where: str, default: list[Any]) -> list[Any]:
+    value = raw.get(key, default)
+    if not isinstance(value, list) or not value:
+        raise SpecError(f"{where}.{key}={value!r} must be a non-empty array")
+    return value
+
+
+def load_matrix(path: Path) -> Matrix:
+    """Read and expand a matrix file; a bad key names the file, the key and what it wants."""
+    where = str(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"{where}: no such matrix file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{where}: not valid TOML: {exc}") from None
+    unknown = set(raw) - {"name", "description", "group"}
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {sorted(unknown)} (known: name, description, "
+                        "[[group]])")
+    groups = raw.get("group")
+    if not isinstance(groups, list) or not groups:
+        raise SpecError(f"{where}: group must be a non-empty array of tables ([[group]])")
+    known_scenarios = sorted(p.stem for p in SCENARIOS.glob("*.toml")
+                             if not p.name.endswith(".matrix.toml"))
+    cells: list[Cell] = []
+    for i, g in enumerate(groups):
+        at = f"{where}: group[{i}]"
+        if not isinstance(g, dict):
+            raise SpecError(f"{at} must be a table")
+        bad = set(g) - _GROUP_KEYS
+        if bad:
+            raise SpecError(f"{at}: unknown key(s) {sorted(bad)} (known: {sorted(_GROUP_KEYS)})")
+        name = str(g.get("name", f"group{i}"))
+        scenarios = _texts(g, "scenarios", at, ["@all"])
+        scenarios = known_scenarios if scenarios == ["@all"] else scenarios
+        for s in scenarios:
+            if s not in known_scenarios:
+                raise SpecError(f"{at}.scenarios: {s!r} is not a scenario in scenarios/ "
+                                f"(known: {known_scenarios})")
+        variants = _texts(g, "variants", at, ["reference"])
+        pairs: list[tuple[str, str]] = []
+        for v in variants:
+            if v == "@defects":
+                pairs += [(d.scenario, d.name) for d in VARIANTS.values() if d.name != "reference"]
+            elif v not in VARIANTS:
+                raise SpecError(f"{at}.variants: {v!r} is not a variant (known: "
+                                f"{['@defects', *VARIANTS]})")
+            else:
+                pairs += [(s, v) for s in scenarios]
+        topologies = _texts(g, "topologies", at, ["own"])
+        for t in topologies:
+            if t != "own":
+                find(t, SCENARIOS.parent / "topologies", "topology")
+        seeds = _texts(g, "seeds", at, [1])
+        if not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+            raise SpecError(f"{at}.seeds={seeds!r} must be integers")
+        modes = _texts(g, "modes", at, ["sim"])
+        brokers = _texts(g, "brokers", at, ["amqtt"])
+        for m in modes:
+            if m not in MODES:
+                raise SpecError(f"{at}.modes: {m!r} must be one of {list(MODES)}")
+        for b in brokers:
+            if b not in BROKERS:
+                raise SpecError(f"{at}.brokers: {b!r} must be one of {list(BROKERS)}")
+        for scenario, variant in pairs:
+            for topo in topologies:
+                for seed in seeds:
+                    for mode in modes:
+                        for broker in (brokers if mode == "live" else ["sim"]):
+                            cells.append(Cell(name, scenario, variant,
+                                              None if topo == "own" else str(topo), int(seed),
+                                              str(mode), str(broker)))
+    seen: dict[str, Cell] = {}
+    for c in cells:
+        seen.setdefault(c.id, c)   # the same cell in two groups runs once
+    return Matrix(str(raw.get("name", path.name.removesuffix(".matrix.toml"))),
+                  str(raw.get("description", "")), path, tuple(seen.values()))
+
+
+def cell_dir(out: Path, cell: Cell) -> Path:
+    return out / "cells" / cell.id
+
+
+def finished(out: Path, cell: Cell) -> dict[str, Any] | None:
+    """The stored record of a finished cell, if it finished (its cell.json is written last)."""
+    path = cell_dir(out, cell) / "cell.json"
+    try:
+        record: dict[str, Any] = json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return record if record.get("cell", {}).get("id") == cell.id else None
+
+
+def expectation(cell: Cell) -> dict[str, str]:
+    """What the cell must show: a defect's own checker FALSE; otherwise the scenario's
+    expectations (true unless it says)."""
+    if cell.variant != "reference":
+        return {VARIANTS[cell.variant].caught_by: "false"}
+    scenario = load_scenario(SCENARIOS / f"{cell.scenario}.toml")
+    from bench.checks import checkers
+    return {name: scenario.expect.get(name, "true") for name in checkers()}
+
+
+def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
+    """Run one cell into a scratch folder, then move it into place and write cell.json:
+    a cell killed half-way leaves nothing that looks finished."""
+    from bench.run import run_scenario
+    final = cell_dir(out, cell)
+    scratch = final.with_name(final.name + f".partial-{os.getpid()}")
+    for stale in final.parent.glob(final.name + ".partial-*"):   # left by a killed run
+        shutil.rmtree(stale, ignore_errors=True)
+    scenario = load_scenario(SCENARIOS / f"{cell.scenario}.toml", topology=cell.topology,
+                             seed=cell.seed)
+    t0 = time.perf_counter()
+    result = run_scenario(scenario, VARIANTS[cell.variant], scratch, mode=cell.mode,
+                          broker=cell.broker if cell.mode == "live" else "amqtt",
+                          topology_overridden=cell.topology is not None)
+    wall = time.perf_counter() - t0
+    verdicts = {v.name: v.value.value for v in result.verdicts}
+    expect = expectation(cell)
+    wrong = {k: verdicts.get(k) for k, want in expect.items() if verdicts.get(k) != want}
+    m = result.metrics
+    record = {"cell": cell.to_json(), "verdicts": verdicts, "expect": expect, "wrong": wrong,
+              "passed": not wrong, "wall_s": round(wall, 3),
+              "metrics": {"requests": m["requests"], "outcomes": m["outcomes"],
+                          "latency_ms": m["latency_ms"],
+                          "duplicates_delivered": m["duplicates_delivered"],
+                          "duplicates_executed": m["duplicates_executed"],
+                          "messages_per_task": m["messages_per_task"],
+                          "faults_fired": m["faults_fired"]},
+              "topology": result.summary["topology"], "replay": result.summary["replay"]}
+    shutil.rmtree(final, ignore_errors=True)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    scratch.rename(final)
+    tmp = final / "cell.json.tmp"
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True))
+    tmp.replace(final / "cell.json")
+    return record
+
+
+def collect(out: Path, matrix: Matrix) -> list[dict[str, Any]]:
+    """Every finished cell's record, in matrix order."""
+    return [r for c in matrix.cells if (r := finished(out, c)) is not None]

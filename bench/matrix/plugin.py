@@ -1,0 +1,140 @@
+"""A pytest plugin that collects a matrix file as one test item per cell, so pytest-xdist
+runs the cells in parallel and `-k`, `--lf` and `--junitxml` work on cells.
+
+`a2a-bench matrix` loads it (`-p bench.matrix.plugin`); it can also be used directly:
+`pytest -p bench.matrix.plugin --matrix-out results/x path/to/x.matrix.toml -n 2`.
+A finished cell (its cell.json exists) is not run again: it reports its stored result.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.matrix import Cell, finished, load_matrix, run_cell
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("a2a-bench matrix")
+    group.addoption("--matrix-out", default=None,
+                    help="the matrix's results folder (cells land in <it>/cells/)")
+
+
+def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
+    if file_path.name.endswith(".matrix.toml"):
+        return MatrixFile.from_parent(parent, path=file_path)
+    return None
+
+
+class CellFailed(Exception):
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__(record["cell"]["id"])
+        self.record = record
+
+
+class MatrixFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        for cell in load_matrix(self.path).cells:
+            yield CellItem.from_parent(self, name=cell.id, cell=cell)
+
+
+class CellItem(pytest.Item):
+    def __init__(self, *, cell: Cell, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cell = cell
+
+    def _out(self) -> Path:
+        out = self.config.getoption("matrix_out")
+        return Path(out) if out else self.path.parent
+
+    def runtest(self) -> None:
+        out = self._out()
+        record = finished(out, self.cell)
+        cached = record is not None
+        t0 = time.perf_counter()
+        if record is None:
+            record = run_cell(out, self.cell)
+        verdicts = record["verdicts"]
+        short = "".join({"true": "T", "false": "F", "unknown": "?"}[v] for v in verdicts.values())
+        self.user_properties.append(("cell", json.dumps({
+            "id": self.cell.id, "cached": cached, "passed": record["passed"], "verdicts": short,
+            "wall_s": round(time.perf_counter() - t0, 2), "wrong": record["wrong"]})))
+        if not record["passed"]:
+            raise CellFailed(record)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],  # type: ignore[override]
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, CellFailed):
+            r = excinfo.value.record
+            wrong = ", ".join(f"{k} {v} (expected {r['expect'][k]})" for k, v in r["wrong"].items())
+            return (f"cell {r['cell']['id']}: {wrong}\n  replay: {r['replay']}\n"
+                    f"  results: {self._out() / 'cells' / r['cell']['id']}/")
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"cell {self.cell.id}"
+
+
+class _Progress:
+    """One line per finished cell on the controller: i/N, pass/fail, verdicts, time."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.total = 0
+        self.done = 0
+        self.t0 = time.perf_counter()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.total = max(self.total, len(ids))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.total = max(self.total, len(session.items))
+
+    def pytest_report_teststatus(self, report: pytest.TestReport,
+                                 config: pytest.Config) -> tuple[str, str, str] | None:
+        if report.when == "call" and "cell" in dict(report.user_properties):
+            return report.outcome, "", report.outcome.upper()   # our line below, not a dot
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        if report.when != "call" or "cell" not in props:
+            return
+        info = json.loads(str(props["cell"]))
+        self.done += 1
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return
+        mark = "ok  " if info["passed"] else "FAIL"
+        how = "done before" if info["cached"] else f"{info['wall_s']:6.1f} s"
+        elapsed = time.perf_counter() - self.t0
+        line = (f"[{self.done:>3}/{self.total or '?'}] {mark} {info['id']:<62} {info['verdicts']}  "
+                f"{how}  (elapsed {elapsed:.0f} s)")
+        tr.write_line(line, red=not info["passed"], green=info["passed"] and not info["cached"])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):   # the controller (or a run without xdist)
+        config.pluginmanager.register(_Progress(config), "a2a-matrix-progress")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return
+    out = session.config.getoption("matrix_out")
+    if not out:
+        return
+    from bench.matrix.report import write_matrix_report
+    sources = sorted(Path(out).glob("*.matrix.toml"))
+    if sources:
+        paths = write_matrix_report(Path(out), load_matrix(sources[0]))
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.ensure_newline()
+            tr.write_line(f"matrix report: {paths['md']}  {paths['html']}")

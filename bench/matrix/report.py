@@ -1,0 +1,129 @@
+"""A matrix's aggregated table, plots and reports: `results/<matrix-id>/matrix.{json,md,html}`
+and `plots/`, rebuilt from the finished cells' records whenever the matrix ends."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from bench.matrix import Matrix, cell_dir, collect
+
+SHORT = {"true": "T", "false": "F", "unknown": "?"}
+
+
+def _checkers(records: list[dict[str, Any]]) -> list[str]:
+    names: list[str] = []
+    for r in records:
+        for name in r["verdicts"]:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def table_md(matrix: Matrix, records: list[dict[str, Any]]) -> str:
+    checkers = _checkers(records)
+    passed = sum(r["passed"] for r in records)
+    out = [f"# matrix {matrix.name}", "", matrix.description, "",
+           f"{len(records)} of {len(matrix.cells)} cells finished; {passed} as expected, "
+           f"{len(records) - passed} not.", "",
+           "Verdict letters, in order: " + ", ".join(f"{i + 1} {c}" for i, c in enumerate(checkers))
+           + " (T true, F false, ? unknown; **bold**: not what the cell expects).", "",
+           "| cell | as expected | verdicts | requests | p50 / p99 ms | dup delivered / executed | wall s |",
+           "|---|---|---|---|---|---|---|"]
+    for r in records:
+        c, m = r["cell"], r["metrics"]
+        letters = "".join(f"**{SHORT[r['verdicts'][k]]}**" if k in r["wrong"]
+                          else SHORT[r["verdicts"].get(k, "unknown")] for k in checkers)
+        lat = m["latency_ms"]
+        p = "–" if lat["p50"] is None else f"{lat['p50']:.0f} / {lat['p99']:.0f}"
+        out.append(f"| [{c['id']}](cells/{c['id']}/report.md) | {'yes' if r['passed'] else 'NO'} | "
+                   f"`{letters}` | {m['requests']} | {p} | {m['duplicates_delivered']} / "
+                   f"{m['duplicates_executed']} | {r['wall_s']:.1f} |")
+    missing = [c.id for c in matrix.cells if c.id not in {r["cell"]["id"] for r in records}]
+    if missing:
+        out += ["", f"Not finished: {', '.join(missing)}"]
+    return "\n".join(out) + "\n"
+
+
+def _topology_series(out: Path, records: list[dict[str, Any]]) -> list[tuple[str, list[tuple[str, list[float], float | None]]]]:
+    """Groups of cells that differ only by topology: the same workload on several."""
+    from bench.report.plots import latencies, read_history
+    groups: dict[tuple[str, str, int, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        c = r["cell"]
+        groups[(c["scenario"], c["variant"], c["seed"], c["mode"], c["broker"])].append(r)
+    found = []
+    for key, rs in sorted(groups.items()):
+        if len({r["cell"]["topology"] for r in rs}) < 2:
+            continue
+        series = []
+        seen: set[str] = set()
+        for r in rs:
+            if r["topology"] in seen:   # the same topology reached through two groups
+                continue
+            seen.add(r["topology"])
+            events = read_history(out / "cells" / r["cell"]["id"])
+            series.append((r["topology"], [v for _, v in latencies(events)],
+                           r["metrics"]["messages_per_task"]))
+        found.append((f"{key[0]} · {key[1]} · seed {key[2]} · {key[3]}", series))
+    return found
+
+
+def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
+    from bench.report.html import _e, _plots, page
+    from bench.report.plots import duplicates, save, topology_comparison
+    records = collect(out, matrix)
+    (out / "matrix.json").write_text(json.dumps(
+        {"name": matrix.name, "cells": len(matrix.cells), "finished": len(records),
+         "as_expected": sum(r["passed"] for r in records), "records": records}, indent=2))
+    md = table_md(matrix, records)
+    plots: dict[str, dict[str, Path]] = {}
+    captions = {}
+    if records:
+        plots["duplicates"] = save(duplicates(records, f"Duplicates per cell — {matrix.name}"),
+                                   out / "plots", "duplicates")
+        captions["duplicates"] = ("Per cell: duplicates that reached a node, and duplicates "
+                                  "that ran a task again (a seeded defect's red bar is a bug found)")
+        for i, (label, series) in enumerate(_topology_series(out, records)):
+            name = f"topologies_{i + 1}"
+            plots[name] = save(topology_comparison(series, f"Topologies — {label}"),
+                               out / "plots", name)
+            captions[name] = f"One workload ({label}) on several topologies"
+    md += "\n" + "\n".join(f"![{n}](plots/{p['png'].name})" for n, p in plots.items()) + "\n"
+    (out / "matrix.md").write_text(md)
+    checkers = _checkers(records)
+    body = [f"<h1>matrix {_e(matrix.name)}</h1><p>{_e(matrix.description)}</p>",
+            f"<p>{len(records)} of {len(matrix.cells)} cells finished; "
+            f"{sum(r['passed'] for r in records)} as expected.</p>",
+            "<table><tr><th>cell</th><th>as expected</th>"
+            + "".join(f"<th title='{_e(c)}'>{i + 1}</th>" for i, c in enumerate(checkers))
+            + "<th>requests</th><th>p50 / p99 ms</th><th>dup delivered / executed</th>"
+              "<th>wall s</th></tr>"]
+    for r in records:
+        c, m = r["cell"], r["metrics"]
+        lat = m["latency_ms"]
+        cells = "".join(
+            f"<td class='{r['verdicts'].get(k, 'unknown')}{' off' if k in r['wrong'] else ''}'>"
+            f"{SHORT[r['verdicts'].get(k, 'unknown')]}</td>" for k in checkers)
+        p = "–" if lat["p50"] is None else f"{lat['p50']:.0f} / {lat['p99']:.0f}"
+        link = cell_dir(out, _cell(c)).relative_to(out)
+        report = "report.html" if (out / link / "report.html").exists() else "report.md"
+        body.append(
+            f"<tr{'' if r['passed'] else ' class=off'}><td><a href='{_e(link)}/{report}'>"
+            f"{_e(c['id'])}</a></td><td>{'yes' if r['passed'] else '<b>NO</b>'}</td>{cells}"
+            f"<td>{m['requests']}</td><td>{p}</td>"
+            f"<td>{m['duplicates_delivered']} / {m['duplicates_executed']}</td>"
+            f"<td>{r['wall_s']:.1f}</td></tr>")
+    body.append("</table><p class='muted'>Columns: " + ", ".join(
+        f"{i + 1} {_e(c)}" for i, c in enumerate(checkers)) + "</p>")
+    body += _plots(plots, captions, out)
+    (out / "matrix.html").write_text(page(f"matrix {matrix.name}", body))
+    return {"md": out / "matrix.md", "html": out / "matrix.html", "json": out / "matrix.json"}
+
+
+def _cell(c: dict[str, Any]) -> Any:
+    from bench.matrix import Cell
+    return Cell(c["group"], c["scenario"], c["variant"], c["topology"], c["seed"], c["mode"],
+                c["broker"])

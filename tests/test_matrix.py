@@ -1,0 +1,127 @@
+"""Matrices: files are checked and expanded; cells run as pytest items (so -k, --lf and
+JUnit XML work), land in results/<id>/cells/, and a matrix killed with SIGKILL resumes
+without redoing a finished cell."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.distribution import SpecError
+from bench.matrix import load_matrix
+from bench.variants import VARIANTS
+
+SMALL = """
+name = "small"
+description = "two reference cells and a defect"
+[[group]]
+scenarios = ["quickstart", "empty_directory"]
+[[group]]
+name = "defect"
+variants = ["no_default_executor"]
+scenarios = ["empty_directory"]
+"""
+
+
+def write(tmp_path: Path, body: str, name: str = "small.matrix.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(body)
+    return path
+
+
+def matrix_cli(tmp_path: Path, *args: str, wait: bool = True) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "bench", "matrix", *args]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    if not wait:
+        return subprocess.Popen(cmd, cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.run(cmd, cwd=tmp_path, env=env, text=True, capture_output=True, timeout=600)
+
+
+@pytest.mark.parametrize("body, needle", [
+    ("[[group]]\nscenarios = ['nope']", "group[0].scenarios: 'nope' is not a scenario"),
+    ("[[group]]\nvariants = ['nope']", "group[0].variants: 'nope' is not a variant"),
+    ("[[group]]\nmodes = ['docker']", "group[0].modes: 'docker' must be one of"),
+    ("[[group]]\nseeds = ['one']", "group[0].seeds=['one'] must be integers"),
+    ("[[group]]\nwhat = 1", "group[0]: unknown key(s) ['what']"),
+    ("name = 'x'", "group must be a non-empty array"),
+    ("[[group]\n", "not valid TOML"),
+])
+def test_bad_matrix_files_name_the_file_and_the_key(tmp_path: Path, body: str, needle: str) -> None:
+    path = write(tmp_path, body)
+    with pytest.raises(SpecError, match=None) as err:
+        load_matrix(path)
+    assert str(path) in str(err.value) and needle in str(err.value), err.value
+
+
+def test_groups_cross_and_defects_pair_with_their_scenario(tmp_path: Path) -> None:
+    m = load_matrix(Path("scenarios/default.matrix.toml"))
+    ids = [c.id for c in m.cells]
+    assert len(ids) == len(set(ids))
+    defects = [c for c in m.cells if c.variant != "reference"]
+    assert {(c.variant, c.scenario) for c in defects} == \
+        {(v.name, v.scenario) for v in VARIANTS.values() if v.name != "reference"}
+    assert {c.topology for c in m.cells if c.group == "topologies"} == {"star", "split", "host-local"}
+    live = load_matrix(write(tmp_path, "[[group]]\nscenarios=['quickstart']\nmodes=['sim','live']\n"
+                                       "brokers=['amqtt','mosquitto']\nseeds=[1,2]"))
+    assert len(live.cells) == 2 * (1 + 2)   # seeds x (sim + live on two brokers)
+
+
+def test_a_matrix_runs_filters_writes_junit_and_does_not_redo_finished_cells(tmp_path: Path) -> None:
+    path = write(tmp_path, SMALL)
+    first = matrix_cli(tmp_path, str(path), "-j", "1", "-k", "quickstart",
+                       "--junitxml", "junit.xml")
+    assert first.returncode == 0, first.stdout + first.stderr
+    cells = tmp_path / "results" / "small" / "cells"
+    assert [p.name for p in cells.iterdir()] == ["quickstart.reference.own.s1.sim"]
+    assert "<testcase" in (tmp_path / "junit.xml").read_text()
+    done = cells / "quickstart.reference.own.s1.sim" / "cell.json"
+    stamp = done.stat().st_mtime_ns
+    second = matrix_cli(tmp_path, str(path), "-j", "2")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert done.stat().st_mtime_ns == stamp, "a finished cell was run again"
+    assert "done before" in second.stdout
+    assert len(list(cells.iterdir())) == 3
+    record = json.loads((cells / "empty_directory.no_default_executor.own.s1.sim" / "cell.json").read_text())
+    assert record["passed"] and record["verdicts"]["directory_liveness"] == "false"
+    table = (tmp_path / "results" / "small" / "matrix.md").read_text()
+    assert "3 of 3 cells finished; 3 as expected" in table
+    assert (tmp_path / "results" / "small" / "matrix.html").read_text().count("<svg") >= 1
+
+
+def test_a_failing_cell_fails_the_matrix_and_lf_reruns_only_it(tmp_path: Path) -> None:
+    body = SMALL + '\n[[group]]\nname = "wrong"\nvariants = ["no_default_executor"]\nscenarios = ["quickstart"]\n'
+    path = write(tmp_path, body)
+    run = matrix_cli(tmp_path, str(path), "-j", "2")
+    assert run.returncode == 1 and "quickstart.no_default_executor" in run.stdout
+    assert "directory_liveness true (expected false)" in run.stdout
+    again = matrix_cli(tmp_path, str(path), "--lf")
+    assert "1 failed" in again.stdout and "deselected" in again.stdout, again.stdout
+
+
+def test_sigkill_then_resume_completes_without_redoing_finished_cells(tmp_path: Path) -> None:
+    body = '[[group]]\nscenarios = ["quickstart", "latency", "loss", "partition", "restart", "streaming"]\n'
+    path = write(tmp_path, body, "kill.matrix.toml")
+    proc = matrix_cli(tmp_path, str(path), "-j", "1", wait=False)
+    assert isinstance(proc, subprocess.Popen)
+    cells = tmp_path / "results" / "kill" / "cells"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(cells.glob("*/cell.json"))) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = {p.parent.name: p.stat().st_mtime_ns for p in cells.glob("*/cell.json")}
+    assert 2 <= len(before) < 6, before
+    resumed = matrix_cli(tmp_path, str(path), "-j", "1")
+    assert resumed.returncode == 0, resumed.stdout
+    after = {p.parent.name: p.stat().st_mtime_ns for p in cells.glob("*/cell.json")}
+    assert len(after) == 6
+    assert all(after[k] == v for k, v in before.items()), "finished cells were redone"
+    assert not list(cells.glob("*.partial-*")), "the killed cell's scratch folder was left behind"
