@@ -92,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_ = sub.add_parser("compare", help="show runs side by side (verdicts, counts, latency)",
                           description="Print the verdicts, message counts and latency quantiles "
                                       "of two or more run folders side by side, e.g. one "
-                                      "scenario in sim and live, or on amqtt and Mosquitto.")
+                                      "scenario in sim and live, on amqtt and Mosquitto, or on "
+                                      "several topologies. One matrix folder: its cells that ran "
+                                      "one scenario on several topologies, substrates or "
+                                      "brokers, side by side. Two or more matrix folders: cell "
+                                      "by cell.")
     cmp_.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     cmp_.add_argument("--json", action="store_true")
     sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants")
@@ -228,7 +232,12 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_UNKNOWN
     if not args.no_plots:
         from bench.report.html import write_run_report
-        write_run_report(result.out_dir)
+        try:
+            write_run_report(result.out_dir)
+        except Exception:   # a plot must never cost the run its verdicts
+            traceback.print_exc()
+            print(f"a2a-bench: plots failed; the run's JSON and report.md are in {out}",
+                  file=sys.stderr)
     _print_result(result, args.json)
     return result.exit_code
 
@@ -352,7 +361,8 @@ def _print_result(result: "RunResult", as_json: bool) -> None:
         if v.note and (v.value.value != "true" or v.note.startswith(NOTHING)):
             print(f"      note: {v.note.splitlines()[0]}")
     print(f"  seed {s['seed']}; replay: {s['replay']}")
-    print(f"  results: {result.out_dir}/ (report.md)")
+    html = result.out_dir / "report.html"
+    print(f"  results: {result.out_dir}/ (report.md" + (", report.html with plots)" if html.exists() else ")"))
 
 
 def _list() -> int:
@@ -393,12 +403,28 @@ def _list() -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from bench.report.compare import load, render, rows
-    if len(args.run_dirs) < 2:
-        print("a2a-bench: compare needs at least two run folders", file=sys.stderr)
-        return EXIT_INVALID
+    from bench.report.compare import (is_matrix, load, matrix_groups, render, render_matrices,
+                                      rows)
+    dirs: list[Path] = args.run_dirs
     try:
-        runs = [load(d) for d in args.run_dirs]
+        if all(is_matrix(d) for d in dirs):
+            if len(dirs) > 1:
+                print(render_matrices(dirs))
+                return EXIT_OK
+            groups = matrix_groups(dirs[0])
+            if not groups:
+                print(f"{dirs[0]}: no scenario ran in more than one topology, substrate or broker")
+            for title, runs in groups:
+                if args.json:
+                    print(json.dumps({"group": title, "rows": rows(runs)}))
+                else:
+                    print(f"== {title}\n{render(runs)}\n")
+            return EXIT_OK
+        if len(dirs) < 2:
+            print("a2a-bench: compare needs two or more run folders, or matrix folders",
+                  file=sys.stderr)
+            return EXIT_INVALID
+        runs = [load(d) for d in dirs]
     except ValueError as exc:
         print(f"a2a-bench: {exc}", file=sys.stderr)
         return EXIT_INVALID

@@ -107,7 +107,7 @@ def test_a_failing_cell_fails_the_matrix_and_lf_reruns_only_it(tmp_path: Path) -
 
 
 def test_sigkill_then_resume_completes_without_redoing_finished_cells(tmp_path: Path) -> None:
-    body = '[[group]]\nscenarios = ["quickstart", "latency", "loss", "partition", "restart", "streaming"]\n'
+    body = "[[group]]\nscenarios = [\"quickstart\", \"latency\", \"loss\", \"restart\", \"streaming\", \"mesh_100\"]\n"
     path = write(tmp_path, body, "kill.matrix.toml")
     proc = matrix_cli(tmp_path, str(path), "-j", "1", wait=False)
     assert isinstance(proc, subprocess.Popen)

@@ -73,7 +73,7 @@ def _topology_series(out: Path, records: list[dict[str, Any]]) -> list[tuple[str
 
 def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
     from bench.report.html import _e, _plots, page
-    from bench.report.plots import duplicates, save, topology_comparison
+    from bench.report.plots import duplicates, save, topology_comparison, verdict_grid
     records = collect(out, matrix)
     (out / "matrix.json").write_text(json.dumps(
         {"name": matrix.name, "cells": len(matrix.cells), "finished": len(records),
@@ -82,6 +82,10 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
     plots: dict[str, dict[str, Path]] = {}
     captions = {}
     if records:
+        plots["verdicts"] = save(verdict_grid(records, f"matrix {matrix.name}"), out / "plots",
+                                 "verdicts")
+        captions["verdicts"] = ("Every cell's verdicts: a seeded defect's row has its checker "
+                                "red; a black frame is a verdict the cell did not expect")
         plots["duplicates"] = save(duplicates(records, f"Duplicates per cell — {matrix.name}"),
                                    out / "plots", "duplicates")
         captions["duplicates"] = ("Per cell: duplicates that reached a node, and duplicates "

@@ -1,5 +1,8 @@
-"""`a2a-bench compare RUN_A RUN_B ...`: runs side by side — verdicts, message counts and
-latency quantiles — e.g. the same scenario in sim and live, or on amqtt and Mosquitto."""
+"""`a2a-bench compare`: runs side by side — verdicts, message counts and latency
+quantiles — e.g. the same scenario in sim and live, on amqtt and Mosquitto, or on several
+topologies. Matrix folders compare too: one matrix shows, for each scenario, variant and
+seed it ran on more than one topology, substrate or broker, those cells side by side; two
+or more matrices are compared cell by cell."""
 
 from __future__ import annotations
 
@@ -17,10 +20,17 @@ def load(run_dir: Path) -> dict[str, Any]:
             "metrics": json.loads((run_dir / "metrics.json").read_text())}
 
 
-def _label(run: dict[str, Any]) -> str:
+def _parts(run: dict[str, Any]) -> list[str]:
     s = run["summary"]
     where = s["mode"] if s["mode"] == "sim" else f"live/{s.get('broker')}/{s.get('nodes')}"
-    return f"{s['scenario']}:{s['variant']}:{where}"
+    return [s["scenario"], s["variant"], s["topology"], where, f"s{s['seed']}"]
+
+
+def labels(runs: list[dict[str, Any]]) -> list[str]:
+    """Each run's label, made of only what differs between the runs (all of it if nothing)."""
+    parts = [_parts(r) for r in runs]
+    keep = [i for i in range(5) if len({p[i] for p in parts}) > 1] or list(range(5))
+    return [":".join(p[i] for i in keep) for p in parts]
 
 
 def _num(v: Any) -> str:
@@ -30,7 +40,7 @@ def _num(v: Any) -> str:
 
 
 def rows(runs: list[dict[str, Any]]) -> list[list[str]]:
-    table = [["", *(_label(r) for r in runs)]]
+    table = [["", *labels(runs)]]
     names = [v["name"] for v in runs[0]["verdicts"]]
     for name in names:
         cells = []
@@ -71,4 +81,58 @@ def render(runs: list[dict[str, Any]]) -> str:
     differing = [row[0] for row in table[1:] if row[0].startswith("verdict") and len(set(row[1:])) > 1]
     if differing:
         lines += ["", "verdicts that differ: " + ", ".join(d.removeprefix("verdict ") for d in differing)]
+    return "\n".join(lines)
+
+
+def is_matrix(folder: Path) -> bool:
+    return (folder / "matrix.json").exists()
+
+
+def matrix_groups(folder: Path) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Cells of one matrix that ran the same scenario, variant and seed in more than one
+    place (topology, substrate, broker): each group's runs, ready for `render`."""
+    records = json.loads((folder / "matrix.json").read_text())["records"]
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for r in records:
+        c = r["cell"]
+        groups.setdefault((c["scenario"], c["variant"], c["seed"]), []).append(r)
+    out = []
+    for (scenario, variant, seed), rs in sorted(groups.items()):
+        runs, seen = [], set()
+        for r in rs:
+            run = load(folder / "cells" / r["cell"]["id"])
+            key = tuple(_parts(run))
+            if key not in seen:
+                seen.add(key)
+                runs.append(run)
+        if len(runs) > 1:
+            out.append((f"{scenario} · {variant} · seed {seed}", runs))
+    return out
+
+
+def render_matrices(folders: list[Path]) -> str:
+    """Two or more matrices cell by cell: verdict letters and p50 latency, differences marked."""
+    short = {"true": "T", "false": "F", "unknown": "?"}
+    data = [{r["cell"]["id"]: r for r in json.loads((f / "matrix.json").read_text())["records"]}
+            for f in folders]
+    ids = [i for i in data[0] if all(i in d for d in data[1:])]
+    header = ["cell", *(f.name for f in folders)]
+    table = [header]
+    differ = 0
+    for i in ids:
+        cells = []
+        for d in data:
+            r = d[i]
+            p50 = r["metrics"]["latency_ms"]["p50"]
+            cells.append("".join(short[v] for v in r["verdicts"].values())
+                         + f" p50 {'–' if p50 is None else f'{p50:.0f}'}")
+        mark = " *" if len({c.split(' ')[0] for c in cells}) > 1 else ""
+        differ += bool(mark)
+        table.append([i + mark, *cells])
+    widths = [max(len(row[k]) for row in table) for k in range(len(header))]
+    lines = ["  ".join(c.ljust(widths[k]) for k, c in enumerate(row)).rstrip() for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    only = sum(len(d) for d in data) - len(ids) * len(data)
+    lines += ["", f"{len(ids)} cells in common, {differ} with different verdicts (*)"
+              + (f"; {only} cells in only some of the matrices" if only else "")]
     return "\n".join(lines)

@@ -42,6 +42,11 @@ def _style(ax: Any, title: str, xlabel: str, ylabel: str) -> None:
         ax.spines[side].set_visible(False)
 
 
+def _legend(ax: Any, **kwargs: Any) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kwargs)
+
+
 def save(fig: Figure, folder: Path, name: str) -> dict[str, Path]:
     """Write the figure as PNG and SVG; returns both paths."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -102,7 +107,7 @@ def latency_cdf(series: list[tuple[str, list[float]]], title: str) -> Figure:
     for q in (0.5, 0.99):
         ax.axhline(q, color="#888888", lw=0.6, ls=":")
     _style(ax, title, "request latency (ms, log scale)", "fraction of completed requests")
-    ax.legend(fontsize=8, loc="lower right", frameon=False)
+    _legend(ax, fontsize=8, loc="lower right", frameon=False)
     return fig
 
 
@@ -127,7 +132,7 @@ def latency_over_time(events: list[dict[str, Any]], title: str) -> Figure:
         ax.set_yscale("log")
         _plain_log(ax.yaxis)
     _style(ax, title, "time (s) — when the request settled", "latency (ms, log scale)")
-    ax.legend(fontsize=8, loc="upper left", frameon=False)
+    _legend(ax, fontsize=8, loc="upper left", frameon=False)
     return fig
 
 
@@ -159,7 +164,7 @@ def relay_timeline(events: list[dict[str, Any]], title: str, max_streams: int = 
             ax.annotate("gap", (t / 1000, hi + 0.4), fontsize=7, color="#cc0000")
     _style(ax, title + " — line: frames made on the executor; dots: pushed to a tab; "
            "red: explicit gaps", "time (s)", "seq in stream")
-    ax.legend(fontsize=7, loc="upper left", frameon=False, ncol=2)
+    _legend(ax, fontsize=7, loc="upper left", frameon=False, ncol=2)
     return fig
 
 
@@ -183,7 +188,7 @@ def message_counts(events: list[dict[str, Any]], title: str) -> Figure:
     per_task = f"{total / tasks:.2f} messages per task" if tasks else "no tasks"
     _style(ax, f"{title} — {total} published, {per_task}", "node", "messages published")
     ax.tick_params(axis="x", labelrotation=45 if len(nodes) > 6 else 0, labelsize=8)
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend(ax, fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -206,7 +211,7 @@ def duplicates(cells: list[dict[str, Any]], title: str) -> Figure:
     ax.set_yticks(ys, labels, fontsize=7)
     ax.invert_yaxis()
     _style(ax, title, "count", "")
-    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    _legend(ax, fontsize=8, frameon=False, loc="lower right")
     return fig
 
 
@@ -221,7 +226,7 @@ def topology_comparison(series: list[tuple[str, list[float], float | None]], tit
     left.set_xscale("log")
     _plain_log(left.xaxis)
     _style(left, title, "request latency (ms, log scale)", "fraction of completed requests")
-    left.legend(fontsize=8, frameon=False, loc="lower right")
+    _legend(left, fontsize=8, frameon=False, loc="lower right")
     right.bar([s[0] for s in series], [s[2] or 0 for s in series],
               color=[PALETTE[i % len(PALETTE)] for i in range(len(series))])
     _style(right, "messages per task", "topology", "")
@@ -245,3 +250,32 @@ def run_plots(run_dir: Path) -> dict[str, dict[str, Path]]:
     if relay is not None:
         out["relay"] = save(relay, folder, "relay")
     return out
+
+
+def verdict_grid(cells: list[dict[str, Any]], title: str) -> Figure:
+    """The matrix at a glance: one row per cell, one column per checker; green TRUE, red
+    FALSE, amber UNKNOWN; a black frame where the verdict is not what the cell expects."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Rectangle
+    checkers: list[str] = []
+    for c in cells:
+        checkers += [k for k in c["verdicts"] if k not in checkers]
+    code = {"true": 0, "unknown": 1, "false": 2}
+    grid = [[code[c["verdicts"].get(k, "unknown")] for k in checkers] for c in cells]
+    fig, ax = plt.subplots(figsize=(0.42 * len(checkers) + 4.5, 0.2 * len(cells) + 1.8))
+    ax.imshow(grid, aspect="auto", interpolation="nearest", vmin=0, vmax=2,
+              cmap=ListedColormap(["#5cb85c", "#f0ad4e", "#d9534f"]))
+    for y, c in enumerate(cells):
+        for x, k in enumerate(checkers):
+            if k in c["wrong"]:
+                ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, lw=2, ec="black"))
+    ax.set_xticks(range(len(checkers)), checkers, rotation=55, ha="right", fontsize=8)
+    ax.set_yticks(range(len(cells)), [c["cell"]["id"] for c in cells], fontsize=6.5)
+    ax.set_xticks([x - 0.5 for x in range(1, len(checkers))], minor=True)
+    ax.set_yticks([y - 0.5 for y in range(1, len(cells))], minor=True)
+    ax.grid(which="minor", color="white", lw=0.6)
+    ax.tick_params(which="minor", length=0)
+    passed = sum(not c["wrong"] for c in cells)
+    ax.set_title(f"{title} — {passed} of {len(cells)} cells as expected "
+                 "(green true, red false, amber unknown)", fontsize=10, loc="left")
+    return fig

@@ -1,0 +1,54 @@
+"""Plots and reports come from real runs: every plot is drawn from a simulated run's
+history, in PNG and SVG, and the HTML report is one self-contained file."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+from bench.cli import EXIT_OK, main
+from bench.report.plots import fault_windows, read_history
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.external: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        for k, v in attrs:
+            if k in ("src",) or (k == "href" and v and v.startswith("http")):
+                self.external.append(f"{tag} {k}={v}")
+
+
+def test_a_run_draws_every_plot_and_a_self_contained_report(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["run", "streaming", "--mode", "sim", "--out", str(out)]) == EXIT_OK
+    for name in ("latency_cdf", "latency_over_time", "relay", "messages"):
+        for ext in ("png", "svg"):
+            assert (out / "plots" / f"{name}.{ext}").stat().st_size > 1000, (name, ext)
+    page = (out / "report.html").read_text()
+    tags = _Tags()
+    tags.feed(page)
+    assert tags.tags.count("svg") == 4 and not tags.external, tags.external
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["replay"] in page.replace("&#x27;", "'").replace("&quot;", '"')
+    assert "relay_integrity" in page and "Fault timeline" in page
+    assert "![relay](plots/relay.png)" in (out / "report.md").read_text()
+
+
+def test_fault_windows_come_from_the_nemesis_journal(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["run", "restart", "--mode", "sim", "--no-plots", "--out", str(out)]) == EXIT_OK
+    assert not (out / "plots").exists() and not (out / "report.html").exists()
+    windows = fault_windows(read_history(out))
+    assert [w[2] for w in windows] == ["restart"] and windows[0][0] < windows[0][1]
+    assert main(["report", str(out)]) == EXIT_OK      # drawn afterwards, on request
+    assert (out / "report.html").exists() and (out / "plots" / "latency_over_time.svg").exists()
+
+
+def test_report_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
+    assert main(["report", str(tmp_path)]) == 3
