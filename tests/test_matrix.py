@@ -125,3 +125,20 @@ def test_sigkill_then_resume_completes_without_redoing_finished_cells(tmp_path: 
     assert len(after) == 6
     assert all(after[k] == v for k, v in before.items()), "finished cells were redone"
     assert not list(cells.glob("*.partial-*")), "the killed cell's scratch folder was left behind"
+
+
+def test_compare_shows_topologies_of_one_matrix_side_by_side_and_matrices_cell_by_cell(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[group]]\nscenarios = ["quickstart"]\ntopologies = ["star", "host-local"]\n',
+                 "topo.matrix.toml")
+    assert matrix_cli(tmp_path, str(path)).returncode == 0
+    assert matrix_cli(tmp_path, str(path), "--id", "again").returncode == 0
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    one = subprocess.run([sys.executable, "-m", "bench", "compare", "results/topo"], cwd=tmp_path,
+                         env=env, text=True, capture_output=True)
+    header = one.stdout.splitlines()[1]
+    assert "star" in header and "host-local" in header and "messages per task" in one.stdout
+    two = subprocess.run([sys.executable, "-m", "bench", "compare", "results/topo", "results/again"],
+                         cwd=tmp_path, env=env, text=True, capture_output=True)
+    assert "2 cells in common, 0 with different verdicts" in two.stdout, two.stdout
+    plots = tmp_path / "results" / "topo" / "plots"
+    assert (plots / "topologies_1.png").exists() and (plots / "verdicts.svg").exists()
