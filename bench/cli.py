@@ -265,7 +265,8 @@ def _matrix(args: argparse.Namespace) -> int:
             old.unlink()
     shutil.copyfile(args.matrix_file, copy)
     ini = out / "pytest.ini"
-    ini.write_text("[pytest]\n")   # this matrix's own settings and cache (--lf), not the repo's
+    # this matrix's own settings and cache (--lf), not the repo's; our lines replace the [n%]
+    ini.write_text("[pytest]\nconsole_output_style = classic\n")
     argv = [str(copy), "-c", str(ini), "--rootdir", str(out), "-p", "bench.matrix.plugin",
             "--matrix-out", str(out), "-q", "--no-header", "-rfE"]
     if args.jobs > 1:
