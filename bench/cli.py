@@ -382,7 +382,11 @@ def _list() -> int:
 
     print("scenarios (scenarios/):")
     for p in sorted(SCENARIOS.glob("*.toml")):
-        print(f"  {p.stem:<26} {first_line(p)}")
+        if not p.name.endswith(".matrix.toml"):
+            print(f"  {p.stem:<26} {first_line(p)}")
+    print("matrices (scenarios/*.matrix.toml, run with `a2a-bench matrix FILE`):")
+    for p in sorted(SCENARIOS.glob("*.matrix.toml")):
+        print(f"  {p.name.removesuffix('.matrix.toml'):<26} {first_line(p)}")
     print("topologies (topologies/):")
     for p in sorted(TOPOLOGIES.glob("*.toml")):
         print(f"  {p.stem:<26} {first_line(p)}")
