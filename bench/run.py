@@ -193,7 +193,7 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
             say(line)
         start_ms = clock.now_ms()     # the workload's clock starts once every node is up
         ops = plan(topo, wl, scenario.seed, scenario.duration_ms)
-        nemesis = LiveNemesis(run, scenario.seed, start_ms + scenario.duration_ms)
+        nemesis = LiveNemesis(run, scenario.seed, start_ms + scenario.duration_ms, topo)
         nemesis.schedule(tuple(replace(f, at_ms=f.at_ms + start_ms) for f in scenario.faults))
         for op in ops:
             await run.until(start_ms + op.at_ms)

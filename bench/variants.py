@@ -12,10 +12,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bench.core.directory import Resolution, Route, Target
-from bench.core.auth import sign
+from cryptography.exceptions import InvalidSignature
+
+from bench.core.auth import AuthMode, SignatureVersion, Verdict, _mac, sign, signed_string
 from bench.core.commands import Publish
 from bench.core.effects import Effects
-from bench.core.envelope import Envelope, encode
+from bench.core.envelope import Envelope, Header, encode
 from bench.core.ledger import LedgerConfig
 from bench.core.envelope import Json
 from bench.core.node import Node
@@ -214,6 +216,43 @@ class FailedSubflowCompleted(Node):
     process_engine_class = _Engine
 
 
+class StrictTrustsClaims(Node):
+    """Seed 002 §8: "strict" mode that trusts the claimed sender: an unsigned message that
+    names a sender is taken at its word, so anyone on the broker can act as anyone."""
+
+    def admits(self, mode: AuthMode, verdict: Verdict) -> bool:
+        if mode is AuthMode.STRICT and verdict is Verdict.UNSIGNED:
+            return True
+        return super().admits(mode, verdict)
+
+
+class PerAgentKeyForAnyAgent(Node):
+    """Seed 002 §8: a per-agent key is accepted for whatever agent the message claims, so
+    one compromised agent's key signs as every agent (KID_MISMATCH never raised)."""
+
+    def verify_envelope(self, env: Envelope, now_ms: int) -> Verdict:
+        verdict = super().verify_envelope(env, now_ms)
+        if verdict is not Verdict.KID_MISMATCH:
+            return verdict
+        key = self.config.auth.keys.agent_keys[env.header(Header.KID) or ""]
+        sv = env.header(Header.SIG_VERSION)
+        version = SignatureVersion(sv) if sv else SignatureVersion.V1
+        try:   # the MAC is checked with the kid's key; whose key it is, is not
+            _mac(key, signed_string(env, version)).verify(bytes.fromhex(env.header(Header.SIG) or ""))
+        except (InvalidSignature, ValueError):
+            return Verdict.BAD_SIGNATURE
+        return Verdict.VERIFIED
+
+
+class AuditWithoutRecord(Node):
+    """DESIGN §5 ("admitted is not blind"): audit mode admits everything but records only
+    what verified, so the violations it lets in leave no trace."""
+
+    def record_audit(self, fx: Effects, env: Envelope, verdict: Verdict) -> None:
+        if verdict is Verdict.VERIFIED:
+            super().record_audit(fx, env, verdict)
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     name: str
@@ -261,6 +300,11 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "context"),
     Variant("failed_subflow_completed", FailedSubflowCompleted, "000 §5 (root cause ②)",
             "context_isolation", "context"),
+    Variant("strict_trusts_claims", StrictTrustsClaims, "002 §8", "auth_admission", "attacks"),
+    Variant("per_agent_key_any_agent", PerAgentKeyForAnyAgent, "002 §8", "auth_admission",
+            "attacks"),
+    Variant("audit_without_record", AuditWithoutRecord, "DESIGN §5", "auth_admission",
+            "attacks_audit"),
 )}
 
 

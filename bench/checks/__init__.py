@@ -108,7 +108,7 @@ NOTHING = "nothing to judge: "
 
 
 def checkers() -> dict[str, Checker]:
-    from bench.checks import delivery, directory, execution, process, relay
+    from bench.checks import auth, delivery, directory, execution, process, relay
     return {
         "duplicate_execution": execution.duplicate_execution,
         "task_lifecycle": execution.task_lifecycle,
@@ -120,6 +120,7 @@ def checkers() -> dict[str, Checker]:
         "relay_locality": relay.relay_locality,
         "gate_integrity": process.gate_integrity,
         "context_isolation": process.context_isolation,
+        "auth_admission": auth.auth_admission,
         "directory_liveness": directory.directory_liveness,
         "deployment": directory.deployment,
     }

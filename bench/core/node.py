@@ -284,12 +284,10 @@ class Node:
         if env.header(Header.ORIGIN_NODE_ID) == self.node_id:
             self._drop(fx, event, env, Drop(DropReason.SELF_LOOP, "originNodeId is this node"))
             return
-        verdict = verify(env, self.config.auth.keys, fx.now_ms, self.config.auth.max_skew_ms)
+        verdict = self.verify_envelope(env, fx.now_ms)
         mode = self.config.auth.mode
         if mode is AuthMode.AUDIT:
-            fx.record(EventKind.AUTH_VERDICT, messageId=env.message_id, verdict=verdict.value,
-                      mode=mode.value, admitted=True, fromAgentId=env.from_agent_id,
-                      kid=env.header(Header.KID), signerNode=env.header(Header.NODE))
+            self.record_audit(fx, env, verdict)
         if not self.admits(mode, verdict):
             self._drop(fx, event, env, Drop(DropReason.AUTH_REJECTED,
                                             f"{verdict.value} not admitted in {mode.value} mode"),
@@ -304,7 +302,18 @@ class Node:
             self._drop(fx, event, env, drop, verdict)
 
     def admits(self, mode: AuthMode, verdict: Verdict) -> bool:
+        """The mode's decision on a verdict (DESIGN §5's matrix; variants override)."""
         return admits(mode, verdict)
+
+    def verify_envelope(self, env: Envelope, now_ms: int) -> Verdict:
+        """What the signature proves (variants override)."""
+        return verify(env, self.config.auth.keys, now_ms, self.config.auth.max_skew_ms)
+
+    def record_audit(self, fx: Effects, env: Envelope, verdict: Verdict) -> None:
+        """Audit mode admits everything and records every verdict (variants override)."""
+        fx.record(EventKind.AUTH_VERDICT, messageId=env.message_id, verdict=verdict.value,
+                  mode=AuthMode.AUDIT.value, admitted=True, fromAgentId=env.from_agent_id,
+                  kid=env.header(Header.KID), signerNode=env.header(Header.NODE))
 
     def _route(self, fx: Effects, env: Envelope, kind: TopicKind, key: str | None,
                verdict: Verdict | None, topic: str | None) -> Drop | None:

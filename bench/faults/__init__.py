@@ -81,6 +81,18 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
               "(session takeover, seed 002 §11.1 red line 1)", {
                   "node": _node("the node whose client id is reused"),
                   "impostor": _node("the node that reuses it")}),
+    FaultKind("forged_sender", "an attacker on the broker sends TASK_REQUESTs claiming the "
+              "orchestrator's agent to every executor agent, one round per interval", {
+                  "how": Param("choice", "unsigned; flat_token (signed with the shared token "
+                               "the attacker holds: the flat-token leak); other_agent_key "
+                               "(signed with a compromised executor agent's own key)",
+                               "unsigned", choices=("unsigned", "flat_token", "other_agent_key")),
+                  "interval_ms": Param("ms", "time between rounds", 1000.0)}),
+    FaultKind("replay", "an attacker captures validly signed TASK_REQUESTs and re-publishes "
+              "them byte for byte later", {
+                  "probability": Param("probability", "share of captured requests replayed", 0.5),
+                  "delay_ms": Param("distribution", "how much later",
+                                    {"dist": "uniform", "low": 500, "high": 3000})}),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {
                   "node": _node("the requester"),

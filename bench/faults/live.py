@@ -13,12 +13,16 @@ from typing import Any
 from bench.core.directory import ROSTER_DOCUMENT
 from bench.distribution import rng_for
 from bench.faults import FaultSpec
+from bench.faults.attacks import AttackMessage, forged_request, replayed, victim_and_targets
 from bench.live.runner import LiveRun, with_config
+from bench.topology import Topology
 
 
 class LiveNemesis:
-    def __init__(self, run: LiveRun, seed: int, end_ms: float) -> None:
+    def __init__(self, run: LiveRun, seed: int, end_ms: float,
+                 topology: Topology | None = None) -> None:
         self.run = run
+        self.topology = topology
         self.seed = seed
         self.end_ms = end_ms
         self.tasks: list[asyncio.Task[None]] = []
@@ -152,7 +156,7 @@ class LiveNemesis:
             return await self._withhold_puback(spec)
         if method == "duplicate_publish":
             return await self._duplicate_publish(spec)
-        return await self._replay(spec)
+        return await self._replay_redelivery(spec)
 
     async def _duplicate_publish(self, spec: FaultSpec) -> Any:
         """The proxy writes a PUBLISH to the node twice (same packet id, as a broker or a
@@ -171,7 +175,7 @@ class LiveNemesis:
                 self._fired(spec, node, action="PUBLISH delivered twice", count=n)
         return heal
 
-    async def _replay(self, spec: FaultSpec) -> Any:
+    async def _replay_redelivery(self, spec: FaultSpec) -> Any:
         """Injected replay: a capture client sees every targeted PUBLISH and, with the
         fault's probability, publishes the very same bytes again after the fault's delay
         (what a broker's delayed QoS1 redelivery looks like to the receiver)."""
@@ -203,6 +207,89 @@ class LiveNemesis:
 
         async def heal() -> None:
             link.client.unsubscribe(flt)   # stop capturing; replays already due still happen
+        return heal
+
+    # -- the attacker (bench.faults.attacks): its own MQTT client on the broker ----------------
+    async def _attacker(self, spec: FaultSpec, on_message: Any = None) -> Any:
+        from bench.live.mqtt import MqttLink
+        loop = asyncio.get_running_loop()
+        up: asyncio.Future[None] = loop.create_future()
+        link = MqttLink(loop, self.run.broker.host, self.run.broker.port,
+                        f"attacker-{spec.index}", on_message=on_message or (lambda *a: None),
+                        on_connected=lambda _p: up.done() or up.set_result(None),
+                        on_disconnected=lambda _r: None, on_published=lambda _m: None)
+        self.links.append(link)
+        link.connect()
+        await asyncio.wait_for(up, 10)
+        return link
+
+    def _attack(self, spec: FaultSpec, link: Any, msg: AttackMessage) -> None:
+        self.run.record("nemesis", "attack_sent", msg.record)
+        link.publish(msg.topic, msg.payload, 1, False)
+        self._fired(spec, action=msg.record["attack"], messageId=msg.record["messageId"])
+
+    async def _forged_sender(self, spec: FaultSpec) -> Any:
+        if self.topology is None:
+            self._cannot(spec, "the nemesis was given no topology")
+            return None
+        config = next(iter(self.run.nodes.values())).spec.config
+        auth = config.auth
+        victim, victim_node, targets, compromised = victim_and_targets(
+            [(n.id, n.role.value, n.agents) for n in self.topology.nodes])
+        link = await self._attacker(spec)
+
+        async def rounds() -> None:
+            n = 0
+            while True:
+                for node, agent in targets:
+                    n += 1
+                    msg = forged_request(spec.params["how"], n, spec.index, victim_agent=victim,
+                                         victim_node=victim_node, target_node=node,
+                                         target_agent=agent, keys=auth.keys,
+                                         compromised=compromised, now_ms=self.run.clock.now_ms(),
+                                         prefix=config.prefix, version=auth.version,
+                                         max_skew_ms=auth.max_skew_ms)
+                    if msg is None:
+                        self._cannot(spec, f"the attacker holds no key for how="
+                                           f"{spec.params['how']!r} (scenario auth.keys)")
+                        return
+                    self._attack(spec, link, msg)
+                await asyncio.sleep(spec.params["interval_ms"] / 1000)
+        task = asyncio.create_task(rounds())
+
+        async def heal() -> None:
+            task.cancel()
+        return heal
+
+    async def _replay(self, spec: FaultSpec) -> Any:
+        config = next(iter(self.run.nodes.values())).spec.config
+        auth = config.auth
+        loop = asyncio.get_running_loop()
+        rng = rng_for(self.seed, f"fault/{spec.index}")
+        seen: set[bytes] = set()
+        holder: list[Any] = []
+
+        def again(topic: str, payload: bytes) -> None:
+            msg = replayed(payload, spec.index, keys=auth.keys, now_ms=self.run.clock.now_ms(),
+                           max_skew_ms=auth.max_skew_ms, topic=topic)
+            if msg is not None and holder and not holder[0].closed:
+                self._attack(spec, holder[0], msg)
+
+        def on_message(topic: str, payload: bytes, mid: int, qos: int) -> None:
+            holder[0].ack(mid, qos)
+            if payload in seen:
+                return
+            seen.add(payload)
+            if rng.random() < spec.params["probability"]:
+                loop.call_later(spec.params["delay_ms"].sample(rng) / 1000, again, topic, payload)
+
+        flt = f"{config.prefix}/node/+/inbox"
+        link = await self._attacker(spec, on_message)
+        holder.append(link)
+        link.subscribe((flt,), 1)
+
+        async def heal() -> None:
+            link.client.unsubscribe(flt)
         return heal
 
     # -- link faults, through the fault proxy in front of each node ----------------------------

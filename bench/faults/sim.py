@@ -16,7 +16,8 @@ from bench.core.directory import ROSTER_DOCUMENT
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
 from bench.distribution import rng_for
 from bench.faults import FaultSpec
-from bench.sim.broker import Redelivery
+from bench.faults.attacks import AttackMessage, forged_request, replayed, victim_and_targets
+from bench.sim.broker import Message, Redelivery
 from bench.sim.cluster import SimCluster
 from bench.sim.host import KEEPALIVE_DETECT_MS, SimHost
 from bench.topology import Topology
@@ -62,6 +63,78 @@ class SimNemesis:
         if heal is not None:
             yield from _steps(heal())
         self.cluster.record("nemesis", "fault_healed", {"fault": spec.kind, "faultIndex": spec.index})
+
+    def _cannot(self, spec: FaultSpec, reason: str) -> None:
+        self.cluster.record("nemesis", "fault_cannot_act", {"fault": spec.kind,
+                                                            "faultIndex": spec.index,
+                                                            "reason": reason})
+
+    # -- the attacker (bench.faults.attacks): a client of the broker, one hop away ---------
+    def _attacker_view(self) -> tuple[Any, str]:
+        config = next(iter(self.cluster.hosts.values())).config
+        return config.auth, config.prefix
+
+    def _attack(self, spec: FaultSpec, msg: AttackMessage) -> None:
+        self.cluster.record("nemesis", "attack_sent", msg.record)
+        self.cluster.broker.publish(Message(msg.topic, msg.payload, 1))
+        self._fired(spec, action=msg.record["attack"], messageId=msg.record["messageId"])
+
+    def _forged_sender(self, spec: FaultSpec) -> Any:
+        auth, prefix = self._attacker_view()
+        victim, victim_node, targets, compromised = victim_and_targets(
+            [(n.id, n.role.value, n.agents) for n in self.topology.nodes])
+        stop = [False]
+
+        def rounds() -> Generator[simpy.Event, Any, None]:
+            n = 0
+            while not stop[0]:
+                for node, agent in targets:
+                    n += 1
+                    msg = forged_request(spec.params["how"], n, spec.index, victim_agent=victim,
+                                         victim_node=victim_node, target_node=node,
+                                         target_agent=agent, keys=auth.keys,
+                                         compromised=compromised, now_ms=int(self.env.now),
+                                         prefix=prefix, version=auth.version,
+                                         max_skew_ms=auth.max_skew_ms)
+                    if msg is None:
+                        self._cannot(spec, f"the attacker holds no key for how="
+                                           f"{spec.params['how']!r} (scenario auth.keys)")
+                        return
+                    self._attack(spec, msg)
+                yield self.env.timeout(spec.params["interval_ms"])
+        self.env.process(rounds())
+
+        def heal() -> Any:
+            stop[0] = True
+        return heal
+
+    def _replay(self, spec: FaultSpec) -> Any:
+        auth, prefix = self._attacker_view()
+        rng = rng_for(self.seed, f"fault/{spec.index}")
+        seen: set[bytes] = set()
+        inbox = f"{prefix}/node/"
+
+        def later(delay: float, topic: str, payload: bytes) -> Generator[simpy.Event, Any, None]:
+            yield self.env.timeout(delay)
+            msg = replayed(payload, spec.index, keys=auth.keys, now_ms=int(self.env.now),
+                           max_skew_ms=auth.max_skew_ms, topic=topic)
+            if msg is not None:
+                self._attack(spec, msg)
+
+        def tap(m: Message) -> None:
+            if not (m.topic.startswith(inbox) and m.topic.endswith("/inbox")) or m.payload in seen:
+                return
+            env = decode(m.payload)
+            if not isinstance(env, Envelope) or env.message_type is not MessageType.TASK_REQUEST:
+                return
+            seen.add(m.payload)
+            if rng.random() < spec.params["probability"]:
+                self.env.process(later(spec.params["delay_ms"].sample(rng), m.topic, m.payload))
+        self.cluster.broker.taps.append(tap)
+
+        def heal() -> Any:
+            self.cluster.broker.taps.remove(tap)
+        return heal
 
     def _host(self, node_id: str) -> SimHost:
         return self.cluster.hosts[node_id]

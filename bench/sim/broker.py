@@ -82,6 +82,8 @@ class SimBroker:
         self.retained: dict[str, Message] = {}
         self.up = True
         self.redelivery: Redelivery | None = None
+        #: Observers of every accepted PUBLISH (an attacker subscribed to everything).
+        self.taps: list[Callable[[Message], None]] = []
         self._pids = itertools.count(1)
         # topic -> [(session, granted qos of each matching filter)]; cleared on any change
         # of subscriptions, which happens at connect time, not per message.
@@ -158,6 +160,8 @@ class SimBroker:
         if not self.up:
             return
         self.stats["published"] += 1
+        for tap in list(self.taps):
+            tap(msg)
         if msg.retain:
             if msg.payload:
                 self.retained[msg.topic] = msg

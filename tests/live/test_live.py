@@ -47,7 +47,8 @@ FAULTS = ["restart", "broker_restart", "double_subscription", "duplicate_client_
           "empty_directory", "stale_roster", "missing_reply_node", "redelivery_restart",
           "partition", "latency", "loss", "broker_redelivery", "duplicate_publish",
           "streaming", "streaming_unwatched", "streaming_local", "streaming_restart",
-          "gates", "gate_executor_restart", "gate_orchestrator_restart", "context"]
+          "gates", "gate_executor_restart", "gate_orchestrator_restart", "context",
+          "attacks", "attacks_audit"]
 LONGER = {"partition": 20}   # a partition must outlast the keepalive (1.5 x 5 s) to cut links
 
 

@@ -1,0 +1,78 @@
+"""`python -m bench.attack_table`: which attacks succeed, per admission mode and signature
+version — measured by the auth_admission checker on simulated runs of scenarios/attacks.toml
+(the same seed each time), not written by hand. Prints a Markdown table (README's)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from bench.core.auth import AuthMode, SignatureVersion
+from bench.run import run_scenario
+from bench.scenario import SCENARIOS, load_scenario
+from bench.variants import REFERENCE
+
+ATTACKS = [("forged_sender:unsigned", "forged, unsigned"),
+           ("forged_sender:flat_token", "forged with the leaked flat token"),
+           ("forged_sender:other_agent_key", "forged with another agent's key"),
+           ("replay:replay", "captured and replayed")]
+
+
+def measure(seed: int | None = None) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
+    """(mode, version) -> attack -> (sent, admitted, executed)."""
+    base = load_scenario(SCENARIOS / "attacks.toml", seed=seed)
+    out: dict[tuple[str, str], dict[str, tuple[int, int, int]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in AuthMode:
+            for version in SignatureVersion:
+                scenario = replace(base, auth=replace(base.auth, mode=mode, signature=version))
+                run = run_scenario(scenario, REFERENCE, Path(tmp) / f"{mode.value}-{version.value}",
+                                   mode="sim")
+                verdict = next(v for v in run.verdicts if v.name == "auth_admission")
+                if verdict.value.value != "true":
+                    raise SystemExit(f"auth_admission is {verdict.value.value} for the reference "
+                                     f"in {mode.value} mode, signature v{version.value}")
+                counts = verdict.counts
+                prefix = f"{mode.value}/v{version.value} "
+                out[(mode.value, version.value)] = {
+                    a: (counts.get(f"{prefix}{a} sent", 0), counts.get(f"{prefix}{a} admitted", 0),
+                        counts.get(f"{prefix}{a} executed", 0)) for a, _ in ATTACKS}
+    return out
+
+
+def table(results: dict[tuple[str, str], dict[str, tuple[int, int, int]]]) -> str:
+    columns = sorted(results)
+    head = "| attack | " + " | ".join(f"{m} v{v}" for m, v in columns) + " |"
+    lines = [head, "|---|" + "---|" * len(columns)]
+    for key, label in ATTACKS:
+        cells = []
+        for col in columns:
+            sent, admitted, executed = results[col][key]
+            cells.append("–" if not sent else
+                         f"**{executed}/{sent} executed**" if executed else
+                         f"{admitted}/{sent} admitted, none executed" if admitted else
+                         f"0/{sent} admitted")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seed", type=int, help="the scenario's seed by default")
+    parser.add_argument("--check-readme", type=Path, metavar="README",
+                        help="exit 1 if README's table (between the attack-table markers) differs")
+    args = parser.parse_args()
+    text = table(measure(args.seed))
+    if args.check_readme:
+        found = re.search(r"<!-- attack-table -->\n(.*?)\n<!-- /attack-table -->",
+                          args.check_readme.read_text(), re.S)
+        if found is None or found.group(1).strip() != text.strip():
+            raise SystemExit("README's attack table differs from the measured one:\n" + text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
