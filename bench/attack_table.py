@@ -1,6 +1,7 @@
 """`python -m bench.attack_table`: which attacks succeed, per admission mode and signature
 version — measured by the auth_admission checker on simulated runs of scenarios/attacks.toml
-(the same seed each time), not written by hand. Prints a Markdown table (README's)."""
+and scenarios/tampering.toml (their own seeds), not written by hand. Prints a Markdown
+table (README's)."""
 
 from __future__ import annotations
 
@@ -18,28 +19,36 @@ from bench.variants import REFERENCE
 ATTACKS = [("forged_sender:unsigned", "forged, unsigned"),
            ("forged_sender:flat_token", "forged with the leaked flat token"),
            ("forged_sender:other_agent_key", "forged with another agent's key"),
-           ("replay:replay", "captured and replayed")]
+           ("replay", "captured and replayed"),
+           ("tamper_payload", "payload altered in flight"),
+           ("tamper_routing", "toAgentId altered in flight")]
+SCENARIO_FILES = ("attacks", "tampering")
 
 
 def measure(seed: int | None = None) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
     """(mode, version) -> attack -> (sent, admitted, executed)."""
-    base = load_scenario(SCENARIOS / "attacks.toml", seed=seed)
     out: dict[tuple[str, str], dict[str, tuple[int, int, int]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for mode in AuthMode:
-            for version in SignatureVersion:
-                scenario = replace(base, auth=replace(base.auth, mode=mode, signature=version))
-                run = run_scenario(scenario, REFERENCE, Path(tmp) / f"{mode.value}-{version.value}",
-                                   mode="sim")
-                verdict = next(v for v in run.verdicts if v.name == "auth_admission")
-                if verdict.value.value != "true":
-                    raise SystemExit(f"auth_admission is {verdict.value.value} for the reference "
-                                     f"in {mode.value} mode, signature v{version.value}")
-                counts = verdict.counts
-                prefix = f"{mode.value}/v{version.value} "
-                out[(mode.value, version.value)] = {
-                    a: (counts.get(f"{prefix}{a} sent", 0), counts.get(f"{prefix}{a} admitted", 0),
-                        counts.get(f"{prefix}{a} executed", 0)) for a, _ in ATTACKS}
+        for name in SCENARIO_FILES:
+            base = load_scenario(SCENARIOS / f"{name}.toml", seed=seed)
+            for mode in AuthMode:
+                for version in SignatureVersion:
+                    scenario = replace(base, auth=replace(base.auth, mode=mode, signature=version))
+                    run = run_scenario(scenario, REFERENCE,
+                                       Path(tmp) / f"{name}-{mode.value}-{version.value}", mode="sim")
+                    verdict = next(v for v in run.verdicts if v.name == "auth_admission")
+                    if verdict.value.value != "true":
+                        raise SystemExit(f"auth_admission is {verdict.value.value} for the "
+                                         f"reference on {name} in {mode.value} mode, signature "
+                                         f"v{version.value}")
+                    counts = verdict.counts
+                    prefix = f"{mode.value}/v{version.value} "
+                    col = out.setdefault((mode.value, version.value), {})
+                    for a, _label in ATTACKS:
+                        sent = counts.get(f"{prefix}{a} sent", 0)
+                        if sent:
+                            col[a] = (sent, counts.get(f"{prefix}{a} admitted", 0),
+                                      counts.get(f"{prefix}{a} executed", 0))
     return out
 
 
@@ -50,7 +59,7 @@ def table(results: dict[tuple[str, str], dict[str, tuple[int, int, int]]]) -> st
     for key, label in ATTACKS:
         cells = []
         for col in columns:
-            sent, admitted, executed = results[col][key]
+            sent, admitted, executed = results[col].get(key, (0, 0, 0))
             cells.append("–" if not sent else
                          f"**{executed}/{sent} executed**" if executed else
                          f"{admitted}/{sent} admitted, none executed" if admitted else

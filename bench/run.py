@@ -221,7 +221,7 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
     return stats
 
 
-PROXY_FAULTS = {"partition", "latency", "loss"}
+PROXY_FAULTS = {"partition", "latency", "loss", "tamper_payload", "tamper_routing"}
 
 
 def needs_proxy(scenario: Scenario) -> bool:

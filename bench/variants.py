@@ -14,7 +14,8 @@ from typing import Any
 from bench.core.directory import Resolution, Route, Target
 from cryptography.exceptions import InvalidSignature
 
-from bench.core.auth import AuthMode, SignatureVersion, Verdict, _mac, sign, signed_string
+from bench.core.auth import (FLAT_KID, AuthMode, SignatureVersion, Verdict, _mac, sign,
+                             signed_string)
 from bench.core.commands import Publish
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, encode
@@ -251,6 +252,40 @@ class AuditWithoutRecord(Node):
     def record_audit(self, fx: Effects, env: Envelope, verdict: Verdict) -> None:
         if verdict is Verdict.VERIFIED:
             super().record_audit(fx, env, verdict)
+
+
+class SignatureComparedWithEq(Node):
+    """Seed 002 §8: the signature is recomputed and compared with `==`, which returns at
+    the first differing byte: a timing oracle for forging a MAC byte by byte. No history
+    shows it (the verdicts are the same), so it is not a --variant; a test catches it
+    (tests/core/test_auth.py: verification must go through the constant-time check)."""
+
+    def verify_envelope(self, env: Envelope, now_ms: int) -> Verdict:
+        sig = env.header(Header.SIG)
+        if sig is None:
+            return Verdict.UNSIGNED
+        kid = env.header(Header.KID) or ""
+        key = self.config.auth.keys.key_for_kid(kid)
+        if key is None:
+            return Verdict.UNKNOWN_KID
+        if kid != FLAT_KID and kid != env.from_agent_id:
+            return Verdict.KID_MISMATCH
+        sv = env.header(Header.SIG_VERSION)
+        try:
+            version = SignatureVersion(sv) if sv else SignatureVersion.V1
+        except ValueError:
+            return Verdict.BAD_SIGNATURE
+        if _mac_hex(key, signed_string(env, version)) != sig:   # the bug: early exit
+            return Verdict.BAD_SIGNATURE
+        if abs(now_ms - env.timestamp_ms) > self.config.auth.max_skew_ms:
+            return Verdict.STALE
+        return Verdict.VERIFIED
+
+
+def _mac_hex(key: Any, data: bytes) -> str:
+    import hmac as std_hmac
+    import hashlib
+    return std_hmac.new(key.reveal(), data, hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

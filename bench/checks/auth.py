@@ -66,8 +66,9 @@ def auth_admission(h: History) -> Verdict:
         after = sorted((o for o in outcomes.get(key, []) if o["seq"] > a["seq"]),
                        key=lambda o: o["seq"])
         boot = _boot_of(h, node, a["seq"])
+        attack = f"forged_sender:{a['how']}" if a["attack"] == "forged_sender" else a["attack"]
         label = (f"{boot['authMode'] if boot else '?'}/v{boot['signatureVersion'] if boot else '?'}"
-                 f" {a['attack']}:{a['how'] if a['attack'] == 'forged_sender' else 'replay'}")
+                 f" {attack}")
         c.count(f"{label} sent")
         if not after:
             if float(a["tMs"]) > h.end_ms - 2_000:

@@ -93,6 +93,14 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "probability": Param("probability", "share of captured requests replayed", 0.5),
                   "delay_ms": Param("distribution", "how much later",
                                     {"dist": "uniform", "low": 500, "high": 3000})}),
+    FaultKind("tamper_payload", "a man in the middle on the node's link alters the payload of "
+              "validly signed TASK_REQUESTs in flight, leaving the signature as it was", {
+                  "node": _node("the node whose incoming requests are altered"),
+                  "probability": Param("probability", "share of requests altered", 1.0)}),
+    FaultKind("tamper_routing", "a man in the middle on the node's link retargets validly "
+              "signed TASK_REQUESTs in flight to the node's other agent (toAgentId)", {
+                  "node": _node("the node whose incoming requests are altered"),
+                  "probability": Param("probability", "share of requests altered", 1.0)}),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {
                   "node": _node("the requester"),

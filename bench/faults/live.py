@@ -13,7 +13,8 @@ from typing import Any
 from bench.core.directory import ROSTER_DOCUMENT
 from bench.distribution import rng_for
 from bench.faults import FaultSpec
-from bench.faults.attacks import AttackMessage, forged_request, replayed, victim_and_targets
+from bench.faults.attacks import (AttackMessage, forged_request, replayed, tampered,
+                                 victim_and_targets)
 from bench.live.runner import LiveRun, with_config
 from bench.topology import Topology
 
@@ -291,6 +292,39 @@ class LiveNemesis:
         async def heal() -> None:
             link.client.unsubscribe(flt)
         return heal
+
+    async def _tamper(self, spec: FaultSpec, what: str) -> Any:
+        node_id = spec.params["node"]
+        proxies = self._proxies(spec, (node_id,))
+        if proxies is None:
+            return None
+        proxy = proxies[0]
+        config = self.run.nodes[node_id].spec.config
+        rng = rng_for(self.seed, f"fault/{spec.index}")
+
+        def rewrite(topic: str, payload: bytes) -> bytes | None:
+            if rng.random() >= spec.params["probability"]:
+                return None
+            done = tampered(payload, what, spec.index, agents_of_node=config.agents,
+                            keys=config.auth.keys, now_ms=self.run.clock.now_ms(),
+                            max_skew_ms=config.auth.max_skew_ms, node=node_id)
+            if done is None:
+                return None
+            new, record = done
+            self.run.record("nemesis", "attack_sent", record)
+            self._fired(spec, action=record["attack"], messageId=record["messageId"])
+            return new
+        proxy.faults.rewrite = rewrite
+
+        async def heal() -> None:
+            proxy.faults.rewrite = None
+        return heal
+
+    async def _tamper_payload(self, spec: FaultSpec) -> Any:
+        return await self._tamper(spec, "payload")
+
+    async def _tamper_routing(self, spec: FaultSpec) -> Any:
+        return await self._tamper(spec, "routing")
 
     # -- link faults, through the fault proxy in front of each node ----------------------------
     def _proxies(self, spec: FaultSpec, nodes: tuple[str, ...]) -> list[Any] | None:

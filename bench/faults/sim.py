@@ -16,7 +16,8 @@ from bench.core.directory import ROSTER_DOCUMENT
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
 from bench.distribution import rng_for
 from bench.faults import FaultSpec
-from bench.faults.attacks import AttackMessage, forged_request, replayed, victim_and_targets
+from bench.faults.attacks import (AttackMessage, forged_request, replayed, tampered,
+                                 victim_and_targets)
 from bench.sim.broker import Message, Redelivery
 from bench.sim.cluster import SimCluster
 from bench.sim.host import KEEPALIVE_DETECT_MS, SimHost
@@ -135,6 +136,36 @@ class SimNemesis:
         def heal() -> Any:
             self.cluster.broker.taps.remove(tap)
         return heal
+
+    def _tamper(self, spec: FaultSpec, what: str) -> Any:
+        auth, _prefix = self._attacker_view()
+        host = self._host(spec.params["node"])
+        rng = rng_for(self.seed, f"fault/{spec.index}")
+
+        def rewrite(m: Message) -> Message:
+            if rng.random() >= spec.params["probability"]:
+                return m
+            done = tampered(m.payload, what, spec.index, agents_of_node=host.config.agents,
+                            keys=auth.keys, now_ms=int(self.env.now),
+                            max_skew_ms=auth.max_skew_ms, node=host.node_id)
+            if done is None:
+                return m
+            payload, record = done
+            self.cluster.record("nemesis", "attack_sent", record)
+            self._fired(spec, action=record["attack"], messageId=record["messageId"])
+            return Message(m.topic, payload, m.qos, m.retain)
+        client = host.client_id
+        self.cluster.broker.mitm[client] = rewrite
+
+        def heal() -> Any:
+            self.cluster.broker.mitm.pop(client, None)
+        return heal
+
+    def _tamper_payload(self, spec: FaultSpec) -> Any:
+        return self._tamper(spec, "payload")
+
+    def _tamper_routing(self, spec: FaultSpec) -> Any:
+        return self._tamper(spec, "routing")
 
     def _host(self, node_id: str) -> SimHost:
         return self.cluster.hosts[node_id]

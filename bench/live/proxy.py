@@ -5,7 +5,8 @@ it can act per packet: delay them (latency), delay them as TCP retransmission wo
 (loss), blackhole everything (partition: both ends find out through their keepalive, and
 new connections are refused until the heal), withhold the node's PUBACKs (the broker
 keeps the messages in flight and redelivers them, with DUP, when the connection comes
-back), or deliver a broker's PUBLISH twice.
+back), deliver a broker's PUBLISH twice, or rewrite a PUBLISH's payload on its way to the
+node (a man in the middle).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench.distribution import Distribution
@@ -31,6 +33,7 @@ class Counters:
     blackholed: int = 0
     pubacks_withheld: int = 0
     publishes_duplicated: int = 0
+    publishes_rewritten: int = 0
 
 
 @dataclass
@@ -40,6 +43,8 @@ class Faults:
     partitioned: bool = False
     withhold_puback: bool = False
     duplicate_publish: float = 0.0
+    #: (topic, payload) -> new payload, or None to leave it: applied to PUBLISHes to the node
+    rewrite: Callable[[str, bytes], bytes | None] | None = None
 
 
 async def read_packet(reader: asyncio.StreamReader) -> bytes:
@@ -60,6 +65,31 @@ async def read_packet(reader: asyncio.StreamReader) -> bytes:
             raise ValueError("malformed MQTT remaining length")
     body = await reader.readexactly(remaining) if remaining else b""
     return first + bytes(length_bytes) + body
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n % 128, n // 128
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def rewrite_publish(packet: bytes, fn: Callable[[str, bytes], bytes | None]) -> bytes:
+    """The same PUBLISH packet (flags, topic, packet id) with the payload `fn` gives."""
+    i = 1
+    while packet[i] & 0x80:
+        i += 1
+    body = packet[i + 1:]
+    tlen = int.from_bytes(body[:2], "big")
+    topic = body[2:2 + tlen].decode("utf-8", "replace")
+    head_len = 2 + tlen + (2 if (packet[0] >> 1) & 0x03 else 0)
+    new = fn(topic, body[head_len:])
+    if new is None:
+        return packet
+    rest = body[:head_len] + new
+    return bytes([packet[0]]) + _varint(len(rest)) + rest
 
 
 @dataclass
@@ -141,6 +171,11 @@ class FaultProxy:
                     self.counters.retransmitted += 1
                 if delay:
                     await asyncio.sleep(delay)   # per direction, in order, like one TCP stream
+                if not to_broker and kind == PUBLISH and f.rewrite is not None:
+                    rewritten = rewrite_publish(packet, f.rewrite)
+                    if rewritten != packet:
+                        self.counters.publishes_rewritten += 1
+                        packet = rewritten
                 writer.write(packet)
                 if not to_broker and kind == PUBLISH and f.duplicate_publish \
                         and self.rng.random() < f.duplicate_publish:

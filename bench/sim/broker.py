@@ -84,6 +84,8 @@ class SimBroker:
         self.redelivery: Redelivery | None = None
         #: Observers of every accepted PUBLISH (an attacker subscribed to everything).
         self.taps: list[Callable[[Message], None]] = []
+        #: A man in the middle per client id: rewrites what reaches that client.
+        self.mitm: dict[str, Callable[[Message], Message]] = {}
         self._pids = itertools.count(1)
         # topic -> [(session, granted qos of each matching filter)]; cleared on any change
         # of subscriptions, which happens at connect time, not per message.
@@ -207,7 +209,8 @@ class SimBroker:
     def _arrive(self, conn: Connection, msg: Message, pid: int, dup: bool, delay: float):  # type: ignore[no-untyped-def]
         yield self.env.timeout(delay)
         if conn.alive and self.up:
-            conn.client.on_deliver(conn, msg, pid, dup)
+            mitm = self.mitm.get(conn.client_id)
+            conn.client.on_deliver(conn, mitm(msg) if mitm else msg, pid, dup)
 
     def puback(self, conn: Connection, pid: int) -> None:
         session = self.sessions.get(conn.client_id)

@@ -113,3 +113,37 @@ def test_secret_never_shows_itself() -> None:
     assert "hunter2" not in repr(s) and "hunter2" not in str(s)
     assert "hunter2" not in repr(KEYS) and "flat-token-s3cret" not in repr(KEYS)
     assert "hunter2" not in f"{s}"
+
+
+def _constant_time_checks(node_class: type, monkeypatch) -> int:  # type: ignore[no-untyped-def]
+    """How many constant-time MAC verifications a node makes admitting signed requests."""
+    from cryptography.hazmat.primitives import hmac as c_hmac
+
+    from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, sign
+    from bench.core.envelope import Envelope, MessageType, encode
+    from bench.core.inputs import MessageReceived, Started
+    from tests.conftest import executor
+    calls = []
+    real = c_hmac.HMAC.verify
+
+    def spy(self, signature):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(self, signature)
+    monkeypatch.setattr(c_hmac.HMAC, "verify", spy)
+    keys = KeyRing(Secret("flat"), {"fin.orchestrator": Secret("k")})
+    node = node_class(executor(auth=AuthConfig(AuthMode.STRICT, keys)))
+    node.handle(Started(0, "b1"))
+    for i in range(3):
+        env = sign(Envelope(f"m{i}", MessageType.TASK_REQUEST, "fin.orchestrator", 0,
+                            to_agent_id="llm.tax", target_node_id="exec-1"), keys, "orch-1")
+        out = node.handle(MessageReceived(0, "ooder/node/exec-1/inbox", encode(env)))
+        assert any(getattr(c, "kind", None) and c.kind.value == "inbound_admitted" for c in out)
+    return len(calls)
+
+
+def test_signatures_are_checked_in_constant_time_and_the_eq_defect_is_caught(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from bench.core.node import Node
+    from bench.variants import SignatureComparedWithEq
+    assert _constant_time_checks(Node, monkeypatch) == 3
+    monkeypatch.undo()
+    assert _constant_time_checks(SignatureComparedWithEq, monkeypatch) == 0   # caught
