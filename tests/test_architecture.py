@@ -36,6 +36,7 @@ LAYERS = {
     "faults": {"core", "distribution", "topology", "sim", "live", "faults"},
     "scenario": {"core", "distribution", "topology", "workload", "faults", "scenario"},
     "report": {"checks", "report"},
+    "fuzz": {"core", "fuzz"},
     "attack_table": {"core", "run", "scenario", "variants", "attack_table"},
     "matrix": {"distribution", "scenario", "variants", "checks", "run", "report", "matrix"},
     "exchange": {"core", "storage", "history", "wire", "exchange"},
