@@ -1,6 +1,6 @@
 """`python -m bench.attack_table`: which attacks succeed, per admission mode and signature
-version — measured by the auth_admission checker on simulated runs of scenarios/attacks.toml
-and scenarios/tampering.toml (their own seeds), not written by hand. Prints a Markdown
+version — measured by the auth_admission checker on simulated runs of scenarios/attacks.toml,
+tampering.toml and replay_stale.toml (their own seeds), not written by hand. Prints a Markdown
 table (README's)."""
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from bench.variants import REFERENCE
 ATTACKS = [("forged_sender:unsigned", "forged, unsigned"),
            ("forged_sender:flat_token", "forged with the leaked flat token"),
            ("forged_sender:other_agent_key", "forged with another agent's key"),
-           ("replay", "captured and replayed"),
+           ("replay:fresh", "captured and replayed within seconds"),
+           ("replay:stale", "replayed after the timestamp window (6 min)"),
            ("tamper_payload", "payload altered in flight"),
            ("tamper_routing", "toAgentId altered in flight")]
-SCENARIO_FILES = ("attacks", "tampering")
+SCENARIO_FILES = ("attacks", "tampering", "replay_stale")
 
 
 def measure(seed: int | None = None) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
@@ -62,8 +63,8 @@ def table(results: dict[tuple[str, str], dict[str, tuple[int, int, int]]]) -> st
             sent, admitted, executed = results[col].get(key, (0, 0, 0))
             cells.append("–" if not sent else
                          f"**{executed}/{sent} executed**" if executed else
-                         f"{admitted}/{sent} admitted, none executed" if admitted else
-                         f"0/{sent} admitted")
+                         f"{admitted}/{sent} got in, none executed" if admitted else
+                         f"0/{sent} got in")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

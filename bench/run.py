@@ -80,7 +80,8 @@ def keyring(scenario: Scenario) -> KeyRing:
 
 def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing) -> NodeConfig:
     return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups, node.client_id,
-                      auth=AuthConfig(scenario.auth.mode, keys, scenario.auth.signature),
+                      auth=AuthConfig(scenario.auth.mode, keys,
+                                      scenario.auth.signature_of(node.id)),
                       request_timeout_ms=scenario.workload.request_timeout_ms)
 
 

@@ -31,9 +31,15 @@ class AuthSpec:
     mode: AuthMode = AuthMode.LOOSE
     signature: SignatureVersion = SignatureVersion.V1
     keys: str = "none"            # none | flat | per-agent
+    #: node id -> the signature version that node signs with (a mixed fleet mid-migration)
+    signature_by_node: tuple[tuple[str, SignatureVersion], ...] = ()
+
+    def signature_of(self, node_id: str) -> SignatureVersion:
+        return dict(self.signature_by_node).get(node_id, self.signature)
 
     def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode.value, "signature": int(self.signature.value), "keys": self.keys}
+        return {"mode": self.mode.value, "signature": int(self.signature.value), "keys": self.keys,
+                "signature_by_node": {n: int(v.value) for n, v in self.signature_by_node}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,10 +235,18 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         alt = path.parent / topo_path
         topo_path = alt if alt.exists() else topo_path
     topo = load_topology(topo_path)
-    auth_t = _Table(raw.get("auth", {}), f"{f}: auth", {"mode", "signature", "keys"})
+    auth_t = _Table(raw.get("auth", {}), f"{f}: auth",
+                    {"mode", "signature", "keys", "signature_by_node"})
+    by_node_raw = auth_t.raw.get("signature_by_node", {})
+    node_ids = {n.id for n in topo.nodes}
+    if not isinstance(by_node_raw, dict) or any(
+            k not in node_ids or v not in (1, 2) or isinstance(v, bool) for k, v in by_node_raw.items()):
+        raise SpecError(f"{auth_t.key('signature_by_node')}={by_node_raw!r} must be a table of "
+                        f"node id = 1 or 2, nodes of topology {topo.name!r}: {sorted(node_ids)[:8]}")
     auth = AuthSpec(AuthMode(auth_t.choice("mode", tuple(m.value for m in AuthMode), "loose")),
                     SignatureVersion(str(int(auth_t.number("signature", 1, low=1, high=2)))),
-                    auth_t.choice("keys", ("none", "flat", "per-agent"), "none"))
+                    auth_t.choice("keys", ("none", "flat", "per-agent"), "none"),
+                    tuple((k, SignatureVersion(str(v))) for k, v in sorted(by_node_raw.items())))
     w = _Table(raw.get("workload", {}), f"{f}: workload",
                {"rate_per_s", "task_duration_ms", "task_failure_rate", "request_timeout_ms",
                 "conversations", "group_event_rate_per_s", "unknown_agent_fraction",

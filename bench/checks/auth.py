@@ -66,7 +66,8 @@ def auth_admission(h: History) -> Verdict:
         after = sorted((o for o in outcomes.get(key, []) if o["seq"] > a["seq"]),
                        key=lambda o: o["seq"])
         boot = _boot_of(h, node, a["seq"])
-        attack = f"forged_sender:{a['how']}" if a["attack"] == "forged_sender" else a["attack"]
+        attack = f"{a['attack']}:{a['how']}" if a["attack"] in ("forged_sender", "replay") \
+            else a["attack"]
         label = (f"{boot['authMode'] if boot else '?'}/v{boot['signatureVersion'] if boot else '?'}"
                  f" {attack}")
         c.count(f"{label} sent")

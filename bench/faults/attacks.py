@@ -77,7 +77,8 @@ def replayed(payload: bytes, index: int, *, keys: KeyRing, now_ms: int,
         return None
     honest = verify(env, keys, now_ms, max_skew_ms)
     return AttackMessage(topic, payload, {
-        "attack": "replay", "how": "captured and re-published", "faultIndex": index,
+        "attack": "replay", "how": "stale" if honest.value == "STALE" else "fresh",
+        "faultIndex": index,
         "messageId": env.message_id, "requestId": env.header(Header.REQUEST_ID),
         "targetNodeId": env.target_node_id, "toAgentId": env.to_agent_id,
         "claimedSender": env.from_agent_id, "kid": env.header(Header.KID),
