@@ -18,7 +18,7 @@ from bench.topology import Topology
 
 @dataclass(frozen=True, slots=True)
 class Param:
-    kind: str            # node | nodes | probability | distribution | bool | ms | text | texts
+    kind: str   # node | nodes | probability | distribution | bool | ms | offset_ms | text | texts
     help: str
     default: Any = None
     required: bool = False
@@ -101,6 +101,10 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
               "signed TASK_REQUESTs in flight to the node's other agent (toAgentId)", {
                   "node": _node("the node whose incoming requests are altered"),
                   "probability": Param("probability", "share of requests altered", 1.0)}),
+    FaultKind("clock_skew", "the node's clock runs off by a fixed offset: what it signs carries "
+              "its time, and it judges others' timestamps by it", {
+                  "node": _node(),
+                  "skew_ms": Param("offset_ms", "the offset (negative: behind)", required=True)}),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {
                   "node": _node("the requester"),
@@ -187,6 +191,10 @@ def _value(p: Param, v: Any, key: str, node_ids: set[str], topo: str) -> Any:
             if not isinstance(v, bool):
                 raise SpecError(f"{key}={v!r} must be true or false")
             return v
+        case "offset_ms":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise SpecError(f"{key}={v!r} must be a number of milliseconds (negative: behind)")
+            return float(v)
         case "ms":
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
                 raise SpecError(f"{key}={v!r} must be a number of milliseconds >= 0")

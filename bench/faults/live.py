@@ -293,6 +293,16 @@ class LiveNemesis:
             link.client.unsubscribe(flt)
         return heal
 
+    async def _clock_skew(self, spec: FaultSpec) -> Any:
+        node = self.run.nodes[spec.params["node"]]
+        node.send({"op": "clock_skew", "skew_ms": spec.params["skew_ms"], "faultIndex": spec.index})
+        self._fired(spec, spec.params["node"], action="clock set off",
+                    skewMs=spec.params["skew_ms"])
+
+        async def heal() -> None:
+            node.send({"op": "clock_skew", "skew_ms": 0.0, "faultIndex": spec.index})
+        return heal
+
     async def _tamper(self, spec: FaultSpec, what: str) -> Any:
         node_id = spec.params["node"]
         proxies = self._proxies(spec, (node_id,))

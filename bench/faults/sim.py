@@ -167,6 +167,15 @@ class SimNemesis:
     def _tamper_routing(self, spec: FaultSpec) -> Any:
         return self._tamper(spec, "routing")
 
+    def _clock_skew(self, spec: FaultSpec) -> Any:
+        host = self._host(spec.params["node"])
+        host.skew_ms = spec.params["skew_ms"]
+        self._fired(spec, host.node_id, action="clock set off", skewMs=host.skew_ms)
+
+        def heal() -> Any:
+            host.skew_ms = 0.0
+        return heal
+
     def _host(self, node_id: str) -> SimHost:
         return self.cluster.hosts[node_id]
 

@@ -69,7 +69,7 @@ class LaunchSpec:
 def apply_op(host: LiveHost, op: dict[str, Any]) -> None:
     """Carry out one operation on a live node."""
     kind = op["op"]
-    now = host.clock.now_ms()
+    now = host.now_ms()
     if kind == "request":
         host.feed(TaskRequested(now, op["request_id"], op["message_id"], op["from_agent_id"],
                                 op["to_agent_id"], op.get("payload"), op.get("conversation_id"),
@@ -93,6 +93,9 @@ def apply_op(host: LiveHost, op: dict[str, Any]) -> None:
             for link in host.extra:
                 link.close()
             host.extra.clear()
+    elif kind == "clock_skew":
+        host.skew_ms = float(op["skew_ms"])
+        host.record("clock_set", {"skewMs": host.skew_ms, "faultIndex": op.get("faultIndex")})
     elif kind == "client_id":
         host.client_id_override = op["value"]
         host.reconnect()

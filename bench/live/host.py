@@ -67,10 +67,15 @@ class LiveHost(NodeHost):
         self.client_id_override: str | None = None
         self._last_connect: Connect | None = None
         self.on_settle: Callable[[str, str], None] = lambda rid, outcome: None
+        self.skew_ms = 0.0                   # clock_skew: how far the node's clock is off
 
     @property
     def node_id(self) -> str:
         return self.config.node_id
+
+    def now_ms(self) -> int:
+        """The node's clock: the run's, plus the clock_skew fault's offset if any."""
+        return self.clock.now_ms() + int(self.skew_ms)
 
     @property
     def client_id(self) -> str:
@@ -85,7 +90,7 @@ class LiveHost(NodeHost):
         self.store = FileStore(self.data_dir)
         self.record("self_check", {"line": "message store ready", "store": str(self.store.db_path)})
         self.node = self.node_class(self.config)
-        self.feed(Started(self.clock.now_ms(), uuid.uuid4().hex[:12], restore(self.store)))
+        self.feed(Started(self.now_ms(), uuid.uuid4().hex[:12], restore(self.store)))
 
     def crash(self) -> None:
         """In-process crash: the node object, its timers, tasks and connection are gone (the
@@ -140,12 +145,12 @@ class LiveHost(NodeHost):
         if old is not None:
             old.cancel()
         epoch = self.epoch
-        delay = max(0.0, (at_ms - self.clock.now_ms()) / 1000)
+        delay = max(0.0, (at_ms - self.now_ms()) / 1000)
 
         def fire() -> None:
             if epoch == self.epoch and self._timers.get(timer) is handle:
                 del self._timers[timer]
-                self.feed(TimerFired(self.clock.now_ms(), timer))
+                self.feed(TimerFired(self.now_ms(), timer))
         handle = self.loop.call_later(delay, fire)
         self._timers[timer] = handle
 
@@ -159,10 +164,10 @@ class LiveHost(NodeHost):
                 await asyncio.sleep(max(0.0, start + offset / 1000 - self.loop.time()))
                 if epoch != self.epoch:
                     return
-                self.feed(FlowEmitted(self.clock.now_ms(), cmd.task_id, kind, text))
+                self.feed(FlowEmitted(self.now_ms(), cmd.task_id, kind, text))
             await asyncio.sleep(max(0.0, start + duration_ms / 1000 - self.loop.time()))
             if epoch == self.epoch:
-                self.feed(TaskFinished(self.clock.now_ms(), cmd.task_id, ok,
+                self.feed(TaskFinished(self.now_ms(), cmd.task_id, ok,
                                        {"by": self.node_id, "agent": cmd.agent_id} if ok else None,
                                        None if ok else "task failed"))
         task = self.loop.create_task(work())
@@ -171,7 +176,7 @@ class LiveHost(NodeHost):
 
     def run_step(self, cmd: RunStep) -> None:
         duration_ms, ok, ops = self.behaviour.step(cmd.instance_id, cmd.path, cmd.attempt)
-        self._after(duration_ms, lambda: StepFinished(self.clock.now_ms(), cmd.instance_id,
+        self._after(duration_ms, lambda: StepFinished(self.now_ms(), cmd.instance_id,
                                                       cmd.path, cmd.attempt, ok, tuple(ops)))
 
     def ask_human(self, cmd: AskHuman) -> None:
@@ -184,7 +189,7 @@ class LiveHost(NodeHost):
                         click: str = click) -> HumanDecided:
                 self.record("human_clicked", {"gateId": gate_id, "decision": decision,
                                               "click": click})
-                return HumanDecided(self.clock.now_ms(), gate_id, decision, click)
+                return HumanDecided(self.now_ms(), gate_id, decision, click)
             self._after(delay, clicked)
 
     def _after(self, delay_ms: float, make: Callable[[], Any]) -> None:
@@ -214,11 +219,11 @@ class LiveHost(NodeHost):
             return
         self.record("mqtt_connected", {"clientId": link.client_id, "sessionPresent": present,
                                        "broker": f"{self.broker[0]}:{self.broker[1]}"})
-        self.feed(Connected(self.clock.now_ms(), present))
+        self.feed(Connected(self.now_ms(), present))
 
     def _on_subscribed(self, link: MqttLink, epoch: int, filters: tuple[str, ...]) -> None:
         if epoch == self.epoch and link is self.link and filters:
-            self.feed(Subscribed(self.clock.now_ms(), filters))
+            self.feed(Subscribed(self.now_ms(), filters))
 
     def _on_disconnected(self, link: MqttLink, epoch: int, reason: str) -> None:
         if epoch == self.epoch and link is self.link:
@@ -232,13 +237,13 @@ class LiveHost(NodeHost):
             self.record("fault_fired", {"fault": "double_subscription",
                                         "faultIndex": getattr(link, "fault_index", None),
                                         "connection": link.client_id, "topic": topic})
-        self.feed(MessageReceived(self.clock.now_ms(), topic, payload))
+        self.feed(MessageReceived(self.now_ms(), topic, payload))
         link.ack(mid, qos)  # only now: the batch that handled it is on disk
 
     def _on_published(self, mid: int) -> None:
         message_id = self._pending_mids.pop(mid, None)
         if message_id is not None:
-            self.feed(PublishSettled(self.clock.now_ms(), message_id, True))
+            self.feed(PublishSettled(self.now_ms(), message_id, True))
 
     def publish(self, cmd: Publish) -> None:
         if self.link is None:
@@ -255,7 +260,7 @@ class LiveHost(NodeHost):
                 self._pending_mids[mid] = cmd.message_id
 
     def _on_published_qos0(self, message_id: str) -> None:
-        self.feed(PublishSettled(self.clock.now_ms(), message_id, True))
+        self.feed(PublishSettled(self.now_ms(), message_id, True))
 
     def add_connection(self, client_id: str, filters: tuple[str, ...], fault_index: int) -> MqttLink:
         """A second MQTT connection in the same process (the double-subscription bug)."""

@@ -67,6 +67,7 @@ class SimHost(NodeHost):
         self.publish_filters: list[PublishFilter] = []
         self.booted_at_ms = 0.0
         self.second_connection_fault: int | None = None  # index of the fault that added it
+        self.skew_ms = 0.0                   # clock_skew: how far the node's clock is off
 
     @property
     def node_id(self) -> str:
@@ -74,7 +75,8 @@ class SimHost(NodeHost):
 
     @property
     def now_ms(self) -> int:
-        return int(self.env.now)
+        """The node's clock: virtual time, plus the clock_skew fault's offset if any."""
+        return int(self.env.now + self.skew_ms)
 
     # -- life ---------------------------------------------------------------------------------
     def boot(self) -> None:
@@ -142,7 +144,7 @@ class SimHost(NodeHost):
         self._tick += 1
         token = self._tick
         self._armed[timer] = token
-        self.env.process(self._timer(timer, token, self.epoch, max(0.0, at_ms - self.env.now)))
+        self.env.process(self._timer(timer, token, self.epoch, max(0.0, at_ms - self.now_ms)))
 
     def _timer(self, timer: TimerId, token: int, epoch: int, delay: float):  # type: ignore[no-untyped-def]
         yield self.env.timeout(delay)

@@ -48,7 +48,8 @@ FAULTS = ["restart", "broker_restart", "double_subscription", "duplicate_client_
           "partition", "latency", "loss", "broker_redelivery", "duplicate_publish",
           "streaming", "streaming_unwatched", "streaming_local", "streaming_restart",
           "gates", "gate_executor_restart", "gate_orchestrator_restart", "context",
-          "attacks", "attacks_audit", "tampering", "tampering_v2"]
+          "attacks", "attacks_audit", "tampering", "tampering_v2", "clock_skew", "mixed_fleet"]
+#: replay_stale waits six minutes for its replays: simulation only (tests/test_scenarios.py)
 LONGER = {"partition": 20}   # a partition must outlast the keepalive (1.5 x 5 s) to cut links
 
 
