@@ -88,6 +88,8 @@ class KeyRing:
 
     flat_token: Secret | None = None
     agent_keys: Mapping[str, Secret] = field(default_factory=dict)
+    #: kid -> the key it had before a rotation, still accepted during the overlap window
+    previous: Mapping[str, Secret] = field(default_factory=dict)
 
     def signing_key(self, from_agent_id: str) -> tuple[str, Secret] | None:
         """Per-agent key first, else the flat token (seed 002 §8), else None (unsigned)."""
@@ -164,10 +166,17 @@ def verify(envelope: Envelope, keys: KeyRing, now_ms: int, max_skew_ms: int) -> 
         given = bytes.fromhex(sig)
     except ValueError:
         return Verdict.BAD_SIGNATURE
+    data = signed_string(envelope, version)
     try:
-        _mac(key, signed_string(envelope, version)).verify(given)  # constant-time
+        _mac(key, data).verify(given)  # constant-time
     except InvalidSignature:
-        return Verdict.BAD_SIGNATURE
+        old = keys.previous.get(kid)   # a key rotation's overlap window
+        if old is None:
+            return Verdict.BAD_SIGNATURE
+        try:
+            _mac(old, data).verify(given)
+        except InvalidSignature:
+            return Verdict.BAD_SIGNATURE
     if abs(now_ms - envelope.timestamp_ms) > max_skew_ms:
         return Verdict.STALE
     return Verdict.VERIFIED

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Union
 
+from bench.core.auth import KeyRing
 from bench.core.envelope import Json
 
 
@@ -179,6 +180,15 @@ class HumanDecided:
     click: str
 
 
+@dataclass(frozen=True, slots=True)
+class KeysRotated:
+    """New keys for this node (a key rotation rolled out to it): sign with `keys` from now
+    on; `keys.previous` lists the old keys still accepted until the overlap ends."""
+
+    now_ms: int
+    keys: KeyRing
+
+
 Input = Union[Started, Connected, Subscribed, MessageReceived, TimerFired, PublishSettled, TaskRequested,
               TaskFinished, GroupEventRequested, SubscriberAttached, SubscriberDetached,
-              FlowEmitted, StepFinished, HumanDecided]
+              FlowEmitted, StepFinished, HumanDecided, KeysRotated]

@@ -10,11 +10,11 @@ INBOUND_DROPPED event with its reason. No I/O, no clock, no randomness: `now_ms`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import assert_never
 
-from bench.core.auth import AuthMode, Verdict, admits, verify
+from bench.core.auth import AuthMode, KeyRing, Verdict, admits, verify
 from bench.core.commands import (Command, Connect, PersistDocument, PersistRecord, Publish,
                                  StartTimer, Subscribe, Table)
 from bench.core.config import NodeConfig
@@ -24,7 +24,7 @@ from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType, Rejection, decode
 from bench.core.gate import GateConfig, Gates
 from bench.core.inputs import (Connected, FlowEmitted, GroupEventRequested, HumanDecided, Input,
-                               MessageReceived, PublishSettled, Started, StepFinished,
+                               KeysRotated, MessageReceived, PublishSettled, Started, StepFinished,
                                SubscriberAttached, SubscriberDetached, Subscribed, TaskFinished,
                                TaskRequested, TimerFired, TimerId, TimerKind)
 from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
@@ -141,6 +141,8 @@ class Node:
                                                            if isinstance(op, dict)])
             case HumanDecided():
                 self.gates.on_human(fx, event.gate_id, event.decision, event.click)
+            case KeysRotated():
+                self._rotate_keys(fx, event.keys)
             case GroupEventRequested():
                 self._send_group_event(fx, event)
             case SubscriberAttached():
@@ -161,6 +163,15 @@ class Node:
             # the stream ends with the task: complete or error, after pending thinking
             self.relay.emit(fx, flow, FlowKind.COMPLETE if ok else FlowKind.ERROR, "")
         self.tasks.on_finished(fx, task_id, ok, result, error)
+
+    def _rotate_keys(self, fx: Effects, keys: KeyRing) -> None:
+        auth = replace(self.config.auth, keys=keys)
+        self.config = replace(self.config, auth=auth)
+        self.outbox.auth = auth
+        kids: list[Json] = [k for k in sorted(keys.agent_keys)]
+        overlap: list[Json] = [k for k in sorted(keys.previous)]
+        fx.record(EventKind.KEYS_ROTATED, kids=kids, flat=keys.flat_token is not None,
+                  overlapKids=overlap)   # kid names only: never a key
 
     def _start_process(self, fx: Effects, task: TaskRecord) -> None:
         self.processes.start(fx, task.task_id, task.agent_id, task.conversation_id,

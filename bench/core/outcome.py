@@ -24,6 +24,7 @@ class EventKind(str, Enum):
     INBOUND_ADMITTED = "inbound_admitted"
     INBOUND_DROPPED = "inbound_dropped"
     AUTH_VERDICT = "auth_verdict"
+    KEYS_ROTATED = "keys_rotated"
     # outbound
     OUTBOUND_SETTLED = "outbound_settled"
     # tasks (executor side)

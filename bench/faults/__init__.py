@@ -105,6 +105,13 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
               "its time, and it judges others' timestamps by it", {
                   "node": _node(),
                   "skew_ms": Param("offset_ms", "the offset (negative: behind)", required=True)}),
+    FaultKind("key_rotation", "an agent's key is rotated mid-run: every node gets the new key "
+              "and accepts the old one for an overlap window, except a stale node that never "
+              "gets the new key", {
+                  "agent": Param("text", "the agent whose key rotates", required=True),
+                  "stale_node": _node("a node left with the old key (default: none)",
+                                      required=False),
+                  "overlap_ms": Param("ms", "how long the old key is still accepted", 3000.0)}),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {
                   "node": _node("the requester"),

@@ -126,3 +126,13 @@ def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str
         "targetNodeId": node, "toAgentId": altered.to_agent_id,
         "claimedSender": env.from_agent_id, "kid": env.header(Header.KID),
         "honestVerdict": honest.value}
+
+
+def rotated(keys: KeyRing, agent: str, new_key: Any, overlap: bool) -> KeyRing:
+    """The keyring after `agent`'s key became `new_key`; during the overlap the old key is
+    still accepted for that kid."""
+    agents = dict(keys.agent_keys)
+    old = agents.get(agent)
+    agents[agent] = new_key
+    previous = {agent: old} if overlap and old is not None else {}
+    return KeyRing(keys.flat_token, agents, previous)

@@ -13,7 +13,7 @@ from typing import Any
 from bench.core.directory import ROSTER_DOCUMENT
 from bench.distribution import rng_for
 from bench.faults import FaultSpec
-from bench.faults.attacks import (AttackMessage, forged_request, replayed, tampered,
+from bench.faults.attacks import (AttackMessage, forged_request, replayed, rotated, tampered,
                                  victim_and_targets)
 from bench.live.runner import LiveRun, with_config
 from bench.topology import Topology
@@ -292,6 +292,33 @@ class LiveNemesis:
         async def heal() -> None:
             link.client.unsubscribe(flt)
         return heal
+
+    async def _key_rotation(self, spec: FaultSpec) -> Any:
+        from bench.core.auth import KeyRing, Secret
+        agent, stale = spec.params["agent"], spec.params.get("stale_node")
+        original: KeyRing = next(iter(self.run.nodes.values())).spec.config.auth.keys
+        if agent not in original.agent_keys:
+            self._cannot(spec, f"agent {agent!r} has no per-agent key (scenario auth.keys)")
+            return None
+        new = Secret(rng_for(self.seed, f"fault/{spec.index}/key").randbytes(24).hex())
+
+        def op(keys: KeyRing) -> dict[str, Any]:   # over the control channel, never argv
+            return {"op": "keys", "flat": keys.flat_token.reveal().hex() if keys.flat_token else None,
+                    "agents": {k: v.reveal().hex() for k, v in keys.agent_keys.items()},
+                    "previous": {k: v.reveal().hex() for k, v in keys.previous.items()}}
+        current = [n for nid, n in self.run.nodes.items() if nid != stale]
+        for node in current:
+            node.send(op(rotated(original, agent, new, True)))
+        self._fired(spec, action="key rotated", agent=agent, staleNode=stale,
+                    overlapMs=spec.params["overlap_ms"])
+
+        async def end_overlap() -> None:
+            await asyncio.sleep(spec.params["overlap_ms"] / 1000)
+            for node in current:
+                node.send(op(rotated(original, agent, new, False)))
+            self._fired(spec, action="overlap ended", agent=agent)
+        self.tasks.append(asyncio.create_task(end_overlap()))
+        return None
 
     async def _clock_skew(self, spec: FaultSpec) -> Any:
         node = self.run.nodes[spec.params["node"]]

@@ -16,7 +16,7 @@ from bench.core.directory import ROSTER_DOCUMENT
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
 from bench.distribution import rng_for
 from bench.faults import FaultSpec
-from bench.faults.attacks import (AttackMessage, forged_request, replayed, tampered,
+from bench.faults.attacks import (AttackMessage, forged_request, replayed, rotated, tampered,
                                  victim_and_targets)
 from bench.sim.broker import Message, Redelivery
 from bench.sim.cluster import SimCluster
@@ -175,6 +175,35 @@ class SimNemesis:
         def heal() -> Any:
             host.skew_ms = 0.0
         return heal
+
+    def _key_rotation(self, spec: FaultSpec) -> Any:
+        from bench.core.auth import Secret
+        from bench.core.inputs import KeysRotated
+        agent, stale = spec.params["agent"], spec.params.get("stale_node")
+        auth, _prefix = self._attacker_view()
+        if agent not in auth.keys.agent_keys:
+            self._cannot(spec, f"agent {agent!r} has no per-agent key (scenario auth.keys)")
+            return None
+        new = Secret(rng_for(self.seed, f"fault/{spec.index}/key").randbytes(24).hex())
+        current = {n: h for n, h in self.cluster.hosts.items() if n != stale}
+
+        def roll(overlap: bool) -> None:
+            for host in current.values():
+                keys = rotated(host.config.auth.keys if not overlap else auth.keys, agent, new,
+                               overlap)
+                host.config = replace(host.config, auth=replace(host.config.auth, keys=keys))
+                if host.node is not None:
+                    host.feed(KeysRotated(host.now_ms, keys))
+        roll(True)
+        self._fired(spec, action="key rotated", agent=agent, staleNode=stale,
+                    overlapMs=spec.params["overlap_ms"])
+
+        def end_overlap() -> Generator[simpy.Event, Any, None]:
+            yield self.env.timeout(spec.params["overlap_ms"])
+            roll(False)
+            self._fired(spec, action="overlap ended", agent=agent)
+        self.env.process(end_overlap())
+        return None
 
     def _host(self, node_id: str) -> SimHost:
         return self.cluster.hosts[node_id]

@@ -5,15 +5,15 @@ which carries its keys — it travels on stdin, never on a command line."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion, sign
 from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
-from bench.core.inputs import (GroupEventRequested, SubscriberAttached, SubscriberDetached,
-                               TaskRequested)
+from bench.core.inputs import (GroupEventRequested, KeysRotated, SubscriberAttached,
+                               SubscriberDetached, TaskRequested)
 from bench.distribution import rng_for
 from bench.live.host import LiveHost
 from bench.workload import Behaviour, workload_from_json
@@ -93,6 +93,12 @@ def apply_op(host: LiveHost, op: dict[str, Any]) -> None:
             for link in host.extra:
                 link.close()
             host.extra.clear()
+    elif kind == "keys":
+        ring = KeyRing(Secret(bytes.fromhex(op["flat"])) if op.get("flat") else None,
+                       {k: Secret(bytes.fromhex(v)) for k, v in op["agents"].items()},
+                       {k: Secret(bytes.fromhex(v)) for k, v in op.get("previous", {}).items()})
+        host.config = replace(host.config, auth=replace(host.config.auth, keys=ring))
+        host.feed(KeysRotated(now, ring))
     elif kind == "clock_skew":
         host.skew_ms = float(op["skew_ms"])
         host.record("clock_set", {"skewMs": host.skew_ms, "faultIndex": op.get("faultIndex")})

@@ -147,3 +147,19 @@ def test_signatures_are_checked_in_constant_time_and_the_eq_defect_is_caught(mon
     assert _constant_time_checks(Node, monkeypatch) == 3
     monkeypatch.undo()
     assert _constant_time_checks(SignatureComparedWithEq, monkeypatch) == 0   # caught
+
+
+def test_a_rotated_key_is_accepted_only_during_the_overlap() -> None:
+    from bench.core.auth import KeyRing, Secret, Verdict, sign, verify
+    from bench.core.envelope import Envelope, MessageType
+    from bench.faults.attacks import rotated
+    old = KeyRing(None, {"fin.orchestrator": Secret("old")})
+    env = sign(Envelope("m1", MessageType.TASK_REQUEST, "fin.orchestrator", 0), old, "orch-1")
+    during = rotated(old, "fin.orchestrator", Secret("new"), overlap=True)
+    after = rotated(during, "fin.orchestrator", Secret("new"), overlap=False)
+    assert verify(env, old, 0, 1000) is Verdict.VERIFIED
+    assert verify(env, during, 0, 1000) is Verdict.VERIFIED
+    assert verify(env, after, 0, 1000) is Verdict.BAD_SIGNATURE
+    fresh = sign(Envelope("m2", MessageType.TASK_REQUEST, "fin.orchestrator", 0), after, "orch-1")
+    assert verify(fresh, during, 0, 1000) is Verdict.VERIFIED and verify(fresh, old, 0, 1000) is Verdict.BAD_SIGNATURE
+    assert "new" not in repr(after) and "old" not in repr(during)

@@ -48,7 +48,8 @@ FAULTS = ["restart", "broker_restart", "double_subscription", "duplicate_client_
           "partition", "latency", "loss", "broker_redelivery", "duplicate_publish",
           "streaming", "streaming_unwatched", "streaming_local", "streaming_restart",
           "gates", "gate_executor_restart", "gate_orchestrator_restart", "context",
-          "attacks", "attacks_audit", "tampering", "tampering_v2", "clock_skew", "mixed_fleet"]
+          "attacks", "attacks_audit", "tampering", "tampering_v2", "clock_skew", "mixed_fleet",
+          "key_rotation", "key_rotation_clean"]
 #: replay_stale waits six minutes for its replays: simulation only (tests/test_scenarios.py)
 LONGER = {"partition": 20}   # a partition must outlast the keepalive (1.5 x 5 s) to cut links
 
@@ -58,7 +59,7 @@ LONGER = {"partition": 20}   # a partition must outlast the keepalive (1.5 x 5 s
 def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
     scenario = compressed(name, LONGER.get(name, 8))
     nodes = "process" if name in ("restart", "streaming_restart", "gate_executor_restart",
-                                  "gate_orchestrator_restart") else "inproc"  # SIGKILL
+                                  "gate_orchestrator_restart", "key_rotation") else "inproc"
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live", broker=broker, nodes=nodes)
     expect = {k: {v} for k, v in scenario.expect.items()}
     expect |= BROKER_DIFFERENCES.get((broker, name), {})
