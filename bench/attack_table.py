@@ -1,6 +1,6 @@
 """`python -m bench.attack_table`: which attacks succeed, per admission mode and signature
 version — measured by the auth_admission checker on simulated runs of scenarios/attacks.toml,
-tampering.toml and replay_stale.toml (their own seeds), not written by hand. Prints a Markdown
+tampering.toml, replay_stale.toml and replay_expired.toml (their own seeds), not written by hand. Prints a Markdown
 table (README's)."""
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ ATTACKS = [("forged_sender:unsigned", "forged, unsigned"),
            ("forged_sender:other_agent_key", "forged with another agent's key"),
            ("replay:fresh", "captured and replayed within seconds"),
            ("replay:stale", "replayed after the timestamp window (6 min)"),
+           ("replay:expired", "replayed after the ledger's 24 h TTL (25 h)"),
            ("tamper_payload", "payload altered in flight"),
            ("tamper_routing", "toAgentId altered in flight")]
-SCENARIO_FILES = ("attacks", "tampering", "replay_stale")
+SCENARIO_FILES = ("attacks", "tampering", "replay_stale", "replay_expired")
 
 
 def measure(seed: int | None = None) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:

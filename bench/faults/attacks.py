@@ -18,6 +18,7 @@ from typing import Any
 
 from bench.core.auth import FLAT_KID, KeyRing, SignatureVersion, _mac, signed_string, verify
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
+from bench.core.ledger import LedgerConfig
 
 FORGE_HOW = ("unsigned", "flat_token", "other_agent_key")
 
@@ -76,8 +77,11 @@ def replayed(payload: bytes, index: int, *, keys: KeyRing, now_ms: int,
     if not isinstance(env, Envelope) or env.message_type is not MessageType.TASK_REQUEST:
         return None
     honest = verify(env, keys, now_ms, max_skew_ms)
+    age = now_ms - env.timestamp_ms
+    how = ("fresh" if honest.value != "STALE" else
+           "expired" if age > LedgerConfig().ttl_ms else "stale")   # past the dedup ledger's TTL
     return AttackMessage(topic, payload, {
-        "attack": "replay", "how": "stale" if honest.value == "STALE" else "fresh",
+        "attack": "replay", "how": how,
         "faultIndex": index,
         "messageId": env.message_id, "requestId": env.header(Header.REQUEST_ID),
         "targetNodeId": env.target_node_id, "toAgentId": env.to_agent_id,
