@@ -25,11 +25,12 @@ def brokers() -> list[object]:
 
 def compressed(name: str, duration_s: float = 6.0, timeout_ms: int | None = None) -> Scenario:
     """A scenario squeezed for wall-clock tests: fault times and gate timeouts scale with
-    the duration; requests time out sooner (4 s) so the drain is short — except where
-    people decide at gates, who may think for 8 s (30 s)."""
+    the duration; requests time out sooner (4 s) so the drain is short — longer where
+    people decide at gates: 6 s, or 15 s where some of them think for up to 8 s."""
     s = load_scenario(SCENARIOS / f"{name}.toml")
     gated = s.workload.process_fraction > 0 and s.workload.gate_fraction > 0
-    timeout_ms = timeout_ms or (30_000 if gated else 4_000)
+    slow = any(kind == "slow" and weight > 0 for kind, weight in s.workload.humans)
+    timeout_ms = timeout_ms or (15_000 if gated and slow else 6_000 if gated else 4_000)
     f = min(1.0, duration_s * 1000 / s.duration_ms)
     faults = []
     for spec in s.faults:
