@@ -58,13 +58,14 @@ def test_every_input_is_one_recorded_outcome_and_never_an_exception(
             assert d.fields["reason"] and d.fields["detail"]
 
 
-class Cluster(RuleBasedStateMachine):
-    @initialize()
-    def setup(self) -> None:
-        self.w = Wire()
-        self.w.executor = lambda cmd: (int(str(cmd.payload)), True, "ok", None)
+class _TwoNodes(RuleBasedStateMachine):
+    """An orchestrator and an executor back to back, with what every cluster machine does
+    to them: redeliver anything captured, let time pass, crash and restart either node."""
+
+    def _start(self, w: Wire, exec_kw: dict[str, object] | None = None) -> None:
+        self.w = w
         self.w.add(orchestrator())
-        self.w.add(executor(task_timeout_ms=8_000))
+        self.w.add(executor(**(exec_kw or {})))
         self.w.start("orch-1")
         self.w.start("exec-1")
         self.captured: list[tuple[str, bytes]] = []
@@ -79,15 +80,6 @@ class Cluster(RuleBasedStateMachine):
 
     def _up(self, node: str) -> bool:
         return self.w.hosts[node].node is not None
-
-    @precondition(lambda self: self._up("orch-1"))
-    @rule(duration=st.integers(1, 12_000), agent=st.sampled_from(["llm.tax", "llm.tax", "llm.nobody"]))
-    def request(self, duration: int, agent: str) -> None:
-        self.n += 1
-        rid = f"r{self.n}"
-        self.sent.append(rid)
-        self.w.feed("orch-1", TaskRequested(self.w.now_ms, rid, f"m{self.n}", "fin.orchestrator",
-                                            agent, duration, timeout_ms=20_000))
 
     @precondition(lambda self: bool(self.captured))
     @rule(data=st.data())
@@ -106,6 +98,28 @@ class Cluster(RuleBasedStateMachine):
         self.w.crash(node)
         self.w.start(node)
 
+    def _restart_all(self) -> None:
+        for node in ("orch-1", "exec-1"):
+            if not self._up(node):
+                self.w.start(node)
+
+
+class Cluster(_TwoNodes):
+    @initialize()
+    def setup(self) -> None:
+        w = Wire()
+        w.executor = lambda cmd: (int(str(cmd.payload)), True, "ok", None)
+        self._start(w, {"task_timeout_ms": 8_000})
+
+    @precondition(lambda self: self._up("orch-1"))
+    @rule(duration=st.integers(1, 12_000), agent=st.sampled_from(["llm.tax", "llm.tax", "llm.nobody"]))
+    def request(self, duration: int, agent: str) -> None:
+        self.n += 1
+        rid = f"r{self.n}"
+        self.sent.append(rid)
+        self.w.feed("orch-1", TaskRequested(self.w.now_ms, rid, f"m{self.n}", "fin.orchestrator",
+                                            agent, duration, timeout_ms=20_000))
+
     @invariant()
     def no_task_runs_twice(self) -> None:
         counts = Counter(c.task_id for _, c in self.w.executed)
@@ -119,9 +133,7 @@ class Cluster(RuleBasedStateMachine):
     def teardown(self) -> None:
         if not hasattr(self, "w"):
             return
-        for node in ("orch-1", "exec-1"):
-            if not self._up(node):
-                self.w.start(node)
+        self._restart_all()
         self.w.advance(self.w.now_ms + 60_000)
         settled = {str(e.fields["requestId"]) for e in self.w.history.of_kind("request_settled")}
         assert settled == set(self.sent), f"never settled: {set(self.sent) - settled}"
@@ -131,7 +143,7 @@ TestCluster = Cluster.TestCase
 TestCluster.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
 
 
-class GateCluster(RuleBasedStateMachine):
+class GateCluster(_TwoNodes):
     """Gated processes under redelivery, clicks (double, late, on gates of crashed nodes)
     and crashes of either side: no gate resumes twice or the wrong instance, and in the
     end — everyone back up, every person answered — every gate resumed exactly once and
@@ -139,29 +151,13 @@ class GateCluster(RuleBasedStateMachine):
 
     @initialize()
     def setup(self) -> None:
-        from bench.wire import Wire as W
-        self.w = W()
+        w = Wire()
         # a first attempt fails now and then (deterministically): retries from snapshots
-        self.w.stepper = lambda cmd: (50, zlib.crc32(f"{cmd.instance_id}{cmd.path}".encode()) % 4 != 0
-                                      or cmd.attempt > 1,
-                                      [{"op": "append", "path": ["log"],
-                                        "value": f"{cmd.instance_id}/{cmd.path}"}])
-        self.w.add(orchestrator())
-        self.w.add(executor())
-        self.w.start("orch-1")
-        self.w.start("exec-1")
-        self.captured: list[tuple[str, bytes]] = []
-        self.w.on_publish = self._capture
-        self.n = 0
-        self.sent: list[str] = []
-
-    def _capture(self, node: str, topic: str, payload: bytes) -> list[bytes]:
-        if topic.endswith("/inbox"):
-            self.captured.append((topic, payload))
-        return [payload]
-
-    def _up(self, node: str) -> bool:
-        return self.w.hosts[node].node is not None
+        w.stepper = lambda cmd: (50, zlib.crc32(f"{cmd.instance_id}{cmd.path}".encode()) % 4 != 0
+                                 or cmd.attempt > 1,
+                                 [{"op": "append", "path": ["log"],
+                                   "value": f"{cmd.instance_id}/{cmd.path}"}])
+        self._start(w)
 
     @precondition(lambda self: self._up("orch-1"))
     @rule()
@@ -183,23 +179,6 @@ class GateCluster(RuleBasedStateMachine):
         _node, ask = data.draw(st.sampled_from(self.w.asked))
         self.w.feed("orch-1", HumanDecided(self.w.now_ms, ask.gate_id, decision, f"c{self.n}"))
 
-    @precondition(lambda self: bool(self.captured))
-    @rule(data=st.data())
-    def redeliver(self, data: st.DataObject) -> None:
-        topic, payload = data.draw(st.sampled_from(self.captured))
-        node = topic.split("/")[2]
-        if self._up(node):
-            self.w.feed(node, MessageReceived(self.w.now_ms, topic, payload))
-
-    @rule(dt=st.integers(0, 5_000))
-    def advance(self, dt: int) -> None:
-        self.w.advance(self.w.now_ms + dt)
-
-    @rule(node=st.sampled_from(["orch-1", "exec-1"]))
-    def crash_and_restart(self, node: str) -> None:
-        self.w.crash(node)
-        self.w.start(node)
-
     @invariant()
     def each_gate_resumes_at_most_once_and_only_its_instance(self) -> None:
         resumed = [e.fields for e in self.w.history.of_kind("gate_resumed")]
@@ -212,9 +191,7 @@ class GateCluster(RuleBasedStateMachine):
         from bench.checks import History, Value
         from bench.checks.process import context_isolation, gate_integrity
         from bench.core.inputs import HumanDecided
-        for node in ("orch-1", "exec-1"):
-            if not self._up(node):
-                self.w.start(node)
+        self._restart_all()
         self.w.advance(self.w.now_ms + 1_000)
         for _node, ask in list(self.w.asked):   # everyone answers in the end
             self.w.feed("orch-1", HumanDecided(self.w.now_ms, ask.gate_id, "approve", f"end-{ask.gate_id}-{ask.ask}"))
