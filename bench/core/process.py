@@ -402,28 +402,20 @@ class ProcessEngine:
 
     def _merge(self, fx: Effects, inst: Instance, scope: str, path: str, attempt: int,
                operator: Merge, base: Json, result: Json, ops: list[Op]) -> None:
-        if scope == "main":
-            before = inst.version
-            inst.context = merge(inst.context, base, result, operator)
-            inst.version += 1
-            inst.parent_snapshot_id = inst.snapshot_id
-            inst.snapshot_id = f"{inst.instance_id}:main:v{inst.version}"
-            context, version = inst.context, inst.version
-            snapshot, parent = inst.snapshot_id, inst.parent_snapshot_id
-        else:
-            sub = inst.sub
-            assert sub is not None
-            before = sub.version
-            sub.context = merge(sub.context, base, result, operator)
-            sub.version += 1
-            sub.parent_snapshot_id = sub.snapshot_id
-            sub.snapshot_id = f"{inst.instance_id}:{scope}:v{sub.version}"
-            context, version = sub.context, sub.version
-            snapshot, parent = sub.snapshot_id, sub.parent_snapshot_id
+        """Fold a step's result into its scope's context: the instance's own ("main") or
+        the running sub-flow's; either way a new version, parent-linked to the last."""
+        target: Instance | _Sub | None = inst if scope == "main" else inst.sub
+        assert target is not None
+        before = target.version
+        target.context = merge(target.context, base, result, operator)
+        target.version += 1
+        target.parent_snapshot_id = target.snapshot_id
+        target.snapshot_id = f"{inst.instance_id}:{scope}:v{target.version}"
         fx.record(EventKind.CONTEXT_MERGED, processInstId=inst.instance_id, scope=scope,
                   path=path, attempt=attempt, operator=operator.value, fromVersion=before,
-                  version=version, snapshotId=snapshot, parentSnapshotId=parent, ops=deep_copy(cast(Json, ops)),
-                  context=deep_copy(context), digest=digest(context))
+                  version=target.version, snapshotId=target.snapshot_id,
+                  parentSnapshotId=target.parent_snapshot_id, ops=deep_copy(cast(Json, ops)),
+                  context=deep_copy(target.context), digest=digest(target.context))
         if scope == "main":
             self.persist(fx, inst, "checkpoint")
 
