@@ -28,8 +28,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 from bench.core.config import NodeConfig
 from bench.core.inputs import TaskRequested
 from bench.core.node import Node
-from bench.live.brokers import Broker, make_broker
 from bench.distribution import fixed
+from bench.live.brokers import Broker, make_broker
 from bench.live.host import Clock, LiveHost
 from bench.workload import Behaviour, WorkloadSpec
 

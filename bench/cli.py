@@ -193,14 +193,14 @@ def _exchange(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _utc_stamp() -> str:
     import datetime
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
 
 
 def _run(args: argparse.Namespace) -> int:
+    from bench.checks import checkers
     from bench.distribution import SpecError
     from bench.run import print_progress, run_scenario
     from bench.scenario import SCENARIOS, find, load_scenario
-    from bench.checks import checkers
     from bench.variants import variant
 
     try:
@@ -244,7 +244,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _matrix(args: argparse.Namespace) -> int:
     import shutil
+
     import pytest
+
     from bench.distribution import SpecError
     from bench.matrix import load_matrix
     try:
@@ -320,7 +322,7 @@ def _check(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _print_result(result: "RunResult", as_json: bool) -> None:
+def _print_result(result: RunResult, as_json: bool) -> None:
     from bench.checks import NOTHING
     s, m = result.summary, result.metrics
     if as_json:
@@ -408,8 +410,7 @@ def _list() -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from bench.report.compare import (is_matrix, load, matrix_groups, render, render_matrices,
-                                      rows)
+    from bench.report.compare import is_matrix, load, matrix_groups, render, render_matrices, rows
     dirs: list[Path] = args.run_dirs
     try:
         if all(is_matrix(d) for d in dirs):

@@ -50,7 +50,7 @@ class Distribution:
         raise AssertionError(f"unknown distribution {self.kind}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"dist": self.kind, **dict(zip(KINDS[self.kind], self.params))}
+        return {"dist": self.kind, **dict(zip(KINDS[self.kind], self.params, strict=False))}
 
 
 def fixed(value: float) -> Distribution:

@@ -10,9 +10,22 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, assert_never
 
-from bench.core.commands import (AskHuman, CancelTimer, Command, Connect, Deliver, Execute,
-                                 PersistDocument, PersistRecord, Publish, Record, RunStep,
-                                 SettleRequest, StartTimer, Subscribe)
+from bench.core.commands import (
+    AskHuman,
+    CancelTimer,
+    Command,
+    Connect,
+    Deliver,
+    Execute,
+    PersistDocument,
+    PersistRecord,
+    Publish,
+    Record,
+    RunStep,
+    SettleRequest,
+    StartTimer,
+    Subscribe,
+)
 from bench.core.inputs import Input, TimerId
 from bench.core.node import Node
 from bench.storage import Store, apply
@@ -95,6 +108,6 @@ class NodeHost(ABC):
     @abstractmethod
     def settle(self, cmd: SettleRequest) -> None: ...
 
-    def deliver(self, cmd: Deliver) -> None:
+    def deliver(self, cmd: Deliver) -> None:  # noqa: B027 - a default, not a hook to fill
         """Push to a subscriber. The bench's subscribers are simulated browser tabs: what
         they receive is in the history (relay_delivered), so there is nothing more to do."""

@@ -180,5 +180,5 @@ def render(s: Summary) -> str:
 
 def default_run_dir(results: Path) -> Path:
     import datetime
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
     return results / f"exchange-{stamp}-{os.getpid()}"

@@ -22,8 +22,12 @@ import simpy
 from bench.checks import History, Value, Verdict, fault_firings, judge
 from bench.core.auth import AuthConfig, KeyRing, Secret
 from bench.core.config import NodeConfig
-from bench.core.inputs import (GroupEventRequested, SubscriberAttached, SubscriberDetached,
-                               TaskRequested)
+from bench.core.inputs import (
+    GroupEventRequested,
+    SubscriberAttached,
+    SubscriberDetached,
+    TaskRequested,
+)
 from bench.distribution import rng_for
 from bench.faults.sim import SimNemesis
 from bench.history import Recorder, read_jsonl

@@ -181,7 +181,7 @@ def load_topology(path: Path) -> Topology:
         agents_t, groups_t = t.texts("agents"), t.texts("scene_groups")
         node_link = _link(n["link"], t.key("link")) if "link" in n else None
         for k in range(1, count + 1):
-            def expand(s: str, k: int = k) -> str:
+            def expand(s: str, k: int = k, count: int = count) -> str:
                 return s.replace("{i}", str(k)) if count > 1 else s
             node_id = f"{base_id}-{k}" if count > 1 else base_id
             agents = tuple(expand(a) for a in agents_t)

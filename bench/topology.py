@@ -5,18 +5,18 @@ with it; `bench.scenario` loads it from TOML."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from bench.distribution import Distribution, fixed
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     ORCHESTRATOR = "orchestrator"
     EXECUTOR = "executor"
 
 
-class BrokerModel(str, Enum):
+class BrokerModel(StrEnum):
     """Whose semantics the simulated broker copies where brokers differ (DESIGN §10)."""
 
     AMQTT = "amqtt"          # one copy per matching filter for overlapping subscriptions

@@ -11,20 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bench.core.directory import Resolution, Route, Target
 from cryptography.exceptions import InvalidSignature
 
-from bench.core.auth import (FLAT_KID, AuthMode, SignatureVersion, Verdict, _mac, sign,
-                             signed_string)
+from bench.core.auth import FLAT_KID, AuthMode, SignatureVersion, Verdict, _mac, sign, signed_string
 from bench.core.commands import Publish
+from bench.core.directory import Resolution, Route, Target
 from bench.core.effects import Effects
-from bench.core.envelope import Envelope, Header, encode
+from bench.core.envelope import Envelope, Header, Json, encode
 from bench.core.ledger import LedgerConfig
-from bench.core.envelope import Json
 from bench.core.node import Node
+from bench.core.outbox import Outbound, OutboundState, Outbox
 from bench.core.process import Instance, InstanceStatus, ProcessEngine
 from bench.core.relay import Relay
-from bench.core.outbox import Outbound, Outbox, OutboundState
 from bench.core.task import TaskRecord, TaskService
 
 
@@ -283,8 +281,8 @@ class SignatureComparedWithEq(Node):
 
 
 def _mac_hex(key: Any, data: bytes) -> str:
-    import hmac as std_hmac
     import hashlib
+    import hmac as std_hmac
     return std_hmac.new(key.reveal(), data, hashlib.sha256).hexdigest()
 
 

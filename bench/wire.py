@@ -16,13 +16,37 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bench.core.commands import (AskHuman, CancelTimer, Command, Connect, Deliver, Execute,
-                                 PersistDocument, PersistRecord, Publish, Record, RequestOutcome,
-                                 RunStep, SettleRequest, StartTimer, Subscribe)
+from bench.core.commands import (
+    AskHuman,
+    CancelTimer,
+    Command,
+    Connect,
+    Deliver,
+    Execute,
+    PersistDocument,
+    PersistRecord,
+    Publish,
+    Record,
+    RequestOutcome,
+    RunStep,
+    SettleRequest,
+    StartTimer,
+    Subscribe,
+)
 from bench.core.config import NodeConfig
 from bench.core.envelope import Json
-from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started,
-                               StepFinished, Subscribed, TaskFinished, TimerFired, TimerId)
+from bench.core.inputs import (
+    Connected,
+    Input,
+    MessageReceived,
+    PublishSettled,
+    Started,
+    StepFinished,
+    Subscribed,
+    TaskFinished,
+    TimerFired,
+    TimerId,
+)
 from bench.core.node import Node
 from bench.core.topics import matches
 from bench.history import Recorder

@@ -5,10 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from bench.core.auth import AuthConfig
 from bench.core.config import NodeConfig
 from bench.wire import Wire
+
+# The suite shares two cores with other workers and with CI: time-based health checks and
+# per-example deadlines measure the machine's load, not the code. Example counts stay as
+# each test sets them.
+settings.register_profile("shared-cores", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-cores")
 
 
 def orchestrator(**kw: object) -> NodeConfig:

@@ -110,3 +110,10 @@ def test_mypy_strict_on_core_and_storage() -> None:
     result = subprocess.run([sys.executable, "-m", "mypy", "--strict", "bench/core", "bench/storage"],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_clean() -> None:
+    """The lint rules of pyproject.toml (imports sorted, modern syntax, pyflakes, bugbear)."""
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "bench", "tests"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

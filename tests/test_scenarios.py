@@ -29,8 +29,9 @@ def test_scenario_passes_on_the_reference(tmp_path: Path, path: Path) -> None:
 
 
 def test_the_fault_scenarios_cover_the_catalogue() -> None:
-    from bench.faults import CATALOGUE
     import tomllib
+
+    from bench.faults import CATALOGUE
     kinds = {f["kind"] for p in FILES for f in tomllib.loads(p.read_text()).get("faults", [])}
     assert set(CATALOGUE) <= kinds
 

@@ -12,13 +12,13 @@ import traceback
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 MAX_EXAMPLES = 10
 
 
-class Value(str, Enum):
+class Value(StrEnum):
     TRUE = "true"
     FALSE = "false"
     UNKNOWN = "unknown"

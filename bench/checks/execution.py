@@ -43,7 +43,7 @@ def task_lifecycle(h: History) -> Verdict:
         if first["state"] != TaskState.SUBMITTED.value or first.get("previous") is not None:
             c.violation(f"task {task_id} on {node} did not start SUBMITTED", first)
         terminal_seen: dict[str, Any] | None = None
-        for prev, cur in zip(events, events[1:]):
+        for prev, cur in zip(events, events[1:], strict=False):
             if terminal_seen is not None:
                 c.violation(f"task {task_id} on {node} changed state after terminal "
                             f"{terminal_seen['state']}", terminal_seen, cur)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, hmac
@@ -48,13 +48,13 @@ class Secret:
         return hash(("Secret", self._value))
 
 
-class AuthMode(str, Enum):
+class AuthMode(StrEnum):
     STRICT = "strict"
     LOOSE = "loose"
     AUDIT = "audit"
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     VERIFIED = "VERIFIED"
     UNSIGNED = "UNSIGNED"
     BAD_SIGNATURE = "BAD_SIGNATURE"
@@ -63,7 +63,7 @@ class Verdict(str, Enum):
     STALE = "STALE"
 
 
-class SignatureVersion(str, Enum):
+class SignatureVersion(StrEnum):
     V1 = "1"  # the seed's string: messageId|fromAgentId|messageType|timestamp
     V2 = "2"  # digest of the canonical envelope (payload, routing, timestamp, headers)
 
@@ -123,7 +123,7 @@ def _mac(key: Secret, data: bytes) -> hmac.HMAC:
 def signed_string(envelope: Envelope, version: SignatureVersion) -> bytes:
     if version is SignatureVersion.V1:
         return (f"{envelope.message_id}|{envelope.from_agent_id}|"
-                f"{envelope.message_type.value}|{envelope.timestamp_ms}").encode("utf-8")
+                f"{envelope.message_type.value}|{envelope.timestamp_ms}").encode()
     body = envelope.to_json()
     headers = body["headers"]
     assert isinstance(headers, dict)

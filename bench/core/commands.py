@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Union
+from enum import StrEnum
 
 from bench.core.envelope import Json
 from bench.core.inputs import TimerId
 from bench.core.outcome import EventKind
 
 
-class Table(str, Enum):
+class Table(StrEnum):
     """Record tables of the node's durable store (SQLite in live, memory in sim)."""
 
     MESSAGES = "messages"   # the per-node message store: what was sent and received
@@ -29,7 +28,7 @@ class Table(str, Enum):
     GATES = "gates"         # the gate store (orchestrator side)
 
 
-class RequestOutcome(str, Enum):
+class RequestOutcome(StrEnum):
     """How a delegated request ended for the requester. NO_RESPONSE is unknown (INFO)."""
 
     COMPLETED = "COMPLETED"
@@ -151,5 +150,5 @@ class Record:
     fields: Mapping[str, Json] = field(default_factory=dict)
 
 
-Command = Union[Connect, Subscribe, Publish, StartTimer, CancelTimer, Execute, RunStep,
-                AskHuman, SettleRequest, Deliver, PersistDocument, PersistRecord, Record]
+Command = (Connect | Subscribe | Publish | StartTimer | CancelTimer | Execute | RunStep
+           | AskHuman | SettleRequest | Deliver | PersistDocument | PersistRecord | Record)

@@ -13,7 +13,7 @@ import copy
 import hashlib
 import json
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import cast
 
 from bench.core.envelope import Json
@@ -23,7 +23,7 @@ from bench.core.envelope import Json
 Op = dict[str, Json]
 
 
-class Merge(str, Enum):
+class Merge(StrEnum):
     """How a step's result goes back into its parent context."""
 
     DEEP = "deep"         # three-way: keys the step changed are set, list growth appended

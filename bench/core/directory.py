@@ -10,7 +10,7 @@ rotates the persisted roster (seed 002 §3.1). No I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from bench.core.envelope import Json
 
@@ -35,7 +35,7 @@ class AgentDescriptor:
         return {"agentId": self.agent_id, "role": self.role}
 
 
-class Route(str, Enum):
+class Route(StrEnum):
     """How an inbound toAgentId maps to one of this node's executors."""
 
     EXACT = "EXACT"                      # a roster executor with this agentId
@@ -171,7 +171,7 @@ def parse_announcement(raw: object, topic_node_id: str) -> Announcement | str:
     return Announcement(topic_node_id, online, ns, tuple(agents))
 
 
-class Resolution(str, Enum):
+class Resolution(StrEnum):
     EXPLICIT = "EXPLICIT"
     DIRECTORY = "DIRECTORY"
     UNRESOLVED = "UNRESOLVED"

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import Any, Union
+from enum import StrEnum
+from typing import Any, TypeAlias
 
-Json = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]
+Json: TypeAlias = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
 
 MAX_ENVELOPE_BYTES = 1 << 20
 
 
-class MessageType(str, Enum):
+class MessageType(StrEnum):
     TASK_REQUEST = "TASK_REQUEST"
     TASK_RESPONSE = "TASK_RESPONSE"
     DATA_REQUEST = "DATA_REQUEST"
@@ -29,7 +29,7 @@ class MessageType(str, Enum):
     EVENT = "EVENT"
 
 
-class Header(str, Enum):
+class Header(StrEnum):
     """Header names. One place spells them, as `bench.core.topics` does for topics."""
 
     REQUEST_ID = "requestId"
@@ -82,7 +82,7 @@ class Envelope:
         }
 
 
-class RejectCode(str, Enum):
+class RejectCode(StrEnum):
     NOT_UTF8 = "NOT_UTF8"
     NOT_JSON = "NOT_JSON"
     TOO_LARGE = "TOO_LARGE"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 
 from bench.core.commands import AskHuman, CancelTimer, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
@@ -24,7 +24,7 @@ from bench.core.outcome import EventKind
 from bench.core.process import GATE_DECISIONS, TIMEOUT_POLICIES, AckStatus
 
 
-class GateState(str, Enum):
+class GateState(StrEnum):
     OPEN = "OPEN"
     DECIDED = "DECIDED"     # decision sent, no ACK yet
     ACKED = "ACKED"

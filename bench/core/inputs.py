@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Union
+from enum import StrEnum
 
 from bench.core.auth import KeyRing
 from bench.core.envelope import Json
 
 
-class TimerKind(str, Enum):
+class TimerKind(StrEnum):
     LEDGER_FLUSH = "ledger-flush"
     TASK_WATCHDOG = "task-watchdog"
     REQUEST_TIMEOUT = "request-timeout"
@@ -189,6 +188,6 @@ class KeysRotated:
     keys: KeyRing
 
 
-Input = Union[Started, Connected, Subscribed, MessageReceived, TimerFired, PublishSettled, TaskRequested,
-              TaskFinished, GroupEventRequested, SubscriberAttached, SubscriberDetached,
-              FlowEmitted, StepFinished, HumanDecided, KeysRotated]
+Input = (Started | Connected | Subscribed | MessageReceived | TimerFired | PublishSettled
+         | TaskRequested | TaskFinished | GroupEventRequested | SubscriberAttached
+         | SubscriberDetached | FlowEmitted | StepFinished | HumanDecided | KeysRotated)

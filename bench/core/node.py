@@ -11,27 +11,58 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 from typing import assert_never
 
 from bench.core.auth import AuthMode, KeyRing, Verdict, admits, verify
-from bench.core.commands import (Command, Connect, PersistDocument, PersistRecord, Publish,
-                                 StartTimer, Subscribe, Table)
+from bench.core.commands import (
+    Command,
+    Connect,
+    PersistDocument,
+    PersistRecord,
+    Publish,
+    StartTimer,
+    Subscribe,
+    Table,
+)
 from bench.core.config import NodeConfig
-from bench.core.directory import (ROSTER_DOCUMENT, Directory, Roster, Route, announcement_for,
-                                  load_roster, parse_announcement)
+from bench.core.directory import (
+    ROSTER_DOCUMENT,
+    Directory,
+    Roster,
+    Route,
+    announcement_for,
+    load_roster,
+    parse_announcement,
+)
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType, Rejection, decode
 from bench.core.gate import GateConfig, Gates
-from bench.core.inputs import (Connected, FlowEmitted, GroupEventRequested, HumanDecided, Input,
-                               KeysRotated, MessageReceived, PublishSettled, Started, StepFinished,
-                               SubscriberAttached, SubscriberDetached, Subscribed, TaskFinished,
-                               TaskRequested, TimerFired, TimerId, TimerKind)
+from bench.core.inputs import (
+    Connected,
+    FlowEmitted,
+    GroupEventRequested,
+    HumanDecided,
+    Input,
+    KeysRotated,
+    MessageReceived,
+    PublishSettled,
+    Started,
+    StepFinished,
+    Subscribed,
+    SubscriberAttached,
+    SubscriberDetached,
+    TaskFinished,
+    TaskRequested,
+    TimerFired,
+    TimerId,
+    TimerKind,
+)
 from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
 from bench.core.outbox import Outbox
-from bench.core.relay import Flow, FlowKind, Relay, RelayConfig
 from bench.core.outcome import DropReason, EventKind
 from bench.core.process import ProcessEngine
+from bench.core.relay import Flow, FlowKind, Relay, RelayConfig
 from bench.core.request import Requests
 from bench.core.task import TaskRecord, TaskService
 from bench.core.topics import TopicKind
@@ -39,7 +70,7 @@ from bench.core.topics import TopicKind
 LEDGER_FLUSH = TimerId(TimerKind.LEDGER_FLUSH)
 
 
-class NodeState(str, Enum):
+class NodeState(StrEnum):
     CREATED = "CREATED"
     STARTED = "STARTED"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 
 from bench.core.auth import AuthConfig, sign
 from bench.core.commands import PersistRecord, Publish, Table
@@ -21,7 +21,7 @@ from bench.core.outcome import EventKind
 from bench.core.topics import Topics
 
 
-class OutboundState(str, Enum):
+class OutboundState(StrEnum):
     NEW = "NEW"
     SENDING = "SENDING"
     LOCAL_CONSUMED = "LOCAL_CONSUMED"
@@ -30,7 +30,7 @@ class OutboundState(str, Enum):
     FAILED = "FAILED"
 
 
-class OutboundEvent(str, Enum):
+class OutboundEvent(StrEnum):
     TARGET_IS_LOCAL = "TARGET_IS_LOCAL"
     HANDED_TO_CLIENT = "HANDED_TO_CLIENT"
     UNRESOLVED = "UNRESOLVED"

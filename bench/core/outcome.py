@@ -6,10 +6,10 @@ every checker, so a rename here is a schema change.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class EventKind(str, Enum):
+class EventKind(StrEnum):
     """Kinds of history events a node records (the `kind` field of a history line)."""
 
     NODE_STARTED = "node_started"
@@ -83,7 +83,7 @@ class EventKind(str, Enum):
     WARNING = "warning"
 
 
-class DropReason(str, Enum):
+class DropReason(StrEnum):
     """Why an inbound message was not handled. Every drop carries one (DESIGN §3)."""
 
     MALFORMED = "MALFORMED"

@@ -15,12 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import cast
 
 from bench.core.commands import PersistRecord, RunStep, Table
-from bench.core.context import (ContextError, Merge, Op, Snapshot, apply_ops, deep_copy,
-                                digest, merge)
+from bench.core.context import (
+    ContextError,
+    Merge,
+    Op,
+    Snapshot,
+    apply_ops,
+    deep_copy,
+    digest,
+    merge,
+)
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
 from bench.core.outcome import EventKind
@@ -29,7 +37,7 @@ GATE_DECISIONS = ("approve", "reject", "expired")
 TIMEOUT_POLICIES = ("reject", "fail")
 
 
-class InstanceStatus(str, Enum):
+class InstanceStatus(StrEnum):
     RUNNING = "RUNNING"
     PAUSED = "PAUSED"
     COMPLETED = "COMPLETED"
@@ -39,7 +47,7 @@ class InstanceStatus(str, Enum):
 TERMINAL = frozenset({InstanceStatus.COMPLETED, InstanceStatus.FAILED})
 
 
-class AckStatus(str, Enum):
+class AckStatus(StrEnum):
     """What an executor answers to a GATE_DECISION. Only RESUMED resumed something."""
 
     RESUMED = "RESUMED"
@@ -76,7 +84,7 @@ def parse_steps(raw: Json, where: str = "process", top: bool = True) -> tuple[St
         if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 10:
             raise ValueError(f"{at}.retries must be an integer in 0..10")
         try:
-            op = Merge(s.get("merge", "deep"))
+            op = Merge(str(s.get("merge", "deep")))
         except ValueError:
             raise ValueError(f"{at}.merge must be one of {[m.value for m in Merge]}") from None
         if kind == "work":
@@ -176,7 +184,7 @@ class Instance:
             str(raw["processInstId"]), str(raw["taskId"]), str(raw["agentId"]),
             cast("str | None", raw.get("conversationId")), cast("str | None", raw.get("homeNodeId")),
             str(raw["requesterAgentId"]), raw["definition"], parse_steps(raw["definition"]),
-            deep_copy(raw["context"]), InstanceStatus(raw["status"]), version,
+            deep_copy(raw["context"]), InstanceStatus(str(raw["status"])), version,
             str(raw.get("snapshotId", "")), parent if isinstance(parent, str) else None, pc,
             gate if isinstance(gate, str) else None, [str(g) for g in decided])
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from bench.core.commands import CancelTimer, Deliver, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
@@ -24,7 +24,7 @@ from bench.core.inputs import TimerId, TimerKind
 from bench.core.outcome import EventKind
 
 
-class FlowKind(str, Enum):
+class FlowKind(StrEnum):
     TOKEN = "token"
     THINKING = "thinking"
     STEP = "step"
@@ -33,7 +33,7 @@ class FlowKind(str, Enum):
     ERROR = "error"
 
 
-class Trust(str, Enum):
+class Trust(StrEnum):
     VERIFIED = "verified"   # produced on this node
     CLAIMED = "claimed"     # relayed: the sender says so
 

@@ -11,13 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from bench.core.commands import (CancelTimer, PersistRecord, RequestOutcome, SettleRequest,
-                                 StartTimer, Table)
+from bench.core.commands import (
+    CancelTimer,
+    PersistRecord,
+    RequestOutcome,
+    SettleRequest,
+    StartTimer,
+    Table,
+)
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
 from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TaskRequested, TimerId, TimerKind
-from bench.core.outbox import Outbox, OutboundState
+from bench.core.outbox import OutboundState, Outbox
 from bench.core.outcome import EventKind
 
 _STATUS = {o.value: o for o in (RequestOutcome.COMPLETED, RequestOutcome.FAILED,

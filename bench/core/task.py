@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 
 from bench.core.commands import CancelTimer, Execute, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
@@ -23,7 +23,7 @@ from bench.core.outbox import Outbox
 from bench.core.outcome import EventKind
 
 
-class TaskState(str, Enum):
+class TaskState(StrEnum):
     SUBMITTED = "SUBMITTED"
     RUNNING = "RUNNING"
     COMPLETED = "COMPLETED"
@@ -32,7 +32,7 @@ class TaskState(str, Enum):
     CANCELLED = "CANCELLED"
 
 
-class TaskEvent(str, Enum):
+class TaskEvent(StrEnum):
     START = "START"
     SUCCEED = "SUCCEED"
     FAIL = "FAIL"

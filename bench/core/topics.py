@@ -7,7 +7,7 @@ formats a topic. Also MQTT 3.1.1 filter matching, which the drivers share. No I/
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 DEFAULT_PREFIX = "ooder"
 
@@ -16,7 +16,7 @@ class TopicError(ValueError):
     """A topic segment that would not round-trip (bad configuration or a bug, so it raises)."""
 
 
-class TopicKind(str, Enum):
+class TopicKind(StrEnum):
     INBOX = "inbox"
     GROUP = "group"
     DIRECTORY = "directory"

@@ -13,8 +13,14 @@ from typing import Any
 from bench.core.directory import ROSTER_DOCUMENT
 from bench.distribution import rng_for
 from bench.faults import FaultSpec
-from bench.faults.attacks import (AttackMessage, forged_request, replayed, rotated, tampered,
-                                 victim_and_targets)
+from bench.faults.attacks import (
+    AttackMessage,
+    forged_request,
+    replayed,
+    rotated,
+    tampered,
+    victim_and_targets,
+)
 from bench.live.runner import LiveRun, with_config
 from bench.topology import Topology
 
@@ -64,7 +70,7 @@ class LiveNemesis:
         await node.start()
         try:
             await asyncio.wait_for(up, 20)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.run.record(node_id, "self_check_failed", {"after": "restart"})
             return
         self._fired(spec, node_id, action="restarted", downMs=down_ms)
@@ -390,7 +396,7 @@ class LiveNemesis:
             p.faults.partitioned = True
 
         async def heal() -> None:
-            for node, p, (bh, rf) in zip(nodes, proxies, before):
+            for node, p, (bh, rf) in zip(nodes, proxies, before, strict=False):
                 p.faults.partitioned = False
                 cut = p.drop_all()   # connections that lost bytes cannot be trusted again
                 lost, refused = p.counters.blackholed - bh, p.counters.refused - rf
@@ -409,7 +415,7 @@ class LiveNemesis:
             setattr(p.faults, field, value)
 
         async def heal() -> None:
-            for node, p, b in zip(nodes, proxies, before):
+            for node, p, b in zip(nodes, proxies, before, strict=False):
                 setattr(p.faults, field, None if field == "latency_ms" else 0.0)
                 n = getattr(p.counters, counter) - b
                 if n:

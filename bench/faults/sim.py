@@ -16,13 +16,18 @@ from bench.core.directory import ROSTER_DOCUMENT
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
 from bench.distribution import rng_for
 from bench.faults import FaultSpec
-from bench.faults.attacks import (AttackMessage, forged_request, replayed, rotated, tampered,
-                                 victim_and_targets)
+from bench.faults.attacks import (
+    AttackMessage,
+    forged_request,
+    replayed,
+    rotated,
+    tampered,
+    victim_and_targets,
+)
 from bench.sim.broker import Message, Redelivery
 from bench.sim.cluster import SimCluster
 from bench.sim.host import KEEPALIVE_DETECT_MS, SimHost
 from bench.topology import Topology
-
 
 Heal = Callable[[], Any]
 

@@ -12,8 +12,13 @@ from typing import Any
 from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion, sign
 from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
-from bench.core.inputs import (GroupEventRequested, KeysRotated, SubscriberAttached,
-                               SubscriberDetached, TaskRequested)
+from bench.core.inputs import (
+    GroupEventRequested,
+    KeysRotated,
+    SubscriberAttached,
+    SubscriberDetached,
+    TaskRequested,
+)
 from bench.distribution import rng_for
 from bench.live.host import LiveHost
 from bench.workload import Behaviour, workload_from_json

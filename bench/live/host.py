@@ -13,14 +13,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.core.commands import AskHuman, Connect, Execute, Publish, RunStep, SettleRequest, Subscribe
+from bench.core.commands import (
+    AskHuman,
+    Connect,
+    Execute,
+    Publish,
+    RunStep,
+    SettleRequest,
+    Subscribe,
+)
 from bench.core.config import NodeConfig
-from bench.core.inputs import (Connected, FlowEmitted, HumanDecided, MessageReceived,
-                               PublishSettled, Started, StepFinished, Subscribed, TaskFinished,
-                               TimerFired, TimerId)
+from bench.core.inputs import (
+    Connected,
+    FlowEmitted,
+    HumanDecided,
+    MessageReceived,
+    PublishSettled,
+    Started,
+    StepFinished,
+    Subscribed,
+    TaskFinished,
+    TimerFired,
+    TimerId,
+)
 from bench.core.node import Node
-from bench.live.mqtt import MqttLink
 from bench.driver import NodeHost
+from bench.live.mqtt import MqttLink
 from bench.storage import restore
 from bench.storage.files import FileStore
 from bench.workload import Behaviour

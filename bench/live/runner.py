@@ -19,7 +19,8 @@ from bench.history import Recorder
 from bench.live.brokers import Broker
 from bench.live.control import LaunchSpec, apply_op
 from bench.live.host import Clock, LiveHost
-from bench.variants import Variant, variant as variant_by_name
+from bench.variants import Variant
+from bench.variants import variant as variant_by_name
 from bench.workload import EventOp, RequestOp, TabOp
 
 SELF_CHECK_TIMEOUT_S = 20.0
@@ -123,7 +124,7 @@ class ProcessNode:
             self.send({"op": "stop"})
             try:
                 await asyncio.wait_for(self.proc.wait(), 10)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
         if self._reader is not None:

@@ -183,7 +183,7 @@ def message_counts(events: list[dict[str, Any]], title: str) -> Figure:
     for i, t in enumerate(types):
         values = [sent[n][t] for n in nodes]
         ax.bar(nodes, values, bottom=bottom, color=PALETTE[i % len(PALETTE)], label=t)
-        bottom = [b + v for b, v in zip(bottom, values)]
+        bottom = [b + v for b, v in zip(bottom, values, strict=False)]
     total = sum(bottom)
     per_task = f"{total / tasks:.2f} messages per task" if tasks else "no tasks"
     _style(ax, f"{title} — {total} published, {per_task}", "node", "messages published")

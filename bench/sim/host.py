@@ -13,14 +13,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.core.commands import AskHuman, Connect, Execute, Publish, RunStep, SettleRequest, Subscribe
+from bench.core.commands import (
+    AskHuman,
+    Connect,
+    Execute,
+    Publish,
+    RunStep,
+    SettleRequest,
+    Subscribe,
+)
 from bench.core.config import NodeConfig
-from bench.core.inputs import (Connected, Input, MessageReceived, PublishSettled, Started, Subscribed,
-                               TimerFired, TimerId)
+from bench.core.inputs import (
+    Connected,
+    Input,
+    MessageReceived,
+    PublishSettled,
+    Started,
+    Subscribed,
+    TimerFired,
+    TimerId,
+)
 from bench.core.node import Node
+from bench.driver import NodeHost
 from bench.sim.broker import Connection, Message
 from bench.sim.link import Link
-from bench.driver import NodeHost
 from bench.storage import restore
 from bench.storage.memory import MemoryStore
 

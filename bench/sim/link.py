@@ -8,6 +8,7 @@ what is in transit; the connection on it dies and MQTT's own redelivery takes ov
 from __future__ import annotations
 
 import random
+
 from bench.topology import LinkSpec
 
 RTO_MS = 200.0

@@ -10,7 +10,7 @@ the seed and the task id alone, so a restarted executor would take as long again
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from bench.distribution import Distribution, fixed, rng_for
 from bench.topology import Role, Topology
@@ -126,7 +126,7 @@ class TabOp:
         return self.subscriber_id
 
 
-Op = Union[RequestOp, EventOp, TabOp]
+Op = RequestOp | EventOp | TabOp
 
 
 def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) -> list[Op]:

@@ -4,8 +4,18 @@ from dataclasses import replace
 
 import pytest
 
-from bench.core.auth import (ADMISSION, FLAT_KID, AuthMode, KeyRing, Secret, SignatureVersion,
-                             Verdict, admits, sign, verify)
+from bench.core.auth import (
+    ADMISSION,
+    FLAT_KID,
+    AuthMode,
+    KeyRing,
+    Secret,
+    SignatureVersion,
+    Verdict,
+    admits,
+    sign,
+    verify,
+)
 from bench.core.envelope import Envelope, Header, MessageType
 
 KEYS = KeyRing(flat_token=Secret("flat-token-s3cret"),

@@ -2,9 +2,18 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core.directory import (DEFAULT_EXECUTOR_ID, Announcement, AgentDescriptor, Directory,
-                                  Resolution, Route, announcement_for, load_roster,
-                                  namespace_of, parse_announcement)
+from bench.core.directory import (
+    DEFAULT_EXECUTOR_ID,
+    AgentDescriptor,
+    Announcement,
+    Directory,
+    Resolution,
+    Route,
+    announcement_for,
+    load_roster,
+    namespace_of,
+    parse_announcement,
+)
 
 
 def test_namespace_of() -> None:

@@ -6,8 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.core.envelope import (Envelope, MessageType, RejectCode, Rejection, decode, encode,
-                                 from_json)
+from bench.core.envelope import (
+    Envelope,
+    MessageType,
+    RejectCode,
+    Rejection,
+    decode,
+    encode,
+    from_json,
+)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=20)

@@ -10,7 +10,7 @@ from bench.core.directory import AgentDescriptor, Announcement, Directory
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, MessageType
 from bench.core.machine import IllegalTransition
-from bench.core.outbox import OUTBOUND, Outbox, OutboundEvent, OutboundState
+from bench.core.outbox import OUTBOUND, OutboundEvent, OutboundState, Outbox
 from bench.core.outcome import EventKind
 from bench.core.topics import Topics
 

@@ -6,8 +6,13 @@ import json
 from collections.abc import Callable
 
 from bench.core.envelope import Envelope, MessageType, decode, encode
-from bench.core.inputs import (FlowEmitted, MessageReceived, SubscriberAttached, SubscriberDetached,
-                               TaskRequested)
+from bench.core.inputs import (
+    FlowEmitted,
+    MessageReceived,
+    SubscriberAttached,
+    SubscriberDetached,
+    TaskRequested,
+)
 from bench.wire import Wire
 from tests.conftest import orchestrator
 

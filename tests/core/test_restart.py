@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from bench.core.commands import RequestOutcome
-from bench.core.ledger import LEDGER_DOCUMENT
 from bench.core.inputs import MessageReceived, TaskRequested
+from bench.core.ledger import LEDGER_DOCUMENT
 from bench.storage.memory import MemoryStore
 from bench.wire import Wire
 from tests.conftest import executor, orchestrator

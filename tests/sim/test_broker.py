@@ -7,9 +7,9 @@ from typing import Any
 
 import simpy
 
+from bench.distribution import fixed
 from bench.sim.broker import Connection, Message, Redelivery, SimBroker
 from bench.sim.link import Link
-from bench.distribution import fixed
 from bench.topology import LinkSpec
 
 
