@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _exchange(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from bench.core.auth import AuthMode, SignatureVersion
-    from bench.exchange import default_run_dir, render, run_exchange
+    from bench.tools.exchange import default_run_dir, render, run_exchange
 
     if not 1 <= args.requests <= 1000:
         parser.error(f"--requests={args.requests} must be within [1, 1000]")
@@ -198,9 +198,9 @@ def _utc_stamp() -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from bench.checks import checkers
-    from bench.distribution import SpecError
     from bench.run import print_progress, run_scenario
-    from bench.scenario import SCENARIOS, find, load_scenario
+    from bench.spec.distribution import SpecError
+    from bench.spec.scenario import SCENARIOS, find, load_scenario
     from bench.variants import variant
 
     try:
@@ -247,8 +247,8 @@ def _matrix(args: argparse.Namespace) -> int:
 
     import pytest
 
-    from bench.distribution import SpecError
     from bench.matrix import load_matrix
+    from bench.spec.distribution import SpecError
     try:
         matrix = load_matrix(args.matrix_file)
     except SpecError as exc:
@@ -371,7 +371,7 @@ def _print_result(result: RunResult, as_json: bool) -> None:
 def _list() -> int:
     from bench.checks import checkers
     from bench.faults import CATALOGUE
-    from bench.scenario import SCENARIOS, TOPOLOGIES
+    from bench.spec.scenario import SCENARIOS, TOPOLOGIES
     from bench.variants import VARIANTS
 
     def first_line(path: Path) -> str:

@@ -28,14 +28,14 @@ from bench.core.inputs import (
     SubscriberDetached,
     TaskRequested,
 )
-from bench.distribution import rng_for
 from bench.faults.sim import SimNemesis
 from bench.history import Recorder, read_jsonl
 from bench.metrics import compute
 from bench.report.markdown import render
-from bench.scenario import Scenario
-from bench.sim.cluster import SimCluster
-from bench.topology import BrokerModel, NodeSpec, Topology
+from bench.spec.distribution import rng_for
+from bench.spec.scenario import Scenario
+from bench.spec.topology import BrokerModel, NodeSpec, Topology
+from bench.substrates.sim.cluster import SimCluster
 from bench.variants import Variant
 from bench.workload import Behaviour, EventOp, RequestOp, TabOp, plan
 
@@ -173,9 +173,9 @@ async def _run_live(scenario: Scenario, variant: Variant, recorder: Recorder, wo
                     progress: Callable[[float, float], None] | None,
                     say: Callable[[str], None]) -> dict[str, Any]:
     from bench.faults.live import LiveNemesis
-    from bench.live.brokers import make_broker
-    from bench.live.host import Clock
-    from bench.live.runner import LiveRun, launch_specs, op_json, start_nodes
+    from bench.substrates.live.brokers import make_broker
+    from bench.substrates.live.host import Clock
+    from bench.substrates.live.runner import LiveRun, launch_specs, op_json, start_nodes
 
     topo, wl = scenario.topology, scenario.workload
     broker = make_broker(broker_spec, workdir / "broker", restart_command=restart_command)
@@ -238,7 +238,7 @@ def needs_proxy(scenario: Scenario) -> bool:
 
 async def start_proxies(run: Any, specs: list[Any], seed: int) -> list[Any]:
     """A fault proxy in front of every node; each node connects to its proxy."""
-    from bench.live.proxy import FaultProxy
+    from bench.substrates.live.proxy import FaultProxy
     out = []
     for spec in specs:
         proxy = FaultProxy((run.broker.host, run.broker.port),

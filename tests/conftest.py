@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, settings
 
 from bench.core.auth import AuthConfig
 from bench.core.config import NodeConfig
-from bench.wire import Wire
+from bench.substrates.wire import Wire
 
 # The suite shares two cores with other workers and with CI: time-based health checks and
 # per-example deadlines measure the machine's load, not the code. Example counts stay as

@@ -16,34 +16,49 @@ PKG = ROOT / "bench"
 CORE_ALLOWED = {"__future__", "collections", "dataclasses", "enum", "typing", "json", "hashlib", "copy",
                 "cryptography"}
 
-#: bench.<top> -> the bench.<top> modules it may import. Layering: core <- storage/history
-#: <- drivers/faults/workload <- matrix/report <- cli.
+#: A module's layer (its dotted path under bench, longest prefix first) -> the layers it may
+#: import. Layering: core <- storage/history <- substrates/faults/workload <- matrix/report
+#: <- run <- cli. The substrates are siblings: none imports another.
 LAYERS = {
     "core": {"core"},
-    "distribution": {"distribution"},
-    "topology": {"distribution", "topology"},
+    "spec.distribution": {"spec.distribution"},
+    "spec.topology": {"spec.distribution", "spec.topology"},
+    "spec.scenario": {"core", "spec", "workload", "faults"},
     "storage": {"core", "storage"},
     "history": {"history"},
     "checks": {"core", "checks"},                  # judge from the history only
     "metrics": {"checks", "metrics"},
     "variants": {"core", "variants"},
-    "workload": {"distribution", "topology", "workload"},
-    "driver": {"core", "storage", "driver"},
-    "wire": {"core", "storage", "history", "wire"},
-    "sim": {"core", "storage", "history", "distribution", "topology", "workload", "driver", "sim"},
-    "live": {"core", "storage", "history", "distribution", "topology", "workload", "variants",
-             "driver", "live"},
-    "faults": {"core", "distribution", "topology", "sim", "live", "faults"},
-    "scenario": {"core", "distribution", "topology", "workload", "faults", "scenario"},
+    "workload": {"spec.distribution", "spec.topology", "workload"},
+    "substrates.host": {"core", "storage", "substrates.host"},
+    "substrates.wire": {"core", "storage", "history", "substrates.wire"},
+    "substrates.sim": {"core", "storage", "history", "spec.distribution", "spec.topology",
+                       "workload", "substrates.host", "substrates.sim"},
+    "substrates.live": {"core", "storage", "history", "spec.distribution", "spec.topology",
+                        "workload", "variants", "substrates.host", "substrates.live"},
+    "substrates": {"substrates"},
+    "faults": {"core", "spec.distribution", "spec.topology", "substrates.sim",
+               "substrates.live", "faults"},
+    "spec": {"spec"},
     "report": {"checks", "report"},
-    "fuzz": {"core", "fuzz"},
-    "attack_table": {"core", "run", "scenario", "variants", "attack_table"},
-    "matrix": {"distribution", "scenario", "variants", "checks", "run", "report", "matrix"},
-    "exchange": {"core", "storage", "history", "wire", "exchange"},
-    "benchmark": {"core", "distribution", "workload", "live", "benchmark"},
-    "run": {"core", "storage", "history", "driver", "distribution", "topology", "checks", "metrics",
-            "variants", "workload", "sim", "live", "faults", "scenario", "report", "run"},
+    "tools.fuzz": {"core", "tools.fuzz"},
+    "tools.attack_table": {"core", "run", "spec", "variants", "tools.attack_table"},
+    "tools.exchange": {"core", "storage", "history", "substrates.wire", "tools.exchange"},
+    "tools.benchmark": {"core", "spec.distribution", "workload", "substrates.live",
+                        "tools.benchmark"},
+    "tools": {"tools"},
+    "matrix": {"spec", "variants", "checks", "run", "report", "matrix"},
+    "run": {"core", "storage", "history", "substrates", "spec", "checks", "metrics",
+            "variants", "workload", "faults", "report", "run"},
 }
+
+
+def layer_of(dotted: str) -> str | None:
+    """The LAYERS key that owns `dotted` (a module path under bench), longest prefix first."""
+    for key in sorted(LAYERS, key=len, reverse=True):
+        if dotted == key or dotted.startswith(key + "."):
+            return key
+    return None
 
 
 def imports_of(source: str) -> set[str]:
@@ -68,12 +83,21 @@ def core_violations(source: str) -> list[str]:
     return sorted(bad)
 
 
-def layer_violations(module_top: str, source: str) -> list[str]:
-    allowed = LAYERS.get(module_top)
-    if allowed is None:
-        return [f"bench.{module_top} has no declared layer in tests/test_architecture.py"]
-    return sorted(n for n in imports_of(source)
-                  if n.startswith("bench.") and n.split(".")[1] not in allowed)
+def layer_violations(module: str, source: str) -> list[str]:
+    """Imports of bench modules that `module` (dotted, under bench) may not make."""
+    layer = layer_of(module)
+    if layer is None:
+        return [f"bench.{module} has no declared layer in tests/test_architecture.py"]
+    allowed = LAYERS[layer]
+    bad = []
+    for name in imports_of(source):
+        if not name.startswith("bench."):
+            continue
+        target = name.removeprefix("bench.")
+        if not any(target == a or target.startswith(a + ".") or a.startswith(target + ".")
+                   for a in allowed):
+            bad.append(name)
+    return sorted(bad)
 
 
 def python_files(path: Path) -> list[Path]:
@@ -86,7 +110,7 @@ def test_the_checker_itself_catches_io() -> None:
     assert core_violations("import random, os\nimport simpy\nfrom bench.storage import x") == \
         ["bench.storage", "os", "random", "simpy"]
     assert core_violations("from collections.abc import Mapping\nimport json") == []
-    assert layer_violations("storage", "from bench.wire import Wire") == ["bench.wire"]
+    assert layer_violations("storage", "from bench.substrates.wire import Wire") == ["bench.substrates.wire"]
 
 
 @pytest.mark.parametrize("path", python_files(PKG / "core"), ids=lambda p: p.name)
@@ -100,8 +124,8 @@ def test_layering() -> None:
         rel = path.relative_to(PKG)
         if rel.parts[0] in ("__init__.py", "__main__.py", "cli.py"):
             continue  # the package root and the CLI sit on top of everything
-        top = rel.parts[0].removesuffix(".py")
-        for bad in layer_violations(top, path.read_text()):
+        module = ".".join(rel.with_suffix("").parts).removesuffix(".__init__")
+        for bad in layer_violations(module, path.read_text()):
             problems.append(f"{path.relative_to(ROOT)} imports {bad}")
     assert problems == []
 

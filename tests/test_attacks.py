@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.attack_table import ATTACKS, measure, table
 from bench.core.auth import KeyRing, Secret, SignatureVersion
 from bench.faults.attacks import forged_request
+from bench.tools.attack_table import ATTACKS, measure, table
 
 KEYS = KeyRing(Secret("flat-token-xyz"), {"fin.orchestrator": Secret("k-orch"),
                                           "llm.tax1": Secret("k-tax1")})

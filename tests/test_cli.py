@@ -106,7 +106,7 @@ def test_list_shows_everything(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_crashing_run_keeps_its_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    from bench.sim.host import SimHost
+    from bench.substrates.sim.host import SimHost
     original = SimHost.feed
     calls = {"n": 0}
 

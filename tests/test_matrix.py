@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.distribution import SpecError
 from bench.matrix import load_matrix
+from bench.spec.distribution import SpecError
 from bench.variants import VARIANTS
 
 SMALL = """

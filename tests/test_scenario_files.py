@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import EXIT_INVALID, main
-from bench.distribution import SpecError
-from bench.scenario import load_scenario, load_topology
+from bench.spec.distribution import SpecError
+from bench.spec.scenario import load_scenario, load_topology
 
 GOOD_TOPOLOGY = """
 name = "t"

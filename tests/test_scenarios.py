@@ -9,7 +9,7 @@ import pytest
 
 from bench.checks import checkers
 from bench.run import EXIT_OK, run_scenario
-from bench.scenario import SCENARIOS, load_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE
 
 FILES = sorted(p for p in SCENARIOS.glob("*.toml") if not p.name.endswith(".matrix.toml"))

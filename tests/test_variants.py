@@ -9,7 +9,7 @@ import pytest
 
 from bench.checks import Value
 from bench.run import run_scenario
-from bench.scenario import SCENARIOS, load_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE, VARIANTS
 
 DEFECTS = [v for v in VARIANTS.values() if v.name != "reference"]

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.distribution import Distribution, SpecError, parse_distribution
-from bench.topology import Topology
+from bench.spec.distribution import Distribution, SpecError, parse_distribution
+from bench.spec.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 from bench.core.directory import ROSTER_DOCUMENT
-from bench.distribution import rng_for
 from bench.faults import FaultSpec
 from bench.faults.attacks import (
     AttackMessage,
@@ -21,8 +20,9 @@ from bench.faults.attacks import (
     tampered,
     victim_and_targets,
 )
-from bench.live.runner import LiveRun, with_config
-from bench.topology import Topology
+from bench.spec.distribution import rng_for
+from bench.spec.topology import Topology
+from bench.substrates.live.runner import LiveRun, with_config
 
 
 class LiveNemesis:
@@ -186,7 +186,7 @@ class LiveNemesis:
         """Injected replay: a capture client sees every targeted PUBLISH and, with the
         fault's probability, publishes the very same bytes again after the fault's delay
         (what a broker's delayed QoS1 redelivery looks like to the receiver)."""
-        from bench.live.mqtt import MqttLink
+        from bench.substrates.live.mqtt import MqttLink
         loop = asyncio.get_running_loop()
         rng = rng_for(self.seed, f"fault/{spec.index}")
         prefix = next(iter(self.run.nodes.values())).spec.config.prefix
@@ -218,7 +218,7 @@ class LiveNemesis:
 
     # -- the attacker (bench.faults.attacks): its own MQTT client on the broker ----------------
     async def _attacker(self, spec: FaultSpec, on_message: Any = None) -> Any:
-        from bench.live.mqtt import MqttLink
+        from bench.substrates.live.mqtt import MqttLink
         loop = asyncio.get_running_loop()
         up: asyncio.Future[None] = loop.create_future()
         link = MqttLink(loop, self.run.broker.host, self.run.broker.port,

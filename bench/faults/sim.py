@@ -14,7 +14,6 @@ import simpy
 from bench.core.auth import sign
 from bench.core.directory import ROSTER_DOCUMENT
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
-from bench.distribution import rng_for
 from bench.faults import FaultSpec
 from bench.faults.attacks import (
     AttackMessage,
@@ -24,10 +23,11 @@ from bench.faults.attacks import (
     tampered,
     victim_and_targets,
 )
-from bench.sim.broker import Message, Redelivery
-from bench.sim.cluster import SimCluster
-from bench.sim.host import KEEPALIVE_DETECT_MS, SimHost
-from bench.topology import Topology
+from bench.spec.distribution import rng_for
+from bench.spec.topology import Topology
+from bench.substrates.sim.broker import Message, Redelivery
+from bench.substrates.sim.cluster import SimCluster
+from bench.substrates.sim.host import KEEPALIVE_DETECT_MS, SimHost
 
 Heal = Callable[[], Any]
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.distribution import SpecError
-from bench.scenario import SCENARIOS, find, load_scenario
+from bench.spec.distribution import SpecError
+from bench.spec.scenario import SCENARIOS, find, load_scenario
 from bench.variants import VARIANTS
 
 MODES = ("sim", "live")

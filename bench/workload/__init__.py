@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.distribution import Distribution, fixed, rng_for
-from bench.topology import Role, Topology
+from bench.spec.distribution import Distribution, fixed, rng_for
+from bench.spec.topology import Role, Topology
 
 #: Simulated people at a gate: how long they think and how they click.
 HUMAN_KINDS = ("fast", "slow", "never", "double_click")
@@ -79,7 +79,7 @@ class WorkloadSpec:
 
 def workload_from_json(d: dict[str, Any]) -> WorkloadSpec:
     """The inverse of WorkloadSpec.to_json (for node processes)."""
-    from bench.distribution import parse_distribution
+    from bench.spec.distribution import parse_distribution
     fields = dict(d)
     fields["task_duration_ms"] = parse_distribution(d["task_duration_ms"], "task_duration_ms")
     fields["step_duration_ms"] = parse_distribution(d["step_duration_ms"], "step_duration_ms")

@@ -15,7 +15,7 @@ import pytest
 from bench.checks import History, Value
 from bench.checks.process import context_isolation, gate_integrity
 from bench.run import run_scenario
-from bench.scenario import SCENARIOS, load_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE
 
 Events = list[dict[str, Any]]

@@ -11,7 +11,7 @@ from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, sign
 from bench.core.commands import RequestOutcome
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
 from bench.core.inputs import MessageReceived, TaskRequested
-from bench.wire import Wire
+from bench.substrates.wire import Wire
 
 Pair = Callable[..., Wire]
 

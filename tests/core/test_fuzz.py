@@ -1,10 +1,10 @@
-"""A bounded pass of the fuzzer (python -m bench.fuzz runs longer ones): mutated real
+"""A bounded pass of the fuzzer (python -m bench.tools.fuzz runs longer ones): mutated real
 messages of every type, on strict and loose nodes — no input raises, every one is exactly
 one recorded outcome, and some get past admission into the handlers."""
 
 from __future__ import annotations
 
-from bench.fuzz import run
+from bench.tools.fuzz import run
 
 
 def test_bounded_fuzz_finds_no_crash_and_no_silent_input() -> None:

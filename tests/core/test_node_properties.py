@@ -16,7 +16,7 @@ from bench.core.envelope import MessageType
 from bench.core.inputs import MessageReceived, Started, TaskRequested
 from bench.core.node import Node
 from bench.core.outcome import EventKind
-from bench.wire import Wire
+from bench.substrates.wire import Wire
 from tests.conftest import executor, orchestrator
 
 OUTCOME_KINDS = {EventKind.INBOUND_ADMITTED, EventKind.INBOUND_DROPPED,

@@ -16,7 +16,7 @@ from bench.core.envelope import Envelope, Json, MessageType, decode, encode
 from bench.core.inputs import HumanDecided, MessageReceived, TaskRequested
 from bench.core.process import parse_steps
 from bench.core.topics import Topics
-from bench.wire import Wire
+from bench.substrates.wire import Wire
 
 Pair = Callable[..., Wire]
 

@@ -13,7 +13,7 @@ from bench.core.inputs import (
     SubscriberDetached,
     TaskRequested,
 )
-from bench.wire import Wire
+from bench.substrates.wire import Wire
 from tests.conftest import orchestrator
 
 Pair = Callable[..., Wire]

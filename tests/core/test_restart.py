@@ -9,7 +9,7 @@ from bench.core.commands import RequestOutcome
 from bench.core.inputs import MessageReceived, TaskRequested
 from bench.core.ledger import LEDGER_DOCUMENT
 from bench.storage.memory import MemoryStore
-from bench.wire import Wire
+from bench.substrates.wire import Wire
 from tests.conftest import executor, orchestrator
 
 Pair = Callable[..., Wire]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.distribution import Distribution
-from bench.scenario import SCENARIOS, Scenario, load_scenario
+from bench.spec.distribution import Distribution
+from bench.spec.scenario import SCENARIOS, Scenario, load_scenario
 
 MOSQUITTO = shutil.which("mosquitto") or (Path("/usr/sbin/mosquitto") if Path("/usr/sbin/mosquitto").exists() else None)
 

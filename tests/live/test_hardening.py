@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.live.brokers import make_broker
-from bench.live.proxy import FaultProxy
 from bench.run import keyring
-from bench.scenario import SCENARIOS, load_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.substrates.live.brokers import make_broker
+from bench.substrates.live.proxy import FaultProxy
 from tests.live.conftest import brokers
 
 

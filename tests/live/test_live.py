@@ -83,7 +83,7 @@ def test_defects_fail_live_as_in_simulation(tmp_path: Path, defect) -> None:  # 
 
 
 def test_an_external_broker_without_restart_command_makes_broker_restart_unknown(tmp_path: Path) -> None:
-    from bench.live.brokers import make_broker
+    from bench.substrates.live.brokers import make_broker
     broker = make_broker("amqtt", tmp_path / "ext")
     broker.start()
     try:

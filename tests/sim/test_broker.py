@@ -7,10 +7,10 @@ from typing import Any
 
 import simpy
 
-from bench.distribution import fixed
-from bench.sim.broker import Connection, Message, Redelivery, SimBroker
-from bench.sim.link import Link
-from bench.topology import LinkSpec
+from bench.spec.distribution import fixed
+from bench.spec.topology import LinkSpec
+from bench.substrates.sim.broker import Connection, Message, Redelivery, SimBroker
+from bench.substrates.sim.link import Link
 
 
 class Fake:

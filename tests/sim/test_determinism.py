@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.run import run_scenario
-from bench.scenario import SCENARIOS, load_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE
 
 

@@ -1,4 +1,4 @@
-"""`python -m bench.live.amqtt_server PORT`: the embedded amqtt broker, in its own process.
+"""`python -m bench.substrates.live.amqtt_server PORT`: the embedded amqtt broker, in its own process.
 
 Only the authentication plugin is loaded (the rest cost throughput, DESIGN §10), with
 anonymous access off so every client's persistent session is kept (each client sends its

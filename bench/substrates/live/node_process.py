@@ -1,7 +1,7 @@
-"""`python -m bench.live.node_process`: one live node in its own OS process.
+"""`python -m bench.substrates.live.node_process`: one live node in its own OS process.
 
 Its launch spec (with its keys) is the first line on stdin; further stdin lines are
-operations (`bench.live.control`); every history event goes to stdout as one JSON line
+operations (`bench.substrates.live.control`); every history event goes to stdout as one JSON line
 `{"node", "kind", "tMs", "fields"}`. Killed with SIGKILL by the restart fault, started
 again from the same data dir.
 """
@@ -13,8 +13,8 @@ import json
 import sys
 from typing import Any
 
-from bench.live.control import LaunchSpec, apply_op
-from bench.live.host import Clock, LiveHost
+from bench.substrates.live.control import LaunchSpec, apply_op
+from bench.substrates.live.host import Clock, LiveHost
 from bench.variants import variant
 
 

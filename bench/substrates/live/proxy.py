@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.distribution import Distribution
+from bench.spec.distribution import Distribution
 
 PUBLISH, PUBACK = 3, 4
 RTO_S = 0.2

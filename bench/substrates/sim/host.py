@@ -34,14 +34,14 @@ from bench.core.inputs import (
     TimerId,
 )
 from bench.core.node import Node
-from bench.driver import NodeHost
-from bench.sim.broker import Connection, Message
-from bench.sim.link import Link
 from bench.storage import restore
 from bench.storage.memory import MemoryStore
+from bench.substrates.host import NodeHost
+from bench.substrates.sim.broker import Connection, Message
+from bench.substrates.sim.link import Link
 
 if TYPE_CHECKING:
-    from bench.sim.cluster import SimCluster
+    from bench.substrates.sim.cluster import SimCluster
 
 #: Rewrites what the node publishes (a fault acting on the client side); returns bytes.
 PublishFilter = Callable[[str, bytes], bytes]
@@ -117,7 +117,7 @@ class SimHost(NodeHost):
         self.extra.clear()
         return self.store.crash().lost
 
-    # -- what the driver contract (bench.driver.NodeHost) asks of a host -----------------------
+    # -- what the driver contract (bench.substrates.host.NodeHost) asks of a host -----------------------
     def record(self, kind: str, fields: dict[str, Any]) -> None:
         self.cluster.record(self.node_id, kind, fields)
 

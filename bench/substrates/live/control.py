@@ -19,8 +19,8 @@ from bench.core.inputs import (
     SubscriberDetached,
     TaskRequested,
 )
-from bench.distribution import rng_for
-from bench.live.host import LiveHost
+from bench.spec.distribution import rng_for
+from bench.substrates.live.host import LiveHost
 from bench.workload import Behaviour, workload_from_json
 
 

@@ -1,4 +1,4 @@
-"""`python -m bench.attack_table`: which attacks succeed, per admission mode and signature
+"""`python -m bench.tools.attack_table`: which attacks succeed, per admission mode and signature
 version — measured by the auth_admission checker on simulated runs of scenarios/attacks.toml,
 tampering.toml, replay_stale.toml and replay_expired.toml (their own seeds), not written by hand. Prints a Markdown
 table (README's)."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.core.auth import AuthMode, SignatureVersion
 from bench.run import run_scenario
-from bench.scenario import SCENARIOS, load_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE
 
 ATTACKS = [("forged_sender:unsigned", "forged, unsigned"),

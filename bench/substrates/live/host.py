@@ -37,10 +37,10 @@ from bench.core.inputs import (
     TimerId,
 )
 from bench.core.node import Node
-from bench.driver import NodeHost
-from bench.live.mqtt import MqttLink
 from bench.storage import restore
 from bench.storage.files import FileStore
+from bench.substrates.host import NodeHost
+from bench.substrates.live.mqtt import MqttLink
 from bench.workload import Behaviour
 
 #: (node, kind, fields) -> None: where history events go.
@@ -145,7 +145,7 @@ class LiveHost(NodeHost):
             self.store.close()
             self.store = None
 
-    # -- what the driver contract (bench.driver.NodeHost) asks of a host -----------------------
+    # -- what the driver contract (bench.substrates.host.NodeHost) asks of a host -----------------------
     def subscribe(self, cmd: Subscribe) -> None:
         if self.link is not None:
             self.link.subscribe(cmd.filters, cmd.qos)

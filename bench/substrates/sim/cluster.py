@@ -1,6 +1,6 @@
 """The simulated deployment: a simpy environment, the broker model, one host per node of
 the topology, and the history they all write to. Virtual time is in milliseconds; every
-random draw comes from streams of the run's one seed (`bench.distribution.rng_for`).
+random draw comes from streams of the run's one seed (`bench.spec.distribution.rng_for`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from bench.core.commands import AskHuman, Execute, RunStep, SettleRequest
 from bench.core.config import NodeConfig
 from bench.core.inputs import FlowEmitted, HumanDecided, StepFinished, TaskFinished
 from bench.core.node import Node
-from bench.distribution import rng_for
 from bench.history import Recorder
-from bench.sim.broker import SimBroker
-from bench.sim.host import SimHost
-from bench.sim.link import Link
-from bench.topology import LinkSpec
+from bench.spec.distribution import rng_for
+from bench.spec.topology import LinkSpec
+from bench.substrates.sim.broker import SimBroker
+from bench.substrates.sim.host import SimHost
+from bench.substrates.sim.link import Link
 from bench.workload import Behaviour
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.auth import AuthMode, SignatureVersion
-from bench.distribution import SpecError, parse_distribution
 from bench.faults import FaultSpec, parse_fault
-from bench.topology import BrokerModel, LinkSpec, NodeSpec, Role, Topology
+from bench.spec.distribution import SpecError, parse_distribution
+from bench.spec.topology import BrokerModel, LinkSpec, NodeSpec, Role, Topology
 from bench.workload import WorkloadSpec
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
 TOPOLOGIES = REPO / "topologies"
 MODES = ("live", "sim")

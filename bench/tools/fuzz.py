@@ -1,4 +1,4 @@
-"""`python -m bench.fuzz`: fuzz the envelope decoder and a node's whole inbound pipeline.
+"""`python -m bench.tools.fuzz`: fuzz the envelope decoder and a node's whole inbound pipeline.
 
 Every input is a (topic, payload) pair fed to a started reference node — strict mode with
 per-agent keys for every other input, loose for the rest, so both the signature paths and

@@ -64,7 +64,7 @@ class Broker:
 
     def _command(self) -> list[str]:
         if self.kind == "amqtt":
-            return [sys.executable, "-m", "bench.live.amqtt_server", str(self.port), self.host]
+            return [sys.executable, "-m", "bench.substrates.live.amqtt_server", str(self.port), self.host]
         if self.kind == "mosquitto":
             exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
             if not Path(exe).exists():

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from bench.core.config import NodeConfig
 from bench.history import Recorder
-from bench.live.brokers import Broker
-from bench.live.control import LaunchSpec, apply_op
-from bench.live.host import Clock, LiveHost
+from bench.substrates.live.brokers import Broker
+from bench.substrates.live.control import LaunchSpec, apply_op
+from bench.substrates.live.host import Clock, LiveHost
 from bench.variants import Variant
 from bench.variants import variant as variant_by_name
 from bench.workload import EventOp, RequestOp, TabOp
@@ -74,7 +74,7 @@ class InprocNode:
 
 
 class ProcessNode:
-    """A node in its own OS process (`python -m bench.live.node_process`); a crash is
+    """A node in its own OS process (`python -m bench.substrates.live.node_process`); a crash is
     SIGKILL, and the next start is a new process on the same data dir."""
 
     def __init__(self, spec: LaunchSpec, sink: Callable[[str, str, dict[str, Any], int], None]) -> None:
@@ -87,7 +87,7 @@ class ProcessNode:
     async def start(self) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.live.node_process", stdin=asyncio.subprocess.PIPE,
+            sys.executable, "-m", "bench.substrates.live.node_process", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=None, env=env)
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps(self.spec.to_json()) + "\n").encode())

@@ -1,4 +1,4 @@
-"""`python -m bench.benchmark`: live request-to-response latency and throughput of the
+"""`python -m bench.tools.benchmark`: live request-to-response latency and throughput of the
 bench's reference nodes on amqtt and Mosquitto, next to a raw MQTT round trip measured in
 the same run with the same client library (paho-mqtt), so the bench's own overhead reads
 as a ratio. A benchmark, not a test: it prints figures and asserts nothing.
@@ -28,9 +28,9 @@ from paho.mqtt.enums import CallbackAPIVersion
 from bench.core.config import NodeConfig
 from bench.core.inputs import TaskRequested
 from bench.core.node import Node
-from bench.distribution import fixed
-from bench.live.brokers import Broker, make_broker
-from bench.live.host import Clock, LiveHost
+from bench.spec.distribution import fixed
+from bench.substrates.live.brokers import Broker, make_broker
+from bench.substrates.live.host import Clock, LiveHost
 from bench.workload import Behaviour, WorkloadSpec
 
 
@@ -169,7 +169,7 @@ async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.benchmark", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m bench.tools.benchmark", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brokers", default="amqtt,mosquitto")
     ap.add_argument("--n", type=int, default=300, help="sequential round trips for latency")

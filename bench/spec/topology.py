@@ -1,6 +1,6 @@
 """What a deployment looks like: nodes (role, namespace, agents, scene groups), the broker
 model, and the link model of each node. A description only — drivers decide what to do
-with it; `bench.scenario` loads it from TOML."""
+with it; `bench.spec.scenario` loads it from TOML."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bench.distribution import Distribution, fixed
+from bench.spec.distribution import Distribution, fixed
 
 
 class Role(StrEnum):

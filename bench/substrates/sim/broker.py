@@ -19,8 +19,8 @@ from typing import Any, Protocol
 import simpy
 
 from bench.core.topics import matches
-from bench.distribution import Distribution
-from bench.sim.link import Link
+from bench.spec.distribution import Distribution
+from bench.substrates.sim.link import Link
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from bench.topology import LinkSpec
+from bench.spec.topology import LinkSpec
 
 RTO_MS = 200.0
 

@@ -25,7 +25,7 @@ from bench.core.envelope import Envelope, Header, Json, MessageType, decode, enc
 from bench.core.inputs import MessageReceived, TaskRequested
 from bench.history import Recorder
 from bench.storage.files import FileStore
-from bench.wire import Wire
+from bench.substrates.wire import Wire
 
 ORCH, EXEC = "orch-1", "exec-1"
 
