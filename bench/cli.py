@@ -201,6 +201,7 @@ def _run(args: argparse.Namespace) -> int:
     from bench.run import print_progress, run_scenario
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
+    from bench.substrates import Hosting, Options
     from bench.variants import variant
 
     try:
@@ -219,9 +220,10 @@ def _run(args: argparse.Namespace) -> int:
               f"seed {scenario.seed}, {mode}" +
               (f" on {args.broker} with {args.nodes} nodes" if mode == "live" else ""))
     try:
+        options = Options(broker=args.broker, hosting=Hosting(args.nodes),
+                          restart_command=args.broker_restart_command)
         result = run_scenario(scenario, chosen, out, topology_overridden=args.topology is not None,
-                              mode=mode, broker=args.broker, nodes=args.nodes,
-                              restart_command=args.broker_restart_command,
+                              mode=mode, options=options,
                               progress=None if args.json or mode == "live" else print_progress(),
                               say=(lambda line: None) if args.json else
                               (lambda line: print("  " + line, file=sys.stderr)))

@@ -29,16 +29,24 @@ LAYERS = {
     "checks": {"core", "checks"},                  # judge from the history only
     "metrics": {"checks", "metrics"},
     "variants": {"core", "variants"},
-    "workload": {"spec.distribution", "spec.topology", "workload"},
-    "substrates.host": {"core", "storage", "substrates.host"},
+    "workload": {"core", "spec.distribution", "spec.topology", "workload"},
+    # the nemesis: primitives are what substrates implement; scripts never see a substrate
+    "faults.primitives": {"core", "spec.distribution", "faults.primitives"},
+    "faults": {"core", "spec.distribution", "spec.topology", "faults"},
+    # the substrates: siblings over one host base and one log, none imports another
+    "substrates.host": {"core", "storage", "spec.distribution", "workload", "faults.primitives",
+                        "substrates.host"},
+    "substrates.log": {"history", "substrates.log"},
     "substrates.wire": {"core", "storage", "history", "substrates.wire"},
-    "substrates.sim": {"core", "storage", "history", "spec.distribution", "spec.topology",
-                       "workload", "substrates.host", "substrates.sim"},
-    "substrates.live": {"core", "storage", "history", "spec.distribution", "spec.topology",
-                        "workload", "variants", "substrates.host", "substrates.live"},
-    "substrates": {"substrates"},
-    "faults": {"core", "spec.distribution", "spec.topology", "substrates.sim",
-               "substrates.live", "faults"},
+    "substrates.sim": {"core", "storage", "history", "spec", "workload", "variants",
+                       "faults.primitives", "substrates.host", "substrates.log",
+                       "substrates.sim"},
+    "substrates.live": {"core", "storage", "history", "spec", "workload", "variants",
+                        "faults.primitives", "substrates.host", "substrates.log",
+                        "substrates.live"},
+    "substrates": {"core", "history", "spec", "workload", "variants", "faults.primitives",
+                   "substrates.log", "substrates.sim", "substrates.live"},
+    "loop": {"faults", "substrates", "workload", "loop"},
     "spec": {"spec"},
     "report": {"checks", "report"},
     "tools.fuzz": {"core", "tools.fuzz"},
@@ -47,9 +55,9 @@ LAYERS = {
     "tools.benchmark": {"core", "spec.distribution", "workload", "substrates.live",
                         "tools.benchmark"},
     "tools": {"tools"},
-    "matrix": {"spec", "variants", "checks", "run", "report", "matrix"},
-    "run": {"core", "storage", "history", "substrates", "spec", "checks", "metrics",
-            "variants", "workload", "faults", "report", "run"},
+    "matrix": {"spec", "variants", "checks", "run", "report", "substrates", "matrix"},
+    "run": {"checks", "faults", "history", "loop", "metrics", "report", "spec", "substrates",
+            "variants", "workload", "run"},
 }
 
 
@@ -141,3 +149,12 @@ def test_ruff_clean() -> None:
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "bench", "tests"],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("module", ["run.py", "loop.py", "faults/runner.py", "faults/scripts.py"])
+def test_the_run_loop_and_the_nemesis_know_no_substrate(module: str) -> None:
+    """One loop and one nemesis for every substrate: neither imports simpy, asyncio or a
+    substrate's own modules (they reach a deployment only through its interface)."""
+    found = imports_of((PKG / module).read_text())
+    assert not {n for n in found if n.split(".")[0] in ("simpy", "asyncio", "socket")}
+    assert not {n for n in found if n.startswith(("bench.substrates.sim", "bench.substrates.live"))}

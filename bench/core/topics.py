@@ -52,6 +52,10 @@ class Topics:
     def inbox(self, node_id: str) -> str:
         return f"{self.prefix}/node/{_segment('nodeId', node_id)}/inbox"
 
+    def inbox_filter(self) -> str:
+        """Every node's inbox (an observer on the broker: an attacker, a replayer)."""
+        return f"{self.prefix}/node/+/inbox"
+
     def group(self, scene_group_id: str) -> str:
         return f"{self.prefix}/event/A2A/{_segment('sceneGroupId', scene_group_id)}"
 

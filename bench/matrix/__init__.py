@@ -168,6 +168,7 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
     """Run one cell into a scratch folder, then move it into place and write cell.json:
     a cell killed half-way leaves nothing that looks finished."""
     from bench.run import run_scenario
+    from bench.substrates import Options
     final = cell_dir(out, cell)
     scratch = final.with_name(final.name + f".partial-{os.getpid()}")
     for stale in final.parent.glob(final.name + ".partial-*"):   # left by a killed run
@@ -175,9 +176,9 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
     scenario = load_scenario(SCENARIOS / f"{cell.scenario}.toml", topology=cell.topology,
                              seed=cell.seed)
     t0 = time.perf_counter()
+    options = Options(broker=cell.broker) if cell.mode == "live" else Options()
     result = run_scenario(scenario, VARIANTS[cell.variant], scratch, mode=cell.mode,
-                          broker=cell.broker if cell.mode == "live" else "amqtt",
-                          topology_overridden=cell.topology is not None)
+                          options=options, topology_overridden=cell.topology is not None)
     wall = time.perf_counter() - t0
     verdicts = {v.name: v.value.value for v in result.verdicts}
     expect = expectation(cell)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,16 @@ from bench.workload import WorkloadSpec
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
 TOPOLOGIES = REPO / "topologies"
-MODES = ("live", "sim")
+
+
+class Mode(StrEnum):
+    """The substrate a scenario runs on (DESIGN §1)."""
+
+    LIVE = "live"   # real brokers and nodes, wall-clock time
+    SIM = "sim"     # the simpy model, virtual time, seeded and exactly replayable
+
+
+MODES = tuple(m.value for m in Mode)
 VERDICT_WORDS = ("true", "false", "unknown")
 
 
@@ -47,7 +57,7 @@ class Scenario:
     name: str
     description: str
     topology: Topology
-    mode: str
+    mode: Mode
     seed: int
     duration_ms: float
     drain_ms: float
@@ -299,7 +309,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                       set(raw.get("expect", {})))
     expect = {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
     drain_default = workload.request_timeout_ms / 1000 + 5
-    mode = top.choice("mode", MODES, "live")
+    mode = Mode(top.choice("mode", MODES, Mode.LIVE.value))
     return Scenario(
         name=top.text("name", path.stem), description=str(raw.get("description", "")),
         topology=topo, mode=mode, seed=seed if seed is not None else top.integer("seed", 1),

@@ -1,2 +1,139 @@
-"""The substrates a scenario runs on: the simulator, live brokers and nodes, and the
-back-to-back wire for tests — siblings that drive the one node core."""
+"""The substrates a scenario runs on — the simulator and live brokers and nodes — as
+siblings behind one small interface, `Deployment`; plus the back-to-back wire for tests.
+
+A deployment owns its clock and its time: the run loop (`bench.loop`) only schedules
+callbacks on it, lets time run, hands it workload operations and fault primitives, and
+asks whether it is quiet. Everything a deployment records goes through its `RunLog`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol
+
+from bench.core.auth import AuthConfig, KeyRing, Secret
+from bench.core.config import NodeConfig
+from bench.faults.primitives import Outcome, Primitive
+from bench.history import Recorder
+from bench.spec.distribution import rng_for
+from bench.spec.scenario import Mode, Scenario
+from bench.spec.topology import NodeSpec, Topology
+from bench.substrates.log import RunLog
+from bench.variants import Variant
+from bench.workload import Op
+
+__all__ = ["Deployment", "Hosting", "Mode", "Options", "RunLog", "SelfCheckFailed",
+           "keyring", "node_configs", "open_deployment"]
+
+
+class Hosting(StrEnum):
+    """How live nodes run: on the bench's event loop, or one OS process each."""
+
+    INPROC = "inproc"
+    PROCESS = "process"
+
+
+class SelfCheckFailed(RuntimeError):
+    """A node did not come up the way seed 002 §11.3's four start-up lines say it must."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How to deploy, beyond the scenario. Ignored where a substrate has no such choice
+    (the simulator has no broker URL), and said so by `open_deployment`."""
+
+    broker: str = "amqtt"                  # amqtt | mosquitto | mqtt://host:port
+    hosting: Hosting = Hosting.INPROC
+    restart_command: str | None = None     # an external broker's restart, for broker_restart
+    link_faults: bool = False              # some fault acts on links: nodes behind the proxy
+
+
+class Deployment(Protocol):
+    """One scenario deployed on a substrate: a broker, its nodes, a clock."""
+
+    mode: Mode
+    seed: int
+    topology: Topology
+    jitter_ms: float          # how precisely it hits a scheduled moment
+    poll_ms: float            # how often a drain asks whether the run is quiet
+    log: RunLog
+
+    def start(self) -> list[str]:
+        """Bring the broker and every node up; returns the nodes' self-check lines, raises
+        SelfCheckFailed if one did not come up."""
+
+    def now_ms(self) -> float:
+        """The run's clock, in ms (virtual in sim, since the run started live)."""
+
+    def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None: ...
+
+    def run_until(self, t_ms: float) -> None:
+        """Let time pass until `t_ms`, carrying out whatever is due meanwhile."""
+
+    def issue(self, op: Op) -> None:
+        """Hand a workload operation to its node (recorded as not issued if it is down)."""
+
+    def act(self, step: Primitive, done: Callable[[Outcome], None]) -> None:
+        """Carry out a fault primitive; `done` gets Done or an explicit Refused, now or later."""
+
+    def config(self, node: str) -> NodeConfig:
+        """The node's configuration as it currently runs (after any reconfiguring fault)."""
+
+    def booted_at_ms(self, node: str) -> float: ...
+
+    def record(self, node: str, kind: str, fields: dict[str, Any]) -> None: ...
+
+    def settled(self) -> bool:
+        """Nothing left to settle, run or deliver, so a drain may stop early."""
+
+    def close(self) -> dict[str, Any]:
+        """Stop everything it started, whatever state it is in; returns its statistics."""
+
+
+def keyring(scenario: Scenario) -> KeyRing:
+    """Keys derived from the seed (so a replay signs alike); never written anywhere."""
+    mode = scenario.auth.keys
+    if mode == "none":
+        return KeyRing()
+    rng = rng_for(scenario.seed, "keys")
+    flat = Secret(rng.randbytes(24).hex())
+    if mode == "flat":
+        return KeyRing(flat_token=flat)
+    agents = sorted({a for n in scenario.topology.nodes for a in n.agents})
+    return KeyRing(flat_token=flat, agent_keys={a: Secret(rng.randbytes(24).hex()) for a in agents})
+
+
+def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing) -> NodeConfig:
+    return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups, node.client_id,
+                      auth=AuthConfig(scenario.auth.mode, keys,
+                                      scenario.auth.signature_of(node.id)),
+                      request_timeout_ms=scenario.workload.request_timeout_ms)
+
+
+def node_configs(scenario: Scenario) -> dict[str, NodeConfig]:
+    keys = keyring(scenario)
+    return {n.id: node_config(n, scenario, keys) for n in scenario.topology.nodes}
+
+
+def run_started(scenario: Scenario, variant: Variant, mode: Mode,
+                **extra: Any) -> dict[str, Any]:
+    """The fields of the first event of every run."""
+    return {"scenario": scenario.name, "variant": variant.name, "seed": scenario.seed,
+            "topology": scenario.topology.name, "nodes": len(scenario.topology.nodes),
+            "mode": mode.value, **extra}
+
+
+def open_deployment(mode: Mode, scenario: Scenario, variant: Variant, recorder: Recorder,
+                    workdir: Path, options: Options,
+                    say: Callable[[str], None] = lambda line: None) -> Deployment:
+    """The deployment of `scenario` on `mode`'s substrate (not started yet)."""
+    if mode is Mode.SIM:
+        from bench.substrates.sim.deployment import SimDeployment
+        return SimDeployment(scenario, variant, recorder)
+    if mode is Mode.LIVE:
+        from bench.substrates.live.deployment import LiveDeployment
+        return LiveDeployment(scenario, variant, recorder, workdir, options, say)
+    raise ValueError(f"no substrate for mode {mode!r}")

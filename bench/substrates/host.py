@@ -1,15 +1,23 @@
-"""The contract every substrate's node host keeps with the core, written once.
+"""A node's host: the contract every substrate keeps with the core, and everything a host
+does that does not depend on the substrate, written once.
 
 `feed()` hands one input to the node, makes the batch's Persist* commands durable in one
 transaction (write-ahead: before any Publish of the batch leaves), then carries out the
-rest in order. Hosts say only how: how to connect, publish, keep timers, run a task.
+rest in order. What the simulated agents and people do (a task's duration and stream, a
+step's writes, a person's clicks) comes from the one `Behaviour`; "unless the node died
+meanwhile" is one epoch check in `later()`; the client-side faults (a skewed clock, a
+stripped header, a borrowed client id, a second connection) live here too. Substrates
+say only how: how to connect, publish and wait.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, assert_never
 
+from bench.core.auth import KeyRing, sign
 from bench.core.commands import (
     AskHuman,
     CancelTimer,
@@ -26,22 +34,102 @@ from bench.core.commands import (
     StartTimer,
     Subscribe,
 )
-from bench.core.inputs import Input, TimerId
+from bench.core.config import NodeConfig
+from bench.core.envelope import Envelope, Header, MessageType, decode, encode
+from bench.core.inputs import (
+    FlowEmitted,
+    HumanDecided,
+    Input,
+    KeysRotated,
+    StepFinished,
+    TaskFinished,
+    TimerFired,
+    TimerId,
+)
 from bench.core.node import Node
+from bench.faults.primitives import FaultRef
+from bench.spec.distribution import rng_for
 from bench.storage import Store, apply
+from bench.workload import Behaviour
+
+
+class _Strip:
+    """The missing_reply_node fault: the node's own bug, on its way out."""
+
+    def __init__(self, fault: FaultRef, probability: float, seed: int) -> None:
+        self.fault = fault
+        self.probability = probability
+        self.rng = rng_for(seed, f"fault/{fault.index}")
 
 
 class NodeHost(ABC):
     node: Node | None
     store: Store | None
 
+    def __init__(self, config: NodeConfig, node_class: type[Node], behaviour: Behaviour) -> None:
+        self.config = config
+        self.node_class = node_class
+        self.behaviour = behaviour
+        self.node = None
+        self.store = None
+        self.epoch = 0                       # a crash or restart ends every pending callback
+        self.boots = 0
+        self.booted_at_ms = 0.0
+        self.crashed_at_ms: float | None = None
+        self._armed: dict[TimerId, int] = {}
+        self._tick = 0
+        # client-side faults (bench.faults): state of this node's process, not of the core
+        self.skew_ms = 0.0
+        self.client_id_override: str | None = None
+        self.client_id_fault: FaultRef | None = None
+        self.second_connection_fault: FaultRef | None = None
+        self._strip: _Strip | None = None
+        self.on_settle: Callable[[str, str], None] = lambda request_id, outcome: None
+
     @property
+    def node_id(self) -> str:
+        return self.config.node_id
+
+    @property
+    def client_id(self) -> str:
+        return self.client_id_override or self.config.effective_client_id
+
+    def now_ms(self) -> int:
+        """The node's clock: the substrate's, plus the clock_skew fault's offset if any."""
+        return int(self.clock_ms() + self.skew_ms)
+
+    # -- what a substrate provides ---------------------------------------------------------------
     @abstractmethod
-    def node_id(self) -> str: ...
+    def clock_ms(self) -> float:
+        """The run's clock (virtual or wall), in ms."""
+
+    @abstractmethod
+    def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
+        """Run `fn` after `delay_ms` on the substrate's clock."""
 
     @abstractmethod
     def record(self, kind: str, fields: dict[str, Any]) -> None: ...
 
+    @abstractmethod
+    def connect(self, cmd: Connect) -> None: ...
+
+    @abstractmethod
+    def subscribe(self, cmd: Subscribe) -> None: ...
+
+    @abstractmethod
+    def publish(self, cmd: Publish) -> None: ...
+
+    @abstractmethod
+    def reconnect(self) -> None:
+        """Drop the connection and open a new one under `client_id`."""
+
+    @abstractmethod
+    def open_second_connection(self, client_id: str, filters: tuple[str, ...]) -> None: ...
+
+    @abstractmethod
+    def close_second_connection(self) -> None: ...
+
+    # -- the core --------------------------------------------------------------------------------
     def feed(self, event: Input) -> None:
         node, store = self.node, self.store
         if node is None or store is None:
@@ -67,7 +155,7 @@ class NodeHost(ABC):
             case StartTimer():
                 self.start_timer(cmd.timer, cmd.at_ms)
             case CancelTimer():
-                self.cancel_timer(cmd.timer)
+                self._armed.pop(cmd.timer, None)
             case Execute():
                 self.execute(cmd)
             case RunStep():
@@ -75,39 +163,122 @@ class NodeHost(ABC):
             case AskHuman():
                 self.ask_human(cmd)
             case SettleRequest():
-                self.settle(cmd)
+                self.on_settle(cmd.request_id, cmd.outcome.value)
             case Deliver():
-                self.deliver(cmd)
+                pass  # the subscribers are simulated tabs: what they got is relay_delivered
             case _:
                 assert_never(cmd)
 
-    @abstractmethod
-    def connect(self, cmd: Connect) -> None: ...
+    def later(self, delay_ms: float, make: Callable[[], Input]) -> None:
+        """Feed an input after a delay, unless the node died or restarted meanwhile."""
+        epoch = self.epoch
 
-    @abstractmethod
-    def subscribe(self, cmd: Subscribe) -> None: ...
+        def fire() -> None:
+            if epoch == self.epoch:
+                self.feed(make())
+        self.call_later(delay_ms, fire)
 
-    @abstractmethod
-    def publish(self, cmd: Publish) -> None: ...
+    def start_timer(self, timer: TimerId, at_ms: int) -> None:
+        self._tick += 1
+        token, epoch = self._tick, self.epoch
+        self._armed[timer] = token
 
-    @abstractmethod
-    def start_timer(self, timer: TimerId, at_ms: int) -> None: ...
+        def fire() -> None:   # a cancelled or re-armed timer's old firing does nothing
+            if epoch == self.epoch and self._armed.get(timer) == token:
+                del self._armed[timer]
+                self.feed(TimerFired(self.now_ms(), timer))
+        self.call_later(max(0.0, at_ms - self.now_ms()), fire)
 
-    @abstractmethod
-    def cancel_timer(self, timer: TimerId) -> None: ...
+    def forget_process(self) -> None:
+        """The process is gone (crashed or stopped): every pending callback dies with it."""
+        self.epoch += 1
+        self.node = None
+        self._armed.clear()
 
-    @abstractmethod
-    def execute(self, cmd: Execute) -> None: ...
+    # -- what the agents and people do (the one Behaviour, every substrate) ------------------------
+    def execute(self, cmd: Execute) -> None:
+        duration, ok = self.behaviour.task(cmd.task_id)
+        for offset, kind, text in self.behaviour.flow(cmd.task_id, duration):
+            self.later(offset, lambda kind=kind, text=text:
+                       FlowEmitted(self.now_ms(), cmd.task_id, kind, text))
+        result = {"by": self.node_id, "agent": cmd.agent_id} if ok else None
+        self.later(duration, lambda: TaskFinished(self.now_ms(), cmd.task_id, ok, result,
+                                                  None if ok else "task failed"))
 
-    @abstractmethod
-    def run_step(self, cmd: RunStep) -> None: ...
+    def run_step(self, cmd: RunStep) -> None:
+        duration, ok, ops = self.behaviour.step(cmd.instance_id, cmd.path, cmd.attempt)
+        self.later(duration, lambda: StepFinished(self.now_ms(), cmd.instance_id, cmd.path,
+                                                  cmd.attempt, ok, tuple(ops)))
 
-    @abstractmethod
-    def ask_human(self, cmd: AskHuman) -> None: ...
+    def ask_human(self, cmd: AskHuman) -> None:
+        """The people watching the conversation on this (home) node answer; if the node dies
+        while they think, their click goes nowhere (the restored gate store asks again)."""
+        for k, (delay, decision) in enumerate(self.behaviour.human(cmd.gate_id, cmd.ask)):
+            click = f"{cmd.gate_id}/ask{cmd.ask}/click{k + 1}"
 
-    @abstractmethod
-    def settle(self, cmd: SettleRequest) -> None: ...
+            def clicked(decision: str = decision, click: str = click) -> HumanDecided:
+                self.record("human_clicked", {"gateId": cmd.gate_id, "decision": decision,
+                                              "click": click})
+                return HumanDecided(self.now_ms(), cmd.gate_id, decision, click)
+            self.later(delay, clicked)
 
-    def deliver(self, cmd: Deliver) -> None:  # noqa: B027 - a default, not a hook to fill
-        """Push to a subscriber. The bench's subscribers are simulated browser tabs: what
-        they receive is in the history (relay_delivered), so there is nothing more to do."""
+    # -- client-side faults ---------------------------------------------------------------------
+    def outgoing(self, topic: str, payload: bytes) -> bytes:
+        """What actually leaves the node for `topic` (missing_reply_node strips a header)."""
+        strip = self._strip
+        if strip is None:
+            return payload
+        env = decode(payload)
+        if not isinstance(env, Envelope) or env.message_type is not MessageType.TASK_REQUEST \
+                or env.header(Header.REPLY_NODE_ID) is None \
+                or strip.rng.random() >= strip.probability:
+            return payload
+        self.record("fault_fired", {"fault": strip.fault.kind, "faultIndex": strip.fault.index,
+                                    "action": "replyNodeId stripped",
+                                    "messageId": env.message_id,
+                                    "requestId": env.header(Header.REQUEST_ID)})
+        # the requester's own bug: signed without the header, as the sender would
+        auth = self.config.auth
+        stripped = env.with_headers(**{Header.REPLY_NODE_ID.value: None})
+        return encode(sign(stripped, auth.keys, self.node_id, auth.version))
+
+    def strip_reply_node(self, fault: FaultRef, probability: float, seed: int) -> None:
+        self._strip = _Strip(fault, probability, seed) if probability > 0 else None
+
+    def rotate_keys(self, keys: KeyRing) -> None:
+        self.config = replace(self.config, auth=replace(self.config.auth, keys=keys))
+        if self.node is not None:
+            self.feed(KeysRotated(self.now_ms(), keys))
+
+    def use_client_id(self, fault: FaultRef, client_id: str | None) -> None:
+        self.client_id_override = client_id
+        self.client_id_fault = fault if client_id else None
+        self.reconnect()
+
+    def mqtt_connected(self, client_id: str, session_present: bool, **extra: Any) -> None:
+        """Record the connection; under another node's client id it is the fault firing."""
+        self.record("mqtt_connected", {"clientId": client_id, "sessionPresent": session_present,
+                                       **extra})
+        fault = self.client_id_fault
+        if fault is not None and client_id == self.client_id_override:
+            self.record("fault_fired", {"fault": fault.kind, "faultIndex": fault.index,
+                                        "action": "connected with another node's client id",
+                                        "clientId": client_id})
+
+    def second_connection(self, fault: FaultRef, on: bool) -> None:
+        if on:
+            self.second_connection_fault = fault
+            topics = self.config.topics
+            filters = (topics.inbox(self.node_id),
+                       *(topics.group(g) for g in self.config.scene_groups))
+            self.open_second_connection(f"{self.client_id}-sub2", filters)
+        else:
+            self.close_second_connection()
+
+    def second_delivery(self, connection: str, topic: str) -> None:
+        """A message came in on the second connection: the double subscription firing."""
+        fault = self.second_connection_fault
+        self.record("fault_fired", {"fault": fault.kind if fault else "double_subscription",
+                                    "faultIndex": fault.index if fault else None,
+                                    "action": "delivered on the second connection",
+                                    "connection": connection, "topic": topic})

@@ -12,6 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.core.inputs import (
+    GroupEventRequested,
+    Input,
+    SubscriberAttached,
+    SubscriberDetached,
+    TaskRequested,
+)
 from bench.spec.distribution import Distribution, fixed, rng_for
 from bench.spec.topology import Role, Topology
 
@@ -127,6 +134,45 @@ class TabOp:
 
 
 Op = RequestOp | EventOp | TabOp
+
+
+def op_input(op: Op, now_ms: int) -> Input:
+    """What the node is told when the workload issues `op`: the one translation, for every
+    substrate (a node process receives `op_to_json` and translates it here too)."""
+    match op:
+        case RequestOp():
+            return TaskRequested(now_ms, op.request_id, op.message_id, op.from_agent_id,
+                                 op.to_agent_id, op.payload, op.conversation_id, None,
+                                 op.target_node_id, op.timeout_ms)
+        case EventOp():
+            return GroupEventRequested(now_ms, op.message_id, op.from_agent_id,
+                                       op.scene_group_id, {"event": op.message_id},
+                                       op.conversation_id)
+        case TabOp():
+            if op.attach:
+                return SubscriberAttached(now_ms, op.subscriber_id, op.conversation_id)
+            return SubscriberDetached(now_ms, op.subscriber_id)
+
+
+OP_KINDS: dict[str, type[RequestOp] | type[EventOp] | type[TabOp]] = {
+    "request": RequestOp, "event": EventOp, "tab": TabOp}
+
+
+def op_kind(op: Op) -> str:
+    return {RequestOp: "request", EventOp: "event", TabOp: "tab"}[type(op)]
+
+
+def op_to_json(op: Op) -> dict[str, Any]:
+    """An operation as a line of the node-process protocol: {"op": kind, field: value...}."""
+    return {"op": op_kind(op), **{f: getattr(op, f) for f in op.__dataclass_fields__}}
+
+
+def op_from_json(d: dict[str, Any]) -> Op:
+    """The inverse of op_to_json; raises KeyError/TypeError/ValueError on a bad line."""
+    cls = OP_KINDS.get(d.get("op", ""))
+    if cls is None:
+        raise ValueError(f"op={d.get('op')!r} must be one of {sorted(OP_KINDS)}")
+    return cls(**{k: v for k, v in d.items() if k != "op"})
 
 
 def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) -> list[Op]:

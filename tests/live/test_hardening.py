@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.run import keyring
 from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.substrates import keyring
 from bench.substrates.live.brokers import make_broker
 from bench.substrates.live.proxy import FaultProxy
 from tests.live.conftest import brokers

@@ -9,6 +9,7 @@ import pytest
 
 from bench.checks import Value
 from bench.run import EXIT_OK, run_scenario
+from bench.substrates import Hosting, Options
 from bench.variants import REFERENCE, VARIANTS
 from tests.live.conftest import brokers, compressed
 
@@ -19,7 +20,7 @@ BROKERS = brokers()
 @pytest.mark.parametrize("nodes", ["inproc", "process"])
 def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
     result = run_scenario(compressed("quickstart", 4), REFERENCE, tmp_path, mode="live",
-                          broker=broker, nodes=nodes)
+                          options=Options(broker=broker, hosting=Hosting(nodes)))
     assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1]) for v in result.verdicts]
     assert result.metrics["outcomes"].get("COMPLETED", 0) >= 10
     kinds = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"self_check"' in l]
@@ -60,7 +61,8 @@ def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
     scenario = compressed(name, LONGER.get(name, 8))
     nodes = "process" if name in ("restart", "streaming_restart", "gate_executor_restart",
                                   "gate_orchestrator_restart", "key_rotation") else "inproc"
-    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live", broker=broker, nodes=nodes)
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker=broker, hosting=Hosting(nodes)))
     expect = {k: {v} for k, v in scenario.expect.items()}
     expect |= BROKER_DIFFERENCES.get((broker, name), {})
     wrong = {v.name: (v.value.value, v.counterexamples[:2], v.note) for v in result.verdicts
@@ -88,12 +90,12 @@ def test_an_external_broker_without_restart_command_makes_broker_restart_unknown
     broker.start()
     try:
         result = run_scenario(compressed("broker_restart", 4), REFERENCE, tmp_path / "run",
-                              mode="live", broker=broker.url)
+                              mode="live", options=Options(broker=broker.url))
     finally:
         broker.stop()
     assert all(v.value is not Value.TRUE for v in result.verdicts)
     assert any(v.value is Value.UNKNOWN and "never fired" in v.note for v in result.verdicts)
-    assert '"fault_cannot_act"' in (tmp_path / "run" / "history.jsonl").read_text()
+    assert '"fault_refused"' in (tmp_path / "run" / "history.jsonl").read_text()
 
 
 @pytest.mark.parametrize("broker", BROKERS)
@@ -101,7 +103,7 @@ def test_withheld_pubacks_broker_difference_shows_in_the_counts(tmp_path: Path, 
     """Mosquitto resends unacknowledged QoS1 on the resumed persistent session; amqtt 0.12
     resumes the session (sessionPresent) but resends nothing."""
     result = run_scenario(compressed("broker_redelivery", 8), REFERENCE, tmp_path, mode="live",
-                          broker=broker)
+                          options=Options(broker=broker))
     redelivered = result.metrics["duplicates_dropped_by_ledger"]
     if broker == "mosquitto":
         assert redelivered > 0

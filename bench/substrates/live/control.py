@@ -5,23 +5,15 @@ which carries its keys — it travels on stdin, never on a command line."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion, sign
+from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion
 from bench.core.config import NodeConfig
-from bench.core.envelope import Envelope, Header, MessageType, decode, encode
-from bench.core.inputs import (
-    GroupEventRequested,
-    KeysRotated,
-    SubscriberAttached,
-    SubscriberDetached,
-    TaskRequested,
-)
-from bench.spec.distribution import rng_for
+from bench.faults.primitives import FaultRef
 from bench.substrates.live.host import LiveHost
-from bench.workload import Behaviour, workload_from_json
+from bench.workload import OP_KINDS, Behaviour, op_from_json, op_input, workload_from_json
 
 
 @dataclass(frozen=True)
@@ -72,67 +64,37 @@ class LaunchSpec:
 
 
 def apply_op(host: LiveHost, op: dict[str, Any]) -> None:
-    """Carry out one operation on a live node."""
+    """Carry out one operation on a live node: a workload operation (bench.workload), or a
+    client-side fault primitive (bench.faults.primitives) in its JSON form."""
     kind = op["op"]
-    now = host.now_ms()
-    if kind == "request":
-        host.feed(TaskRequested(now, op["request_id"], op["message_id"], op["from_agent_id"],
-                                op["to_agent_id"], op.get("payload"), op.get("conversation_id"),
-                                None, op.get("target_node_id"), op.get("timeout_ms")))
-    elif kind == "tab":
-        if op["attach"]:
-            host.feed(SubscriberAttached(now, op["subscriber_id"], op["conversation_id"]))
-        else:
-            host.feed(SubscriberDetached(now, op["subscriber_id"]))
-    elif kind == "event":
-        host.feed(GroupEventRequested(now, op["message_id"], op["from_agent_id"],
-                                      op["scene_group_id"], {"event": op["message_id"]},
-                                      op.get("conversation_id")))
-    elif kind == "double_subscription":
-        if op["on"]:
-            topics = host.config.topics
-            filters = (topics.inbox(host.node_id),
-                       *(topics.group(g) for g in host.config.scene_groups))
-            host.add_connection(f"{host.client_id}-sub2", filters, op["faultIndex"])
-        else:
-            for link in host.extra:
-                link.close()
-            host.extra.clear()
-    elif kind == "keys":
-        ring = KeyRing(Secret(bytes.fromhex(op["flat"])) if op.get("flat") else None,
-                       {k: Secret(bytes.fromhex(v)) for k, v in op["agents"].items()},
-                       {k: Secret(bytes.fromhex(v)) for k, v in op.get("previous", {}).items()})
-        host.config = replace(host.config, auth=replace(host.config.auth, keys=ring))
-        host.feed(KeysRotated(now, ring))
+    if kind in OP_KINDS:
+        host.feed(op_input(op_from_json(op), host.now_ms()))
+        return
+    fault = FaultRef(*op["fault"]) if "fault" in op else None
+    if kind == "keys":
+        host.rotate_keys(keys_from_json(op))
     elif kind == "clock_skew":
         host.skew_ms = float(op["skew_ms"])
-        host.record("clock_set", {"skewMs": host.skew_ms, "faultIndex": op.get("faultIndex")})
+    elif fault is None:
+        raise ValueError(f"operation {kind!r} needs its fault ([index, kind])")
+    elif kind == "second_connection":
+        host.second_connection(fault, bool(op["on"]))
     elif kind == "client_id":
-        host.client_id_override = op["value"]
-        host.reconnect()
-    elif kind == "missing_reply_node":
-        host.publish_filters[:] = [f for f in host.publish_filters
-                                   if getattr(f, "fault", None) != "missing_reply_node"]
-        if op["on"]:
-            host.publish_filters.append(_strip_reply_node(host, op))
+        host.use_client_id(fault, op["value"])
+    elif kind == "strip_reply_node":
+        host.strip_reply_node(fault, float(op["probability"]), int(op["seed"]))
     else:
         raise ValueError(f"unknown live operation {kind!r}")
 
 
-def _strip_reply_node(host: LiveHost, op: dict[str, Any]) -> Any:
-    rng = rng_for(op["seed"], f"fault/{op['faultIndex']}")
-    auth = host.config.auth
+def keys_to_json(keys: KeyRing) -> dict[str, Any]:
+    """A keyring for the control channel (stdin, never argv)."""
+    return {"op": "keys", "flat": keys.flat_token.reveal().hex() if keys.flat_token else None,
+            "agents": {k: v.reveal().hex() for k, v in keys.agent_keys.items()},
+            "previous": {k: v.reveal().hex() for k, v in keys.previous.items()}}
 
-    def strip(topic: str, payload: bytes) -> bytes:
-        env = decode(payload)
-        if not isinstance(env, Envelope) or env.message_type is not MessageType.TASK_REQUEST \
-                or env.header(Header.REPLY_NODE_ID) is None or rng.random() >= op["probability"]:
-            return payload
-        host.record("fault_fired", {"fault": "missing_reply_node", "faultIndex": op["faultIndex"],
-                                    "messageId": env.message_id,
-                                    "requestId": env.header(Header.REQUEST_ID)})
-        # the requester's own bug: signed without the header, as the sender would
-        stripped = env.with_headers(**{Header.REPLY_NODE_ID.value: None})
-        return encode(sign(stripped, auth.keys, host.node_id, auth.version))
-    strip.fault = "missing_reply_node"  # type: ignore[attr-defined]
-    return strip
+
+def keys_from_json(op: dict[str, Any]) -> KeyRing:
+    return KeyRing(Secret(bytes.fromhex(op["flat"])) if op.get("flat") else None,
+                   {k: Secret(bytes.fromhex(v)) for k, v in op["agents"].items()},
+                   {k: Secret(bytes.fromhex(v)) for k, v in op.get("previous", {}).items()})

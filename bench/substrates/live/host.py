@@ -13,29 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.core.commands import (
-    AskHuman,
-    Connect,
-    Execute,
-    Publish,
-    RunStep,
-    SettleRequest,
-    Subscribe,
-)
+from bench.core.commands import Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
-from bench.core.inputs import (
-    Connected,
-    FlowEmitted,
-    HumanDecided,
-    MessageReceived,
-    PublishSettled,
-    Started,
-    StepFinished,
-    Subscribed,
-    TaskFinished,
-    TimerFired,
-    TimerId,
-)
+from bench.core.inputs import Connected, MessageReceived, PublishSettled, Started, Subscribed
 from bench.core.node import Node
 from bench.storage import restore
 from bench.storage.files import FileStore
@@ -45,7 +25,6 @@ from bench.workload import Behaviour
 
 #: (node, kind, fields) -> None: where history events go.
 Sink = Callable[[str, str, dict[str, Any]], None]
-PublishFilter = Callable[[str, bytes], bytes]
 
 
 class Clock:
@@ -65,39 +44,24 @@ class LiveHost(NodeHost):
     def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
                  broker: tuple[str, int], sink: Sink, clock: Clock,
                  behaviour: Behaviour) -> None:
-        self.config = config
-        self.node_class = node_class
+        super().__init__(config, node_class, behaviour)
         self.data_dir = data_dir
         self.broker = broker
         self.sink = sink
         self.clock = clock
-        self.behaviour = behaviour
         self.loop = asyncio.get_event_loop()
-        self.node: Node | None = None
         self.store: FileStore | None = None
         self.link: MqttLink | None = None
         self.extra: list[MqttLink] = []
-        self.epoch = 0
-        self._timers: dict[TimerId, asyncio.TimerHandle] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
         self._pending_mids: dict[int, str] = {}       # paho mid -> messageId awaiting PUBACK
-        self.publish_filters: list[PublishFilter] = []
-        self.client_id_override: str | None = None
         self._last_connect: Connect | None = None
-        self.on_settle: Callable[[str, str], None] = lambda rid, outcome: None
-        self.skew_ms = 0.0                   # clock_skew: how far the node's clock is off
 
-    @property
-    def node_id(self) -> str:
-        return self.config.node_id
+    # -- what NodeHost asks of a substrate ---------------------------------------------------
+    def clock_ms(self) -> float:
+        return self.clock.now_ms()
 
-    def now_ms(self) -> int:
-        """The node's clock: the run's, plus the clock_skew fault's offset if any."""
-        return self.clock.now_ms() + int(self.skew_ms)
-
-    @property
-    def client_id(self) -> str:
-        return self.client_id_override or self.config.effective_client_id
+    def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
+        self.loop.call_later(max(0.0, delay_ms / 1000), fn)
 
     def record(self, kind: str, fields: dict[str, Any]) -> None:
         self.sink(self.node_id, kind, fields)
@@ -105,6 +69,8 @@ class LiveHost(NodeHost):
     # -- life -----------------------------------------------------------------------------------
     def boot(self) -> None:
         self.epoch += 1
+        self.boots += 1
+        self.booted_at_ms = self.clock_ms()
         self.store = FileStore(self.data_dir)
         self.record("self_check", {"line": "message store ready", "store": str(self.store.db_path)})
         self.node = self.node_class(self.config)
@@ -113,14 +79,7 @@ class LiveHost(NodeHost):
     def crash(self) -> None:
         """In-process crash: the node object, its timers, tasks and connection are gone (the
         broker sees the TCP connection drop and publishes the will); the files stay."""
-        self.epoch += 1
-        self.node = None
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
-        for task in self._tasks:
-            task.cancel()
-        self._tasks.clear()
+        self.forget_process()
         for link in [self.link, *self.extra]:
             if link is not None:
                 link.kill()
@@ -132,94 +91,19 @@ class LiveHost(NodeHost):
             self.store = None
 
     def stop(self) -> None:
-        self.epoch += 1
-        for handle in self._timers.values():
-            handle.cancel()
-        for task in self._tasks:
-            task.cancel()
+        self.forget_process()
         for link in [self.link, *self.extra]:
             if link is not None:
                 link.close()
-        self.node = None
         if self.store is not None:
             self.store.close()
             self.store = None
 
-    # -- what the driver contract (bench.substrates.host.NodeHost) asks of a host -----------------------
+    # -- MQTT -----------------------------------------------------------------------------------
     def subscribe(self, cmd: Subscribe) -> None:
         if self.link is not None:
             self.link.subscribe(cmd.filters, cmd.qos)
 
-    def cancel_timer(self, timer: TimerId) -> None:
-        handle = self._timers.pop(timer, None)
-        if handle is not None:
-            handle.cancel()
-
-    def settle(self, cmd: SettleRequest) -> None:
-        self.on_settle(cmd.request_id, cmd.outcome.value)
-
-    def start_timer(self, timer: TimerId, at_ms: int) -> None:
-        old = self._timers.pop(timer, None)
-        if old is not None:
-            old.cancel()
-        epoch = self.epoch
-        delay = max(0.0, (at_ms - self.now_ms()) / 1000)
-
-        def fire() -> None:
-            if epoch == self.epoch and self._timers.get(timer) is handle:
-                del self._timers[timer]
-                self.feed(TimerFired(self.now_ms(), timer))
-        handle = self.loop.call_later(delay, fire)
-        self._timers[timer] = handle
-
-    def execute(self, cmd: Execute) -> None:
-        duration_ms, ok = self.behaviour.task(cmd.task_id)
-        epoch = self.epoch
-        start = self.loop.time()
-
-        async def work() -> None:
-            for offset, kind, text in self.behaviour.flow(cmd.task_id, duration_ms):
-                await asyncio.sleep(max(0.0, start + offset / 1000 - self.loop.time()))
-                if epoch != self.epoch:
-                    return
-                self.feed(FlowEmitted(self.now_ms(), cmd.task_id, kind, text))
-            await asyncio.sleep(max(0.0, start + duration_ms / 1000 - self.loop.time()))
-            if epoch == self.epoch:
-                self.feed(TaskFinished(self.now_ms(), cmd.task_id, ok,
-                                       {"by": self.node_id, "agent": cmd.agent_id} if ok else None,
-                                       None if ok else "task failed"))
-        task = self.loop.create_task(work())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def run_step(self, cmd: RunStep) -> None:
-        duration_ms, ok, ops = self.behaviour.step(cmd.instance_id, cmd.path, cmd.attempt)
-        self._after(duration_ms, lambda: StepFinished(self.now_ms(), cmd.instance_id,
-                                                      cmd.path, cmd.attempt, ok, tuple(ops)))
-
-    def ask_human(self, cmd: AskHuman) -> None:
-        """The people watching the conversation here answer; if this process dies while
-        they think, their click goes nowhere (the restored gate store asks again)."""
-        for k, (delay, decision) in enumerate(self.behaviour.human(cmd.gate_id, cmd.ask)):
-            click = f"{cmd.gate_id}/ask{cmd.ask}/click{k + 1}"
-
-            def clicked(gate_id: str = cmd.gate_id, decision: str = decision,
-                        click: str = click) -> HumanDecided:
-                self.record("human_clicked", {"gateId": gate_id, "decision": decision,
-                                              "click": click})
-                return HumanDecided(self.now_ms(), gate_id, decision, click)
-            self._after(delay, clicked)
-
-    def _after(self, delay_ms: float, make: Callable[[], Any]) -> None:
-        """Feed an input after a delay, unless the node died or restarted meanwhile."""
-        epoch = self.epoch
-
-        def fire() -> None:
-            if epoch == self.epoch:
-                self.feed(make())
-        self.loop.call_later(max(0.0, delay_ms / 1000), fire)
-
-    # -- MQTT -----------------------------------------------------------------------------------
     def connect(self, cmd: Connect) -> None:
         self._last_connect = cmd
         epoch = self.epoch
@@ -235,8 +119,7 @@ class LiveHost(NodeHost):
     def _on_connected(self, link: MqttLink, epoch: int, present: bool) -> None:
         if epoch != self.epoch or link is not self.link:
             return
-        self.record("mqtt_connected", {"clientId": link.client_id, "sessionPresent": present,
-                                       "broker": f"{self.broker[0]}:{self.broker[1]}"})
+        self.mqtt_connected(link.client_id, present, broker=f"{self.broker[0]}:{self.broker[1]}")
         self.feed(Connected(self.now_ms(), present))
 
     def _on_subscribed(self, link: MqttLink, epoch: int, filters: tuple[str, ...]) -> None:
@@ -252,9 +135,7 @@ class LiveHost(NodeHost):
         if epoch != self.epoch or self.node is None:
             return  # a dead process acks nothing: the broker keeps it in flight
         if link is not self.link:
-            self.record("fault_fired", {"fault": "double_subscription",
-                                        "faultIndex": getattr(link, "fault_index", None),
-                                        "connection": link.client_id, "topic": topic})
+            self.second_delivery(link.client_id, topic)
         self.feed(MessageReceived(self.now_ms(), topic, payload))
         link.ack(mid, qos)  # only now: the batch that handled it is on disk
 
@@ -267,9 +148,7 @@ class LiveHost(NodeHost):
         if self.link is None:
             self.record("warning", {"what": "publish without a connection", "topic": cmd.topic})
             return
-        payload = cmd.payload
-        for f in self.publish_filters:
-            payload = f(cmd.topic, payload)
+        payload = self.outgoing(cmd.topic, cmd.payload)
         mid = self.link.publish(cmd.topic, payload, cmd.qos, cmd.retain)
         if cmd.message_id is not None:
             if cmd.qos == 0:
@@ -280,7 +159,7 @@ class LiveHost(NodeHost):
     def _on_published_qos0(self, message_id: str) -> None:
         self.feed(PublishSettled(self.now_ms(), message_id, True))
 
-    def add_connection(self, client_id: str, filters: tuple[str, ...], fault_index: int) -> MqttLink:
+    def open_second_connection(self, client_id: str, filters: tuple[str, ...]) -> None:
         """A second MQTT connection in the same process (the double-subscription bug)."""
         epoch = self.epoch
         holder: list[MqttLink] = []
@@ -292,11 +171,14 @@ class LiveHost(NodeHost):
                         on_message=lambda t, p, mid, qos: self._on_message(link, epoch, t, p, mid, qos),
                         on_connected=connected, on_disconnected=lambda reason: None,
                         on_published=lambda mid: None)
-        link.fault_index = fault_index  # type: ignore[attr-defined]
         holder.append(link)
         self.extra.append(link)
         link.connect()
-        return link
+
+    def close_second_connection(self) -> None:
+        for link in self.extra:
+            link.close()
+        self.extra.clear()
 
     def reconnect(self) -> None:
         """Close the connection and open a new one with the core's last Connect (e.g. under

@@ -223,7 +223,7 @@ class SimBroker:
             r.fired += 1
             delay = r.delay_ms.sample(r.rng)
             self.record("fault_fired", {"fault": "qos1_redelivery", "faultIndex": r.index,
-                                        "clientId": conn.client_id,
+                                        "action": "redelivered", "clientId": conn.client_id,
                                         "topic": msg.topic, "delayMs": round(delay, 3)})
             self.env.process(self._redeliver_later(session, msg, delay))
 

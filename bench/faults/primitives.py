@@ -1,0 +1,254 @@
+"""The fault primitives: the small, substrate-neutral actions every fault script is made of.
+
+A substrate either carries a primitive out (`Done`, with what it observed) or refuses it
+explicitly (`Refused`, with the reason: the runner journals it and the verdicts that
+needed the fault become UNKNOWN). Nothing here knows simpy, asyncio or sockets; what a
+primitive means on a substrate lives in that substrate's deployment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.core.auth import KeyRing
+from bench.core.config import NodeConfig
+from bench.spec.distribution import Distribution
+
+
+@dataclass(frozen=True, slots=True)
+class FaultRef:
+    """Which fault of the scenario a primitive acts for: firings are journaled under it."""
+
+    index: int
+    kind: str
+
+
+#: (topic, payload) -> the payload to deliver instead, or None to leave it as it was.
+Rewrite = Callable[[str, bytes], "bytes | None"]
+#: (topic, payload) of a PUBLISH the broker accepted.
+Tap = Callable[[str, bytes], None]
+
+
+# -- nodes ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """Kill the node's process: memory, timers, connections gone; its store keeps what was
+    committed (sim: the memory store's crash model; live: SIGKILL or the node object)."""
+
+    fault: FaultRef
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Boot:
+    """Start the node again from its data, with `config` if given (its new roster,
+    namespace or keys), else as it last ran."""
+
+    fault: FaultRef
+    node: str
+    config: NodeConfig | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WipeRoster:
+    """Delete the node's persisted roster (the node is down): it boots with none."""
+
+    fault: FaultRef
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class SkewClock:
+    """The node's clock runs `skew_ms` off (0: correct again)."""
+
+    fault: FaultRef
+    node: str
+    skew_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class RotateKeys:
+    """The node gets a new keyring (and keeps it across restarts)."""
+
+    fault: FaultRef
+    node: str
+    keys: KeyRing
+
+
+# -- the node's MQTT client ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SecondConnection:
+    """A second MQTT connection in the node subscribes to its inbox and groups (on), or is
+    closed (off). Every message it receives is a firing, journaled by the node's host."""
+
+    fault: FaultRef
+    node: str
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class UseClientId:
+    """The node reconnects under `client_id` (another node's: a session takeover), or under
+    its own again (None). Connecting under another's id is a firing."""
+
+    fault: FaultRef
+    node: str
+    client_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StripReplyNode:
+    """The node's own bug: a share of its TASK_REQUESTs leave without headers.replyNodeId
+    (signed as sent). `probability` 0 switches it off; each stripped request is a firing."""
+
+    fault: FaultRef
+    node: str
+    probability: float
+    seed: int
+
+
+# -- the broker -----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class BrokerStop:
+    """The broker goes down: `graceful` lets it save state (SIGTERM), else it is killed;
+    `persistence` says whether a simulated broker keeps sessions and retained messages."""
+
+    fault: FaultRef
+    graceful: bool
+    persistence: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerStart:
+    fault: FaultRef
+
+
+@dataclass(frozen=True, slots=True)
+class Redeliver:
+    """Deliveries (to `node`, or to every node) are delivered again after `delay_ms`, with
+    the given probability — a broker's (delayed) QoS1 redelivery as the receiver sees it.
+    `probability` 0 stops it (redeliveries already due still happen)."""
+
+    fault: FaultRef
+    node: str | None
+    probability: float
+    delay_ms: Distribution | None
+    seed: int
+
+
+# -- the node's link to the broker ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class LinkDown:
+    """Blackhole the nodes' links (a partition): nothing passes, connections die when a
+    keepalive notices; `LinkUp` heals and reports what was lost."""
+
+    fault: FaultRef
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUp:
+    fault: FaultRef
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkLatency:
+    """The nodes' links take `latency_ms` per packet (None: back to normal)."""
+
+    fault: FaultRef
+    nodes: tuple[str, ...]
+    latency_ms: Distribution | None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkLoss:
+    """The nodes' links lose packets with `probability`; TCP retransmits them late."""
+
+    fault: FaultRef
+    nodes: tuple[str, ...]
+    probability: float
+
+
+@dataclass(frozen=True, slots=True)
+class WithholdPuback:
+    """The node's PUBACKs never reach the broker (on); off lets them pass again and cuts
+    the node's connection, so the broker must redeliver what it never saw acknowledged."""
+
+    fault: FaultRef
+    node: str
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicatePublish:
+    """A share of the PUBLISH packets to the node arrive twice, same packet id (0: off)."""
+
+    fault: FaultRef
+    node: str
+    probability: float
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Intercept:
+    """A man in the middle on the node's link rewrites what reaches the node (None: gone).
+    The rewrite journals its own attacks."""
+
+    fault: FaultRef
+    node: str
+    rewrite: Rewrite | None
+
+
+# -- an attacker: a client of the broker ---------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Inject:
+    """The attacker publishes `payload` to `topic` (QoS1)."""
+
+    fault: FaultRef
+    topic: str
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """The attacker sees every PUBLISH to a node's inbox (`tap`), or stops (None)."""
+
+    fault: FaultRef
+    tap: Tap | None
+
+
+Primitive = (Crash | Boot | WipeRoster | SkewClock | RotateKeys | SecondConnection | UseClientId
+             | StripReplyNode | BrokerStop | BrokerStart | Redeliver | LinkDown | LinkUp
+             | LinkLatency | LinkLoss | WithholdPuback | DuplicatePublish | Intercept | Inject
+             | Capture)
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """The primitive took effect: journaled as `fault_fired` on `node`."""
+
+    action: str
+    node: str = "nemesis"
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """Carried out. `firings` are what it did (none: it only armed something, or found
+    nothing to act on)."""
+
+    firings: tuple[Firing, ...] = ()
+    crashed: Mapping[str, Any] | None = None   # Crash: how, and what was lost
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """This substrate cannot do it here; `reason` says why (journaled, never silent)."""
+
+    reason: str
+
+
+Outcome = Done | Refused

@@ -1,0 +1,205 @@
+"""The nemesis: plays each fault's script on the run's one timeline and journals it.
+
+For every fault of the scenario, at its time: `fault_start` (journal first, with whether
+the fault may legitimately swallow requests), then the script's steps — each primitive
+carried out by the deployment, its firings journaled as `fault_fired`, a crash as
+`node_crashed`, a refusal as `fault_refused` — and `fault_healed` when the script ends.
+A script or a primitive that throws is journaled as `fault_error` and ends like a refusal:
+the run goes on, and the verdicts that needed the fault say UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bench.core.config import NodeConfig
+from bench.faults import CATALOGUE
+from bench.faults.primitives import Crash, Done, Firing, Outcome, Primitive, Refused
+from bench.faults.scripts import HEAL, Refuse, Script, Wait
+from bench.faults.spec import FaultSpec
+from bench.spec.topology import Topology
+
+
+class Stage(Protocol):
+    """What the nemesis needs of a deployment (`bench.substrates.Deployment` has it all)."""
+
+    seed: int
+    topology: Topology
+    jitter_ms: float
+
+    def now_ms(self) -> float: ...
+    def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None: ...
+    def act(self, step: Primitive, done: Callable[[Outcome], None]) -> None: ...
+    def config(self, node: str) -> NodeConfig: ...
+    def booted_at_ms(self, node: str) -> float: ...
+    def record(self, node: str, kind: str, fields: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class _Run:
+    spec: FaultSpec
+    end_ms: float                  # absolute end of the fault's window
+    script: Script | None = None
+    finished: bool = False
+    refused: list[str] = field(default_factory=list)
+
+
+class Nemesis:
+    def __init__(self, stage: Stage, faults: tuple[FaultSpec, ...], *, origin_ms: float,
+                 end_ms: float) -> None:
+        """`origin_ms`: when the workload's clock started on the stage's clock; `end_ms`:
+        when the workload ends (relative), the window end of a fault without a duration."""
+        self.stage = stage
+        self.faults = faults
+        self.origin_ms = origin_ms
+        self.end_ms = end_ms
+        self.runs: list[_Run] = []
+
+    @property
+    def active(self) -> bool:
+        """Some script has not finished (it is waiting, or a primitive is in progress)."""
+        return any(not r.finished for r in self.runs) or len(self.runs) < len(self.faults)
+
+    def schedule(self) -> None:
+        offset = self.origin_ms - self.stage.now_ms()
+        for spec in self.faults:
+            self.stage.call_later(spec.at_ms + offset, lambda spec=spec: self._begin(spec))
+
+    # -- journal -------------------------------------------------------------------------------
+    def _record(self, run: _Run, kind: str, node: str = "nemesis", **fields: Any) -> None:
+        self.stage.record(node, kind, {"fault": run.spec.kind, "faultIndex": run.spec.index,
+                                       **fields})
+
+    def _fired(self, run: _Run, firing: Firing) -> None:
+        self._record(run, "fault_fired", firing.node, action=firing.action, **firing.details)
+
+    def _refused(self, run: _Run, what: str, reason: str) -> None:
+        run.refused.append(reason)
+        self._record(run, "fault_refused", step=what, reason=reason)
+
+    # -- the script -------------------------------------------------------------------------------
+    def _begin(self, spec: FaultSpec) -> None:
+        kind = CATALOGUE[spec.kind]
+        window = spec.at_ms + spec.duration_ms if spec.duration_ms is not None else self.end_ms
+        run = _Run(spec, self.origin_ms + window)
+        self.runs.append(run)
+        self.stage.record("nemesis", "fault_start", {**spec.to_record(),
+                                                     "disrupts": kind.disrupts})
+        assert kind.script is not None, f"fault kind {spec.kind} has no script"
+        try:
+            run.script = kind.script(spec, _Context(self, run))
+        except Exception as exc:   # a broken script is journaled, never a dead run
+            self._error(run, exc)
+            return
+        self._advance(run, None)
+
+    def _advance(self, run: _Run, value: Outcome | None) -> None:
+        """Run the script until it waits (a Wait, HEAL or a primitive in progress) or ends."""
+        assert run.script is not None
+        try:
+            step = run.script.send(value) if value is not None else next(run.script)
+        except StopIteration:   # done acting; the fault's window still closes on time
+            self._at_window_end(run, lambda: self._finish(run))
+            return
+        except Exception as exc:
+            self._error(run, exc)
+            return
+        match step:
+            case Wait():
+                self.stage.call_later(step.ms, lambda: self._advance(run, None))
+            case Refuse():
+                self._refused(run, "script", step.reason)
+                self._stop(run)
+            case _ if step is HEAL:
+                self._at_window_end(run, lambda: self._advance(run, None))
+            case _:
+                self._act(run, step, lambda outcome: self._after(run, step, outcome))
+
+    def _act(self, run: _Run, step: Primitive, then: Callable[[Outcome], None]) -> None:
+        try:
+            self.stage.act(step, then)
+        except Exception as exc:
+            self._error(run, exc)
+
+    def _after(self, run: _Run, step: Primitive, outcome: Outcome) -> None:
+        if isinstance(outcome, Refused):
+            self._refused(run, type(step).__name__, outcome.reason)
+            self._stop(run)
+            return
+        self._journal_done(run, step, outcome)
+        self._advance(run, outcome)
+
+    def _journal_done(self, run: _Run, step: Primitive, outcome: Done) -> None:
+        if isinstance(step, Crash):
+            crashed = outcome.crashed or {}
+            self.stage.record(step.node, "node_crashed", {
+                "faultIndex": run.spec.index, "how": crashed.get("how"),
+                "lostWrites": crashed.get("lostWrites")})
+        for firing in outcome.firings:
+            self._fired(run, firing)
+
+    def _stop(self, run: _Run) -> None:
+        """A refused fault does nothing more; its window still closes on time."""
+        if run.script is not None:
+            run.script.close()
+        self._at_window_end(run, lambda: self._finish(run))
+
+    def _at_window_end(self, run: _Run, fn: Callable[[], None]) -> None:
+        self.stage.call_later(max(0.0, run.end_ms - self.stage.now_ms()), fn)
+
+    def _error(self, run: _Run, exc: BaseException) -> None:
+        self._record(run, "fault_error", error=repr(exc)[:300],
+                     where=traceback.format_exc(limit=4)[-600:])
+        self._stop(run)
+
+    def _finish(self, run: _Run) -> None:
+        if run.finished:
+            return
+        run.finished = True
+        self._record(run, "fault_healed")
+
+
+class _Context:
+    """What a script may ask (bench.faults.scripts.Context), for one fault."""
+
+    def __init__(self, nemesis: Nemesis, run: _Run) -> None:
+        self._nemesis = nemesis
+        self._run = run
+        stage = nemesis.stage
+        self.seed = stage.seed
+        self.topology = stage.topology
+        self.end_ms = run.end_ms
+        self.jitter_ms = stage.jitter_ms
+
+    def now_ms(self) -> float:
+        return self._nemesis.stage.now_ms()
+
+    def config(self, node: str) -> NodeConfig:
+        return self._nemesis.stage.config(node)
+
+    def booted_at_ms(self, node: str) -> float:
+        return self._nemesis.stage.booted_at_ms(node)
+
+    def fired(self, firing: Firing) -> None:
+        self._nemesis._fired(self._run, firing)
+
+    def attack_sent(self, record: dict[str, Any]) -> None:
+        self._nemesis.stage.record("nemesis", "attack_sent", record)
+
+    def later(self, delay_ms: float, fn: Callable[[], None]) -> None:
+        self._nemesis.stage.call_later(delay_ms, fn)
+
+    def act(self, step: Primitive, then: Callable[[Outcome], None] | None = None) -> None:
+        nemesis, run = self._nemesis, self._run
+
+        def done(outcome: Outcome) -> None:
+            if isinstance(outcome, Refused):
+                nemesis._refused(run, type(step).__name__, outcome.reason)
+            else:
+                nemesis._journal_done(run, step, outcome)
+            if then is not None:
+                then(outcome)
+        nemesis._act(run, step, done)

@@ -1,0 +1,336 @@
+"""What each fault of the catalogue does, once for every substrate: a script of primitives.
+
+A script is a generator. It yields a primitive (the runner has the deployment carry it out
+and sends back the `Outcome`), `Wait(ms)`, or `HEAL` (wait for the end of the fault's
+window). A refused primitive ends the script; the runner journals why. Scripts never
+touch a substrate: what they need to know (a node's configuration, when it booted, the
+clock) they ask their `Context`; what they observe outside a step (a tampered message,
+a captured request) they journal through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from bench.core.auth import Secret
+from bench.core.config import NodeConfig
+from bench.core.envelope import Envelope, MessageType, decode
+from bench.core.topics import TopicKind
+from bench.faults.attacks import (
+    AttackMessage,
+    forged_request,
+    replayed,
+    rotated,
+    tampered,
+    victim_and_targets,
+)
+from bench.faults.primitives import (
+    Boot,
+    BrokerStart,
+    BrokerStop,
+    Capture,
+    Crash,
+    Done,
+    DuplicatePublish,
+    FaultRef,
+    Firing,
+    Inject,
+    Intercept,
+    LinkDown,
+    LinkLatency,
+    LinkLoss,
+    LinkUp,
+    Outcome,
+    Primitive,
+    Redeliver,
+    RotateKeys,
+    SecondConnection,
+    SkewClock,
+    StripReplyNode,
+    UseClientId,
+    WipeRoster,
+    WithholdPuback,
+)
+from bench.faults.spec import FaultSpec
+from bench.spec.distribution import rng_for
+from bench.spec.topology import Topology
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    ms: float
+
+
+class _Heal:
+    def __repr__(self) -> str:
+        return "HEAL"
+
+
+#: Wait for the end of the fault's window (its heal step follows).
+HEAL = _Heal()
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """The fault cannot act in this scenario (the script's own judgement, journaled)."""
+
+    reason: str
+
+
+Step = Primitive | Wait | _Heal | Refuse
+Script = Generator[Step, Outcome, None]
+
+
+class Context(Protocol):
+    """What a script may ask of the run it acts in."""
+
+    seed: int
+    topology: Topology
+    end_ms: float            # the end of this fault's window
+    jitter_ms: float         # how precisely the substrate hits a moment (sim 1 ms, live 50 ms)
+
+    def now_ms(self) -> float: ...
+    def config(self, node: str) -> NodeConfig: ...
+    def booted_at_ms(self, node: str) -> float: ...
+    def fired(self, firing: Firing) -> None: ...
+    def attack_sent(self, record: dict[str, Any]) -> None: ...
+    def later(self, delay_ms: float, fn: Callable[[], None]) -> None: ...
+    def act(self, step: Primitive, then: Callable[[Outcome], None] | None = None) -> None:
+        """Carry out a primitive outside the script's own steps (from a tap or a timer);
+        a refusal is journaled like any other."""
+
+
+def _ref(spec: FaultSpec) -> FaultRef:
+    return FaultRef(spec.index, spec.kind)
+
+
+def _any_config(ctx: Context) -> NodeConfig:
+    """The view an attacker on the broker has: the fleet's prefix, auth mode and keys."""
+    return ctx.config(ctx.topology.nodes[0].id)
+
+
+# -- nodes ------------------------------------------------------------------------------------
+def restart(spec: FaultSpec, ctx: Context) -> Script:
+    node = spec.params["node"]
+    if spec.params["in_flush_window"]:
+        interval = ctx.config(node).ledger.flush_interval_ms
+        booted = ctx.booted_at_ms(node)
+        since = ctx.now_ms() - booted
+        next_flush = booted + (since // interval + 1) * interval
+        yield Wait(max(0.0, next_flush - ctx.jitter_ms - ctx.now_ms()))
+    yield from _restart(spec, ctx, node, None)
+
+
+def _restart(spec: FaultSpec, ctx: Context, node: str, config: NodeConfig | None,
+             wipe_roster: bool = False) -> Script:
+    ref = _ref(spec)
+    yield Crash(ref, node)
+    if wipe_roster:
+        yield WipeRoster(ref, node)
+    yield Wait(spec.params["down_ms"])
+    yield Boot(ref, node, config)
+
+
+def empty_directory(spec: FaultSpec, ctx: Context) -> Script:
+    node = spec.params["node"]
+    original = ctx.config(node)
+    yield from _restart(spec, ctx, node, replace(original, agents=()), wipe_roster=True)
+    yield HEAL
+    yield from _restart(spec, ctx, node, original)
+
+
+def stale_roster(spec: FaultSpec, ctx: Context) -> Script:
+    node = spec.params["node"]
+    switched = replace(ctx.config(node), namespace=spec.params["namespace"],
+                       agents=tuple(spec.params["agents"]))
+    yield from _restart(spec, ctx, node, switched)
+
+
+def clock_skew(spec: FaultSpec, ctx: Context) -> Script:
+    node, skew = spec.params["node"], spec.params["skew_ms"]
+    yield SkewClock(_ref(spec), node, skew)
+    ctx.fired(Firing("clock set off", node, {"skewMs": skew}))
+    yield HEAL
+    yield SkewClock(_ref(spec), node, 0.0)
+
+
+def key_rotation(spec: FaultSpec, ctx: Context) -> Script:
+    agent, stale = spec.params["agent"], spec.params.get("stale_node")
+    original = _any_config(ctx).auth.keys
+    if agent not in original.agent_keys:
+        yield Refuse(f"agent {agent!r} has no per-agent key (scenario auth.keys)")
+        return
+    new = Secret(rng_for(ctx.seed, f"fault/{spec.index}/key").randbytes(24).hex())
+    current = [n.id for n in ctx.topology.nodes if n.id != stale]
+    for node in current:
+        yield RotateKeys(_ref(spec), node, rotated(original, agent, new, True))
+    ctx.fired(Firing("key rotated", details={"agent": agent, "staleNode": stale,
+                                             "overlapMs": spec.params["overlap_ms"]}))
+    yield Wait(spec.params["overlap_ms"])
+    for node in current:
+        yield RotateKeys(_ref(spec), node, rotated(original, agent, new, False))
+    ctx.fired(Firing("overlap ended", details={"agent": agent}))
+
+
+# -- the node's MQTT client -----------------------------------------------------------------------
+def double_subscription(spec: FaultSpec, ctx: Context) -> Script:
+    yield SecondConnection(_ref(spec), spec.params["node"], True)
+    yield HEAL
+    yield SecondConnection(_ref(spec), spec.params["node"], False)
+
+
+def duplicate_client_id(spec: FaultSpec, ctx: Context) -> Script:
+    stolen = ctx.config(spec.params["node"]).effective_client_id
+    yield UseClientId(_ref(spec), spec.params["impostor"], stolen)
+    yield HEAL
+    yield UseClientId(_ref(spec), spec.params["impostor"], None)
+
+
+def missing_reply_node(spec: FaultSpec, ctx: Context) -> Script:
+    node = spec.params["node"]
+    yield StripReplyNode(_ref(spec), node, spec.params["probability"], ctx.seed)
+    yield HEAL
+    yield StripReplyNode(_ref(spec), node, 0.0, ctx.seed)
+
+
+# -- the broker and the links ----------------------------------------------------------------------
+def broker_restart(spec: FaultSpec, ctx: Context) -> Script:
+    yield BrokerStop(_ref(spec), spec.params["graceful"], spec.params["persistence"])
+    yield Wait(spec.params["down_ms"])
+    yield BrokerStart(_ref(spec))
+
+
+def qos1_redelivery(spec: FaultSpec, ctx: Context) -> Script:
+    ref, node, p = _ref(spec), spec.params.get("node"), spec.params["probability"]
+    method = spec.params["method"]
+    if method == "redeliver":
+        yield Redeliver(ref, node, p, spec.params["delay_ms"], ctx.seed)
+        yield HEAL
+        yield Redeliver(ref, node, 0.0, None, ctx.seed)
+        return
+    if node is None:
+        yield Refuse(f"method={method} acts on one node's link: give the fault a node")
+        return
+    if method == "withhold_puback":
+        yield WithholdPuback(ref, node, True)
+        yield HEAL
+        yield WithholdPuback(ref, node, False)
+    else:
+        yield DuplicatePublish(ref, node, p, ctx.seed)
+        yield HEAL
+        yield DuplicatePublish(ref, node, 0.0, ctx.seed)
+
+
+def partition(spec: FaultSpec, ctx: Context) -> Script:
+    nodes = tuple(spec.params["nodes"])
+    yield LinkDown(_ref(spec), nodes)
+    yield HEAL
+    yield LinkUp(_ref(spec), nodes)
+
+
+def latency(spec: FaultSpec, ctx: Context) -> Script:
+    nodes = tuple(spec.params["nodes"])
+    yield LinkLatency(_ref(spec), nodes, spec.params["latency_ms"])
+    yield HEAL
+    yield LinkLatency(_ref(spec), nodes, None)
+
+
+def loss(spec: FaultSpec, ctx: Context) -> Script:
+    nodes = tuple(spec.params["nodes"])
+    yield LinkLoss(_ref(spec), nodes, spec.params["probability"])
+    yield HEAL
+    yield LinkLoss(_ref(spec), nodes, 0.0)
+
+
+# -- the attacker (bench.faults.attacks) ------------------------------------------------------------
+def _inject(spec: FaultSpec, ctx: Context, msg: AttackMessage) -> Inject:
+    """Journal first: the attack is in the history before it is on the wire."""
+    ctx.attack_sent(msg.record)
+    return Inject(_ref(spec), msg.topic, msg.payload)
+
+
+def _attacked(ctx: Context, msg: AttackMessage) -> None:
+    ctx.fired(Firing(msg.record["attack"], details={"messageId": msg.record["messageId"]}))
+
+
+def forged_sender(spec: FaultSpec, ctx: Context) -> Script:
+    config = _any_config(ctx)
+    auth = config.auth
+    victim, victim_node, targets, compromised = victim_and_targets(
+        [(n.id, n.role.value, n.agents) for n in ctx.topology.nodes])
+    n = 0
+    while ctx.now_ms() < ctx.end_ms:
+        for node, agent in targets:
+            n += 1
+            msg = forged_request(spec.params["how"], n, spec.index, victim_agent=victim,
+                                 victim_node=victim_node, target_node=node, target_agent=agent,
+                                 keys=auth.keys, compromised=compromised,
+                                 now_ms=int(ctx.now_ms()), prefix=config.prefix,
+                                 version=auth.version, max_skew_ms=auth.max_skew_ms)
+            if msg is None:
+                yield Refuse(f"the attacker holds no key for how={spec.params['how']!r} "
+                              "(scenario auth.keys)")
+                return
+            yield _inject(spec, ctx, msg)
+            _attacked(ctx, msg)
+        yield Wait(spec.params["interval_ms"])
+
+
+def replay(spec: FaultSpec, ctx: Context) -> Script:
+    config = _any_config(ctx)
+    auth, topics = config.auth, config.topics
+    rng = rng_for(ctx.seed, f"fault/{spec.index}")
+    seen: set[bytes] = set()
+
+    def again(topic: str, payload: bytes) -> None:
+        msg = replayed(payload, spec.index, keys=auth.keys, now_ms=int(ctx.now_ms()),
+                       max_skew_ms=auth.max_skew_ms, topic=topic)
+        if msg is not None:   # its verdict is judged when it is sent, not when captured
+            ctx.act(_inject(spec, ctx, msg),
+                    lambda outcome: _attacked(ctx, msg) if isinstance(outcome, Done) else None)
+
+    def tap(topic: str, payload: bytes) -> None:
+        if topics.parse(topic).kind is not TopicKind.INBOX or payload in seen:
+            return
+        env = decode(payload)
+        if not isinstance(env, Envelope) or env.message_type is not MessageType.TASK_REQUEST:
+            return
+        seen.add(payload)
+        if rng.random() < spec.params["probability"]:
+            ctx.later(spec.params["delay_ms"].sample(rng), lambda: again(topic, payload))
+
+    yield Capture(_ref(spec), tap)
+    yield HEAL
+    yield Capture(_ref(spec), None)   # stop capturing; replays already due still happen
+
+
+def _tamper(spec: FaultSpec, ctx: Context, what: str) -> Script:
+    node = spec.params["node"]
+    config = ctx.config(node)
+    rng = rng_for(ctx.seed, f"fault/{spec.index}")
+
+    def rewrite(topic: str, payload: bytes) -> bytes | None:
+        if rng.random() >= spec.params["probability"]:
+            return None
+        done = tampered(payload, what, spec.index, agents_of_node=config.agents,
+                        keys=config.auth.keys, now_ms=int(ctx.now_ms()),
+                        max_skew_ms=config.auth.max_skew_ms, node=node)
+        if done is None:
+            return None
+        new, record = done
+        ctx.attack_sent(record)
+        ctx.fired(Firing(record["attack"], details={"messageId": record["messageId"]}))
+        return new
+
+    yield Intercept(_ref(spec), node, rewrite)
+    yield HEAL
+    yield Intercept(_ref(spec), node, None)
+
+
+def tamper_payload(spec: FaultSpec, ctx: Context) -> Script:
+    yield from _tamper(spec, ctx, "payload")
+
+
+def tamper_routing(spec: FaultSpec, ctx: Context) -> Script:
+    yield from _tamper(spec, ctx, "routing")

@@ -1,0 +1,77 @@
+"""The one run loop, for every substrate (the shape of Jepsen's generator interpreter).
+
+The workload decides what users ask for (a time-ordered plan of operations), the nemesis
+what breaks (each fault's script), the deployment carries both out on its own clock, and
+the history records what happened. The loop only schedules: the next operation when its
+time comes (one pending call at a time, however long the plan), every fault at its time.
+An operation that throws while being issued is journaled as `op_failed` — an
+indeterminate (INFO) operation — and the run goes on.
+
+The run ends after the workload, once every fault script has finished, and — where the
+substrate can tell (`settled`) — as soon as nothing is left to settle, else at the drain's
+end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bench.faults.runner import Nemesis
+from bench.faults.spec import FaultSpec
+from bench.substrates import Deployment
+from bench.workload import Op, op_kind
+
+#: (elapsed ms, planned ms) of the run, called as time passes.
+Progress = Callable[[float, float], None]
+
+
+class _Feeder:
+    """Issues the plan's operations at their times, one scheduled call at a time."""
+
+    def __init__(self, dep: Deployment, ops: Sequence[Op], origin_ms: float) -> None:
+        self.dep = dep
+        self.ops = ops
+        self.origin_ms = origin_ms
+        self.next = 0
+
+    def start(self) -> None:
+        if self.ops:
+            self.dep.call_later(self.ops[0].at_ms, self._due)
+
+    def _due(self) -> None:
+        dep = self.dep
+        now = dep.now_ms() - self.origin_ms
+        while self.next < len(self.ops) and self.ops[self.next].at_ms <= now:
+            op = self.ops[self.next]
+            self.next += 1
+            try:
+                dep.issue(op)
+            except Exception as exc:   # an indeterminate operation, not a dead run
+                dep.record(op.node_id, "op_failed", {"op": op_kind(op), "id": op.message_id,
+                                                     "error": repr(exc)[:300]})
+        if self.next < len(self.ops):
+            dep.call_later(self.ops[self.next].at_ms - now, self._due)
+
+
+def run_loop(dep: Deployment, ops: Sequence[Op], faults: tuple[FaultSpec, ...], *,
+             duration_ms: float, drain_ms: float,
+             progress: Progress | None = None) -> dict[str, Any]:
+    """Drive a started deployment through the plan and the faults; returns run statistics."""
+    origin = dep.now_ms()          # the workload's clock starts once every node is up
+    nemesis = Nemesis(dep, faults, origin_ms=origin, end_ms=duration_ms)
+    nemesis.schedule()
+    _Feeder(dep, ops, origin).start()
+    end, deadline = origin + duration_ms, origin + duration_ms + drain_ms
+    step = max(1000.0, (duration_ms + drain_ms) / 50)
+
+    def advance(until: float, stop: Callable[[], bool] = lambda: False, by: float = step) -> None:
+        while dep.now_ms() < until and not stop():
+            dep.run_until(min(until, dep.now_ms() + by))
+            if progress is not None:
+                progress(dep.now_ms() - origin, deadline - origin)
+
+    advance(end)
+    advance(deadline, lambda: not nemesis.active, dep.poll_ms)
+    advance(deadline, dep.settled, dep.poll_ms)
+    return {"simulated_ms": dep.now_ms(), "operations": len(ops)}

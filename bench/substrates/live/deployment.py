@@ -1,0 +1,636 @@
+"""The live deployment: a real broker (amqtt or Mosquitto as a child process, or an external
+one), real nodes (on this deployment's event loop, or one OS process each), optionally an
+MQTT-aware fault proxy in front of every node, in wall-clock time. Every event lands in one
+history, stamped with milliseconds since the run started.
+
+It owns its asyncio loop: the run loop lets time pass with `run_until`, and everything due
+meanwhile — node callbacks, paho's messages, fault steps — runs on it. Fault primitives
+that take time (killing a process, restarting the broker) run as tasks and report when
+done; the ones this deployment cannot carry out (a link fault with no proxy, a restart of
+an external broker with no command) are refused with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol, assert_never
+
+from bench.core.config import NodeConfig
+from bench.core.directory import ROSTER_DOCUMENT
+from bench.faults.primitives import (
+    Boot,
+    BrokerStart,
+    BrokerStop,
+    Capture,
+    Crash,
+    Done,
+    DuplicatePublish,
+    Firing,
+    Inject,
+    Intercept,
+    LinkDown,
+    LinkLatency,
+    LinkLoss,
+    LinkUp,
+    Outcome,
+    Primitive,
+    Redeliver,
+    Refused,
+    RotateKeys,
+    SecondConnection,
+    SkewClock,
+    StripReplyNode,
+    UseClientId,
+    WipeRoster,
+    WithholdPuback,
+)
+from bench.history import Recorder
+from bench.spec.distribution import rng_for
+from bench.spec.scenario import Mode, Scenario
+from bench.spec.topology import Topology
+from bench.substrates import Hosting, Options, SelfCheckFailed, node_configs, run_started
+from bench.substrates.live.brokers import Broker, make_broker
+from bench.substrates.live.control import LaunchSpec, apply_op, keys_to_json
+from bench.substrates.live.host import Clock, LiveHost
+from bench.substrates.live.mqtt import MqttLink
+from bench.substrates.live.proxy import FaultProxy
+from bench.substrates.log import RunLog
+from bench.variants import Variant
+from bench.variants import variant as variant_by_name
+from bench.workload import Op, op_kind, op_to_json
+
+SELF_CHECK_TIMEOUT_S = 20.0
+#: How long a restarted node may take to register its executors again.
+REBOOT_TIMEOUT_S = 20.0
+
+
+class LiveNode(Protocol):
+    node_id: str
+    spec: LaunchSpec
+
+    async def start(self) -> None: ...
+    async def crash(self) -> str: ...
+    async def stop(self) -> None: ...
+    def send(self, op: dict[str, Any]) -> bool: ...
+
+
+class InprocNode:
+    """A node on the deployment's event loop; a crash discards the node object and the next
+    start rebuilds it from the files in its data dir."""
+
+    def __init__(self, spec: LaunchSpec, log: RunLog) -> None:
+        self.node_id = spec.config.node_id
+        self.spec = spec
+        self.log = log
+        self.host: LiveHost | None = None
+
+    async def start(self) -> None:
+        self.host = LiveHost(self.spec.config, variant_by_name(self.spec.variant).node_class,
+                             self.spec.data_dir, self.spec.broker,
+                             lambda node, kind, fields: self.log.record(node, kind, fields),
+                             Clock(self.spec.t0), self.spec.behaviour())
+        self.host.boot()
+
+    async def crash(self) -> str:
+        if self.host is not None:
+            self.host.crash()
+        self.host = None
+        return "node object discarded"
+
+    async def stop(self) -> None:
+        if self.host is not None:
+            self.host.stop()
+        self.host = None
+
+    def send(self, op: dict[str, Any]) -> bool:
+        if self.host is None or self.host.node is None:
+            return False
+        apply_op(self.host, op)
+        return True
+
+
+class ProcessNode:
+    """A node in its own OS process (`python -m bench.substrates.live.node_process`); a
+    crash is SIGKILL, and the next start is a new process on the same data dir."""
+
+    def __init__(self, spec: LaunchSpec, log: RunLog) -> None:
+        self.node_id = spec.config.node_id
+        self.spec = spec
+        self.log = log
+        self.proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.substrates.live.node_process",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None, env=env)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(self.spec.to_json()) + "\n").encode())
+        await self.proc.stdin.drain()
+        self._reader = asyncio.create_task(self._read(self.proc))
+
+    async def _read(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        while True:
+            line = await proc.stdout.readline()
+            if not line:
+                return
+            try:
+                e = json.loads(line)
+                node, kind, fields, t_ms = e["node"], e["kind"], e["fields"], e["tMs"]
+            except (ValueError, KeyError, TypeError):
+                self.log.record(self.node_id, "harness_error", {
+                    "error": "unparsable output line",
+                    "line": line[:200].decode(errors="replace")})
+                continue
+            self.log.record(node, kind, fields, t_ms)
+
+    async def crash(self) -> str:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()  # SIGKILL
+            await self.proc.wait()
+        if self._reader is not None:
+            await self._reader
+        self.proc = None
+        return "SIGKILL"
+
+    async def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.returncode is None and self.proc.stdin is not None:
+            self.send({"op": "stop"})
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        if self._reader is not None:
+            await self._reader
+        self.proc = None
+
+    def send(self, op: dict[str, Any]) -> bool:
+        if self.proc is None or self.proc.returncode is not None or self.proc.stdin is None:
+            return False
+        self.proc.stdin.write((json.dumps(op) + "\n").encode())
+        return True
+
+
+def self_check_lines(events: list[dict[str, Any]], node: str) -> list[str]:
+    """Seed 002 §11.3's four start-up lines for one node, from its recorded events."""
+    def last(kind: str) -> dict[str, Any] | None:
+        found = [e for e in events if e["node"] == node and e["kind"] == kind]
+        return found[-1] if found else None
+    lines = []
+    roster, store = last("roster_loaded"), last("self_check")
+    conn, execs = last("connected"), last("executors_registered")
+    if roster:
+        lines.append(f"[AgentRoster] executors: ids={roster['agents']}, nodeId={node}, "
+                     f"domain={roster['namespace']}")
+    if store:
+        lines.append(f"[A2AMessageStore] ready: sqlite:{store['store']}")
+    if conn:
+        lines.append(f"[A2A-MQTT] connected: clientId={conn['clientId']}, localNodeId={node}, "
+                     f"subscribed {conn['subscriptions']}")
+    if execs:
+        lines.append(f"[A2aRegistrar] executors registered: {execs['registered']} / "
+                     f"{execs['expected']} (nodeId={node})")
+    return lines
+
+
+def _registered(node_id: str) -> Callable[[str, str, dict[str, Any]], bool]:
+    return lambda node, kind, _fields: node == node_id and kind == "executors_registered"
+
+
+class LiveDeployment:
+    mode = Mode.LIVE
+    jitter_ms = 50.0
+    poll_ms = 50.0
+
+    def __init__(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
+                 options: Options, say: Callable[[str], None] = lambda line: None) -> None:
+        self.scenario = scenario
+        self.variant = variant
+        self.seed = scenario.seed
+        self.topology: Topology = scenario.topology
+        self.workdir = workdir
+        self.options = options
+        self.say = say
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_exception_handler(self._loop_error)
+        asyncio.set_event_loop(self.loop)
+        self.clock = Clock(time.time())
+        self.log = RunLog(recorder, self.clock.now_ms)
+        self.broker: Broker = make_broker(options.broker, workdir / "broker",
+                                          restart_command=options.restart_command)
+        self.nodes: dict[str, LiveNode] = {}
+        self.proxies: dict[str, FaultProxy] = {}
+        self.links: dict[int, MqttLink] = {}          # fault index -> the nemesis's own client
+        self._counters: dict[tuple[int, str], Any] = {}   # (fault, node) -> counter at arming
+        self._crashed_at: dict[str, int] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._started = False
+
+    # -- the Deployment interface ----------------------------------------------------------------
+    def start(self) -> list[str]:
+        self._started = True
+        self.loop.run_until_complete(self.loop.run_in_executor(None, self.broker.start))
+        self.clock.t0 = time.time()   # the run's clock starts with the broker up
+        self.log.nodes = {n.id for n in self.topology.nodes}
+        self.record("bench", "run_started", run_started(
+            self.scenario, self.variant, self.mode, broker=self.broker.kind,
+            brokerUrl=self.broker.url, nodeHosting=self.options.hosting.value))
+        specs = [LaunchSpec(config, self.variant.name, self.workdir / "data" / node_id,
+                            (self.broker.host, self.broker.port), self.clock.t0, self.seed,
+                            self.scenario.workload.to_json())
+                 for node_id, config in node_configs(self.scenario).items()]
+        if self.options.link_faults:
+            specs = self.loop.run_until_complete(self._start_proxies(specs))
+        lines = self.loop.run_until_complete(self._start_nodes(specs))
+        for line in lines:
+            self.say(line)
+        return lines
+
+    def now_ms(self) -> float:
+        return self.clock.now_ms()
+
+    def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
+        self.loop.call_later(max(0.0, delay_ms / 1000), fn)
+
+    def run_until(self, t_ms: float) -> None:
+        delay = self.clock.at(t_ms) - time.time()
+        self.loop.run_until_complete(asyncio.sleep(max(0.0, delay)))
+
+    def issue(self, op: Op) -> None:
+        if not self.nodes[op.node_id].send(op_to_json(op)):
+            self.record(op.node_id, "op_not_issued", {"op": op_kind(op), "id": op.message_id,
+                                                      "reason": "node is down"})
+
+    def config(self, node: str) -> NodeConfig:
+        return self.nodes[node].spec.config
+
+    def booted_at_ms(self, node: str) -> float:
+        return self.log.booted_at.get(node, 0.0)
+
+    def record(self, node: str, kind: str, fields: dict[str, Any]) -> None:
+        self.log.record(node, kind, fields)
+
+    def settled(self) -> bool:
+        return self.log.quiet
+
+    def close(self) -> dict[str, Any]:
+        """Nodes, proxies, the nemesis's clients and the broker are stopped, whatever
+        happened before; the loop is closed."""
+        try:
+            if self._started:
+                self.loop.run_until_complete(self._stop_all())
+        finally:
+            self.loop.close()
+            asyncio.set_event_loop(None)
+        return {"broker": self.broker.kind, "outstanding_at_end": len(self.log.outstanding),
+                "running_at_end": len(self.log.running),
+                "undelivered_at_end": len(self.log.undelivered)}
+
+    async def _stop_all(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for link in self.links.values():
+            link.close()
+        for node in self.nodes.values():
+            with contextlib.suppress(Exception):   # the rest must stop even if one cannot
+                await node.stop()
+        for proxy in self.proxies.values():
+            await proxy.close()
+        await self.loop.run_in_executor(None, self.broker.stop)
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """A callback that threw: in the history (a harness error), never only on stderr."""
+        exc = context.get("exception")
+        self.log.record("bench", "harness_error", {
+            "error": repr(exc) if exc else context.get("message", "?"),
+            "where": "".join(traceback.format_exception(exc))[-800:] if exc else ""})
+
+    # -- start-up --------------------------------------------------------------------------------
+    async def _start_proxies(self, specs: list[LaunchSpec]) -> list[LaunchSpec]:
+        """A fault proxy in front of every node; each node connects to its proxy."""
+        out = []
+        for spec in specs:
+            node_id = spec.config.node_id
+            proxy = FaultProxy((self.broker.host, self.broker.port),
+                               rng_for(self.seed, f"proxy/{node_id}"))
+            await proxy.start()
+            self.proxies[node_id] = proxy
+            self.record(node_id, "fault_proxy", {"listen": f"{proxy.host}:{proxy.port}",
+                                                 "upstream": self.broker.url})
+            out.append(replace(spec, broker=(proxy.host, proxy.port)))
+        return out
+
+    async def _start_nodes(self, specs: list[LaunchSpec]) -> list[str]:
+        """Start every node and wait for its self-check; returns the lines, or raises."""
+        hosting = self.options.hosting
+        for spec in specs:
+            node: LiveNode = InprocNode(spec, self.log) if hosting is Hosting.INPROC \
+                else ProcessNode(spec, self.log)
+            self.nodes[spec.config.node_id] = node
+        ready = {n: self._watch(_registered(n)) for n in self.nodes}
+        for node in self.nodes.values():
+            await node.start()
+        _done, pending = await asyncio.wait(ready.values(), timeout=SELF_CHECK_TIMEOUT_S)
+        events = [e.to_json() for e in self.log.recorder.events]
+        lines: list[str] = []
+        failed = []
+        for n in self.nodes:
+            node_lines = self_check_lines(events, n)
+            lines += node_lines
+            regs = [e for e in events if e["node"] == n and e["kind"] == "executors_registered"]
+            if len(node_lines) < 4 or not regs or regs[-1]["registered"] != regs[-1]["expected"]:
+                failed.append(n)
+                self.record(n, "self_check_failed", {"lines": node_lines,
+                                                     "missing": 4 - len(node_lines)})
+        for fut in pending:
+            fut.cancel()
+        if failed:
+            raise SelfCheckFailed(f"self-check failed on {failed}: "
+                                  f"see self_check_failed in the history")
+        return lines
+
+    def _watch(self, pred: Callable[[str, str, dict[str, Any]], bool]) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = self.loop.create_future()
+        cancel = self.log.watch(pred, lambda: None if fut.done() else fut.set_result(None))
+        fut.add_done_callback(lambda _f: cancel())
+        return fut
+
+    # -- fault primitives ------------------------------------------------------------------------
+    def act(self, step: Primitive, done: Callable[[Outcome], None]) -> None:
+        """Carry the primitive out as a task; `done` gets its outcome (a primitive that
+        throws is refused with the error: journaled, and the run goes on)."""
+        async def run() -> None:
+            try:
+                outcome = await self._act(step)
+            except Exception as exc:
+                outcome = Refused(f"{type(step).__name__} failed: {exc!r}"[:300])
+            done(outcome)
+        task = self.loop.create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _act(self, step: Primitive) -> Outcome:
+        match step:
+            case Crash():
+                how = await self.nodes[step.node].crash()
+                self._crashed_at[step.node] = self.clock.now_ms()
+                return Done(crashed={"how": how, "lostWrites": None})
+            case Boot():
+                return await self._boot(step)
+            case WipeRoster():
+                (self.nodes[step.node].spec.data_dir / ROSTER_DOCUMENT).unlink(missing_ok=True)
+                return Done()
+            case SkewClock():
+                return self._send(step.node, {"op": "clock_skew", "skew_ms": step.skew_ms})
+            case RotateKeys():
+                node = self.nodes[step.node]
+                config = node.spec.config
+                # kept in the launch spec too: a restarted process comes back with these keys
+                node.spec = replace(node.spec, config=replace(
+                    config, auth=replace(config.auth, keys=step.keys)))
+                return self._send(step.node, keys_to_json(step.keys))
+            case SecondConnection():
+                return self._send(step.node, {"op": "second_connection", "on": step.on,
+                                              "fault": [step.fault.index, step.fault.kind]})
+            case UseClientId():
+                return self._send(step.node, {"op": "client_id", "value": step.client_id,
+                                              "fault": [step.fault.index, step.fault.kind]})
+            case StripReplyNode():
+                return self._send(step.node, {"op": "strip_reply_node",
+                                              "probability": step.probability, "seed": step.seed,
+                                              "fault": [step.fault.index, step.fault.kind]})
+            case BrokerStop():
+                return await self._broker_stop(step)
+            case BrokerStart():
+                if self.broker.kind != "external":
+                    await self.loop.run_in_executor(None, self.broker.start)
+                return Done((Firing("broker started", details={"broker": self.broker.kind}),))
+            case Redeliver():
+                return await self._redeliver(step)
+            case LinkDown():
+                return self._link_down(step)
+            case LinkUp():
+                return self._link_up(step)
+            case LinkLatency():
+                return self._proxy_setting(step, step.nodes, "latency_ms", step.latency_ms,
+                                           None, "delayed")
+            case LinkLoss():
+                return self._proxy_setting(step, step.nodes, "loss", step.probability, 0.0,
+                                           "retransmitted")
+            case WithholdPuback():
+                return self._withhold(step)
+            case DuplicatePublish():
+                return self._duplicate(step)
+            case Intercept():
+                proxies = self._proxies((step.node,))
+                if isinstance(proxies, Refused):
+                    return proxies
+                proxies[0].faults.rewrite = step.rewrite
+                return Done()
+            case Inject():
+                link = await self._client(step.fault.index)
+                link.publish(step.topic, step.payload, 1, False)
+                return Done()
+            case Capture():
+                return await self._capture(step)
+            case _:
+                assert_never(step)
+
+    def _send(self, node: str, op: dict[str, Any]) -> Outcome:
+        if not self.nodes[node].send(op):
+            return Refused(f"{node} is down")
+        return Done()
+
+    async def _boot(self, step: Boot) -> Outcome:
+        node = self.nodes[step.node]
+        if step.config is not None:
+            node.spec = replace(node.spec, config=step.config)
+        crashed_at = self._crashed_at.pop(step.node, self.clock.now_ms())
+        up = self._watch(_registered(step.node))
+        await node.start()
+        try:
+            await asyncio.wait_for(up, REBOOT_TIMEOUT_S)
+        except TimeoutError:
+            self.record(step.node, "self_check_failed", {"after": "restart"})
+            return Done()
+        return Done((Firing("restarted", step.node,
+                            {"downMs": self.clock.now_ms() - crashed_at}),))
+
+    async def _broker_stop(self, step: BrokerStop) -> Outcome:
+        broker = self.broker
+        if not broker.controllable:
+            return Refused("external broker without a restart command")
+        stop = broker.stop if step.graceful else broker.kill
+        await self.loop.run_in_executor(None, stop)
+        return Done((Firing("broker stopped" if step.graceful else "broker killed (SIGKILL)",
+                            details={"broker": broker.kind,
+                                     "brokerPersistence": "none" if broker.kind == "amqtt"
+                                     else "file"}),))
+
+    async def _client(self, index: int, on_message: Any = None) -> MqttLink:
+        """The nemesis's own MQTT client for a fault (an attacker, a replayer)."""
+        link = self.links.get(index)
+        if link is not None:
+            return link
+        up: asyncio.Future[None] = self.loop.create_future()
+        link = MqttLink(self.loop, self.broker.host, self.broker.port, f"nemesis-{index}",
+                        on_message=on_message or (lambda *a: None),
+                        on_connected=lambda _p: up.done() or up.set_result(None),
+                        on_disconnected=lambda _r: None, on_published=lambda _m: None)
+        self.links[index] = link
+        link.connect()
+        await asyncio.wait_for(up, 10)
+        return link
+
+    def _inbox_filter(self, node: str | None) -> str:
+        topics = next(iter(self.nodes.values())).spec.config.topics
+        return topics.inbox(node) if node else topics.inbox_filter()
+
+    async def _redeliver(self, step: Redeliver) -> Outcome:
+        """A capture client sees every targeted PUBLISH and, with the fault's probability,
+        publishes the very same bytes again after the fault's delay (what a broker's
+        delayed QoS1 redelivery looks like to the receiver)."""
+        index = step.fault.index
+        flt = self._inbox_filter(step.node)
+        if step.probability <= 0 or step.delay_ms is None:
+            link = self.links.get(index)
+            if link is not None:
+                link.client.unsubscribe(flt)   # replays already due still happen
+            return Done()
+        rng = rng_for(step.seed, f"fault/{index}")
+        delay_ms, p = step.delay_ms, step.probability
+        holder: list[MqttLink] = []
+
+        def replay(topic: str, payload: bytes) -> None:
+            if holder and not holder[0].closed:
+                holder[0].publish(topic, payload, 1, False)
+                self.record("nemesis", "fault_fired", {
+                    "fault": step.fault.kind, "faultIndex": index, "action": "replayed",
+                    "topic": topic, "bytes": len(payload)})
+
+        def on_message(topic: str, payload: bytes, mid: int, qos: int) -> None:
+            holder[0].ack(mid, qos)
+            if rng.random() < p:
+                self.loop.call_later(delay_ms.sample(rng) / 1000, replay, topic, payload)
+
+        link = await self._client(index, on_message)
+        holder.append(link)
+        link.subscribe((flt,), 1)
+        return Done()
+
+    async def _capture(self, step: Capture) -> Outcome:
+        flt = self._inbox_filter(None)
+        tap = step.tap
+        if tap is None:
+            link = self.links.get(step.fault.index)
+            if link is not None:
+                link.client.unsubscribe(flt)
+            return Done()
+        holder: list[MqttLink] = []
+
+        def on_message(topic: str, payload: bytes, mid: int, qos: int) -> None:
+            holder[0].ack(mid, qos)
+            tap(topic, payload)
+        link = await self._client(step.fault.index, on_message)
+        holder.append(link)
+        link.subscribe((flt,), 1)
+        return Done()
+
+    # -- link faults, through the fault proxy in front of each node ------------------------------
+    def _proxies(self, nodes: tuple[str, ...]) -> list[FaultProxy] | Refused:
+        proxies = [self.proxies.get(n) for n in nodes]
+        found = [p for p in proxies if p is not None]
+        if len(found) != len(proxies):
+            return Refused("the node is not behind the fault proxy")
+        return found
+
+    def _link_down(self, step: LinkDown) -> Outcome:
+        proxies = self._proxies(step.nodes)
+        if isinstance(proxies, Refused):
+            return proxies
+        for node, p in zip(step.nodes, proxies, strict=True):
+            self._counters[(step.fault.index, node)] = (p.counters.blackholed, p.counters.refused)
+            p.faults.partitioned = True
+        return Done()
+
+    def _link_up(self, step: LinkUp) -> Outcome:
+        proxies = self._proxies(step.nodes)
+        if isinstance(proxies, Refused):
+            return proxies
+        firings = []
+        for node, p in zip(step.nodes, proxies, strict=True):
+            bh, rf = self._counters.pop((step.fault.index, node), (0, 0))
+            p.faults.partitioned = False
+            cut = p.drop_all()   # connections that lost bytes cannot be trusted again
+            lost, refused = p.counters.blackholed - bh, p.counters.refused - rf
+            if lost or refused or cut:
+                firings.append(Firing("partitioned", node, {
+                    "packetsBlackholed": lost, "connectionsRefused": refused,
+                    "connectionsCut": cut}))
+        return Done(tuple(firings))
+
+    def _proxy_setting(self, step: Primitive, nodes: tuple[str, ...], field: str, value: Any,
+                       off: Any, counter: str) -> Outcome:
+        proxies = self._proxies(nodes)
+        if isinstance(proxies, Refused):
+            return proxies
+        firings = []
+        for node, p in zip(nodes, proxies, strict=True):
+            key = (step.fault.index, node)
+            if value != off:
+                self._counters[key] = getattr(p.counters, counter)
+                setattr(p.faults, field, value)
+                continue
+            setattr(p.faults, field, off)
+            n = getattr(p.counters, counter) - self._counters.pop(key, getattr(p.counters, counter))
+            if n:
+                firings.append(Firing(f"{counter} under the fault", node, {"count": n}))
+        return Done(tuple(firings))
+
+    def _withhold(self, step: WithholdPuback) -> Outcome:
+        """QoS1 redelivery by the broker itself: the node's PUBACKs are dropped, then its
+        link is cut; on the persistent session the broker must resend what was never acked."""
+        proxies = self._proxies((step.node,))
+        if isinstance(proxies, Refused):
+            return proxies
+        proxy, key = proxies[0], (step.fault.index, step.node)
+        if step.on:
+            self._counters[key] = proxy.counters.pubacks_withheld
+            proxy.faults.withhold_puback = True
+            return Done()
+        proxy.faults.withhold_puback = False
+        withheld = proxy.counters.pubacks_withheld - self._counters.pop(key, 0)
+        cut = proxy.drop_all()
+        if not withheld:
+            return Done()
+        return Done((Firing("PUBACKs withheld, link cut", step.node,
+                            {"withheld": withheld, "connectionsCut": cut}),))
+
+    def _duplicate(self, step: DuplicatePublish) -> Outcome:
+        """The proxy writes a PUBLISH to the node twice (same packet id, as a broker or a
+        bridge retransmitting would)."""
+        proxies = self._proxies((step.node,))
+        if isinstance(proxies, Refused):
+            return proxies
+        proxy, key = proxies[0], (step.fault.index, step.node)
+        if step.probability > 0:
+            self._counters[key] = proxy.counters.publishes_duplicated
+            proxy.faults.duplicate_publish = step.probability
+            return Done()
+        proxy.faults.duplicate_publish = 0.0
+        n = proxy.counters.publishes_duplicated - self._counters.pop(key, 0)
+        return Done((Firing("PUBLISH delivered twice", step.node, {"count": n}),) if n else ())

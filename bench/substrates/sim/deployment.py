@@ -1,0 +1,315 @@
+"""The simulated deployment: a simpy environment, the broker model, one host per node of
+the topology, and the history they all write to. Virtual time is in milliseconds; every
+random draw comes from streams of the run's one seed (`bench.spec.distribution.rng_for`).
+
+It carries out every fault primitive on the model (`act`): a crash loses what the memory
+store had not committed, a partition takes the link down until a keepalive notices, the
+broker model redelivers, an attacker is one more client of the broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import replace
+from typing import Any, assert_never
+
+import simpy
+
+from bench.core.config import NodeConfig
+from bench.core.directory import ROSTER_DOCUMENT
+from bench.faults.primitives import (
+    Boot,
+    BrokerStart,
+    BrokerStop,
+    Capture,
+    Crash,
+    Done,
+    DuplicatePublish,
+    Firing,
+    Inject,
+    Intercept,
+    LinkDown,
+    LinkLatency,
+    LinkLoss,
+    LinkUp,
+    Outcome,
+    Primitive,
+    Redeliver,
+    RotateKeys,
+    SecondConnection,
+    SkewClock,
+    StripReplyNode,
+    UseClientId,
+    WipeRoster,
+    WithholdPuback,
+)
+from bench.history import Recorder
+from bench.spec.distribution import rng_for
+from bench.spec.scenario import Mode, Scenario
+from bench.spec.topology import BrokerModel
+from bench.substrates import node_configs, run_started
+from bench.substrates.log import RunLog
+from bench.substrates.sim.broker import Message, Redelivery, SimBroker
+from bench.substrates.sim.host import KEEPALIVE_DETECT_MS, SimHost
+from bench.substrates.sim.link import Link
+from bench.variants import Variant
+from bench.workload import Behaviour, Op, op_input, op_kind
+
+
+class SimDeployment:
+    mode = Mode.SIM
+    jitter_ms = 1.0
+    poll_ms = 1000.0
+
+    def __init__(self, scenario: Scenario, variant: Variant, recorder: Recorder) -> None:
+        self.scenario = scenario
+        self.variant = variant
+        self.seed = scenario.seed
+        self.topology = scenario.topology
+        self.env = simpy.Environment()
+        self.log = RunLog(recorder, lambda: round(self.env.now, 3))
+        self.behaviour = Behaviour(scenario.workload, scenario.seed)
+        self.broker = SimBroker(self.env,
+                                per_filter_copies=self.topology.broker is BrokerModel.AMQTT,
+                                record=lambda kind, fields: self.record("broker", kind, fields))
+        self.hosts: dict[str, SimHost] = {}
+        self.settled_requests: dict[str, str] = {}
+        self._counters: dict[tuple[int, str], int] = {}   # (fault, node) -> counter at arming
+        self._taps: dict[int, Callable[[Message], None]] = {}   # fault -> its capture
+        for node_id, config in node_configs(scenario).items():
+            self._add(config, self.topology.link_of(self.topology.node(node_id)))
+        self.log.nodes = set(self.hosts)
+
+    def _add(self, config: NodeConfig, link: Any) -> SimHost:
+        if config.node_id in self.hosts:
+            raise ValueError(f"node {config.node_id} added twice")
+        host = SimHost(self, config, self.variant.node_class,
+                       Link(link, rng_for(self.seed, f"link/{config.node_id}")))
+        host.on_settle = lambda rid, outcome: self.settled_requests.__setitem__(rid, outcome)
+        self.hosts[config.node_id] = host
+        return host
+
+    # -- the Deployment interface ----------------------------------------------------------------
+    def start(self) -> list[str]:
+        self.record("bench", "run_started", run_started(self.scenario, self.variant, self.mode))
+        for host in self.hosts.values():
+            host.boot()
+        return []
+
+    def now_ms(self) -> float:
+        return self.env.now
+
+    def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
+        self.env.process(self._after(delay_ms, fn))
+
+    def _after(self, delay_ms: float, fn: Callable[[], None]) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(delay_ms)
+        fn()
+
+    def run_until(self, t_ms: float) -> None:
+        if t_ms > self.env.now:
+            self.env.run(until=t_ms)
+
+    def issue(self, op: Op) -> None:
+        host = self.hosts[op.node_id]
+        if host.node is None:
+            self.record(op.node_id, "op_not_issued", {"op": op_kind(op), "id": op.message_id,
+                                                      "reason": "node is down"})
+            return
+        host.feed(op_input(op, host.now_ms()))
+
+    def config(self, node: str) -> NodeConfig:
+        return self.hosts[node].config
+
+    def booted_at_ms(self, node: str) -> float:
+        return self.hosts[node].booted_at_ms
+
+    def record(self, node: str, kind: str, fields: dict[str, Any]) -> None:
+        self.log.record(node, kind, fields)
+
+    def settled(self) -> bool:
+        """Never early: virtual time is cheap, and a fixed end keeps runs comparable."""
+        return False
+
+    def close(self) -> dict[str, Any]:
+        return dict(self.broker.stats)
+
+    # -- fault primitives ------------------------------------------------------------------------
+    def act(self, step: Primitive, done: Callable[[Outcome], None]) -> None:
+        done(self._act(step))
+
+    def _act(self, step: Primitive) -> Outcome:
+        match step:
+            case Crash():
+                lost = self.hosts[step.node].crash()
+                return Done(crashed={"how": "process state discarded (simulated)",
+                                     "lostWrites": lost})
+            case Boot():
+                host = self.hosts[step.node]
+                if step.config is not None:
+                    host.config = step.config
+                down = self.env.now - (host.crashed_at_ms or self.env.now)
+                host.boot()
+                return Done((Firing("restarted", step.node, {"downMs": round(down, 3)}),))
+            case WipeRoster():
+                txn = self.hosts[step.node].store.begin()
+                txn.put_document(ROSTER_DOCUMENT, None)
+                txn.commit()
+                return Done()
+            case SkewClock():
+                self.hosts[step.node].skew_ms = step.skew_ms
+                return Done()
+            case RotateKeys():
+                self.hosts[step.node].rotate_keys(step.keys)
+                return Done()
+            case SecondConnection():
+                self.hosts[step.node].second_connection(step.fault, step.on)
+                return Done()
+            case UseClientId():
+                self.hosts[step.node].use_client_id(step.fault, step.client_id)
+                return Done()
+            case StripReplyNode():
+                self.hosts[step.node].strip_reply_node(step.fault, step.probability, step.seed)
+                return Done()
+            case BrokerStop():
+                self.broker.crash(step.persistence)
+                return Done((Firing("broker crashed", details={"persistence": step.persistence}),))
+            case BrokerStart():
+                self.broker.start()
+                return Done((Firing("broker started"),))
+            case Redeliver():
+                return self._redeliver(step)
+            case LinkDown():
+                return self._link_down(step)
+            case LinkUp():
+                return self._link_up(step)
+            case LinkLatency():
+                latency = step.latency_ms
+                return self._link_change(step, step.nodes, "packets", lambda h: replace(
+                    h.link.spec, latency_ms=latency), latency is None)
+            case LinkLoss():
+                loss = step.probability
+                return self._link_change(step, step.nodes, "retransmissions", lambda h: replace(
+                    h.link.spec, loss=loss), loss == 0)
+            case WithholdPuback():
+                return self._withhold(step)
+            case DuplicatePublish():
+                return self._duplicate(step)
+            case Intercept():
+                return self._intercept(step)
+            case Inject():
+                self.broker.publish(Message(step.topic, step.payload, 1))
+                return Done()
+            case Capture():
+                return self._capture(step)
+            case _:
+                assert_never(step)
+
+    def _redeliver(self, step: Redeliver) -> Outcome:
+        if step.probability <= 0 or step.delay_ms is None:
+            self.broker.redelivery = None
+            return Done()
+        only = self.hosts[step.node].client_id if step.node else None
+        self.broker.redelivery = Redelivery(step.probability, step.delay_ms,
+                                            rng_for(step.seed, f"fault/{step.fault.index}"),
+                                            step.fault.index, only)
+        return Done()
+
+    def _link_down(self, step: LinkDown) -> Outcome:
+        hosts = [self.hosts[n] for n in step.nodes]
+        for h in hosts:
+            self._counters[(step.fault.index, h.node_id)] = h.link.lost
+            h.link.up = False
+        self.call_later(KEEPALIVE_DETECT_MS, lambda: self._keepalive(step, hosts))
+        return Done()
+
+    def _keepalive(self, step: LinkDown, hosts: list[SimHost]) -> None:
+        """The node's client notices the silent link at its keepalive and drops it."""
+        for h in hosts:
+            if not h.link.up and h.conn is not None:
+                self.record(h.node_id, "fault_fired", {
+                    "fault": step.fault.kind, "faultIndex": step.fault.index,
+                    "action": "keepalive expired; connection dropped"})
+                h.drop_connection("keepalive timeout (partition)")
+
+    def _link_up(self, step: LinkUp) -> Outcome:
+        firings = []
+        for node in step.nodes:
+            h = self.hosts[node]
+            h.link.up = True
+            lost = h.link.lost - self._counters.pop((step.fault.index, node), h.link.lost)
+            if lost:
+                firings.append(Firing("packets lost in the partition", node, {"lost": lost}))
+            h.resend_unacked()
+            self.broker.resend_inflight(h.client_id)
+        return Done(tuple(firings))
+
+    def _link_change(self, step: Primitive, nodes: tuple[str, ...], counter: str,
+                     spec_of: Callable[[SimHost], Any], heal: bool) -> Outcome:
+        firings = []
+        for node in nodes:
+            h = self.hosts[node]
+            key = (step.fault.index, node)
+            if not heal:
+                self._counters[key] = getattr(h.link, counter)
+                h.link.spec = spec_of(h)
+                continue
+            h.link.spec = h.link.base
+            n = getattr(h.link, counter) - self._counters.pop(key, getattr(h.link, counter))
+            if n:
+                firings.append(Firing(f"{counter} under the fault", node, {"count": n}))
+        return Done(tuple(firings))
+
+    def _withhold(self, step: WithholdPuback) -> Outcome:
+        h = self.hosts[step.node]
+        key = (step.fault.index, step.node)
+        if step.on:
+            self._counters[key] = h.pubacks_withheld
+            h.withhold_puback = True
+            return Done()
+        h.withhold_puback = False
+        withheld = h.pubacks_withheld - self._counters.pop(key, h.pubacks_withheld)
+        cut = 1 if h.conn is not None and h.conn.alive else 0
+        h.drop_connection("link cut after withheld PUBACKs")
+        if not withheld:
+            return Done()
+        return Done((Firing("PUBACKs withheld, link cut", step.node,
+                            {"withheld": withheld, "connectionsCut": cut}),))
+
+    def _duplicate(self, step: DuplicatePublish) -> Outcome:
+        h = self.hosts[step.node]
+        key = (step.fault.index, step.node)
+        if step.probability > 0:
+            self._counters[key] = h.publishes_duplicated
+            h.duplicate_publish = step.probability
+            h.duplicate_rng = rng_for(step.seed, f"fault/{step.fault.index}")
+            return Done()
+        h.duplicate_publish = 0.0
+        n = h.publishes_duplicated - self._counters.pop(key, h.publishes_duplicated)
+        return Done((Firing("PUBLISH delivered twice", step.node, {"count": n}),) if n else ())
+
+    def _intercept(self, step: Intercept) -> Outcome:
+        client = self.hosts[step.node].client_id
+        rewrite = step.rewrite
+        if rewrite is None:
+            self.broker.mitm.pop(client, None)
+            return Done()
+
+        def mitm(m: Message) -> Message:
+            new = rewrite(m.topic, m.payload)
+            return m if new is None else Message(m.topic, new, m.qos, m.retain)
+        self.broker.mitm[client] = mitm
+        return Done()
+
+    def _capture(self, step: Capture) -> Outcome:
+        key = step.fault.index
+        old = self._taps.pop(key, None)
+        if old is not None:
+            self.broker.taps.remove(old)
+        tap = step.tap
+        if tap is not None:
+            def observe(m: Message) -> None:
+                tap(m.topic, m.payload)
+            self._taps[key] = observe
+            self.broker.taps.append(observe)
+        return Done()
