@@ -362,7 +362,7 @@ def _print_result(result: RunResult, as_json: bool) -> None:
         flag = "" if v.value.value == want else f"   <-- expected {want}"
         print(f"    {v.name:<20} {v.value.value.upper():<8}{flag}".rstrip())
         for c in v.counterexamples[:3]:
-            print(f"      seq {','.join(map(str, c['seq']))}: {c['why']}")
+            print(f"      {c['rule']}: seq {','.join(map(str, c['seq']))}: {c['why']}")
         if v.note and (v.value.value != "true" or v.note.startswith(NOTHING)):
             print(f"      note: {v.note.splitlines()[0]}")
     print(f"  seed {s['seed']}; replay: {s['replay']}")
@@ -401,9 +401,10 @@ def _list() -> int:
             req = "required" if prm.required else f"default {prm.default!r}"
             print(f"      {name} ({prm.kind}, {req}): {prm.help}")
     print("checkers:")
-    for name, fn in checkers().items():
-        doc = " ".join((fn.__doc__ or "").split())
-        print(f"  {name:<26} {doc[:110]}")
+    for name, checker in checkers().items():
+        print(f"  {name:<26} {' '.join(checker.summary.split())[:110]}")
+        for r in checker.rules:
+            print(f"      {r.id}: {r.definition[:96]}")
     print("variants (--variant):")
     for v in VARIANTS.values():
         caught = "" if v.name == "reference" else f"  [caught by {v.caught_by} in {v.scenario}]"

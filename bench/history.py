@@ -1,19 +1,32 @@
 """The history: one JSON object per line — `seq`, `tMs`, `node`, `kind`, then the event's
-fields — for every substrate. Written line by line and flushed, so a run that dies keeps
-everything it recorded up to that point.
+fields — for every substrate, written and read here against one schema
+(`bench.core.events`). Written line by line and flushed, so a run that dies keeps
+everything it recorded up to that point; read back into typed events, refusing a line
+that does not fit with the file, the line and what was expected.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar, cast
+
+from bench.core.events import Event, NodeStarted, SchemaError, from_fields, to_fields
+
+E = TypeVar("E", bound=Event)
+T = TypeVar("T")
+
+#: The names every line carries before the event's own fields.
+RESERVED = frozenset({"seq", "tMs", "node", "kind"})
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
+class Line:
+    """One written history line, as the recorder keeps it in memory."""
+
     seq: int
     t_ms: float
     node: str
@@ -29,21 +42,19 @@ class Recorder:
     """Appends events in order; optionally streams them to a JSONL file as they come."""
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.events: list[Event] = []
+        self.events: list[Line] = []
         self._fh: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
 
-    def append(self, t_ms: float, node: str, kind: str, fields: Mapping[str, Any]) -> Event:
-        reserved = {"seq", "tMs", "node", "kind"} & set(fields)
-        if reserved:
-            raise ValueError(f"event fields may not use the reserved names {sorted(reserved)}")
-        event = Event(len(self.events) + 1, t_ms, node, kind, dict(fields))
-        self.events.append(event)
+    def append(self, t_ms: float, node: str, event: Event) -> Line:
+        line = Line(len(self.events) + 1, t_ms, node, event.KIND.value, to_fields(event))
+        self.events.append(line)
         if self._fh is not None:
-            self._fh.write(json.dumps(event.to_json(), sort_keys=True, separators=(",", ":")) + "\n")
+            self._fh.write(json.dumps(line.to_json(), sort_keys=True, separators=(",", ":"))
+                           + "\n")
             self._fh.flush()
-        return event
+        return line
 
-    def of_kind(self, kind: str) -> list[Event]:
+    def of_kind(self, kind: str) -> list[Line]:
         return [e for e in self.events if e.kind == kind]
 
     def close(self) -> None:
@@ -53,6 +64,7 @@ class Recorder:
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The raw lines of a history file (dicts), in order."""
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -61,3 +73,71 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except ValueError as exc:
                 raise ValueError(f"{path}:{lineno}: not a JSON history line ({exc})") from exc
+
+
+def event_of(line: Mapping[str, Any], where: str = "history") -> Event:
+    """The typed event of one raw line; ValueError names where and what does not fit."""
+    try:
+        fields = {k: v for k, v in line.items() if k not in RESERVED}
+        return from_fields(str(line["kind"]), fields, seq=int(line["seq"]),
+                           t_ms=float(line["tMs"]), node=str(line["node"]))
+    except KeyError as exc:
+        raise ValueError(f"{where}: a history line needs seq, tMs, node and kind "
+                         f"(missing {exc})") from None
+    except SchemaError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def read_events(path: str | Path) -> Iterator[Event]:
+    """The typed events of a history file."""
+    for n, line in enumerate(read_jsonl(path), 1):
+        yield event_of(line, f"{path}:{n}")
+
+
+class History:
+    """The typed events of one run, indexed by type for checkers."""
+
+    def __init__(self, events: Iterable[Event]) -> None:
+        self.events = list(events)
+        self._by_type: dict[type[Event], list[Event]] = defaultdict(list)
+        for e in self.events:
+            self._by_type[type(e)].append(e)
+        self.end_ms = max((e.t_ms for e in self.events), default=0.0)
+        self.namespace: dict[str, str] = {}           # the node's latest namespace
+        self.client_ids: dict[str, str] = {}          # the node's configured client id
+        self._boots: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        self._memo: dict[Any, Any] = {}
+        for b in self.of(NodeStarted):
+            self.namespace[b.node] = b.namespace
+            self._boots[b.node].append((b.seq, b.namespace))
+            self.client_ids[b.node] = b.client_id
+
+    @staticmethod
+    def from_lines(lines: Iterable[Mapping[str, Any]], where: str = "history") -> History:
+        return History(event_of(line, f"{where}:{n}") for n, line in enumerate(lines, 1))
+
+    @staticmethod
+    def read(path: str | Path) -> History:
+        return History(read_events(path))
+
+    def of(self, kind: type[E]) -> list[E]:
+        return self._by_type.get(kind, [])  # type: ignore[return-value]
+
+    def memo(self, fn: Callable[[History], T]) -> T:
+        """`fn(self)`, computed once per history (facts several rules share)."""
+        if fn not in self._memo:
+            self._memo[fn] = fn(self)
+        return cast(T, self._memo[fn])
+
+    def namespace_at(self, node: str, seq: int) -> str | None:
+        """The node's namespace in the boot that was current at history line `seq`."""
+        current = None
+        for boot_seq, ns in self._boots.get(node, []):
+            if boot_seq > seq:
+                break
+            current = ns
+        return current
+
+    @property
+    def nodes(self) -> set[str]:
+        return set(self.namespace)

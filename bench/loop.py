@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bench.core.events import OpFailed
 from bench.faults.runner import Nemesis
 from bench.faults.spec import FaultSpec
 from bench.substrates import Deployment
@@ -48,8 +49,7 @@ class _Feeder:
             try:
                 dep.issue(op)
             except Exception as exc:   # an indeterminate operation, not a dead run
-                dep.record(op.node_id, "op_failed", {"op": op_kind(op), "id": op.message_id,
-                                                     "error": repr(exc)[:300]})
+                dep.record(op.node_id, OpFailed(op_kind(op), op.message_id, repr(exc)[:300]))
         if self.next < len(self.ops):
             dep.call_later(self.ops[self.next].at_ms - now, self._due)
 

@@ -9,7 +9,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.checks import History
+from bench.core import events as ev
+from bench.history import History
 
 QUANTILES = (0.5, 0.9, 0.99)
 
@@ -63,21 +64,21 @@ def exact_quantiles(values: list[float]) -> dict[str, float | None]:
 
 
 def compute(h: History, duration_ms: float) -> dict[str, Any]:
-    settled = h.of("request_settled")
-    outcomes = Counter(e["outcome"] for e in settled)
-    completed = [float(e["latencyMs"]) for e in settled if e["outcome"] == "COMPLETED"]
+    settled = h.of(ev.RequestSettled)
+    outcomes = Counter(e.outcome for e in settled)
+    completed = [float(e.latency_ms) for e in settled if e.outcome == "COMPLETED"]
     hist = Histogram()
     for v in completed:
         hist.add(v)
-    executed = Counter(e["taskId"] for e in h.of("task_executed"))
-    published = sum(1 for e in h.of("outbound_settled") if e["state"] == "PUBLISHED")
-    dup_drops = sum(1 for e in h.of("inbound_dropped") if e["reason"] == "DUPLICATE")
-    dup_requests = len(h.of("task_duplicate"))
-    drops = Counter(e["reason"] for e in h.of("inbound_dropped"))
+    executed = Counter(e.task_id for e in h.of(ev.TaskExecuted))
+    published = sum(1 for e in h.of(ev.OutboundSettled) if e.state == "PUBLISHED")
+    dup_drops = sum(1 for e in h.of(ev.InboundDropped) if e.reason == "DUPLICATE")
+    dup_requests = len(h.of(ev.TaskDuplicate))
+    drops = Counter(e.reason for e in h.of(ev.InboundDropped))
     return {
         "relay": relay_metrics(h),
         "gates": gate_metrics(h),
-        "requests": len(h.of("request_sent")),
+        "requests": len(h.of(ev.RequestSent)),
         "outcomes": dict(sorted(outcomes.items())),
         "latency_ms": exact_quantiles(completed),
         "latency_histogram": hist.to_json(),
@@ -91,29 +92,29 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
         "duplicates_caught_by_task_table": dup_requests,
         "duplicates_executed": sum(n - 1 for n in executed.values() if n > 1),
         "inbound_drops": dict(sorted(drops.items())),
-        "faults_fired": len(h.of("fault_fired")),
+        "faults_fired": len(h.of(ev.FaultFired)),
     }
 
 
 def relay_metrics(h: History) -> dict[str, Any] | None:
     """FLOW-RELAY: frame-to-tab latency (frame made on the executor -> pushed to a tab),
     and time to first token (request sent -> first frame of its task on any tab)."""
-    frames = {(e["stream"], e["streamSeq"]): e for e in h.of("relay_frame")}
+    frames = {(e.stream, e.stream_seq): e for e in h.of(ev.RelayFrame)}
     if not frames:
         return None
-    sent = {e["requestId"]: float(e["tMs"]) for e in h.of("request_sent")}
+    sent = {e.request_id: e.t_ms for e in h.of(ev.RequestSent)}
     latency: list[float] = []
     first: dict[str, float] = {}
-    for e in h.of("relay_delivered"):
-        frame = frames.get((e["stream"], e["streamSeq"]))
+    for e in h.of(ev.RelayDelivered):
+        frame = frames.get((e.stream, e.stream_seq))
         if frame is None:
             continue
-        latency.append(float(e["tMs"]) - float(frame["tMs"]))
-        task = frame.get("taskId")
-        if isinstance(task, str) and task in sent and task not in first:
-            first[task] = float(e["tMs"]) - sent[task]
-    return {"frames": len(frames), "deliveries": len(h.of("relay_delivered")),
-            "gaps": len(h.of("relay_gap")), "duplicates_dropped": len(h.of("relay_duplicate")),
+        latency.append(e.t_ms - frame.t_ms)
+        task = frame.task_id
+        if task in sent and task not in first:
+            first[task] = e.t_ms - sent[task]
+    return {"frames": len(frames), "deliveries": len(h.of(ev.RelayDelivered)),
+            "gaps": len(h.of(ev.RelayGap)), "duplicates_dropped": len(h.of(ev.RelayDuplicate)),
             "event_latency_ms": exact_quantiles(latency),
             "time_to_first_token_ms": exact_quantiles(list(first.values()))}
 
@@ -122,14 +123,14 @@ def gate_metrics(h: History) -> dict[str, Any] | None:
     """Human gates: the round trip the system adds — GATE_OPEN sent on the executor ->
     gate opened in the store, plus decision -> instance resumed — without the person's
     think time (opened -> decided), which is reported on its own."""
-    sent = {e["gateId"]: float(e["tMs"]) for e in h.of("gate_open_sent")}
+    sent = {e.gate_id: e.t_ms for e in h.of(ev.GateOpenSent)}
     if not sent:
         return None
-    opened = {e["gateId"]: float(e["tMs"]) for e in h.of("gate_opened")}
-    decided = {e["gateId"]: (float(e["tMs"]), e["decidedBy"]) for e in h.of("gate_decided")}
+    opened = {e.gate_id: e.t_ms for e in h.of(ev.GateOpened)}
+    decided = {e.gate_id: (e.t_ms, e.decided_by) for e in h.of(ev.GateDecided)}
     resumed: dict[str, float] = {}
-    for e in h.of("gate_resumed"):
-        resumed.setdefault(e["gateId"], float(e["tMs"]))
+    for e in h.of(ev.GateResumed):
+        resumed.setdefault(e.gate_id, e.t_ms)
     round_trip, think = [], []
     for gate, t0 in sent.items():
         if gate in opened and gate in decided and gate in resumed:
@@ -139,6 +140,6 @@ def gate_metrics(h: History) -> dict[str, Any] | None:
     by = Counter(b for _t, b in decided.values())
     return {"opened": len(sent), "decided_by_human": by.get("human", 0),
             "decided_by_timeout": by.get("timeout", 0), "resumed": len(resumed),
-            "already_decided": len(h.of("gate_already_decided")),
-            "rehydrated": len(h.of("instance_rehydrated")),
+            "already_decided": len(h.of(ev.GateAlreadyDecided)),
+            "rehydrated": len(h.of(ev.InstanceRehydrated)),
             "round_trip_ms": exact_quantiles(round_trip), "think_ms": exact_quantiles(think)}

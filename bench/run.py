@@ -16,9 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.checks import History, Value, Verdict, fault_firings, judge
+from bench.checks import Value, Verdict, fault_firings, judge
+from bench.core.events import RunFinished
 from bench.faults import CATALOGUE
-from bench.history import Recorder, read_jsonl
+from bench.history import History, Recorder
 from bench.loop import Progress, run_loop
 from bench.metrics import compute
 from bench.report.markdown import render
@@ -85,7 +86,8 @@ def execute(scenario: Scenario, variant: Variant, recorder: Recorder, workdir: P
     finally:
         closing = dep.close()
     stats |= closing
-    dep.record("bench", "run_finished", stats)
+    rest = {k: v for k, v in stats.items() if k not in ("simulated_ms", "operations")}
+    dep.record("bench", RunFinished(stats["simulated_ms"], stats["operations"], rest))
     return stats
 
 
@@ -127,7 +129,7 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
 
 
 def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float) -> RunResult:
-    history = History(read_jsonl(out_dir / "history.jsonl"))
+    history = History.read(out_dir / "history.jsonl")
     verdicts = judge(history)
     metrics = compute(history, duration_ms)
     faults = fault_firings(history)

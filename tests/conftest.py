@@ -1,4 +1,4 @@
-"""Shared helpers: two (or more) reference cores wired back to back, no broker."""
+"""Fixtures (plain helpers are in tests/helpers.py) and the suite's settings."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from bench.core.auth import AuthConfig
-from bench.core.config import NodeConfig
 from bench.substrates.wire import Wire
+from tests.helpers import executor, orchestrator
 
 # The suite shares two cores with other workers and with CI: time-based health checks and
 # per-example deadlines measure the machine's load, not the code. Example counts stay as
@@ -17,18 +17,6 @@ from bench.substrates.wire import Wire
 settings.register_profile("shared-cores", deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("shared-cores")
-
-
-def orchestrator(**kw: object) -> NodeConfig:
-    base: dict[str, object] = dict(node_id="orch-1", namespace="fin", agents=("fin.orchestrator",))
-    base.update(kw)
-    return NodeConfig(**base)  # type: ignore[arg-type]
-
-
-def executor(**kw: object) -> NodeConfig:
-    base: dict[str, object] = dict(node_id="exec-1", namespace="llm", agents=("llm.tax",))
-    base.update(kw)
-    return NodeConfig(**base)  # type: ignore[arg-type]
 
 
 @pytest.fixture

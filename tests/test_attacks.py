@@ -22,10 +22,10 @@ def forge(how: str, keys: KeyRing = KEYS):  # type: ignore[no-untyped-def]
 
 
 def test_each_forgery_has_the_honest_verdict_and_no_secret_in_its_record() -> None:
-    assert {h: forge(h).record["honestVerdict"] for h in ("unsigned", "flat_token", "other_agent_key")} \
+    assert {h: forge(h).event.honest_verdict for h in ("unsigned", "flat_token", "other_agent_key")} \
         == {"unsigned": "UNSIGNED", "flat_token": "VERIFIED", "other_agent_key": "KID_MISMATCH"}
     for how in ("unsigned", "flat_token", "other_agent_key"):
-        text = repr(forge(how).record)
+        text = repr(forge(how).event)
         assert "flat-token-xyz" not in text and "k-tax1" not in text and "k-orch" not in text
 
 

@@ -28,14 +28,19 @@ def test_empty_and_zero() -> None:
 
 
 def test_the_gate_round_trip_leaves_out_the_persons_think_time() -> None:
-    from bench.checks import History
+    from dataclasses import replace
+
+    from bench.core import events as ev
+    from bench.history import History
     from bench.metrics import gate_metrics
-    events = [("exec-1", 100, "gate_open_sent", {"gateId": "g"}),
-              ("orch-1", 104, "gate_opened", {"gateId": "g"}),
-              ("orch-1", 5_104, "gate_decided", {"gateId": "g", "decidedBy": "human"}),
-              ("exec-1", 5_110, "gate_resumed", {"gateId": "g"})]
-    h = History({"seq": i, "tMs": t, "node": n, "kind": k, **f}
-                for i, (n, t, k, f) in enumerate(events))
+    events = [(100, ev.GateOpenSent("g", "pi", "approve", "llm.tax", "orch-1", "m1",
+                                    node="exec-1")),
+              (104, ev.GateOpened("g", "pi", "approve", "llm.tax", "exec-1", "c1", 20_000,
+                                  "reject", "m1", node="orch-1")),
+              (5_104, ev.GateDecided("g", "approve", "human", "click", "pi", 5_000,
+                                     node="orch-1")),
+              (5_110, ev.GateResumed("g", "pi", "g", "approve", "r1", node="exec-1"))]
+    h = History(replace(e, seq=i + 1, t_ms=t) for i, (t, e) in enumerate(events))
     m = gate_metrics(h)
     assert m is not None
     assert m["round_trip_ms"]["p50"] == 10.0 and m["think_ms"]["p50"] == 5_000.0

@@ -1,27 +1,49 @@
 """Checkers: judge a run from its recorded history alone (DESIGN §7).
 
-Each checker returns a `Verdict` — TRUE, FALSE or UNKNOWN — with counts and up to
-`MAX_EXAMPLES` counterexamples, each pointing at history sequence numbers. A checker that
-crashes yields UNKNOWN (the run goes on), and when a fault of the run never fired every
-TRUE becomes UNKNOWN: the property was not tested under the fault it was meant for.
+A checker is a named family of rules (the shape of elle's anomalies): each rule is one
+function, named after what it forbids, whose docstring defines it and cites the seed or
+DESIGN clause it comes from. A rule reports typed cases — counterexamples pointing at
+history lines — and counts; the checker's verdict is FALSE if any rule found a case,
+UNKNOWN if any rule could not decide, else TRUE, and verdicts.json groups the cases by rule.
+
+A checker that crashes yields UNKNOWN (the run goes on), and when a fault of the run never
+fired every TRUE becomes UNKNOWN: the property was not tested under the fault it was meant
+for. Oracles are written here, from the specification: a checker never imports the core's
+tables or replay code to decide what the core should have done.
 """
 
 from __future__ import annotations
 
 import traceback
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-MAX_EXAMPLES = 10
+from bench.core.events import Event, FaultFired, FaultStart
+from bench.history import History
+
+MAX_EXAMPLES = 5   # counterexamples kept per rule
 
 
 class Value(StrEnum):
     TRUE = "true"
     FALSE = "false"
     UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One counterexample: the rule it breaks, why, and the history lines that show it."""
+
+    rule: str
+    why: str
+    seq: tuple[int, ...]
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "why": self.why, "seq": list(self.seq), **self.context}
 
 
 @dataclass
@@ -31,108 +53,115 @@ class Verdict:
     counts: dict[str, int] = field(default_factory=dict)
     counterexamples: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value.value, "counts": self.counts,
-                "counterexamples": self.counterexamples, "note": self.note}
-
-
-class History:
-    """The events of one run, indexed for checkers."""
-
-    def __init__(self, events: Iterable[Mapping[str, Any]]) -> None:
-        self.events = [dict(e) for e in events]
-        self.by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for e in self.events:
-            self.by_kind[e["kind"]].append(e)
-        self.end_ms = max((float(e["tMs"]) for e in self.events), default=0.0)
-        self.namespace: dict[str, str] = {}           # the node's latest namespace
-        self.client_ids: dict[str, str] = {}          # the node's configured client id
-        self._boots: dict[str, list[tuple[int, str]]] = defaultdict(list)
-        for e in self.of("node_started"):
-            self.namespace[e["node"]] = e["namespace"]
-            self._boots[e["node"]].append((e["seq"], e["namespace"]))
-            self.client_ids[e["node"]] = e["clientId"]
-
-    def namespace_at(self, node: str, seq: int) -> str | None:
-        """The node's namespace in the boot that was current at history line `seq`."""
-        current = None
-        for boot_seq, ns in self._boots.get(node, []):
-            if boot_seq > seq:
-                break
-            current = ns
-        return current
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return self.by_kind.get(kind, [])
-
-    @property
-    def nodes(self) -> set[str]:
-        return set(self.namespace)
+                "counterexamples": self.counterexamples, "note": self.note,
+                "rules": self.rules}
 
 
 class Collector:
-    """Builds one verdict: count things, note counterexamples, decide."""
+    """Builds one verdict while its rules run: counts, cases per rule, unknowns."""
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.rule = ""
         self.counts: dict[str, int] = defaultdict(int)
-        self.examples: list[dict[str, Any]] = []
+        self.examples: list[Case] = []
         self.violations = 0
         self.unknowns = 0
+        self.per_rule: dict[str, dict[str, int]] = {}
+
+    def enter(self, rule: str) -> None:
+        self.rule = rule
+        self.per_rule.setdefault(rule, {"violations": 0, "unknown": 0})
 
     def count(self, key: str, n: int = 1) -> None:
         self.counts[key] += n
 
-    def violation(self, why: str, *events: Mapping[str, Any], **extra: Any) -> None:
+    def violation(self, why: str, *events: Event, **context: Any) -> None:
         self.violations += 1
-        if len(self.examples) < MAX_EXAMPLES:
-            self.examples.append({"why": why, "seq": [e["seq"] for e in events], **extra})
+        self.per_rule[self.rule]["violations"] += 1
+        if self.per_rule[self.rule]["violations"] <= MAX_EXAMPLES:
+            self.examples.append(Case(self.rule, why, tuple(e.seq for e in events), context))
 
     def unknown(self, key: str) -> None:
+        """This rule could not decide one case (it was still under way when the run ended)."""
         self.unknowns += 1
+        self.per_rule[self.rule]["unknown"] += 1
         self.counts[key] += 1
 
     def verdict(self, note: str = "") -> Verdict:
         value = Value.FALSE if self.violations else Value.UNKNOWN if self.unknowns else Value.TRUE
         counts = dict(self.counts)
         counts["violations"] = self.violations
-        return Verdict(self.name, value, counts, self.examples, note)
+        return Verdict(self.name, value, counts, [c.to_json() for c in self.examples], note,
+                       dict(self.per_rule))
 
 
-Checker = Callable[[History], Verdict]
+#: One rule: looks at the history, reports cases and counts into the collector.
+RuleFn = Callable[[History, Collector], None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    fn: RuleFn
+    cites: str
+
+    @property
+    def definition(self) -> str:
+        return " ".join((self.fn.__doc__ or "").split())
+
+
+def rule(cites: str) -> Callable[[RuleFn], Rule]:
+    """Declare a rule: its id is the function's name, `cites` the clause it enforces."""
+    def make(fn: RuleFn) -> Rule:
+        return Rule(fn.__name__, fn, cites)
+    return make
+
 
 #: The note of a TRUE that judged nothing (no gate, no stream in the run): printed, so a
 #: vacuous pass is never mistaken for a tested one.
 NOTHING = "nothing to judge: "
 
 
+@dataclass(frozen=True)
+class Checker:
+    """A named family of rules; `vacuous` says, for a run, why it judged nothing (or None)."""
+
+    name: str
+    summary: str
+    rules: tuple[Rule, ...]
+    vacuous: Callable[[History], str | None] = lambda h: None
+
+    def __call__(self, h: History) -> Verdict:
+        c = Collector(self.name)
+        for r in self.rules:
+            c.enter(r.id)
+            r.fn(h, c)
+        empty = self.vacuous(h)
+        return c.verdict(NOTHING + empty if empty else "")
+
+
 def checkers() -> dict[str, Checker]:
     from bench.checks import auth, delivery, directory, execution, process, relay
-    return {
-        "duplicate_execution": execution.duplicate_execution,
-        "task_lifecycle": execution.task_lifecycle,
-        "silent_loss": delivery.silent_loss,
-        "targeted_delivery": delivery.targeted_delivery,
-        "reply_routing": delivery.reply_routing,
-        "qos1_delivery": delivery.qos1_delivery,
-        "relay_integrity": relay.relay_integrity,
-        "relay_locality": relay.relay_locality,
-        "gate_integrity": process.gate_integrity,
-        "context_isolation": process.context_isolation,
-        "auth_admission": auth.auth_admission,
-        "directory_liveness": directory.directory_liveness,
-        "deployment": directory.deployment,
-    }
+    found = [execution.DUPLICATE_EXECUTION, execution.TASK_LIFECYCLE, delivery.SILENT_LOSS,
+             delivery.TARGETED_DELIVERY, delivery.REPLY_ROUTING, delivery.QOS1_DELIVERY,
+             relay.RELAY_INTEGRITY, relay.RELAY_LOCALITY, process.GATE_INTEGRITY,
+             process.CONTEXT_ISOLATION, auth.AUTH_ADMISSION, directory.DIRECTORY_LIVENESS,
+             directory.DEPLOYMENT]
+    return {c.name: c for c in found}
 
 
 def fault_firings(history: History) -> list[dict[str, Any]]:
     fired: dict[int, int] = defaultdict(int)
-    for e in history.of("fault_fired"):
-        if e.get("faultIndex") is not None:
-            fired[int(e["faultIndex"])] += 1
-    return [{"index": e["faultIndex"], "kind": e["fault"], "seq": e["seq"],
-             "fired": fired[e["faultIndex"]]} for e in history.of("fault_start")]
+    for e in history.of(FaultFired):
+        if e.fault_index is not None:
+            fired[e.fault_index] += 1
+    return [{"index": e.fault_index, "kind": e.fault, "seq": e.seq, "fired": fired[e.fault_index]}
+            for e in history.of(FaultStart)]
 
 
 def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:

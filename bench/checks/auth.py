@@ -1,93 +1,149 @@
-"""Auth admission (DESIGN §5, seed 002 §8): what each mode let through, and whether the
+"""Auth admission (DESIGN §5, §7; seed 002 §8): what each mode let through, and whether the
 nodes kept to the admission matrix."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
-from bench.checks import NOTHING, Collector, History, Verdict
+from bench.checks import Checker, Collector, rule
+from bench.core.events import (
+    AttackSent,
+    AuthVerdict,
+    Event,
+    InboundAdmitted,
+    InboundDropped,
+    NodeStarted,
+    TaskExecuted,
+)
+from bench.history import History
 
 #: DESIGN §5, written out again here (not imported from the core it judges).
 ADMITTED = {"strict": {"VERIFIED"}, "loose": {"VERIFIED", "UNSIGNED"},
             "audit": {"VERIFIED", "UNSIGNED", "BAD_SIGNATURE", "UNKNOWN_KID", "KID_MISMATCH",
                       "STALE"}}
+IN_FLIGHT_AT_END_MS = 2_000
 
 
-def _boot_of(h: History, node: str, seq: int) -> dict[str, Any] | None:
+def _boot_of(h: History, node: str, seq: int) -> NodeStarted | None:
     current = None
-    for e in h.of("node_started"):
-        if e["node"] == node and e["seq"] <= seq:
+    for e in h.of(NodeStarted):
+        if e.node == node and e.seq <= seq:
             current = e
     return current
 
 
-def auth_admission(h: History) -> Verdict:
-    """Every inbound decision keeps the mode's admission matrix (strict: VERIFIED only;
-    loose: also UNSIGNED; audit: everything); every attack message got the verdict an
-    honest verifier gives it; audit mode records every violation it admits. Counts say,
-    per mode, signature version and attack, what was sent, admitted and executed."""
-    c = Collector("auth_admission")
-    audit_log = {(e["node"], e["messageId"]) for e in h.of("auth_verdict")}
-    decisions: list[dict[str, Any]] = []
-    for e in h.of("inbound_admitted"):
-        if e.get("via") == "mqtt" and e.get("verdict"):
-            decisions.append({**e, "admitted": True})
-    for e in h.of("inbound_dropped"):
-        if e.get("reason") == "AUTH_REJECTED":
-            decisions.append({**e, "admitted": False})
-    for d in decisions:
-        boot = _boot_of(h, d["node"], d["seq"])
+def _decisions(h: History) -> list[tuple[InboundAdmitted | InboundDropped, bool, str]]:
+    """Every admission decision on a message that came over MQTT: (event, admitted, verdict)."""
+    out: list[tuple[InboundAdmitted | InboundDropped, bool, str]] = []
+    for a in h.of(InboundAdmitted):
+        if a.via == "mqtt" and a.verdict:
+            out.append((a, True, a.verdict))
+    for d in h.of(InboundDropped):
+        if d.reason == "AUTH_REJECTED" and d.verdict:
+            out.append((d, False, d.verdict))
+    return out
+
+
+@rule("DESIGN §5: strict admits VERIFIED only; loose also UNSIGNED; audit everything")
+def mode_keeps_the_matrix(h: History, c: Collector) -> None:
+    """Every inbound decision keeps the node's mode: strict admits VERIFIED only, loose
+    VERIFIED and UNSIGNED, audit everything."""
+    for d, admitted, verdict in _decisions(h):
+        boot = _boot_of(h, d.node, d.seq)
         if boot is None:
             continue
-        mode = boot["authMode"]
-        c.count(f"{mode}: {'admitted' if d['admitted'] else 'rejected'} {d['verdict']}")
-        if d["admitted"] != (d["verdict"] in ADMITTED[mode]):
-            c.violation(f"{d['node']} ({mode} mode) {'admitted' if d['admitted'] else 'rejected'} "
-                        f"{d.get('messageType')} {d.get('messageId')} with verdict {d['verdict']}",
-                        d)
-        if d["admitted"] and mode == "audit" and d["verdict"] != "VERIFIED" \
-                and (d["node"], d.get("messageId")) not in audit_log:
-            c.violation(f"{d['node']} (audit mode) admitted {d.get('messageId')} "
-                        f"({d['verdict']}) without recording it", d)
+        mode = boot.auth_mode
+        c.count(f"{mode}: {'admitted' if admitted else 'rejected'} {verdict}")
+        if admitted != (verdict in ADMITTED[mode]):
+            c.violation(f"{d.node} ({mode} mode) {'admitted' if admitted else 'rejected'} "
+                        f"{d.message_type} {d.message_id} with verdict {verdict}", d)
 
-    attacks = h.of("attack_sent")
-    outcomes: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for kind in ("inbound_admitted", "inbound_dropped"):
-        for e in h.of(kind):
-            if e.get("messageId"):
-                outcomes[(e["node"], e["messageId"])].append(e)
-    executions: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for e in h.of("task_executed"):
-        executions[(e["node"], e.get("messageId") or "")].append(e)
-    for a in attacks:
-        node = a["targetNodeId"]
-        key = (node, a["messageId"])
-        after = sorted((o for o in outcomes.get(key, []) if o["seq"] > a["seq"]),
-                       key=lambda o: o["seq"])
-        boot = _boot_of(h, node, a["seq"])
-        attack = f"{a['attack']}:{a['how']}" if a["attack"] in ("forged_sender", "replay") \
-            else a["attack"]
-        label = (f"{boot['authMode'] if boot else '?'}/v{boot['signatureVersion'] if boot else '?'}"
-                 f" {attack}")
+
+@rule("DESIGN §5: audit mode records every verdict (\"admitted is not blind\")")
+def audit_records_what_it_admits(h: History, c: Collector) -> None:
+    """In audit mode, every message admitted with a verdict other than VERIFIED is recorded
+    with that verdict."""
+    audit_log = {(e.node, e.message_id) for e in h.of(AuthVerdict)}
+    for d, admitted, verdict in _decisions(h):
+        boot = _boot_of(h, d.node, d.seq)
+        if boot is None or not admitted or boot.auth_mode != "audit" or verdict == "VERIFIED":
+            continue
+        if (d.node, d.message_id) not in audit_log:
+            c.violation(f"{d.node} (audit mode) admitted {d.message_id} ({verdict}) without "
+                        "recording it", d)
+
+
+def _label(h: History, a: AttackSent) -> str:
+    boot = _boot_of(h, a.target_node_id or "", a.seq)
+    attack = f"{a.attack}:{a.how}" if a.attack in ("forged_sender", "replay") else a.attack
+    mode = boot.auth_mode if boot else "?"
+    version = boot.signature_version if boot else "?"
+    return f"{mode}/v{version} {attack}"
+
+
+def _outcomes(h: History) -> dict[tuple[str, str], list[Event]]:
+    outcomes: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    for a in h.of(InboundAdmitted):
+        outcomes[(a.node, a.message_id)].append(a)
+    for d in h.of(InboundDropped):
+        if d.message_id:
+            outcomes[(d.node, d.message_id)].append(d)
+    return outcomes
+
+
+def _first_after(h: History, a: AttackSent) -> Event | None:
+    after = [o for o in h.memo(_outcomes).get((a.target_node_id or "", a.message_id), [])
+             if o.seq > a.seq]
+    return min(after, key=lambda o: o.seq) if after else None
+
+
+@rule("DESIGN §3 Inbound: every drop is a recorded outcome; §5 attacks")
+def attack_has_an_outcome(h: History, c: Collector) -> None:
+    """Every attack message that reached a node has a recorded outcome there (admitted, or
+    dropped with a reason); counts say what each mode and signature let in and ran."""
+    executions: dict[tuple[str, str], list[TaskExecuted]] = defaultdict(list)
+    for x in h.of(TaskExecuted):
+        executions[(x.node, x.message_id)].append(x)
+    for a in h.of(AttackSent):
+        label = _label(h, a)
         c.count(f"{label} sent")
-        if not after:
-            if float(a["tMs"]) > h.end_ms - 2_000:
+        first = _first_after(h, a)
+        if first is None:
+            if a.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
                 c.unknown("attack_in_flight_at_end")
             else:
-                c.violation(f"attack message {a['messageId']} to {node} has no recorded outcome",
-                            a)
+                c.violation(f"attack message {a.message_id} to {a.target_node_id} has no "
+                            "recorded outcome", a)
             continue
-        first = after[0]
-        recorded = first.get("verdict")
-        if recorded is not None and recorded != a["honestVerdict"]:
-            c.violation(f"{node} recorded {recorded} for {a['attack']} message {a['messageId']} "
-                        f"({a['how']}); an honest verifier says {a['honestVerdict']}", a, first)
-        if first["kind"] == "inbound_admitted":
+        if isinstance(first, InboundAdmitted):
             c.count(f"{label} admitted")
-            ran = [x for x in executions.get(key, []) if x["seq"] > a["seq"]]
+            ran = [x for x in executions.get((a.target_node_id or "", a.message_id), [])
+                   if x.seq > a.seq]
             if ran:
                 c.count(f"{label} executed")
-    if not decisions and not attacks:
-        return c.verdict(NOTHING + "no signed or rejected inbound message")
-    return c.verdict()
+
+
+@rule("DESIGN §5 verdicts; seed 002 §8 (a strict mode that trusts claims)")
+def verdict_is_honest(h: History, c: Collector) -> None:
+    """A node judges an attack message as an honest verifier does: the verdict it recorded
+    is the one the signature scheme gives."""
+    for a in h.of(AttackSent):
+        first = _first_after(h, a)
+        recorded = getattr(first, "verdict", None) if first is not None else None
+        if first is not None and recorded is not None and recorded != a.honest_verdict:
+            c.violation(f"{a.target_node_id} recorded {recorded} for {a.attack} message "
+                        f"{a.message_id} ({a.how}); an honest verifier says {a.honest_verdict}",
+                        a, first)
+
+
+def _nothing_signed(h: History) -> str | None:
+    if _decisions(h) or h.of(AttackSent):
+        return None
+    return "no signed or rejected inbound message"
+
+
+AUTH_ADMISSION = Checker(
+    "auth_admission", "Every inbound decision keeps the mode's admission matrix; every attack "
+    "message gets the verdict an honest verifier gives it; audit mode records what it admits.",
+    (mode_keeps_the_matrix, audit_records_what_it_admits, attack_has_an_outcome,
+     verdict_is_honest), _nothing_signed)

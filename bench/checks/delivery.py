@@ -1,184 +1,271 @@
-"""Delivery: no silent loss, targeted delivery, reply routing (DESIGN §7, seed 002 §3–§5)."""
+"""Delivery (DESIGN §3–§4, §7; seed 002 §3–§5): no silent loss, targeted delivery, reply
+routing, QoS1 at-least-once."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
-from bench.checks import Collector, History, Verdict
-from bench.core.directory import DEFAULT_EXECUTOR_ID, namespace_of
+from bench.checks import Checker, Collector, rule
+from bench.core.events import (
+    FaultHealed,
+    FaultStart,
+    InboundAdmitted,
+    InboundDropped,
+    MqttConnected,
+    OutboundSettled,
+    RequestSent,
+    RequestSettled,
+    Warning,
+    WarningKind,
+)
+from bench.history import History
 
-#: Faults whose windows can legitimately swallow a request (then it is INFO, not silent).
-DISRUPTIVE = {"restart", "broker_restart", "partition", "duplicate_client_id", "empty_directory",
-              "stale_roster", "loss", "latency"}
-EXPLAINING_STATES = {"UNDELIVERABLE", "FAILED"}
-
-
-def _fault_windows(h: History) -> list[tuple[float, float, str, int]]:
-    healed = {e["faultIndex"]: float(e["tMs"]) for e in h.of("fault_healed")}
-    return [(float(e["tMs"]), healed.get(e["faultIndex"], h.end_ms), e["fault"], e["seq"])
-            for e in h.of("fault_start") if e["fault"] in DISRUPTIVE]
-
-
-def silent_loss(h: History) -> Verdict:
-    """Every request ends in exactly one outcome, and a request that got no response has an
-    explanation in the history: an UNDELIVERABLE/FAILED send, a recorded drop of the request
-    or its response, or a disruptive fault during its lifetime. Otherwise it was lost
-    silently."""
-    c = Collector("silent_loss")
-    settled: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for e in h.of("request_settled"):
-        settled[(e["node"], e["requestId"])].append(e)
-    explained: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in h.of("outbound_settled"):
-        if e.get("requestId") and e["state"] in EXPLAINING_STATES:
-            explained[e["requestId"]].append(e)
-    for e in h.of("inbound_dropped"):
-        if e.get("requestId") and e["reason"] != "DUPLICATE":
-            explained[e["requestId"]].append(e)
-    windows = _fault_windows(h)
-    for sent in h.of("request_sent"):
-        rid = sent["requestId"]
-        c.count("requests")
-        outcomes = settled.get((sent["node"], rid), [])
-        if not outcomes:
-            if float(sent["deadlineMs"]) > h.end_ms:
-                c.unknown("pending_at_end")
-            else:
-                c.violation(f"request {rid} passed its deadline and never settled", sent)
-            continue
-        if len(outcomes) > 1:
-            c.violation(f"request {rid} settled {len(outcomes)} times", sent, *outcomes)
-        outcome = outcomes[0]
-        c.count(f"outcome_{outcome['outcome'].lower()}")
-        if outcome["outcome"] != "NO_RESPONSE":
-            continue
-        if explained.get(rid):
-            c.count("no_response_explained_by_record")
-            continue
-        start, end = float(sent["tMs"]), float(outcome["tMs"])
-        if any(ws <= end and we >= start for ws, we, _k, _s in windows):
-            c.count("no_response_during_fault")
-            continue
-        c.violation(f"request {rid} to {sent['toAgentId']} got no response and nothing in the "
-                    "history says why", sent, outcome, requestId=rid)
-    return c.verdict()
-
-
-def targeted_delivery(h: History) -> Verdict:
-    """Targeted messages are published to a real node's inbox, consumed only by the node
-    they address, and a TASK_REQUEST is never executed across namespaces."""
-    c = Collector("targeted_delivery")
-    nodes = h.nodes
-    for e in h.of("outbound_settled"):
-        if e["state"] not in ("PUBLISHED",) or e["messageType"] == "EVENT":
-            continue
-        c.count("targeted_published")
-        target = e.get("targetNodeId")
-        if target not in nodes:
-            c.violation(f"{e['messageType']} {e['messageId']} was published to "
-                        f"{e.get('topic')!r}: targetNodeId {target!r} is not a node", e)
-        elif not str(e.get("topic", "")).endswith(f"/node/{target}/inbox"):
-            c.violation(f"{e['messageId']} targeted {target} but went to {e.get('topic')!r}", e)
-    for e in h.of("inbound_admitted"):
-        if e["messageType"] not in ("TASK_REQUEST", "TASK_RESPONSE", "DATA_REQUEST", "DATA_RESPONSE"):
-            continue
-        c.count("targeted_consumed")
-        if e.get("targetNodeId") != e["node"]:
-            c.violation(f"{e['messageType']} {e['messageId']} addressed to "
-                        f"{e.get('targetNodeId')!r} was consumed by {e['node']}", e)
-        if e["messageType"] == "TASK_REQUEST":
-            to = e.get("toAgentId") or ""
-            node_ns = h.namespace_at(e["node"], e["seq"])
-            if to != DEFAULT_EXECUTOR_ID and namespace_of(to) != node_ns:
-                c.violation(f"TASK_REQUEST for {to!r} executed by {e['node']} in namespace "
-                            f"{node_ns!r}", e)
-    return c.verdict()
-
-
-def reply_routing(h: History) -> Verdict:
-    """A TASK_RESPONSE goes to the node named by the request's headers.replyNodeId with the
-    requestId echoed; a request without replyNodeId yields a warning and an UNDELIVERABLE
-    response (never a guess)."""
-    c = Collector("reply_routing")
-    requests: dict[tuple[str, str], dict[str, Any]] = {}
-    for e in h.of("inbound_admitted"):
-        if e["messageType"] == "TASK_REQUEST" and e.get("requestId"):
-            requests.setdefault((e["node"], e["requestId"]), e)
-    warned = {(e["node"], e.get("taskId")) for e in h.of("warning")
-              if e.get("what") == "missing replyNodeId"}
-    for e in h.of("outbound_settled"):
-        if e["messageType"] != "TASK_RESPONSE":
-            continue
-        c.count("responses")
-        rid = e.get("requestId")
-        if not rid:
-            c.violation(f"response {e['messageId']} does not echo a requestId", e)
-            continue
-        req = requests.get((e["node"], rid))
-        if req is None:
-            c.count("request_not_in_history")  # e.g. admitted before a restart's history gap
-            continue
-        reply_node = req.get("replyNodeId")
-        if reply_node:
-            if e.get("targetNodeId") != reply_node:
-                c.violation(f"response to {rid} sent to {e.get('targetNodeId')!r}, but the request "
-                            f"named replyNodeId {reply_node!r}", req, e)
-            else:
-                c.count("routed_to_reply_node")
-        else:
-            if e["state"] != "UNDELIVERABLE" or (e["node"], rid) not in warned:
-                c.violation(f"request {rid} had no replyNodeId, yet its response was "
-                            f"{e['state']} to {e.get('targetNodeId')!r}"
-                            + ("" if (e["node"], rid) in warned else " without a warning"), req, e)
-            else:
-                c.count("missing_reply_node_made_explicit")
-    return c.verdict()
-
-
+#: DESIGN §3: the executor every node registers when its roster is empty.
+DEFAULT_EXECUTOR = "a2a-local-executor"
+#: Send states that say "we know it did not go out" (DESIGN §3 Outbound).
+EXPLAINING_STATES = frozenset({"UNDELIVERABLE", "FAILED"})
+TARGETED = frozenset({"TASK_REQUEST", "TASK_RESPONSE", "DATA_REQUEST", "DATA_RESPONSE"})
 #: A message published this close to the end of the history may still be on its way.
 IN_FLIGHT_AT_END_MS = 2_000
 
 
-def qos1_delivery(h: History) -> Verdict:
-    """MQTT QoS1 on a persistent session is at-least-once: every targeted message the broker
-    accepted (PUBLISHED) reaches the node it addresses — admitted there, or at least dropped
-    there with a reason — even across reconnects and restarts of that node. Messages lost
-    with a broker restarted without persistence are counted apart."""
-    c = Collector("qos1_delivery")
+def _namespace(agent_id: str) -> str:
+    """DESIGN §3: an agentId is `namespace.capability`."""
+    return agent_id.split(".", 1)[0]
+
+
+def _inbox_of(topic: str | None) -> str | None:
+    """The node a targeted topic `{prefix}/node/{nodeId}/inbox` addresses, read from its
+    shape (DESIGN §3 Topics), else None."""
+    parts = (topic or "").split("/")
+    return parts[-2] if len(parts) >= 4 and parts[-3] == "node" and parts[-1] == "inbox" else None
+
+
+# -- silent loss ------------------------------------------------------------------------------------
+def _settled(h: History) -> dict[tuple[str, str], list[RequestSettled]]:
+    settled: dict[tuple[str, str], list[RequestSettled]] = defaultdict(list)
+    for e in h.of(RequestSettled):
+        settled[(e.node, e.request_id)].append(e)
+    return settled
+
+
+@rule("DESIGN §3 Tasks: the requester's pending future ends once")
+def settles_once(h: History, c: Collector) -> None:
+    """Every request ends in exactly one outcome, by its deadline (one still pending when
+    the run ends is undecided)."""
+    settled = _settled(h)
+    for sent in h.of(RequestSent):
+        c.count("requests")
+        outcomes = settled.get((sent.node, sent.request_id), [])
+        if not outcomes:
+            if float(sent.deadline_ms) > h.end_ms:
+                c.unknown("pending_at_end")
+            else:
+                c.violation(f"request {sent.request_id} passed its deadline and never settled",
+                            sent)
+            continue
+        if len(outcomes) > 1:
+            c.violation(f"request {sent.request_id} settled {len(outcomes)} times", sent,
+                        *outcomes)
+        c.count(f"outcome_{outcomes[0].outcome.lower()}")
+
+
+def _windows(h: History) -> list[tuple[float, float]]:
+    """The windows of faults the journal says may swallow requests."""
+    healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
+    return [(e.t_ms, healed.get(e.fault_index, h.end_ms)) for e in h.of(FaultStart)
+            if e.disrupts]
+
+
+@rule("DESIGN §7 no silent loss; seed 000 §3.3 (a mute receiver loses requests silently)")
+def no_response_explained(h: History, c: Collector) -> None:
+    """A request that got no response has an explanation in the history: an UNDELIVERABLE
+    or FAILED send, a recorded drop of the request or of its response, or a fault in its
+    lifetime that may swallow requests. Otherwise it was lost silently."""
+    explained: set[str] = set()
+    for o in h.of(OutboundSettled):
+        if o.request_id and o.state in EXPLAINING_STATES:
+            explained.add(o.request_id)
+    for d in h.of(InboundDropped):
+        if d.request_id and d.reason != "DUPLICATE":
+            explained.add(d.request_id)
+    windows = _windows(h)
+    settled = _settled(h)
+    for sent in h.of(RequestSent):
+        outcomes = settled.get((sent.node, sent.request_id), [])
+        if not outcomes or outcomes[0].outcome != "NO_RESPONSE":
+            continue
+        outcome = outcomes[0]
+        if sent.request_id in explained:
+            c.count("no_response_explained_by_record")
+            continue
+        if any(start <= outcome.t_ms and end >= sent.t_ms for start, end in windows):
+            c.count("no_response_during_fault")
+            continue
+        c.violation(f"request {sent.request_id} to {sent.to_agent_id} got no response and "
+                    "nothing in the history says why", sent, outcome, requestId=sent.request_id)
+
+
+# -- targeted delivery --------------------------------------------------------------------------------
+@rule("DESIGN §3 Topics and Outbound; seed 000 §2.2 (toAgentId used as nodeId)")
+def published_to_a_node(h: History, c: Collector) -> None:
+    """A targeted message is published to the inbox of the node it addresses, and that
+    address is a node of the deployment."""
+    nodes = h.nodes
+    for e in h.of(OutboundSettled):
+        if e.state != "PUBLISHED" or e.message_type == "EVENT":
+            continue
+        c.count("targeted_published")
+        target = e.target_node_id
+        if target not in nodes:
+            c.violation(f"{e.message_type} {e.message_id} was published to {e.topic!r}: "
+                        f"targetNodeId {target!r} is not a node", e)
+        elif _inbox_of(e.topic) != target:
+            c.violation(f"{e.message_id} targeted {target} but went to {e.topic!r}", e)
+
+
+@rule("DESIGN §3 Inbound; seed 002 §5 red line 4 (no broadcast fallback)")
+def consumed_by_addressee(h: History, c: Collector) -> None:
+    """A targeted message is consumed only by the node its targetNodeId names."""
+    for e in h.of(InboundAdmitted):
+        if e.message_type not in TARGETED:
+            continue
+        c.count("targeted_consumed")
+        if e.target_node_id != e.node:
+            c.violation(f"{e.message_type} {e.message_id} addressed to {e.target_node_id!r} "
+                        f"was consumed by {e.node}", e)
+
+
+@rule("DESIGN §3 Directory and roster: canHandle by namespace; seed 000 §2.3")
+def no_foreign_namespace(h: History, c: Collector) -> None:
+    """A TASK_REQUEST is handled only by a node of the agent's namespace (or its default
+    executor), never by a "helpful" node of another namespace."""
+    for e in h.of(InboundAdmitted):
+        if e.message_type != "TASK_REQUEST":
+            continue
+        to = e.to_agent_id or ""
+        node_ns = h.namespace_at(e.node, e.seq)
+        if to != DEFAULT_EXECUTOR and _namespace(to) != node_ns:
+            c.violation(f"TASK_REQUEST for {to!r} executed by {e.node} in namespace "
+                        f"{node_ns!r}", e)
+
+
+# -- reply routing -------------------------------------------------------------------------------------
+def _requests(h: History) -> dict[tuple[str, str], InboundAdmitted]:
+    requests: dict[tuple[str, str], InboundAdmitted] = {}
+    for e in h.of(InboundAdmitted):
+        if e.message_type == "TASK_REQUEST" and e.request_id:
+            requests.setdefault((e.node, e.request_id), e)
+    return requests
+
+
+def _responses(h: History) -> list[OutboundSettled]:
+    return [e for e in h.of(OutboundSettled) if e.message_type == "TASK_RESPONSE"]
+
+
+@rule("DESIGN §3 Tasks: headers.requestId echoed")
+def response_echoes_request(h: History, c: Collector) -> None:
+    """Every TASK_RESPONSE carries the requestId of the request it answers."""
+    for e in _responses(h):
+        c.count("responses")
+        if not e.request_id:
+            c.violation(f"response {e.message_id} does not echo a requestId", e)
+
+
+@rule("DESIGN §3 Tasks; seed 002 §3.2 (D14: reply to replyNodeId, never to fromAgentId)")
+def response_to_reply_node(h: History, c: Collector) -> None:
+    """A TASK_RESPONSE goes to the node the request named in headers.replyNodeId."""
+    requests = _requests(h)
+    for e in _responses(h):
+        req = requests.get((e.node, e.request_id)) if e.request_id else None
+        if e.request_id and req is None:
+            c.count("request_not_in_history")  # e.g. admitted before a restart's history gap
+        if req is None or not req.reply_node_id:
+            continue
+        if e.target_node_id != req.reply_node_id:
+            c.violation(f"response to {e.request_id} sent to {e.target_node_id!r}, but the "
+                        f"request named replyNodeId {req.reply_node_id!r}", req, e)
+        else:
+            c.count("routed_to_reply_node")
+
+
+@rule("DESIGN §3 Tasks: no replyNodeId is a warning and an UNDELIVERABLE response")
+def missing_reply_node_explicit(h: History, c: Collector) -> None:
+    """A request without replyNodeId gets a warning and an UNDELIVERABLE response, never a
+    guessed address."""
+    requests = _requests(h)
+    warned = {(w.node, w.task_id) for w in h.of(Warning)
+              if w.what is WarningKind.MISSING_REPLY_NODE}
+    for e in _responses(h):
+        req = requests.get((e.node, e.request_id)) if e.request_id else None
+        if req is None or req.reply_node_id:
+            continue
+        ok_warned = (e.node, e.request_id) in warned
+        if e.state != "UNDELIVERABLE" or not ok_warned:
+            c.violation(f"request {e.request_id} had no replyNodeId, yet its response was "
+                        f"{e.state} to {e.target_node_id!r}"
+                        + ("" if ok_warned else " without a warning"), req, e)
+        else:
+            c.count("missing_reply_node_made_explicit")
+
+
+# -- QoS1 --------------------------------------------------------------------------------------------
+@rule("DESIGN §4 QoS1 redelivery; MQTT 3.1.1 §4.3.2 (QoS1 is at least once)")
+def published_reaches_addressee(h: History, c: Collector) -> None:
+    """Every targeted message the broker accepted (PUBLISHED) reaches the node it addresses
+    — admitted there, or at least dropped there with a reason — across reconnects and
+    restarts of that node. Messages a broker restarted without persistence lost, or that
+    went to a client id another node had taken over, are counted apart."""
     seen: set[tuple[str, str]] = set()
-    for e in h.of("inbound_admitted") + h.of("inbound_dropped"):
-        if e.get("messageId"):
-            seen.add((e["node"], e["messageId"]))
-    wipes = [(float(e["tMs"])) for e in h.of("fault_start")
-             if e["fault"] == "broker_restart" and not e.get("params", {}).get("persistence", True)]
+    for a in h.of(InboundAdmitted):
+        seen.add((a.node, a.message_id))
+    for d in h.of(InboundDropped):
+        if d.message_id:
+            seen.add((d.node, d.message_id))
+    wipes = [f.t_ms for f in h.of(FaultStart) if f.fault == "broker_restart"
+             and isinstance(f.params, dict) and not f.params.get("persistence", True)]
     # MQTT delivers to a client id, not to a node: once another node holds the target's
     # client id, what it consumes is the takeover's doing (deployment flags the cause).
     hijacked: dict[str, float] = {}
-    for e in h.of("mqtt_connected"):
-        owner = next((n for n, cid in h.client_ids.items() if cid == e["clientId"]), None)
-        if owner is not None and owner != e["node"]:
-            hijacked.setdefault(owner, float(e["tMs"]))
+    for m in h.of(MqttConnected):
+        owner = next((n for n, cid in h.client_ids.items() if cid == m.client_id), None)
+        if owner is not None and owner != m.node:
+            hijacked.setdefault(owner, m.t_ms)
     nodes = h.nodes
-    for e in h.of("outbound_settled"):
-        if e["state"] != "PUBLISHED" or e["messageType"] == "EVENT":
+    for e in h.of(OutboundSettled):
+        if e.state != "PUBLISHED" or e.message_type == "EVENT":
             continue
-        target = e.get("targetNodeId")
+        target = e.target_node_id
         if target not in nodes:
             continue  # not an address at all: targeted_delivery's business
         c.count("published")
-        if (target, e["messageId"]) in seen:
+        if (target, e.message_id) in seen:
             c.count("delivered")
             continue
-        if float(e["tMs"]) > h.end_ms - IN_FLIGHT_AT_END_MS:
+        if e.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
             c.unknown("in_flight_at_end")
             continue
-        if any(w >= float(e["tMs"]) for w in wipes):
+        if any(w >= e.t_ms for w in wipes):
             c.count("lost_with_non_persistent_broker")
             continue
         if target in hijacked:
             c.count("lost_to_client_id_takeover")
             continue
-        c.violation(f"{e['messageType']} {e['messageId']} was accepted by the broker for "
-                    f"{target} and never reached it", e, target=target)
-    return c.verdict()
+        c.violation(f"{e.message_type} {e.message_id} was accepted by the broker for {target} "
+                    "and never reached it", e, target=target)
+
+
+SILENT_LOSS = Checker(
+    "silent_loss", "Every request ends in exactly one outcome, and a request that got no "
+    "response has an explanation in the history.", (settles_once, no_response_explained))
+TARGETED_DELIVERY = Checker(
+    "targeted_delivery", "Targeted messages are published to a real node's inbox, consumed "
+    "only by the node they address, and never executed across namespaces.",
+    (published_to_a_node, consumed_by_addressee, no_foreign_namespace))
+REPLY_ROUTING = Checker(
+    "reply_routing", "A TASK_RESPONSE goes to the request's headers.replyNodeId with the "
+    "requestId echoed; without replyNodeId: a warning and an UNDELIVERABLE response.",
+    (response_echoes_request, response_to_reply_node, missing_reply_node_explicit))
+QOS1_DELIVERY = Checker(
+    "qos1_delivery", "QoS1 on a persistent session is at least once: every targeted message "
+    "the broker accepted reaches the node it addresses.", (published_reaches_addressee,))

@@ -1,61 +1,84 @@
-"""Execution: no requestId runs twice; every task walks its state machine to exactly one
-terminal state and stops there."""
+"""Execution (DESIGN §3 Tasks, §7; seed 002 §4): no requestId runs twice; every task walks
+the task state machine to exactly one terminal state and stops there."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
-from bench.checks import Collector, History, Verdict
-from bench.core.task import TASK, TaskState
+from bench.checks import Checker, Collector, rule
+from bench.core.events import TaskExecuted, TaskState
+from bench.history import History
+
+# DESIGN §3, written out again (not read from the core's table): SUBMITTED → RUNNING →
+# COMPLETED | FAILED | TIMEOUT | CANCELLED; a request cancelled before it ran, and a task
+# found SUBMITTED or RUNNING after a restart ends FAILED("interrupted").
+TERMINAL = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"})
+LEGAL = frozenset({("SUBMITTED", "RUNNING"), ("SUBMITTED", "CANCELLED"), ("SUBMITTED", "FAILED"),
+                   ("RUNNING", "COMPLETED"), ("RUNNING", "FAILED"), ("RUNNING", "TIMEOUT"),
+                   ("RUNNING", "CANCELLED")})
 
 
-def duplicate_execution(h: History) -> Verdict:
-    """No requestId executes twice, on any node, across redeliveries and restarts."""
-    c = Collector("duplicate_execution")
-    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in h.of("task_executed"):
-        runs[e["taskId"]].append(e)
+@rule("DESIGN §3 Tasks, §7; seed 002 §4; seed 000 §3.2 (A9)")
+def executed_once(h: History, c: Collector) -> None:
+    """A requestId is executed at most once, on any node, across QoS1 redeliveries,
+    duplicates and restarts: a duplicate request gets the stored result, never a rerun."""
+    runs: dict[str, list[TaskExecuted]] = defaultdict(list)
+    for e in h.of(TaskExecuted):
+        runs[e.task_id].append(e)
     c.count("tasks", len(runs))
     c.count("executions", sum(len(v) for v in runs.values()))
     for task_id, events in sorted(runs.items()):
         if len(events) > 1:
             c.count("executed_more_than_once")
             c.violation(f"requestId {task_id} executed {len(events)} times on "
-                        f"{sorted({e['node'] for e in events})}", *events, taskId=task_id)
-    return c.verdict()
+                        f"{sorted({e.node for e in events})}", *events, taskId=task_id)
 
 
-_LEGAL = {(a.value, b.value) for (a, _e), b in TASK.table.items()}
-_TERMINAL = {s.value for s in TASK.terminal}
+def _trails(h: History) -> dict[tuple[str, str], list[TaskState]]:
+    trails: dict[tuple[str, str], list[TaskState]] = defaultdict(list)
+    for e in h.of(TaskState):
+        trails[(e.node, e.task_id)].append(e)
+    return trails
 
 
-def task_lifecycle(h: History) -> Verdict:
-    """Every task starts SUBMITTED, moves only along the task state machine and stops at
-    exactly one terminal state."""
-    c = Collector("task_lifecycle")
-    trails: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for e in h.of("task_state"):
-        trails[(e["node"], e["taskId"])].append(e)
+@rule("DESIGN §3 Tasks: SUBMITTED → RUNNING → one terminal state")
+def legal_transitions(h: History, c: Collector) -> None:
+    """Every task starts SUBMITTED, moves only along the task state machine, says which
+    state it left, and never changes state after a terminal one."""
+    trails = _trails(h)
     c.count("tasks", len(trails))
     for (node, task_id), events in sorted(trails.items()):
         first = events[0]
-        if first["state"] != TaskState.SUBMITTED.value or first.get("previous") is not None:
+        if first.state != "SUBMITTED" or first.previous is not None:
             c.violation(f"task {task_id} on {node} did not start SUBMITTED", first)
-        terminal_seen: dict[str, Any] | None = None
+        terminal_seen: TaskState | None = None
         for prev, cur in zip(events, events[1:], strict=False):
             if terminal_seen is not None:
                 c.violation(f"task {task_id} on {node} changed state after terminal "
-                            f"{terminal_seen['state']}", terminal_seen, cur)
+                            f"{terminal_seen.state}", terminal_seen, cur)
                 break
-            if (prev["state"], cur["state"]) not in _LEGAL or cur.get("previous") != prev["state"]:
-                c.violation(f"task {task_id} on {node}: illegal {prev['state']} -> {cur['state']}",
+            if (prev.state, cur.state) not in LEGAL or cur.previous != prev.state:
+                c.violation(f"task {task_id} on {node}: illegal {prev.state} -> {cur.state}",
                             prev, cur)
-            if cur["state"] in _TERMINAL:
+            if cur.state in TERMINAL:
                 terminal_seen = cur
-        last = events[-1]["state"]
-        if last in _TERMINAL:
+
+
+@rule("DESIGN §3 Tasks: every task ends")
+def reaches_terminal(h: History, c: Collector) -> None:
+    """Every task ends in a terminal state before the run ends (one still running at the
+    end is undecided, not wrong)."""
+    for (_node, _task_id), events in sorted(_trails(h).items()):
+        last = events[-1].state
+        if last in TERMINAL:
             c.count(f"ended_{last.lower()}")
         else:
             c.unknown("unfinished_at_end")
-    return c.verdict()
+
+
+DUPLICATE_EXECUTION = Checker(
+    "duplicate_execution", "No requestId executes twice, on any node, across redeliveries "
+    "and restarts.", (executed_once,))
+TASK_LIFECYCLE = Checker(
+    "task_lifecycle", "Every task starts SUBMITTED, moves only along the task state machine "
+    "and stops at exactly one terminal state.", (legal_transitions, reaches_terminal))

@@ -1,135 +1,309 @@
-"""Process checkers (DESIGN §7; seed 002 §7, seed 000 §5, seed 004): gate integrity and
-context isolation, judged from the history alone."""
+"""Process checkers (DESIGN §3, §7; seed 002 §7, seed 000 §5, seed 004): gate integrity and
+context isolation, judged from the history alone.
+
+The context oracle replays copy-on-write from the history with its own small reading of
+the write operations (`set`, `append`) and of the digest (the first 16 hex digits of the
+SHA-256 of the canonical JSON): it never runs the core's context code.
+"""
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections import defaultdict
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
-from bench.checks import NOTHING, Collector, History, Verdict
-from bench.core.context import ContextError, apply_ops, digest
+from bench.checks import Checker, Collector, rule
+from bench.core.events import (
+    ContextForked,
+    ContextMerged,
+    Event,
+    GateAcked,
+    GateAlreadyDecided,
+    GateClickRejected,
+    GateDecided,
+    GateDecisionReceived,
+    GateOpenDuplicate,
+    GateOpened,
+    GateOpenSent,
+    GateResumed,
+    GateUnacked,
+    HumanAsked,
+    HumanClicked,
+    InstanceCause,
+    InstanceRehydrated,
+    InstanceStarted,
+    InstanceState,
+    StepFinished,
+    StepStarted,
+    SubflowFinished,
+)
+from bench.history import History
 
 IN_FLIGHT_AT_END_MS = 3_000
 
 
-def _instance_events(h: History) -> dict[str, list[dict[str, Any]]]:
-    kinds = ("instance_started", "context_forked", "step_started", "step_finished",
-             "context_merged", "instance_state", "subflow_finished", "gate_resumed")
-    per: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for kind in kinds:
-        for e in h.of(kind):
-            per[e["processInstId"]].append(e)
-    for events in per.values():
-        events.sort(key=lambda e: e["seq"])
-    return per
+# -- human gates ------------------------------------------------------------------------------------
+class Fate(Enum):
+    """What became of one gate an executor opened (each gate has exactly one)."""
+
+    LOST_IN_RESTART = "lost in a restart while paused"
+    NEVER_STORED = "GATE_OPEN never reached the gate store"
+    IN_FLIGHT = "GATE_OPEN still in flight at the end"
+    EXPIRED_UNDECIDED = "past its deadline undecided"
+    OPEN_AT_END = "open when the run ended"
+    RESUMED = "resumed its instance"
+    CLOSED_BEFORE = "its instance ended before the decision"
+    DECISION_IN_FLIGHT = "decided near the end"
+    NEVER_RESUMED = "decided, never resumed"
 
 
-def gate_integrity(h: History) -> Verdict:
-    """Every decided gate resumes exactly the instance that opened it, exactly once, after
-    the decision and with that decision — across restarts of either side; a restart never
-    loses an instance paused at a gate; every click gets an explicit outcome (the first
-    decides, later ones are ALREADY_DECIDED); every decision is acknowledged or explicitly
-    given up on; a gate past its deadline had its timeout policy applied."""
-    c = Collector("gate_integrity")
-    opens = {e["gateId"]: e for e in h.of("gate_open_sent")}
-    opened = {e["gateId"]: e for e in h.of("gate_opened")}
-    decided = {e["gateId"]: e for e in h.of("gate_decided")}
-    resumes: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in h.of("gate_resumed"):
-        resumes[e["gateId"]].append(e)
-    ends: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in h.of("instance_state"):
-        if e["status"] in ("FAILED", "COMPLETED"):
-            ends[e["processInstId"]].append(e)
+@dataclass
+class _Gates:
+    opens: dict[str, GateOpenSent]
+    stored: set[str]                       # gates the gate store shows it had
+    opened: dict[str, GateOpened]
+    decided: dict[str, GateDecided]
+    resumes: dict[str, list[GateResumed]]
+    ends: dict[str, list[InstanceState]]
+    nacks: dict[str, list[str]]
+    fate: dict[str, tuple[Fate, list[Event]]] = field(default_factory=dict)
+
+
+def _gates(h: History) -> _Gates:
+    opens = {e.gate_id: e for e in h.of(GateOpenSent)}
+    opened = {e.gate_id: e for e in h.of(GateOpened)}
+    # A gate store that crashed may have committed a gate and died before its gate_opened
+    # reached the history; everything else it did with that gate shows it had it.
+    stored = set(opened) | {e.gate_id for e in h.of(GateOpenDuplicate)} \
+        | {e.gate_id for e in h.of(HumanAsked)} | {e.gate_id for e in h.of(GateDecided)}
+    decided = {e.gate_id: e for e in h.of(GateDecided)}
+    resumes: dict[str, list[GateResumed]] = defaultdict(list)
+    for r in h.of(GateResumed):
+        resumes[r.gate_id].append(r)
+    ends: dict[str, list[InstanceState]] = defaultdict(list)
+    for s in h.of(InstanceState):
+        if s.status in ("FAILED", "COMPLETED"):
+            ends[s.process_inst_id].append(s)
     nacks: dict[str, list[str]] = defaultdict(list)
-    for e in h.of("gate_decision_received"):
-        if e["status"] in ("UNKNOWN_INSTANCE", "NOT_WAITING"):
-            nacks[e["gateId"]].append(e["status"])
-    c.count("gates_opened", len(opens))
-    c.count("gates_decided", len(decided))
-    c.count("by_timeout", sum(1 for d in decided.values() if d["decidedBy"] == "timeout"))
-    c.count("resumes", sum(len(v) for v in resumes.values()))
-    c.count("rehydrated", len(h.of("instance_rehydrated")))
-    c.count("already_decided", len(h.of("gate_already_decided")))
-    c.count("negative_acks", sum(len(v) for v in nacks.values()))
+    for received in h.of(GateDecisionReceived):
+        if received.status in ("UNKNOWN_INSTANCE", "NOT_WAITING"):
+            nacks[received.gate_id].append(received.status)
+    g = _Gates(opens, stored, opened, decided, resumes, ends, nacks)
     late = h.end_ms - IN_FLIGHT_AT_END_MS
+    for gate_id, gate in sorted(opens.items()):
+        pi = gate.process_inst_id
+        d = decided.get(gate_id)
+        mine = [r for r in resumes.get(gate_id, []) if r.process_inst_id == pi]
+        lost = [e for e in ends.get(pi, []) if e.seq > gate.seq
+                and e.cause is InstanceCause.INTERRUPTED and not any(r.seq < e.seq for r in mine)]
+        if lost:
+            g.fate[gate_id] = (Fate.LOST_IN_RESTART, [gate, lost[0]])
+        elif gate_id not in stored:
+            g.fate[gate_id] = (Fate.IN_FLIGHT if gate.t_ms > late else Fate.NEVER_STORED, [gate])
+        elif d is None:
+            o = opened.get(gate_id)
+            expired = o is not None and float(o.deadline_ms) < late
+            g.fate[gate_id] = (Fate.EXPIRED_UNDECIDED if expired else Fate.OPEN_AT_END,
+                               [o] if o is not None else [gate])
+        elif mine:
+            g.fate[gate_id] = (Fate.RESUMED, [gate, *mine])
+        elif any(e.seq < d.seq for e in ends.get(pi, [])) and not any(
+                e.cause is InstanceCause.INTERRUPTED for e in ends.get(pi, []) if e.seq < d.seq):
+            g.fate[gate_id] = (Fate.CLOSED_BEFORE, [gate, d])    # e.g. its task timed out
+        elif d.t_ms > late:
+            g.fate[gate_id] = (Fate.DECISION_IN_FLIGHT, [gate, d])
+        else:
+            g.fate[gate_id] = (Fate.NEVER_RESUMED, [gate, d])
+    return g
 
-    for gate_id, rs in sorted(resumes.items()):
-        gate, d = opens.get(gate_id), decided.get(gate_id)
+
+@rule("DESIGN §3 gates: resume exactly that process instance; seed 002 §7")
+def resumes_the_gates_instance(h: History, c: Collector) -> None:
+    """A decision resumes the instance that opened the gate, never another."""
+    g = h.memo(_gates)
+    c.count("gates_opened", len(g.opens))
+    c.count("resumes", sum(len(v) for v in g.resumes.values()))
+    for gate_id, rs in sorted(g.resumes.items()):
+        gate = g.opens.get(gate_id)
         for r in rs:
-            if gate is not None and r["processInstId"] != gate["processInstId"]:
-                c.violation(f"the decision for gate {gate_id} (instance {gate['processInstId']}) "
-                            f"resumed instance {r['processInstId']}", gate, r)
-            if d is None or d["seq"] > r["seq"]:
+            if gate is not None and r.process_inst_id != gate.process_inst_id:
+                c.violation(f"the decision for gate {gate_id} (instance "
+                            f"{gate.process_inst_id}) resumed instance {r.process_inst_id}",
+                            gate, r)
+
+
+@rule("DESIGN §3 gates: a decision resumes; seed 002 §7")
+def resumes_with_the_decision(h: History, c: Collector) -> None:
+    """A gate resumes only after it was decided, and with that decision."""
+    g = h.memo(_gates)
+    c.count("gates_decided", len(g.decided))
+    c.count("by_timeout", sum(1 for d in g.decided.values() if d.decided_by == "timeout"))
+    for gate_id, rs in sorted(g.resumes.items()):
+        d = g.decided.get(gate_id)
+        for r in rs:
+            if d is None or d.seq > r.seq:
                 c.violation(f"gate {gate_id} resumed without a decision", r)
-            elif r["decision"] != d["decision"]:
-                c.violation(f"gate {gate_id} was decided {d['decision']!r} but resumed with "
-                            f"{r['decision']!r}", d, r)
+            elif r.decision != d.decision:
+                c.violation(f"gate {gate_id} was decided {d.decision!r} but resumed with "
+                            f"{r.decision!r}", d, r)
+
+
+@rule("DESIGN §3 gates: exactly once, across restarts; seed 000 §5.6")
+def resumes_once(h: History, c: Collector) -> None:
+    """A gate resumes its instance at most once, whatever is re-sent, re-clicked or
+    redelivered, and across restarts of either side."""
+    g = h.memo(_gates)
+    c.count("rehydrated", len(h.of(InstanceRehydrated)))
+    for gate_id, rs in sorted(g.resumes.items()):
         if len(rs) > 1:
             c.violation(f"gate {gate_id} resumed {len(rs)} times", *rs)
 
-    for gate_id, gate in sorted(opens.items()):
-        pi = gate["processInstId"]
-        d = decided.get(gate_id)
-        mine = [r for r in resumes.get(gate_id, []) if r["processInstId"] == pi]
-        lost = [e for e in ends.get(pi, []) if e["seq"] > gate["seq"]
-                and str(e.get("reason") or "").startswith("interrupted")
-                and not any(r["seq"] < e["seq"] for r in mine)]
-        if lost:
-            c.violation(f"instance {pi}, paused at gate {gate_id}, was lost in a restart "
-                        f"({lost[0]['reason']})", gate, lost[0])
-            continue
-        if gate_id not in opened:
-            if float(gate["tMs"]) > late:
-                c.unknown("gate_open_in_flight_at_end")
-            else:
-                c.violation(f"GATE_OPEN for {gate_id} never reached the gate store", gate)
-            continue
-        if d is None:
-            o = opened[gate_id]
-            if float(o["deadlineMs"]) < late:
-                c.violation(f"gate {gate_id} passed its deadline undecided: the timeout "
-                            f"policy {o['onTimeout']!r} was never applied", o)
-            else:
-                c.count("open_at_end")
-            continue
-        if mine:
-            continue
-        closed = [e for e in ends.get(pi, []) if e["seq"] < d["seq"]]
-        if closed and not any(str(e.get("reason") or "").startswith("interrupted") for e in closed):
-            c.count("instance_closed_before_decision")   # e.g. its task timed out
-            continue
-        if float(d["tMs"]) > late:
-            c.unknown("decision_in_flight_at_end")
-            continue
-        c.violation(f"gate {gate_id} was decided {d['decision']!r} but instance {pi} never "
-                    f"resumed" + (f" (the executor answered {nacks[gate_id]})"
-                                  if nacks.get(gate_id) else ""), gate, d)
 
-    outcomes: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for kind in ("gate_decided", "gate_already_decided", "gate_click_rejected"):
-        for e in h.of(kind):
-            if e.get("click"):
-                outcomes[e["click"]].append(e)
-    for e in h.of("human_clicked"):
+@rule("DESIGN §3 gates: PAUSED snapshot rehydrated; seed 000 §5.6 #17")
+def paused_survives_restart(h: History, c: Collector) -> None:
+    """An instance paused at a gate survives a restart of its executor: it is never ended
+    as interrupted while it waits."""
+    for gate_id, (fate, events) in sorted(h.memo(_gates).fate.items()):
+        if fate is Fate.LOST_IN_RESTART:
+            lost = events[1]
+            assert isinstance(lost, InstanceState)
+            c.violation(f"instance {lost.process_inst_id}, paused at gate {gate_id}, was lost "
+                        f"in a restart ({lost.reason})", *events)
+
+
+@rule("DESIGN §3 gates: GATE_OPEN goes to the home node's gate store")
+def open_reaches_gate_store(h: History, c: Collector) -> None:
+    """A GATE_OPEN an executor sent reaches the gate store of the conversation's home node
+    (the store shows it had the gate: opened, asked, decided, or told of a duplicate)."""
+    for gate_id, (fate, events) in sorted(h.memo(_gates).fate.items()):
+        if fate is Fate.IN_FLIGHT:
+            c.unknown("gate_open_in_flight_at_end")
+        elif fate is Fate.NEVER_STORED:
+            c.violation(f"GATE_OPEN for {gate_id} never reached the gate store", *events)
+
+
+@rule("DESIGN §3 gates: expiry applies the timeout policy explicitly")
+def timeout_policy_applied(h: History, c: Collector) -> None:
+    """A gate past its deadline has been decided — by a person or by its timeout policy
+    (reject or fail), never left open."""
+    c.count("negative_acks", sum(len(v) for v in h.memo(_gates).nacks.values()))
+    for gate_id, (fate, events) in sorted(h.memo(_gates).fate.items()):
+        if fate is Fate.OPEN_AT_END:
+            c.count("open_at_end")
+        elif fate is Fate.EXPIRED_UNDECIDED:
+            o = events[0]
+            policy = o.on_timeout if isinstance(o, GateOpened) else "?"
+            c.violation(f"gate {gate_id} passed its deadline undecided: the timeout policy "
+                        f"{policy!r} was never applied", *events)
+
+
+@rule("DESIGN §3 gates: the decision resumes the instance; seed 002 §7")
+def decision_resumes(h: History, c: Collector) -> None:
+    """A decided gate resumes its instance (unless the instance ended before the decision,
+    as a task that timed out does)."""
+    g = h.memo(_gates)
+    for gate_id, (fate, events) in sorted(g.fate.items()):
+        if fate is Fate.CLOSED_BEFORE:
+            c.count("instance_closed_before_decision")
+        elif fate is Fate.DECISION_IN_FLIGHT:
+            c.unknown("decision_in_flight_at_end")
+        elif fate is Fate.NEVER_RESUMED:
+            d = g.decided[gate_id]
+            pi = g.opens[gate_id].process_inst_id
+            nacks = g.nacks.get(gate_id)
+            c.violation(f"gate {gate_id} was decided {d.decision!r} but instance {pi} never "
+                        f"resumed" + (f" (the executor answered {nacks})" if nacks else ""),
+                        *events)
+
+
+@rule("DESIGN §3 gates: a second decision is an explicit ALREADY_DECIDED")
+def every_click_answered(h: History, c: Collector) -> None:
+    """Every click of a person gets exactly one recorded outcome: it decided the gate, the
+    gate was already decided, or it was rejected with a reason."""
+    c.count("already_decided", len(h.of(GateAlreadyDecided)))
+    outcomes: dict[str, list[Event]] = defaultdict(list)
+    for d in h.of(GateDecided):
+        if d.click:
+            outcomes[d.click].append(d)
+    for a in h.of(GateAlreadyDecided):
+        outcomes[a.click].append(a)
+    for r in h.of(GateClickRejected):
+        outcomes[r.click].append(r)
+    for e in h.of(HumanClicked):
         c.count("clicks")
-        got = outcomes.get(e["click"], [])
+        got = outcomes.get(e.click, [])
         if len(got) != 1:
-            c.violation(f"click {e['click']} had {len(got)} recorded outcomes (want exactly 1: "
+            c.violation(f"click {e.click} had {len(got)} recorded outcomes (want exactly 1: "
                         "decided, already decided or rejected)", e, *got)
 
-    acked = {e["gateId"] for e in h.of("gate_acked") if not e.get("duplicate")}
-    unacked = {e["gateId"] for e in h.of("gate_unacked")}
-    for gate_id, d in sorted(decided.items()):
+
+@rule("DESIGN §3 gates: unacknowledged decisions are retried, or given up explicitly")
+def decision_acknowledged(h: History, c: Collector) -> None:
+    """Every decision is acknowledged by the executor or, after the last retry, explicitly
+    given up on (GATE_UNACKED)."""
+    acked = {e.gate_id for e in h.of(GateAcked) if not e.duplicate}
+    unacked = {e.gate_id for e in h.of(GateUnacked)}
+    late = h.end_ms - IN_FLIGHT_AT_END_MS
+    for gate_id, d in sorted(h.memo(_gates).decided.items()):
         if gate_id in acked or gate_id in unacked:
             continue
-        if float(d["tMs"]) > late:
+        if d.t_ms > late:
             c.unknown("ack_in_flight_at_end")
         else:
             c.violation(f"the decision for gate {gate_id} was neither acknowledged nor given "
                         "up on (GATE_UNACKED)", d)
-    return c.verdict("" if opens else NOTHING + "no gate was opened in this run")
+
+
+def _no_gate(h: History) -> str | None:
+    return None if h.of(GateOpenSent) else "no gate was opened in this run"
+
+
+GATE_INTEGRITY = Checker(
+    "gate_integrity", "Every decided gate resumes exactly its own instance exactly once, with "
+    "the decision, across restarts; every click and every decision gets an explicit outcome; "
+    "an expired gate has its timeout policy applied.",
+    (resumes_the_gates_instance, resumes_with_the_decision, resumes_once,
+     paused_survives_restart, open_reaches_gate_store, timeout_policy_applied,
+     decision_resumes, every_click_answered, decision_acknowledged), _no_gate)
+
+
+# -- copy-on-write context ---------------------------------------------------------------------------
+def _digest(data: Any) -> str:
+    """The context digest, as DESIGN's snapshots define it: sha256 of the canonical JSON."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+class _BadOps(ValueError):
+    pass
+
+
+def _apply(data: Any, ops: Any) -> None:
+    """A step's writes, as the workload's steps make them: `set` a path to a value,
+    `append` a value to the list at a path (seed 004's operations)."""
+    if not isinstance(ops, list):
+        raise _BadOps(f"ops {ops!r} are not a list")
+    for op in ops:
+        path = op.get("path") if isinstance(op, dict) else None
+        if not isinstance(path, list) or not path or not all(isinstance(k, str) for k in path):
+            raise _BadOps(f"op {op!r} has no path")
+        parent = data
+        for key in path[:-1]:
+            if not isinstance(parent, dict):
+                raise _BadOps(f"op {op!r}: {key!r} is not inside an object")
+            parent = parent.setdefault(key, {})
+        if not isinstance(parent, dict):
+            raise _BadOps(f"op {op!r}: no object to write into")
+        if op.get("op") == "set":
+            parent[path[-1]] = copy.deepcopy(op.get("value"))
+        elif op.get("op") == "append" and isinstance(parent.setdefault(path[-1], []), list):
+            parent[path[-1]].append(copy.deepcopy(op.get("value")))
+        else:
+            raise _BadOps(f"op {op!r} is neither set nor append to a list")
 
 
 def _foreign_values(value: Any, instance: str) -> list[str]:
@@ -160,112 +334,224 @@ def _diff(expected: Any, actual: Any) -> str:
     return f"expected {expected!r}, got {actual!r}"
 
 
-def context_isolation(h: History) -> Verdict:
-    """Copy-on-write, replayed: every attempt starts from exactly its scope's current
-    snapshot (a retry from the same pre-attempt snapshot, every parallel branch from the
-    same parent); a context after a merge is the context before plus the writes of the
-    successful attempt merged — nothing from failed attempts, other branches' copies or
-    other tasks; a fresh instance's context holds nothing; a failed sub-flow is never
-    merged and fails its parent, which never ends COMPLETED."""
-    c = Collector("context_isolation")
-    for pi, events in sorted(_instance_events(h).items()):
-        ctx: dict[str, Any] = {}
-        head: dict[str, tuple[str | None, int]] = {}   # scope -> (snapshot id, version)
-        first_base: dict[str, str] = {}
-        finished: dict[tuple[str, int], dict[str, Any]] = {}
-        sub_ops: dict[str, list[Any]] = defaultdict(list)
-        failed_subflows: dict[str, dict[str, Any]] = {}
-        failed_main: dict[str, Any] | None = None
-        for e in events:
-            kind = e["kind"]
-            if kind == "instance_started":
-                c.count("instances")
-                ctx["main"] = e["context"]
+@dataclass
+class _Replay:
+    """Findings of one replay of every instance, by rule, and the counts it made."""
+
+    findings: dict[str, list[tuple[str, list[Event]]]] = field(
+        default_factory=lambda: defaultdict(list))
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def add(self, rule_id: str, why: str, *events: Event) -> None:
+        self.findings[rule_id].append((why, list(events)))
+
+
+INSTANCE_EVENTS = (InstanceStarted, ContextForked, StepStarted, StepFinished, ContextMerged,
+                   InstanceState, SubflowFinished, GateResumed)
+
+
+def _replay(h: History) -> _Replay:
+    out = _Replay()
+    per: dict[str, list[Event]] = defaultdict(list)
+    for kind in INSTANCE_EVENTS:
+        for e in h.of(kind):
+            per[getattr(e, "process_inst_id")].append(e)  # noqa: B009 - each of them has it
+    for pi, events in sorted(per.items()):
+        events.sort(key=lambda e: e.seq)
+        _replay_one(pi, events, out)
+    return out
+
+
+def _replay_one(pi: str, events: list[Event], out: _Replay) -> None:
+    ctx: dict[str, Any] = {}
+    head: dict[str, tuple[str | None, int]] = {}      # scope -> (snapshot id, version)
+    first_base: dict[str, str] = {}
+    started: dict[tuple[str, int], StepStarted] = {}
+    finished: dict[tuple[str, int], StepFinished] = {}
+    sub_ops: dict[str, list[Any]] = defaultdict(list)
+    failed_subflows: dict[str, StepFinished] = {}
+    failed_main: StepFinished | None = None
+    for e in events:
+        match e:
+            case InstanceStarted():
+                out.counts["instances"] += 1
+                ctx["main"] = e.context
                 head["main"] = (None, 0)
-                held = {k: v for k, v in e["context"].items() if k != "input" and v}
+                held = {k: v for k, v in e.context.items() if k != "input" and v} \
+                    if isinstance(e.context, dict) else {}
                 if held:
-                    c.violation(f"instance {pi} started with a context that already holds "
-                                f"{str(held)[:120]} (shared with another task)", e)
-            elif kind == "context_forked":
-                ctx[e["scope"]] = copy.deepcopy(ctx.get("main"))
-                head[e["scope"]] = (e["parentSnapshotId"], 0)
-                if e["digest"] != digest(ctx[e["scope"]]):
-                    c.violation(f"{pi}: sub-flow {e['scope']} forked from something other than "
-                                "its parent's current context", e)
-            elif kind == "step_started":
-                c.count("attempts")
-                current = ctx.get(e["scope"])
-                if current is not None and e["baseDigest"] != digest(current):
-                    c.violation(f"{pi}: {e['path']} attempt {e['attempt']} started from a context "
-                                f"that is not its snapshot (version {e['baseVersion']})", e)
-                if e["attempt"] == 1:
-                    first_base[e["path"]] = e["baseDigest"]
-                elif e["baseDigest"] != first_base.get(e["path"]):
-                    c.violation(f"{pi}: retry {e['attempt']} of {e['path']} does not start from "
-                                "the pre-attempt snapshot", e)
-            elif kind == "step_finished":
-                finished[(e["path"], e["attempt"])] = e
-                if not e["ok"]:
-                    c.count("failed_attempts")
-                    started = [s for s in events if s["kind"] == "step_started"
-                               and s["path"] == e["path"] and s["attempt"] == e["attempt"]]
-                    final = bool(started) and e["attempt"] > started[0]["retries"]
-                    if final and e["scope"] != "main":
-                        failed_subflows[e["scope"]] = e
+                    out.add("fresh_context_is_empty", f"instance {pi} started with a context that "
+                            f"already holds {str(held)[:120]} (shared with another task)", e)
+            case ContextForked():
+                ctx[e.scope] = copy.deepcopy(ctx.get("main"))
+                head[e.scope] = (e.parent_snapshot_id, 0)
+                if e.digest != _digest(ctx[e.scope]):
+                    out.add("attempt_starts_from_its_snapshot", f"{pi}: sub-flow {e.scope} forked "
+                            "from something other than its parent's current context", e)
+            case StepStarted():
+                out.counts["attempts"] += 1
+                started[(e.path, e.attempt)] = e
+                current = ctx.get(e.scope)
+                if current is not None and e.base_digest != _digest(current):
+                    out.add("attempt_starts_from_its_snapshot", f"{pi}: {e.path} attempt "
+                            f"{e.attempt} started from a context that is not its snapshot "
+                            f"(version {e.base_version})", e)
+                if e.attempt == 1:
+                    first_base[e.path] = e.base_digest
+                elif e.base_digest != first_base.get(e.path):
+                    out.add("retry_starts_from_pre_attempt_snapshot", f"{pi}: retry {e.attempt} "
+                            f"of {e.path} does not start from the pre-attempt snapshot", e)
+            case StepFinished():
+                finished[(e.path, e.attempt)] = e
+                if not e.ok:
+                    out.counts["failed_attempts"] += 1
+                    this = started.get((e.path, e.attempt))
+                    final = this is not None and e.attempt > this.retries
+                    if final and e.scope != "main":
+                        failed_subflows[e.scope] = e
                     elif final:
                         failed_main = e
-            elif kind == "context_merged":
-                c.count("merges")
-                scope, path = e["scope"], e["path"]
-                prev = head.get(scope)
-                if prev is not None and (e["version"] != prev[1] + 1 or (
-                        prev[0] is not None and e["parentSnapshotId"] != prev[0]
-                        and prev[1] > 0)):
-                    c.violation(f"{pi}: version chain of {scope} broken at {path}: v{e['version']} "
-                                f"(parent {e['parentSnapshotId']}) after v{prev[1]} ({prev[0]})", e)
-                head[scope] = (e["snapshotId"], e["version"])
-                step = finished.get((path, e["attempt"]))
-                if path in failed_subflows:
-                    c.violation(f"{pi}: failed sub-flow {path} was merged into its parent",
-                                failed_subflows[path], e)
-                    ops = e["ops"]
-                elif step is not None:
-                    if not step["ok"]:
-                        c.violation(f"{pi}: failed attempt {e['attempt']} of {path} was merged",
-                                    step, e)
-                    ops = step["ops"]
-                elif scope == "main" and path in sub_ops:
-                    ops = sub_ops.pop(path)
-                else:
-                    ops = e["ops"]   # a gate's decision: it may only write under "gates"
-                    if any(not op["path"] or op["path"][0] != "gates" for op in ops):
-                        c.violation(f"{pi}: merge of {path} wrote outside 'gates' with no step "
-                                    "behind it", e)
-                if scope != "main":
-                    sub_ops[scope].extend(ops)
-                expected = copy.deepcopy(ctx.get(scope))
-                try:
-                    apply_ops(expected, list(ops))
-                except ContextError as exc:
-                    c.violation(f"{pi}: the writes merged for {path} do not apply: {exc}", e)
-                if expected != e["context"]:
-                    c.violation(f"{pi}: context after merging {path} is not its snapshot plus "
-                                f"the step's writes ({_diff(expected, e['context'])[:160]})", e)
-                foreign = _foreign_values(e["context"], pi)
-                if foreign:
-                    c.violation(f"{pi}: context holds values written by another instance: "
-                                f"{foreign[:3]}", e)
-                ctx[scope] = e["context"]
-            elif kind == "instance_state" and e["status"] == "COMPLETED":
+            case ContextMerged():
+                out.counts["merges"] += 1
+                _merged(pi, e, ctx, head, finished, sub_ops, failed_subflows, out)
+            case InstanceState(status="COMPLETED"):
                 if failed_subflows:
                     scope, f = next(iter(failed_subflows.items()))
-                    c.violation(f"{pi}: sub-flow {scope} failed but the instance COMPLETED", f, e)
+                    out.add("failure_fails_the_instance", f"{pi}: sub-flow {scope} failed but "
+                            "the instance COMPLETED", f, e)
                 if failed_main is not None:
-                    c.violation(f"{pi}: step {failed_main['path']} failed for good but the "
-                                "instance COMPLETED", failed_main, e)
-                c.count("completed")
-            elif kind == "instance_state" and e["status"] == "FAILED":
-                c.count("failed")
-        if failed_subflows:
-            c.count("subflows_failed")
-    return c.verdict("" if c.counts.get("instances") else NOTHING + "no process instance ran")
+                    out.add("failure_fails_the_instance", f"{pi}: step {failed_main.path} failed "
+                            "for good but the instance COMPLETED", failed_main, e)
+                out.counts["completed"] += 1
+            case InstanceState(status="FAILED"):
+                out.counts["failed"] += 1
+    if failed_subflows:
+        out.counts["subflows_failed"] += 1
+
+
+def _merged(pi: str, e: ContextMerged, ctx: dict[str, Any],
+            head: dict[str, tuple[str | None, int]],
+            finished: dict[tuple[str, int], StepFinished], sub_ops: dict[str, list[Any]],
+            failed_subflows: dict[str, StepFinished], out: _Replay) -> None:
+    scope, path = e.scope, e.path
+    prev = head.get(scope)
+    if prev is not None and (e.version != prev[1] + 1 or (
+            prev[0] is not None and e.parent_snapshot_id != prev[0] and prev[1] > 0)):
+        out.add("version_chain_unbroken", f"{pi}: version chain of {scope} broken at {path}: "
+                f"v{e.version} (parent {e.parent_snapshot_id}) after v{prev[1]} ({prev[0]})", e)
+    head[scope] = (e.snapshot_id, e.version)
+    step = finished.get((path, e.attempt))
+    ops: Any
+    if path in failed_subflows:
+        out.add("failed_work_never_merged", f"{pi}: failed sub-flow {path} was merged into "
+                "its parent", failed_subflows[path], e)
+        ops = e.ops
+    elif step is not None:
+        if not step.ok:
+            out.add("failed_work_never_merged", f"{pi}: failed attempt {e.attempt} of {path} "
+                    "was merged", step, e)
+        ops = step.ops
+    elif scope == "main" and path in sub_ops:
+        ops = sub_ops.pop(path)
+    else:
+        ops = e.ops   # a gate's decision: it may only write under "gates"
+        if not isinstance(ops, list) or any(
+                not isinstance(op, dict) or not op.get("path") or op["path"][0] != "gates"
+                for op in ops):
+            out.add("merge_is_snapshot_plus_writes", f"{pi}: merge of {path} wrote outside "
+                    "'gates' with no step behind it", e)
+    if scope != "main" and isinstance(ops, list):
+        sub_ops[scope].extend(ops)
+    expected = copy.deepcopy(ctx.get(scope))
+    try:
+        _apply(expected, ops)
+    except _BadOps as exc:
+        out.add("merge_is_snapshot_plus_writes", f"{pi}: the writes merged for {path} do not "
+                f"apply: {exc}", e)
+    if expected != e.context:
+        out.add("merge_is_snapshot_plus_writes", f"{pi}: context after merging {path} is not "
+                f"its snapshot plus the step's writes ({_diff(expected, e.context)[:160]})", e)
+    foreign = _foreign_values(e.context, pi)
+    if foreign:
+        out.add("no_values_of_another_instance", f"{pi}: context holds values written by "
+                f"another instance: {foreign[:3]}", e)
+    ctx[scope] = e.context
+
+
+def _report(h: History, c: Collector, rule_id: str) -> None:
+    for why, events in h.memo(_replay).findings.get(rule_id, []):
+        c.violation(why, *events)
+
+
+@rule("seed 004 §二.3: a fresh instance's mutable context is empty")
+def fresh_context_is_empty(h: History, c: Collector) -> None:
+    """A new instance's context holds nothing but its input (nothing left over from
+    another task through a shared template)."""
+    replay = h.memo(_replay)
+    for key in ("instances", "attempts", "failed_attempts", "merges"):
+        if replay.counts.get(key):
+            c.count(key, replay.counts[key])
+    _report(h, c, "fresh_context_is_empty")
+
+
+@rule("DESIGN §3 context: every step works on a copy of its scope's snapshot; seed 004")
+def attempt_starts_from_its_snapshot(h: History, c: Collector) -> None:
+    """Every attempt — and every sub-flow fork — starts from exactly its scope's current
+    snapshot (parallel branches all from the same parent)."""
+    _report(h, c, "attempt_starts_from_its_snapshot")
+
+
+@rule("DESIGN §3 context: a retry starts from the pre-attempt snapshot; seed 000 §5.4")
+def retry_starts_from_pre_attempt_snapshot(h: History, c: Collector) -> None:
+    """A retry starts from the same snapshot as the first attempt: a failed attempt's
+    copy is discarded, not built on."""
+    _report(h, c, "retry_starts_from_pre_attempt_snapshot")
+
+
+@rule("seed 004: versioned, parent-linked snapshots")
+def version_chain_unbroken(h: History, c: Collector) -> None:
+    """Each merge makes the next version of its scope, linked to the one before."""
+    _report(h, c, "version_chain_unbroken")
+
+
+@rule("DESIGN §3 context: a failed attempt's copy is discarded; a failed sub-flow never merged")
+def failed_work_never_merged(h: History, c: Collector) -> None:
+    """Nothing a failed attempt or a failed sub-flow wrote is merged back."""
+    _report(h, c, "failed_work_never_merged")
+
+
+@rule("DESIGN §3 context: explicit merge operators; seed 000 §5.5")
+def merge_is_snapshot_plus_writes(h: History, c: Collector) -> None:
+    """A context after a merge is the context before plus exactly the writes of the
+    successful attempt merged (a gate's decision writes only under `gates`)."""
+    _report(h, c, "merge_is_snapshot_plus_writes")
+
+
+@rule("DESIGN §7 context isolation: no leak between tasks or branches")
+def no_values_of_another_instance(h: History, c: Collector) -> None:
+    """No instance's context ever holds a value another instance wrote."""
+    _report(h, c, "no_values_of_another_instance")
+
+
+@rule("DESIGN §3 context: a failed sub-flow fails its parent, never counted COMPLETED")
+def failure_fails_the_instance(h: History, c: Collector) -> None:
+    """An instance whose step or sub-flow failed for good never ends COMPLETED."""
+    replay = h.memo(_replay)
+    for key in ("completed", "failed", "subflows_failed"):
+        if replay.counts.get(key):
+            c.count(key, replay.counts[key])
+    _report(h, c, "failure_fails_the_instance")
+
+
+def _no_instance(h: History) -> str | None:
+    return None if h.of(InstanceStarted) else "no process instance ran"
+
+
+CONTEXT_ISOLATION = Checker(
+    "context_isolation", "Copy-on-write, replayed: every attempt starts from its snapshot, a "
+    "merge is the snapshot plus the successful writes, nothing leaks between instances, a "
+    "failed sub-flow is never merged and fails its parent.",
+    (fresh_context_is_empty, attempt_starts_from_its_snapshot,
+     retry_starts_from_pre_attempt_snapshot, version_chain_unbroken, failed_work_never_merged,
+     merge_is_snapshot_plus_writes, no_values_of_another_instance, failure_fails_the_instance),
+    _no_instance)

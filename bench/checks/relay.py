@@ -1,100 +1,157 @@
-"""FLOW-RELAY checkers (DESIGN §7, seed 002 §6): relay integrity and relay locality."""
+"""FLOW-RELAY (DESIGN §3, §7; seed 002 §6): relay integrity and relay locality."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
-from bench.checks import NOTHING, Collector, History, Verdict
+from bench.checks import Checker, Collector, rule
+from bench.core.events import (
+    FlowEmitted,
+    NodeCrashed,
+    RelayAccepted,
+    RelayDelivered,
+    RelayFrame,
+    RelayGap,
+    RelaySent,
+    SubscriberAttached,
+    SubscriberDetached,
+)
+from bench.history import History
 
 IN_FLIGHT_AT_END_MS = 2_000
 
 
-def relay_integrity(h: History) -> Verdict:
-    """Per stream: frames carry exactly the emitted text (coalescing loses nothing); every
-    relayed frame is accepted by the home node with the same text or falls in an explicit
-    gap; per subscriber, seqs strictly increase (no duplicate, no reordering), the text is
-    the frame's, nothing lands in another conversation, and the trust label is verified
-    on the producing node and claimed elsewhere."""
-    c = Collector("relay_integrity")
-    frames: dict[tuple[str, int], dict[str, Any]] = {}
-    producer: dict[str, str] = {}
-    for e in h.of("relay_frame"):
-        frames[(e["stream"], e["streamSeq"])] = e
-        producer[e["stream"]] = e["node"]
+def _frames(h: History) -> dict[tuple[str, int], RelayFrame]:
+    return {(e.stream, e.stream_seq): e for e in h.of(RelayFrame)}
+
+
+def _producers(h: History) -> dict[str, str]:
+    return {e.stream: e.node for e in h.of(RelayFrame)}
+
+
+@rule("DESIGN §3 FLOW-RELAY: thinking coalesced (150 ms / 4,096 B), nothing lost")
+def frames_carry_the_flow(h: History, c: Collector) -> None:
+    """Per stream, the frames carry exactly the text the flow emitted, in order: coalescing
+    thinking loses and reorders nothing (a producer that crashed loses its pending
+    thinking; its frames are judged one by one below)."""
+    frames = _frames(h)
     c.count("frames", len(frames))
-    crashed = {e["node"] for e in h.of("node_crashed")}
+    producer = _producers(h)
+    crashed = {e.node for e in h.of(NodeCrashed)}
     emitted: dict[str, str] = defaultdict(str)
-    for e in h.of("flow_emitted"):
-        emitted[e["stream"]] += e["text"]
+    first: dict[str, FlowEmitted] = {}
+    for e in h.of(FlowEmitted):
+        emitted[e.stream] += e.text
+        first.setdefault(e.stream, e)
+    by_stream: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for (stream, seq), f in frames.items():
+        by_stream[stream].append((seq, f.text))
     for stream, text in sorted(emitted.items()):
-        framed = "".join(f["text"] for (s, _q), f in sorted(frames.items()) if s == stream)
         if producer.get(stream) in crashed:
-            continue   # pending thinking dies with a crashed producer; judged per frame below
+            continue
+        framed = "".join(t for _seq, t in sorted(by_stream.get(stream, [])))
         if framed != text:
-            first = [e for e in h.of("flow_emitted") if e["stream"] == stream][:1]
             c.violation(f"stream {stream}: frames carry {framed[:60]!r}, the flow emitted "
-                        f"{text[:60]!r}", *first)
-    accepted: dict[tuple[str, int], dict[str, Any]] = {}
-    for e in h.of("relay_accepted"):
-        accepted[(e["stream"], e["streamSeq"])] = e
+                        f"{text[:60]!r}", first[stream])
+
+
+@rule("DESIGN §3 FLOW-RELAY: gaps explicit; seed 002 §6 (receiver cursor, reorder window)")
+def relayed_frames_accounted(h: History, c: Collector) -> None:
+    """Every relayed frame is accepted by the home node with the same text, or falls in a
+    gap the home node declared explicitly."""
+    frames = _frames(h)
+    accepted = {(e.stream, e.stream_seq): e for e in h.of(RelayAccepted)}
     gaps: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for e in h.of("relay_gap"):
-        gaps[e["stream"]].append((e["fromSeq"], e["toSeq"]))
+    for g in h.of(RelayGap):
+        gaps[g.stream].append((g.from_seq, g.to_seq))
         c.count("gaps_recorded")
-    for e in h.of("relay_sent"):
-        key = (e["stream"], e["streamSeq"])
+    for e in h.of(RelaySent):
+        key = (e.stream, e.stream_seq)
         c.count("relayed")
         got = accepted.get(key)
         if got is not None:
-            if got["text"] != frames[key]["text"]:
-                c.violation(f"{key[0]} seq {key[1]} accepted as {got['text']!r}, sent as "
-                            f"{frames[key]['text']!r}", e, got)
+            if got.text != frames[key].text:
+                c.violation(f"{key[0]} seq {key[1]} accepted as {got.text!r}, sent as "
+                            f"{frames[key].text!r}", e, got)
             continue
         if any(lo <= key[1] <= hi for lo, hi in gaps[key[0]]):
             continue
-        if float(e["tMs"]) > h.end_ms - IN_FLIGHT_AT_END_MS:
+        if e.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
             c.unknown("relayed_in_flight_at_end")
             continue
-        c.violation(f"{key[0]} seq {key[1]} was relayed but neither accepted nor recorded as a "
-                    "gap at the home node", e)
+        c.violation(f"{key[0]} seq {key[1]} was relayed but neither accepted nor recorded as "
+                    "a gap at the home node", e)
+
+
+@rule("DESIGN §3 FLOW-RELAY: one cursor per stream; seed 002 §6 (global cursor defect)")
+def delivered_in_order_once(h: History, c: Collector) -> None:
+    """Per subscriber and stream, delivered seqs strictly increase: no duplicate, no
+    reordering, and each delivery carries the text of its frame."""
+    frames = _frames(h)
     last: dict[tuple[str, str], int] = {}
-    for e in h.of("relay_delivered"):
+    for e in h.of(RelayDelivered):
         c.count("delivered")
-        key = (e["subscriberId"], e["stream"])
-        if e["streamSeq"] <= last.get(key, 0):
-            c.violation(f"subscriber {e['subscriberId']} got {e['stream']} seq {e['streamSeq']} "
+        key = (e.subscriber_id, e.stream)
+        if e.stream_seq <= last.get(key, 0):
+            c.violation(f"subscriber {e.subscriber_id} got {e.stream} seq {e.stream_seq} "
                         f"after seq {last[key]}", e)
-        last[key] = max(last.get(key, 0), e["streamSeq"])
-        if e.get("subscriberConversation") != e["conversationId"]:
-            c.violation(f"an event of conversation {e['conversationId']} was pushed to "
-                        f"{e['subscriberId']}, who watches {e.get('subscriberConversation')!r}", e)
-        frame = frames.get((e["stream"], e["streamSeq"]))
-        if frame is not None and frame["text"] != e["text"]:
-            c.violation(f"{e['stream']} seq {e['streamSeq']} delivered as {e['text']!r}, framed as "
-                        f"{frame['text']!r}", frame, e)
-        want = "verified" if producer.get(e["stream"]) == e["node"] else "claimed"
-        if e["trust"] != want:
-            c.violation(f"{e['stream']} seq {e['streamSeq']} delivered on {e['node']} labelled "
-                        f"{e['trust']}, should be {want}", e)
-    return c.verdict("" if frames else NOTHING + "no flow streamed in this run")
+        last[key] = max(last.get(key, 0), e.stream_seq)
+        frame = frames.get((e.stream, e.stream_seq))
+        if frame is not None and frame.text != e.text:
+            c.violation(f"{e.stream} seq {e.stream_seq} delivered as {e.text!r}, framed as "
+                        f"{frame.text!r}", frame, e)
 
 
-def relay_locality(h: History) -> Verdict:
-    """Seed 002 §6: local first — no FLOW_EVENT leaves a node while that node has a
-    subscriber for the conversation."""
-    c = Collector("relay_locality")
-    watching: dict[str, dict[str, str]] = defaultdict(dict)   # node -> subscriber -> conversation
-    for e in sorted(h.of("subscriber_attached") + h.of("subscriber_detached") + h.of("relay_sent"),
-                    key=lambda x: x["seq"]):
-        node = e["node"]
-        if e["kind"] == "subscriber_attached":
-            watching[node][e["subscriberId"]] = e["conversationId"]
-        elif e["kind"] == "subscriber_detached":
-            watching[node].pop(e["subscriberId"], None)
-        else:
-            c.count("relayed")
-            if e["conversationId"] in watching[node].values():
-                c.violation(f"{node} relayed {e['stream']} seq {e['streamSeq']} although it has a "
-                            f"local subscriber for {e['conversationId']}", e)
-    return c.verdict("" if h.of("relay_frame") else NOTHING + "no flow streamed in this run")
+@rule("DESIGN §3 FLOW-RELAY: broadcastToConversation; seed 002 §6 (active-emitter defect)")
+def delivered_to_its_conversation(h: History, c: Collector) -> None:
+    """An event of a conversation is pushed only to that conversation's subscribers."""
+    for e in h.of(RelayDelivered):
+        if e.subscriber_conversation != e.conversation_id:
+            c.violation(f"an event of conversation {e.conversation_id} was pushed to "
+                        f"{e.subscriber_id}, who watches {e.subscriber_conversation!r}", e)
+
+
+@rule("DESIGN §3 FLOW-RELAY: local events verified, relayed ones claimed")
+def trust_labels(h: History, c: Collector) -> None:
+    """A delivery is labelled `verified` on the node that produced the stream and `claimed`
+    on any other node."""
+    producer = _producers(h)
+    for e in h.of(RelayDelivered):
+        want = "verified" if producer.get(e.stream) == e.node else "claimed"
+        if e.trust != want:
+            c.violation(f"{e.stream} seq {e.stream_seq} delivered on {e.node} labelled "
+                        f"{e.trust}, should be {want}", e)
+
+
+@rule("seed 002 §6: local first; DESIGN §7 zero relay traffic with a local subscriber")
+def local_first(h: History, c: Collector) -> None:
+    """No FLOW_EVENT leaves a node while that node has a subscriber for the conversation."""
+    watching: dict[str, dict[str, str | None]] = defaultdict(dict)   # node -> tab -> conv
+    merged = sorted([*h.of(SubscriberAttached), *h.of(SubscriberDetached), *h.of(RelaySent)],
+                    key=lambda x: x.seq)
+    for e in merged:
+        match e:
+            case SubscriberAttached():
+                watching[e.node][e.subscriber_id] = e.conversation_id
+            case SubscriberDetached():
+                watching[e.node].pop(e.subscriber_id, None)
+            case RelaySent():
+                c.count("relayed")
+                if e.conversation_id in watching[e.node].values():
+                    c.violation(f"{e.node} relayed {e.stream} seq {e.stream_seq} although it has "
+                                f"a local subscriber for {e.conversation_id}", e)
+
+
+def _no_stream(h: History) -> str | None:
+    return None if h.of(RelayFrame) else "no flow streamed in this run"
+
+
+RELAY_INTEGRITY = Checker(
+    "relay_integrity", "Per stream: frames carry the emitted text; relayed frames are accepted "
+    "or in an explicit gap; per subscriber strictly increasing, right text, right "
+    "conversation, right trust label.",
+    (frames_carry_the_flow, relayed_frames_accounted, delivered_in_order_once,
+     delivered_to_its_conversation, trust_labels), _no_stream)
+RELAY_LOCALITY = Checker(
+    "relay_locality", "Seed 002 §6: local first — no FLOW_EVENT leaves a node while that node "
+    "has a subscriber for the conversation.", (local_first,), _no_stream)

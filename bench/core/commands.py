@@ -8,11 +8,11 @@ issued while the connection is down are queued by the driver and sent in order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from bench.core.envelope import Json
+from bench.core.events import Event, to_fields
 from bench.core.inputs import TimerId
 from bench.core.outcome import EventKind
 
@@ -144,10 +144,17 @@ class PersistRecord:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One history event. Fields are JSON values and never contain a secret."""
+    """One history event (`bench.core.events`). Its fields never contain a secret."""
 
-    kind: EventKind
-    fields: Mapping[str, Json] = field(default_factory=dict)
+    event: Event
+
+    @property
+    def kind(self) -> EventKind:
+        return self.event.KIND
+
+    @property
+    def fields(self) -> dict[str, Json]:
+        return to_fields(self.event)
 
 
 Command = (Connect | Subscribe | Publish | StartTimer | CancelTimer | Execute | RunStep

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from bench.core.commands import Command, Record
-from bench.core.envelope import Json
-from bench.core.outcome import EventKind
+from bench.core.events import Event
 
 
 class Effects:
@@ -17,5 +16,5 @@ class Effects:
     def add(self, command: Command) -> None:
         self.commands.append(command)
 
-    def record(self, kind: EventKind, **fields: Json) -> None:
-        self.commands.append(Record(kind, fields))
+    def record(self, event: Event) -> None:
+        self.commands.append(Record(event))

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from bench.core import events as ev
 from bench.core.commands import AskHuman, CancelTimer, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
 from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TimerId, TimerKind
-from bench.core.outcome import EventKind
 from bench.core.process import GATE_DECISIONS, TIMEOUT_POLICIES, AckStatus
 
 
@@ -115,16 +115,16 @@ class Gates:
                     f"and onTimeout in {list(TIMEOUT_POLICIES)}")
         known = self.gates.get(gate_id)
         if known is not None:
-            fx.record(EventKind.GATE_OPEN_DUPLICATE, gateId=gate_id, state=known.state.value,
-                      messageId=env.message_id)
+            fx.record(ev.GateOpenDuplicate(gate_id=gate_id, state=known.state.value,
+                                           message_id=env.message_id))
             return None
         gate = Gate(gate_id, pi, activity, agent, env.to_agent_id or "", env.conversation_id,
                     env.header(Header.ORIGIN_NODE_ID), str(p.get("prompt", "")), str(policy),
                     fx.now_ms, fx.now_ms + timeout)
-        fx.record(EventKind.GATE_OPENED, gateId=gate_id, processInstId=pi, activityId=activity,
-                  agentId=agent, executorNodeId=gate.executor_node_id,
-                  conversationId=env.conversation_id, deadlineMs=gate.deadline_ms,
-                  onTimeout=gate.on_timeout, messageId=env.message_id)
+        fx.record(ev.GateOpened(gate_id=gate_id, process_inst_id=pi, activity_id=activity,
+                                agent_id=agent, executor_node_id=gate.executor_node_id,
+                                conversation_id=env.conversation_id, deadline_ms=gate.deadline_ms,
+                                on_timeout=gate.on_timeout, message_id=env.message_id))
         fx.add(StartTimer(_expiry(gate_id), gate.deadline_ms))
         self._ask(fx, gate)
         return None
@@ -132,20 +132,19 @@ class Gates:
     def _ask(self, fx: Effects, gate: Gate) -> None:
         gate = replace(gate, asks=gate.asks + 1)
         self._store(fx, gate)
-        fx.record(EventKind.HUMAN_ASKED, gateId=gate.gate_id, ask=gate.asks,
-                  conversationId=gate.conversation_id)
+        fx.record(ev.HumanAsked(gate_id=gate.gate_id, ask=gate.asks,
+                                conversation_id=gate.conversation_id))
         fx.add(AskHuman(gate.gate_id, gate.conversation_id, gate.prompt, gate.asks))
 
     def on_human(self, fx: Effects, gate_id: str, decision: str, click: str) -> None:
         gate = self.gates.get(gate_id)
         if gate is None or decision not in ("approve", "reject"):
-            fx.record(EventKind.GATE_CLICK_REJECTED, gateId=gate_id, click=click,
-                      decision=decision,
-                      reason="unknown gate" if gate is None else "decision must be approve|reject")
+            fx.record(ev.GateClickRejected(gate_id=gate_id, click=click, decision=decision,
+                                           reason="unknown gate" if gate is None else "decision must be approve|reject"))
             return
         if gate.state is not GateState.OPEN:
-            fx.record(EventKind.GATE_ALREADY_DECIDED, gateId=gate_id, click=click,
-                      decision=decision, state=gate.state.value, decided=gate.decision)
+            fx.record(ev.GateAlreadyDecided(gate_id=gate_id, click=click, decision=decision,
+                                            state=gate.state.value, decided=gate.decision))
             return
         self._decide(fx, gate, decision, "human", click)
 
@@ -154,17 +153,16 @@ class Gates:
         if gate is None or gate.state is not GateState.OPEN:
             return
         decision = "reject" if gate.on_timeout == "reject" else "expired"
-        fx.record(EventKind.GATE_EXPIRED, gateId=gate_id, policy=gate.on_timeout,
-                  decision=decision)
+        fx.record(ev.GateExpired(gate_id=gate_id, policy=gate.on_timeout, decision=decision))
         self._decide(fx, gate, decision, "timeout", None)
 
     def _decide(self, fx: Effects, gate: Gate, decision: str, by: str, click: str | None) -> None:
         assert decision in GATE_DECISIONS
         fx.add(CancelTimer(_expiry(gate.gate_id)))
         gate = replace(gate, state=GateState.DECIDED, decision=decision, decided_by=by)
-        fx.record(EventKind.GATE_DECIDED, gateId=gate.gate_id, decision=decision, decidedBy=by,
-                  click=click, processInstId=gate.process_inst_id,
-                  thinkMs=fx.now_ms - gate.opened_ms)
+        fx.record(ev.GateDecided(gate_id=gate.gate_id, decision=decision, decided_by=by,
+                                 click=click, process_inst_id=gate.process_inst_id,
+                                 think_ms=fx.now_ms - gate.opened_ms))
         self._send_decision(fx, gate)
 
     def _send_decision(self, fx: Effects, gate: Gate) -> None:
@@ -176,8 +174,9 @@ class Gates:
                        payload={"gateId": gate.gate_id, "processInstId": gate.process_inst_id,
                                 "activityId": gate.activity_id, "decision": gate.decision,
                                 "decidedBy": gate.decided_by})
-        fx.record(EventKind.GATE_DECISION_SENT, gateId=gate.gate_id, messageId=env.message_id,
-                  attempt=gate.attempts, decision=gate.decision, agentId=gate.agent_id)
+        fx.record(ev.GateDecisionSent(gate_id=gate.gate_id, message_id=env.message_id,
+                                      attempt=gate.attempts, decision=gate.decision,
+                                      agent_id=gate.agent_id))
         fx.add(StartTimer(_retry(gate.gate_id), fx.now_ms + self.config.retry_ms * gate.attempts))
         self.send(fx, env, False)
 
@@ -188,8 +187,8 @@ class Gates:
         if gate.attempts >= self.config.max_attempts:
             gate = replace(gate, state=GateState.UNACKED)
             self._store(fx, gate)
-            fx.record(EventKind.GATE_UNACKED, gateId=gate_id, attempts=gate.attempts,
-                      reason="no GATE_ACK after the last attempt")
+            fx.record(ev.GateUnacked(gate_id=gate_id, attempts=gate.attempts,
+                                     reason="no GATE_ACK after the last attempt"))
             return
         self._send_decision(fx, gate)
 
@@ -203,13 +202,13 @@ class Gates:
         gate = self.gates.get(gate_id)
         negative = status in (AckStatus.UNKNOWN_INSTANCE.value, AckStatus.NOT_WAITING.value)
         if gate is None or gate.state is not GateState.DECIDED:
-            fx.record(EventKind.GATE_ACKED, gateId=gate_id, status=status, negative=negative,
-                      duplicate=True, messageId=env.message_id)
+            fx.record(ev.GateAcked(gate_id=gate_id, status=status, negative=negative,
+                                   duplicate=True, message_id=env.message_id))
             return None
         fx.add(CancelTimer(_retry(gate_id)))
         self._store(fx, replace(gate, state=GateState.ACKED, ack=str(status)))
-        fx.record(EventKind.GATE_ACKED, gateId=gate_id, status=status, negative=negative,
-                  duplicate=False, messageId=env.message_id, attempts=gate.attempts)
+        fx.record(ev.GateAcked(gate_id=gate_id, status=status, negative=negative, duplicate=False,
+                               message_id=env.message_id, attempts=gate.attempts))
         return None
 
     def _store(self, fx: Effects, gate: Gate) -> None:
@@ -223,8 +222,8 @@ class Gates:
             try:
                 gate = Gate.from_json(raw)
             except (KeyError, TypeError, ValueError) as exc:
-                fx.record(EventKind.WARNING, what="gate record unreadable", gateId=key,
-                          reason=str(exc)[:200])
+                fx.record(ev.Warning(what=ev.WarningKind.GATE_RECORD_UNREADABLE, gate_id=key,
+                                     reason=str(exc)[:200]))
                 continue
             self.gates[gate.gate_id] = gate
             if gate.state is GateState.OPEN:
@@ -233,6 +232,6 @@ class Gates:
             elif gate.state is GateState.DECIDED:
                 fx.add(StartTimer(_retry(gate.gate_id), fx.now_ms))
         if records:
-            fx.record(EventKind.GATES_RESTORED, gates=len(self.gates),
-                      open=sum(g.state is GateState.OPEN for g in self.gates.values()),
-                      decided=sum(g.state is GateState.DECIDED for g in self.gates.values()))
+            fx.record(ev.GatesRestored(gates=len(self.gates),
+                                       open=sum(g.state is GateState.OPEN for g in self.gates.values()),
+                                       decided=sum(g.state is GateState.DECIDED for g in self.gates.values())))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import assert_never
 
+from bench.core import events as ev
 from bench.core.auth import AuthMode, KeyRing, Verdict, admits, verify
 from bench.core.commands import (
     Command,
@@ -60,7 +61,7 @@ from bench.core.inputs import (
 )
 from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
 from bench.core.outbox import Outbox
-from bench.core.outcome import DropReason, EventKind
+from bench.core.outcome import DropReason
 from bench.core.process import ProcessEngine
 from bench.core.relay import Flow, FlowKind, Relay, RelayConfig
 from bench.core.request import Requests
@@ -199,10 +200,8 @@ class Node:
         auth = replace(self.config.auth, keys=keys)
         self.config = replace(self.config, auth=auth)
         self.outbox.auth = auth
-        kids: list[Json] = [k for k in sorted(keys.agent_keys)]
-        overlap: list[Json] = [k for k in sorted(keys.previous)]
-        fx.record(EventKind.KEYS_ROTATED, kids=kids, flat=keys.flat_token is not None,
-                  overlapKids=overlap)   # kid names only: never a key
+        fx.record(ev.KeysRotated(kids=sorted(keys.agent_keys), flat=keys.flat_token is not None,
+                                 overlap_kids=sorted(keys.previous)))   # kid names: never a key
 
     def _start_process(self, fx: Effects, task: TaskRecord) -> None:
         self.processes.start(fx, task.task_id, task.agent_id, task.conversation_id,
@@ -218,13 +217,14 @@ class Node:
         self.state = NodeState.STARTED
         self.boot_id = event.boot_id
         cfg = self.config
-        fx.record(EventKind.NODE_STARTED, bootId=event.boot_id, namespace=cfg.namespace,
-                  clientId=cfg.effective_client_id, authMode=cfg.auth.mode.value,
-                  signatureVersion=cfg.auth.version.value)
+        fx.record(ev.NodeStarted(boot_id=event.boot_id, namespace=cfg.namespace,
+                                 client_id=cfg.effective_client_id, auth_mode=cfg.auth.mode.value,
+                                 signature_version=cfg.auth.version.value))
         self._load_roster(fx, event)
         problem = self.ledger.restore(event.restored.ledger, fx.now_ms)
-        fx.record(EventKind.LEDGER_RESTORED, entries=len(self.ledger), problem=problem,
-                  durable=self.ledger.config.durable, ttlMs=self.ledger.config.ttl_ms)
+        fx.record(ev.LedgerRestored(entries=len(self.ledger), problem=problem,
+                                    durable=self.ledger.config.durable,
+                                    ttl_ms=self.ledger.config.ttl_ms))
         offline = announcement_for(self.roster, online=False)
         fx.add(Connect(cfg.effective_client_id, self.topics.directory(self.node_id),
                        _json_bytes(offline.to_json()), clean_session=not self.persistent_session))
@@ -232,10 +232,12 @@ class Node:
         self.relay.restore(dict(event.restored.streams))
         waiting = self.processes.restore(fx, dict(event.restored.instances))
         self.gates.restore(fx, dict(event.restored.gates))
-        for what, problems in (("tasks", self.tasks.recover(fx, event.restored.tasks, waiting)),
-                               ("requests", self.requests.recover(fx, event.restored.requests))):
+        for what, problems in (
+                (ev.WarningKind.RESTORE_TASKS, self.tasks.recover(fx, event.restored.tasks, waiting)),
+                (ev.WarningKind.RESTORE_REQUESTS,
+                 self.requests.recover(fx, event.restored.requests))):
             for p in problems:
-                fx.record(EventKind.WARNING, what=f"restore {what}", reason=p)
+                fx.record(ev.Warning(what=what, reason=p))
         fx.add(StartTimer(LEDGER_FLUSH, fx.now_ms + self.ledger.config.flush_interval_ms))
 
     def _load_roster(self, fx: Effects, event: Started) -> None:
@@ -245,28 +247,27 @@ class Node:
                              register_default=self.registers_default_executor)
         self.roster = loaded.roster
         for p in loaded.problems:
-            fx.record(EventKind.WARNING, what="roster unreadable; starting from configuration",
-                      reason=p)
+            fx.record(ev.Warning(what=ev.WarningKind.ROSTER_UNREADABLE, reason=p))
         if loaded.rotated_from is not None:
             fx.add(PersistDocument(f"{ROSTER_DOCUMENT}.bak-{loaded.rotated_from}",
                                    event.restored.roster))
-            fx.record(EventKind.ROSTER_ROTATED, fromNamespace=loaded.rotated_from,
-                      toNamespace=cfg.namespace, droppedAgents=list(loaded.rotated_agents))
+            fx.record(ev.RosterRotated(from_namespace=loaded.rotated_from,
+                                       to_namespace=cfg.namespace,
+                                       dropped_agents=list(loaded.rotated_agents)))
         fx.add(PersistDocument(ROSTER_DOCUMENT, self.roster.to_document()))
-        fx.record(EventKind.ROSTER_LOADED, agents=list(self.roster.agent_ids),
-                  restored=list(loaded.restored), namespace=cfg.namespace)
+        fx.record(ev.RosterLoaded(agents=list(self.roster.agent_ids),
+                                  restored=list(loaded.restored), namespace=cfg.namespace))
         if self.roster.default_executor:
-            fx.record(EventKind.DEFAULT_EXECUTOR_REGISTERED,
-                      agentId=self.roster.executor_ids[-1],
-                      reason="roster is empty; a default executor keeps the node from being "
-                             "a mute receiver")
+            fx.record(ev.DefaultExecutorRegistered(agent_id=self.roster.executor_ids[-1],
+                                                   reason="roster is empty; a default executor keeps the node from being "
+                             "a mute receiver"))
 
     def _on_connected(self, fx: Effects, event: Connected) -> None:
         filters = (self.topics.inbox(self.node_id), self.topics.directory_filter(),
                    *(self.topics.group(g) for g in self.config.scene_groups))
         fx.add(Subscribe(filters, self.config.qos))
-        fx.record(EventKind.CONNECTED, clientId=self.config.effective_client_id,
-                  sessionPresent=event.session_present, subscriptions=list(filters))
+        fx.record(ev.Connected(client_id=self.config.effective_client_id,
+                               session_present=event.session_present, subscriptions=list(filters)))
 
     def _on_subscribed(self, fx: Effects, event: Subscribed) -> None:
         """Announce the node online only once the broker routes its inbox here: announcing
@@ -274,9 +275,8 @@ class Node:
         fx.add(Publish(self.topics.directory(self.node_id),
                        _json_bytes(announcement_for(self.roster).to_json()), 1, True, None))
         executors = self.roster.executor_ids
-        fx.record(EventKind.EXECUTORS_REGISTERED, registered=len(executors),
-                  expected=len(executors), agents=list(executors),
-                  subscribed=list(event.filters))
+        fx.record(ev.ExecutorsRegistered(registered=len(executors), expected=len(executors),
+                                         agents=list(executors), subscribed=list(event.filters)))
 
     def _on_timer(self, fx: Effects, timer: TimerId) -> None:
         match timer.kind:
@@ -304,8 +304,9 @@ class Node:
             return
         fx.add(PersistDocument(LEDGER_DOCUMENT, self.ledger.to_document()))
         self.ledger.mark_flushed()
-        fx.record(EventKind.LEDGER_FLUSHED, entries=len(self.ledger), expired=expired,
-                  evictedTotal=self.ledger.evicted, expiredTotal=self.ledger.expired)
+        fx.record(ev.LedgerFlushed(entries=len(self.ledger), expired=expired,
+                                   evicted_total=self.ledger.evicted,
+                                   expired_total=self.ledger.expired))
 
     # -- inbound ------------------------------------------------------------------------------
     def _on_message(self, fx: Effects, event: MessageReceived) -> None:
@@ -353,9 +354,10 @@ class Node:
 
     def record_audit(self, fx: Effects, env: Envelope, verdict: Verdict) -> None:
         """Audit mode admits everything and records every verdict (variants override)."""
-        fx.record(EventKind.AUTH_VERDICT, messageId=env.message_id, verdict=verdict.value,
-                  mode=AuthMode.AUDIT.value, admitted=True, fromAgentId=env.from_agent_id,
-                  kid=env.header(Header.KID), signerNode=env.header(Header.NODE))
+        fx.record(ev.AuthVerdict(message_id=env.message_id, verdict=verdict.value,
+                                 mode=AuthMode.AUDIT.value, admitted=True,
+                                 from_agent_id=env.from_agent_id, kid=env.header(Header.KID),
+                                 signer_node=env.header(Header.NODE)))
 
     def _route(self, fx: Effects, env: Envelope, kind: TopicKind, key: str | None,
                verdict: Verdict | None, topic: str | None) -> Drop | None:
@@ -367,8 +369,8 @@ class Node:
             if key not in self.config.scene_groups:
                 return Drop(DropReason.NOT_MINE, f"scene group {key!r} is not one of this node's")
             self._admitted(fx, env, verdict, topic, handler="group")
-            fx.record(EventKind.GROUP_EVENT_RECEIVED, messageId=env.message_id,
-                      sceneGroupId=key, fromAgentId=env.from_agent_id)
+            fx.record(ev.GroupEventReceived(message_id=env.message_id, scene_group_id=key,
+                                            from_agent_id=env.from_agent_id))
             return None
         if key != self.node_id or (env.target_node_id and env.target_node_id != self.node_id):
             return Drop(DropReason.NOT_MINE, f"targeted to node {env.target_node_id or key!r}, "
@@ -391,7 +393,7 @@ class Node:
                 self._admitted(fx, env, verdict, topic, handler="relay")
                 problem = self.relay.receive(fx, env)
                 if problem is not None:
-                    fx.record(EventKind.RELAY_DROPPED, messageId=env.message_id, reason=problem)
+                    fx.record(ev.RelayDropped(message_id=env.message_id, reason=problem))
             case MessageType.GATE_OPEN | MessageType.GATE_DECISION | MessageType.GATE_ACK:
                 handler = {MessageType.GATE_OPEN: self.gates.on_open,
                            MessageType.GATE_DECISION: self.processes.on_decision,
@@ -423,8 +425,8 @@ class Node:
             raise ValueError(f"node {self.node_id}: flow kind {event.kind!r} is not one of "
                              f"{[k.value for k in FlowKind]}") from None
         if flow is None:
-            fx.record(EventKind.RELAY_DROPPED, taskId=event.task_id, flowKind=kind.value,
-                      reason="no running task with that id on this node")
+            fx.record(ev.RelayDropped(task_id=event.task_id, flow_kind=kind.value,
+                                      reason="no running task with that id on this node"))
             return
         self._streaming.add(event.task_id)
         self.relay.emit(fx, flow, kind, event.text)
@@ -437,14 +439,14 @@ class Node:
 
     def _admitted(self, fx: Effects, env: Envelope, verdict: Verdict | None, topic: str | None,
                   handler: str) -> None:
-        fx.record(EventKind.INBOUND_ADMITTED, messageId=env.message_id,
-                  messageType=env.message_type.value, fromAgentId=env.from_agent_id,
-                  toAgentId=env.to_agent_id, targetNodeId=env.target_node_id,
-                  requestId=env.header(Header.REQUEST_ID),
-                  originNodeId=env.header(Header.ORIGIN_NODE_ID),
-                  replyNodeId=env.header(Header.REPLY_NODE_ID),
-                  verdict=verdict.value if verdict else None,
-                  via="mqtt" if topic else "local", handler=handler)
+        fx.record(ev.InboundAdmitted(message_id=env.message_id, message_type=env.message_type.value,
+                                     from_agent_id=env.from_agent_id, to_agent_id=env.to_agent_id,
+                                     target_node_id=env.target_node_id,
+                                     request_id=env.header(Header.REQUEST_ID),
+                                     origin_node_id=env.header(Header.ORIGIN_NODE_ID),
+                                     reply_node_id=env.header(Header.REPLY_NODE_ID),
+                                     verdict=verdict.value if verdict else None,
+                                     via="mqtt" if topic else "local", handler=handler))
         fx.add(PersistRecord(Table.MESSAGES, f"RECV|{env.message_id}", {
             "direction": "RECV", "messageId": env.message_id,
             "messageType": env.message_type.value, "fromAgentId": env.from_agent_id,
@@ -455,34 +457,36 @@ class Node:
     def _drop(self, fx: Effects, event: MessageReceived | None, env: Envelope | None, drop: Drop,
               verdict: Verdict | None = None) -> None:
         self.drops[drop.reason] += 1
-        fx.record(EventKind.INBOUND_DROPPED, reason=drop.reason.value, detail=drop.detail,
-                  topic=event.topic if event else None,
-                  messageId=env.message_id if env else None,
-                  messageType=env.message_type.value if env else None,
-                  fromAgentId=env.from_agent_id if env else None,
-                  requestId=env.header(Header.REQUEST_ID) if env else None,
-                  verdict=verdict.value if verdict else None,
-                  bytes=len(event.payload) if event else None)
+        fx.record(ev.InboundDropped(reason=drop.reason.value, detail=drop.detail,
+                                    topic=event.topic if event else None,
+                                    message_id=env.message_id if env else None,
+                                    message_type=env.message_type.value if env else None,
+                                    from_agent_id=env.from_agent_id if env else None,
+                                    request_id=env.header(Header.REQUEST_ID) if env else None,
+                                    verdict=verdict.value if verdict else None,
+                                    size_bytes=len(event.payload) if event else None))
 
     def _on_announcement(self, fx: Effects, event: MessageReceived, node_id: str) -> None:
         if not event.payload:
             # An empty retained message clears the node's announcement (MQTT 3.1.1 §3.3.1.3).
             removed = self.directory.remove(node_id)
-            fx.record(EventKind.DIRECTORY_UPDATED, nodeId=node_id, online=False, agents=[],
-                      known=len(self.directory), cleared=True, wasKnown=removed)
+            fx.record(ev.DirectoryUpdated(node_id=node_id, online=False, agents=[],
+                                          known=len(self.directory), cleared=True,
+                                          was_known=removed))
             return
         try:
             raw: object = json.loads(event.payload.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            fx.record(EventKind.DIRECTORY_REJECTED, topic=event.topic, reason=f"not JSON: {exc}"[:200])
+            fx.record(ev.DirectoryRejected(topic=event.topic, reason=f"not JSON: {exc}"[:200]))
             return
         ann = parse_announcement(raw, node_id)
         if isinstance(ann, str):
-            fx.record(EventKind.DIRECTORY_REJECTED, topic=event.topic, reason=ann)
+            fx.record(ev.DirectoryRejected(topic=event.topic, reason=ann))
             return
         self.directory.apply(ann)
-        fx.record(EventKind.DIRECTORY_UPDATED, nodeId=ann.node_id, online=ann.online,
-                  agents=[a.agent_id for a in ann.agents], known=len(self.directory))
+        fx.record(ev.DirectoryUpdated(node_id=ann.node_id, online=ann.online,
+                                      agents=[a.agent_id for a in ann.agents],
+                                      known=len(self.directory)))
 
     # -- outbound ----------------------------------------------------------------------------
     def _send_group_event(self, fx: Effects, event: GroupEventRequested) -> None:

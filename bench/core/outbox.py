@@ -11,13 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from bench.core import events as ev
 from bench.core.auth import AuthConfig, sign
 from bench.core.commands import PersistRecord, Publish, Table
 from bench.core.directory import Directory, Resolution, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, encode
 from bench.core.machine import Machine
-from bench.core.outcome import EventKind
 from bench.core.topics import Topics
 
 
@@ -107,8 +107,8 @@ class Outbox:
     def on_unresolved(self, fx: Effects, msg: Outbound, reason: str) -> OutboundState:
         """Never a broadcast: the message is UNDELIVERABLE, with its reason and a warning."""
         env = msg.envelope
-        fx.record(EventKind.WARNING, what="undeliverable", messageId=env.message_id,
-                  toAgentId=env.to_agent_id, reason=reason)
+        fx.record(ev.Warning(what=ev.WarningKind.UNDELIVERABLE, message_id=env.message_id,
+                             to_agent_id=env.to_agent_id, reason=reason))
         return self._move(fx, msg, OutboundEvent.UNRESOLVED, reason)
 
     def multicast(self, fx: Effects, envelope: Envelope) -> OutboundState:
@@ -136,8 +136,8 @@ class Outbox:
     def settle(self, fx: Effects, message_id: str, ok: bool, error: str | None) -> None:
         msg = self.in_flight.get(message_id)
         if msg is None:
-            fx.record(EventKind.WARNING, what="publish settled for an unknown message",
-                      messageId=message_id, ok=ok)
+            fx.record(ev.Warning(what=ev.WarningKind.UNKNOWN_SETTLEMENT,
+                                 message_id=message_id, ok=ok))
             return
         if ok:
             self._move(fx, msg, OutboundEvent.BROKER_ACCEPTED, msg.reason)
@@ -151,10 +151,11 @@ class Outbox:
         if state in OUTBOUND.terminal:
             self.in_flight.pop(env.message_id, None)
             self.counts[state] += 1
-            fx.record(EventKind.OUTBOUND_SETTLED, messageId=env.message_id,
-                      messageType=env.message_type.value, state=state.value, reason=reason,
-                      toAgentId=env.to_agent_id, targetNodeId=env.target_node_id,
-                      requestId=env.header(Header.REQUEST_ID), topic=msg.topic)
+            fx.record(ev.OutboundSettled(message_id=env.message_id,
+                                         message_type=env.message_type.value, state=state.value,
+                                         reason=reason, to_agent_id=env.to_agent_id,
+                                         target_node_id=env.target_node_id,
+                                         request_id=env.header(Header.REQUEST_ID), topic=msg.topic))
         else:
             self.in_flight[env.message_id] = moved
         fx.add(PersistRecord(Table.MESSAGES, f"SEND|{env.message_id}", {

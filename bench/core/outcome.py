@@ -10,7 +10,8 @@ from enum import StrEnum
 
 
 class EventKind(StrEnum):
-    """Kinds of history events a node records (the `kind` field of a history line)."""
+    """Kinds of history events (the `kind` field of a history line): what a node records,
+    then what the harness records around it. Each has its type in `bench.core.events`."""
 
     NODE_STARTED = "node_started"
     CONNECTED = "connected"
@@ -81,6 +82,28 @@ class EventKind(StrEnum):
     LEDGER_FLUSHED = "ledger_flushed"
     LEDGER_RESTORED = "ledger_restored"
     WARNING = "warning"
+    # what the harness records around the nodes: the run, node processes and their
+    # clients, the simulated people, the nemesis and the attacker
+    RUN_STARTED = "run_started"
+    RUN_FINISHED = "run_finished"
+    NODE_CRASHED = "node_crashed"
+    OP_NOT_ISSUED = "op_not_issued"
+    OP_FAILED = "op_failed"
+    INPUT_LOST = "input_lost"
+    HARNESS_ERROR = "harness_error"
+    SELF_CHECK = "self_check"
+    SELF_CHECK_FAILED = "self_check_failed"
+    FAULT_PROXY = "fault_proxy"
+    MQTT_CONNECTED = "mqtt_connected"
+    MQTT_DISCONNECTED = "mqtt_disconnected"
+    SESSION_TAKEOVER = "session_takeover"
+    HUMAN_CLICKED = "human_clicked"
+    FAULT_START = "fault_start"
+    FAULT_FIRED = "fault_fired"
+    FAULT_REFUSED = "fault_refused"
+    FAULT_ERROR = "fault_error"
+    FAULT_HEALED = "fault_healed"
+    ATTACK_SENT = "attack_sent"
 
 
 class DropReason(StrEnum):

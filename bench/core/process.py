@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import cast
 
+from bench.core import events as ev
 from bench.core.commands import PersistRecord, RunStep, Table
 from bench.core.context import (
     ContextError,
@@ -31,7 +32,6 @@ from bench.core.context import (
 )
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
-from bench.core.outcome import EventKind
 
 GATE_DECISIONS = ("approve", "reject", "expired")
 TIMEOUT_POLICIES = ("reject", "fail")
@@ -246,21 +246,22 @@ class ProcessEngine:
         try:
             inst = Instance.from_json(raw)
         except (KeyError, TypeError, ValueError) as exc:
-            fx.record(EventKind.WARNING, what="instance snapshot unreadable",
-                      processInstId=process_inst_id, reason=str(exc)[:200])
+            fx.record(ev.Warning(what=ev.WarningKind.SNAPSHOT_UNREADABLE,
+                                 process_inst_id=process_inst_id, reason=str(exc)[:200]))
             return None
         self.instances[inst.instance_id] = inst
-        fx.record(EventKind.INSTANCE_REHYDRATED, processInstId=inst.instance_id,
-                  taskId=inst.task_id, status=inst.status.value, version=inst.version,
-                  gateId=inst.gate_id, digest=digest(inst.context))
+        fx.record(ev.InstanceRehydrated(process_inst_id=inst.instance_id, task_id=inst.task_id,
+                                        status=inst.status.value, version=inst.version,
+                                        gate_id=inst.gate_id, digest=digest(inst.context)))
         return inst
 
     def on_subflow_failed(self, fx: Effects, inst: Instance, sub: _Sub, why: str) -> None:
         """A failed sub-flow fails its parent: its child context is discarded."""
-        fx.record(EventKind.SUBFLOW_FINISHED, processInstId=inst.instance_id, step=sub.step.id,
-                  ok=False, reason=why)
+        fx.record(ev.SubflowFinished(process_inst_id=inst.instance_id, step=sub.step.id, ok=False,
+                                     reason=why))
         inst.sub = None
-        self._end(fx, inst, InstanceStatus.FAILED, f"sub-flow {sub.step.id} failed: {why}")
+        self._end(fx, inst, InstanceStatus.FAILED, f"sub-flow {sub.step.id} failed: {why}",
+                  ev.InstanceCause.SUBFLOW_FAILED)
 
     # -- start --------------------------------------------------------------------------------
     def start(self, fx: Effects, task_id: str, agent_id: str, conversation_id: str | None,
@@ -270,17 +271,16 @@ class ProcessEngine:
         try:
             steps = parse_steps(definition)
         except ValueError as exc:
-            fx.record(EventKind.WARNING, what="bad process definition", taskId=task_id,
-                      reason=str(exc))
+            fx.record(ev.Warning(what=ev.WarningKind.BAD_PROCESS_DEFINITION, task_id=task_id, reason=str(exc)))
             self.finish(fx, task_id, False, None, f"bad process definition: {exc}")
             return
         inst = Instance(f"pi-{task_id}", task_id, agent_id, conversation_id, home_node_id,
                         requester_agent_id, definition, steps, self.fresh_context(task_input))
         inst.snapshot_id = f"{inst.instance_id}:main:v0"
         self.instances[inst.instance_id] = inst
-        fx.record(EventKind.INSTANCE_STARTED, processInstId=inst.instance_id, taskId=task_id,
-                  agentId=agent_id, definition=definition, version=0,
-                  context=deep_copy(inst.context), digest=digest(inst.context))
+        fx.record(ev.InstanceStarted(process_inst_id=inst.instance_id, task_id=task_id,
+                                     agent_id=agent_id, definition=definition, version=0,
+                                     context=deep_copy(inst.context), digest=digest(inst.context)))
         self.persist(fx, inst, "start")
         self._advance(fx, inst)
 
@@ -292,7 +292,7 @@ class ProcessEngine:
             self._advance_sub(fx, inst, inst.sub)
             return
         if inst.pc >= len(inst.steps):
-            self._end(fx, inst, InstanceStatus.COMPLETED, None)
+            self._end(fx, inst, InstanceStatus.COMPLETED, None, ev.InstanceCause.COMPLETED)
             return
         step = inst.steps[inst.pc]
         if step.kind == "work":
@@ -306,9 +306,10 @@ class ProcessEngine:
             sub.snapshot_id = f"{inst.instance_id}:{step.id}:v0"
             sub.parent_snapshot_id = inst.snapshot_id
             inst.sub = sub
-            fx.record(EventKind.CONTEXT_FORKED, processInstId=inst.instance_id, scope=step.id,
-                      parentSnapshotId=inst.snapshot_id, parentVersion=inst.version,
-                      snapshotId=sub.snapshot_id, digest=digest(sub.context))
+            fx.record(ev.ContextForked(process_inst_id=inst.instance_id, scope=step.id,
+                                       parent_snapshot_id=inst.snapshot_id,
+                                       parent_version=inst.version, snapshot_id=sub.snapshot_id,
+                                       digest=digest(sub.context)))
             self._advance_sub(fx, inst, sub)
         else:
             self._open_gate(fx, inst, step)
@@ -319,8 +320,8 @@ class ProcessEngine:
             self._start_attempt(fx, inst, sub.step.id, f"{sub.step.id}/{inner.id}", inner, 1,
                                 self._snapshot(inst, sub.step.id))
             return
-        fx.record(EventKind.SUBFLOW_FINISHED, processInstId=inst.instance_id, step=sub.step.id,
-                  ok=True, reason=None)
+        fx.record(ev.SubflowFinished(process_inst_id=inst.instance_id, step=sub.step.id, ok=True,
+                                     reason=None))
         inst.sub = None
         self._merge(fx, inst, "main", sub.step.id, 1, sub.step.merge, sub.base, sub.context, sub.ops)
         inst.pc += 1
@@ -339,10 +340,10 @@ class ProcessEngine:
                        number: int, snap: Snapshot) -> None:
         work = self.copy_context(snap.data)
         inst.running[path] = _Attempt(scope, step, number, snap, work)
-        fx.record(EventKind.STEP_STARTED, processInstId=inst.instance_id, taskId=inst.task_id,
-                  scope=scope, path=path, attempt=number, retries=step.retries,
-                  snapshotId=snap.snapshot_id, parentSnapshotId=snap.parent_id,
-                  baseVersion=snap.version, baseDigest=digest(work))
+        fx.record(ev.StepStarted(process_inst_id=inst.instance_id, task_id=inst.task_id,
+                                 scope=scope, path=path, attempt=number, retries=step.retries,
+                                 snapshot_id=snap.snapshot_id, parent_snapshot_id=snap.parent_id,
+                                 base_version=snap.version, base_digest=digest(work)))
         fx.add(RunStep(inst.instance_id, inst.task_id, path, number, inst.agent_id))
 
     def on_step_finished(self, fx: Effects, instance_id: str, path: str, number: int, ok: bool,
@@ -350,8 +351,8 @@ class ProcessEngine:
         inst = self.instances.get(instance_id)
         attempt = inst.running.get(path) if inst is not None else None
         if inst is None or attempt is None or attempt.number != number:
-            fx.record(EventKind.STEP_LATE, processInstId=instance_id, path=path, attempt=number,
-                      ok=ok, reason="no such running attempt")
+            fx.record(ev.StepLate(process_inst_id=instance_id, path=path, attempt=number, ok=ok,
+                                  reason="no such running attempt"))
             return
         del inst.running[path]
         attempt.ops = ops
@@ -360,9 +361,9 @@ class ProcessEngine:
             apply_ops(attempt.work, ops)   # the step wrote to its copy, then succeeded or not
         except ContextError as exc:
             ok, error = False, str(exc)
-        fx.record(EventKind.STEP_FINISHED, processInstId=instance_id, scope=attempt.scope,
-                  path=path, attempt=number, ok=ok, ops=deep_copy(cast(Json, ops)),
-                  error=error)
+        fx.record(ev.StepFinished(process_inst_id=instance_id, scope=attempt.scope, path=path,
+                                  attempt=number, ok=ok, ops=deep_copy(cast(Json, ops)),
+                                  error=error))
         if inst.status is not InstanceStatus.RUNNING:
             return   # a sibling branch already failed the instance
         if not ok:
@@ -392,8 +393,9 @@ class ProcessEngine:
         self._advance(fx, inst)
 
     def _failed_attempt(self, fx: Effects, inst: Instance, path: str, attempt: _Attempt) -> None:
-        fx.record(EventKind.ATTEMPT_DISCARDED, processInstId=inst.instance_id, path=path,
-                  attempt=attempt.number, snapshotId=attempt.snapshot.snapshot_id)
+        fx.record(ev.AttemptDiscarded(process_inst_id=inst.instance_id, path=path,
+                                      attempt=attempt.number,
+                                      snapshot_id=attempt.snapshot.snapshot_id))
         if attempt.number <= attempt.step.retries:   # retry from the pre-attempt snapshot
             self._start_attempt(fx, inst, attempt.scope, path, attempt.step, attempt.number + 1,
                                 attempt.snapshot)
@@ -406,7 +408,7 @@ class ProcessEngine:
             if inst.status is InstanceStatus.RUNNING:   # a variant carried on
                 self._advance(fx, inst)
             return
-        self._end(fx, inst, InstanceStatus.FAILED, why)
+        self._end(fx, inst, InstanceStatus.FAILED, why, ev.InstanceCause.STEP_FAILED)
 
     def _merge(self, fx: Effects, inst: Instance, scope: str, path: str, attempt: int,
                operator: Merge, base: Json, result: Json, ops: list[Op]) -> None:
@@ -419,22 +421,25 @@ class ProcessEngine:
         target.version += 1
         target.parent_snapshot_id = target.snapshot_id
         target.snapshot_id = f"{inst.instance_id}:{scope}:v{target.version}"
-        fx.record(EventKind.CONTEXT_MERGED, processInstId=inst.instance_id, scope=scope,
-                  path=path, attempt=attempt, operator=operator.value, fromVersion=before,
-                  version=target.version, snapshotId=target.snapshot_id,
-                  parentSnapshotId=target.parent_snapshot_id, ops=deep_copy(cast(Json, ops)),
-                  context=deep_copy(target.context), digest=digest(target.context))
+        fx.record(ev.ContextMerged(process_inst_id=inst.instance_id, scope=scope, path=path,
+                                   attempt=attempt, operator=operator.value, from_version=before,
+                                   version=target.version, snapshot_id=target.snapshot_id,
+                                   parent_snapshot_id=target.parent_snapshot_id,
+                                   ops=deep_copy(cast(Json, ops)),
+                                   context=deep_copy(target.context),
+                                   digest=digest(target.context)))
         if scope == "main":
             self.persist(fx, inst, "checkpoint")
 
-    def _end(self, fx: Effects, inst: Instance, status: InstanceStatus, error: str | None) -> None:
+    def _end(self, fx: Effects, inst: Instance, status: InstanceStatus, error: str | None,
+             cause: ev.InstanceCause) -> None:
         previous = inst.status
         inst.status = status
         inst.running.clear()
         self.persist(fx, inst, "end")
-        fx.record(EventKind.INSTANCE_STATE, processInstId=inst.instance_id, taskId=inst.task_id,
-                  status=status.value, previous=previous.value, reason=error,
-                  version=inst.version)
+        fx.record(ev.InstanceState(process_inst_id=inst.instance_id, task_id=inst.task_id,
+                                   status=status.value, previous=previous.value, reason=error,
+                                   version=inst.version, cause=cause))
         ok = status is InstanceStatus.COMPLETED
         self.finish(fx, inst.task_id, ok,
                     {"context": deep_copy(inst.context), "version": inst.version} if ok else None,
@@ -443,21 +448,23 @@ class ProcessEngine:
     def persist(self, fx: Effects, inst: Instance, reason: str) -> None:
         snap = inst.to_json()
         fx.add(PersistRecord(Table.INSTANCES, inst.instance_id, snap))
-        fx.record(EventKind.INSTANCE_PERSISTED, processInstId=inst.instance_id,
-                  status=cast(str, snap["status"]), version=inst.version, reason=reason,
-                  gateId=inst.gate_id)
+        fx.record(ev.InstancePersisted(process_inst_id=inst.instance_id,
+                                       status=cast(str, snap["status"]), version=inst.version,
+                                       reason=reason, gate_id=inst.gate_id))
 
     # -- gates (executor side) -------------------------------------------------------------------
     def _open_gate(self, fx: Effects, inst: Instance, step: StepDef) -> None:
         gate_id = f"{inst.instance_id}:{step.id}"
         if inst.home_node_id is None:
             self._end(fx, inst, InstanceStatus.FAILED,
-                      f"human step {step.id}: the request named no home node to ask")
+                      f"human step {step.id}: the request named no home node to ask",
+                      ev.InstanceCause.NO_HOME_NODE)
             return
         self.pause(fx, inst, gate_id)
-        fx.record(EventKind.INSTANCE_STATE, processInstId=inst.instance_id, taskId=inst.task_id,
-                  status=inst.status.value, previous=InstanceStatus.RUNNING.value,
-                  reason=f"waiting at gate {gate_id}", version=inst.version)
+        fx.record(ev.InstanceState(process_inst_id=inst.instance_id, task_id=inst.task_id,
+                                   status=inst.status.value, previous=InstanceStatus.RUNNING.value,
+                                   reason=f"waiting at gate {gate_id}", version=inst.version,
+                                   cause=ev.InstanceCause.WAITING_AT_GATE))
         env = Envelope(self.new_id(), MessageType.GATE_OPEN, inst.agent_id, fx.now_ms,
                        to_agent_id=inst.requester_agent_id, target_node_id=inst.home_node_id,
                        conversation_id=inst.conversation_id,
@@ -465,9 +472,9 @@ class ProcessEngine:
                                 "activityId": step.id, "agentId": inst.agent_id,
                                 "taskId": inst.task_id, "prompt": step.prompt,
                                 "timeoutMs": step.timeout_ms, "onTimeout": step.on_timeout})
-        fx.record(EventKind.GATE_OPEN_SENT, gateId=gate_id, processInstId=inst.instance_id,
-                  activityId=step.id, agentId=inst.agent_id, homeNodeId=inst.home_node_id,
-                  messageId=env.message_id)
+        fx.record(ev.GateOpenSent(gate_id=gate_id, process_inst_id=inst.instance_id,
+                                  activity_id=step.id, agent_id=inst.agent_id,
+                                  home_node_id=inst.home_node_id, message_id=env.message_id))
         self.send(fx, env, True)
 
     def on_decision(self, fx: Effects, env: Envelope) -> str | None:
@@ -488,9 +495,9 @@ class ProcessEngine:
             status = AckStatus.NOT_WAITING
         else:
             status = AckStatus.RESUMED
-        fx.record(EventKind.GATE_DECISION_RECEIVED, gateId=gate_id, processInstId=pi,
-                  decision=decision, status=status.value, messageId=env.message_id,
-                  instanceStatus=inst.status.value if inst else None)
+        fx.record(ev.GateDecisionReceived(gate_id=gate_id, process_inst_id=pi, decision=decision,
+                                          status=status.value, message_id=env.message_id,
+                                          instance_status=inst.status.value if inst else None))
         self._ack(fx, env, gate_id, pi, status)
         if inst is not None and status is AckStatus.RESUMED:
             self._resume(fx, inst, gate_id, str(decision))
@@ -506,8 +513,9 @@ class ProcessEngine:
 
     def _resume(self, fx: Effects, inst: Instance, gate_id: str, decision: str) -> None:
         step = inst.steps[inst.pc]
-        fx.record(EventKind.GATE_RESUMED, gateId=gate_id, processInstId=inst.instance_id,
-                  instanceGate=inst.gate_id, decision=decision, taskId=inst.task_id)
+        fx.record(ev.GateResumed(gate_id=gate_id, process_inst_id=inst.instance_id,
+                                 instance_gate=inst.gate_id, decision=decision,
+                                 task_id=inst.task_id))
         inst.decided_gates.append(gate_id)
         if inst.gate_id is not None and inst.gate_id != gate_id:
             inst.decided_gates.append(inst.gate_id)
@@ -521,7 +529,8 @@ class ProcessEngine:
             inst.pc += 1
             self._advance(fx, inst)
         else:
-            self._end(fx, inst, InstanceStatus.FAILED, f"gate {gate_id}: {decision}")
+            self._end(fx, inst, InstanceStatus.FAILED, f"gate {gate_id}: {decision}",
+                      ev.InstanceCause.DECIDED_AGAINST)
 
     # -- restart -----------------------------------------------------------------------------------
     def restore(self, fx: Effects, records: dict[str, Json]) -> set[str]:
@@ -531,23 +540,25 @@ class ProcessEngine:
         waiting: set[str] = set()
         for key, raw in sorted(records.items()):
             if not isinstance(raw, dict):
-                fx.record(EventKind.WARNING, what="instance snapshot unreadable",
-                          processInstId=key, reason="not an object")
+                fx.record(ev.Warning(what=ev.WarningKind.SNAPSHOT_UNREADABLE, process_inst_id=key,
+                                     reason="not an object"))
                 continue
             status = raw.get("status")
             if status == InstanceStatus.RUNNING.value:
                 raw = {**raw, "status": InstanceStatus.FAILED.value}
                 fx.add(PersistRecord(Table.INSTANCES, key, raw))
-                fx.record(EventKind.INSTANCE_STATE, processInstId=key, taskId=raw.get("taskId"),
-                          status=InstanceStatus.FAILED.value,
-                          previous=InstanceStatus.RUNNING.value,
-                          reason="interrupted: the node restarted mid-step",
-                          version=raw.get("version"))
+                task_id, version = raw.get("taskId"), raw.get("version")
+                fx.record(ev.InstanceState(
+                    process_inst_id=key, task_id=task_id if isinstance(task_id, str) else None,
+                    status=InstanceStatus.FAILED.value, previous=InstanceStatus.RUNNING.value,
+                    reason="interrupted: the node restarted mid-step",
+                    version=version if isinstance(version, int) else None,
+                    cause=ev.InstanceCause.INTERRUPTED))
             elif status == InstanceStatus.PAUSED.value and isinstance(raw.get("taskId"), str):
                 waiting.add(cast(str, raw["taskId"]))
             self.dormant[key] = raw
         if records:
-            fx.record(EventKind.INSTANCES_RESTORED, snapshots=len(records), paused=len(waiting))
+            fx.record(ev.InstancesRestored(snapshots=len(records), paused=len(waiting)))
         return waiting
 
     def on_task_gone(self, fx: Effects, task_id: str, why: str) -> None:
@@ -558,7 +569,8 @@ class ProcessEngine:
             inst.status = InstanceStatus.FAILED
             inst.running.clear()
             self.persist(fx, inst, "end")
-            fx.record(EventKind.INSTANCE_STATE, processInstId=inst.instance_id, taskId=task_id,
-                      status=inst.status.value, previous=previous.value, reason=why,
-                      version=inst.version)
+            fx.record(ev.InstanceState(process_inst_id=inst.instance_id, task_id=task_id,
+                                       status=inst.status.value, previous=previous.value,
+                                       reason=why, version=inst.version,
+                                       cause=ev.InstanceCause.TASK_ENDED))
 

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bench.core import events as ev
 from bench.core.commands import CancelTimer, Deliver, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Json, MessageType
 from bench.core.inputs import TimerId, TimerKind
-from bench.core.outcome import EventKind
 
 
 class FlowKind(StrEnum):
@@ -105,13 +105,12 @@ class Relay:
     # -- subscribers (SSE emitters on this node) ---------------------------------------------
     def attach(self, fx: Effects, subscriber_id: str, conversation_id: str) -> None:
         self.subscribers[subscriber_id] = conversation_id
-        fx.record(EventKind.SUBSCRIBER_ATTACHED, subscriberId=subscriber_id,
-                  conversationId=conversation_id)
+        fx.record(ev.SubscriberAttached(subscriber_id=subscriber_id,
+                                        conversation_id=conversation_id))
 
     def detach(self, fx: Effects, subscriber_id: str) -> None:
         conversation = self.subscribers.pop(subscriber_id, None)
-        fx.record(EventKind.SUBSCRIBER_DETACHED, subscriberId=subscriber_id,
-                  conversationId=conversation)
+        fx.record(ev.SubscriberDetached(subscriber_id=subscriber_id, conversation_id=conversation))
 
     def local_watchers(self, conversation_id: str) -> list[str]:
         """Subscribers here that make relaying unnecessary (variants override)."""
@@ -123,8 +122,9 @@ class Relay:
 
     # -- sender side -------------------------------------------------------------------------
     def emit(self, fx: Effects, flow: Flow, kind: FlowKind, text: str) -> None:
-        fx.record(EventKind.FLOW_EMITTED, stream=flow.stream, conversationId=flow.conversation_id,
-                  agentId=flow.agent_id, taskId=flow.task_id, flowKind=kind.value, text=text)
+        fx.record(ev.FlowEmitted(stream=flow.stream, conversation_id=flow.conversation_id,
+                                 agent_id=flow.agent_id, task_id=flow.task_id, flow_kind=kind.value,
+                                 text=text))
         if kind is FlowKind.THINKING:
             pending = self.thinking.get(flow.stream)
             if pending is None:
@@ -149,8 +149,8 @@ class Relay:
         seq = self.out_seq.get(flow.stream, 0) + 1
         self.out_seq[flow.stream] = seq
         fx.add(PersistRecord(Table.STREAMS, f"out|{flow.stream}", {"seq": seq}))
-        fx.record(EventKind.RELAY_FRAME, stream=flow.stream, streamSeq=seq, flowKind=kind.value,
-                  text=text, conversationId=flow.conversation_id, taskId=flow.task_id)
+        fx.record(ev.RelayFrame(stream=flow.stream, stream_seq=seq, flow_kind=kind.value, text=text,
+                                conversation_id=flow.conversation_id, task_id=flow.task_id))
         local = self.local_watchers(flow.conversation_id)
         if local:   # someone watches here: deliver locally, nothing crosses the network
             for sub in local:
@@ -158,16 +158,17 @@ class Relay:
                               flow.lane(kind), Trust.VERIFIED)
             return
         if flow.home_node_id is None:
-            fx.record(EventKind.RELAY_DROPPED, stream=flow.stream, streamSeq=seq,
-                      reason="no local subscriber and no home node to relay to")
+            fx.record(ev.RelayDropped(stream=flow.stream, stream_seq=seq,
+                                      reason="no local subscriber and no home node to relay to"))
             return
         env = Envelope(self.new_id(), MessageType.FLOW_EVENT, flow.agent_id, fx.now_ms,
                        to_agent_id=flow.requester_agent_id, target_node_id=flow.home_node_id,
                        conversation_id=flow.conversation_id,
                        payload={"stream": flow.stream, "seq": seq, "kind": kind.value,
                                 "text": text, "lane": flow.lane(kind)})
-        fx.record(EventKind.RELAY_SENT, stream=flow.stream, streamSeq=seq, messageId=env.message_id,
-                  conversationId=flow.conversation_id, homeNodeId=flow.home_node_id)
+        fx.record(ev.RelaySent(stream=flow.stream, stream_seq=seq, message_id=env.message_id,
+                               conversation_id=flow.conversation_id,
+                               home_node_id=flow.home_node_id))
         self.send(fx, env)
 
     # -- receiver side -----------------------------------------------------------------------
@@ -187,8 +188,8 @@ class Relay:
             return "FLOW_EVENT payload needs stream, seq > 0, kind, text, lane and a conversationId"
         state = self.cursor_for(stream)
         if seq <= state.cursor or seq in state.held:
-            fx.record(EventKind.RELAY_DUPLICATE, stream=stream, streamSeq=seq, cursor=state.cursor,
-                      messageId=env.message_id)
+            fx.record(ev.RelayDuplicate(stream=stream, stream_seq=seq, cursor=state.cursor,
+                                        message_id=env.message_id))
             return None
         state.held[seq] = (kind, text, lane, env.conversation_id)
         self._advance(fx, stream, state)
@@ -213,9 +214,9 @@ class Relay:
         if not state.held:
             return
         first = min(state.held)
-        fx.record(EventKind.RELAY_GAP, stream=stream, fromSeq=state.cursor + 1, toSeq=first - 1,
-                  reason=f"not received within the {self.config.reorder_window_ms} ms "
-                         "reorder window")
+        fx.record(ev.RelayGap(stream=stream, from_seq=state.cursor + 1, to_seq=first - 1,
+                              reason=f"not received within the {self.config.reorder_window_ms} ms "
+                         "reorder window"))
         state.cursor = first - 1
         self._advance(fx, stream, state)
         self._window(fx, stream, state)   # a further hole gets its own window
@@ -224,8 +225,8 @@ class Relay:
         while state.cursor + 1 in state.held:
             state.cursor += 1
             kind, text, lane, conversation = state.held.pop(state.cursor)
-            fx.record(EventKind.RELAY_ACCEPTED, stream=stream, streamSeq=state.cursor, text=text,
-                      conversationId=conversation)
+            fx.record(ev.RelayAccepted(stream=stream, stream_seq=state.cursor, text=text,
+                                       conversation_id=conversation))
             for sub in self.deliver_to(conversation):
                 self._deliver(fx, sub, conversation, stream, state.cursor, kind, text, lane,
                               Trust.CLAIMED)
@@ -238,10 +239,10 @@ class Relay:
     def _deliver(self, fx: Effects, subscriber: str, conversation: str, stream: str, seq: int,
                  kind: str, text: str, lane: str, trust: Trust) -> None:
         fx.add(Deliver(subscriber, conversation, stream, seq, kind, text, lane, trust.value))
-        fx.record(EventKind.RELAY_DELIVERED, subscriberId=subscriber,
-                  subscriberConversation=self.subscribers.get(subscriber),
-                  conversationId=conversation, stream=stream, streamSeq=seq, flowKind=kind, text=text,
-                  lane=lane, trust=trust.value)
+        fx.record(ev.RelayDelivered(subscriber_id=subscriber,
+                                    subscriber_conversation=self.subscribers.get(subscriber),
+                                    conversation_id=conversation, stream=stream, stream_seq=seq,
+                                    flow_kind=kind, text=text, lane=lane, trust=trust.value))
 
     # -- restart ---------------------------------------------------------------------------------
     def restore(self, records: dict[str, Json]) -> None:

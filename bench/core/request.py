@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from bench.core import events as ev
 from bench.core.commands import (
     CancelTimer,
     PersistRecord,
@@ -24,7 +25,6 @@ from bench.core.envelope import Envelope, Header, Json, MessageType
 from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TaskRequested, TimerId, TimerKind
 from bench.core.outbox import OutboundState, Outbox
-from bench.core.outcome import EventKind
 
 _STATUS = {o.value: o for o in (RequestOutcome.COMPLETED, RequestOutcome.FAILED,
                                 RequestOutcome.TIMEOUT, RequestOutcome.CANCELLED)}
@@ -81,9 +81,10 @@ class Requests:
             headers={Header.REQUEST_ID.value: req.request_id,
                      Header.REPLY_NODE_ID.value: self.node_id},
         )
-        fx.record(EventKind.REQUEST_SENT, requestId=req.request_id, messageId=req.message_id,
-                  fromAgentId=req.from_agent_id, toAgentId=req.to_agent_id,
-                  conversationId=req.conversation_id, deadlineMs=pending.deadline_ms)
+        fx.record(ev.RequestSent(request_id=req.request_id, message_id=req.message_id,
+                                 from_agent_id=req.from_agent_id, to_agent_id=req.to_agent_id,
+                                 conversation_id=req.conversation_id,
+                                 deadline_ms=pending.deadline_ms))
         fx.add(StartTimer(_timer(req.request_id), pending.deadline_ms))
         state = self.outbox.send(fx, env)
         if state is OutboundState.UNDELIVERABLE:
@@ -101,15 +102,15 @@ class Requests:
         request_id = env.header(Header.REQUEST_ID)
         if request_id is None or request_id not in self.pending:
             earlier = self.settled.get(request_id) if request_id else None
-            fx.record(EventKind.RESPONSE_UNMATCHED, requestId=request_id, messageId=env.message_id,
-                      reason=(f"already settled as {earlier.value}" if earlier else
+            fx.record(ev.ResponseUnmatched(request_id=request_id, message_id=env.message_id,
+                                           reason=f"already settled as {earlier.value}" if earlier else
                               "no requestId header" if request_id is None else "unknown requestId"))
             return
         status = env.payload.get("status") if isinstance(env.payload, dict) else None
         outcome = _STATUS.get(status) if isinstance(status, str) else None
         if outcome is None:
-            fx.record(EventKind.RESPONSE_UNMATCHED, requestId=request_id, messageId=env.message_id,
-                      reason=f"response status {status!r} is not a task outcome")
+            fx.record(ev.ResponseUnmatched(request_id=request_id, message_id=env.message_id,
+                                           reason=f"response status {status!r} is not a task outcome"))
             return
         self._settle(fx, request_id, outcome, env.payload, response_message_id=env.message_id)
 
@@ -149,6 +150,7 @@ class Requests:
         self.settled[request_id] = outcome
         self._store(fx, replace(p, outcome=outcome))
         fx.add(CancelTimer(_timer(request_id)))
-        fx.record(EventKind.REQUEST_SETTLED, requestId=request_id, outcome=outcome.value,
-                  latencyMs=fx.now_ms - p.sent_ms, responseMessageId=response_message_id)
+        fx.record(ev.RequestSettled(request_id=request_id, outcome=outcome.value,
+                                    latency_ms=fx.now_ms - p.sent_ms,
+                                    response_message_id=response_message_id))
         fx.add(SettleRequest(request_id, outcome, response))

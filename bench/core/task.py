@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from bench.core import events as ev
 from bench.core.commands import CancelTimer, Execute, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
@@ -20,7 +21,6 @@ from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TimerId, TimerKind
 from bench.core.machine import Machine
 from bench.core.outbox import Outbox
-from bench.core.outcome import EventKind
 
 
 class TaskState(StrEnum):
@@ -118,9 +118,9 @@ class TaskService:
         existing = self.existing(request_id)
         if existing is not None:
             finished = existing.state in TASK.terminal
-            fx.record(EventKind.TASK_DUPLICATE, taskId=request_id, messageId=env.message_id,
-                      state=existing.state.value,
-                      action="resend stored result" if finished else "still running; not re-run")
+            fx.record(ev.TaskDuplicate(task_id=request_id, message_id=env.message_id,
+                                       state=existing.state.value,
+                                       action="resend stored result" if finished else "still running; not re-run"))
             if finished:
                 self._respond(fx, existing)
             return
@@ -135,15 +135,15 @@ class TaskService:
                           env.conversation_id, env.message_id, fx.now_ms,
                           fx.now_ms + timeout_ms, env.payload)
         if task.reply_node_id is None:
-            fx.record(EventKind.WARNING, what="missing replyNodeId", taskId=request_id,
-                      messageId=env.message_id,
-                      reason="request has no headers.replyNodeId: its TASK_RESPONSE cannot be "
-                             "routed back across nodes")
+            fx.record(ev.Warning(what=ev.WarningKind.MISSING_REPLY_NODE, task_id=request_id,
+                                 message_id=env.message_id,
+                                 reason="request has no headers.replyNodeId: its TASK_RESPONSE cannot be "
+                             "routed back across nodes"))
         self._store(fx, task, None)
         task = self._move(fx, task, TaskEvent.START)
         self.executions += 1
-        fx.record(EventKind.TASK_EXECUTED, taskId=request_id, agentId=agent_id,
-                  conversationId=env.conversation_id, messageId=env.message_id)
+        fx.record(ev.TaskExecuted(task_id=request_id, agent_id=agent_id,
+                                  conversation_id=env.conversation_id, message_id=env.message_id))
         fx.add(StartTimer(_watchdog(request_id), task.deadline_ms))
         if self.start_process is not None and isinstance(env.payload, dict) \
                 and "process" in env.payload:
@@ -155,9 +155,9 @@ class TaskService:
     def on_finished(self, fx: Effects, task_id: str, ok: bool, result: Json, error: str | None) -> None:
         task = self.tasks.get(task_id)
         if task is None or task.state in TASK.terminal:
-            fx.record(EventKind.TASK_LATE_RESULT, taskId=task_id, ok=ok,
-                      state=task.state.value if task else None,
-                      reason="unknown task" if task is None else "task already terminal")
+            fx.record(ev.TaskLateResult(task_id=task_id, ok=ok,
+                                        state=task.state.value if task else None,
+                                        reason="unknown task" if task is None else "task already terminal"))
             return
         fx.add(CancelTimer(_watchdog(task_id)))
         done = self._move(fx, task, TaskEvent.SUCCEED if ok else TaskEvent.FAIL,
@@ -205,9 +205,8 @@ class TaskService:
     def _store(self, fx: Effects, task: TaskRecord, previous: TaskState | None) -> None:
         self.tasks[task.task_id] = task
         fx.add(PersistRecord(Table.TASKS, task.task_id, task.to_json()))
-        fx.record(EventKind.TASK_STATE, taskId=task.task_id, agentId=task.agent_id,
-                  state=task.state.value, previous=previous.value if previous else None,
-                  error=task.error)
+        fx.record(ev.TaskState(task_id=task.task_id, agent_id=task.agent_id, state=task.state.value,
+                               previous=previous.value if previous else None, error=task.error))
 
     def response_target(self, task: TaskRecord) -> str | None:
         """Where the response goes: the node the request named in headers.replyNodeId."""

@@ -18,7 +18,9 @@ from typing import Any
 
 from bench.core.auth import FLAT_KID, KeyRing, SignatureVersion, _mac, signed_string, verify
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
+from bench.core.events import AttackSent
 from bench.core.ledger import LedgerConfig
+from bench.core.topics import Topics
 
 FORGE_HOW = ("unsigned", "flat_token", "other_agent_key")
 
@@ -27,7 +29,7 @@ FORGE_HOW = ("unsigned", "flat_token", "other_agent_key")
 class AttackMessage:
     topic: str
     payload: bytes
-    record: dict[str, Any]     # the attack_sent journal entry (no secrets)
+    event: AttackSent          # the journal entry (no secrets)
 
 
 def forged_request(how: str, n: int, index: int, *, victim_agent: str, victim_node: str,
@@ -64,10 +66,9 @@ def forged_request(how: str, n: int, index: int, *, victim_agent: str, victim_no
         env = stamped.with_headers(**{
             Header.SIG.value: _mac(key, signed_string(stamped, version)).finalize().hex()})
     honest = verify(env, keys, now_ms, max_skew_ms)
-    return AttackMessage(f"{prefix}/node/{target_node}/inbox", encode(env), {
-        "attack": "forged_sender", "how": how, "faultIndex": index, "messageId": env.message_id,
-        "requestId": rid, "targetNodeId": target_node, "toAgentId": target_agent,
-        "claimedSender": victim_agent, "kid": kid, "honestVerdict": honest.value})
+    return AttackMessage(Topics(prefix).inbox(target_node), encode(env), AttackSent(
+        "forged_sender", how, index, env.message_id, rid, target_node, target_agent,
+        victim_agent, kid, honest.value))
 
 
 def replayed(payload: bytes, index: int, *, keys: KeyRing, now_ms: int,
@@ -80,13 +81,10 @@ def replayed(payload: bytes, index: int, *, keys: KeyRing, now_ms: int,
     age = now_ms - env.timestamp_ms
     how = ("fresh" if honest.value != "STALE" else
            "expired" if age > LedgerConfig().ttl_ms else "stale")   # past the dedup ledger's TTL
-    return AttackMessage(topic, payload, {
-        "attack": "replay", "how": how,
-        "faultIndex": index,
-        "messageId": env.message_id, "requestId": env.header(Header.REQUEST_ID),
-        "targetNodeId": env.target_node_id, "toAgentId": env.to_agent_id,
-        "claimedSender": env.from_agent_id, "kid": env.header(Header.KID),
-        "ageMs": now_ms - env.timestamp_ms, "honestVerdict": honest.value})
+    return AttackMessage(topic, payload, AttackSent(
+        "replay", how, index, env.message_id, env.header(Header.REQUEST_ID), env.target_node_id,
+        env.to_agent_id, env.from_agent_id, env.header(Header.KID), honest.value,
+        age_ms=now_ms - env.timestamp_ms))
 
 
 def victim_and_targets(nodes: list[tuple[str, str, tuple[str, ...]]]) -> tuple[str, str, list[tuple[str, str]], str | None]:
@@ -104,7 +102,7 @@ TAMPER_WHAT = ("payload", "routing")
 
 def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str, ...],
              keys: KeyRing, now_ms: int, max_skew_ms: int,
-             node: str) -> tuple[bytes, dict[str, Any]] | None:
+             node: str) -> tuple[bytes, AttackSent] | None:
     """A man in the middle (the node's side of the broker) alters a validly signed
     TASK_REQUEST in flight: its payload, or its toAgentId (to the node's other agent). The
     signature is left as it was. None: not a request worth altering."""
@@ -124,12 +122,9 @@ def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str
     else:
         raise ValueError(f"tamper what={what!r} must be one of {list(TAMPER_WHAT)}")
     honest = verify(altered, keys, now_ms, max_skew_ms)
-    return encode(altered), {
-        "attack": f"tamper_{what}", "how": what, "faultIndex": index,
-        "messageId": env.message_id, "requestId": env.header(Header.REQUEST_ID),
-        "targetNodeId": node, "toAgentId": altered.to_agent_id,
-        "claimedSender": env.from_agent_id, "kid": env.header(Header.KID),
-        "honestVerdict": honest.value}
+    return encode(altered), AttackSent(
+        f"tamper_{what}", what, index, env.message_id, env.header(Header.REQUEST_ID), node,
+        altered.to_agent_id, env.from_agent_id, env.header(Header.KID), honest.value)
 
 
 def rotated(keys: KeyRing, agent: str, new_key: Any, overlap: bool) -> KeyRing:

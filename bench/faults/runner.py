@@ -13,8 +13,9 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
+from bench.core import events as ev
 from bench.core.config import NodeConfig
 from bench.faults import CATALOGUE
 from bench.faults.primitives import Crash, Done, Firing, Outcome, Primitive, Refused
@@ -35,7 +36,7 @@ class Stage(Protocol):
     def act(self, step: Primitive, done: Callable[[Outcome], None]) -> None: ...
     def config(self, node: str) -> NodeConfig: ...
     def booted_at_ms(self, node: str) -> float: ...
-    def record(self, node: str, kind: str, fields: dict[str, Any]) -> None: ...
+    def record(self, node: str, event: ev.Event) -> None: ...
 
 
 @dataclass
@@ -69,16 +70,14 @@ class Nemesis:
             self.stage.call_later(spec.at_ms + offset, lambda spec=spec: self._begin(spec))
 
     # -- journal -------------------------------------------------------------------------------
-    def _record(self, run: _Run, kind: str, node: str = "nemesis", **fields: Any) -> None:
-        self.stage.record(node, kind, {"fault": run.spec.kind, "faultIndex": run.spec.index,
-                                       **fields})
-
     def _fired(self, run: _Run, firing: Firing) -> None:
-        self._record(run, "fault_fired", firing.node, action=firing.action, **firing.details)
+        self.stage.record(firing.node, ev.FaultFired(run.spec.kind, run.spec.index,
+                                                     firing.action, dict(firing.details)))
 
     def _refused(self, run: _Run, what: str, reason: str) -> None:
         run.refused.append(reason)
-        self._record(run, "fault_refused", step=what, reason=reason)
+        self.stage.record("nemesis", ev.FaultRefused(run.spec.kind, run.spec.index, what,
+                                                     reason))
 
     # -- the script -------------------------------------------------------------------------------
     def _begin(self, spec: FaultSpec) -> None:
@@ -86,8 +85,9 @@ class Nemesis:
         window = spec.at_ms + spec.duration_ms if spec.duration_ms is not None else self.end_ms
         run = _Run(spec, self.origin_ms + window)
         self.runs.append(run)
-        self.stage.record("nemesis", "fault_start", {**spec.to_record(),
-                                                     "disrupts": kind.disrupts})
+        self.stage.record("nemesis", ev.FaultStart(spec.kind, spec.index, spec.at_ms,
+                                                   spec.duration_ms, spec.plain_params(),
+                                                   kind.disrupts))
         assert kind.script is not None, f"fault kind {spec.kind} has no script"
         try:
             run.script = kind.script(spec, _Context(self, run))
@@ -135,9 +135,8 @@ class Nemesis:
     def _journal_done(self, run: _Run, step: Primitive, outcome: Done) -> None:
         if isinstance(step, Crash):
             crashed = outcome.crashed or {}
-            self.stage.record(step.node, "node_crashed", {
-                "faultIndex": run.spec.index, "how": crashed.get("how"),
-                "lostWrites": crashed.get("lostWrites")})
+            self.stage.record(step.node, ev.NodeCrashed(run.spec.index, str(crashed.get("how")),
+                                                        crashed.get("lostWrites")))
         for firing in outcome.firings:
             self._fired(run, firing)
 
@@ -151,15 +150,16 @@ class Nemesis:
         self.stage.call_later(max(0.0, run.end_ms - self.stage.now_ms()), fn)
 
     def _error(self, run: _Run, exc: BaseException) -> None:
-        self._record(run, "fault_error", error=repr(exc)[:300],
-                     where=traceback.format_exc(limit=4)[-600:])
+        self.stage.record("nemesis", ev.FaultError(run.spec.kind, run.spec.index,
+                                                   repr(exc)[:300],
+                                                   traceback.format_exc(limit=4)[-600:]))
         self._stop(run)
 
     def _finish(self, run: _Run) -> None:
         if run.finished:
             return
         run.finished = True
-        self._record(run, "fault_healed")
+        self.stage.record("nemesis", ev.FaultHealed(run.spec.kind, run.spec.index))
 
 
 class _Context:
@@ -186,8 +186,8 @@ class _Context:
     def fired(self, firing: Firing) -> None:
         self._nemesis._fired(self._run, firing)
 
-    def attack_sent(self, record: dict[str, Any]) -> None:
-        self._nemesis.stage.record("nemesis", "attack_sent", record)
+    def attack_sent(self, event: ev.AttackSent) -> None:
+        self._nemesis.stage.record("nemesis", event)
 
     def later(self, delay_ms: float, fn: Callable[[], None]) -> None:
         self._nemesis.stage.call_later(delay_ms, fn)

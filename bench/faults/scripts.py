@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from bench.core.auth import Secret
 from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, MessageType, decode
+from bench.core.events import AttackSent
 from bench.core.topics import TopicKind
 from bench.faults.attacks import (
     AttackMessage,
@@ -94,7 +95,7 @@ class Context(Protocol):
     def config(self, node: str) -> NodeConfig: ...
     def booted_at_ms(self, node: str) -> float: ...
     def fired(self, firing: Firing) -> None: ...
-    def attack_sent(self, record: dict[str, Any]) -> None: ...
+    def attack_sent(self, event: AttackSent) -> None: ...
     def later(self, delay_ms: float, fn: Callable[[], None]) -> None: ...
     def act(self, step: Primitive, then: Callable[[Outcome], None] | None = None) -> None:
         """Carry out a primitive outside the script's own steps (from a tap or a timer);
@@ -246,12 +247,12 @@ def loss(spec: FaultSpec, ctx: Context) -> Script:
 # -- the attacker (bench.faults.attacks) ------------------------------------------------------------
 def _inject(spec: FaultSpec, ctx: Context, msg: AttackMessage) -> Inject:
     """Journal first: the attack is in the history before it is on the wire."""
-    ctx.attack_sent(msg.record)
+    ctx.attack_sent(msg.event)
     return Inject(_ref(spec), msg.topic, msg.payload)
 
 
 def _attacked(ctx: Context, msg: AttackMessage) -> None:
-    ctx.fired(Firing(msg.record["attack"], details={"messageId": msg.record["messageId"]}))
+    ctx.fired(Firing(msg.event.attack, details={"messageId": msg.event.message_id}))
 
 
 def forged_sender(spec: FaultSpec, ctx: Context) -> Script:
@@ -318,9 +319,9 @@ def _tamper(spec: FaultSpec, ctx: Context, what: str) -> Script:
                         max_skew_ms=config.auth.max_skew_ms, node=node)
         if done is None:
             return None
-        new, record = done
-        ctx.attack_sent(record)
-        ctx.fired(Firing(record["attack"], details={"messageId": record["messageId"]}))
+        new, event = done
+        ctx.attack_sent(event)
+        ctx.fired(Firing(event.attack, details={"messageId": event.message_id}))
         return new
 
     yield Intercept(_ref(spec), node, rewrite)

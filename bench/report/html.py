@@ -84,7 +84,8 @@ def run_html(run_dir: Path, plots: dict[str, dict[str, Path]]) -> str:
             body.append(f"<details open><summary><b>{_e(v['name'])}</b>: "
                         f"{len(v['counterexamples'])} counterexample(s) shown of "
                         f"{v['counts'].get('violations', '?')}</summary><ul>")
-            body += [f"<li>seq {_e(', '.join(map(str, c['seq'])))}: {_e(c['why'])}</li>"
+            body += [f"<li><code>{_e(c.get('rule', ''))}</code> seq "
+                     f"{_e(', '.join(map(str, c['seq'])))}: {_e(c['why'])}</li>"
                      for c in v["counterexamples"]]
             body.append("</ul></details>")
     lat = metrics["latency_ms"]

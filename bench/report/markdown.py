@@ -34,7 +34,13 @@ def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, 
             out += ["", f"### {v.name}: {v.value.value}", ""]
             if v.note:
                 out.append(f"_{v.note.strip()}_")
-            out += [f"- seq {', '.join(map(str, c['seq']))}: {c['why']}" for c in v.counterexamples]
+            for rule_id, found in v.rules.items():
+                cases = [c for c in v.counterexamples if c.get("rule") == rule_id]
+                if not found["violations"] and not found["unknown"]:
+                    continue
+                out.append(f"- **{rule_id}**: {found['violations']} violation(s)"
+                           + (f", {found['unknown']} undecided" if found["unknown"] else ""))
+                out += [f"  - seq {', '.join(map(str, c['seq']))}: {c['why']}" for c in cases]
     lat = metrics["latency_ms"]
     out += ["", "## Metrics", "", "| metric | value |", "|---|---|",
             f"| requests | {metrics['requests']} |",

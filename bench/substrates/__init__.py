@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from bench.core.auth import AuthConfig, KeyRing, Secret
 from bench.core.config import NodeConfig
+from bench.core.events import Event, RunStarted
 from bench.faults.primitives import Outcome, Primitive
 from bench.history import Recorder
 from bench.spec.distribution import rng_for
@@ -84,7 +85,7 @@ class Deployment(Protocol):
 
     def booted_at_ms(self, node: str) -> float: ...
 
-    def record(self, node: str, kind: str, fields: dict[str, Any]) -> None: ...
+    def record(self, node: str, event: Event) -> None: ...
 
     def settled(self) -> bool:
         """Nothing left to settle, run or deliver, so a drain may stop early."""
@@ -118,12 +119,11 @@ def node_configs(scenario: Scenario) -> dict[str, NodeConfig]:
     return {n.id: node_config(n, scenario, keys) for n in scenario.topology.nodes}
 
 
-def run_started(scenario: Scenario, variant: Variant, mode: Mode,
-                **extra: Any) -> dict[str, Any]:
-    """The fields of the first event of every run."""
-    return {"scenario": scenario.name, "variant": variant.name, "seed": scenario.seed,
-            "topology": scenario.topology.name, "nodes": len(scenario.topology.nodes),
-            "mode": mode.value, **extra}
+def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | None = None,
+                broker_url: str | None = None, node_hosting: str | None = None) -> RunStarted:
+    """The first event of every run."""
+    return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
+                      len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting)
 
 
 def open_deployment(mode: Mode, scenario: Scenario, variant: Variant, recorder: Recorder,

@@ -15,8 +15,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, assert_never
+from typing import assert_never
 
+from bench.core import events as ev
 from bench.core.auth import KeyRing, sign
 from bench.core.commands import (
     AskHuman,
@@ -108,7 +109,7 @@ class NodeHost(ABC):
         """Run `fn` after `delay_ms` on the substrate's clock."""
 
     @abstractmethod
-    def record(self, kind: str, fields: dict[str, Any]) -> None: ...
+    def record(self, event: ev.Event) -> None: ...
 
     @abstractmethod
     def connect(self, cmd: Connect) -> None: ...
@@ -133,7 +134,7 @@ class NodeHost(ABC):
     def feed(self, event: Input) -> None:
         node, store = self.node, self.store
         if node is None or store is None:
-            self.record("input_lost", {"input": type(event).__name__, "reason": "node is down"})
+            self.record(ev.InputLost(type(event).__name__, "node is down"))
             return
         commands = node.handle(event)
         apply(store, commands)  # write-ahead: durable before anything leaves the node
@@ -143,7 +144,7 @@ class NodeHost(ABC):
     def carry_out(self, cmd: Command) -> None:
         match cmd:
             case Record():
-                self.record(cmd.kind.value, dict(cmd.fields))
+                self.record(cmd.event)
             case PersistDocument() | PersistRecord():
                 pass  # committed by feed(), before the rest of the batch
             case Connect():
@@ -217,8 +218,7 @@ class NodeHost(ABC):
             click = f"{cmd.gate_id}/ask{cmd.ask}/click{k + 1}"
 
             def clicked(decision: str = decision, click: str = click) -> HumanDecided:
-                self.record("human_clicked", {"gateId": cmd.gate_id, "decision": decision,
-                                              "click": click})
+                self.record(ev.HumanClicked(cmd.gate_id, decision, click))
                 return HumanDecided(self.now_ms(), cmd.gate_id, decision, click)
             self.later(delay, clicked)
 
@@ -233,10 +233,9 @@ class NodeHost(ABC):
                 or env.header(Header.REPLY_NODE_ID) is None \
                 or strip.rng.random() >= strip.probability:
             return payload
-        self.record("fault_fired", {"fault": strip.fault.kind, "faultIndex": strip.fault.index,
-                                    "action": "replyNodeId stripped",
-                                    "messageId": env.message_id,
-                                    "requestId": env.header(Header.REQUEST_ID)})
+        self.record(ev.FaultFired(strip.fault.kind, strip.fault.index, "replyNodeId stripped",
+                                  {"messageId": env.message_id,
+                                   "requestId": env.header(Header.REQUEST_ID)}))
         # the requester's own bug: signed without the header, as the sender would
         auth = self.config.auth
         stripped = env.with_headers(**{Header.REPLY_NODE_ID.value: None})
@@ -255,15 +254,15 @@ class NodeHost(ABC):
         self.client_id_fault = fault if client_id else None
         self.reconnect()
 
-    def mqtt_connected(self, client_id: str, session_present: bool, **extra: Any) -> None:
+    def mqtt_connected(self, client_id: str, session_present: bool,
+                       broker: str | None = None) -> None:
         """Record the connection; under another node's client id it is the fault firing."""
-        self.record("mqtt_connected", {"clientId": client_id, "sessionPresent": session_present,
-                                       **extra})
+        self.record(ev.MqttConnected(client_id, session_present, broker))
         fault = self.client_id_fault
         if fault is not None and client_id == self.client_id_override:
-            self.record("fault_fired", {"fault": fault.kind, "faultIndex": fault.index,
-                                        "action": "connected with another node's client id",
-                                        "clientId": client_id})
+            self.record(ev.FaultFired(fault.kind, fault.index,
+                                      "connected with another node's client id",
+                                      {"clientId": client_id}))
 
     def second_connection(self, fault: FaultRef, on: bool) -> None:
         if on:
@@ -278,7 +277,7 @@ class NodeHost(ABC):
     def second_delivery(self, connection: str, topic: str) -> None:
         """A message came in on the second connection: the double subscription firing."""
         fault = self.second_connection_fault
-        self.record("fault_fired", {"fault": fault.kind if fault else "double_subscription",
-                                    "faultIndex": fault.index if fault else None,
-                                    "action": "delivered on the second connection",
-                                    "connection": connection, "topic": topic})
+        self.record(ev.FaultFired(fault.kind if fault else "double_subscription",
+                                  fault.index if fault else None,
+                                  "delivered on the second connection",
+                                  {"connection": connection, "topic": topic}))

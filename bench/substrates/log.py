@@ -8,12 +8,12 @@ knows when a node came up. One object for every substrate; nothing substrate-spe
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from bench.core import events as ev
 from bench.history import Recorder
 
-#: (node, kind, fields) -> whether this is the event waited for.
-Predicate = Callable[[str, str, dict[str, Any]], bool]
+#: (node, event) -> whether this is the event waited for.
+Predicate = Callable[[str, ev.Event], bool]
 
 
 class RunLog:
@@ -30,42 +30,42 @@ class RunLog:
         self.settled = 0
         self._watchers: list[tuple[Predicate, Callable[[], None]]] = []
 
-    def record(self, node: str, kind: str, fields: dict[str, Any],
-               t_ms: float | None = None) -> None:
+    def record(self, node: str, event: ev.Event, t_ms: float | None = None) -> None:
         """Append one event; `t_ms` for events stamped where they happened (a node process),
         else now on the substrate's clock."""
         t = self.clock() if t_ms is None or t_ms < 0 else t_ms
-        self.recorder.append(t, node, kind, fields)
-        self._tally(node, kind, fields, t)
+        self.recorder.append(t, node, event)
+        self._tally(node, event, t)
         if self._watchers:
             for entry in list(self._watchers):
                 pred, fn = entry
-                if pred(node, kind, fields):
+                if pred(node, event):
                     self._watchers.remove(entry)
                     fn()
 
-    def _tally(self, node: str, kind: str, fields: dict[str, Any], t: float) -> None:
-        if kind == "request_sent":
-            self.outstanding.add(fields["requestId"])
-            self.sent += 1
-        elif kind == "request_settled":
-            self.outstanding.discard(fields["requestId"])
-            self.settled += 1
-        elif kind == "task_state":
-            if fields["state"] in ("SUBMITTED", "RUNNING"):
-                self.running.add((node, fields["taskId"]))
-            else:
-                self.running.discard((node, fields["taskId"]))
-        elif kind == "outbound_settled" and fields["state"] == "PUBLISHED" \
-                and fields["messageType"] != "EVENT" and fields.get("targetNodeId") in self.nodes:
-            key = (fields["targetNodeId"], fields["messageId"])
-            if key not in self._delivered:
-                self.undelivered.add(key)
-        elif kind in ("inbound_admitted", "inbound_dropped") and fields.get("messageId"):
-            self._delivered.add((node, fields["messageId"]))
-            self.undelivered.discard((node, fields["messageId"]))
-        elif kind == "node_started":
-            self.booted_at[node] = t
+    def _tally(self, node: str, event: ev.Event, t: float) -> None:
+        match event:
+            case ev.RequestSent():
+                self.outstanding.add(event.request_id)
+                self.sent += 1
+            case ev.RequestSettled():
+                self.outstanding.discard(event.request_id)
+                self.settled += 1
+            case ev.TaskState():
+                if event.state in ("SUBMITTED", "RUNNING"):
+                    self.running.add((node, event.task_id))
+                else:
+                    self.running.discard((node, event.task_id))
+            case ev.OutboundSettled(state="PUBLISHED") if event.message_type != "EVENT" \
+                    and event.target_node_id in self.nodes:
+                key = (event.target_node_id, event.message_id)
+                if key not in self._delivered:
+                    self.undelivered.add(key)
+            case ev.InboundAdmitted() | ev.InboundDropped() if event.message_id:
+                self._delivered.add((node, event.message_id))
+                self.undelivered.discard((node, event.message_id))
+            case ev.NodeStarted():
+                self.booted_at[node] = t
 
     @property
     def quiet(self) -> bool:

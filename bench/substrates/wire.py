@@ -12,10 +12,11 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import assert_never
 
+from bench.core import events as ev
 from bench.core.commands import (
     AskHuman,
     CancelTimer,
@@ -132,7 +133,7 @@ class Wire:
         self._timers = [t for t in self._timers if t[2] != node_id]
         heapq.heapify(self._timers)
         self._armed = {k: v for k, v in self._armed.items() if k[0] != node_id}
-        self._record(node_id, "node_crashed", {})
+        self._record(node_id, ev.NodeCrashed(None, "crash() on the wire", None))
         return host.store.crash() if isinstance(host.store, MemoryStore) else None
 
     # -- running ----------------------------------------------------------------------------
@@ -148,8 +149,7 @@ class Wire:
             node_id, event = self._queue.popleft()
             host = self.hosts[node_id]
             if host.node is None:
-                self._record(node_id, "input_lost", {"input": type(event).__name__,
-                                                     "reason": "node is down"})
+                self._record(node_id, ev.InputLost(type(event).__name__, "node is down"))
                 continue
             self._carry_out(node_id, host, host.node.handle(event))
         raise RuntimeError(f"wire did not go idle in {max_steps} steps (a message loop?)")
@@ -175,7 +175,7 @@ class Wire:
         for cmd in commands:
             match cmd:
                 case Record():
-                    self._record(node_id, cmd.kind.value, cmd.fields)
+                    self._record(node_id, cmd.event)
                 case PersistDocument() | PersistRecord():
                     pass  # already applied above
                 case Connect():
@@ -210,6 +210,8 @@ class Wire:
                     self.settled[cmd.request_id] = (cmd.outcome, cmd.response)
                 case Deliver():
                     self.delivered.append((node_id, cmd))
+                case _:
+                    assert_never(cmd)
 
     def _publish(self, node_id: str, cmd: Publish) -> None:
         payloads = [cmd.payload] if self.on_publish is None else \
@@ -223,5 +225,5 @@ class Wire:
         if cmd.message_id is not None:
             self._queue.append((node_id, PublishSettled(self.now_ms, cmd.message_id, True)))
 
-    def _record(self, node_id: str, kind: str, fields: Mapping[str, Any]) -> None:
-        self.history.append(self.now_ms, node_id, kind, fields)
+    def _record(self, node_id: str, event: ev.Event) -> None:
+        self.history.append(self.now_ms, node_id, event)

@@ -117,7 +117,7 @@ async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int,
     for cfg in (NodeConfig("orch-1", "fin", ("fin.orchestrator",)),
                 NodeConfig("exec-1", "llm", ("llm.tax",))):
         hosts[cfg.node_id] = LiveHost(cfg, Node, workdir / cfg.node_id, (broker.host, broker.port),
-                                      lambda node, kind, f: events.append((node, kind)), clock,
+                                      lambda node, event: events.append((node, event.KIND.value)), clock,
                                       Behaviour(WorkloadSpec(task_duration_ms=fixed(0.0)), 0))
     waiting: dict[str, asyncio.Future[str]] = {}
 

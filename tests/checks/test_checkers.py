@@ -2,175 +2,187 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from bench.checks import History, Value, judge
-from bench.checks.delivery import reply_routing, silent_loss, targeted_delivery
-from bench.checks.directory import deployment, directory_liveness
-from bench.checks.execution import duplicate_execution, task_lifecycle
+from bench.checks import Checker, Rule, Value, checkers, judge
+from bench.checks.delivery import REPLY_ROUTING, SILENT_LOSS, TARGETED_DELIVERY
+from bench.checks.directory import DEPLOYMENT, DIRECTORY_LIVENESS
+from bench.checks.execution import DUPLICATE_EXECUTION, TASK_LIFECYCLE
+from bench.core import events as ev
+from bench.history import History
+from tests.helpers import (
+    admitted,
+    at,
+    dropped,
+    executed,
+    fault_fired,
+    fault_healed,
+    fault_start,
+    history,
+    outbound,
+    request_sent,
+    request_settled,
+    task_state,
+)
 
 
-def hist(*events: tuple[str, str, dict[str, Any]], t0: float = 0.0) -> History:
-    base = [("orch-1", "node_started", {"namespace": "fin", "clientId": "orch-1"}),
-            ("exec-1", "node_started", {"namespace": "llm", "clientId": "exec-1"})]
-    return History({"seq": i + 1, "tMs": t0 + i, "node": n, "kind": k, **f}
-                   for i, (n, k, f) in enumerate(base + list(events)))
-
-
-def executed(task: str, node: str = "exec-1") -> tuple[str, str, dict[str, Any]]:
-    return (node, "task_executed", {"taskId": task})
+def rules_of(v: object) -> set[str]:
+    return {c["rule"] for c in v.counterexamples}  # type: ignore[attr-defined]
 
 
 def test_duplicate_execution() -> None:
-    assert duplicate_execution(hist(executed("r1"), executed("r2"))).value is Value.TRUE
-    v = duplicate_execution(hist(executed("r1"), executed("r1", "exec-1")))
+    assert DUPLICATE_EXECUTION(history(executed("r1"), executed("r2"))).value is Value.TRUE
+    v = DUPLICATE_EXECUTION(history(executed("r1"), executed("r1")))
     assert v.value is Value.FALSE and v.counterexamples[0]["seq"] == [3, 4]
-
-
-def state(task: str, s: str, prev: str | None, error: str | None = None) -> tuple[str, str, dict[str, Any]]:
-    return ("exec-1", "task_state", {"taskId": task, "state": s, "previous": prev, "error": error})
+    assert v.counterexamples[0]["rule"] == "executed_once"
+    assert v.rules["executed_once"]["violations"] == 1
 
 
 def test_task_lifecycle_true_false_unknown() -> None:
-    ok = hist(state("r", "SUBMITTED", None), state("r", "RUNNING", "SUBMITTED"),
-              state("r", "COMPLETED", "RUNNING"))
-    assert task_lifecycle(ok).value is Value.TRUE
-    after = hist(state("r", "SUBMITTED", None), state("r", "RUNNING", "SUBMITTED"),
-                 state("r", "COMPLETED", "RUNNING"), state("r", "FAILED", "COMPLETED"))
-    assert task_lifecycle(after).value is Value.FALSE
-    illegal = hist(state("r", "SUBMITTED", None), state("r", "COMPLETED", "SUBMITTED"))
-    assert task_lifecycle(illegal).value is Value.FALSE
-    running = hist(state("r", "SUBMITTED", None), state("r", "RUNNING", "SUBMITTED"))
-    v = task_lifecycle(running)
+    ok = history(task_state("r", "SUBMITTED", None), task_state("r", "RUNNING", "SUBMITTED"),
+                 task_state("r", "COMPLETED", "RUNNING"))
+    assert TASK_LIFECYCLE(ok).value is Value.TRUE
+    after = history(task_state("r", "SUBMITTED", None), task_state("r", "RUNNING", "SUBMITTED"),
+                    task_state("r", "COMPLETED", "RUNNING"), task_state("r", "FAILED", "COMPLETED"))
+    assert TASK_LIFECYCLE(after).value is Value.FALSE
+    illegal = history(task_state("r", "SUBMITTED", None), task_state("r", "COMPLETED", "SUBMITTED"))
+    assert rules_of(TASK_LIFECYCLE(illegal)) == {"legal_transitions"}
+    running = history(task_state("r", "SUBMITTED", None), task_state("r", "RUNNING", "SUBMITTED"))
+    v = TASK_LIFECYCLE(running)
     assert v.value is Value.UNKNOWN and v.counts["unfinished_at_end"] == 1
-
-
-def sent(rid: str, deadline: float = 100.0) -> tuple[str, str, dict[str, Any]]:
-    return ("orch-1", "request_sent", {"requestId": rid, "toAgentId": "llm.tax",
-                                       "deadlineMs": deadline})
-
-
-def settled(rid: str, outcome: str) -> tuple[str, str, dict[str, Any]]:
-    return ("orch-1", "request_settled", {"requestId": rid, "outcome": outcome, "latencyMs": 1})
+    assert v.rules["reaches_terminal"]["unknown"] == 1
 
 
 def test_silent_loss() -> None:
-    assert silent_loss(hist(sent("r1"), settled("r1", "COMPLETED"))).value is Value.TRUE
+    assert SILENT_LOSS(history(request_sent("r1"), request_settled("r1", "COMPLETED"))).value \
+        is Value.TRUE
     # no response and nothing says why: silent
-    v = silent_loss(hist(sent("r1"), settled("r1", "NO_RESPONSE")))
+    v = SILENT_LOSS(history(request_sent("r1"), request_settled("r1", "NO_RESPONSE")))
     assert v.value is Value.FALSE and "nothing in the history says why" in v.counterexamples[0]["why"]
+    assert rules_of(v) == {"no_response_explained"}
     # explained by an explicit UNDELIVERABLE response
-    explained = hist(sent("r1"), ("exec-1", "outbound_settled", {
-        "requestId": "r1", "state": "UNDELIVERABLE", "messageType": "TASK_RESPONSE"}),
-        settled("r1", "NO_RESPONSE"))
-    assert silent_loss(explained).value is Value.TRUE
+    explained = history(request_sent("r1"), outbound("resp", "UNDELIVERABLE", request_id="r1",
+                                                     message_type="TASK_RESPONSE", node="exec-1"),
+                        request_settled("r1", "NO_RESPONSE"))
+    assert SILENT_LOSS(explained).value is Value.TRUE
     # explained by a recorded drop
-    dropped = hist(sent("r1"), ("exec-1", "inbound_dropped", {"requestId": "r1", "reason": "NOT_MINE"}),
-                   settled("r1", "NO_RESPONSE"))
-    assert silent_loss(dropped).value is Value.TRUE
+    drop = history(request_sent("r1"), dropped("exec-1", "NOT_MINE", request_id="r1"),
+                   request_settled("r1", "NO_RESPONSE"))
+    assert SILENT_LOSS(drop).value is Value.TRUE
     # a DUPLICATE drop explains nothing
-    dup = hist(sent("r1"), ("exec-1", "inbound_dropped", {"requestId": "r1", "reason": "DUPLICATE"}),
-               settled("r1", "NO_RESPONSE"))
-    assert silent_loss(dup).value is Value.FALSE
-    # within a disruptive fault's window: INFO, not silent
-    faulted = hist(("nemesis", "fault_start", {"fault": "partition", "faultIndex": 0}), sent("r1"),
-                   settled("r1", "NO_RESPONSE"))
-    assert silent_loss(faulted).value is Value.TRUE
+    dup = history(request_sent("r1"), dropped("exec-1", "DUPLICATE", request_id="r1"),
+                  request_settled("r1", "NO_RESPONSE"))
+    assert SILENT_LOSS(dup).value is Value.FALSE
+    # within the window of a fault that may swallow requests: INFO, not silent
+    faulted = history(fault_start("partition", disrupts=True), request_sent("r1"),
+                      request_settled("r1", "NO_RESPONSE"))
+    assert SILENT_LOSS(faulted).value is Value.TRUE
+    harmless = history(fault_start("clock_skew", disrupts=False), request_sent("r1"),
+                       request_settled("r1", "NO_RESPONSE"))
+    assert SILENT_LOSS(harmless).value is Value.FALSE
     # still pending when the history ends: unknown; past its deadline: false
-    assert silent_loss(hist(sent("r1", deadline=10_000))).value is Value.UNKNOWN
-    assert silent_loss(hist(sent("r1", deadline=1))).value is Value.FALSE
-    twice = hist(sent("r1"), settled("r1", "COMPLETED"), settled("r1", "COMPLETED"))
-    assert silent_loss(twice).value is Value.FALSE
-
-
-def published(mid: str, target: str | None, topic: str) -> tuple[str, str, dict[str, Any]]:
-    return ("orch-1", "outbound_settled", {"messageId": mid, "messageType": "TASK_REQUEST",
-                                           "state": "PUBLISHED", "targetNodeId": target,
-                                           "topic": topic})
-
-
-def admitted(node: str, to: str, target: str, mtype: str = "TASK_REQUEST", **kw: Any):  # type: ignore[no-untyped-def]
-    return (node, "inbound_admitted", {"messageId": "m", "messageType": mtype, "toAgentId": to,
-                                       "targetNodeId": target, **kw})
+    assert SILENT_LOSS(history(request_sent("r1", deadline_ms=10_000))).value is Value.UNKNOWN
+    assert SILENT_LOSS(history(request_sent("r1", deadline_ms=1))).value is Value.FALSE
+    twice = history(request_sent("r1"), request_settled("r1", "COMPLETED"),
+                    request_settled("r1", "COMPLETED"))
+    assert rules_of(SILENT_LOSS(twice)) == {"settles_once"}
 
 
 def test_targeted_delivery() -> None:
-    good = hist(published("m1", "exec-1", "ooder/node/exec-1/inbox"),
-                admitted("exec-1", "llm.tax", "exec-1"))
-    assert targeted_delivery(good).value is Value.TRUE
-    as_agent = hist(published("m1", "llm.tax", "ooder/node/llm.tax/inbox"))
-    assert targeted_delivery(as_agent).value is Value.FALSE
-    no_target = hist(published("m1", None, "ooder/node/exec-1/inbox"))
-    assert targeted_delivery(no_target).value is Value.FALSE
-    wrong_topic = hist(published("m1", "exec-1", "ooder/node/orch-1/inbox"))
-    assert targeted_delivery(wrong_topic).value is Value.FALSE
-    cross = hist(admitted("exec-1", "fin.tax", "exec-1"))
-    assert targeted_delivery(cross).value is Value.FALSE
-    stolen = hist(admitted("exec-1", "llm.tax", "exec-2"))
-    assert targeted_delivery(stolen).value is Value.FALSE
-    default = hist(admitted("exec-1", "a2a-local-executor", "exec-1"))
-    assert targeted_delivery(default).value is Value.TRUE
+    good = history(outbound("m1", "PUBLISHED", target="exec-1", topic="ooder/node/exec-1/inbox"),
+                   admitted("exec-1", "llm.tax", "exec-1"))
+    assert TARGETED_DELIVERY(good).value is Value.TRUE
+    as_agent = history(outbound("m1", "PUBLISHED", target="llm.tax",
+                                topic="ooder/node/llm.tax/inbox"))
+    assert rules_of(TARGETED_DELIVERY(as_agent)) == {"published_to_a_node"}
+    no_target = history(outbound("m1", "PUBLISHED", topic="ooder/node/exec-1/inbox"))
+    assert TARGETED_DELIVERY(no_target).value is Value.FALSE
+    wrong_topic = history(outbound("m1", "PUBLISHED", target="exec-1",
+                                   topic="ooder/node/orch-1/inbox"))
+    assert TARGETED_DELIVERY(wrong_topic).value is Value.FALSE
+    cross = history(admitted("exec-1", "fin.tax", "exec-1"))
+    assert rules_of(TARGETED_DELIVERY(cross)) == {"no_foreign_namespace"}
+    stolen = history(admitted("exec-1", "llm.tax", "exec-2"))
+    assert rules_of(TARGETED_DELIVERY(stolen)) == {"consumed_by_addressee"}
+    default = history(admitted("exec-1", "a2a-local-executor", "exec-1"))
+    assert TARGETED_DELIVERY(default).value is Value.TRUE
 
 
-def response(target: str | None, state: str = "PUBLISHED", rid: str | None = "r1"):  # type: ignore[no-untyped-def]
-    return ("exec-1", "outbound_settled", {"messageId": "resp", "messageType": "TASK_RESPONSE",
-                                           "requestId": rid, "state": state, "targetNodeId": target})
+def response(target: str | None, state: str = "PUBLISHED", rid: str | None = "r1") -> ev.Event:
+    return outbound("resp", state, message_type="TASK_RESPONSE", target=target,
+                    request_id=rid, node="exec-1")
 
 
 def test_reply_routing() -> None:
-    req = admitted("exec-1", "llm.tax", "exec-1", requestId="r1", replyNodeId="orch-1")
-    assert reply_routing(hist(req, response("orch-1"))).value is Value.TRUE
-    assert reply_routing(hist(req, response("fin.orchestrator"))).value is Value.FALSE
-    assert reply_routing(hist(req, response("orch-1", rid=None))).value is Value.FALSE
-    no_reply = admitted("exec-1", "llm.tax", "exec-1", requestId="r1", replyNodeId=None)
-    warn = ("exec-1", "warning", {"what": "missing replyNodeId", "taskId": "r1"})
-    assert reply_routing(hist(no_reply, warn, response(None, "UNDELIVERABLE"))).value is Value.TRUE
-    assert reply_routing(hist(no_reply, response(None, "UNDELIVERABLE"))).value is Value.FALSE
-    assert reply_routing(hist(no_reply, warn, response("orch-1"))).value is Value.FALSE
+    req = admitted("exec-1", "llm.tax", "exec-1", request_id="r1", reply_node_id="orch-1")
+    assert REPLY_ROUTING(history(req, response("orch-1"))).value is Value.TRUE
+    assert rules_of(REPLY_ROUTING(history(req, response("fin.orchestrator")))) == \
+        {"response_to_reply_node"}
+    assert rules_of(REPLY_ROUTING(history(req, response("orch-1", rid=None)))) == \
+        {"response_echoes_request"}
+    no_reply = admitted("exec-1", "llm.tax", "exec-1", request_id="r1")
+    warn = at("exec-1", ev.Warning(ev.WarningKind.MISSING_REPLY_NODE, task_id="r1"))
+    assert REPLY_ROUTING(history(no_reply, warn, response(None, "UNDELIVERABLE"))).value \
+        is Value.TRUE
+    assert rules_of(REPLY_ROUTING(history(no_reply, response(None, "UNDELIVERABLE")))) == \
+        {"missing_reply_node_explicit"}
+    assert REPLY_ROUTING(history(no_reply, warn, response("orch-1"))).value is Value.FALSE
+
+
+def roster(agents: list[str]) -> ev.Event:
+    return ev.RosterLoaded(agents, [], "llm", node="exec-1")
+
+
+def registered(n: int, expected: int) -> ev.Event:
+    return ev.ExecutorsRegistered(n, expected, [], [], node="exec-1")
 
 
 def test_directory_liveness() -> None:
-    ok = hist(("exec-1", "roster_loaded", {"agents": ["llm.tax"]}),
-              ("exec-1", "executors_registered", {"registered": 1, "expected": 1}))
-    assert directory_liveness(ok).value is Value.TRUE
-    mute = hist(("exec-1", "roster_loaded", {"agents": []}),
-                ("exec-1", "executors_registered", {"registered": 0, "expected": 0}))
-    assert directory_liveness(mute).value is Value.FALSE
-    stale = hist(("exec-1", "roster_loaded", {"agents": ["llm.tax", "fin.tax"]}))
-    assert directory_liveness(stale).value is Value.FALSE
-    partial = hist(("exec-1", "executors_registered", {"registered": 1, "expected": 2}))
-    assert directory_liveness(partial).value is Value.FALSE
+    ok = history(roster(["llm.tax"]), registered(1, 1))
+    assert DIRECTORY_LIVENESS(ok).value is Value.TRUE
+    mute = history(roster([]), registered(0, 0))
+    assert rules_of(DIRECTORY_LIVENESS(mute)) == {"no_mute_receiver"}
+    stale = history(roster(["llm.tax", "fin.tax"]))
+    assert rules_of(DIRECTORY_LIVENESS(stale)) == {"roster_of_own_namespace"}
+    partial = history(registered(1, 2))
+    assert rules_of(DIRECTORY_LIVENESS(partial)) == {"registers_all_expected"}
 
 
 def test_deployment() -> None:
-    assert deployment(hist()).value is Value.TRUE
-    dup = hist(("exec-2", "mqtt_connected", {"clientId": "exec-1"}))
-    v = deployment(dup)
+    assert DEPLOYMENT(history()).value is Value.TRUE
+    dup = history(ev.MqttConnected("exec-1", False, node="exec-2"))
+    v = DEPLOYMENT(dup)
     assert v.value is Value.FALSE and "exec-1" in v.counterexamples[0]["why"]
 
 
 def test_a_fault_that_never_fired_turns_true_into_unknown() -> None:
-    h = hist(("nemesis", "fault_start", {"fault": "restart", "faultIndex": 0}), executed("r1"),
-             ("nemesis", "fault_healed", {"fault": "restart", "faultIndex": 0}))
+    h = history(fault_start("restart"), executed("r1"), fault_healed("restart"))
     v = {x.name: x for x in judge(h)}["duplicate_execution"]
     assert v.value is Value.UNKNOWN and "never fired: faults[0] restart" in v.note
-    fired = hist(("nemesis", "fault_start", {"fault": "restart", "faultIndex": 0}),
-                 ("exec-1", "fault_fired", {"fault": "restart", "faultIndex": 0}), executed("r1"))
+    fired = history(fault_start("restart"), fault_fired("restart"), executed("r1"))
     assert {x.name: x for x in judge(fired)}["duplicate_execution"].value is Value.TRUE
     # a FALSE stays FALSE: a counterexample is a counterexample
-    h2 = hist(("nemesis", "fault_start", {"fault": "restart", "faultIndex": 0}),
-              executed("r1"), executed("r1"))
+    h2 = history(fault_start("restart"), executed("r1"), executed("r1"))
     assert {x.name: x for x in judge(h2)}["duplicate_execution"].value is Value.FALSE
 
 
 def test_a_crashing_checker_is_unknown_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
-    import bench.checks.execution as execution
+    import bench.checks as checks
+    real = checks.checkers()
 
-    def boom(h: History) -> Any:
+    def boom(h: History, c: object) -> None:
         raise KeyError("taskId")
-
-    monkeypatch.setattr(execution, "duplicate_execution", boom)
-    v = {x.name: x for x in judge(hist())}["duplicate_execution"]
+    broken = Checker("duplicate_execution", "boom", (Rule("executed_once", boom, "test"),))
+    monkeypatch.setattr(checks, "checkers", lambda: {**real, "duplicate_execution": broken})
+    v = {x.name: x for x in judge(history())}["duplicate_execution"]
     assert v.value is Value.UNKNOWN and "checker crashed" in v.note
+
+
+def test_every_checker_rule_has_an_id_a_definition_and_a_citation() -> None:
+    seen: set[str] = set()
+    for checker in checkers().values():
+        assert checker.rules, checker.name
+        for r in checker.rules:
+            assert r.definition and r.cites, (checker.name, r.id)
+            assert r.id not in seen, f"rule id {r.id} used twice"
+            seen.add(r.id)

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from bench.checks import History, Value
-from bench.checks.process import context_isolation, gate_integrity
+from bench.checks import Value
+from bench.checks.process import CONTEXT_ISOLATION, GATE_INTEGRITY
+from bench.history import History
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE
@@ -51,9 +52,16 @@ def alter(kind: str, pred: Callable[[dict[str, Any]], bool], **changes: Any) -> 
     return go
 
 
+def _forget_gate(evs: Events) -> None:
+    """The gate store never had one gate: nothing of it on the orchestrator's side."""
+    gate = evs[first(evs, "gate_opened")]["gateId"]
+    evs[:] = [e for e in evs if not (e.get("gateId") == gate and e["node"] == "orch-1")
+              and not (e["kind"] == "human_clicked" and e["gateId"] == gate)]
+
+
 def test_the_reference_history_is_true_on_both(events: Events) -> None:
-    assert gate_integrity(History(events)).value is Value.TRUE
-    assert context_isolation(History(events)).value is Value.TRUE
+    assert GATE_INTEGRITY(History.from_lines(events)).value is Value.TRUE
+    assert CONTEXT_ISOLATION(History.from_lines(events)).value is Value.TRUE
 
 
 human = lambda e: e.get("decidedBy") == "human"  # noqa: E731
@@ -67,13 +75,13 @@ human = lambda e: e.get("decidedBy") == "human"  # noqa: E731
     (drop("gate_decided", human), "without a decision"),
     (drop("gate_already_decided"), "recorded outcomes"),
     (drop("gate_acked"), "neither acknowledged"),
-    (drop("gate_opened"), "never reached the gate store"),
+    (lambda evs: evs[:] and _forget_gate(evs), "never reached the gate store"),
 ], ids=["no-resume", "twice", "wrong-instance", "wrong-decision", "no-decision",
         "silent-click", "no-ack", "open-lost"])
 def test_gate_integrity_catches(events: Events, mutate: Callable[[Events], None], needle: str) -> None:
     evs = copy.deepcopy(events)
     mutate(evs)
-    v = gate_integrity(History(evs))
+    v = GATE_INTEGRITY(History.from_lines(evs))
     assert v.value is Value.FALSE and any(needle in c["why"] for c in v.counterexamples), v
 
 
@@ -81,7 +89,7 @@ def test_gate_integrity_catches_an_expired_gate_whose_policy_never_applied(event
     evs = copy.deepcopy(events)
     expired = evs[first(evs, "gate_expired")]["gateId"]
     evs = [e for e in evs if e.get("gateId") != expired or e["kind"] in ("gate_open_sent", "gate_opened")]
-    v = gate_integrity(History(evs))
+    v = GATE_INTEGRITY(History.from_lines(evs))
     assert v.value is Value.FALSE and any("timeout policy" in c["why"] for c in v.counterexamples)
 
 
@@ -104,7 +112,7 @@ def test_gate_integrity_catches_an_expired_gate_whose_policy_never_applied(event
 def test_context_isolation_catches(events: Events, mutate: Callable[[Events], None], needle: str) -> None:
     evs = copy.deepcopy(events)
     mutate(evs)
-    v = context_isolation(History(evs))
+    v = CONTEXT_ISOLATION(History.from_lines(evs))
     assert v.value is Value.FALSE and any(needle in c["why"] for c in v.counterexamples), v
 
 
@@ -114,13 +122,16 @@ def test_context_isolation_catches_a_failed_subflow_counted_completed(events: Ev
     evs = [e for e in evs if not (e.get("processInstId") == sub and e["kind"] == "instance_state"
                                   and e["status"] == "FAILED")]
     evs.append({"seq": 10**9, "tMs": evs[-1]["tMs"], "node": "exec-1", "kind": "instance_state",
-                "processInstId": sub, "status": "COMPLETED", "previous": "RUNNING"})
-    v = context_isolation(History(evs))
+                "processInstId": sub, "status": "COMPLETED", "previous": "RUNNING",
+                "taskId": None, "reason": None, "version": None, "cause": "COMPLETED"})
+    v = CONTEXT_ISOLATION(History.from_lines(evs))
     assert v.value is Value.FALSE and any("failed but the instance COMPLETED" in c["why"]
                                           for c in v.counterexamples)
 
 
 def test_a_history_with_no_processes_is_vacuously_true_and_says_so(tmp_path: Path) -> None:
-    v = gate_integrity(History([{"seq": 1, "tMs": 0, "node": "n", "kind": "node_started",
-                                 "namespace": "x", "clientId": "n"}]))
+    v = GATE_INTEGRITY(History.from_lines([{
+        "seq": 1, "tMs": 0, "node": "n", "kind": "node_started", "namespace": "x",
+        "clientId": "n", "bootId": "b", "authMode": "loose", "signatureVersion": "1"}]))
     assert v.value is Value.TRUE and v.counts["gates_opened"] == 0
+    assert v.note.startswith("nothing to judge")

@@ -2,98 +2,100 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from bench.checks import History, Value
-from bench.checks.relay import relay_integrity, relay_locality
+from bench.checks import Value
+from bench.checks.relay import RELAY_INTEGRITY, RELAY_LOCALITY
+from bench.core import events as ev
+from bench.history import History
+from tests.helpers import history
 
 S = "c1|llm.tax"
 
 
-def hist(*events: tuple[str, str, dict[str, Any]]) -> History:
-    return History({"seq": i + 1, "tMs": float(i), "node": n, "kind": k, **f}
-                   for i, (n, k, f) in enumerate(events))
+def emitted(text: str) -> ev.Event:
+    return ev.FlowEmitted(S, "c1", "llm.tax", "r1", "token", text, node="exec-1")
 
 
-def emitted(text: str) -> tuple[str, str, dict[str, Any]]:
-    return ("exec-1", "flow_emitted", {"stream": S, "text": text})
+def frame(seq: int, text: str, node: str = "exec-1") -> ev.Event:
+    return ev.RelayFrame(S, seq, "token", text, "c1", "r1", node=node)
 
 
-def frame(seq: int, text: str, node: str = "exec-1") -> tuple[str, str, dict[str, Any]]:
-    return (node, "relay_frame", {"stream": S, "streamSeq": seq, "text": text, "conversationId": "c1"})
+def sent(seq: int) -> ev.Event:
+    return ev.RelaySent(S, seq, f"m{seq}", "c1", "orch-1", node="exec-1")
 
 
-def sent(seq: int) -> tuple[str, str, dict[str, Any]]:
-    return ("exec-1", "relay_sent", {"stream": S, "streamSeq": seq, "conversationId": "c1"})
-
-
-def accepted(seq: int, text: str) -> tuple[str, str, dict[str, Any]]:
-    return ("orch-1", "relay_accepted", {"stream": S, "streamSeq": seq, "text": text})
+def accepted(seq: int, text: str) -> ev.Event:
+    return ev.RelayAccepted(S, seq, text, "c1", node="orch-1")
 
 
 def delivered(seq: int, text: str, sub_conv: str = "c1", trust: str = "claimed",
-              node: str = "orch-1") -> tuple[str, str, dict[str, Any]]:
-    return (node, "relay_delivered", {"subscriberId": "tab", "subscriberConversation": sub_conv,
-                                      "conversationId": "c1", "stream": S, "streamSeq": seq,
-                                      "text": text, "trust": trust})
+              node: str = "orch-1") -> ev.Event:
+    return ev.RelayDelivered("tab", sub_conv, "c1", S, seq, "token", text, "lane", trust,
+                             node=node)
+
+
+def pad(n: int) -> list[ev.Event]:
+    return [ev.LedgerFlushed(0, 0, 0, 0, node="x")] * n
 
 
 GOOD = [emitted("a"), frame(1, "a"), sent(1), emitted("b"), frame(2, "b"), sent(2),
         accepted(1, "a"), delivered(1, "a"), accepted(2, "b"), delivered(2, "b")]
 
 
+def rules_of(v: object) -> set[str]:
+    return {c["rule"] for c in v.counterexamples}  # type: ignore[attr-defined]
+
+
 def test_a_clean_stream_is_true() -> None:
-    assert relay_integrity(hist(*GOOD, ("x", "pad", {}), ("x", "pad", {}), ("x", "pad", {}))).value is Value.TRUE
+    assert RELAY_INTEGRITY(history(*GOOD, *pad(3), boots=False)).value is Value.TRUE
 
 
 def test_each_broken_property_is_false() -> None:
     lost_text = [emitted("a"), emitted("b"), frame(1, "a")]
-    assert relay_integrity(hist(*lost_text)).value is Value.FALSE
-    never_accepted = [emitted("a"), frame(1, "a"), sent(1)] + [("x", "pad", {})] * 2500
-    v = relay_integrity(History({"seq": i + 1, "tMs": float(i * 2), "node": n, "kind": k, **f}
-                                for i, (n, k, f) in enumerate(never_accepted)))
-    assert v.value is Value.FALSE and "neither accepted nor recorded as a gap" in v.counterexamples[0]["why"]
+    assert rules_of(RELAY_INTEGRITY(history(*lost_text, boots=False))) == {"frames_carry_the_flow"}
+    never_accepted = [emitted("a"), frame(1, "a"), sent(1), *pad(2500)]
+    v = RELAY_INTEGRITY(history(*never_accepted, boots=False, step_ms=2.0))
+    assert v.value is Value.FALSE
+    assert "neither accepted nor recorded as a gap" in v.counterexamples[0]["why"]
     dup = GOOD + [delivered(2, "b")]
-    assert relay_integrity(hist(*dup)).value is Value.FALSE
+    assert rules_of(RELAY_INTEGRITY(history(*dup, boots=False))) == {"delivered_in_order_once"}
     crosstalk = GOOD[:-1] + [delivered(2, "b", sub_conv="c2")]
-    assert relay_integrity(hist(*crosstalk)).value is Value.FALSE
+    assert rules_of(RELAY_INTEGRITY(history(*crosstalk, boots=False))) == \
+        {"delivered_to_its_conversation"}
     wrong_trust = GOOD[:-1] + [delivered(2, "b", trust="verified")]
-    assert relay_integrity(hist(*wrong_trust)).value is Value.FALSE
+    assert rules_of(RELAY_INTEGRITY(history(*wrong_trust, boots=False))) == {"trust_labels"}
     wrong_text = GOOD[:-1] + [delivered(2, "B")]
-    assert relay_integrity(hist(*wrong_text)).value is Value.FALSE
+    assert RELAY_INTEGRITY(history(*wrong_text, boots=False)).value is Value.FALSE
 
 
 def test_a_recorded_gap_explains_a_missing_frame() -> None:
     events = [emitted("a"), frame(1, "a"), sent(1), emitted("b"), frame(2, "b"), sent(2),
-              ("orch-1", "relay_gap", {"stream": S, "fromSeq": 1, "toSeq": 1}), accepted(2, "b")]
-    assert relay_integrity(hist(*events, *[("x", "pad", {})] * 2500)).value is Value.TRUE
+              ev.RelayGap(S, 1, 1, "test", node="orch-1"), accepted(2, "b")]
+    assert RELAY_INTEGRITY(history(*events, *pad(2500), boots=False)).value is Value.TRUE
 
 
 def test_a_frame_still_in_flight_at_the_end_is_unknown() -> None:
-    assert relay_integrity(hist(emitted("a"), frame(1, "a"), sent(1))).value is Value.UNKNOWN
+    v = RELAY_INTEGRITY(history(emitted("a"), frame(1, "a"), sent(1), boots=False))
+    assert v.value is Value.UNKNOWN
 
 
 def test_relay_locality() -> None:
-    attach = ("exec-1", "subscriber_attached", {"subscriberId": "tab", "conversationId": "c1"})
-    detach = ("exec-1", "subscriber_detached", {"subscriberId": "tab", "conversationId": "c1"})
-    assert relay_locality(hist(sent(1))).value is Value.TRUE
-    assert relay_locality(hist(attach, sent(1))).value is Value.FALSE
-    assert relay_locality(hist(attach, detach, sent(1))).value is Value.TRUE
+    attach = ev.SubscriberAttached("tab", "c1", node="exec-1")
+    detach = ev.SubscriberDetached("tab", "c1", node="exec-1")
+    assert RELAY_LOCALITY(history(frame(1, "a"), sent(1), boots=False)).value is Value.TRUE
+    assert RELAY_LOCALITY(history(frame(1, "a"), attach, sent(1), boots=False)).value \
+        is Value.FALSE
+    assert RELAY_LOCALITY(history(frame(1, "a"), attach, detach, sent(1), boots=False)).value \
+        is Value.TRUE
 
 
 def test_relay_metrics_from_a_history() -> None:
+    from dataclasses import replace
+
     from bench.metrics import relay_metrics
-    h = History([
-        {"seq": 1, "tMs": 0.0, "node": "orch-1", "kind": "request_sent", "requestId": "r1"},
-        {"seq": 2, "tMs": 100.0, "node": "exec-1", "kind": "relay_frame", "stream": S,
-         "streamSeq": 1, "text": "a", "taskId": "r1"},
-        {"seq": 3, "tMs": 104.0, "node": "orch-1", "kind": "relay_delivered", "stream": S,
-         "streamSeq": 1, "subscriberId": "tab", "text": "a"},
-        {"seq": 4, "tMs": 200.0, "node": "exec-1", "kind": "relay_frame", "stream": S,
-         "streamSeq": 2, "text": "b", "taskId": "r1"},
-        {"seq": 5, "tMs": 210.0, "node": "orch-1", "kind": "relay_delivered", "stream": S,
-         "streamSeq": 2, "subscriberId": "tab", "text": "b"},
-    ])
+    events = [(0.0, ev.RequestSent("r1", "m", "fin.o", "llm.tax", "c1", 10_000, node="orch-1")),
+              (100.0, frame(1, "a")), (104.0, delivered(1, "a")),
+              (200.0, frame(2, "b")), (210.0, delivered(2, "b"))]
+    h = History(replace(e, seq=i + 1, t_ms=t) for i, (t, e) in enumerate(events))
     m = relay_metrics(h)
     assert m is not None
     assert m["event_latency_ms"]["max"] == 10.0 and m["event_latency_ms"]["p50"] == 4.0

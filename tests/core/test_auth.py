@@ -132,7 +132,7 @@ def _constant_time_checks(node_class: type, monkeypatch) -> int:  # type: ignore
     from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, sign
     from bench.core.envelope import Envelope, MessageType, encode
     from bench.core.inputs import MessageReceived, Started
-    from tests.conftest import executor
+    from tests.helpers import executor
     calls = []
     real = c_hmac.HMAC.verify
 

@@ -173,7 +173,7 @@ def test_empty_roster_yields_default_executor_that_handles_requests(pair: Pair) 
 
 
 def test_host_local_request_is_consumed_without_mqtt() -> None:
-    from tests.conftest import orchestrator
+    from tests.helpers import orchestrator
     w = Wire()
     w.add(orchestrator(agents=("fin.orchestrator", "fin.tax")))
     w.start("orch-1")
@@ -243,7 +243,7 @@ def admitted_ids(w: Wire) -> set[str]:
 
 
 def test_strict_rejects_unsigned_bad_and_kid_mismatch() -> None:
-    from tests.conftest import executor, orchestrator
+    from tests.helpers import executor, orchestrator
     w = Wire()
     w.add(orchestrator(auth=AuthConfig(AuthMode.STRICT, KEYS)))
     w.add(executor(auth=AuthConfig(AuthMode.STRICT, KEYS)))
@@ -261,7 +261,7 @@ def test_strict_rejects_unsigned_bad_and_kid_mismatch() -> None:
 
 
 def test_loose_admits_unsigned_rejects_bad() -> None:
-    from tests.conftest import executor, orchestrator
+    from tests.helpers import executor, orchestrator
     w = Wire()
     w.add(orchestrator(auth=AuthConfig(AuthMode.LOOSE, KEYS)))
     w.add(executor(auth=AuthConfig(AuthMode.LOOSE, KEYS)))
@@ -272,7 +272,7 @@ def test_loose_admits_unsigned_rejects_bad() -> None:
 
 
 def test_audit_admits_everything_and_records_every_verdict() -> None:
-    from tests.conftest import executor, orchestrator
+    from tests.helpers import executor, orchestrator
     w = Wire()
     w.add(orchestrator(auth=AuthConfig(AuthMode.AUDIT, KEYS)))
     w.add(executor(auth=AuthConfig(AuthMode.AUDIT, KEYS)))
@@ -287,7 +287,7 @@ def test_audit_admits_everything_and_records_every_verdict() -> None:
 
 
 def test_signed_exchange_end_to_end_in_strict_mode_and_no_secret_in_history() -> None:
-    from tests.conftest import executor, orchestrator
+    from tests.helpers import executor, orchestrator
     w = Wire()
     w.add(orchestrator(auth=AuthConfig(AuthMode.STRICT, KEYS)))
     w.add(executor(auth=AuthConfig(AuthMode.STRICT, KEYS)))

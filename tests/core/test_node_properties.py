@@ -17,7 +17,7 @@ from bench.core.inputs import MessageReceived, Started, TaskRequested
 from bench.core.node import Node
 from bench.core.outcome import EventKind
 from bench.substrates.wire import Wire
-from tests.conftest import executor, orchestrator
+from tests.helpers import executor, orchestrator
 
 OUTCOME_KINDS = {EventKind.INBOUND_ADMITTED, EventKind.INBOUND_DROPPED,
                  EventKind.DIRECTORY_UPDATED, EventKind.DIRECTORY_REJECTED}
@@ -188,9 +188,10 @@ class GateCluster(_TwoNodes):
     def teardown(self) -> None:
         if not hasattr(self, "w"):
             return
-        from bench.checks import History, Value
-        from bench.checks.process import context_isolation, gate_integrity
+        from bench.checks import Value
+        from bench.checks.process import CONTEXT_ISOLATION, GATE_INTEGRITY
         from bench.core.inputs import HumanDecided
+        from bench.history import History
         self._restart_all()
         self.w.advance(self.w.now_ms + 1_000)
         for _node, ask in list(self.w.asked):   # everyone answers in the end
@@ -198,8 +199,8 @@ class GateCluster(_TwoNodes):
         self.w.advance(self.w.now_ms + 150_000)
         settled = {str(e.fields["requestId"]) for e in self.w.history.of_kind("request_settled")}
         assert settled == set(self.sent), f"never settled: {set(self.sent) - settled}"
-        h = History(e.to_json() for e in self.w.history.events)
-        for check in (gate_integrity, context_isolation):
+        h = History.from_lines(e.to_json() for e in self.w.history.events)
+        for check in (GATE_INTEGRITY, CONTEXT_ISOLATION):
             v = check(h)
             assert v.value is not Value.FALSE, (v.name, v.counterexamples[:3])
 

@@ -14,7 +14,7 @@ from bench.core.inputs import (
     TaskRequested,
 )
 from bench.substrates.wire import Wire
-from tests.conftest import orchestrator
+from tests.helpers import orchestrator
 
 Pair = Callable[..., Wire]
 

@@ -10,7 +10,7 @@ from bench.core.inputs import MessageReceived, TaskRequested
 from bench.core.ledger import LEDGER_DOCUMENT
 from bench.storage.memory import MemoryStore
 from bench.substrates.wire import Wire
-from tests.conftest import executor, orchestrator
+from tests.helpers import executor, orchestrator
 
 Pair = Callable[..., Wire]
 

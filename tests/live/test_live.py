@@ -3,7 +3,9 @@ real SIGKILLs. Wall-clock tests (each a few seconds, mostly waiting)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,9 +69,42 @@ def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
     expect |= BROKER_DIFFERENCES.get((broker, name), {})
     wrong = {v.name: (v.value.value, v.counterexamples[:2], v.note) for v in result.verdicts
              if v.value.value not in expect.get(v.name, {"true"})}
+    if broker == "amqtt" and wrong:
+        wrong = unexplained_by_amqtt_resume(tmp_path, result.verdicts, wrong)
     assert not wrong
     fired = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"fault_fired"' in l]
     assert fired or not scenario.faults, "the fault never fired"
+
+
+def unexplained_by_amqtt_resume(run: Path, verdicts: list[Any],
+                                wrong: dict[str, Any]) -> dict[str, Any]:
+    """What is FALSE for another reason than amqtt 0.12's known loss: it resumes a
+    persistent session without resending the QoS1 messages that were in flight when the
+    node's connection died (README, "Broker differences"). Only when a node crashes or is
+    cut off with a delivery under way; then qos1_delivery is FALSE for exactly those
+    messages, and a GATE_OPEN among them never reaches its gate store."""
+    events = [json.loads(line) for line in (run / "history.jsonl").open()]
+    cut = [(e["node"], e["tMs"]) for e in events if e["kind"] == "node_crashed"]
+    by = {v.name: v for v in verdicts}
+    qos1 = by["qos1_delivery"]
+    lost = {c["seq"][0] for c in qos1.counterexamples}
+    at = {e["seq"]: e for e in events}
+
+    def in_flight_at_a_cut(seq: int) -> bool:
+        e = at[seq]
+        return any(node == e["targetNodeId"] and 0 <= t - e["tMs"] <= 1_000 for node, t in cut)
+    left = dict(wrong)
+    if "qos1_delivery" in left and qos1.counts["violations"] == len(lost) \
+            and all(in_flight_at_a_cut(s) for s in lost):
+        del left["qos1_delivery"]
+        lost_ids = {at[s]["messageId"] for s in lost}
+        gates = by["gate_integrity"]
+        if "gate_integrity" in left and set(gates.rules) and all(
+                r == "open_reaches_gate_store" or not n["violations"]
+                for r, n in gates.rules.items()) and all(
+                at[c["seq"][0]]["messageId"] in lost_ids for c in gates.counterexamples):
+            del left["gate_integrity"]
+    return left
 
 
 LIVE_DEFECTS = [v for v in VARIANTS.values() if v.name != "reference"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import simpy
 
+from bench.core.events import to_fields
 from bench.spec.distribution import fixed
 from bench.spec.topology import LinkSpec
 from bench.substrates.sim.broker import Connection, Message, Redelivery, SimBroker
@@ -32,7 +33,8 @@ class Fake:
 def setup(per_filter: bool = True) -> tuple[simpy.Environment, SimBroker, list[tuple[str, Any]]]:
     env = simpy.Environment()
     records: list[tuple[str, Any]] = []
-    broker = SimBroker(env, per_filter_copies=per_filter, record=lambda k, f: records.append((k, f)))
+    broker = SimBroker(env, per_filter_copies=per_filter,
+                       record=lambda e: records.append((e.KIND.value, to_fields(e))))
     return env, broker, records
 
 

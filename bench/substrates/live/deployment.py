@@ -24,8 +24,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, assert_never
 
+from bench.core import events as ev
 from bench.core.config import NodeConfig
 from bench.core.directory import ROSTER_DOCUMENT
+from bench.core.events import from_fields
 from bench.faults.primitives import (
     Boot,
     BrokerStart,
@@ -96,7 +98,7 @@ class InprocNode:
     async def start(self) -> None:
         self.host = LiveHost(self.spec.config, variant_by_name(self.spec.variant).node_class,
                              self.spec.data_dir, self.spec.broker,
-                             lambda node, kind, fields: self.log.record(node, kind, fields),
+                             lambda node, event: self.log.record(node, event),
                              Clock(self.spec.t0), self.spec.behaviour())
         self.host.boot()
 
@@ -145,15 +147,16 @@ class ProcessNode:
             line = await proc.stdout.readline()
             if not line:
                 return
-            try:
+            try:   # the node-process protocol: one event per line, checked against the schema
                 e = json.loads(line)
-                node, kind, fields, t_ms = e["node"], e["kind"], e["fields"], e["tMs"]
-            except (ValueError, KeyError, TypeError):
-                self.log.record(self.node_id, "harness_error", {
-                    "error": "unparsable output line",
-                    "line": line[:200].decode(errors="replace")})
+                event = from_fields(e["kind"], e["fields"])
+                node, t_ms = str(e["node"]), float(e["tMs"])
+            except (ValueError, KeyError, TypeError) as exc:
+                self.log.record(self.node_id, ev.HarnessError(
+                    "unparsable output line",
+                    {"why": str(exc)[:200], "line": line[:200].decode(errors="replace")}))
                 continue
-            self.log.record(node, kind, fields, t_ms)
+            self.log.record(node, event, t_ms)
 
     async def crash(self) -> str:
         if self.proc is not None and self.proc.returncode is None:
@@ -207,8 +210,8 @@ def self_check_lines(events: list[dict[str, Any]], node: str) -> list[str]:
     return lines
 
 
-def _registered(node_id: str) -> Callable[[str, str, dict[str, Any]], bool]:
-    return lambda node, kind, _fields: node == node_id and kind == "executors_registered"
+def _registered(node_id: str) -> Callable[[str, ev.Event], bool]:
+    return lambda node, event: node == node_id and isinstance(event, ev.ExecutorsRegistered)
 
 
 class LiveDeployment:
@@ -246,9 +249,9 @@ class LiveDeployment:
         self.loop.run_until_complete(self.loop.run_in_executor(None, self.broker.start))
         self.clock.t0 = time.time()   # the run's clock starts with the broker up
         self.log.nodes = {n.id for n in self.topology.nodes}
-        self.record("bench", "run_started", run_started(
+        self.record("bench", run_started(
             self.scenario, self.variant, self.mode, broker=self.broker.kind,
-            brokerUrl=self.broker.url, nodeHosting=self.options.hosting.value))
+            broker_url=self.broker.url, node_hosting=self.options.hosting.value))
         specs = [LaunchSpec(config, self.variant.name, self.workdir / "data" / node_id,
                             (self.broker.host, self.broker.port), self.clock.t0, self.seed,
                             self.scenario.workload.to_json())
@@ -272,8 +275,7 @@ class LiveDeployment:
 
     def issue(self, op: Op) -> None:
         if not self.nodes[op.node_id].send(op_to_json(op)):
-            self.record(op.node_id, "op_not_issued", {"op": op_kind(op), "id": op.message_id,
-                                                      "reason": "node is down"})
+            self.record(op.node_id, ev.OpNotIssued(op_kind(op), op.message_id, "node is down"))
 
     def config(self, node: str) -> NodeConfig:
         return self.nodes[node].spec.config
@@ -281,8 +283,8 @@ class LiveDeployment:
     def booted_at_ms(self, node: str) -> float:
         return self.log.booted_at.get(node, 0.0)
 
-    def record(self, node: str, kind: str, fields: dict[str, Any]) -> None:
-        self.log.record(node, kind, fields)
+    def record(self, node: str, event: ev.Event) -> None:
+        self.log.record(node, event)
 
     def settled(self) -> bool:
         return self.log.quiet
@@ -315,9 +317,9 @@ class LiveDeployment:
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """A callback that threw: in the history (a harness error), never only on stderr."""
         exc = context.get("exception")
-        self.log.record("bench", "harness_error", {
-            "error": repr(exc) if exc else context.get("message", "?"),
-            "where": "".join(traceback.format_exception(exc))[-800:] if exc else ""})
+        self.log.record("bench", ev.HarnessError(
+            repr(exc) if exc else str(context.get("message", "?")),
+            {"where": "".join(traceback.format_exception(exc))[-800:] if exc else ""}))
 
     # -- start-up --------------------------------------------------------------------------------
     async def _start_proxies(self, specs: list[LaunchSpec]) -> list[LaunchSpec]:
@@ -329,8 +331,7 @@ class LiveDeployment:
                                rng_for(self.seed, f"proxy/{node_id}"))
             await proxy.start()
             self.proxies[node_id] = proxy
-            self.record(node_id, "fault_proxy", {"listen": f"{proxy.host}:{proxy.port}",
-                                                 "upstream": self.broker.url})
+            self.record(node_id, ev.FaultProxy(f"{proxy.host}:{proxy.port}", self.broker.url))
             out.append(replace(spec, broker=(proxy.host, proxy.port)))
         return out
 
@@ -354,8 +355,7 @@ class LiveDeployment:
             regs = [e for e in events if e["node"] == n and e["kind"] == "executors_registered"]
             if len(node_lines) < 4 or not regs or regs[-1]["registered"] != regs[-1]["expected"]:
                 failed.append(n)
-                self.record(n, "self_check_failed", {"lines": node_lines,
-                                                     "missing": 4 - len(node_lines)})
+                self.record(n, ev.SelfCheckFailed(lines=node_lines, missing=4 - len(node_lines)))
         for fut in pending:
             fut.cancel()
         if failed:
@@ -363,7 +363,7 @@ class LiveDeployment:
                                   f"see self_check_failed in the history")
         return lines
 
-    def _watch(self, pred: Callable[[str, str, dict[str, Any]], bool]) -> asyncio.Future[None]:
+    def _watch(self, pred: Callable[[str, ev.Event], bool]) -> asyncio.Future[None]:
         fut: asyncio.Future[None] = self.loop.create_future()
         cancel = self.log.watch(pred, lambda: None if fut.done() else fut.set_result(None))
         fut.add_done_callback(lambda _f: cancel())
@@ -465,7 +465,7 @@ class LiveDeployment:
         try:
             await asyncio.wait_for(up, REBOOT_TIMEOUT_S)
         except TimeoutError:
-            self.record(step.node, "self_check_failed", {"after": "restart"})
+            self.record(step.node, ev.SelfCheckFailed(after="restart"))
             return Done()
         return Done((Firing("restarted", step.node,
                             {"downMs": self.clock.now_ms() - crashed_at}),))
@@ -518,9 +518,8 @@ class LiveDeployment:
         def replay(topic: str, payload: bytes) -> None:
             if holder and not holder[0].closed:
                 holder[0].publish(topic, payload, 1, False)
-                self.record("nemesis", "fault_fired", {
-                    "fault": step.fault.kind, "faultIndex": index, "action": "replayed",
-                    "topic": topic, "bytes": len(payload)})
+                self.record("nemesis", ev.FaultFired(step.fault.kind, index, "replayed",
+                                                     {"topic": topic, "bytes": len(payload)}))
 
         def on_message(topic: str, payload: bytes, mid: int, qos: int) -> None:
             holder[0].ack(mid, qos)

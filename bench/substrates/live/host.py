@@ -11,8 +11,8 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from bench.core import events as ev
 from bench.core.commands import Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import Connected, MessageReceived, PublishSettled, Started, Subscribed
@@ -23,8 +23,8 @@ from bench.substrates.host import NodeHost
 from bench.substrates.live.mqtt import MqttLink
 from bench.workload import Behaviour
 
-#: (node, kind, fields) -> None: where history events go.
-Sink = Callable[[str, str, dict[str, Any]], None]
+#: (node, event) -> None: where history events go.
+Sink = Callable[[str, ev.Event], None]
 
 
 class Clock:
@@ -63,8 +63,8 @@ class LiveHost(NodeHost):
     def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
         self.loop.call_later(max(0.0, delay_ms / 1000), fn)
 
-    def record(self, kind: str, fields: dict[str, Any]) -> None:
-        self.sink(self.node_id, kind, fields)
+    def record(self, event: ev.Event) -> None:
+        self.sink(self.node_id, event)
 
     # -- life -----------------------------------------------------------------------------------
     def boot(self) -> None:
@@ -72,7 +72,7 @@ class LiveHost(NodeHost):
         self.boots += 1
         self.booted_at_ms = self.clock_ms()
         self.store = FileStore(self.data_dir)
-        self.record("self_check", {"line": "message store ready", "store": str(self.store.db_path)})
+        self.record(ev.SelfCheck("message store ready", str(self.store.db_path)))
         self.node = self.node_class(self.config)
         self.feed(Started(self.now_ms(), uuid.uuid4().hex[:12], restore(self.store)))
 
@@ -128,7 +128,7 @@ class LiveHost(NodeHost):
 
     def _on_disconnected(self, link: MqttLink, epoch: int, reason: str) -> None:
         if epoch == self.epoch and link is self.link:
-            self.record("mqtt_disconnected", {"clientId": link.client_id, "reason": reason})
+            self.record(ev.MqttDisconnected(link.client_id, reason))
 
     def _on_message(self, link: MqttLink, epoch: int, topic: str, payload: bytes, mid: int,
                     qos: int) -> None:
@@ -146,7 +146,7 @@ class LiveHost(NodeHost):
 
     def publish(self, cmd: Publish) -> None:
         if self.link is None:
-            self.record("warning", {"what": "publish without a connection", "topic": cmd.topic})
+            self.record(ev.Warning(ev.WarningKind.PUBLISH_WITHOUT_CONNECTION, topic=cmd.topic))
             return
         payload = self.outgoing(cmd.topic, cmd.payload)
         mid = self.link.publish(cmd.topic, payload, cmd.qos, cmd.retain)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import Any
 
+from bench.core.events import Event, HarnessError, to_fields
 from bench.substrates.live.control import LaunchSpec, apply_op
 from bench.substrates.live.host import Clock, LiveHost
 from bench.variants import variant
@@ -26,8 +26,9 @@ async def main() -> None:
     clock = Clock(spec.t0)
     out = sys.stdout
 
-    def sink(node: str, kind: str, fields: dict[str, Any]) -> None:
-        out.write(json.dumps({"node": node, "kind": kind, "tMs": clock.now_ms(), "fields": fields},
+    def sink(node: str, event: Event) -> None:
+        out.write(json.dumps({"node": node, "kind": event.KIND.value, "tMs": clock.now_ms(),
+                              "fields": to_fields(event)},
                              separators=(",", ":")) + "\n")
         out.flush()
 
@@ -44,7 +45,7 @@ async def main() -> None:
         try:
             apply_op(host, op)
         except Exception as exc:  # a bad operation is recorded; the node keeps running
-            sink(spec.config.node_id, "harness_error", {"op": op.get("op"), "error": repr(exc)})
+            sink(spec.config.node_id, HarnessError(repr(exc), {"op": op.get("op")}))
     host.stop()
 
 

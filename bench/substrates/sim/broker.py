@@ -14,10 +14,11 @@ import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import simpy
 
+from bench.core import events as ev
 from bench.core.topics import matches
 from bench.spec.distribution import Distribution
 from bench.substrates.sim.link import Link
@@ -74,7 +75,7 @@ class Redelivery:
 
 class SimBroker:
     def __init__(self, env: simpy.Environment, *, per_filter_copies: bool,
-                 record: Callable[[str, dict[str, Any]], None]) -> None:
+                 record: Callable[[ev.Event], None]) -> None:
         self.env = env
         self.per_filter_copies = per_filter_copies
         self.record = record
@@ -105,8 +106,7 @@ class SimBroker:
         if session is not None and session.conn is not None and session.conn is not conn:
             old = session.conn
             self.stats["takeovers"] += 1
-            self.record("session_takeover", {"clientId": conn.client_id, "oldLabel": old.label,
-                                             "newLabel": conn.label})
+            self.record(ev.SessionTakeover(conn.client_id, old.label, conn.label))
             self._drop(old, "session taken over by a new connection with the same client id",
                        publish_will=True)
         if conn.clean_session or session is None or session.clean:
@@ -222,9 +222,8 @@ class SimBroker:
                 and r.rng.random() < r.probability:
             r.fired += 1
             delay = r.delay_ms.sample(r.rng)
-            self.record("fault_fired", {"fault": "qos1_redelivery", "faultIndex": r.index,
-                                        "action": "redelivered", "clientId": conn.client_id,
-                                        "topic": msg.topic, "delayMs": round(delay, 3)})
+            self.record(ev.FaultFired("qos1_redelivery", r.index, "redelivered", {
+                "clientId": conn.client_id, "topic": msg.topic, "delayMs": round(delay, 3)}))
             self.env.process(self._redeliver_later(session, msg, delay))
 
     def _redeliver_later(self, session: Session, msg: Message, delay: float):  # type: ignore[no-untyped-def]

@@ -15,6 +15,7 @@ from typing import Any, assert_never
 
 import simpy
 
+from bench.core import events as ev
 from bench.core.config import NodeConfig
 from bench.core.directory import ROSTER_DOCUMENT
 from bench.faults.primitives import (
@@ -71,7 +72,7 @@ class SimDeployment:
         self.behaviour = Behaviour(scenario.workload, scenario.seed)
         self.broker = SimBroker(self.env,
                                 per_filter_copies=self.topology.broker is BrokerModel.AMQTT,
-                                record=lambda kind, fields: self.record("broker", kind, fields))
+                                record=lambda event: self.record("broker", event))
         self.hosts: dict[str, SimHost] = {}
         self.settled_requests: dict[str, str] = {}
         self._counters: dict[tuple[int, str], int] = {}   # (fault, node) -> counter at arming
@@ -91,7 +92,7 @@ class SimDeployment:
 
     # -- the Deployment interface ----------------------------------------------------------------
     def start(self) -> list[str]:
-        self.record("bench", "run_started", run_started(self.scenario, self.variant, self.mode))
+        self.record("bench", run_started(self.scenario, self.variant, self.mode))
         for host in self.hosts.values():
             host.boot()
         return []
@@ -113,8 +114,7 @@ class SimDeployment:
     def issue(self, op: Op) -> None:
         host = self.hosts[op.node_id]
         if host.node is None:
-            self.record(op.node_id, "op_not_issued", {"op": op_kind(op), "id": op.message_id,
-                                                      "reason": "node is down"})
+            self.record(op.node_id, ev.OpNotIssued(op_kind(op), op.message_id, "node is down"))
             return
         host.feed(op_input(op, host.now_ms()))
 
@@ -124,8 +124,8 @@ class SimDeployment:
     def booted_at_ms(self, node: str) -> float:
         return self.hosts[node].booted_at_ms
 
-    def record(self, node: str, kind: str, fields: dict[str, Any]) -> None:
-        self.log.record(node, kind, fields)
+    def record(self, node: str, event: ev.Event) -> None:
+        self.log.record(node, event)
 
     def settled(self) -> bool:
         """Never early: virtual time is cheap, and a fixed end keeps runs comparable."""
@@ -227,9 +227,8 @@ class SimDeployment:
         """The node's client notices the silent link at its keepalive and drops it."""
         for h in hosts:
             if not h.link.up and h.conn is not None:
-                self.record(h.node_id, "fault_fired", {
-                    "fault": step.fault.kind, "faultIndex": step.fault.index,
-                    "action": "keepalive expired; connection dropped"})
+                self.record(h.node_id, ev.FaultFired(step.fault.kind, step.fault.index,
+                                                     "keepalive expired; connection dropped"))
                 h.drop_connection("keepalive timeout (partition)")
 
     def _link_up(self, step: LinkUp) -> Outcome:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from bench.core import events as ev
 from bench.core.commands import Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import Connected, MessageReceived, PublishSettled, Started, Subscribed
@@ -72,8 +73,8 @@ class SimHost(NodeHost):
         yield self.env.timeout(delay_ms)
         fn()
 
-    def record(self, kind: str, fields: dict[str, Any]) -> None:
-        self.deployment.record(self.node_id, kind, fields)
+    def record(self, event: ev.Event) -> None:
+        self.deployment.record(self.node_id, event)
 
     # -- life ---------------------------------------------------------------------------------
     def boot(self) -> None:
@@ -144,7 +145,7 @@ class SimHost(NodeHost):
         if conn is not self.conn:
             return
         self.conn = None
-        self.record("mqtt_disconnected", {"clientId": conn.client_id, "reason": reason})
+        self.record(ev.MqttDisconnected(conn.client_id, reason))
         epoch = self.epoch
 
         def reconnect() -> None:

@@ -1,0 +1,1007 @@
+"""The history's schema: one frozen type per event kind, the same fields on every substrate.
+
+An event is what happened, as a value. The core returns the ones it decides (`Record`
+commands); hosts, deployments and the nemesis construct the others (`HARNESS` at the end:
+a node process started or crashed, a fault acted, a run began). `bench.history` writes
+them as JSON lines — `seq`, `tMs`, `node`, `kind`, then the fields in camelCase — and
+reads them back into these types, refusing a line that does not fit.
+
+Values only: no I/O, no behaviour. A change here is a change of the history format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar, Protocol, cast
+
+from bench.core.envelope import Json
+from bench.core.outcome import EventKind
+
+
+class WarningKind(StrEnum):
+    """What a `warning` is about (the values are the history's wording)."""
+
+    UNDELIVERABLE = "undeliverable"
+    UNKNOWN_SETTLEMENT = "publish settled for an unknown message"
+    MISSING_REPLY_NODE = "missing replyNodeId"
+    BAD_PROCESS_DEFINITION = "bad process definition"
+    SNAPSHOT_UNREADABLE = "instance snapshot unreadable"
+    GATE_RECORD_UNREADABLE = "gate record unreadable"
+    STREAM_RECORD_UNREADABLE = "relay stream record unreadable"
+    ROSTER_UNREADABLE = "roster unreadable; starting from configuration"
+    RESTORE_TASKS = "restore tasks"
+    RESTORE_REQUESTS = "restore requests"
+    PUBLISH_WITHOUT_CONNECTION = "publish without a connection"
+
+
+class InstanceCause(StrEnum):
+    """Why a process instance changed status: a judge reads this, never the prose."""
+
+    WAITING_AT_GATE = "WAITING_AT_GATE"      # PAUSED at a human step
+    COMPLETED = "COMPLETED"                  # every step done
+    STEP_FAILED = "STEP_FAILED"              # a step failed its last attempt
+    SUBFLOW_FAILED = "SUBFLOW_FAILED"        # a sub-flow failed: so does its parent
+    DECIDED_AGAINST = "DECIDED_AGAINST"      # the gate was rejected, or expired with "fail"
+    NO_HOME_NODE = "NO_HOME_NODE"            # a human step with nobody to ask
+    INTERRUPTED = "INTERRUPTED"              # found RUNNING after a restart
+    TASK_ENDED = "TASK_ENDED"                # its task ended from outside (the watchdog)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """The base of every event type. `seq`, `t_ms` and `node` are stamped by the history
+    (when written, and filled in when read back); whoever constructs an event leaves them."""
+
+    KIND: ClassVar[EventKind]
+    #: Field names whose JSON name is not the camelCase of the attribute.
+    JSON_NAMES: ClassVar[dict[str, str]] = {}
+    #: Whether fields beyond the declared ones are kept (in `details`) rather than refused.
+    OPEN: ClassVar[bool] = False
+
+    seq: int = 0
+    t_ms: float = 0.0
+    node: str = ""
+
+
+# -- the node's life and its directory -----------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class NodeStarted(Event):
+    KIND = EventKind.NODE_STARTED
+    boot_id: str
+    namespace: str
+    client_id: str
+    auth_mode: str
+    signature_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Connected(Event):
+    KIND = EventKind.CONNECTED
+    client_id: str
+    session_present: bool
+    subscriptions: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class RosterLoaded(Event):
+    KIND = EventKind.ROSTER_LOADED
+    agents: list[str]
+    restored: list[str]
+    namespace: str
+
+
+@dataclass(frozen=True, slots=True)
+class RosterRotated(Event):
+    KIND = EventKind.ROSTER_ROTATED
+    from_namespace: str
+    to_namespace: str
+    dropped_agents: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultExecutorRegistered(Event):
+    KIND = EventKind.DEFAULT_EXECUTOR_REGISTERED
+    agent_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorsRegistered(Event):
+    KIND = EventKind.EXECUTORS_REGISTERED
+    registered: int
+    expected: int
+    agents: list[str]
+    subscribed: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryUpdated(Event):
+    KIND = EventKind.DIRECTORY_UPDATED
+    node_id: str
+    online: bool
+    agents: list[str]
+    known: int
+    cleared: bool | None = None        # an empty retained message cleared the entry
+    was_known: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryRejected(Event):
+    KIND = EventKind.DIRECTORY_REJECTED
+    topic: str
+    reason: str
+
+
+# -- inbound ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class InboundAdmitted(Event):
+    KIND = EventKind.INBOUND_ADMITTED
+    message_id: str
+    message_type: str
+    from_agent_id: str
+    to_agent_id: str | None
+    target_node_id: str | None
+    request_id: str | None
+    origin_node_id: str | None
+    reply_node_id: str | None
+    verdict: str | None                # None: delivered locally, no signature to judge
+    via: str                           # mqtt | local
+    handler: str
+
+
+@dataclass(frozen=True, slots=True)
+class InboundDropped(Event):
+    KIND = EventKind.INBOUND_DROPPED
+    JSON_NAMES = {"size_bytes": "bytes"}
+    reason: str                        # DropReason
+    detail: str
+    topic: str | None
+    message_id: str | None
+    message_type: str | None
+    from_agent_id: str | None
+    request_id: str | None
+    verdict: str | None
+    size_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class AuthVerdict(Event):
+    KIND = EventKind.AUTH_VERDICT
+    message_id: str
+    verdict: str
+    mode: str
+    admitted: bool
+    from_agent_id: str
+    kid: str | None
+    signer_node: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class KeysRotated(Event):
+    KIND = EventKind.KEYS_ROTATED
+    kids: list[str]
+    flat: bool
+    overlap_kids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEventReceived(Event):
+    KIND = EventKind.GROUP_EVENT_RECEIVED
+    message_id: str
+    scene_group_id: str | None
+    from_agent_id: str
+
+
+# -- outbound and requests ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class OutboundSettled(Event):
+    KIND = EventKind.OUTBOUND_SETTLED
+    message_id: str
+    message_type: str
+    state: str                         # OutboundState, terminal
+    reason: str
+    to_agent_id: str | None
+    target_node_id: str | None
+    request_id: str | None
+    topic: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSent(Event):
+    KIND = EventKind.REQUEST_SENT
+    request_id: str
+    message_id: str
+    from_agent_id: str
+    to_agent_id: str
+    conversation_id: str | None
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSettled(Event):
+    KIND = EventKind.REQUEST_SETTLED
+    request_id: str
+    outcome: str                       # RequestOutcome
+    latency_ms: int
+    response_message_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseUnmatched(Event):
+    KIND = EventKind.RESPONSE_UNMATCHED
+    request_id: str | None
+    message_id: str
+    reason: str
+
+
+# -- tasks -----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TaskState(Event):
+    KIND = EventKind.TASK_STATE
+    task_id: str
+    agent_id: str
+    state: str
+    previous: str | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskExecuted(Event):
+    KIND = EventKind.TASK_EXECUTED
+    task_id: str
+    agent_id: str
+    conversation_id: str | None
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDuplicate(Event):
+    KIND = EventKind.TASK_DUPLICATE
+    task_id: str
+    message_id: str
+    state: str
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLateResult(Event):
+    KIND = EventKind.TASK_LATE_RESULT
+    task_id: str
+    ok: bool
+    state: str | None
+    reason: str
+
+
+# -- FLOW-RELAY ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SubscriberAttached(Event):
+    KIND = EventKind.SUBSCRIBER_ATTACHED
+    subscriber_id: str
+    conversation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriberDetached(Event):
+    KIND = EventKind.SUBSCRIBER_DETACHED
+    subscriber_id: str
+    conversation_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FlowEmitted(Event):
+    KIND = EventKind.FLOW_EMITTED
+    stream: str
+    conversation_id: str
+    agent_id: str
+    task_id: str
+    flow_kind: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelayFrame(Event):
+    KIND = EventKind.RELAY_FRAME
+    stream: str
+    stream_seq: int
+    flow_kind: str
+    text: str
+    conversation_id: str
+    task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelaySent(Event):
+    KIND = EventKind.RELAY_SENT
+    stream: str
+    stream_seq: int
+    message_id: str
+    conversation_id: str
+    home_node_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelayAccepted(Event):
+    KIND = EventKind.RELAY_ACCEPTED
+    stream: str
+    stream_seq: int
+    text: str
+    conversation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelayDuplicate(Event):
+    KIND = EventKind.RELAY_DUPLICATE
+    stream: str
+    stream_seq: int
+    cursor: int
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelayGap(Event):
+    KIND = EventKind.RELAY_GAP
+    stream: str
+    from_seq: int
+    to_seq: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelayDelivered(Event):
+    KIND = EventKind.RELAY_DELIVERED
+    subscriber_id: str
+    subscriber_conversation: str | None
+    conversation_id: str
+    stream: str
+    stream_seq: int
+    flow_kind: str
+    text: str
+    lane: str
+    trust: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelayDropped(Event):
+    """A flow event that went nowhere, with why: a malformed FLOW_EVENT (message_id), a
+    flow of no running task (task_id), a frame with nobody to deliver it to (stream)."""
+
+    KIND = EventKind.RELAY_DROPPED
+    reason: str
+    message_id: str | None = None
+    task_id: str | None = None
+    flow_kind: str | None = None
+    stream: str | None = None
+    stream_seq: int | None = None
+
+
+# -- process instances and copy-on-write context ------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class InstanceStarted(Event):
+    KIND = EventKind.INSTANCE_STARTED
+    process_inst_id: str
+    task_id: str
+    agent_id: str
+    definition: Json
+    version: int
+    context: Json
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceState(Event):
+    KIND = EventKind.INSTANCE_STATE
+    process_inst_id: str
+    task_id: str | None
+    status: str
+    previous: str
+    reason: str | None
+    version: int | None
+    cause: InstanceCause
+
+
+@dataclass(frozen=True, slots=True)
+class InstancePersisted(Event):
+    KIND = EventKind.INSTANCE_PERSISTED
+    process_inst_id: str
+    status: str
+    version: int
+    reason: str
+    gate_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRehydrated(Event):
+    KIND = EventKind.INSTANCE_REHYDRATED
+    process_inst_id: str
+    task_id: str
+    status: str
+    version: int
+    gate_id: str | None
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstancesRestored(Event):
+    KIND = EventKind.INSTANCES_RESTORED
+    snapshots: int
+    paused: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepStarted(Event):
+    KIND = EventKind.STEP_STARTED
+    process_inst_id: str
+    task_id: str
+    scope: str
+    path: str
+    attempt: int
+    retries: int
+    snapshot_id: str
+    parent_snapshot_id: str | None
+    base_version: int
+    base_digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepFinished(Event):
+    KIND = EventKind.STEP_FINISHED
+    process_inst_id: str
+    scope: str
+    path: str
+    attempt: int
+    ok: bool
+    ops: Json
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepLate(Event):
+    KIND = EventKind.STEP_LATE
+    process_inst_id: str
+    path: str
+    attempt: int
+    ok: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptDiscarded(Event):
+    KIND = EventKind.ATTEMPT_DISCARDED
+    process_inst_id: str
+    path: str
+    attempt: int
+    snapshot_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContextForked(Event):
+    KIND = EventKind.CONTEXT_FORKED
+    process_inst_id: str
+    scope: str
+    parent_snapshot_id: str
+    parent_version: int
+    snapshot_id: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContextMerged(Event):
+    KIND = EventKind.CONTEXT_MERGED
+    process_inst_id: str
+    scope: str
+    path: str
+    attempt: int
+    operator: str
+    from_version: int
+    version: int
+    snapshot_id: str
+    parent_snapshot_id: str | None
+    ops: Json
+    context: Json
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubflowFinished(Event):
+    KIND = EventKind.SUBFLOW_FINISHED
+    process_inst_id: str
+    step: str
+    ok: bool
+    reason: str | None
+
+
+# -- human gates: the executor's side ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class GateOpenSent(Event):
+    KIND = EventKind.GATE_OPEN_SENT
+    gate_id: str
+    process_inst_id: str
+    activity_id: str
+    agent_id: str
+    home_node_id: str | None
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecisionReceived(Event):
+    KIND = EventKind.GATE_DECISION_RECEIVED
+    gate_id: str
+    process_inst_id: str
+    decision: str
+    status: str
+    message_id: str
+    instance_status: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GateResumed(Event):
+    KIND = EventKind.GATE_RESUMED
+    gate_id: str
+    process_inst_id: str
+    instance_gate: str | None
+    decision: str
+    task_id: str
+
+
+# -- human gates: the gate store on the orchestrator -------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class GateOpened(Event):
+    KIND = EventKind.GATE_OPENED
+    gate_id: str
+    process_inst_id: str
+    activity_id: str
+    agent_id: str
+    executor_node_id: str | None
+    conversation_id: str | None
+    deadline_ms: int
+    on_timeout: str
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GateOpenDuplicate(Event):
+    KIND = EventKind.GATE_OPEN_DUPLICATE
+    gate_id: str
+    state: str
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class HumanAsked(Event):
+    KIND = EventKind.HUMAN_ASKED
+    gate_id: str
+    ask: int
+    conversation_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GateClickRejected(Event):
+    KIND = EventKind.GATE_CLICK_REJECTED
+    gate_id: str
+    click: str
+    decision: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GateAlreadyDecided(Event):
+    KIND = EventKind.GATE_ALREADY_DECIDED
+    gate_id: str
+    click: str
+    decision: str
+    state: str
+    decided: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GateExpired(Event):
+    KIND = EventKind.GATE_EXPIRED
+    gate_id: str
+    policy: str
+    decision: str
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecided(Event):
+    KIND = EventKind.GATE_DECIDED
+    gate_id: str
+    decision: str
+    decided_by: str
+    click: str | None
+    process_inst_id: str
+    think_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecisionSent(Event):
+    KIND = EventKind.GATE_DECISION_SENT
+    gate_id: str
+    message_id: str
+    attempt: int
+    decision: str | None
+    agent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GateAcked(Event):
+    KIND = EventKind.GATE_ACKED
+    gate_id: str
+    status: str
+    negative: bool
+    duplicate: bool
+    message_id: str
+    attempts: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GateUnacked(Event):
+    KIND = EventKind.GATE_UNACKED
+    gate_id: str
+    attempts: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GatesRestored(Event):
+    KIND = EventKind.GATES_RESTORED
+    gates: int
+    open: int
+    decided: int
+
+
+# -- the inbound ledger, and warnings ---------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class LedgerFlushed(Event):
+    KIND = EventKind.LEDGER_FLUSHED
+    entries: int
+    expired: int
+    evicted_total: int
+    expired_total: int
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRestored(Event):
+    KIND = EventKind.LEDGER_RESTORED
+    entries: int
+    problem: str | None
+    durable: bool
+    ttl_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Warning(Event):
+    """Something worth a human's attention that is not a failure of the run."""
+
+    KIND = EventKind.WARNING
+    what: WarningKind
+    reason: str | None = None
+    message_id: str | None = None
+    task_id: str | None = None
+    to_agent_id: str | None = None
+    gate_id: str | None = None
+    process_inst_id: str | None = None
+    topic: str | None = None
+    ok: bool | None = None
+
+
+CORE: tuple[type[Event], ...] = (
+    NodeStarted, Connected, RosterLoaded, RosterRotated, DefaultExecutorRegistered,
+    ExecutorsRegistered, DirectoryUpdated, DirectoryRejected, InboundAdmitted, InboundDropped,
+    AuthVerdict, KeysRotated, GroupEventReceived, OutboundSettled, RequestSent, RequestSettled,
+    ResponseUnmatched, TaskState, TaskExecuted, TaskDuplicate, TaskLateResult,
+    SubscriberAttached, SubscriberDetached, FlowEmitted, RelayFrame, RelaySent, RelayAccepted,
+    RelayDuplicate, RelayGap, RelayDelivered, RelayDropped, InstanceStarted, InstanceState,
+    InstancePersisted, InstanceRehydrated, InstancesRestored, StepStarted, StepFinished,
+    StepLate, AttemptDiscarded, ContextForked, ContextMerged, SubflowFinished, GateOpenSent,
+    GateDecisionReceived, GateResumed, GateOpened, GateOpenDuplicate, HumanAsked,
+    GateClickRejected, GateAlreadyDecided, GateExpired, GateDecided, GateDecisionSent,
+    GateAcked, GateUnacked, GatesRestored, LedgerFlushed, LedgerRestored, Warning)
+
+
+# -- what the harness records around the nodes ------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RunStarted(Event):
+    KIND = EventKind.RUN_STARTED
+    scenario: str
+    variant: str
+    seed: int
+    topology: str
+    nodes: int
+    mode: str
+    broker: str | None = None          # live: the broker's kind, URL, and how nodes run
+    broker_url: str | None = None
+    node_hosting: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished(Event):
+    KIND = EventKind.RUN_FINISHED
+    OPEN = True                        # plus the substrate's statistics
+    simulated_ms: float
+    operations: int
+    details: Mapping[str, Json] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCrashed(Event):
+    KIND = EventKind.NODE_CRASHED
+    fault_index: int | None
+    how: str
+    lost_writes: int | None            # sim: store writes lost; live: not known
+
+
+@dataclass(frozen=True, slots=True)
+class OpNotIssued(Event):
+    KIND = EventKind.OP_NOT_ISSUED
+    op: str
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpFailed(Event):
+    """Issuing an operation threw: it may or may not have happened (INFO)."""
+
+    KIND = EventKind.OP_FAILED
+    op: str
+    id: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class InputLost(Event):
+    KIND = EventKind.INPUT_LOST
+    input: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessError(Event):
+    KIND = EventKind.HARNESS_ERROR
+    OPEN = True                        # where it happened: an op, an output line, a trace
+    error: str
+    details: Mapping[str, Json] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SelfCheck(Event):
+    KIND = EventKind.SELF_CHECK
+    line: str
+    store: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelfCheckFailed(Event):
+    KIND = EventKind.SELF_CHECK_FAILED
+    lines: list[str] | None = None     # at start-up: the lines it printed
+    missing: int | None = None
+    after: str | None = None           # "restart": it did not come back
+
+
+@dataclass(frozen=True, slots=True)
+class FaultProxy(Event):
+    KIND = EventKind.FAULT_PROXY
+    listen: str
+    upstream: str
+
+
+@dataclass(frozen=True, slots=True)
+class MqttConnected(Event):
+    KIND = EventKind.MQTT_CONNECTED
+    client_id: str
+    session_present: bool
+    broker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MqttDisconnected(Event):
+    KIND = EventKind.MQTT_DISCONNECTED
+    client_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTakeover(Event):
+    KIND = EventKind.SESSION_TAKEOVER
+    client_id: str
+    old_label: str
+    new_label: str
+
+
+@dataclass(frozen=True, slots=True)
+class HumanClicked(Event):
+    KIND = EventKind.HUMAN_CLICKED
+    gate_id: str
+    decision: str
+    click: str
+
+
+@dataclass(frozen=True, slots=True)
+class FaultStart(Event):
+    """Journaled before the fault acts."""
+
+    KIND = EventKind.FAULT_START
+    fault: str
+    fault_index: int
+    at_ms: float
+    duration_ms: float | None
+    params: Json
+    disrupts: bool                     # may legitimately swallow requests in its window
+
+
+@dataclass(frozen=True, slots=True)
+class FaultFired(Event):
+    KIND = EventKind.FAULT_FIRED
+    OPEN = True                        # what it did, in the fault's own terms
+    fault: str
+    fault_index: int | None
+    action: str
+    details: Mapping[str, Json] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FaultRefused(Event):
+    KIND = EventKind.FAULT_REFUSED
+    fault: str
+    fault_index: int
+    step: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FaultError(Event):
+    KIND = EventKind.FAULT_ERROR
+    fault: str
+    fault_index: int
+    error: str
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class FaultHealed(Event):
+    KIND = EventKind.FAULT_HEALED
+    fault: str
+    fault_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class AttackSent(Event):
+    """An attack message, with the verdict an honest verifier gives it (never a key)."""
+
+    KIND = EventKind.ATTACK_SENT
+    attack: str
+    how: str
+    fault_index: int
+    message_id: str
+    request_id: str | None
+    target_node_id: str | None
+    to_agent_id: str | None
+    claimed_sender: str
+    kid: str | None
+    honest_verdict: str
+    age_ms: int | None = None
+
+
+HARNESS: tuple[type[Event], ...] = (
+    RunStarted, RunFinished, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
+    SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
+    HumanClicked, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent)
+
+#: Every kind's type: the schema the history is written and read with.
+TYPES: dict[EventKind, type[Event]] = {t.KIND: t for t in CORE + HARNESS}
+
+
+# -- the codec: a typed event <-> the fields of one history line -------------------------------------
+class SchemaError(ValueError):
+    """A history line that does not fit its kind's type (the message names kind and field)."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+_ENUMS: dict[str, type[StrEnum]] = {"WarningKind": WarningKind, "InstanceCause": InstanceCause}
+_META = frozenset({"seq", "t_ms", "node"})
+
+
+class _Open(Protocol):
+    """An OPEN event type: fields beyond the declared ones, kept as they came."""
+
+    details: Mapping[str, Json]
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    attr: str
+    json: str
+    base: str            # the annotation without "| None"
+    optional: bool       # None is a value
+    required: bool       # no default: the line must carry it
+
+
+def _plan(cls: type[Event]) -> tuple[_Slot, ...]:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        import dataclasses
+        slots = []
+        for f in dataclasses.fields(cls):
+            if f.name in _META or f.name == "details":
+                continue
+            annotation = str(f.type)
+            optional = annotation.endswith(" | None")
+            required = (f.default is dataclasses.MISSING
+                        and f.default_factory is dataclasses.MISSING)
+            slots.append(_Slot(f.name, cls.JSON_NAMES.get(f.name, _camel(f.name)),
+                               annotation.removesuffix(" | None"), optional, required))
+        plan = _PLANS[cls] = tuple(slots)
+    return plan
+
+
+_PLANS: dict[type[Event], tuple[_Slot, ...]] = {}
+
+
+def to_fields(event: Event) -> dict[str, Json]:
+    """The event's fields as a history line carries them (camelCase, JSON values)."""
+    out: dict[str, Json] = {}
+    for s in _plan(type(event)):
+        value = getattr(event, s.attr)
+        if value is not None or s.required:   # an optional field left unset is omitted
+            out[s.json] = value
+    if type(event).OPEN:
+        details = cast(_Open, event).details
+        clash = set(details) & (set(out) | {"seq", "tMs", "node", "kind"})
+        if clash:
+            raise SchemaError(f"{event.KIND.value}: details may not reuse the names {sorted(clash)}")
+        out.update(details)
+    return out
+
+
+def _valid(base: str, value: object) -> bool:
+    match base:
+        case "str":
+            return isinstance(value, str)
+        case "int":
+            return isinstance(value, int) and not isinstance(value, bool)
+        case "float":
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+        case "bool":
+            return isinstance(value, bool)
+        case "list[str]":
+            return isinstance(value, list) and all(isinstance(x, str) for x in value)
+        case "Json":
+            return True
+        case _ if base in _ENUMS:
+            return value in _ENUMS[base]._value2member_map_
+    raise SchemaError(f"no reader for field type {base!r}")
+
+
+def from_fields(kind: str, fields: Mapping[str, Json], *, seq: int = 0, t_ms: float = 0.0,
+                node: str = "") -> Event:
+    """The typed event of one history line; SchemaError names what does not fit."""
+    try:
+        cls = TYPES[EventKind(kind)]
+    except ValueError:
+        raise SchemaError(f"kind={kind!r} is not an event kind of this bench") from None
+    values: dict[str, object] = {}
+    for s in _plan(cls):
+        if s.json not in fields:
+            if s.required:
+                raise SchemaError(f"{kind}: the field {s.json!r} is missing")
+            continue
+        value = fields[s.json]
+        if value is None and s.optional:
+            values[s.attr] = None
+        elif _valid(s.base, value):
+            values[s.attr] = _ENUMS[s.base](str(value)) if s.base in _ENUMS else value
+        else:
+            raise SchemaError(f"{kind}: {s.json}={value!r} must be {s.base}"
+                              + (" or null" if s.optional else ""))
+    extra = {k: v for k, v in fields.items() if k not in {s.json for s in _plan(cls)}}
+    if cls.OPEN:
+        values["details"] = extra
+    elif extra:
+        raise SchemaError(f"{kind}: unknown field(s) {sorted(extra)}")
+    return cls(seq=seq, t_ms=t_ms, node=node, **values)
