@@ -1,0 +1,264 @@
+"""Every rule of every checker, shown to fail on a mutated real history.
+
+A rule is only worth what it can catch. For each rule there is one recipe: a simulated
+run of a shipped scenario (TRUE on the reference), then one mutation of its history — an
+event removed, repeated or altered, as a node with that bug would have recorded it — and
+the rule must report it (a violation; for a rule that can only be undecided, an unknown).
+A rule without a recipe fails `test_every_rule_has_a_recipe`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.checks import Value, checkers, judge
+from tests.helpers import Lines, from_lines, run_lines
+
+Mutation = Callable[[Lines], None]
+SCENARIOS = ("quickstart", "gates", "attacks_audit")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Lines]:
+    return {name: run_lines(tmp_path_factory.mktemp(name), name) for name in SCENARIOS}
+
+
+# -- mutations --------------------------------------------------------------------------------------
+def where(lines: Lines, kind: str, pred: Callable[[dict[str, Any]], bool] = lambda e: True) -> int:
+    return next(i for i, e in enumerate(lines) if e["kind"] == kind and pred(e))
+
+
+def drop(kind: str, pred: Callable[[dict[str, Any]], bool] = lambda e: True) -> Mutation:
+    return lambda lines: lines.pop(where(lines, kind, pred)) and None
+
+
+def repeat(kind: str) -> Mutation:
+    def go(lines: Lines) -> None:
+        i = where(lines, kind)
+        lines.insert(i + 1, copy.deepcopy(lines[i]))
+    return go
+
+
+def alter(kind: str, pred: Callable[[dict[str, Any]], bool] = lambda e: True,
+          **changes: Any) -> Mutation:
+    def go(lines: Lines) -> None:
+        e = lines[where(lines, kind, pred)]
+        for key, value in changes.items():
+            e[key] = value(e) if callable(value) else value
+    return go
+
+
+def request(e: dict[str, Any]) -> bool:
+    return e.get("messageType") == "TASK_REQUEST"
+
+
+def response(e: dict[str, Any]) -> bool:
+    return e.get("messageType") == "TASK_RESPONSE"
+
+
+def drop_terminal_state(lines: Lines) -> None:
+    i = where(lines, "task_state", lambda e: e["state"] == "COMPLETED")
+    lines.pop(i)
+
+
+def unsettle(lines: Lines) -> None:
+    """The requester forgets the first request: it never settles, past its deadline."""
+    lines.pop(where(lines, "request_settled"))
+
+
+def no_reply_node(lines: Lines) -> None:
+    """A request without replyNodeId whose response went out anyway, to a guess."""
+    e = lines[where(lines, "outbound_settled", lambda e: response(e) and e["state"] == "PUBLISHED")]
+    req = lines[where(lines, "inbound_admitted",
+                      lambda r: request(r) and r.get("requestId") == e["requestId"])]
+    req["replyNodeId"] = None
+
+
+def never_delivered(lines: Lines) -> None:
+    sent = lines[where(lines, "outbound_settled", lambda e: request(e) and e["state"] == "PUBLISHED")]
+    lines[:] = [e for e in lines if not (e["kind"] in ("inbound_admitted", "inbound_dropped")
+                                         and e.get("messageId") == sent["messageId"])]
+
+
+def watched_while_relaying(lines: Lines) -> None:
+    i = where(lines, "relay_sent")
+    sent = lines[i]
+    lines.insert(i, {"seq": 0, "tMs": sent["tMs"], "node": sent["node"],
+                     "kind": "subscriber_attached", "subscriberId": "tab-x",
+                     "conversationId": sent["conversationId"]})
+
+
+def lost_while_paused(lines: Lines) -> None:
+    i = where(lines, "gate_open_sent")
+    gate = lines[i]
+    lines.insert(i + 1, {"seq": 0, "tMs": gate["tMs"], "node": gate["node"],
+                         "kind": "instance_state", "processInstId": gate["processInstId"],
+                         "taskId": None, "status": "FAILED", "previous": "PAUSED",
+                         "reason": "interrupted", "version": None, "cause": "INTERRUPTED"})
+
+
+def forget_gate(lines: Lines) -> None:
+    """The gate store never had one gate: nothing of it on the orchestrator's side."""
+    gate = lines[where(lines, "gate_opened")]["gateId"]
+    lines[:] = [e for e in lines if not (e.get("gateId") == gate and e["node"] == "orch-1")
+                and not (e["kind"] == "human_clicked" and e["gateId"] == gate)]
+
+
+def expired_undecided(lines: Lines) -> None:
+    gate = lines[where(lines, "gate_expired")]["gateId"]
+    lines[:] = [e for e in lines if e.get("gateId") != gate
+                or e["kind"] in ("gate_open_sent", "gate_opened")]
+
+
+def completed_despite_failed_subflow(lines: Lines) -> None:
+    sub = lines[where(lines, "subflow_finished", lambda e: not e["ok"])]["processInstId"]
+    i = where(lines, "instance_state", lambda e: e["processInstId"] == sub
+              and e["status"] == "FAILED")
+    lines[i] = {**lines[i], "status": "COMPLETED", "cause": "COMPLETED"}
+
+
+def strict_nodes(lines: Lines) -> None:
+    for e in lines:
+        if e["kind"] == "node_started":
+            e["authMode"] = "strict"
+
+
+def attack_outcome_lost(lines: Lines) -> None:
+    a = lines[where(lines, "attack_sent")]
+    lines[:] = [e for e in lines if not (e["kind"] in ("inbound_admitted", "inbound_dropped")
+                                         and e.get("messageId") == a["messageId"])]
+
+
+def dishonest_verdict(lines: Lines) -> None:
+    a = lines[where(lines, "attack_sent", lambda e: e["honestVerdict"] != "VERIFIED")]
+    o = lines[where(lines, "inbound_admitted", lambda e: e.get("messageId") == a["messageId"])]
+    o["verdict"] = "VERIFIED"
+
+
+def stolen_client_id(lines: Lines) -> None:
+    e = lines[where(lines, "mqtt_connected", lambda e: e["node"] == "exec-2")]
+    e["clientId"] = "exec-1"
+
+
+RECIPES: dict[str, tuple[str, Mutation]] = {
+    # duplicate_execution, task_lifecycle
+    "executed_once": ("quickstart", repeat("task_executed")),
+    "legal_transitions": ("quickstart", alter("task_state", lambda e: e["state"] == "COMPLETED",
+                                              previous="SUBMITTED")),
+    "reaches_terminal": ("quickstart", drop_terminal_state),
+    # silent_loss
+    "settles_once": ("quickstart", unsettle),
+    "no_response_explained": ("quickstart", alter("request_settled", outcome="NO_RESPONSE")),
+    # targeted_delivery
+    "published_to_a_node": ("quickstart", alter("outbound_settled", request,
+                                                topic="ooder/node/elsewhere/inbox")),
+    "consumed_by_addressee": ("quickstart", alter("inbound_admitted", request,
+                                                  targetNodeId="exec-9")),
+    "no_foreign_namespace": ("quickstart", alter("inbound_admitted", request,
+                                                 toAgentId="fin.helpful")),
+    # reply_routing
+    "response_echoes_request": ("quickstart", alter("outbound_settled", response, requestId=None)),
+    "response_to_reply_node": ("quickstart", alter("outbound_settled", response,
+                                                   targetNodeId="exec-2")),
+    "missing_reply_node_explicit": ("quickstart", no_reply_node),
+    # qos1_delivery
+    "published_reaches_addressee": ("quickstart", never_delivered),
+    # relay_integrity, relay_locality
+    "frames_carry_the_flow": ("quickstart", alter("relay_frame", text="tampered ")),
+    "relayed_frames_accounted": ("quickstart", drop("relay_accepted")),
+    "delivered_in_order_once": ("quickstart", repeat("relay_delivered")),
+    "delivered_to_its_conversation": ("quickstart", alter("relay_delivered",
+                                                          subscriberConversation="c-other")),
+    "trust_labels": ("quickstart", alter("relay_delivered", trust=lambda e: "verified"
+                                         if e["trust"] == "claimed" else "claimed")),
+    "local_first": ("quickstart", watched_while_relaying),
+    # gate_integrity
+    "resumes_the_gates_instance": ("gates", alter("gate_resumed", processInstId="pi-other")),
+    "resumes_with_the_decision": ("gates", alter("gate_resumed", decision=lambda e: "reject"
+                                                 if e["decision"] == "approve" else "approve")),
+    "resumes_once": ("gates", repeat("gate_resumed")),
+    "paused_survives_restart": ("gates", lost_while_paused),
+    "open_reaches_gate_store": ("gates", forget_gate),
+    "timeout_policy_applied": ("gates", expired_undecided),
+    "decision_resumes": ("gates", drop("gate_resumed")),
+    "every_click_answered": ("gates", drop("gate_already_decided")),
+    "decision_acknowledged": ("gates", drop("gate_acked", lambda e: not e["duplicate"])),
+    # context_isolation
+    "fresh_context_is_empty": ("gates", alter("instance_started", context=lambda e: {
+        **e["context"], "facts": {"x": "pi-other/x#1"}})),
+    "attempt_starts_from_its_snapshot": ("gates", alter("step_started",
+                                                        lambda e: e["attempt"] == 1,
+                                                        baseDigest="0" * 16)),
+    "retry_starts_from_pre_attempt_snapshot": ("gates", alter(
+        "step_started", lambda e: e["attempt"] > 1, baseDigest="1" * 16)),
+    "version_chain_unbroken": ("gates", alter("context_merged", lambda e: e["version"] > 1,
+                                              parentSnapshotId="pi-x:main:v0")),
+    "failed_work_never_merged": ("gates", alter("step_finished",
+                                                lambda e: e["ok"] and e["scope"] == "main",
+                                                ok=False)),
+    "merge_is_snapshot_plus_writes": ("gates", alter(
+        "context_merged", lambda e: e["attempt"] > 1, context=lambda e: {
+            **e["context"], "log": [*e["context"]["log"], f"{e['processInstId']}/x#1/draft"]})),
+    "no_values_of_another_instance": ("gates", alter("context_merged", context=lambda e: {
+        **e["context"], "log": [*e["context"]["log"], "pi-zz/a"]})),
+    "failure_fails_the_instance": ("gates", completed_despite_failed_subflow),
+    # auth_admission
+    "mode_keeps_the_matrix": ("attacks_audit", strict_nodes),
+    "audit_records_what_it_admits": ("attacks_audit", lambda lines: lines.__setitem__(
+        slice(None), [e for e in lines if e["kind"] != "auth_verdict"])),
+    "attack_has_an_outcome": ("attacks_audit", attack_outcome_lost),
+    "verdict_is_honest": ("attacks_audit", dishonest_verdict),
+    # directory_liveness, deployment
+    "no_mute_receiver": ("quickstart", alter("executors_registered", registered=0)),
+    "registers_all_expected": ("quickstart", alter("executors_registered",
+                                                   expected=lambda e: e["expected"] + 1)),
+    "roster_of_own_namespace": ("quickstart", alter("roster_loaded", agents=lambda e: [
+        *e["agents"], "zz.foreign"])),
+    "unique_client_ids": ("quickstart", stolen_client_id),
+}
+
+#: Rules that can only say "undecided": their recipe must make them say so.
+UNDECIDED_ONLY = {"reaches_terminal"}
+
+OWNER = {r.id: c.name for c in checkers().values() for r in c.rules}
+
+
+def renumbered(lines: Lines) -> Lines:
+    return [{**e, "seq": i + 1} for i, e in enumerate(lines)]
+
+
+def test_every_rule_has_a_recipe() -> None:
+    assert set(RECIPES) == set(OWNER)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_unmutated_histories_are_true(runs: dict[str, Lines], scenario: str) -> None:
+    verdicts = judge(from_lines(runs[scenario]))
+    assert all(v.value is Value.TRUE for v in verdicts), \
+        [(v.name, v.counterexamples[:1]) for v in verdicts if v.value is not Value.TRUE]
+
+
+@pytest.mark.parametrize("rule_id", sorted(RECIPES))
+def test_rule_catches_its_mutation(runs: dict[str, Lines], rule_id: str) -> None:
+    scenario, mutate = RECIPES[rule_id]
+    lines = copy.deepcopy(runs[scenario])
+    mutate(lines)
+    checker = checkers()[OWNER[rule_id]]
+    v = checker(from_lines(renumbered(lines)))
+    found = v.rules[rule_id]
+    if rule_id in UNDECIDED_ONLY:
+        assert v.value is Value.UNKNOWN and found["unknown"] > 0, v.rules
+    else:
+        assert v.value is Value.FALSE and found["violations"] > 0, (v.rules, v.counterexamples[:2])
+        assert any(c["rule"] == rule_id for c in v.counterexamples)
+
+
+def test_run_lines_are_a_real_run(tmp_path: Path) -> None:
+    """The recipes mutate real histories, not hand-made ones."""
+    lines = run_lines(tmp_path, "quickstart")
+    assert lines[0]["kind"] == "run_started" and len(lines) > 1000
