@@ -160,3 +160,34 @@ def test_the_run_loop_and_the_nemesis_know_no_substrate(module: str) -> None:
     found = imports_of((PKG / module).read_text())
     assert not {n for n in found if n.split(".")[0] in ("simpy", "asyncio", "socket")}
     assert not {n for n in found if n.startswith(("bench.substrates.sim", "bench.substrates.live"))}
+
+
+#: What a topic string looks like (DESIGN §3 Topics): a literal holding one of these is a
+#: topic being formatted by hand.
+TOPIC_SHAPES = ("/inbox", "node/", "/directory", "directory/", "event/A2A")
+
+
+def topic_literals(source: str) -> list[str]:
+    """String literals (f-string parts included; docstrings not) shaped like a topic."""
+    tree = ast.parse(source)
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                    ast.AsyncFunctionDef))
+                  and n.body and isinstance(n.body[0], ast.Expr)
+                  and isinstance(n.body[0].value, ast.Constant)}
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docstrings and any(s in n.value for s in TOPIC_SHAPES)]
+
+
+def test_the_topic_grep_itself_finds_hand_made_topics() -> None:
+    assert topic_literals('t = f"{p}/node/{n}/inbox"\nu = "x"') == ["/node/", "/inbox"]
+    assert topic_literals('def f():\n    """a /inbox in a docstring"""\n') == []
+
+
+def test_no_topic_is_formatted_outside_topics_py() -> None:
+    """Seed 000 §3.1: a subscribe/publish prefix mismatch lost messages silently; one
+    module owns every topic string, and nothing else makes one."""
+    found = {str(p.relative_to(ROOT)): topic_literals(p.read_text())
+             for p in python_files(PKG) if p.name != "topics.py"}
+    assert {p: lits for p, lits in found.items() if lits} == {}

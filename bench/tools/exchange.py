@@ -23,6 +23,7 @@ from bench.core.commands import Execute
 from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, Header, Json, MessageType, decode, encode
 from bench.core.inputs import MessageReceived, TaskRequested
+from bench.core.topics import Topics
 from bench.history import Recorder
 from bench.storage.files import FileStore
 from bench.substrates.wire import Wire
@@ -99,7 +100,8 @@ def run_exchange(out_dir: Path, mode: AuthMode, version: SignatureVersion, reque
             ask(f"req-{i}")
             wire.advance(wire.now_ms + 100)
         # QoS1 redelivery: the broker hands the executor the very same PUBLISH twice more.
-        topic, first = next((t, p) for t, p in captured if t.endswith(f"{EXEC}/inbox"))
+        inbox = Topics().inbox(EXEC)
+        topic, first = next((t, p) for t, p in captured if t == inbox)
         for _ in range(2):
             wire.feed(EXEC, MessageReceived(wire.now_ms, topic, first))
         # A retry by the requester: same requestId, new messageId, signed afresh (v1 signs

@@ -27,11 +27,13 @@ from bench.core.envelope import Envelope, MessageType, decode, encode
 from bench.core.inputs import MessageReceived, Started
 from bench.core.node import Node
 from bench.core.outcome import EventKind
+from bench.core.topics import Topics
 
 OUTCOMES = {EventKind.INBOUND_ADMITTED, EventKind.INBOUND_DROPPED, EventKind.DIRECTORY_UPDATED,
             EventKind.DIRECTORY_REJECTED}
-TOPICS = ["ooder/node/exec-1/inbox", "ooder/node/other/inbox", "ooder/directory/exec-9",
-          "ooder/directory/exec-1", "ooder/event/A2A/g1", "ooder/event/A2A/g2", "elsewhere/x", ""]
+_T = Topics()
+TOPICS = [_T.inbox("exec-1"), _T.inbox("other"), _T.directory("exec-9"), _T.directory("exec-1"),
+          _T.group("g1"), _T.group("g2"), "elsewhere/x", ""]   # and two that are not ours
 KEYS = KeyRing(Secret("fuzz-flat"), {"fin.orchestrator": Secret("fuzz-orch"),
                                      "llm.tax": Secret("fuzz-tax")})
 
