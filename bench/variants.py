@@ -13,15 +13,24 @@ from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 
-from bench.core.auth import FLAT_KID, AuthMode, SignatureVersion, Verdict, _mac, sign, signed_string
+from bench.core.auth import (
+    FLAT_KID,
+    AuthMode,
+    SignatureVerdict,
+    SignatureVersion,
+    _mac,
+    sign,
+    signed_string,
+)
 from bench.core.commands import Publish
 from bench.core.directory import Resolution, Route, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, encode
+from bench.core.instance import Instance, InstanceEvent, InstanceStatus
 from bench.core.ledger import LedgerConfig
 from bench.core.node import Node
 from bench.core.outbox import Outbound, OutboundState, Outbox
-from bench.core.process import Instance, InstanceStatus, ProcessEngine
+from bench.core.process import ProcessEngine
 from bench.core.relay import Relay
 from bench.core.task import TaskRecord, TaskService
 
@@ -186,7 +195,7 @@ class SnapshotBeforePaused(Node):
         def pause(self, fx: Effects, inst: Instance, gate_id: str) -> None:
             inst.gate_id = gate_id
             self.persist(fx, inst, "pause")   # still RUNNING on disk
-            inst.status = InstanceStatus.PAUSED
+            inst.move(InstanceEvent.PAUSE_AT_GATE)
 
     process_engine_class = _Engine
 
@@ -219,8 +228,8 @@ class StrictTrustsClaims(Node):
     """Seed 002 §8: "strict" mode that trusts the claimed sender: an unsigned message that
     names a sender is taken at its word, so anyone on the broker can act as anyone."""
 
-    def admits(self, mode: AuthMode, verdict: Verdict) -> bool:
-        if mode is AuthMode.STRICT and verdict is Verdict.UNSIGNED:
+    def admits(self, mode: AuthMode, verdict: SignatureVerdict) -> bool:
+        if mode is AuthMode.STRICT and verdict is SignatureVerdict.UNSIGNED:
             return True
         return super().admits(mode, verdict)
 
@@ -229,9 +238,9 @@ class PerAgentKeyForAnyAgent(Node):
     """Seed 002 §8: a per-agent key is accepted for whatever agent the message claims, so
     one compromised agent's key signs as every agent (KID_MISMATCH never raised)."""
 
-    def verify_envelope(self, env: Envelope, now_ms: int) -> Verdict:
+    def verify_envelope(self, env: Envelope, now_ms: int) -> SignatureVerdict:
         verdict = super().verify_envelope(env, now_ms)
-        if verdict is not Verdict.KID_MISMATCH:
+        if verdict is not SignatureVerdict.KID_MISMATCH:
             return verdict
         key = self.config.auth.keys.agent_keys[env.header(Header.KID) or ""]
         sv = env.header(Header.SIG_VERSION)
@@ -239,16 +248,16 @@ class PerAgentKeyForAnyAgent(Node):
         try:   # the MAC is checked with the kid's key; whose key it is, is not
             _mac(key, signed_string(env, version)).verify(bytes.fromhex(env.header(Header.SIG) or ""))
         except (InvalidSignature, ValueError):
-            return Verdict.BAD_SIGNATURE
-        return Verdict.VERIFIED
+            return SignatureVerdict.BAD_SIGNATURE
+        return SignatureVerdict.VERIFIED
 
 
 class AuditWithoutRecord(Node):
     """DESIGN §5 ("admitted is not blind"): audit mode admits everything but records only
     what verified, so the violations it lets in leave no trace."""
 
-    def record_audit(self, fx: Effects, env: Envelope, verdict: Verdict) -> None:
-        if verdict is Verdict.VERIFIED:
+    def record_audit(self, fx: Effects, env: Envelope, verdict: SignatureVerdict) -> None:
+        if verdict is SignatureVerdict.VERIFIED:
             super().record_audit(fx, env, verdict)
 
 
@@ -258,26 +267,26 @@ class SignatureComparedWithEq(Node):
     shows it (the verdicts are the same), so it is not a --variant; a test catches it
     (tests/core/test_auth.py: verification must go through the constant-time check)."""
 
-    def verify_envelope(self, env: Envelope, now_ms: int) -> Verdict:
+    def verify_envelope(self, env: Envelope, now_ms: int) -> SignatureVerdict:
         sig = env.header(Header.SIG)
         if sig is None:
-            return Verdict.UNSIGNED
+            return SignatureVerdict.UNSIGNED
         kid = env.header(Header.KID) or ""
         key = self.config.auth.keys.key_for_kid(kid)
         if key is None:
-            return Verdict.UNKNOWN_KID
+            return SignatureVerdict.UNKNOWN_KID
         if kid != FLAT_KID and kid != env.from_agent_id:
-            return Verdict.KID_MISMATCH
+            return SignatureVerdict.KID_MISMATCH
         sv = env.header(Header.SIG_VERSION)
         try:
             version = SignatureVersion(sv) if sv else SignatureVersion.V1
         except ValueError:
-            return Verdict.BAD_SIGNATURE
+            return SignatureVerdict.BAD_SIGNATURE
         if _mac_hex(key, signed_string(env, version)) != sig:   # the bug: early exit
-            return Verdict.BAD_SIGNATURE
+            return SignatureVerdict.BAD_SIGNATURE
         if abs(now_ms - env.timestamp_ms) > self.config.auth.max_skew_ms:
-            return Verdict.STALE
-        return Verdict.VERIFIED
+            return SignatureVerdict.STALE
+        return SignatureVerdict.VERIFIED
 
 
 def _mac_hex(key: Any, data: bytes) -> str:

@@ -54,7 +54,7 @@ class AuthMode(StrEnum):
     AUDIT = "audit"
 
 
-class Verdict(StrEnum):
+class SignatureVerdict(StrEnum):
     VERIFIED = "VERIFIED"
     UNSIGNED = "UNSIGNED"
     BAD_SIGNATURE = "BAD_SIGNATURE"
@@ -71,14 +71,14 @@ class SignatureVersion(StrEnum):
 # Theory of operation: the verdict says what the signature proves; the mode decides
 # whether that is enough. strict wants proof; loose also takes silence (unsigned) but
 # not a wrong proof; audit admits everything and records every verdict.
-ADMISSION: Mapping[AuthMode, frozenset[Verdict]] = {
-    AuthMode.STRICT: frozenset({Verdict.VERIFIED}),
-    AuthMode.LOOSE: frozenset({Verdict.VERIFIED, Verdict.UNSIGNED}),
-    AuthMode.AUDIT: frozenset(Verdict),
+ADMISSION: Mapping[AuthMode, frozenset[SignatureVerdict]] = {
+    AuthMode.STRICT: frozenset({SignatureVerdict.VERIFIED}),
+    AuthMode.LOOSE: frozenset({SignatureVerdict.VERIFIED, SignatureVerdict.UNSIGNED}),
+    AuthMode.AUDIT: frozenset(SignatureVerdict),
 }
 
 
-def admits(mode: AuthMode, verdict: Verdict) -> bool:
+def admits(mode: AuthMode, verdict: SignatureVerdict) -> bool:
     return verdict in ADMISSION[mode]
 
 
@@ -149,34 +149,34 @@ def sign(envelope: Envelope, keys: KeyRing, node_id: str,
     return stamped.with_headers(**{Header.SIG.value: sig})
 
 
-def verify(envelope: Envelope, keys: KeyRing, now_ms: int, max_skew_ms: int) -> Verdict:
+def verify(envelope: Envelope, keys: KeyRing, now_ms: int, max_skew_ms: int) -> SignatureVerdict:
     """What the envelope's signature proves. Never raises."""
     sig = envelope.header(Header.SIG)
     if sig is None:
-        return Verdict.UNSIGNED
+        return SignatureVerdict.UNSIGNED
     kid = envelope.header(Header.KID) or ""
     key = keys.key_for_kid(kid)
     if key is None:
-        return Verdict.UNKNOWN_KID
+        return SignatureVerdict.UNKNOWN_KID
     if kid != FLAT_KID and kid != envelope.from_agent_id:
-        return Verdict.KID_MISMATCH  # a per-agent key used for another agent
+        return SignatureVerdict.KID_MISMATCH  # a per-agent key used for another agent
     sv = envelope.header(Header.SIG_VERSION)
     try:
         version = SignatureVersion(sv) if sv is not None else SignatureVersion.V1
         given = bytes.fromhex(sig)
     except ValueError:
-        return Verdict.BAD_SIGNATURE
+        return SignatureVerdict.BAD_SIGNATURE
     data = signed_string(envelope, version)
     try:
         _mac(key, data).verify(given)  # constant-time
     except InvalidSignature:
         old = keys.previous.get(kid)   # a key rotation's overlap window
         if old is None:
-            return Verdict.BAD_SIGNATURE
+            return SignatureVerdict.BAD_SIGNATURE
         try:
             _mac(old, data).verify(given)
         except InvalidSignature:
-            return Verdict.BAD_SIGNATURE
+            return SignatureVerdict.BAD_SIGNATURE
     if abs(now_ms - envelope.timestamp_ms) > max_skew_ms:
-        return Verdict.STALE
-    return Verdict.VERIFIED
+        return SignatureVerdict.STALE
+    return SignatureVerdict.VERIFIED

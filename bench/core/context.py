@@ -20,7 +20,7 @@ from bench.core.envelope import Json
 
 #: The only writes a step makes, as data: set a key at a path, or append to a list there.
 #: {"op": "set"|"append", "path": [key, ...], "value": JSON}
-Op = dict[str, Json]
+Write = dict[str, Json]
 
 
 class Merge(StrEnum):
@@ -60,7 +60,7 @@ def digest(data: Json) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-def apply_ops(data: Json, ops: list[Op]) -> None:
+def apply_ops(data: Json, ops: list[Write]) -> None:
     """Carry out a step's writes on `data`, in place (`data` is the step's working copy)."""
     for op in ops:
         path = op.get("path")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import TypeVar
 
 from bench.core import events as ev
 from bench.core.commands import AskHuman, CancelTimer, PersistRecord, StartTimer, Table
@@ -21,7 +22,10 @@ from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
 from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TimerId, TimerKind
-from bench.core.process import GATE_DECISIONS, TIMEOUT_POLICIES, AckStatus
+from bench.core.machine import Machine
+from bench.core.outbox import Sender
+from bench.core.payloads import GateAckBody, GateOpenBody
+from bench.core.vocabulary import AckStatus, DecidedBy, Decision, TimeoutPolicy
 
 
 class GateState(StrEnum):
@@ -29,6 +33,26 @@ class GateState(StrEnum):
     DECIDED = "DECIDED"     # decision sent, no ACK yet
     ACKED = "ACKED"
     UNACKED = "UNACKED"     # gave up after the last attempt (explicit)
+
+
+class GateEvent(StrEnum):
+    DECIDE = "DECIDE"
+    ACK = "ACK"
+    GIVE_UP = "GIVE_UP"
+
+
+# Theory of operation: a gate is OPEN from the GATE_OPEN that created it (persisted, its
+# person asked, its expiry timer set) until the first click or its expiry DECIDEs it; the
+# decision is persisted and sent, and re-sent (a new message each time, backing off) until
+# a GATE_ACK comes back (ACKED) or the last attempt is spent (UNACKED, said so). Later
+# clicks find it decided and are answered ALREADY_DECIDED; a restart asks an OPEN gate
+# again and re-sends a DECIDED one. ACKED and UNACKED are terminal.
+_S, _E = GateState, GateEvent
+GATE = Machine[GateState, GateEvent]("gate", {
+    (_S.OPEN, _E.DECIDE): _S.DECIDED,
+    (_S.DECIDED, _E.ACK): _S.ACKED,
+    (_S.DECIDED, _E.GIVE_UP): _S.UNACKED,
+}, terminal=frozenset({_S.ACKED, _S.UNACKED}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,25 +71,33 @@ class Gate:
     conversation_id: str | None
     executor_node_id: str | None
     prompt: str
-    on_timeout: str
+    on_timeout: TimeoutPolicy
     opened_ms: int
     deadline_ms: int
     state: GateState = GateState.OPEN
-    decision: str | None = None
-    decided_by: str | None = None
+    decision: Decision | None = None
+    decided_by: DecidedBy | None = None
     attempts: int = 0
     asks: int = 0
-    ack: str | None = None
+    ack: AckStatus | None = None
+
+    def move(self, event: GateEvent, **changes: object) -> Gate:
+        """The gate after one transition of the gate machine (and the given changes)."""
+        return replace(self, state=GATE.next(self.state, event, self.gate_id),
+                       **changes)  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, Json]:
         return {"gateId": self.gate_id, "processInstId": self.process_inst_id,
                 "activityId": self.activity_id, "agentId": self.agent_id,
                 "requesterAgentId": self.requester_agent_id,
                 "conversationId": self.conversation_id, "executorNodeId": self.executor_node_id,
-                "prompt": self.prompt, "onTimeout": self.on_timeout, "openedMs": self.opened_ms,
-                "deadlineMs": self.deadline_ms, "state": self.state.value,
-                "decision": self.decision, "decidedBy": self.decided_by,
-                "attempts": self.attempts, "asks": self.asks, "ack": self.ack}
+                "prompt": self.prompt, "onTimeout": self.on_timeout.value,
+                "openedMs": self.opened_ms, "deadlineMs": self.deadline_ms,
+                "state": self.state.value,
+                "decision": self.decision.value if self.decision else None,
+                "decidedBy": self.decided_by.value if self.decided_by else None,
+                "attempts": self.attempts, "asks": self.asks,
+                "ack": self.ack.value if self.ack else None}
 
     @staticmethod
     def from_json(raw: Json) -> Gate:
@@ -74,10 +106,19 @@ class Gate:
         return Gate(text(raw, "gateId"), text(raw, "processInstId"), text(raw, "activityId"),
                     text(raw, "agentId"), text(raw, "requesterAgentId"),
                     optional_text(raw, "conversationId"), optional_text(raw, "executorNodeId"),
-                    text(raw, "prompt"), text(raw, "onTimeout"), integer(raw, "openedMs"),
-                    integer(raw, "deadlineMs"), GateState(text(raw, "state")),
-                    optional_text(raw, "decision"), optional_text(raw, "decidedBy"),
-                    integer(raw, "attempts"), integer(raw, "asks"), optional_text(raw, "ack"))
+                    text(raw, "prompt"), TimeoutPolicy(text(raw, "onTimeout")),
+                    integer(raw, "openedMs"), integer(raw, "deadlineMs"),
+                    GateState(text(raw, "state")), _maybe(Decision, raw, "decision"),
+                    _maybe(DecidedBy, raw, "decidedBy"), integer(raw, "attempts"),
+                    integer(raw, "asks"), _maybe(AckStatus, raw, "ack"))
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _maybe(kind: type[E], raw: dict[str, Json], key: str) -> E | None:
+    value = optional_text(raw, key)
+    return None if value is None else kind(value)
 
 
 def _expiry(gate_id: str) -> TimerId:
@@ -88,12 +129,10 @@ def _retry(gate_id: str) -> TimerId:
     return TimerId(TimerKind.GATE_RETRY, gate_id)
 
 
-#: Sends an envelope through the node's outbox (explicit target only, or resolved).
-Send = Callable[[Effects, Envelope, bool], object]
 
 
 class Gates:
-    def __init__(self, node_id: str, config: GateConfig, send: Send,
+    def __init__(self, node_id: str, config: GateConfig, send: Sender,
                  new_id: Callable[[], str]) -> None:
         self.node_id = node_id
         self.config = config
@@ -101,33 +140,22 @@ class Gates:
         self.new_id = new_id
         self.gates: dict[str, Gate] = {}
 
-    def on_open(self, fx: Effects, env: Envelope) -> str | None:
-        p = env.payload
-        if not isinstance(p, dict):
-            return "GATE_OPEN payload is not an object"
-        gate_id, pi, activity, agent = (p.get("gateId"), p.get("processInstId"),
-                                        p.get("activityId"), p.get("agentId"))
-        timeout, policy = p.get("timeoutMs"), p.get("onTimeout")
-        if not (isinstance(gate_id, str) and isinstance(pi, str) and isinstance(activity, str)
-                and isinstance(agent, str) and isinstance(timeout, int) and timeout > 0
-                and policy in TIMEOUT_POLICIES):
-            return ("GATE_OPEN needs gateId, processInstId, activityId, agentId, timeoutMs > 0 "
-                    f"and onTimeout in {list(TIMEOUT_POLICIES)}")
-        known = self.gates.get(gate_id)
+    def on_open(self, fx: Effects, env: Envelope, body: GateOpenBody) -> None:
+        known = self.gates.get(body.gate_id)
         if known is not None:
-            fx.record(ev.GateOpenDuplicate(gate_id=gate_id, state=known.state.value,
+            fx.record(ev.GateOpenDuplicate(gate_id=body.gate_id, state=known.state.value,
                                            message_id=env.message_id))
-            return None
-        gate = Gate(gate_id, pi, activity, agent, env.to_agent_id or "", env.conversation_id,
-                    env.header(Header.ORIGIN_NODE_ID), str(p.get("prompt", "")), str(policy),
-                    fx.now_ms, fx.now_ms + timeout)
-        fx.record(ev.GateOpened(gate_id=gate_id, process_inst_id=pi, activity_id=activity,
-                                agent_id=agent, executor_node_id=gate.executor_node_id,
+            return
+        gate = Gate(body.gate_id, body.process_inst_id, body.activity_id, body.agent_id,
+                    env.to_agent_id or "", env.conversation_id, env.header(Header.ORIGIN_NODE_ID),
+                    body.prompt, body.on_timeout, fx.now_ms, fx.now_ms + body.timeout_ms)
+        fx.record(ev.GateOpened(gate_id=gate.gate_id, process_inst_id=gate.process_inst_id,
+                                activity_id=gate.activity_id, agent_id=gate.agent_id,
+                                executor_node_id=gate.executor_node_id,
                                 conversation_id=env.conversation_id, deadline_ms=gate.deadline_ms,
-                                on_timeout=gate.on_timeout, message_id=env.message_id))
-        fx.add(StartTimer(_expiry(gate_id), gate.deadline_ms))
+                                on_timeout=gate.on_timeout.value, message_id=env.message_id))
+        fx.add(StartTimer(_expiry(gate.gate_id), gate.deadline_ms))
         self._ask(fx, gate)
-        return None
 
     def _ask(self, fx: Effects, gate: Gate) -> None:
         gate = replace(gate, asks=gate.asks + 1)
@@ -138,30 +166,35 @@ class Gates:
 
     def on_human(self, fx: Effects, gate_id: str, decision: str, click: str) -> None:
         gate = self.gates.get(gate_id)
-        if gate is None or decision not in ("approve", "reject"):
-            fx.record(ev.GateClickRejected(gate_id=gate_id, click=click, decision=decision,
-                                           reason="unknown gate" if gate is None else "decision must be approve|reject"))
+        by_person = [d.value for d in Decision if d.by_a_person]
+        if gate is None or decision not in by_person:
+            fx.record(ev.GateClickRejected(
+                gate_id=gate_id, click=click, decision=decision,
+                reason="unknown gate" if gate is None else f"decision must be one of {by_person}"))
             return
         if gate.state is not GateState.OPEN:
-            fx.record(ev.GateAlreadyDecided(gate_id=gate_id, click=click, decision=decision,
-                                            state=gate.state.value, decided=gate.decision))
+            fx.record(ev.GateAlreadyDecided(
+                gate_id=gate_id, click=click, decision=decision, state=gate.state.value,
+                decided=gate.decision.value if gate.decision else None))
             return
-        self._decide(fx, gate, decision, "human", click)
+        self._decide(fx, gate, Decision(decision), DecidedBy.HUMAN, click)
 
     def on_expiry(self, fx: Effects, gate_id: str) -> None:
         gate = self.gates.get(gate_id)
         if gate is None or gate.state is not GateState.OPEN:
             return
-        decision = "reject" if gate.on_timeout == "reject" else "expired"
-        fx.record(ev.GateExpired(gate_id=gate_id, policy=gate.on_timeout, decision=decision))
-        self._decide(fx, gate, decision, "timeout", None)
+        decision = gate.on_timeout.decision
+        fx.record(ev.GateExpired(gate_id=gate_id, policy=gate.on_timeout.value,
+                                 decision=decision.value))
+        self._decide(fx, gate, decision, DecidedBy.TIMEOUT, None)
 
-    def _decide(self, fx: Effects, gate: Gate, decision: str, by: str, click: str | None) -> None:
-        assert decision in GATE_DECISIONS
+    def _decide(self, fx: Effects, gate: Gate, decision: Decision, by: DecidedBy,
+                click: str | None) -> None:
         fx.add(CancelTimer(_expiry(gate.gate_id)))
-        gate = replace(gate, state=GateState.DECIDED, decision=decision, decided_by=by)
-        fx.record(ev.GateDecided(gate_id=gate.gate_id, decision=decision, decided_by=by,
-                                 click=click, process_inst_id=gate.process_inst_id,
+        gate = gate.move(GateEvent.DECIDE, decision=decision, decided_by=by)
+        fx.record(ev.GateDecided(gate_id=gate.gate_id, decision=decision.value,
+                                 decided_by=by.value, click=click,
+                                 process_inst_id=gate.process_inst_id,
                                  think_ms=fx.now_ms - gate.opened_ms))
         self._send_decision(fx, gate)
 
@@ -172,10 +205,12 @@ class Gates:
                        fx.now_ms, to_agent_id=gate.agent_id,   # routed by the gate's agentId
                        conversation_id=gate.conversation_id,
                        payload={"gateId": gate.gate_id, "processInstId": gate.process_inst_id,
-                                "activityId": gate.activity_id, "decision": gate.decision,
-                                "decidedBy": gate.decided_by})
+                                "activityId": gate.activity_id,
+                                "decision": gate.decision.value if gate.decision else None,
+                                "decidedBy": gate.decided_by.value if gate.decided_by else None})
         fx.record(ev.GateDecisionSent(gate_id=gate.gate_id, message_id=env.message_id,
-                                      attempt=gate.attempts, decision=gate.decision,
+                                      attempt=gate.attempts,
+                                      decision=gate.decision.value if gate.decision else None,
                                       agent_id=gate.agent_id))
         fx.add(StartTimer(_retry(gate.gate_id), fx.now_ms + self.config.retry_ms * gate.attempts))
         self.send(fx, env, False)
@@ -185,31 +220,25 @@ class Gates:
         if gate is None or gate.state is not GateState.DECIDED:
             return
         if gate.attempts >= self.config.max_attempts:
-            gate = replace(gate, state=GateState.UNACKED)
+            gate = gate.move(GateEvent.GIVE_UP)
             self._store(fx, gate)
             fx.record(ev.GateUnacked(gate_id=gate_id, attempts=gate.attempts,
                                      reason="no GATE_ACK after the last attempt"))
             return
         self._send_decision(fx, gate)
 
-    def on_ack(self, fx: Effects, env: Envelope) -> str | None:
-        p = env.payload
-        if not isinstance(p, dict):
-            return "GATE_ACK payload is not an object"
-        gate_id, status = p.get("gateId"), p.get("status")
-        if not isinstance(gate_id, str) or status not in [s.value for s in AckStatus]:
-            return f"GATE_ACK needs gateId and a status in {[s.value for s in AckStatus]}"
+    def on_ack(self, fx: Effects, env: Envelope, body: GateAckBody) -> None:
+        gate_id, status = body.gate_id, body.status
         gate = self.gates.get(gate_id)
-        negative = status in (AckStatus.UNKNOWN_INSTANCE.value, AckStatus.NOT_WAITING.value)
         if gate is None or gate.state is not GateState.DECIDED:
-            fx.record(ev.GateAcked(gate_id=gate_id, status=status, negative=negative,
+            fx.record(ev.GateAcked(gate_id=gate_id, status=status.value, negative=status.negative,
                                    duplicate=True, message_id=env.message_id))
-            return None
+            return
         fx.add(CancelTimer(_retry(gate_id)))
-        self._store(fx, replace(gate, state=GateState.ACKED, ack=str(status)))
-        fx.record(ev.GateAcked(gate_id=gate_id, status=status, negative=negative, duplicate=False,
-                               message_id=env.message_id, attempts=gate.attempts))
-        return None
+        self._store(fx, gate.move(GateEvent.ACK, ack=status))
+        fx.record(ev.GateAcked(gate_id=gate_id, status=status.value, negative=status.negative,
+                               duplicate=False, message_id=env.message_id,
+                               attempts=gate.attempts))
 
     def _store(self, fx: Effects, gate: Gate) -> None:
         self.gates[gate.gate_id] = gate

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import assert_never
 
 from bench.core import events as ev
-from bench.core.auth import AuthMode, KeyRing, Verdict, admits, verify
+from bench.core.auth import AuthMode, KeyRing, SignatureVerdict, admits, verify
 from bench.core.commands import (
     Command,
     Connect,
@@ -62,11 +62,22 @@ from bench.core.inputs import (
 from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
 from bench.core.outbox import Outbox
 from bench.core.outcome import DropReason
+from bench.core.payloads import (
+    Body,
+    FlowEventBody,
+    GateAckBody,
+    GateDecisionBody,
+    GateOpenBody,
+    OpaqueBody,
+    TaskResponseBody,
+    read_body,
+)
 from bench.core.process import ProcessEngine
-from bench.core.relay import Flow, FlowKind, Relay, RelayConfig
+from bench.core.relay import Flow, Relay, RelayConfig
 from bench.core.request import Requests
 from bench.core.task import TaskRecord, TaskService
 from bench.core.topics import TopicKind
+from bench.core.vocabulary import FlowKind
 
 LEDGER_FLUSH = TimerId(TimerKind.LEDGER_FLUSH)
 
@@ -114,20 +125,19 @@ class Node:
         self.tasks = self.task_service_class(config.node_id, self.outbox, self.new_message_id,
                                  config.task_timeout_ms)
         self.requests = Requests(config.node_id, self.outbox, config.request_timeout_ms)
-        self.relay = self.relay_class(config.node_id, RelayConfig(),
-                                      lambda fx, env: self.outbox.send(fx, env),
+        self.relay = self.relay_class(config.node_id, RelayConfig(), self._send,
                                       self.new_message_id)
-        self.processes = self.process_engine_class(
-            config.node_id, lambda fx, env, explicit: self.outbox.send(
-                fx, env, explicit_target_only=explicit), self._task_finished, self.new_message_id)
+        self.processes = self.process_engine_class(config.node_id, self._send,
+                                                   self._task_finished, self.new_message_id)
         self.tasks.start_process = self._start_process
         self.tasks.on_gone = self.processes.on_task_gone
-        self.gates = Gates(config.node_id, GateConfig(),
-                           lambda fx, env, explicit: self.outbox.send(
-                               fx, env, explicit_target_only=explicit), self.new_message_id)
+        self.gates = Gates(config.node_id, GateConfig(), self._send, self.new_message_id)
         self.flows: dict[str, Flow] = {}   # task id -> where its stream goes
         self._streaming: set[str] = set()  # tasks whose flow has emitted something
         self.drops: dict[DropReason, int] = {r: 0 for r in DropReason}
+
+    def _send(self, fx: Effects, env: Envelope, explicit_target_only: bool) -> object:
+        return self.outbox.send(fx, env, explicit_target_only=explicit_target_only)
 
     def ledger_config(self) -> LedgerConfig:
         """The inbound ledger's settings (variants override)."""
@@ -169,8 +179,7 @@ class Node:
                 self._task_finished(fx, event.task_id, event.ok, event.result, event.error)
             case StepFinished():
                 self.processes.on_step_finished(fx, event.instance_id, event.path, event.attempt,
-                                                event.ok, [op for op in event.ops
-                                                           if isinstance(op, dict)])
+                                                event.ok, list(event.ops))
             case HumanDecided():
                 self.gates.on_human(fx, event.gate_id, event.decision, event.click)
             case KeysRotated():
@@ -229,7 +238,7 @@ class Node:
         fx.add(Connect(cfg.effective_client_id, self.topics.directory(self.node_id),
                        _json_bytes(offline.to_json()), clean_session=not self.persistent_session))
         self.directory.apply(announcement_for(self.roster))
-        self.relay.restore(dict(event.restored.streams))
+        self.relay.restore(fx, dict(event.restored.streams))
         waiting = self.processes.restore(fx, dict(event.restored.instances))
         self.gates.restore(fx, dict(event.restored.gates))
         for what, problems in (
@@ -324,6 +333,10 @@ class Node:
                                              f"{decoded.code.value}: {decoded.detail}"))
             return
         env = decoded
+        body = read_body(env)
+        if isinstance(body, str):   # one MALFORMED path for every payload, before admission
+            self._drop(fx, event, env, Drop(DropReason.MALFORMED, body))
+            return
         if env.header(Header.ORIGIN_NODE_ID) == self.node_id:
             self._drop(fx, event, env, Drop(DropReason.SELF_LOOP, "originNodeId is this node"))
             return
@@ -340,27 +353,27 @@ class Node:
             self._drop(fx, event, env, Drop(DropReason.DUPLICATE,
                                             f"{dedup_key(env)} already in the inbound ledger"), verdict)
             return
-        drop = self._route(fx, env, parsed.kind, parsed.key, verdict, event.topic)
+        drop = self._route(fx, env, body, parsed.kind, parsed.key, verdict, event.topic)
         if drop is not None:
             self._drop(fx, event, env, drop, verdict)
 
-    def admits(self, mode: AuthMode, verdict: Verdict) -> bool:
+    def admits(self, mode: AuthMode, verdict: SignatureVerdict) -> bool:
         """The mode's decision on a verdict (DESIGN §5's matrix; variants override)."""
         return admits(mode, verdict)
 
-    def verify_envelope(self, env: Envelope, now_ms: int) -> Verdict:
+    def verify_envelope(self, env: Envelope, now_ms: int) -> SignatureVerdict:
         """What the signature proves (variants override)."""
         return verify(env, self.config.auth.keys, now_ms, self.config.auth.max_skew_ms)
 
-    def record_audit(self, fx: Effects, env: Envelope, verdict: Verdict) -> None:
+    def record_audit(self, fx: Effects, env: Envelope, verdict: SignatureVerdict) -> None:
         """Audit mode admits everything and records every verdict (variants override)."""
         fx.record(ev.AuthVerdict(message_id=env.message_id, verdict=verdict.value,
                                  mode=AuthMode.AUDIT.value, admitted=True,
                                  from_agent_id=env.from_agent_id, kid=env.header(Header.KID),
                                  signer_node=env.header(Header.NODE)))
 
-    def _route(self, fx: Effects, env: Envelope, kind: TopicKind, key: str | None,
-               verdict: Verdict | None, topic: str | None) -> Drop | None:
+    def _route(self, fx: Effects, env: Envelope, body: Body, kind: TopicKind, key: str | None,
+               verdict: SignatureVerdict | None, topic: str | None) -> Drop | None:
         """Route an admitted, first-seen message to its handler; a Drop if it is not ours."""
         if kind is TopicKind.GROUP:
             if env.message_type is not MessageType.EVENT:
@@ -375,8 +388,8 @@ class Node:
         if key != self.node_id or (env.target_node_id and env.target_node_id != self.node_id):
             return Drop(DropReason.NOT_MINE, f"targeted to node {env.target_node_id or key!r}, "
                                              f"this is {self.node_id!r}")
-        match env.message_type:
-            case MessageType.TASK_REQUEST:
+        match body:
+            case OpaqueBody() if env.message_type is MessageType.TASK_REQUEST:
                 to_agent = env.to_agent_id or ""
                 route = self.route_agent(to_agent)
                 if route not in (Route.EXACT, Route.DEFAULT_EXECUTOR):
@@ -386,24 +399,21 @@ class Node:
                 self._admitted(fx, env, verdict, topic, handler=route.value)
                 self.tasks.on_request(fx, env, to_agent)
                 self._track_flow(env, to_agent)
-            case MessageType.TASK_RESPONSE:
+            case TaskResponseBody():
                 self._admitted(fx, env, verdict, topic, handler="requests")
-                self.requests.on_response(fx, env)
-            case MessageType.FLOW_EVENT:
+                self.requests.on_response(fx, env, body)
+            case FlowEventBody():
                 self._admitted(fx, env, verdict, topic, handler="relay")
-                problem = self.relay.receive(fx, env)
-                if problem is not None:
-                    fx.record(ev.RelayDropped(message_id=env.message_id, reason=problem))
-            case MessageType.GATE_OPEN | MessageType.GATE_DECISION | MessageType.GATE_ACK:
-                handler = {MessageType.GATE_OPEN: self.gates.on_open,
-                           MessageType.GATE_DECISION: self.processes.on_decision,
-                           MessageType.GATE_ACK: self.gates.on_ack}[env.message_type]
-                scratch = Effects(fx.now_ms)   # nothing of it counts unless the message is valid
-                problem = handler(scratch, env)
-                if problem is not None:
-                    return Drop(DropReason.MALFORMED, problem)
+                self.relay.receive(fx, env, body)
+            case GateOpenBody():
                 self._admitted(fx, env, verdict, topic, handler="gates")
-                fx.commands.extend(scratch.commands)
+                self.gates.on_open(fx, env, body)
+            case GateDecisionBody():
+                self._admitted(fx, env, verdict, topic, handler="gates")
+                self.processes.on_decision(fx, env, body)
+            case GateAckBody():
+                self._admitted(fx, env, verdict, topic, handler="gates")
+                self.gates.on_ack(fx, env, body)
             case _:
                 return Drop(DropReason.NOT_MINE, f"no handler for {env.message_type.value} on this "
                                                  "node")
@@ -433,11 +443,13 @@ class Node:
 
     def _deliver_local(self, fx: Effects, env: Envelope) -> None:
         """LOCAL_CONSUMED: the target is this node; hand it to the handler, no MQTT."""
-        drop = self._route(fx, env, TopicKind.INBOX, self.node_id, None, None)
+        body = read_body(env)
+        drop = Drop(DropReason.MALFORMED, body) if isinstance(body, str) else \
+            self._route(fx, env, body, TopicKind.INBOX, self.node_id, None, None)
         if drop is not None:
             self._drop(fx, None, env, drop)
 
-    def _admitted(self, fx: Effects, env: Envelope, verdict: Verdict | None, topic: str | None,
+    def _admitted(self, fx: Effects, env: Envelope, verdict: SignatureVerdict | None, topic: str | None,
                   handler: str) -> None:
         fx.record(ev.InboundAdmitted(message_id=env.message_id, message_type=env.message_type.value,
                                      from_agent_id=env.from_agent_id, to_agent_id=env.to_agent_id,
@@ -455,7 +467,7 @@ class Node:
             "verdict": verdict.value if verdict else None, "atMs": fx.now_ms}))
 
     def _drop(self, fx: Effects, event: MessageReceived | None, env: Envelope | None, drop: Drop,
-              verdict: Verdict | None = None) -> None:
+              verdict: SignatureVerdict | None = None) -> None:
         self.drops[drop.reason] += 1
         fx.record(ev.InboundDropped(reason=drop.reason.value, detail=drop.detail,
                                     topic=event.topic if event else None,

@@ -63,6 +63,9 @@ class Outbound:
 
 
 LocalDelivery = Callable[[Effects, Envelope], None]
+#: How a part of the node sends through its outbox: (effects, envelope, explicit target
+#: only — never resolved through the directory) -> the state the message is in.
+Sender = Callable[[Effects, Envelope, bool], object]
 
 
 class Outbox:

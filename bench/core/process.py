@@ -1,21 +1,19 @@
-"""Process instances on an executor (seed 000 §5, seed 004, DESIGN §3): a task whose
-request carries a `process` definition runs as an instance of steps.
+"""The process engine of an executor (seed 000 §5, seed 004, DESIGN §3): runs the process
+instances of the node's tasks — a task whose request carries a `process` definition.
 
-Steps: `work` (the agent does something; retried from its pre-attempt snapshot),
-`parallel` (branches, each from the same parent snapshot, merged in branch order),
-`subflow` (inner work steps on a child context; a failed sub-flow fails its parent) and
-`human` (a cross-node gate: the instance goes PAUSED, its snapshot is persisted with
-status PAUSED, then GATE_OPEN goes to the conversation's home node). A decision resumes
-exactly the instance it names, exactly once, rehydrating it from its snapshot when a
-restart took it out of memory. No I/O: a step's work is a RunStep command answered by
-StepFinished.
+It drives each instance's steps (`bench.core.steps`): a `work` step's attempts each on a
+deep, versioned, parent-linked copy, retried from the pre-attempt snapshot; `parallel`
+branches from one parent snapshot, merged in branch order; a `subflow` on a child context
+whose failure fails its parent; a `human` step that pauses the instance (persisted PAUSED,
+then GATE_OPEN to the conversation's home node) until a decision resumes exactly that
+instance, exactly once — rehydrating it from its snapshot when a restart took it out of
+memory. Statuses move only along the instance machine (`bench.core.instance`). No I/O: a
+step's work is a RunStep command answered by StepFinished.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import cast
 
 from bench.core import events as ev
@@ -23,8 +21,8 @@ from bench.core.commands import PersistRecord, RunStep, Table
 from bench.core.context import (
     ContextError,
     Merge,
-    Op,
     Snapshot,
+    Write,
     apply_ops,
     deep_copy,
     digest,
@@ -32,167 +30,22 @@ from bench.core.context import (
 )
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
-
-GATE_DECISIONS = ("approve", "reject", "expired")
-TIMEOUT_POLICIES = ("reject", "fail")
-
-
-class InstanceStatus(StrEnum):
-    RUNNING = "RUNNING"
-    PAUSED = "PAUSED"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-
-
-TERMINAL = frozenset({InstanceStatus.COMPLETED, InstanceStatus.FAILED})
-
-
-class AckStatus(StrEnum):
-    """What an executor answers to a GATE_DECISION. Only RESUMED resumed something."""
-
-    RESUMED = "RESUMED"
-    ALREADY_DECIDED = "ALREADY_DECIDED"       # this gate was resumed before (a retry, a click)
-    UNKNOWN_INSTANCE = "UNKNOWN_INSTANCE"     # negative: no such instance, in memory or on disk
-    NOT_WAITING = "NOT_WAITING"               # negative: the instance is not paused at that gate
-
-
-@dataclass(frozen=True, slots=True)
-class StepDef:
-    id: str
-    kind: str                       # work | parallel | subflow | human
-    retries: int = 0
-    merge: Merge = Merge.DEEP
-    inner: tuple[StepDef, ...] = ()   # parallel branches or sub-flow steps
-    prompt: str = ""
-    timeout_ms: int = 60_000
-    on_timeout: str = "reject"
-
-
-def parse_steps(raw: Json, where: str = "process", top: bool = True) -> tuple[StepDef, ...]:
-    """A process definition from a request payload; raises ValueError naming the key."""
-    if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{where} must be a non-empty list of steps")
-    steps: list[StepDef] = []
-    for i, s in enumerate(raw):
-        at = f"{where}[{i}]"
-        if not isinstance(s, dict):
-            raise ValueError(f"{at} must be an object")
-        sid, kind = s.get("id"), s.get("kind")
-        if not isinstance(sid, str) or not sid or "/" in sid or ":" in sid:
-            raise ValueError(f"{at}.id must be a non-empty string without '/' or ':'")
-        retries = s.get("retries", 0)
-        if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 10:
-            raise ValueError(f"{at}.retries must be an integer in 0..10")
-        try:
-            op = Merge(str(s.get("merge", "deep")))
-        except ValueError:
-            raise ValueError(f"{at}.merge must be one of {[m.value for m in Merge]}") from None
-        if kind == "work":
-            steps.append(StepDef(sid, "work", retries, op))
-        elif kind in ("parallel", "subflow") and top:
-            key = "branches" if kind == "parallel" else "steps"
-            inner = parse_steps(s.get(key), f"{at}.{key}", top=False)
-            if kind == "parallel" and op is not Merge.DEEP:
-                raise ValueError(f"{at}.merge must be 'deep' for parallel branches")
-            steps.append(StepDef(sid, kind, 0, op, inner))
-        elif kind == "human" and top:
-            timeout, policy = s.get("timeoutMs", 60_000), s.get("onTimeout", "reject")
-            if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0:
-                raise ValueError(f"{at}.timeoutMs must be a positive integer")
-            if policy not in TIMEOUT_POLICIES:
-                raise ValueError(f"{at}.onTimeout must be one of {list(TIMEOUT_POLICIES)}")
-            steps.append(StepDef(sid, "human", 0, op, prompt=str(s.get("prompt", "")),
-                                 timeout_ms=timeout, on_timeout=policy))
-        else:
-            allowed = "work, parallel, subflow, human" if top else "work"
-            raise ValueError(f"{at}.kind must be one of {allowed}, got {kind!r}")
-    if len({s.id for s in steps}) != len(steps):
-        raise ValueError(f"{where}: step ids must be unique")
-    return tuple(steps)
-
-
-@dataclass
-class _Attempt:
-    scope: str                 # "main" or the sub-flow's step id
-    step: StepDef
-    number: int
-    snapshot: Snapshot         # the pre-attempt snapshot: every retry starts from it
-    work: Json                 # the working copy this attempt may change
-    ops: list[Op] = field(default_factory=list)   # what it wrote, once finished
-
-
-@dataclass
-class _Sub:
-    """A running sub-flow: a child context forked from the parent's current version."""
-
-    step: StepDef
-    base: Json
-    context: Json
-    version: int = 0
-    snapshot_id: str = ""
-    parent_snapshot_id: str | None = None
-    pc: int = 0
-    ops: list[Op] = field(default_factory=list)   # what its successful steps wrote
-
-
-@dataclass
-class Instance:
-    instance_id: str
-    task_id: str
-    agent_id: str
-    conversation_id: str | None
-    home_node_id: str | None
-    requester_agent_id: str
-    definition: Json
-    steps: tuple[StepDef, ...]
-    context: Json
-    status: InstanceStatus = InstanceStatus.RUNNING
-    version: int = 0
-    snapshot_id: str = ""
-    parent_snapshot_id: str | None = None
-    pc: int = 0
-    gate_id: str | None = None
-    decided_gates: list[str] = field(default_factory=list)
-    sub: _Sub | None = None
-    running: dict[str, _Attempt] = field(default_factory=dict)   # path -> attempt
-    branches_done: dict[str, _Attempt] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Json]:
-        """The persisted snapshot: enough to rehydrate a PAUSED instance in a new process."""
-        return {"processInstId": self.instance_id, "taskId": self.task_id,
-                "agentId": self.agent_id, "conversationId": self.conversation_id,
-                "homeNodeId": self.home_node_id, "requesterAgentId": self.requester_agent_id,
-                "definition": self.definition, "status": self.status.value,
-                "context": deep_copy(self.context), "version": self.version,
-                "snapshotId": self.snapshot_id, "parentSnapshotId": self.parent_snapshot_id,
-                "pc": self.pc, "gateId": self.gate_id,
-                "decidedGates": list(self.decided_gates)}
-
-    @staticmethod
-    def from_json(raw: Json) -> Instance:
-        """Raises KeyError/TypeError/ValueError on a damaged snapshot."""
-        if not isinstance(raw, dict):
-            raise TypeError("instance snapshot is not an object")
-        decided = raw.get("decidedGates", [])
-        if not isinstance(decided, list):
-            raise TypeError("decidedGates must be a list")
-        gate, pc, version = raw.get("gateId"), raw["pc"], raw["version"]
-        parent = raw.get("parentSnapshotId")
-        if not isinstance(pc, int) or not isinstance(version, int):
-            raise TypeError("pc and version must be integers")
-        return Instance(
-            str(raw["processInstId"]), str(raw["taskId"]), str(raw["agentId"]),
-            cast("str | None", raw.get("conversationId")), cast("str | None", raw.get("homeNodeId")),
-            str(raw["requesterAgentId"]), raw["definition"], parse_steps(raw["definition"]),
-            deep_copy(raw["context"]), InstanceStatus(str(raw["status"])), version,
-            str(raw.get("snapshotId", "")), parent if isinstance(parent, str) else None, pc,
-            gate if isinstance(gate, str) else None, [str(g) for g in decided])
-
+from bench.core.instance import (
+    INSTANCE,
+    TERMINAL,
+    Attempt,
+    Instance,
+    InstanceEvent,
+    InstanceStatus,
+    Subflow,
+)
+from bench.core.outbox import Sender
+from bench.core.payloads import GateDecisionBody
+from bench.core.steps import StepDef, parse_steps
+from bench.core.vocabulary import AckStatus, Decision, StepKind
 
 #: How an instance's end reaches the task service: (fx, task id, ok, result, error).
 Finish = Callable[[Effects, str, bool, Json, "str | None"], None]
-#: Sends an envelope through the node's outbox.
-Send = Callable[[Effects, Envelope, bool], object]
 
 
 #: What every instance's runtime context starts as: the mutable parts (004 §二.3).
@@ -202,7 +55,7 @@ TEMPLATE: dict[str, Json] = {"facts": {}, "log": [], "gates": {}}
 class ProcessEngine:
     """Runs the process instances of one executor node."""
 
-    def __init__(self, node_id: str, send: Send, finish: Finish,
+    def __init__(self, node_id: str, send: Sender, finish: Finish,
                  new_id: Callable[[], str]) -> None:
         self.node_id = node_id
         self.send = send
@@ -226,7 +79,7 @@ class ProcessEngine:
 
     def pause(self, fx: Effects, inst: Instance, gate_id: str) -> None:
         """Set PAUSED, then persist: the snapshot must say PAUSED (000 §5.6 #17)."""
-        inst.status = InstanceStatus.PAUSED
+        inst.move(InstanceEvent.PAUSE_AT_GATE)
         inst.gate_id = gate_id
         self.persist(fx, inst, "pause")
 
@@ -255,12 +108,12 @@ class ProcessEngine:
                                         gate_id=inst.gate_id, digest=digest(inst.context)))
         return inst
 
-    def on_subflow_failed(self, fx: Effects, inst: Instance, sub: _Sub, why: str) -> None:
+    def on_subflow_failed(self, fx: Effects, inst: Instance, sub: Subflow, why: str) -> None:
         """A failed sub-flow fails its parent: its child context is discarded."""
         fx.record(ev.SubflowFinished(process_inst_id=inst.instance_id, step=sub.step.id, ok=False,
                                      reason=why))
         inst.sub = None
-        self._end(fx, inst, InstanceStatus.FAILED, f"sub-flow {sub.step.id} failed: {why}",
+        self._end(fx, inst, InstanceEvent.FAIL, f"sub-flow {sub.step.id} failed: {why}",
                   ev.InstanceCause.SUBFLOW_FAILED)
 
     # -- start --------------------------------------------------------------------------------
@@ -292,17 +145,17 @@ class ProcessEngine:
             self._advance_sub(fx, inst, inst.sub)
             return
         if inst.pc >= len(inst.steps):
-            self._end(fx, inst, InstanceStatus.COMPLETED, None, ev.InstanceCause.COMPLETED)
+            self._end(fx, inst, InstanceEvent.FINISH, None, ev.InstanceCause.COMPLETED)
             return
         step = inst.steps[inst.pc]
-        if step.kind == "work":
+        if step.kind is StepKind.WORK:
             self._start_attempt(fx, inst, "main", step.id, step, 1, self._snapshot(inst, "main"))
-        elif step.kind == "parallel":
+        elif step.kind is StepKind.PARALLEL:
             snap = self._snapshot(inst, "main")   # every branch from the same parent snapshot
             for b in step.inner:
                 self._start_attempt(fx, inst, "main", f"{step.id}/{b.id}", b, 1, snap)
-        elif step.kind == "subflow":
-            sub = _Sub(step, self.copy_context(inst.context), self.copy_context(inst.context))
+        elif step.kind is StepKind.SUBFLOW:
+            sub = Subflow(step, self.copy_context(inst.context), self.copy_context(inst.context))
             sub.snapshot_id = f"{inst.instance_id}:{step.id}:v0"
             sub.parent_snapshot_id = inst.snapshot_id
             inst.sub = sub
@@ -314,7 +167,7 @@ class ProcessEngine:
         else:
             self._open_gate(fx, inst, step)
 
-    def _advance_sub(self, fx: Effects, inst: Instance, sub: _Sub) -> None:
+    def _advance_sub(self, fx: Effects, inst: Instance, sub: Subflow) -> None:
         if sub.pc < len(sub.step.inner):
             inner = sub.step.inner[sub.pc]
             self._start_attempt(fx, inst, sub.step.id, f"{sub.step.id}/{inner.id}", inner, 1,
@@ -339,7 +192,7 @@ class ProcessEngine:
     def _start_attempt(self, fx: Effects, inst: Instance, scope: str, path: str, step: StepDef,
                        number: int, snap: Snapshot) -> None:
         work = self.copy_context(snap.data)
-        inst.running[path] = _Attempt(scope, step, number, snap, work)
+        inst.running[path] = Attempt(scope, step, number, snap, work)
         fx.record(ev.StepStarted(process_inst_id=inst.instance_id, task_id=inst.task_id,
                                  scope=scope, path=path, attempt=number, retries=step.retries,
                                  snapshot_id=snap.snapshot_id, parent_snapshot_id=snap.parent_id,
@@ -347,7 +200,7 @@ class ProcessEngine:
         fx.add(RunStep(inst.instance_id, inst.task_id, path, number, inst.agent_id))
 
     def on_step_finished(self, fx: Effects, instance_id: str, path: str, number: int, ok: bool,
-                         ops: list[Op]) -> None:
+                         written: list[Json]) -> None:
         inst = self.instances.get(instance_id)
         attempt = inst.running.get(path) if inst is not None else None
         if inst is None or attempt is None or attempt.number != number:
@@ -355,12 +208,16 @@ class ProcessEngine:
                                   reason="no such running attempt"))
             return
         del inst.running[path]
+        ops = [op for op in written if isinstance(op, dict)]
         attempt.ops = ops
         error = None
-        try:
-            apply_ops(attempt.work, ops)   # the step wrote to its copy, then succeeded or not
-        except ContextError as exc:
-            ok, error = False, str(exc)
+        if len(ops) != len(written):   # a write the engine cannot read fails the attempt
+            ok, error = False, f"{len(written) - len(ops)} write(s) are not objects"
+        else:
+            try:
+                apply_ops(attempt.work, ops)   # the step wrote to its copy, then succeeded or not
+            except ContextError as exc:
+                ok, error = False, str(exc)
         fx.record(ev.StepFinished(process_inst_id=instance_id, scope=attempt.scope, path=path,
                                   attempt=number, ok=ok, ops=deep_copy(cast(Json, ops)),
                                   error=error))
@@ -392,7 +249,7 @@ class ProcessEngine:
             sub.pc += 1
         self._advance(fx, inst)
 
-    def _failed_attempt(self, fx: Effects, inst: Instance, path: str, attempt: _Attempt) -> None:
+    def _failed_attempt(self, fx: Effects, inst: Instance, path: str, attempt: Attempt) -> None:
         fx.record(ev.AttemptDiscarded(process_inst_id=inst.instance_id, path=path,
                                       attempt=attempt.number,
                                       snapshot_id=attempt.snapshot.snapshot_id))
@@ -408,13 +265,13 @@ class ProcessEngine:
             if inst.status is InstanceStatus.RUNNING:   # a variant carried on
                 self._advance(fx, inst)
             return
-        self._end(fx, inst, InstanceStatus.FAILED, why, ev.InstanceCause.STEP_FAILED)
+        self._end(fx, inst, InstanceEvent.FAIL, why, ev.InstanceCause.STEP_FAILED)
 
     def _merge(self, fx: Effects, inst: Instance, scope: str, path: str, attempt: int,
-               operator: Merge, base: Json, result: Json, ops: list[Op]) -> None:
+               operator: Merge, base: Json, result: Json, ops: list[Write]) -> None:
         """Fold a step's result into its scope's context: the instance's own ("main") or
         the running sub-flow's; either way a new version, parent-linked to the last."""
-        target: Instance | _Sub | None = inst if scope == "main" else inst.sub
+        target: Instance | Subflow | None = inst if scope == "main" else inst.sub
         assert target is not None
         before = target.version
         target.context = merge(target.context, base, result, operator)
@@ -431,10 +288,10 @@ class ProcessEngine:
         if scope == "main":
             self.persist(fx, inst, "checkpoint")
 
-    def _end(self, fx: Effects, inst: Instance, status: InstanceStatus, error: str | None,
+    def _end(self, fx: Effects, inst: Instance, event: InstanceEvent, error: str | None,
              cause: ev.InstanceCause) -> None:
-        previous = inst.status
-        inst.status = status
+        previous = inst.move(event)
+        status = inst.status
         inst.running.clear()
         self.persist(fx, inst, "end")
         fx.record(ev.InstanceState(process_inst_id=inst.instance_id, task_id=inst.task_id,
@@ -456,7 +313,7 @@ class ProcessEngine:
     def _open_gate(self, fx: Effects, inst: Instance, step: StepDef) -> None:
         gate_id = f"{inst.instance_id}:{step.id}"
         if inst.home_node_id is None:
-            self._end(fx, inst, InstanceStatus.FAILED,
+            self._end(fx, inst, InstanceEvent.FAIL,
                       f"human step {step.id}: the request named no home node to ask",
                       ev.InstanceCause.NO_HOME_NODE)
             return
@@ -477,15 +334,9 @@ class ProcessEngine:
                                   home_node_id=inst.home_node_id, message_id=env.message_id))
         self.send(fx, env, True)
 
-    def on_decision(self, fx: Effects, env: Envelope) -> str | None:
+    def on_decision(self, fx: Effects, env: Envelope, body: GateDecisionBody) -> None:
         """A GATE_DECISION: resume exactly the named instance, exactly once; always ACK."""
-        p = env.payload
-        if not isinstance(p, dict):
-            return "GATE_DECISION payload is not an object"
-        gate_id, pi, decision = p.get("gateId"), p.get("processInstId"), p.get("decision")
-        if not (isinstance(gate_id, str) and isinstance(pi, str) and decision in GATE_DECISIONS):
-            return (f"GATE_DECISION needs gateId, processInstId and a decision in "
-                    f"{list(GATE_DECISIONS)}")
+        gate_id, pi, decision = body.gate_id, body.process_inst_id, body.decision
         inst = self.instance_for_decision(fx, pi, env.to_agent_id)
         if inst is None:
             status = AckStatus.UNKNOWN_INSTANCE
@@ -495,13 +346,12 @@ class ProcessEngine:
             status = AckStatus.NOT_WAITING
         else:
             status = AckStatus.RESUMED
-        fx.record(ev.GateDecisionReceived(gate_id=gate_id, process_inst_id=pi, decision=decision,
+        fx.record(ev.GateDecisionReceived(gate_id=gate_id, process_inst_id=pi, decision=decision.value,
                                           status=status.value, message_id=env.message_id,
                                           instance_status=inst.status.value if inst else None))
         self._ack(fx, env, gate_id, pi, status)
         if inst is not None and status is AckStatus.RESUMED:
-            self._resume(fx, inst, gate_id, str(decision))
-        return None
+            self._resume(fx, inst, gate_id, decision)
 
     def _ack(self, fx: Effects, env: Envelope, gate_id: str, pi: str, status: AckStatus) -> None:
         ack = Envelope(self.new_id(), MessageType.GATE_ACK, env.to_agent_id or "", fx.now_ms,
@@ -511,25 +361,25 @@ class ProcessEngine:
                        payload={"gateId": gate_id, "processInstId": pi, "status": status.value})
         self.send(fx, ack, True)
 
-    def _resume(self, fx: Effects, inst: Instance, gate_id: str, decision: str) -> None:
+    def _resume(self, fx: Effects, inst: Instance, gate_id: str, decision: Decision) -> None:
         step = inst.steps[inst.pc]
         fx.record(ev.GateResumed(gate_id=gate_id, process_inst_id=inst.instance_id,
-                                 instance_gate=inst.gate_id, decision=decision,
+                                 instance_gate=inst.gate_id, decision=decision.value,
                                  task_id=inst.task_id))
         inst.decided_gates.append(gate_id)
         if inst.gate_id is not None and inst.gate_id != gate_id:
             inst.decided_gates.append(inst.gate_id)
         inst.gate_id = None
-        inst.status = InstanceStatus.RUNNING
-        ops: list[Op] = [{"op": "set", "path": ["gates", step.id], "value": decision}]
+        inst.move(InstanceEvent.RESUME)
+        ops: list[Write] = [{"op": "set", "path": ["gates", step.id], "value": decision.value}]
         result = self.copy_context(inst.context)
         apply_ops(result, ops)
         self._merge(fx, inst, "main", step.id, 1, Merge.DEEP, deep_copy(inst.context), result, ops)
-        if decision == "approve":
+        if decision is Decision.APPROVE:
             inst.pc += 1
             self._advance(fx, inst)
         else:
-            self._end(fx, inst, InstanceStatus.FAILED, f"gate {gate_id}: {decision}",
+            self._end(fx, inst, InstanceEvent.FAIL, f"gate {gate_id}: {decision.value}",
                       ev.InstanceCause.DECIDED_AGAINST)
 
     # -- restart -----------------------------------------------------------------------------------
@@ -545,12 +395,13 @@ class ProcessEngine:
                 continue
             status = raw.get("status")
             if status == InstanceStatus.RUNNING.value:
-                raw = {**raw, "status": InstanceStatus.FAILED.value}
+                ended = INSTANCE.next(InstanceStatus.RUNNING, InstanceEvent.INTERRUPT, key)
+                raw = {**raw, "status": ended.value}
                 fx.add(PersistRecord(Table.INSTANCES, key, raw))
                 task_id, version = raw.get("taskId"), raw.get("version")
                 fx.record(ev.InstanceState(
                     process_inst_id=key, task_id=task_id if isinstance(task_id, str) else None,
-                    status=InstanceStatus.FAILED.value, previous=InstanceStatus.RUNNING.value,
+                    status=ended.value, previous=InstanceStatus.RUNNING.value,
                     reason="interrupted: the node restarted mid-step",
                     version=version if isinstance(version, int) else None,
                     cause=ev.InstanceCause.INTERRUPTED))
@@ -565,8 +416,7 @@ class ProcessEngine:
         """The task ended from outside (watchdog): its instance ends with it."""
         inst = self.instances.get(f"pi-{task_id}")
         if inst is not None and inst.status not in TERMINAL:
-            previous = inst.status
-            inst.status = InstanceStatus.FAILED
+            previous = inst.move(InstanceEvent.TASK_ENDED)
             inst.running.clear()
             self.persist(fx, inst, "end")
             fx.record(ev.InstanceState(process_inst_id=inst.instance_id, task_id=task_id,

@@ -22,20 +22,38 @@ from bench.core.commands import CancelTimer, Deliver, PersistRecord, StartTimer,
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Json, MessageType
 from bench.core.inputs import TimerId, TimerKind
+from bench.core.machine import Machine
+from bench.core.outbox import Sender
+from bench.core.payloads import FlowEventBody
+from bench.core.vocabulary import FlowKind, Trust
 
 
-class FlowKind(StrEnum):
-    TOKEN = "token"
-    THINKING = "thinking"
-    STEP = "step"
-    ARTIFACT = "artifact"
-    COMPLETE = "complete"
-    ERROR = "error"
+class ReceiverState(StrEnum):
+    IN_ORDER = "IN_ORDER"   # everything up to the cursor delivered, nothing held
+    HOLDING = "HOLDING"     # a hole: later seqs held while the reorder window runs
 
 
-class Trust(StrEnum):
-    VERIFIED = "verified"   # produced on this node
-    CLAIMED = "claimed"     # relayed: the sender says so
+class ReceiverEvent(StrEnum):
+    CAUGHT_UP = "CAUGHT_UP"            # after an arrival, nothing is held
+    HOLE_SEEN = "HOLE_SEEN"            # after an arrival, a seq beyond the cursor is held
+    WINDOW_EXPIRED = "WINDOW_EXPIRED"  # the reorder window ran out: the hole is a gap
+
+
+# Theory of operation (one machine per stream on the home node): frames arrive with their
+# seq; the receiver delivers in seq order from its cursor and drops seq <= cursor as
+# duplicates. A frame beyond cursor+1 opens a hole: the receiver HOLDs later frames and
+# starts one reorder window, counted from when the hole appeared (later arrivals do not
+# push it: a busy stream would otherwise never declare its hole). Filling the hole cancels
+# the window. When it expires the hole is recorded as an explicit gap, the cursor jumps
+# past it, and any further hole gets a window of its own.
+_R, _V = ReceiverState, ReceiverEvent
+RECEIVER = Machine[ReceiverState, ReceiverEvent]("relay receiver", {
+    (_R.IN_ORDER, _V.CAUGHT_UP): _R.IN_ORDER,
+    (_R.IN_ORDER, _V.HOLE_SEEN): _R.HOLDING,
+    (_R.HOLDING, _V.HOLE_SEEN): _R.HOLDING,
+    (_R.HOLDING, _V.CAUGHT_UP): _R.IN_ORDER,
+    (_R.HOLDING, _V.WINDOW_EXPIRED): _R.IN_ORDER,
+}, terminal=frozenset())
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,16 +100,14 @@ class _Pending:
 @dataclass
 class _Inbound:
     cursor: int = 0
-    held: dict[int, tuple[str, str, str, str]] = field(default_factory=dict)  # seq -> kind, text, lane, conv
-    window_open: bool = False   # a reorder window is running for the current gap
+    held: dict[int, tuple[FlowKind, str, str, str]] = field(default_factory=dict)  # seq -> kind, text, lane, conv
+    state: ReceiverState = ReceiverState.IN_ORDER
 
 
-#: Sends a FLOW_EVENT envelope to a node (the node's outbox, explicit target).
-Send = Callable[[Effects, Envelope], object]
 
 
 class Relay:
-    def __init__(self, node_id: str, config: RelayConfig, send: Send,
+    def __init__(self, node_id: str, config: RelayConfig, send: Sender,
                  new_id: Callable[[], str]) -> None:
         self.node_id = node_id
         self.config = config
@@ -169,57 +185,47 @@ class Relay:
         fx.record(ev.RelaySent(stream=flow.stream, stream_seq=seq, message_id=env.message_id,
                                conversation_id=flow.conversation_id,
                                home_node_id=flow.home_node_id))
-        self.send(fx, env)
+        self.send(fx, env, False)
 
     # -- receiver side -----------------------------------------------------------------------
     def cursor_for(self, stream: str) -> _Inbound:
         return self.inbound.setdefault(stream, _Inbound())
 
-    def receive(self, fx: Effects, env: Envelope) -> str | None:
-        """Handle a relayed FLOW_EVENT; returns a problem string for a malformed payload."""
-        p = env.payload
-        if not isinstance(p, dict):
-            return "FLOW_EVENT payload is not an object"
-        stream, seq, kind, text, lane = (p.get("stream"), p.get("seq"), p.get("kind"),
-                                         p.get("text"), p.get("lane"))
-        if not (isinstance(stream, str) and isinstance(seq, int) and not isinstance(seq, bool)
-                and seq > 0 and isinstance(kind, str) and isinstance(text, str)
-                and isinstance(lane, str) and env.conversation_id):
-            return "FLOW_EVENT payload needs stream, seq > 0, kind, text, lane and a conversationId"
+    def receive(self, fx: Effects, env: Envelope, body: FlowEventBody) -> None:
+        """A relayed FLOW_EVENT (its payload already read: `bench.core.payloads`)."""
+        stream, seq = body.stream, body.seq
         state = self.cursor_for(stream)
         if seq <= state.cursor or seq in state.held:
             fx.record(ev.RelayDuplicate(stream=stream, stream_seq=seq, cursor=state.cursor,
                                         message_id=env.message_id))
-            return None
-        state.held[seq] = (kind, text, lane, env.conversation_id)
+            return
+        state.held[seq] = (body.kind, body.text, body.lane, env.conversation_id or "")
         self._advance(fx, stream, state)
-        self._window(fx, stream, state)
-        return None
+        self._settle(fx, stream, state)
 
-    def _window(self, fx: Effects, stream: str, state: _Inbound) -> None:
-        """A gap gets one reorder window, counted from when it appeared: later arrivals do
-        not push the deadline (a busy stream would otherwise never declare its hole)."""
-        if state.held and not state.window_open:
-            state.window_open = True
+    def _settle(self, fx: Effects, stream: str, state: _Inbound) -> None:
+        """After an arrival (or a gap): one step of the receiver machine; entering HOLDING
+        starts the reorder window, leaving it before it expired cancels it."""
+        before = state.state
+        event = ReceiverEvent.HOLE_SEEN if state.held else ReceiverEvent.CAUGHT_UP
+        state.state = RECEIVER.next(before, event, stream)
+        if before is ReceiverState.IN_ORDER and state.state is ReceiverState.HOLDING:
             fx.add(StartTimer(_gap_timer(stream), fx.now_ms + self.config.reorder_window_ms))
-        elif not state.held and state.window_open:
-            state.window_open = False
+        elif before is ReceiverState.HOLDING and state.state is ReceiverState.IN_ORDER:
             fx.add(CancelTimer(_gap_timer(stream)))
 
     def on_gap_timer(self, fx: Effects, stream: str) -> None:
         state = self.inbound.get(stream)
-        if state is None:
-            return
-        state.window_open = False
-        if not state.held:
-            return
+        if state is None or state.state is ReceiverState.IN_ORDER:
+            return   # the hole was filled, or this stream shares a cursor: nothing to declare
+        state.state = RECEIVER.next(state.state, ReceiverEvent.WINDOW_EXPIRED, stream)
         first = min(state.held)
         fx.record(ev.RelayGap(stream=stream, from_seq=state.cursor + 1, to_seq=first - 1,
                               reason=f"not received within the {self.config.reorder_window_ms} ms "
                          "reorder window"))
         state.cursor = first - 1
         self._advance(fx, stream, state)
-        self._window(fx, stream, state)   # a further hole gets its own window
+        self._settle(fx, stream, state)   # a further hole gets its own window
 
     def _advance(self, fx: Effects, stream: str, state: _Inbound) -> None:
         while state.cursor + 1 in state.held:
@@ -228,8 +234,8 @@ class Relay:
             fx.record(ev.RelayAccepted(stream=stream, stream_seq=state.cursor, text=text,
                                        conversation_id=conversation))
             for sub in self.deliver_to(conversation):
-                self._deliver(fx, sub, conversation, stream, state.cursor, kind, text, lane,
-                              Trust.CLAIMED)
+                self._deliver(fx, sub, conversation, stream, state.cursor, kind.value, text,
+                              lane, Trust.CLAIMED)
         fx.add(PersistRecord(Table.STREAMS, f"in|{stream}", {"cursor": state.cursor}))
 
     def deliver_to(self, conversation_id: str) -> list[str]:
@@ -245,12 +251,18 @@ class Relay:
                                     flow_kind=kind, text=text, lane=lane, trust=trust.value))
 
     # -- restart ---------------------------------------------------------------------------------
-    def restore(self, records: dict[str, Json]) -> None:
-        for key, raw in records.items():
-            if not isinstance(raw, dict):
-                continue
+    def restore(self, fx: Effects, records: dict[str, Json]) -> None:
+        """Sequence numbers sent and cursors received, read back after a restart; a record
+        that cannot be read is a warning (its stream starts again from 0)."""
+        for key, raw in sorted(records.items()):
             direction, _, stream = key.partition("|")
-            if direction == "out" and isinstance(raw.get("seq"), int):
-                self.out_seq[stream] = int(raw["seq"])  # type: ignore[arg-type]
-            elif direction == "in" and isinstance(raw.get("cursor"), int):
-                self.cursor_for(stream).cursor = int(raw["cursor"])  # type: ignore[arg-type]
+            value = raw.get("seq" if direction == "out" else "cursor") \
+                if isinstance(raw, dict) else None
+            if not isinstance(value, int) or isinstance(value, bool) or not stream \
+                    or direction not in ("out", "in"):
+                fx.record(ev.Warning(what=ev.WarningKind.STREAM_RECORD_UNREADABLE,
+                                     reason=f"record {key!r}: {str(raw)[:120]}"))
+            elif direction == "out":
+                self.out_seq[stream] = value
+            else:
+                self.cursor_for(stream).cursor = value

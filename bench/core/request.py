@@ -25,6 +25,7 @@ from bench.core.envelope import Envelope, Header, Json, MessageType
 from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TaskRequested, TimerId, TimerKind
 from bench.core.outbox import OutboundState, Outbox
+from bench.core.payloads import TaskResponseBody
 
 _STATUS = {o.value: o for o in (RequestOutcome.COMPLETED, RequestOutcome.FAILED,
                                 RequestOutcome.TIMEOUT, RequestOutcome.CANCELLED)}
@@ -98,7 +99,7 @@ class Requests:
                 self._settle(fx, p.request_id, RequestOutcome.SEND_FAILED, None)
                 return
 
-    def on_response(self, fx: Effects, env: Envelope) -> None:
+    def on_response(self, fx: Effects, env: Envelope, body: TaskResponseBody) -> None:
         request_id = env.header(Header.REQUEST_ID)
         if request_id is None or request_id not in self.pending:
             earlier = self.settled.get(request_id) if request_id else None
@@ -106,13 +107,8 @@ class Requests:
                                            reason=f"already settled as {earlier.value}" if earlier else
                               "no requestId header" if request_id is None else "unknown requestId"))
             return
-        status = env.payload.get("status") if isinstance(env.payload, dict) else None
-        outcome = _STATUS.get(status) if isinstance(status, str) else None
-        if outcome is None:
-            fx.record(ev.ResponseUnmatched(request_id=request_id, message_id=env.message_id,
-                                           reason=f"response status {status!r} is not a task outcome"))
-            return
-        self._settle(fx, request_id, outcome, env.payload, response_message_id=env.message_id)
+        self._settle(fx, request_id, _STATUS[body.status], body.payload,
+                     response_message_id=env.message_id)
 
     def on_timeout(self, fx: Effects, request_id: str) -> None:
         if request_id in self.pending:

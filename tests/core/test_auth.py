@@ -10,8 +10,8 @@ from bench.core.auth import (
     AuthMode,
     KeyRing,
     Secret,
+    SignatureVerdict,
     SignatureVersion,
-    Verdict,
     admits,
     sign,
     verify,
@@ -29,7 +29,7 @@ def env(from_agent: str = "fin.tax", **kw: object) -> Envelope:
                     target_node_id="exec-1", payload={"amount": 10}, **kw)  # type: ignore[arg-type]
 
 
-def check(e: Envelope, keys: KeyRing = KEYS) -> Verdict:
+def check(e: Envelope, keys: KeyRing = KEYS) -> SignatureVerdict:
     return verify(e, keys, NOW, max_skew_ms=300_000)
 
 
@@ -37,13 +37,13 @@ def test_per_agent_key_is_preferred_and_verifies() -> None:
     signed = sign(env(), KEYS, "orch-1")
     assert signed.header(Header.KID) == "fin.tax"
     assert signed.header(Header.NODE) == "orch-1"
-    assert check(signed) is Verdict.VERIFIED
+    assert check(signed) is SignatureVerdict.VERIFIED
 
 
 def test_flat_token_fallback() -> None:
     signed = sign(env("fin.other"), KEYS, "orch-1")
     assert signed.header(Header.KID) == FLAT_KID
-    assert check(signed) is Verdict.VERIFIED
+    assert check(signed) is SignatureVerdict.VERIFIED
 
 
 def test_v1_signed_string_is_the_seeds() -> None:
@@ -59,62 +59,62 @@ def test_v1_signed_string_is_the_seeds() -> None:
 def test_no_keys_means_unsigned() -> None:
     e = sign(env(), KeyRing(), "orch-1")
     assert e.header(Header.SIG) is None
-    assert check(e) is Verdict.UNSIGNED
+    assert check(e) is SignatureVerdict.UNSIGNED
 
 
 def test_bad_signature() -> None:
     signed = sign(env(), KEYS, "orch-1")
     tampered = signed.with_headers(**{Header.SIG.value: "00" * 32})
-    assert check(tampered) is Verdict.BAD_SIGNATURE
-    assert check(signed.with_headers(**{Header.SIG.value: "zz"})) is Verdict.BAD_SIGNATURE
+    assert check(tampered) is SignatureVerdict.BAD_SIGNATURE
+    assert check(signed.with_headers(**{Header.SIG.value: "zz"})) is SignatureVerdict.BAD_SIGNATURE
 
 
 def test_forged_sender_under_signed_fields_is_bad_signature() -> None:
     signed = sign(env(), KEYS, "orch-1")
-    assert check(replace(signed, from_agent_id="llm.tax")) in (Verdict.BAD_SIGNATURE,
-                                                               Verdict.KID_MISMATCH)
+    assert check(replace(signed, from_agent_id="llm.tax")) in (SignatureVerdict.BAD_SIGNATURE,
+                                                               SignatureVerdict.KID_MISMATCH)
 
 
 def test_unknown_kid() -> None:
     signed = sign(env(), KEYS, "orch-1").with_headers(**{Header.KID.value: "nobody"})
-    assert check(signed) is Verdict.UNKNOWN_KID
+    assert check(signed) is SignatureVerdict.UNKNOWN_KID
     # flat kid when the receiver has no flat token
     flat = sign(env("fin.other"), KEYS, "orch-1")
-    assert check(flat, KeyRing(agent_keys=KEYS.agent_keys)) is Verdict.UNKNOWN_KID
+    assert check(flat, KeyRing(agent_keys=KEYS.agent_keys)) is SignatureVerdict.UNKNOWN_KID
 
 
 def test_kid_mismatch_per_agent_key_used_for_another_agent() -> None:
     # llm.tax's key signs a message claiming to be from fin.tax
     forged = sign(env("llm.tax"), KEYS, "evil")
     forged = replace(forged, from_agent_id="fin.tax")
-    assert check(forged) is Verdict.KID_MISMATCH
+    assert check(forged) is SignatureVerdict.KID_MISMATCH
 
 
 def test_stale() -> None:
     old = sign(replace(env(), timestamp_ms=NOW - 400_000), KEYS, "orch-1")
-    assert check(old) is Verdict.STALE
+    assert check(old) is SignatureVerdict.STALE
     future = sign(replace(env(), timestamp_ms=NOW + 400_000), KEYS, "orch-1")
-    assert check(future) is Verdict.STALE
+    assert check(future) is SignatureVerdict.STALE
 
 
 def test_v1_does_not_cover_payload_or_routing_v2_does() -> None:
     """DESIGN §5: the seed's scheme lets tampering through; v2 catches it."""
-    for version, expect in ((SignatureVersion.V1, Verdict.VERIFIED),
-                            (SignatureVersion.V2, Verdict.BAD_SIGNATURE)):
+    for version, expect in ((SignatureVersion.V1, SignatureVerdict.VERIFIED),
+                            (SignatureVersion.V2, SignatureVerdict.BAD_SIGNATURE)):
         signed = sign(env(), KEYS, "orch-1", version)
-        assert check(signed) is Verdict.VERIFIED
+        assert check(signed) is SignatureVerdict.VERIFIED
         assert check(replace(signed, payload={"amount": 1_000_000})) is expect
         assert check(replace(signed, target_node_id="exec-evil")) is expect
         assert check(replace(signed, to_agent_id="llm.other")) is expect
 
 
 @pytest.mark.parametrize("mode, admitted", [
-    (AuthMode.STRICT, {Verdict.VERIFIED}),
-    (AuthMode.LOOSE, {Verdict.VERIFIED, Verdict.UNSIGNED}),
-    (AuthMode.AUDIT, set(Verdict)),
+    (AuthMode.STRICT, {SignatureVerdict.VERIFIED}),
+    (AuthMode.LOOSE, {SignatureVerdict.VERIFIED, SignatureVerdict.UNSIGNED}),
+    (AuthMode.AUDIT, set(SignatureVerdict)),
 ])
-def test_admission_matrix(mode: AuthMode, admitted: set[Verdict]) -> None:
-    assert {v for v in Verdict if admits(mode, v)} == admitted
+def test_admission_matrix(mode: AuthMode, admitted: set[SignatureVerdict]) -> None:
+    assert {v for v in SignatureVerdict if admits(mode, v)} == admitted
     assert ADMISSION[mode] == admitted
 
 
@@ -160,16 +160,16 @@ def test_signatures_are_checked_in_constant_time_and_the_eq_defect_is_caught(mon
 
 
 def test_a_rotated_key_is_accepted_only_during_the_overlap() -> None:
-    from bench.core.auth import KeyRing, Secret, Verdict, sign, verify
+    from bench.core.auth import KeyRing, Secret, SignatureVerdict, sign, verify
     from bench.core.envelope import Envelope, MessageType
     from bench.faults.attacks import rotated
     old = KeyRing(None, {"fin.orchestrator": Secret("old")})
     env = sign(Envelope("m1", MessageType.TASK_REQUEST, "fin.orchestrator", 0), old, "orch-1")
     during = rotated(old, "fin.orchestrator", Secret("new"), overlap=True)
     after = rotated(during, "fin.orchestrator", Secret("new"), overlap=False)
-    assert verify(env, old, 0, 1000) is Verdict.VERIFIED
-    assert verify(env, during, 0, 1000) is Verdict.VERIFIED
-    assert verify(env, after, 0, 1000) is Verdict.BAD_SIGNATURE
+    assert verify(env, old, 0, 1000) is SignatureVerdict.VERIFIED
+    assert verify(env, during, 0, 1000) is SignatureVerdict.VERIFIED
+    assert verify(env, after, 0, 1000) is SignatureVerdict.BAD_SIGNATURE
     fresh = sign(Envelope("m2", MessageType.TASK_REQUEST, "fin.orchestrator", 0), after, "orch-1")
-    assert verify(fresh, during, 0, 1000) is Verdict.VERIFIED and verify(fresh, old, 0, 1000) is Verdict.BAD_SIGNATURE
+    assert verify(fresh, during, 0, 1000) is SignatureVerdict.VERIFIED and verify(fresh, old, 0, 1000) is SignatureVerdict.BAD_SIGNATURE
     assert "new" not in repr(after) and "old" not in repr(during)
