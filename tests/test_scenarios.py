@@ -51,3 +51,16 @@ def test_streaming_has_several_agents_streaming_into_one_conversation_at_once(tm
                    for (c1, a), (x1, y1) in spans.items() for (c2, b), (x2, y2) in spans.items()
                    if c1 == c2 and a < b and x1 < y2 and x2 < y1}
     assert overlapping, "no two agents streamed into one conversation at the same time"
+
+
+def test_a_refused_publish_ends_failed_and_its_request_send_failed(tmp_path: Path) -> None:
+    """Seed 002 §5's fourth outbound state is reachable: the publish_failure scenario's
+    history holds FAILED sends, requests settled SEND_FAILED, and verdicts that hold."""
+    import json
+    result = run_scenario(load_scenario(SCENARIOS / "publish_failure.toml"), REFERENCE, tmp_path,
+                          mode="sim")
+    assert result.exit_code == EXIT_OK
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    failed = [e for e in lines if e["kind"] == "outbound_settled" and e["state"] == "FAILED"]
+    assert {e["messageType"] for e in failed} >= {"TASK_REQUEST", "TASK_RESPONSE"}
+    assert result.metrics["outcomes"].get("SEND_FAILED", 0) > 0

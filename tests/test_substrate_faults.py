@@ -43,6 +43,7 @@ PARAMS: dict[str, dict[str, object]] = {
     "clock_skew": {"node": "exec-1", "skew_ms": 1000},
     "key_rotation": {"agent": "llm.tax1", "overlap_ms": 400},
     "missing_reply_node": {"node": "orch-1"},
+    "publish_failure": {"node": "orch-1", "probability": 0.5},
 }
 
 SUBSTRATES = [pytest.param((Mode.SIM, Hosting.INPROC), id="sim"),

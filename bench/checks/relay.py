@@ -8,6 +8,7 @@ from bench.checks import Checker, Collector, rule
 from bench.core.events import (
     FlowEmitted,
     NodeCrashed,
+    OutboundSettled,
     RelayAccepted,
     RelayDelivered,
     RelayFrame,
@@ -58,8 +59,9 @@ def frames_carry_the_flow(h: History, c: Collector) -> None:
 @rule("DESIGN §3 FLOW-RELAY: gaps explicit; seed 002 §6 (receiver cursor, reorder window)")
 def relayed_frames_accounted(h: History, c: Collector) -> None:
     """Every relayed frame is accepted by the home node with the same text, or falls in a
-    gap the home node declared explicitly."""
+    gap the home node declared explicitly, or its send failed and the sender said so."""
     frames = _frames(h)
+    failed = {o.message_id for o in h.of(OutboundSettled) if o.state == "FAILED"}
     accepted = {(e.stream, e.stream_seq): e for e in h.of(RelayAccepted)}
     gaps: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for g in h.of(RelayGap):
@@ -75,6 +77,9 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
                             f"{frames[key].text!r}", e, got)
             continue
         if any(lo <= key[1] <= hi for lo, hi in gaps[key[0]]):
+            continue
+        if e.message_id in failed:
+            c.count("relay_send_failed")
             continue
         if e.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
             c.unknown("relayed_in_flight_at_end")

@@ -127,6 +127,12 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                       required=False),
                   "overlap_ms": Param("ms", "how long the old key is still accepted", 3000.0)},
               scripts.key_rotation),
+    FaultKind("publish_failure", "the node's MQTT client refuses publishes (a full send "
+              "queue, a payload over the broker's limit): each refused message ends FAILED and "
+              "a refused request SEND_FAILED (seed 002 §5's fourth outbound state)", {
+                  "node": _node("the node whose client refuses"),
+                  "probability": Param("probability", "share of publishes refused", 0.5)},
+              scripts.publish_failure),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {
                   "node": _node("the requester"),

@@ -109,6 +109,18 @@ class StripReplyNode:
     seed: int
 
 
+@dataclass(frozen=True, slots=True)
+class FailPublishes:
+    """The node's MQTT client refuses a share of its publishes (a full send queue, a payload
+    over the broker's limit): each refused message is reported to the core as failed.
+    `probability` 0 switches it off; each refusal is a firing."""
+
+    fault: FaultRef
+    node: str
+    probability: float
+    seed: int
+
+
 # -- the broker -----------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class BrokerStop:
@@ -221,9 +233,9 @@ class Capture:
 
 
 Primitive = (Crash | Boot | WipeRoster | SkewClock | RotateKeys | SecondConnection | UseClientId
-             | StripReplyNode | BrokerStop | BrokerStart | Redeliver | LinkDown | LinkUp
-             | LinkLatency | LinkLoss | WithholdPuback | DuplicatePublish | Intercept | Inject
-             | Capture)
+             | StripReplyNode | FailPublishes | BrokerStop | BrokerStart | Redeliver | LinkDown
+             | LinkUp | LinkLatency | LinkLoss | WithholdPuback | DuplicatePublish | Intercept
+             | Inject | Capture)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from bench.faults.primitives import (
     Crash,
     Done,
     DuplicatePublish,
+    FailPublishes,
     FaultRef,
     Firing,
     Inject,
@@ -193,6 +194,13 @@ def missing_reply_node(spec: FaultSpec, ctx: Context) -> Script:
     yield StripReplyNode(_ref(spec), node, spec.params["probability"], ctx.seed)
     yield HEAL
     yield StripReplyNode(_ref(spec), node, 0.0, ctx.seed)
+
+
+def publish_failure(spec: FaultSpec, ctx: Context) -> Script:
+    node = spec.params["node"]
+    yield FailPublishes(_ref(spec), node, spec.params["probability"], ctx.seed)
+    yield HEAL
+    yield FailPublishes(_ref(spec), node, 0.0, ctx.seed)
 
 
 # -- the broker and the links ----------------------------------------------------------------------

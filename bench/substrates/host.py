@@ -42,6 +42,7 @@ from bench.core.inputs import (
     HumanDecided,
     Input,
     KeysRotated,
+    PublishSettled,
     StepFinished,
     TaskFinished,
     TimerFired,
@@ -85,6 +86,7 @@ class NodeHost(ABC):
         self.client_id_fault: FaultRef | None = None
         self.second_connection_fault: FaultRef | None = None
         self._strip: _Strip | None = None
+        self._refuse: _Strip | None = None   # publish_failure: the same shape of fault
         self.on_settle: Callable[[str, str], None] = lambda request_id, outcome: None
 
     @property
@@ -243,6 +245,27 @@ class NodeHost(ABC):
 
     def strip_reply_node(self, fault: FaultRef, probability: float, seed: int) -> None:
         self._strip = _Strip(fault, probability, seed) if probability > 0 else None
+
+    def refuse_publishes(self, fault: FaultRef, probability: float, seed: int) -> None:
+        self._refuse = _Strip(fault, probability, seed) if probability > 0 else None
+
+    def refused(self, cmd: Publish) -> bool:
+        """The publish_failure fault: the client refuses this tracked publish, and the core
+        hears so (PublishSettled(ok=False)) as it would from a real client's error."""
+        refuse = self._refuse
+        if refuse is None or cmd.message_id is None or refuse.rng.random() >= refuse.probability:
+            return False
+        self.record(ev.FaultFired(refuse.fault.kind, refuse.fault.index, "publish refused",
+                                  {"messageId": cmd.message_id, "topic": cmd.topic}))
+        self.send_failed(cmd, "the MQTT client refused the publish (publish_failure)")
+        return True
+
+    def send_failed(self, cmd: Publish, error: str) -> None:
+        """Tell the core a tracked publish did not go out (its message ends FAILED)."""
+        if cmd.message_id is None:
+            return
+        message_id = cmd.message_id
+        self.later(0.0, lambda: PublishSettled(self.now_ms(), message_id, False, error))
 
     def rotate_keys(self, keys: KeyRing) -> None:
         self.config = replace(self.config, auth=replace(self.config.auth, keys=keys))

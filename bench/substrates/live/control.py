@@ -83,6 +83,8 @@ def apply_op(host: LiveHost, op: dict[str, Any]) -> None:
         host.use_client_id(fault, op["value"])
     elif kind == "strip_reply_node":
         host.strip_reply_node(fault, float(op["probability"]), int(op["seed"]))
+    elif kind == "publish_failure":
+        host.refuse_publishes(fault, float(op["probability"]), int(op["seed"]))
     else:
         raise ValueError(f"unknown live operation {kind!r}")
 

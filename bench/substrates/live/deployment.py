@@ -36,6 +36,7 @@ from bench.faults.primitives import (
     Crash,
     Done,
     DuplicatePublish,
+    FailPublishes,
     Firing,
     Inject,
     Intercept,
@@ -408,6 +409,10 @@ class LiveDeployment:
                                               "fault": [step.fault.index, step.fault.kind]})
             case UseClientId():
                 return self._send(step.node, {"op": "client_id", "value": step.client_id,
+                                              "fault": [step.fault.index, step.fault.kind]})
+            case FailPublishes():
+                return self._send(step.node, {"op": "publish_failure",
+                                              "probability": step.probability, "seed": step.seed,
                                               "fault": [step.fault.index, step.fault.kind]})
             case StripReplyNode():
                 return self._send(step.node, {"op": "strip_reply_node",

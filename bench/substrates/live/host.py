@@ -145,8 +145,11 @@ class LiveHost(NodeHost):
             self.feed(PublishSettled(self.now_ms(), message_id, True))
 
     def publish(self, cmd: Publish) -> None:
-        if self.link is None:
+        if self.refused(cmd):
+            return
+        if self.link is None:   # no client at all: the message did not go out, and says so
             self.record(ev.Warning(ev.WarningKind.PUBLISH_WITHOUT_CONNECTION, topic=cmd.topic))
+            self.send_failed(cmd, "publish without an MQTT connection")
             return
         payload = self.outgoing(cmd.topic, cmd.payload)
         mid = self.link.publish(cmd.topic, payload, cmd.qos, cmd.retain)

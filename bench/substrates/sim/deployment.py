@@ -26,6 +26,7 @@ from bench.faults.primitives import (
     Crash,
     Done,
     DuplicatePublish,
+    FailPublishes,
     Firing,
     Inject,
     Intercept,
@@ -170,6 +171,9 @@ class SimDeployment:
                 return Done()
             case StripReplyNode():
                 self.hosts[step.node].strip_reply_node(step.fault, step.probability, step.seed)
+                return Done()
+            case FailPublishes():
+                self.hosts[step.node].refuse_publishes(step.fault, step.probability, step.seed)
                 return Done()
             case BrokerStop():
                 self.broker.crash(step.persistence)

@@ -213,6 +213,8 @@ class SimHost(NodeHost):
             self.on_connection_lost(conn, reason)
 
     def publish(self, cmd: Publish) -> None:
+        if self.refused(cmd):
+            return
         payload = self.outgoing(cmd.topic, cmd.payload)
         conn = self.conn
         if conn is None or not conn.alive:
