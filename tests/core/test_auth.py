@@ -69,10 +69,19 @@ def test_bad_signature() -> None:
     assert check(signed.with_headers(**{Header.SIG.value: "zz"})) is SignatureVerdict.BAD_SIGNATURE
 
 
-def test_forged_sender_under_signed_fields_is_bad_signature() -> None:
+def test_a_claimed_sender_other_than_the_keys_agent_is_a_kid_mismatch() -> None:
+    """Signed with fin.orchestrator's own key, then claiming llm.tax: the kid names
+    another agent than the sender, caught before the MAC is even computed."""
     signed = sign(env(), KEYS, "orch-1")
-    assert check(replace(signed, from_agent_id="llm.tax")) in (SignatureVerdict.BAD_SIGNATURE,
-                                                               SignatureVerdict.KID_MISMATCH)
+    assert check(replace(signed, from_agent_id="llm.tax")) is SignatureVerdict.KID_MISMATCH
+
+
+def test_a_signed_field_changed_under_the_flat_token_is_a_bad_signature() -> None:
+    """Under the flat token the kid names no agent: the changed sender breaks the MAC."""
+    flat_only = KeyRing(flat_token=KEYS.flat_token)
+    signed = sign(env(), flat_only, "orch-1")
+    assert check(replace(signed, from_agent_id="llm.tax"), flat_only) is \
+        SignatureVerdict.BAD_SIGNATURE
 
 
 def test_unknown_kid() -> None:
