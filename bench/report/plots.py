@@ -20,6 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from bench.history import read_jsonl  # noqa: E402
+
 PALETTE = ["#3366aa", "#dd7733", "#44aa77", "#aa4466", "#7766bb", "#999933", "#33aaaa",
            "#bb5522"]
 FAULT_COLOUR = "#f2b6b6"
@@ -58,8 +60,7 @@ def save(fig: Figure, folder: Path, name: str) -> dict[str, Path]:
 
 
 def read_history(run_dir: Path) -> list[dict[str, Any]]:
-    with (run_dir / "history.jsonl").open() as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return list(read_jsonl(run_dir / "history.jsonl"))
 
 
 def fault_windows(events: Iterable[dict[str, Any]]) -> list[tuple[float, float, str]]:

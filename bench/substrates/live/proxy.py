@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench.spec.distribution import Distribution
+from bench.substrates.tcp import retransmission_delay_ms
 
 PUBLISH, PUBACK = 3, 4
-RTO_S = 0.2
 
 
 @dataclass
@@ -164,11 +164,9 @@ class FaultProxy:
                 if f.latency_ms is not None:
                     delay += f.latency_ms.sample(self.rng) / 1000
                     self.counters.delayed += 1
-                rto = RTO_S
-                while f.loss > 0 and self.rng.random() < f.loss:
-                    delay += rto
-                    rto *= 2
-                    self.counters.retransmitted += 1
+                extra_ms, retransmissions = retransmission_delay_ms(self.rng, f.loss)
+                delay += extra_ms / 1000
+                self.counters.retransmitted += retransmissions
                 if delay:
                     await asyncio.sleep(delay)   # per direction, in order, like one TCP stream
                 if not to_broker and kind == PUBLISH and f.rewrite is not None:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import random
 
 from bench.spec.topology import LinkSpec
-
-RTO_MS = 200.0
+from bench.substrates.tcp import retransmission_delay_ms
 
 
 class Link:
@@ -31,9 +30,6 @@ class Link:
             self.lost += 1
             return None
         delay = self.spec.latency_ms.sample(self.rng)
-        rto = RTO_MS
-        while self.spec.loss > 0 and self.rng.random() < self.spec.loss:
-            delay += rto
-            rto = min(rto * 2, 60_000.0)
-            self.retransmissions += 1
-        return delay
+        extra, retransmissions = retransmission_delay_ms(self.rng, self.spec.loss)
+        self.retransmissions += retransmissions
+        return delay + extra

@@ -1,0 +1,24 @@
+"""What TCP makes of a lost segment, once for every substrate: it is not dropped but sent
+again after a retransmission timeout (200 ms, doubling, at most 60 s, RFC 6298's floor and
+ceiling), so loss on a live connection shows up as added latency, in order.
+
+The simulator's links and the live fault proxy both draw from this model.
+"""
+
+from __future__ import annotations
+
+import random
+
+RTO_MS = 200.0
+MAX_RTO_MS = 60_000.0
+
+
+def retransmission_delay_ms(rng: random.Random, loss: float) -> tuple[float, int]:
+    """Extra delay of one segment on a link losing `loss` of its segments, and how many
+    retransmissions it took."""
+    delay, rto, retransmissions = 0.0, RTO_MS, 0
+    while loss > 0 and rng.random() < loss:
+        delay += rto
+        rto = min(rto * 2, MAX_RTO_MS)
+        retransmissions += 1
+    return delay, retransmissions
