@@ -53,6 +53,10 @@ def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
     ("[expect]\nno_such_check = \"true\"\n", "expect: unknown key(s) ['no_such_check']"),
     ("mode = \"quantum\"\n", "mode='quantum' must be one of"),
     ("this is = not toml [", "not valid TOML"),
+    ("[[faults]]\nkind = \"qos1_redelivery\"\nlive_method = \"replay\"\n",
+     "faults[0].live_method is now called method"),
+    ("[[faults]]\nkind = \"qos1_redelivery\"\nmethod = \"replay\"\n",
+     "faults[0].method='replay' must be one of ['redeliver', 'withhold_puback', 'duplicate_publish']"),
 ])
 def test_bad_scenario_names_file_and_key(tmp_path: Path, body: str, needle: str) -> None:
     from bench.checks import checkers
