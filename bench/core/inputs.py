@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from bench.core.auth import KeyRing
 from bench.core.envelope import Json
+from bench.core.vocabulary import FlowKind
 
 
 class TimerKind(StrEnum):
@@ -152,7 +153,7 @@ class FlowEmitted:
 
     now_ms: int
     task_id: str
-    kind: str
+    kind: FlowKind
     text: str
 
 

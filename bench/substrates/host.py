@@ -49,6 +49,7 @@ from bench.core.inputs import (
     TimerId,
 )
 from bench.core.node import Node
+from bench.core.vocabulary import FlowKind
 from bench.faults.primitives import FaultRef
 from bench.spec.distribution import rng_for
 from bench.storage import Store, apply
@@ -203,7 +204,7 @@ class NodeHost(ABC):
         duration, ok = self.behaviour.task(cmd.task_id)
         for offset, kind, text in self.behaviour.flow(cmd.task_id, duration):
             self.later(offset, lambda kind=kind, text=text:
-                       FlowEmitted(self.now_ms(), cmd.task_id, kind, text))
+                       FlowEmitted(self.now_ms(), cmd.task_id, FlowKind(kind), text))
         result = {"by": self.node_id, "agent": cmd.agent_id} if ok else None
         self.later(duration, lambda: TaskFinished(self.now_ms(), cmd.task_id, ok, result,
                                                   None if ok else "task failed"))
