@@ -59,7 +59,7 @@ def run_loop(dep: Deployment, ops: Sequence[Op], faults: tuple[FaultSpec, ...], 
              progress: Progress | None = None) -> dict[str, Any]:
     """Drive a started deployment through the plan and the faults; returns run statistics."""
     origin = dep.now_ms()          # the workload's clock starts once every node is up
-    nemesis = Nemesis(dep, faults, origin_ms=origin, end_ms=duration_ms)
+    nemesis = Nemesis(dep, faults, origin_ms=origin, workload_ms=duration_ms)
     nemesis.schedule()
     _Feeder(dep, ops, origin).start()
     end, deadline = origin + duration_ms, origin + duration_ms + drain_ms
@@ -74,4 +74,5 @@ def run_loop(dep: Deployment, ops: Sequence[Op], faults: tuple[FaultSpec, ...], 
     advance(end)
     advance(deadline, lambda: not nemesis.active, dep.poll_ms)
     advance(deadline, dep.settled, dep.poll_ms)
+    nemesis.close()
     return {"simulated_ms": dep.now_ms(), "operations": len(ops)}

@@ -11,13 +11,14 @@ import json
 import shlex
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bench.checks import Value, Verdict, fault_firings, judge
-from bench.core.events import RunFinished
+from bench.core.events import HarnessError, RunFinished
 from bench.faults import CATALOGUE
 from bench.history import History, Recorder
 from bench.loop import Progress, run_loop
@@ -83,6 +84,10 @@ def execute(scenario: Scenario, variant: Variant, recorder: Recorder, workdir: P
         ops = plan(scenario.topology, scenario.workload, scenario.seed, scenario.duration_ms)
         stats = run_loop(dep, ops, scenario.faults, duration_ms=scenario.duration_ms,
                          drain_ms=scenario.drain_ms, progress=progress)
+    except Exception as exc:   # the history says why it ends here, then the caller is told
+        dep.record("bench", HarnessError(f"the run stopped: {exc!r}"[:300], {
+            "where": traceback.format_exc(limit=6)[-1500:]}))
+        raise
     finally:
         closing = dep.close()
     stats |= closing

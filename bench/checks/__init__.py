@@ -138,11 +138,18 @@ class Checker:
 
     def __call__(self, h: History) -> Verdict:
         c = Collector(self.name)
+        crashed: list[str] = []
         for r in self.rules:
             c.enter(r.id)
-            r.fn(h, c)
+            try:
+                r.fn(h, c)
+            except Exception as exc:   # this rule could not decide; the others still count
+                c.unknown("rule_crashed")
+                crashed.append(f"rule {r.id} crashed: {exc!r}\n"
+                               f"{traceback.format_exc(limit=3)}")
         empty = self.vacuous(h)
-        return c.verdict(NOTHING + empty if empty else "")
+        notes = ([NOTHING + empty] if empty else []) + crashed
+        return c.verdict("; ".join(notes))
 
 
 def checkers() -> dict[str, Checker]:

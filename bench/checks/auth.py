@@ -10,6 +10,8 @@ from bench.core.events import (
     AttackSent,
     AuthVerdict,
     Event,
+    FaultError,
+    FaultRefused,
     InboundAdmitted,
     InboundDropped,
     NodeStarted,
@@ -104,12 +106,17 @@ def attack_has_an_outcome(h: History, c: Collector) -> None:
     executions: dict[tuple[str, str], list[TaskExecuted]] = defaultdict(list)
     for x in h.of(TaskExecuted):
         executions[(x.node, x.message_id)].append(x)
+    # an attack journaled, then not carried out (its injection refused or broke)
+    broken = [(e.fault_index, e.seq) for e in h.of(FaultRefused)] \
+        + [(e.fault_index, e.seq) for e in h.of(FaultError)]
     for a in h.of(AttackSent):
         label = _label(h, a)
         c.count(f"{label} sent")
         first = _first_after(h, a)
         if first is None:
-            if a.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
+            if any(index == a.fault_index and seq > a.seq for index, seq in broken):
+                c.unknown("attack_maybe_not_sent")
+            elif a.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
                 c.unknown("attack_in_flight_at_end")
             else:
                 c.violation(f"attack message {a.message_id} to {a.target_node_id} has no "

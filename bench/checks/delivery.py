@@ -248,7 +248,7 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
         if any(w >= e.t_ms for w in wipes):
             c.count("lost_with_non_persistent_broker")
             continue
-        if target in hijacked:
+        if target in hijacked and hijacked[target] <= e.t_ms:
             c.count("lost_to_client_id_takeover")
             continue
         c.violation(f"{e.message_type} {e.message_id} was accepted by the broker for {target} "

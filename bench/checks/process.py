@@ -152,6 +152,19 @@ def resumes_with_the_decision(h: History, c: Collector) -> None:
                             f"{r.decision!r}", d, r)
 
 
+@rule("DESIGN §3 gates: the first decision is the decision; later clicks ALREADY_DECIDED")
+def decided_once(h: History, c: Collector) -> None:
+    """A gate is decided once: no second decision, by a person or by expiry, even after
+    the gate store restarted and asked again."""
+    per: dict[str, list[GateDecided]] = defaultdict(list)
+    for d in h.of(GateDecided):
+        per[d.gate_id].append(d)
+    for gate_id, ds in sorted(per.items()):
+        if len(ds) > 1:
+            c.violation(f"gate {gate_id} was decided {len(ds)} times: "
+                        f"{[d.decision for d in ds]}", *ds)
+
+
 @rule("DESIGN §3 gates: exactly once, across restarts; seed 000 §5.6")
 def resumes_once(h: History, c: Collector) -> None:
     """A gate resumes its instance at most once, whatever is re-sent, re-clicked or
@@ -266,7 +279,7 @@ GATE_INTEGRITY = Checker(
     "gate_integrity", "Every decided gate resumes exactly its own instance exactly once, with "
     "the decision, across restarts; every click and every decision gets an explicit outcome; "
     "an expired gate has its timeout policy applied.",
-    (resumes_the_gates_instance, resumes_with_the_decision, resumes_once,
+    (resumes_the_gates_instance, resumes_with_the_decision, decided_once, resumes_once,
      paused_survives_restart, open_reaches_gate_store, timeout_policy_applied,
      decision_resumes, every_click_answered, decision_acknowledged), _no_gate)
 
@@ -347,7 +360,7 @@ class _Replay:
 
 
 INSTANCE_EVENTS = (InstanceStarted, ContextForked, StepStarted, StepFinished, ContextMerged,
-                   InstanceState, SubflowFinished, GateResumed)
+                   InstanceState, SubflowFinished)
 
 
 def _replay(h: History) -> _Replay:
@@ -478,8 +491,9 @@ def _merged(pi: str, e: ContextMerged, ctx: dict[str, Any],
     ctx[scope] = e.context
 
 
-def _report(h: History, c: Collector, rule_id: str) -> None:
-    for why, events in h.memo(_replay).findings.get(rule_id, []):
+def _report(h: History, c: Collector) -> None:
+    """The replay's findings for the rule now running."""
+    for why, events in h.memo(_replay).findings.get(c.rule, []):
         c.violation(why, *events)
 
 
@@ -491,46 +505,46 @@ def fresh_context_is_empty(h: History, c: Collector) -> None:
     for key in ("instances", "attempts", "failed_attempts", "merges"):
         if replay.counts.get(key):
             c.count(key, replay.counts[key])
-    _report(h, c, "fresh_context_is_empty")
+    _report(h, c)
 
 
 @rule("DESIGN §3 context: every step works on a copy of its scope's snapshot; seed 004")
 def attempt_starts_from_its_snapshot(h: History, c: Collector) -> None:
     """Every attempt — and every sub-flow fork — starts from exactly its scope's current
     snapshot (parallel branches all from the same parent)."""
-    _report(h, c, "attempt_starts_from_its_snapshot")
+    _report(h, c)
 
 
 @rule("DESIGN §3 context: a retry starts from the pre-attempt snapshot; seed 000 §5.4")
 def retry_starts_from_pre_attempt_snapshot(h: History, c: Collector) -> None:
     """A retry starts from the same snapshot as the first attempt: a failed attempt's
     copy is discarded, not built on."""
-    _report(h, c, "retry_starts_from_pre_attempt_snapshot")
+    _report(h, c)
 
 
 @rule("seed 004: versioned, parent-linked snapshots")
 def version_chain_unbroken(h: History, c: Collector) -> None:
     """Each merge makes the next version of its scope, linked to the one before."""
-    _report(h, c, "version_chain_unbroken")
+    _report(h, c)
 
 
 @rule("DESIGN §3 context: a failed attempt's copy is discarded; a failed sub-flow never merged")
 def failed_work_never_merged(h: History, c: Collector) -> None:
     """Nothing a failed attempt or a failed sub-flow wrote is merged back."""
-    _report(h, c, "failed_work_never_merged")
+    _report(h, c)
 
 
 @rule("DESIGN §3 context: explicit merge operators; seed 000 §5.5")
 def merge_is_snapshot_plus_writes(h: History, c: Collector) -> None:
     """A context after a merge is the context before plus exactly the writes of the
     successful attempt merged (a gate's decision writes only under `gates`)."""
-    _report(h, c, "merge_is_snapshot_plus_writes")
+    _report(h, c)
 
 
 @rule("DESIGN §7 context isolation: no leak between tasks or branches")
 def no_values_of_another_instance(h: History, c: Collector) -> None:
     """No instance's context ever holds a value another instance wrote."""
-    _report(h, c, "no_values_of_another_instance")
+    _report(h, c)
 
 
 @rule("DESIGN §3 context: a failed sub-flow fails its parent, never counted COMPLETED")
@@ -540,7 +554,7 @@ def failure_fails_the_instance(h: History, c: Collector) -> None:
     for key in ("completed", "failed", "subflows_failed"):
         if replay.counts.get(key):
             c.count(key, replay.counts[key])
-    _report(h, c, "failure_fails_the_instance")
+    _report(h, c)
 
 
 def _no_instance(h: History) -> str | None:

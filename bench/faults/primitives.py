@@ -248,12 +248,21 @@ class Firing:
 
 
 @dataclass(frozen=True, slots=True)
+class Crashed:
+    """What a Crash did: how the process died, and how many store writes it lost (known
+    in simulation, where the store's crash model counts them; not live)."""
+
+    how: str
+    lost_writes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Done:
     """Carried out. `firings` are what it did (none: it only armed something, or found
     nothing to act on)."""
 
     firings: tuple[Firing, ...] = ()
-    crashed: Mapping[str, Any] | None = None   # Crash: how, and what was lost
+    crashed: Crashed | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,4 +272,12 @@ class Refused:
     reason: str
 
 
-Outcome = Done | Refused
+@dataclass(frozen=True, slots=True)
+class Broke:
+    """Carrying it out threw: it may or may not have happened (INFO, never a refusal)."""
+
+    error: str
+    where: str = ""
+
+
+Outcome = Done | Refused | Broke

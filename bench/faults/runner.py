@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Protocol, assert_never
 
 from bench.core import events as ev
 from bench.core.config import NodeConfig
 from bench.faults import CATALOGUE
-from bench.faults.primitives import Crash, Done, Firing, Outcome, Primitive, Refused
+from bench.faults.primitives import Broke, Crash, Crashed, Done, Firing, Outcome, Primitive, Refused
 from bench.faults.scripts import HEAL, Refuse, Script, Wait
 from bench.faults.spec import FaultSpec
 from bench.spec.topology import Topology
@@ -42,21 +42,22 @@ class Stage(Protocol):
 @dataclass
 class _Run:
     spec: FaultSpec
-    end_ms: float                  # absolute end of the fault's window
+    end_ms: float                  # absolute end of the fault's window (the stage's clock)
     script: Script | None = None
     finished: bool = False
-    refused: list[str] = field(default_factory=list)
 
 
 class Nemesis:
+    """Plays every fault of a scenario on a stage; `active` while any script has not ended."""
+
     def __init__(self, stage: Stage, faults: tuple[FaultSpec, ...], *, origin_ms: float,
-                 end_ms: float) -> None:
-        """`origin_ms`: when the workload's clock started on the stage's clock; `end_ms`:
-        when the workload ends (relative), the window end of a fault without a duration."""
+                 workload_ms: float) -> None:
+        """`origin_ms`: when the workload's clock started on the stage's clock;
+        `workload_ms`: how long the workload runs, the window of a fault without a duration."""
         self.stage = stage
         self.faults = faults
         self.origin_ms = origin_ms
-        self.end_ms = end_ms
+        self.workload_ms = workload_ms
         self.runs: list[_Run] = []
 
     @property
@@ -75,14 +76,14 @@ class Nemesis:
                                                      firing.action, dict(firing.details)))
 
     def _refused(self, run: _Run, what: str, reason: str) -> None:
-        run.refused.append(reason)
         self.stage.record("nemesis", ev.FaultRefused(run.spec.kind, run.spec.index, what,
                                                      reason))
 
     # -- the script -------------------------------------------------------------------------------
     def _begin(self, spec: FaultSpec) -> None:
         kind = CATALOGUE[spec.kind]
-        window = spec.at_ms + spec.duration_ms if spec.duration_ms is not None else self.end_ms
+        window = spec.at_ms + spec.duration_ms if spec.duration_ms is not None \
+            else self.workload_ms
         run = _Run(spec, self.origin_ms + window)
         self.runs.append(run)
         self.stage.record("nemesis", ev.FaultStart(spec.kind, spec.index, spec.at_ms,
@@ -109,7 +110,7 @@ class Nemesis:
             return
         match step:
             case Wait():
-                self.stage.call_later(step.ms, lambda: self._advance(run, None))
+                self.stage.call_later(step.delay_ms, lambda: self._advance(run, None))
             case Refuse():
                 self._refused(run, "script", step.reason)
                 self._stop(run)
@@ -125,34 +126,45 @@ class Nemesis:
             self._error(run, exc)
 
     def _after(self, run: _Run, step: Primitive, outcome: Outcome) -> None:
-        if isinstance(outcome, Refused):
-            self._refused(run, type(step).__name__, outcome.reason)
-            self._stop(run)
-            return
-        self._journal_done(run, step, outcome)
-        self._advance(run, outcome)
+        match outcome:
+            case Refused():
+                self._refused(run, type(step).__name__, outcome.reason)
+                self._stop(run)
+            case Broke():
+                self._broke(run, outcome.error, outcome.where)
+            case Done():
+                try:
+                    self._journal_done(run, step, outcome)
+                except Exception as exc:
+                    self._error(run, exc)
+                    return
+                self._advance(run, outcome)
+            case _:
+                assert_never(outcome)
 
     def _journal_done(self, run: _Run, step: Primitive, outcome: Done) -> None:
         if isinstance(step, Crash):
-            crashed = outcome.crashed or {}
-            self.stage.record(step.node, ev.NodeCrashed(run.spec.index, str(crashed.get("how")),
-                                                        crashed.get("lostWrites")))
+            crashed = outcome.crashed or Crashed("not said")
+            self.stage.record(step.node, ev.NodeCrashed(run.spec.index, crashed.how,
+                                                        crashed.lost_writes))
         for firing in outcome.firings:
             self._fired(run, firing)
 
     def _stop(self, run: _Run) -> None:
-        """A refused fault does nothing more; its window still closes on time."""
+        """A stopped fault does nothing more, and is not said to be healed: what it did
+        before the refusal or the error may still be in effect (the journal says which)."""
+        run.finished = True
         if run.script is not None:
             run.script.close()
-        self._at_window_end(run, lambda: self._finish(run))
 
     def _at_window_end(self, run: _Run, fn: Callable[[], None]) -> None:
         self.stage.call_later(max(0.0, run.end_ms - self.stage.now_ms()), fn)
 
     def _error(self, run: _Run, exc: BaseException) -> None:
-        self.stage.record("nemesis", ev.FaultError(run.spec.kind, run.spec.index,
-                                                   repr(exc)[:300],
-                                                   traceback.format_exc(limit=4)[-600:]))
+        self._broke(run, repr(exc)[:300], traceback.format_exc(limit=4)[-600:])
+
+    def _broke(self, run: _Run, error: str, where: str) -> None:
+        self.stage.record("nemesis", ev.FaultError(run.spec.kind, run.spec.index, error, where))
         self._stop(run)
 
     def _finish(self, run: _Run) -> None:
@@ -160,6 +172,18 @@ class Nemesis:
             return
         run.finished = True
         self.stage.record("nemesis", ev.FaultHealed(run.spec.kind, run.spec.index))
+
+    def close(self) -> None:
+        """The run is over: a fault whose script had not ended (its window or its down time
+        reached past the drain) or had not even begun is said so, never left silent."""
+        begun = {r.spec.index for r in self.runs}
+        for run in self.runs:
+            if not run.finished:
+                self._broke(run, "cut off: the run ended before the fault's script did", "")
+        for spec in self.faults:
+            if spec.index not in begun:
+                self.stage.record("nemesis", ev.FaultError(
+                    spec.kind, spec.index, "never began: the run ended before its time", ""))
 
 
 class _Context:
@@ -190,16 +214,30 @@ class _Context:
         self._nemesis.stage.record("nemesis", event)
 
     def later(self, delay_ms: float, fn: Callable[[], None]) -> None:
-        self._nemesis.stage.call_later(delay_ms, fn)
+        nemesis, run = self._nemesis, self._run
+
+        def guarded() -> None:   # a script's own timer: its error is journaled, not fatal
+            try:
+                fn()
+            except Exception as exc:
+                nemesis._error(run, exc)
+        nemesis.stage.call_later(delay_ms, guarded)
 
     def act(self, step: Primitive, then: Callable[[Outcome], None] | None = None) -> None:
         nemesis, run = self._nemesis, self._run
 
         def done(outcome: Outcome) -> None:
-            if isinstance(outcome, Refused):
-                nemesis._refused(run, type(step).__name__, outcome.reason)
-            else:
-                nemesis._journal_done(run, step, outcome)
-            if then is not None:
-                then(outcome)
+            try:
+                match outcome:
+                    case Refused():
+                        nemesis._refused(run, type(step).__name__, outcome.reason)
+                    case Broke():
+                        nemesis.stage.record("nemesis", ev.FaultError(
+                            run.spec.kind, run.spec.index, outcome.error, outcome.where))
+                    case Done():
+                        nemesis._journal_done(run, step, outcome)
+                if then is not None:
+                    then(outcome)
+            except Exception as exc:
+                nemesis._error(run, exc)
         nemesis._act(run, step, done)

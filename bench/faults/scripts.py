@@ -62,7 +62,7 @@ from bench.spec.topology import Topology
 
 @dataclass(frozen=True, slots=True)
 class Wait:
-    ms: float
+    delay_ms: float
 
 
 class _Heal:
@@ -121,10 +121,10 @@ def restart(spec: FaultSpec, ctx: Context) -> Script:
         since = ctx.now_ms() - booted
         next_flush = booted + (since // interval + 1) * interval
         yield Wait(max(0.0, next_flush - ctx.jitter_ms - ctx.now_ms()))
-    yield from _restart(spec, ctx, node, None)
+    yield from _restart(spec, node, None)
 
 
-def _restart(spec: FaultSpec, ctx: Context, node: str, config: NodeConfig | None,
+def _restart(spec: FaultSpec, node: str, config: NodeConfig | None,
              wipe_roster: bool = False) -> Script:
     ref = _ref(spec)
     yield Crash(ref, node)
@@ -137,16 +137,16 @@ def _restart(spec: FaultSpec, ctx: Context, node: str, config: NodeConfig | None
 def empty_directory(spec: FaultSpec, ctx: Context) -> Script:
     node = spec.params["node"]
     original = ctx.config(node)
-    yield from _restart(spec, ctx, node, replace(original, agents=()), wipe_roster=True)
+    yield from _restart(spec, node, replace(original, agents=()), wipe_roster=True)
     yield HEAL
-    yield from _restart(spec, ctx, node, original)
+    yield from _restart(spec, node, original)
 
 
 def stale_roster(spec: FaultSpec, ctx: Context) -> Script:
     node = spec.params["node"]
     switched = replace(ctx.config(node), namespace=spec.params["namespace"],
                        agents=tuple(spec.params["agents"]))
-    yield from _restart(spec, ctx, node, switched)
+    yield from _restart(spec, node, switched)
 
 
 def clock_skew(spec: FaultSpec, ctx: Context) -> Script:

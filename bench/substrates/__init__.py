@@ -43,8 +43,8 @@ class SelfCheckFailed(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """How to deploy, beyond the scenario. Ignored where a substrate has no such choice
-    (the simulator has no broker URL), and said so by `open_deployment`."""
+    """How to deploy, beyond the scenario. The simulator has no such choices: its broker
+    is the topology's model and its nodes run in its own loop."""
 
     broker: str = "amqtt"                  # amqtt | mosquitto | mqtt://host:port
     hosting: Hosting = Hosting.INPROC

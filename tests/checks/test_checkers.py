@@ -175,6 +175,13 @@ def test_a_crashing_checker_is_unknown_not_a_crash(monkeypatch: pytest.MonkeyPat
     broken = Checker("duplicate_execution", "boom", (Rule("executed_once", boom, "test"),))
     monkeypatch.setattr(checks, "checkers", lambda: {**real, "duplicate_execution": broken})
     v = {x.name: x for x in judge(history())}["duplicate_execution"]
+    assert v.value is Value.UNKNOWN and "rule executed_once crashed" in v.note
+
+    def no_judgement(h: History) -> str | None:
+        raise KeyError("vacuous")
+    whole = Checker("duplicate_execution", "boom", (), no_judgement)
+    monkeypatch.setattr(checks, "checkers", lambda: {**real, "duplicate_execution": whole})
+    v = {x.name: x for x in judge(history())}["duplicate_execution"]
     assert v.value is Value.UNKNOWN and "checker crashed" in v.note
 
 
@@ -186,3 +193,14 @@ def test_every_checker_rule_has_an_id_a_definition_and_a_citation() -> None:
             assert r.definition and r.cites, (checker.name, r.id)
             assert r.id not in seen, f"rule id {r.id} used twice"
             seen.add(r.id)
+
+
+def test_a_crashing_rule_leaves_the_other_rules_findings_standing() -> None:
+    def boom(h: History, c: object) -> None:
+        raise KeyError("x")
+    checker = Checker("duplicate_execution", "test",
+                      (Rule("boom", boom, "test"), *checkers()["duplicate_execution"].rules))
+    v = checker(history(executed("r1"), executed("r1")))
+    assert v.value is Value.FALSE and "rule boom crashed" in v.note
+    v = checker(history(executed("r1")))
+    assert v.value is Value.UNKNOWN and v.rules["boom"]["unknown"] == 1

@@ -109,6 +109,14 @@ def forget_gate(lines: Lines) -> None:
                 and not (e["kind"] == "human_clicked" and e["gateId"] == gate)]
 
 
+def second_decision(lines: Lines) -> None:
+    """The gate store decides a gate again (after a restart, say) the other way."""
+    i = where(lines, "gate_decided")
+    again = copy.deepcopy(lines[i])
+    again["decision"] = "reject" if again["decision"] == "approve" else "approve"
+    lines.insert(i + 1, again)
+
+
 def expired_undecided(lines: Lines) -> None:
     gate = lines[where(lines, "gate_expired")]["gateId"]
     lines[:] = [e for e in lines if e.get("gateId") != gate
@@ -182,6 +190,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "resumes_with_the_decision": ("gates", alter("gate_resumed", decision=lambda e: "reject"
                                                  if e["decision"] == "approve" else "approve")),
     "resumes_once": ("gates", repeat("gate_resumed")),
+    "decided_once": ("gates", second_decision),
     "paused_survives_restart": ("gates", lost_while_paused),
     "open_reaches_gate_store": ("gates", forget_gate),
     "timeout_policy_applied": ("gates", expired_undecided),

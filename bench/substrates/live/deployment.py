@@ -13,7 +13,6 @@ an external broker with no command) are refused with the reason.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import sys
@@ -30,10 +29,12 @@ from bench.core.directory import ROSTER_DOCUMENT
 from bench.core.events import from_fields
 from bench.faults.primitives import (
     Boot,
+    Broke,
     BrokerStart,
     BrokerStop,
     Capture,
     Crash,
+    Crashed,
     Done,
     DuplicatePublish,
     FailPublishes,
@@ -80,6 +81,9 @@ class LiveNode(Protocol):
     node_id: str
     spec: LaunchSpec
 
+    @property
+    def up(self) -> bool: ...
+
     async def start(self) -> None: ...
     async def crash(self) -> str: ...
     async def stop(self) -> None: ...
@@ -95,6 +99,10 @@ class InprocNode:
         self.spec = spec
         self.log = log
         self.host: LiveHost | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.host is not None
 
     async def start(self) -> None:
         self.host = LiveHost(self.spec.config, variant_by_name(self.spec.variant).node_class,
@@ -131,6 +139,10 @@ class ProcessNode:
         self.log = log
         self.proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
 
     async def start(self) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -240,7 +252,10 @@ class LiveDeployment:
         self.proxies: dict[str, FaultProxy] = {}
         self.links: dict[int, MqttLink] = {}          # fault index -> the nemesis's own client
         self._counters: dict[tuple[int, str], Any] = {}   # (fault, node) -> counter at arming
-        self._crashed_at: dict[str, int] = {}
+        self._crashed_at: dict[str, float] = {}
+        #: node -> operation -> the client-side fault state last set there, re-applied after
+        #: a restart (a skewed clock or a refusing client outlives the node's process)
+        self._client_state: dict[str, dict[str, dict[str, Any]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._started = False
 
@@ -304,16 +319,25 @@ class LiveDeployment:
                 "undelivered_at_end": len(self.log.undelivered)}
 
     async def _stop_all(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        for link in self.links.values():
-            link.close()
-        for node in self.nodes.values():
-            with contextlib.suppress(Exception):   # the rest must stop even if one cannot
-                await node.stop()
-        for proxy in self.proxies.values():
-            await proxy.close()
-        await self.loop.run_in_executor(None, self.broker.stop)
+        """Stop everything; what cannot be stopped is a harness error in the history, and
+        the broker is stopped whatever else failed."""
+        try:
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            stops: list[tuple[str, Callable[[], Any]]] = [
+                *((f"nemesis client {i}", link.close) for i, link in self.links.items()),
+                *((f"node {n}", node.stop) for n, node in self.nodes.items()),
+                *((f"proxy of {n}", proxy.close) for n, proxy in self.proxies.items())]
+            for what, stop in stops:
+                try:
+                    result = stop()
+                    if asyncio.iscoroutine(result):
+                        await result
+                except Exception as exc:   # recorded; the others must still be stopped
+                    self.record("bench", ev.HarnessError(f"could not stop {what}: {exc!r}"))
+        finally:
+            await self.loop.run_in_executor(None, self.broker.stop)
 
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """A callback that threw: in the history (a harness error), never only on stderr."""
@@ -373,12 +397,13 @@ class LiveDeployment:
     # -- fault primitives ------------------------------------------------------------------------
     def act(self, step: Primitive, done: Callable[[Outcome], None]) -> None:
         """Carry the primitive out as a task; `done` gets its outcome (a primitive that
-        throws is refused with the error: journaled, and the run goes on)."""
+        throws may have happened or not: Broke, journaled as a fault error)."""
         async def run() -> None:
             try:
-                outcome = await self._act(step)
+                outcome: Outcome = await self._act(step)
             except Exception as exc:
-                outcome = Refused(f"{type(step).__name__} failed: {exc!r}"[:300])
+                outcome = Broke(f"{type(step).__name__} failed: {exc!r}"[:300],
+                                traceback.format_exc(limit=4)[-600:])
             done(outcome)
         task = self.loop.create_task(run())
         self._tasks.add(task)
@@ -387,9 +412,11 @@ class LiveDeployment:
     async def _act(self, step: Primitive) -> Outcome:
         match step:
             case Crash():
+                if not self.nodes[step.node].up:
+                    return Refused(f"{step.node} is already down")
                 how = await self.nodes[step.node].crash()
                 self._crashed_at[step.node] = self.clock.now_ms()
-                return Done(crashed={"how": how, "lostWrites": None})
+                return Done(crashed=Crashed(how))
             case Boot():
                 return await self._boot(step)
             case WipeRoster():
@@ -456,17 +483,23 @@ class LiveDeployment:
                 assert_never(step)
 
     def _send(self, node: str, op: dict[str, Any]) -> Outcome:
-        if not self.nodes[node].send(op):
-            return Refused(f"{node} is down")
+        """A client-side fault's state: sent to the node now if it is up, and kept to be
+        set again when it next boots (as the simulator's host keeps it)."""
+        self._client_state.setdefault(node, {})[op["op"]] = op
+        self.nodes[node].send(op)
         return Done()
 
     async def _boot(self, step: Boot) -> Outcome:
         node = self.nodes[step.node]
+        if node.up:
+            return Refused(f"{step.node} is already up")
         if step.config is not None:
             node.spec = replace(node.spec, config=step.config)
         crashed_at = self._crashed_at.pop(step.node, self.clock.now_ms())
         up = self._watch(_registered(step.node))
         await node.start()
+        for op in self._client_state.get(step.node, {}).values():
+            node.send(op)
         try:
             await asyncio.wait_for(up, REBOOT_TIMEOUT_S)
         except TimeoutError:

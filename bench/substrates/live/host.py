@@ -53,7 +53,8 @@ class LiveHost(NodeHost):
         self.store: FileStore | None = None
         self.link: MqttLink | None = None
         self.extra: list[MqttLink] = []
-        self._pending_mids: dict[int, str] = {}       # paho mid -> messageId awaiting PUBACK
+        # (link, paho mid) -> the Publish awaiting its PUBACK (mids restart with each client)
+        self._pending_mids: dict[tuple[int, int], Publish] = {}
         self._last_connect: Connect | None = None
 
     # -- what NodeHost asks of a substrate ---------------------------------------------------
@@ -111,7 +112,8 @@ class LiveHost(NodeHost):
                         on_message=lambda t, p, mid, qos: self._on_message(link, epoch, t, p, mid, qos),
                         on_connected=lambda present: self._on_connected(link, epoch, present),
                         on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
-                        on_published=self._on_published, clean_session=cmd.clean_session,
+                        on_published=lambda mid: self._on_published(link, mid),
+                        clean_session=cmd.clean_session,
                         on_subscribed=lambda filters: self._on_subscribed(link, epoch, filters))
         self.link = link
         link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain)
@@ -134,15 +136,15 @@ class LiveHost(NodeHost):
                     qos: int) -> None:
         if epoch != self.epoch or self.node is None:
             return  # a dead process acks nothing: the broker keeps it in flight
-        if link is not self.link:
+        if link in self.extra:
             self.second_delivery(link.client_id, topic)
         self.feed(MessageReceived(self.now_ms(), topic, payload))
         link.ack(mid, qos)  # only now: the batch that handled it is on disk
 
-    def _on_published(self, mid: int) -> None:
-        message_id = self._pending_mids.pop(mid, None)
-        if message_id is not None:
-            self.feed(PublishSettled(self.now_ms(), message_id, True))
+    def _on_published(self, link: MqttLink, mid: int) -> None:
+        cmd = self._pending_mids.pop((id(link), mid), None)
+        if cmd is not None and cmd.message_id is not None:
+            self.feed(PublishSettled(self.now_ms(), cmd.message_id, True))
 
     def publish(self, cmd: Publish) -> None:
         if self.refused(cmd):
@@ -157,7 +159,7 @@ class LiveHost(NodeHost):
             if cmd.qos == 0:
                 self.loop.call_soon(self._on_published_qos0, cmd.message_id)
             else:
-                self._pending_mids[mid] = cmd.message_id
+                self._pending_mids[(id(self.link), mid)] = cmd
 
     def _on_published_qos0(self, message_id: str) -> None:
         self.feed(PublishSettled(self.now_ms(), message_id, True))
@@ -189,5 +191,9 @@ class LiveHost(NodeHost):
         old, self.link = self.link, None
         if old is not None:
             old.close()
+            # What the old client had not got acknowledged stays SENDING in the outbox: the
+            # broker may or may not have it (INFO), so neither PUBLISHED nor FAILED is true.
+            for key in [k for k in self._pending_mids if k[0] == id(old)]:
+                del self._pending_mids[key]
         if self.node is not None and self._last_connect is not None:
             self.connect(self._last_connect)

@@ -24,6 +24,7 @@ from bench.faults.primitives import (
     BrokerStop,
     Capture,
     Crash,
+    Crashed,
     Done,
     DuplicatePublish,
     FailPublishes,
@@ -37,6 +38,7 @@ from bench.faults.primitives import (
     Outcome,
     Primitive,
     Redeliver,
+    Refused,
     RotateKeys,
     SecondConnection,
     SkewClock,
@@ -75,7 +77,6 @@ class SimDeployment:
                                 per_filter_copies=self.topology.broker is BrokerModel.AMQTT,
                                 record=lambda event: self.record("broker", event))
         self.hosts: dict[str, SimHost] = {}
-        self.settled_requests: dict[str, str] = {}
         self._counters: dict[tuple[int, str], int] = {}   # (fault, node) -> counter at arming
         self._taps: dict[int, Callable[[Message], None]] = {}   # fault -> its capture
         for node_id, config in node_configs(scenario).items():
@@ -87,7 +88,6 @@ class SimDeployment:
             raise ValueError(f"node {config.node_id} added twice")
         host = SimHost(self, config, self.variant.node_class,
                        Link(link, rng_for(self.seed, f"link/{config.node_id}")))
-        host.on_settle = lambda rid, outcome: self.settled_requests.__setitem__(rid, outcome)
         self.hosts[config.node_id] = host
         return host
 
@@ -142,11 +142,14 @@ class SimDeployment:
     def _act(self, step: Primitive) -> Outcome:
         match step:
             case Crash():
+                if self.hosts[step.node].node is None:
+                    return Refused(f"{step.node} is already down")
                 lost = self.hosts[step.node].crash()
-                return Done(crashed={"how": "process state discarded (simulated)",
-                                     "lostWrites": lost})
+                return Done(crashed=Crashed("process state discarded (simulated)", lost))
             case Boot():
                 host = self.hosts[step.node]
+                if host.node is not None:
+                    return Refused(f"{step.node} is already up")
                 if step.config is not None:
                     host.config = step.config
                 down = self.env.now - (host.crashed_at_ms or self.env.now)
@@ -190,11 +193,11 @@ class SimDeployment:
             case LinkLatency():
                 latency = step.latency_ms
                 return self._link_change(step, step.nodes, "packets", lambda h: replace(
-                    h.link.spec, latency_ms=latency), latency is None)
+                    h.link.spec, latency_ms=latency or h.link.base.latency_ms), latency is None)
             case LinkLoss():
                 loss = step.probability
                 return self._link_change(step, step.nodes, "retransmissions", lambda h: replace(
-                    h.link.spec, loss=loss), loss == 0)
+                    h.link.spec, loss=loss or h.link.base.loss), loss == 0)
             case WithholdPuback():
                 return self._withhold(step)
             case DuplicatePublish():
@@ -257,7 +260,7 @@ class SimDeployment:
                 self._counters[key] = getattr(h.link, counter)
                 h.link.spec = spec_of(h)
                 continue
-            h.link.spec = h.link.base
+            h.link.spec = spec_of(h)   # back to the base for this fault's field only
             n = getattr(h.link, counter) - self._counters.pop(key, getattr(h.link, counter))
             if n:
                 firings.append(Firing(f"{counter} under the fault", node, {"count": n}))
