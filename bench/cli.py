@@ -370,6 +370,11 @@ def _print_result(result: RunResult, as_json: bool) -> None:
     print(f"  results: {result.out_dir}/ (report.md" + (", report.html with plots)" if html.exists() else ")"))
 
 
+def _clip(text: str, width: int) -> str:
+    """One line of `list`: cut at `width`, and said to be cut."""
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
 def _list() -> int:
     from bench.checks import checkers
     from bench.faults import CATALOGUE
@@ -382,7 +387,7 @@ def _list() -> int:
             d = tomllib.loads(path.read_text()).get("description", "")
         except tomllib.TOMLDecodeError:
             return "(invalid TOML)"
-        return " ".join(str(d).split())[:100]
+        return _clip(" ".join(str(d).split()), 100)
 
     print("scenarios (scenarios/):")
     for p in sorted(SCENARIOS.glob("*.toml")):
@@ -402,13 +407,13 @@ def _list() -> int:
             print(f"      {name} ({prm.kind}, {req}): {prm.help}")
     print("checkers:")
     for name, checker in checkers().items():
-        print(f"  {name:<26} {' '.join(checker.summary.split())[:110]}")
+        print(f"  {name:<26} {_clip(' '.join(checker.summary.split()), 110)}")
         for r in checker.rules:
-            print(f"      {r.id}: {r.definition[:96]}")
+            print(f"      {r.id}: {_clip(r.definition, 96)}")
     print("variants (--variant):")
     for v in VARIANTS.values():
         caught = "" if v.name == "reference" else f"  [caught by {v.caught_by} in {v.scenario}]"
-        print(f"  {v.name:<26} {v.summary[:90]}{caught}")
+        print(f"  {v.name:<26} {_clip(v.summary, 90)}{caught}")
     return EXIT_OK
 
 

@@ -45,6 +45,10 @@ from bench.history import History
 
 IN_FLIGHT_AT_END_MS = 3_000
 
+# Events of one node are in history order; events of two nodes are compared by when each
+# node says they happened (tMs, one clock for the run): a node process's lines reach the
+# history through its pipe, later than the moment they record.
+
 
 # -- human gates ------------------------------------------------------------------------------------
 class Fate(Enum):
@@ -111,8 +115,8 @@ def _gates(h: History) -> _Gates:
                                [o] if o is not None else [gate])
         elif mine:
             g.fate[gate_id] = (Fate.RESUMED, [gate, *mine])
-        elif any(e.seq < d.seq for e in ends.get(pi, [])) and not any(
-                e.cause is InstanceCause.INTERRUPTED for e in ends.get(pi, []) if e.seq < d.seq):
+        elif any(e.t_ms < d.t_ms for e in ends.get(pi, [])) and not any(
+                e.cause is InstanceCause.INTERRUPTED for e in ends.get(pi, []) if e.t_ms < d.t_ms):
             g.fate[gate_id] = (Fate.CLOSED_BEFORE, [gate, d])    # e.g. its task timed out
         elif d.t_ms > late:
             g.fate[gate_id] = (Fate.DECISION_IN_FLIGHT, [gate, d])
@@ -145,7 +149,7 @@ def resumes_with_the_decision(h: History, c: Collector) -> None:
     for gate_id, rs in sorted(g.resumes.items()):
         d = g.decided.get(gate_id)
         for r in rs:
-            if d is None or d.seq > r.seq:
+            if d is None or d.t_ms > r.t_ms:   # two nodes: their own clocks, not arrival order
                 c.violation(f"gate {gate_id} resumed without a decision", r)
             elif r.decision != d.decision:
                 c.violation(f"gate {gate_id} was decided {d.decision!r} but resumed with "

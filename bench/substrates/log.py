@@ -26,14 +26,18 @@ class RunLog:
         self._delivered: set[tuple[str, str]] = set()    # PUBACK can come after delivery
         self.booted_at: dict[str, float] = {}
         self.nodes: set[str] = set()                     # nodes of the deployment
-        self.sent = 0
-        self.settled = 0
+        self.issued: set[str] = set()                    # request ops handed to a node, unseen
+        self.requests_sent = 0
+        self.requests_settled = 0
+        self.last_recorded_ms = 0.0                      # the clock when the last event came
         self._watchers: list[tuple[Predicate, Callable[[], None]]] = []
 
     def record(self, node: str, event: ev.Event, t_ms: float | None = None) -> None:
         """Append one event; `t_ms` for events stamped where they happened (a node process),
         else now on the substrate's clock."""
-        t = self.clock() if t_ms is None or t_ms < 0 else t_ms
+        now = self.clock()
+        t = now if t_ms is None or t_ms < 0 else t_ms
+        self.last_recorded_ms = now
         self.recorder.append(t, node, event)
         self._tally(node, event, t)
         if self._watchers:
@@ -46,11 +50,14 @@ class RunLog:
     def _tally(self, node: str, event: ev.Event, t: float) -> None:
         match event:
             case ev.RequestSent():
+                self.issued.discard(event.message_id)
                 self.outstanding.add(event.request_id)
-                self.sent += 1
+                self.requests_sent += 1
             case ev.RequestSettled():
                 self.outstanding.discard(event.request_id)
-                self.settled += 1
+                self.requests_settled += 1
+            case ev.OpNotIssued() | ev.OpFailed():
+                self.issued.discard(event.id)
             case ev.TaskState():
                 if event.state in ("SUBMITTED", "RUNNING"):
                     self.running.add((node, event.task_id))
@@ -67,10 +74,15 @@ class RunLog:
             case ev.NodeStarted():
                 self.booted_at[node] = t
 
+    def issuing(self, message_id: str) -> None:
+        """A request op was handed to a node that has not reported it yet (a node process
+        reports through its pipe: until its request_sent arrives, the run is not quiet)."""
+        self.issued.add(message_id)
+
     @property
     def quiet(self) -> bool:
-        """Nothing left to settle, run or deliver: a drain can stop."""
-        return not (self.outstanding or self.running or self.undelivered)
+        """Nothing left to settle, run or deliver, as far as the history knows."""
+        return not (self.issued or self.outstanding or self.running or self.undelivered)
 
     def watch(self, pred: Predicate, fn: Callable[[], None]) -> Callable[[], None]:
         """Call `fn` once, on the first event `pred` accepts. Returns a cancel function."""

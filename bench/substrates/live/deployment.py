@@ -70,9 +70,11 @@ from bench.substrates.live.proxy import FaultProxy
 from bench.substrates.log import RunLog
 from bench.variants import Variant
 from bench.variants import variant as variant_by_name
-from bench.workload import Op, op_kind, op_to_json
+from bench.workload import Op, RequestOp, op_kind, op_to_json
 
 SELF_CHECK_TIMEOUT_S = 20.0
+#: How long the history must have been quiet before a drain stops.
+QUIET_MS = 300
 #: How long a restarted node may take to register its executors again.
 REBOOT_TIMEOUT_S = 20.0
 
@@ -290,6 +292,8 @@ class LiveDeployment:
         self.loop.run_until_complete(asyncio.sleep(max(0.0, delay)))
 
     def issue(self, op: Op) -> None:
+        if isinstance(op, RequestOp):
+            self.log.issuing(op.message_id)
         if not self.nodes[op.node_id].send(op_to_json(op)):
             self.record(op.node_id, ev.OpNotIssued(op_kind(op), op.message_id, "node is down"))
 
@@ -303,7 +307,9 @@ class LiveDeployment:
         self.log.record(node, event)
 
     def settled(self) -> bool:
-        return self.log.quiet
+        """Quiet, and for a moment: the lines of one batch of a node process arrive one
+        by one, and between two of them the history can look quiet when it is not."""
+        return self.log.quiet and self.clock.now_ms() - self.log.last_recorded_ms >= QUIET_MS
 
     def close(self) -> dict[str, Any]:
         """Nodes, proxies, the nemesis's clients and the broker are stopped, whatever
