@@ -110,11 +110,16 @@ def unexplained_by_amqtt_resume(run: Path, verdicts: list[Any],
         return min((e["tMs"] for e in events if e["kind"] == "executors_registered"
                     and e["node"] == node and e["tMs"] >= after), default=float("inf"))
 
+    handed = {e["requestId"]: e["tMs"] for e in events if e["kind"] == "request_sent"}
+
     def in_flight_at_a_cut(seq: int) -> bool:
         e = at[seq]
-        return any(node == e["targetNodeId"] and 0 <= t - e["tMs"] <= 1_000
+        # a request queued in its client while the broker was down is sent at the reconnect:
+        # when it was handed over counts, not when its PUBACK came
+        sent = min(e["tMs"], handed.get(e.get("requestId"), e["tMs"]))
+        return any(node == e["targetNodeId"] and 0 <= t - sent <= 1_000
                    for node, t in crashes) or any(
-            e["tMs"] <= routable_again(e["targetNodeId"], t) for t in broker_stops)
+            sent <= routable_again(e["targetNodeId"], t) for t in broker_stops)
     left = dict(wrong)
     if "qos1_delivery" in left and qos1.counts["violations"] == len(lost) \
             and all(in_flight_at_a_cut(s) for s in lost):
