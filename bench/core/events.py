@@ -941,6 +941,7 @@ def _plan(cls: type[Event]) -> tuple[_Slot, ...]:
 
 
 _PLANS: dict[type[Event], tuple[_Slot, ...]] = {}
+_NAMES: dict[type[Event], frozenset[str]] = {}
 
 
 def to_fields(event: Event) -> dict[str, Json]:
@@ -999,7 +1000,10 @@ def from_fields(kind: str, fields: Mapping[str, Json], *, seq: int = 0, t_ms: fl
         else:
             raise SchemaError(f"{kind}: {s.json}={value!r} must be {s.base}"
                               + (" or null" if s.optional else ""))
-    extra = {k: v for k, v in fields.items() if k not in {s.json for s in _plan(cls)}}
+    declared = _NAMES.get(cls)
+    if declared is None:
+        declared = _NAMES[cls] = frozenset(s.json for s in _plan(cls))
+    extra = {k: v for k, v in fields.items() if k not in declared}
     if cls.OPEN:
         values["details"] = extra
     elif extra:
