@@ -56,8 +56,9 @@ from bench.storage import Store, apply
 from bench.workload import Behaviour
 
 
-class _Strip:
-    """The missing_reply_node fault: the node's own bug, on its way out."""
+class _ClientFault:
+    """A client-side fault acting on a share of the node's publishes, with its own random
+    stream (missing_reply_node strips a header; publish_failure refuses the publish)."""
 
     def __init__(self, fault: FaultRef, probability: float, seed: int) -> None:
         self.fault = fault
@@ -86,8 +87,8 @@ class NodeHost(ABC):
         self.client_id_override: str | None = None
         self.client_id_fault: FaultRef | None = None
         self.second_connection_fault: FaultRef | None = None
-        self._strip: _Strip | None = None
-        self._refuse: _Strip | None = None   # publish_failure: the same shape of fault
+        self._strip: _ClientFault | None = None      # missing_reply_node
+        self._refuse: _ClientFault | None = None     # publish_failure
         self.on_settle: Callable[[str, str], None] = lambda request_id, outcome: None
 
     @property
@@ -245,10 +246,10 @@ class NodeHost(ABC):
         return encode(sign(stripped, auth.keys, self.node_id, auth.version))
 
     def strip_reply_node(self, fault: FaultRef, probability: float, seed: int) -> None:
-        self._strip = _Strip(fault, probability, seed) if probability > 0 else None
+        self._strip = _ClientFault(fault, probability, seed) if probability > 0 else None
 
     def refuse_publishes(self, fault: FaultRef, probability: float, seed: int) -> None:
-        self._refuse = _Strip(fault, probability, seed) if probability > 0 else None
+        self._refuse = _ClientFault(fault, probability, seed) if probability > 0 else None
 
     def refused(self, cmd: Publish) -> bool:
         """The publish_failure fault: the client refuses this tracked publish, and the core
