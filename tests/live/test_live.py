@@ -69,7 +69,7 @@ def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
     wrong = {v.name: (v.value.value, v.counterexamples[:2], v.note) for v in result.verdicts
              if v.value.value not in expect.get(v.name, {"true"})}
     if broker == "amqtt" and wrong:
-        wrong = unexplained_by_amqtt_resume(tmp_path, result.verdicts, wrong)
+        wrong = unexplained_by_amqtt_resume(tmp_path, wrong)
     assert not wrong
     fired = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"fault_fired"' in l]
     assert fired or not scenario.faults, "the fault never fired"
@@ -86,8 +86,7 @@ def every_case(run: Path) -> list[Any]:
         checks.MAX_EXAMPLES = kept
 
 
-def unexplained_by_amqtt_resume(run: Path, verdicts: list[Any],
-                                wrong: dict[str, Any]) -> dict[str, Any]:
+def unexplained_by_amqtt_resume(run: Path, wrong: dict[str, Any]) -> dict[str, Any]:
     """What is FALSE for another reason than amqtt 0.12's known losses (README, "Broker
     differences"): it resumes a persistent session without resending the QoS1 messages
     that were in flight when the node's connection died, and it keeps nothing across its
