@@ -295,6 +295,15 @@ def _mac_hex(key: Any, data: bytes) -> str:
     return std_hmac.new(key.reveal(), data, hashlib.sha256).hexdigest()
 
 
+class DuplicateRaises(Node):
+    """Seed 000 §3.2: the message store's unique key on messageId makes a redelivered
+    message raise (an IntegrityError the handler never catches) instead of being dropped as
+    a duplicate: the node's process dies of it on every QoS1 redelivery."""
+
+    def on_duplicate(self, fx: Effects, event: Any, env: Envelope, verdict: Any) -> None:
+        raise RuntimeError(f"UNIQUE constraint failed: messages.message_id ({env.message_id})")
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     name: str
@@ -315,6 +324,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     REFERENCE,
     Variant("memory_dedup_60s", MemoryDedup60s, "000 §3.2 A9", "duplicate_execution",
             "redelivery_restart"),
+    Variant("duplicate_raises", DuplicateRaises, "000 §3.2, DESIGN §3", "robustness",
+            "qos1_redelivery"),
     Variant("no_default_executor", NoDefaultExecutor, "000 §3.3 C3", "directory_liveness",
             "empty_directory"),
     Variant("reply_to_from_agent", ReplyToFromAgent, "002 §3.2 D14", "reply_routing",

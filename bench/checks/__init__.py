@@ -153,12 +153,12 @@ class Checker:
 
 
 def checkers() -> dict[str, Checker]:
-    from bench.checks import auth, delivery, directory, execution, process, relay
+    from bench.checks import auth, delivery, directory, execution, process, relay, robustness
     found = [execution.DUPLICATE_EXECUTION, execution.TASK_LIFECYCLE, delivery.SILENT_LOSS,
              delivery.TARGETED_DELIVERY, delivery.REPLY_ROUTING, delivery.QOS1_DELIVERY,
              relay.RELAY_INTEGRITY, relay.RELAY_LOCALITY, process.GATE_INTEGRITY,
              process.CONTEXT_ISOLATION, auth.AUTH_ADMISSION, directory.DIRECTORY_LIVENESS,
-             directory.DEPLOYMENT]
+             directory.DEPLOYMENT, robustness.ROBUSTNESS]
     return {c.name: c for c in found}
 
 

@@ -727,9 +727,10 @@ class RunFinished(Event):
 @dataclass(frozen=True, slots=True)
 class NodeCrashed(Event):
     KIND = EventKind.NODE_CRASHED
-    fault_index: int | None
+    fault_index: int | None            # None: not a fault's doing (the node raised)
     how: str
     lost_writes: int | None            # sim: store writes lost; live: not known
+    error: str | None = None           # the exception, when the node raised
 
 
 @dataclass(frozen=True, slots=True)

@@ -350,12 +350,17 @@ class Node:
                        verdict)
             return
         if not self.ledger.admit(dedup_key(env), fx.now_ms):
-            self._drop(fx, event, env, Drop(DropReason.DUPLICATE,
-                                            f"{dedup_key(env)} already in the inbound ledger"), verdict)
+            self.on_duplicate(fx, event, env, verdict)
             return
         drop = self._route(fx, env, body, parsed.kind, parsed.key, verdict, event.topic)
         if drop is not None:
             self._drop(fx, event, env, drop, verdict)
+
+    def on_duplicate(self, fx: Effects, event: MessageReceived, env: Envelope,
+                     verdict: SignatureVerdict) -> None:
+        """A message the ledger has seen: a recorded DUPLICATE drop (variants override)."""
+        self._drop(fx, event, env, Drop(DropReason.DUPLICATE,
+                                        f"{dedup_key(env)} already in the inbound ledger"), verdict)
 
     def admits(self, mode: AuthMode, verdict: SignatureVerdict) -> bool:
         """The mode's decision on a verdict (DESIGN §5's matrix; variants override)."""

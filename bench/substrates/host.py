@@ -55,6 +55,9 @@ from bench.spec.distribution import rng_for
 from bench.storage import Store, apply
 from bench.workload import Behaviour
 
+#: How long a supervisor waits before starting a node whose process died of an exception.
+RESTART_AFTER_RAISE_MS = 1_000.0
+
 
 class _ClientFault:
     """A client-side fault acting on a share of the node's publishes, with its own random
@@ -125,6 +128,14 @@ class NodeHost(ABC):
     def publish(self, cmd: Publish) -> None: ...
 
     @abstractmethod
+    def boot(self) -> None:
+        """Start the node from its durable store (a fresh process, as far as it knows)."""
+
+    @abstractmethod
+    def crash(self) -> object:
+        """Kill the node's process: memory, timers, connections gone; the store stays."""
+
+    @abstractmethod
     def reconnect(self) -> None:
         """Drop the connection and open a new one under `client_id`."""
 
@@ -140,7 +151,11 @@ class NodeHost(ABC):
         if node is None or store is None:
             self.record(ev.InputLost(type(event).__name__, "node is down"))
             return
-        commands = node.handle(event)
+        try:
+            commands = node.handle(event)
+        except Exception as exc:   # the node under test failed: a finding, not a dead run
+            self.node_raised(exc, event)
+            return
         apply(store, commands)  # write-ahead: durable before anything leaves the node
         for cmd in commands:
             self.carry_out(cmd)
@@ -173,6 +188,20 @@ class NodeHost(ABC):
                 pass  # the subscribers are simulated tabs: what they got is relay_delivered
             case _:
                 assert_never(cmd)
+
+    def node_raised(self, exc: Exception, event: Input) -> None:
+        """The node raised while handling `event` (DESIGN §3: bad input is a recorded
+        rejection, never a crash). Like a process that dies of it: recorded as a crash with
+        the exception, and started again from its data by a supervisor a moment later."""
+        self.record(ev.NodeCrashed(None, f"raised handling {type(event).__name__}", None,
+                                   error=f"{exc!r}"[:300]))
+        self.crash()
+        epoch = self.epoch
+
+        def supervisor() -> None:
+            if self.epoch == epoch and self.node is None:   # nothing else restarted it
+                self.boot()
+        self.call_later(RESTART_AFTER_RAISE_MS, supervisor)
 
     def later(self, delay_ms: float, make: Callable[[], Input]) -> None:
         """Feed an input after a delay, unless the node died or restarted meanwhile."""

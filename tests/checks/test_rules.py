@@ -148,6 +148,14 @@ def dishonest_verdict(lines: Lines) -> None:
     o["verdict"] = "VERIFIED"
 
 
+def raised(lines: Lines) -> None:
+    """A node's process dies of an exception of its own mid-run."""
+    i = where(lines, "task_executed")
+    lines.insert(i + 1, {"seq": 0, "tMs": lines[i]["tMs"], "node": lines[i]["node"],
+                         "kind": "node_crashed", "faultIndex": None, "how": "raised",
+                         "lostWrites": None, "error": "KeyError('x')"})
+
+
 def stolen_client_id(lines: Lines) -> None:
     e = lines[where(lines, "mqtt_connected", lambda e: e["node"] == "exec-2")]
     e["clientId"] = "exec-1"
@@ -229,6 +237,8 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "roster_of_own_namespace": ("quickstart", alter("roster_loaded", agents=lambda e: [
         *e["agents"], "zz.foreign"])),
     "unique_client_ids": ("quickstart", stolen_client_id),
+    # robustness
+    "never_raises": ("quickstart", raised),
 }
 
 #: Rules that can only say "undecided": their recipe must make them say so.

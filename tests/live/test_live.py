@@ -170,3 +170,22 @@ def test_withheld_pubacks_broker_difference_shows_in_the_counts(tmp_path: Path, 
         assert redelivered > 0
     else:
         assert redelivered == 0
+
+
+@pytest.mark.parametrize("nodes", ["inproc", "process"])
+def test_a_node_that_raises_is_a_crash_with_its_exception_like_in_simulation(
+        tmp_path: Path, nodes: str) -> None:
+    """The node under test raising is recorded alike on both substrates, it is restarted
+    from its data, and the run goes on to its verdicts (robustness FALSE)."""
+    def crashes(run: Path) -> list[tuple[Any, ...]]:
+        return [(e["how"], e["error"].split("(")[0], e["faultIndex"])
+                for e in map(json.loads, (run / "history.jsonl").open())
+                if e["kind"] == "node_crashed"]
+    defect = VARIANTS["duplicate_raises"]
+    sim = run_scenario(compressed("qos1_redelivery", 8), defect, tmp_path / "sim", mode="sim")
+    live = run_scenario(compressed("qos1_redelivery", 8), defect, tmp_path / "live", mode="live",
+                        options=Options(hosting=Hosting(nodes)))
+    for result, run in ((sim, tmp_path / "sim"), (live, tmp_path / "live")):
+        assert {v.name: v.value for v in result.verdicts}["robustness"] is Value.FALSE
+        assert crashes(run) and set(crashes(run)) == set(crashes(tmp_path / "sim"))
+        assert (run / "verdicts.json").exists()
