@@ -122,3 +122,20 @@ def test_a_crashing_run_keeps_its_history(tmp_path: Path, monkeypatch: pytest.Mo
     assert "what was recorded is in" in capsys.readouterr().err
     lines = list(read_jsonl(tmp_path / "history.jsonl"))
     assert len(lines) > 100 and lines[0]["kind"] == "run_started"
+
+
+def test_a_run_with_no_request_and_an_empty_history_say_unknown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing to judge is UNKNOWN (exit 2), never a TRUE that tested nothing."""
+    from bench.cli import EXIT_UNKNOWN
+    scenario = tmp_path / "idle.toml"
+    scenario.write_text('topology = "star"\nmode = "sim"\nduration_s = 5\n'
+                        '[workload]\nrate_per_s = 0\n')
+    assert main(["run", str(scenario), "--out", str(tmp_path / "idle"), "--no-plots"]) \
+        == EXIT_UNKNOWN
+    out = capsys.readouterr().out
+    assert "silent_loss          UNKNOWN" in out and "nothing to judge: no request" in out
+    (tmp_path / "idle" / "history.jsonl").write_text("")
+    assert main(["check", str(tmp_path / "idle")]) == EXIT_UNKNOWN
+    out = capsys.readouterr().out
+    assert "TRUE" not in out and out.count("UNKNOWN") == 14

@@ -122,8 +122,8 @@ def rule(cites: str) -> Callable[[RuleFn], Rule]:
     return make
 
 
-#: The note of a TRUE that judged nothing (no gate, no stream in the run): printed, so a
-#: vacuous pass is never mistaken for a tested one.
+#: The note of a verdict that judged nothing (no gate, no stream, no request in the run):
+#: such a checker says UNKNOWN, never TRUE.
 NOTHING = "nothing to judge: "
 
 
@@ -137,6 +137,8 @@ class Checker:
     vacuous: Callable[[History], str | None] = lambda h: None
 
     def __call__(self, h: History) -> Verdict:
+        """Every rule over the history. A checker with nothing to judge says UNKNOWN and
+        why: a TRUE that judged nothing would be mistaken for a tested one."""
         c = Collector(self.name)
         crashed: list[str] = []
         for r in self.rules:
@@ -148,6 +150,8 @@ class Checker:
                 crashed.append(f"rule {r.id} crashed: {exc!r}\n"
                                f"{traceback.format_exc(limit=3)}")
         empty = self.vacuous(h)
+        if empty:
+            c.unknowns += 1
         notes = ([NOTHING + empty] if empty else []) + crashed
         return c.verdict("; ".join(notes))
 

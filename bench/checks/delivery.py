@@ -255,17 +255,40 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
                     "and never reached it", e, target=target)
 
 
+def _no_request(h: History) -> str | None:
+    return None if h.of(RequestSent) else "no request was sent in this run"
+
+
+def _nothing_targeted(h: History) -> str | None:
+    sent = any(e.message_type != "EVENT" and e.state in ("PUBLISHED", "LOCAL_CONSUMED")
+               for e in h.of(OutboundSettled))
+    return None if sent or h.of(InboundAdmitted) else "no targeted message went anywhere"
+
+
+def _no_response(h: History) -> str | None:
+    return None if _responses(h) else "no task response was sent in this run"
+
+
+def _nothing_published(h: History) -> str | None:
+    published = any(e.state == "PUBLISHED" and e.message_type != "EVENT"
+                    for e in h.of(OutboundSettled))
+    return None if published else "no targeted message was published to the broker"
+
+
 SILENT_LOSS = Checker(
     "silent_loss", "Every request ends in exactly one outcome, and a request that got no "
-    "response has an explanation in the history.", (settles_once, no_response_explained))
+    "response has an explanation in the history.", (settles_once, no_response_explained),
+    _no_request)
 TARGETED_DELIVERY = Checker(
     "targeted_delivery", "Targeted messages are published to a real node's inbox, consumed "
     "only by the node they address, and never executed across namespaces.",
-    (published_to_a_node, consumed_by_addressee, no_foreign_namespace))
+    (published_to_a_node, consumed_by_addressee, no_foreign_namespace), _nothing_targeted)
 REPLY_ROUTING = Checker(
     "reply_routing", "A TASK_RESPONSE goes to the request's headers.replyNodeId with the "
     "requestId echoed; without replyNodeId: a warning and an UNDELIVERABLE response.",
-    (response_echoes_request, response_to_reply_node, missing_reply_node_explicit))
+    (response_echoes_request, response_to_reply_node, missing_reply_node_explicit),
+    _no_response)
 QOS1_DELIVERY = Checker(
     "qos1_delivery", "QoS1 on a persistent session is at least once: every targeted message "
-    "the broker accepted reaches the node it addresses.", (published_reaches_addressee,))
+    "the broker accepted reaches the node it addresses.", (published_reaches_addressee,),
+    _nothing_published)

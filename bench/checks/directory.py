@@ -71,10 +71,14 @@ def unique_client_ids(h: History, c: Collector) -> None:
                         f"({len(takeovers)} session takeovers)", *evidence, *takeovers[:3])
 
 
+def _no_node(h: History) -> str | None:
+    return None if h.of(NodeStarted) else "no node started in this run"
+
+
 DIRECTORY_LIVENESS = Checker(
     "directory_liveness", "No mute receiver: every connected node registers at least one "
     "executor, all it expected; a roster holds only agents of the node's namespace.",
-    (no_mute_receiver, registers_all_expected, roster_of_own_namespace))
+    (no_mute_receiver, registers_all_expected, roster_of_own_namespace), _no_node)
 DEPLOYMENT = Checker(
     "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per node.",
-    (unique_client_ids,))
+    (unique_client_ids,), _no_node)

@@ -76,9 +76,18 @@ def reaches_terminal(h: History, c: Collector) -> None:
             c.unknown("unfinished_at_end")
 
 
+def _no_task(h: History) -> str | None:
+    return None if h.of(TaskState) else "no task ran in this run"
+
+
+def _nothing_executed(h: History) -> str | None:
+    return None if h.of(TaskExecuted) else "no task was executed in this run"
+
+
 DUPLICATE_EXECUTION = Checker(
     "duplicate_execution", "No requestId executes twice, on any node, across redeliveries "
-    "and restarts.", (executed_once,))
+    "and restarts.", (executed_once,), _nothing_executed)
 TASK_LIFECYCLE = Checker(
     "task_lifecycle", "Every task starts SUBMITTED, moves only along the task state machine "
-    "and stops at exactly one terminal state.", (legal_transitions, reaches_terminal))
+    "and stops at exactly one terminal state.", (legal_transitions, reaches_terminal),
+    _no_task)

@@ -33,6 +33,16 @@ class Mode(StrEnum):
 
 
 MODES = tuple(m.value for m in Mode)
+
+#: Checkers whose subject a workload may not ask for at all: without it they have nothing
+#: to judge and say UNKNOWN, and a scenario expects exactly that of them unless its
+#: [expect] says otherwise. Every other checker judges any run that sends requests.
+OPTIONAL_SUBJECTS: dict[str, Any] = {
+    "relay_integrity": lambda w: w.stream_events > 0,
+    "relay_locality": lambda w: w.stream_events > 0,
+    "gate_integrity": lambda w: w.process_fraction > 0 and w.gate_fraction > 0,
+    "context_isolation": lambda w: w.process_fraction > 0,
+}
 VERDICT_WORDS = ("true", "false", "unknown")
 
 
@@ -307,7 +317,8 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                             f"< duration_s={duration_s:g}")
     expect_t = _Table(raw.get("expect", {}), f"{f}: expect", set(known_checks) or
                       set(raw.get("expect", {})))
-    expect = {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
+    expect = {k: "unknown" for k, asks in OPTIONAL_SUBJECTS.items() if not asks(workload)}
+    expect |= {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
     drain_default = workload.request_timeout_ms / 1000 + 5
     mode = Mode(top.choice("mode", MODES, Mode.LIVE.value))
     return Scenario(

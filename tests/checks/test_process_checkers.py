@@ -129,9 +129,9 @@ def test_context_isolation_catches_a_failed_subflow_counted_completed(events: Ev
                                           for c in v.counterexamples)
 
 
-def test_a_history_with_no_processes_is_vacuously_true_and_says_so(tmp_path: Path) -> None:
+def test_a_history_with_no_processes_is_unknown_and_says_why(tmp_path: Path) -> None:
     v = GATE_INTEGRITY(History.from_lines([{
         "seq": 1, "tMs": 0, "node": "n", "kind": "node_started", "namespace": "x",
         "clientId": "n", "bootId": "b", "authMode": "loose", "signatureVersion": "1"}]))
-    assert v.value is Value.TRUE and v.counts["gates_opened"] == 0
+    assert v.value is Value.UNKNOWN and v.counts["gates_opened"] == 0
     assert v.note.startswith("nothing to judge")
