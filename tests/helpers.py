@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.core import events as ev
 from bench.core.config import NodeConfig
+from bench.core.envelope import Json
 from bench.history import History
 
 # -- two cores back to back ------------------------------------------------------------------------
@@ -56,13 +57,15 @@ def task_state(task: str, state: str, previous: str | None,
     return ev.TaskState(task, "llm.tax", state, previous, error, node="exec-1")
 
 
-def request_sent(rid: str, deadline_ms: int = 100) -> ev.RequestSent:
+def request_sent(rid: str, deadline_ms: int = 100, timeout_ms: int = 100) -> ev.RequestSent:
     return ev.RequestSent(rid, f"m-{rid}", "fin.orchestrator", "llm.tax", "c1", deadline_ms,
-                          node="orch-1")
+                          timeout_ms, node="orch-1")
 
 
-def request_settled(rid: str, outcome: str) -> ev.RequestSettled:
-    return ev.RequestSettled(rid, outcome, 1, None, node="orch-1")
+def request_settled(rid: str, outcome: str, latency_ms: int | None = None) -> ev.RequestSettled:
+    if latency_ms is None:   # a NO_RESPONSE comes at the timeout, anything else soon
+        latency_ms = 100 if outcome == "NO_RESPONSE" else 1
+    return ev.RequestSettled(rid, outcome, latency_ms, None, node="orch-1")
 
 
 def outbound(message_id: str, state: str, *, message_type: str = "TASK_REQUEST",
@@ -87,8 +90,17 @@ def dropped(node: str, reason: str, *, request_id: str | None = None,
                              request_id, verdict, None, node=node)
 
 
-def fault_start(kind: str, index: int = 0, disrupts: bool = False) -> ev.FaultStart:
-    return ev.FaultStart(kind, index, 0.0, None, {}, disrupts, node="nemesis")
+def fault_start(kind: str, index: int = 0, disrupts: bool = False,
+                **params: Json) -> ev.FaultStart:
+    return ev.FaultStart(kind, index, 0.0, None, dict(params), disrupts, node="nemesis")
+
+
+def crashed(node: str = "exec-1") -> ev.NodeCrashed:
+    return ev.NodeCrashed(0, "test", None, node=node)
+
+
+def booted(node: str = "exec-1") -> ev.NodeStarted:
+    return ev.NodeStarted("b2", "llm", node, "loose", "1", node=node)
 
 
 def fault_fired(kind: str, index: int = 0) -> ev.FaultFired:

@@ -4,17 +4,23 @@ routing, QoS1 at-least-once."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from bench.checks import Checker, Collector, rule
 from bench.core.events import (
+    FaultFired,
     FaultHealed,
     FaultStart,
     InboundAdmitted,
     InboundDropped,
     MqttConnected,
+    NodeCrashed,
+    NodeStarted,
     OutboundSettled,
     RequestSent,
     RequestSettled,
+    TaskExecuted,
+    TaskState,
     Warning,
     WarningKind,
 )
@@ -58,7 +64,7 @@ def settles_once(h: History, c: Collector) -> None:
         c.count("requests")
         outcomes = settled.get((sent.node, sent.request_id), [])
         if not outcomes:
-            if float(sent.deadline_ms) > h.end_ms:
+            if sent.t_ms + sent.timeout_ms > h.end_ms:   # the deadline is on the node's clock
                 c.unknown("pending_at_end")
             else:
                 c.violation(f"request {sent.request_id} passed its deadline and never settled",
@@ -70,26 +76,100 @@ def settles_once(h: History, c: Collector) -> None:
         c.count(f"outcome_{outcomes[0].outcome.lower()}")
 
 
-def _windows(h: History) -> list[tuple[float, float]]:
-    """The windows of faults the journal says may swallow requests."""
+#: Every node: an outage of the broker reaches them all.
+EVERY_NODE = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """A span during which a node (or every node) could lose requests: its process down,
+    its link cut or slowed, the broker down, its client id taken over."""
+
+    node: str
+    start_ms: float
+    end_ms: float
+
+
+def _outages(h: History) -> list[Outage]:
+    """The real outages the journal shows, node by node — a crash until the node is up
+    again, a partition or a link fault for its window, the broker from its stop to its
+    start — never "from the fault to the end of the run"."""
+    out: list[Outage] = []
+    boots: dict[str, list[float]] = defaultdict(list)
+    for b in h.of(NodeStarted):
+        boots[b.node].append(b.t_ms)
+    for crash in h.of(NodeCrashed):
+        up = next((t for t in boots[crash.node] if t > crash.t_ms), h.end_ms)
+        out.append(Outage(crash.node, crash.t_ms, up))
     healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
-    return [(e.t_ms, healed.get(e.fault_index, h.end_ms)) for e in h.of(FaultStart)
-            if e.disrupts]
+    for f in h.of(FaultStart):
+        params = f.params if isinstance(f.params, dict) else {}
+        end = healed.get(f.fault_index, h.end_ms)
+        if f.fault in LINK_FAULTS:
+            nodes = params.get("nodes")
+            for node in nodes if isinstance(nodes, list) else []:
+                out.append(Outage(str(node), f.t_ms, end))
+        elif f.fault == "duplicate_client_id":
+            for key in ("node", "impostor"):
+                out.append(Outage(str(params.get(key)), f.t_ms, end))
+    stops = [e.t_ms for e in h.of(FaultFired) if e.action.startswith(BROKER_DOWN)]
+    starts = [e.t_ms for e in h.of(FaultFired) if e.action == "broker started"]
+    for stop in stops:
+        out.append(Outage(EVERY_NODE, stop, next((t for t in starts if t >= stop), h.end_ms)))
+    return out
+
+
+#: Faults on the nodes' links (DESIGN §6): the nodes named lose or delay what crosses them.
+LINK_FAULTS = frozenset({"partition", "latency", "loss"})
+BROKER_DOWN = ("broker crashed", "broker stopped", "broker killed")
+
+
+def _target_of(h: History) -> dict[str, str]:
+    """requestId -> the node its TASK_REQUEST was published to: the node it addressed, or
+    else the inbox its topic names."""
+    target: dict[str, str] = {}
+    for o in h.of(OutboundSettled):
+        node = o.target_node_id or _inbox_of(o.topic)
+        if o.request_id and o.message_type == "TASK_REQUEST" and node:
+            target[o.request_id] = node
+    return target
+
+
+#: The states a task ends in (DESIGN §3 Tasks).
+TASK_ENDS = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"})
+
+
+def _still_running(h: History) -> dict[str, float]:
+    """messageId of a TASK_REQUEST -> when the task it started ended (inf: never), for every
+    request some node executed."""
+    ended: dict[tuple[str, str], float] = {}
+    for t in h.of(TaskState):
+        if t.state in TASK_ENDS:
+            ended.setdefault((t.node, t.task_id), t.t_ms)
+    return {x.message_id: ended.get((x.node, x.task_id), float("inf"))
+            for x in h.of(TaskExecuted)}
 
 
 @rule("DESIGN §7 no silent loss; seed 000 §3.3 (a mute receiver loses requests silently)")
 def no_response_explained(h: History, c: Collector) -> None:
-    """A request that got no response has an explanation in the history: an UNDELIVERABLE
-    or FAILED send, a recorded drop of the request or of its response, or a fault in its
-    lifetime that may swallow requests. Otherwise it was lost silently."""
+    """A request that got no response has an exact explanation in the history: its send
+    or its response's ended UNDELIVERABLE or FAILED; the request or its response was
+    dropped, with a reason other than DUPLICATE, by the node it reached; or the requester,
+    the target or the broker was out (down, cut off, slowed, taken over) during its
+    lifetime; or the task it started was still running when the requester gave up (the
+    late response then shows as unmatched). Otherwise it was lost silently."""
+    target = _target_of(h)
     explained: set[str] = set()
     for o in h.of(OutboundSettled):
         if o.request_id and o.state in EXPLAINING_STATES:
             explained.add(o.request_id)
+    requesters = {s.request_id: s.node for s in h.of(RequestSent)}
     for d in h.of(InboundDropped):
-        if d.request_id and d.reason != "DUPLICATE":
-            explained.add(d.request_id)
-    windows = _windows(h)
+        rid = d.request_id
+        if rid and d.reason != "DUPLICATE" and d.node in (target.get(rid), requesters.get(rid)):
+            explained.add(rid)
+    outages = _outages(h)
+    task_ended = _still_running(h)
     settled = _settled(h)
     for sent in h.of(RequestSent):
         outcomes = settled.get((sent.node, sent.request_id), [])
@@ -99,11 +179,28 @@ def no_response_explained(h: History, c: Collector) -> None:
         if sent.request_id in explained:
             c.count("no_response_explained_by_record")
             continue
-        if any(start <= outcome.t_ms and end >= sent.t_ms for start, end in windows):
-            c.count("no_response_during_fault")
+        involved = {sent.node, target.get(sent.request_id, sent.node), EVERY_NODE}
+        if any(o.node in involved and o.start_ms <= outcome.t_ms and o.end_ms >= sent.t_ms
+               for o in outages):
+            c.count("no_response_during_outage")
+            continue
+        if task_ended.get(sent.message_id, -1.0) > outcome.t_ms:
+            c.count("no_response_task_slower_than_timeout")
             continue
         c.violation(f"request {sent.request_id} to {sent.to_agent_id} got no response and "
                     "nothing in the history says why", sent, outcome, requestId=sent.request_id)
+
+
+@rule("DESIGN §3 Tasks: the requester's future times out after its timeout, not before")
+def no_response_not_early(h: History, c: Collector) -> None:
+    """A request is given up (NO_RESPONSE) only once its timeout has passed on the
+    requester's clock, never before."""
+    sent = {(s.node, s.request_id): s for s in h.of(RequestSent)}
+    for e in h.of(RequestSettled):
+        s = sent.get((e.node, e.request_id))
+        if e.outcome == "NO_RESPONSE" and s is not None and e.latency_ms < s.timeout_ms:
+            c.violation(f"request {e.request_id} gave up after {e.latency_ms} ms, before its "
+                        f"{s.timeout_ms} ms timeout", s, e)
 
 
 # -- targeted delivery --------------------------------------------------------------------------------
@@ -277,8 +374,8 @@ def _nothing_published(h: History) -> str | None:
 
 SILENT_LOSS = Checker(
     "silent_loss", "Every request ends in exactly one outcome, and a request that got no "
-    "response has an explanation in the history.", (settles_once, no_response_explained),
-    _no_request)
+    "response has an exact explanation in the history.",
+    (settles_once, no_response_explained, no_response_not_early), _no_request)
 TARGETED_DELIVERY = Checker(
     "targeted_delivery", "Targeted messages are published to a real node's inbox, consumed "
     "only by the node they address, and never executed across namespaces.",

@@ -216,7 +216,8 @@ class RequestSent(Event):
     from_agent_id: str
     to_agent_id: str
     conversation_id: str | None
-    deadline_ms: int
+    deadline_ms: int                   # on the requester's clock
+    timeout_ms: int
 
 
 @dataclass(frozen=True, slots=True)

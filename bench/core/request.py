@@ -85,7 +85,7 @@ class Requests:
         fx.record(ev.RequestSent(request_id=req.request_id, message_id=req.message_id,
                                  from_agent_id=req.from_agent_id, to_agent_id=req.to_agent_id,
                                  conversation_id=req.conversation_id,
-                                 deadline_ms=pending.deadline_ms))
+                                 deadline_ms=pending.deadline_ms, timeout_ms=timeout))
         fx.add(StartTimer(_timer(req.request_id), pending.deadline_ms))
         state = self.outbox.send(fx, env)
         if state is OutboundState.UNDELIVERABLE:

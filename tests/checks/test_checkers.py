@@ -13,6 +13,8 @@ from bench.history import History
 from tests.helpers import (
     admitted,
     at,
+    booted,
+    crashed,
     dropped,
     executed,
     fault_fired,
@@ -65,24 +67,41 @@ def test_silent_loss() -> None:
                                                      message_type="TASK_RESPONSE", node="exec-1"),
                         request_settled("r1", "NO_RESPONSE"))
     assert SILENT_LOSS(explained).value is Value.TRUE
-    # explained by a recorded drop
-    drop = history(request_sent("r1"), dropped("exec-1", "NOT_MINE", request_id="r1"),
-                   request_settled("r1", "NO_RESPONSE"))
-    assert SILENT_LOSS(drop).value is Value.TRUE
-    # a DUPLICATE drop explains nothing
-    dup = history(request_sent("r1"), dropped("exec-1", "DUPLICATE", request_id="r1"),
-                  request_settled("r1", "NO_RESPONSE"))
-    assert SILENT_LOSS(dup).value is Value.FALSE
-    # within the window of a fault that may swallow requests: INFO, not silent
-    faulted = history(fault_start("partition", disrupts=True), request_sent("r1"),
-                      request_settled("r1", "NO_RESPONSE"))
-    assert SILENT_LOSS(faulted).value is Value.TRUE
-    harmless = history(fault_start("clock_skew", disrupts=False), request_sent("r1"),
-                       request_settled("r1", "NO_RESPONSE"))
-    assert SILENT_LOSS(harmless).value is Value.FALSE
+    # explained by a drop at the node the request was published to
+    to_exec = outbound("m-r1", "PUBLISHED", target="exec-1", request_id="r1")
+
+    def lost(*between: ev.Event) -> Value:
+        return SILENT_LOSS(history(request_sent("r1"), to_exec, *between,
+                                   request_settled("r1", "NO_RESPONSE"))).value
+
+    assert lost(dropped("exec-1", "NOT_MINE", request_id="r1")) is Value.TRUE
+    # ... not by a DUPLICATE drop, nor by a drop at some other node
+    assert lost(dropped("exec-1", "DUPLICATE", request_id="r1")) is Value.FALSE
+    assert lost(dropped("exec-2", "NOT_MINE", request_id="r1")) is Value.FALSE
+    # an outage of the requester, the target or the broker during the request's life
+    # explains it; one of another node, one healed before it was sent, or a fault that
+    # loses nothing does not
+    assert lost(fault_start("partition", disrupts=True, nodes=["exec-1"])) is Value.TRUE
+    assert lost(fault_start("partition", disrupts=True, nodes=["exec-2"])) is Value.FALSE
+    assert lost(crashed("exec-1")) is Value.TRUE
+    assert lost(ev.FaultFired("broker_restart", 0, "broker crashed", node="nemesis")) \
+        is Value.TRUE
+    assert lost(fault_start("clock_skew", nodes=["exec-1"])) is Value.FALSE
+    # a task still running when the requester gave up explains it; one that had ended does not
+    assert lost(executed("r1")) is Value.TRUE
+    assert lost(executed("r1"), task_state("r1", "COMPLETED", "RUNNING")) is Value.FALSE
+    healed_before = history(crashed("exec-1"), booted("exec-1"), request_sent("r1"), to_exec,
+                            request_settled("r1", "NO_RESPONSE"))
+    assert SILENT_LOSS(healed_before).value is Value.FALSE
+    # giving up before the timeout is a loss of its own
+    early = history(request_sent("r1", timeout_ms=100), to_exec, crashed("exec-1"),
+                    request_settled("r1", "NO_RESPONSE", latency_ms=40))
+    assert rules_of(SILENT_LOSS(early)) == {"no_response_not_early"}
     # still pending when the history ends: unknown; past its deadline: false
-    assert SILENT_LOSS(history(request_sent("r1", deadline_ms=10_000))).value is Value.UNKNOWN
-    assert SILENT_LOSS(history(request_sent("r1", deadline_ms=1))).value is Value.FALSE
+    assert SILENT_LOSS(history(request_sent("r1", timeout_ms=10_000), booted(), booted())).value \
+        is Value.UNKNOWN
+    assert SILENT_LOSS(history(request_sent("r1", timeout_ms=1), booted(), booted())).value \
+        is Value.FALSE
     twice = history(request_sent("r1"), request_settled("r1", "COMPLETED"),
                     request_settled("r1", "COMPLETED"))
     assert rules_of(SILENT_LOSS(twice)) == {"settles_once"}

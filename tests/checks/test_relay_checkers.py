@@ -92,7 +92,7 @@ def test_relay_metrics_from_a_history() -> None:
     from dataclasses import replace
 
     from bench.metrics import relay_metrics
-    events = [(0.0, ev.RequestSent("r1", "m", "fin.o", "llm.tax", "c1", 10_000, node="orch-1")),
+    events = [(0.0, ev.RequestSent("r1", "m", "fin.o", "llm.tax", "c1", 10_000, 10_000, node="orch-1")),
               (100.0, frame(1, "a")), (104.0, delivered(1, "a")),
               (200.0, frame(2, "b")), (210.0, delivered(2, "b"))]
     h = History(replace(e, seq=i + 1, t_ms=t) for i, (t, e) in enumerate(events))

@@ -20,7 +20,7 @@ from bench.checks import Value, checkers, judge
 from tests.helpers import Lines, from_lines, run_lines
 
 Mutation = Callable[[Lines], None]
-SCENARIOS = ("quickstart", "gates", "attacks_audit")
+SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition")
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,9 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "reaches_terminal": ("quickstart", drop_terminal_state),
     # silent_loss
     "settles_once": ("quickstart", unsettle),
-    "no_response_explained": ("quickstart", alter("request_settled", outcome="NO_RESPONSE")),
+    "no_response_explained": ("quickstart", alter("request_settled", outcome="NO_RESPONSE",
+                                                  latencyMs=10**7)),   # at a timeout
+    "no_response_not_early": ("quickstart", alter("request_settled", outcome="NO_RESPONSE")),
     # targeted_delivery
     "published_to_a_node": ("quickstart", alter("outbound_settled", request,
                                                 topic="ooder/node/elsewhere/inbox")),
@@ -280,6 +282,29 @@ def test_rule_catches_its_mutation(runs: dict[str, Lines], rule_id: str) -> None
     else:
         assert v.value is Value.FALSE and found["violations"] > 0, (v.rules, v.counterexamples[:2])
         assert any(c["rule"] == rule_id for c in v.counterexamples)
+
+
+@pytest.mark.parametrize(("to_partitioned", "expected"), [(True, Value.TRUE),
+                                                          (False, Value.FALSE)])
+def test_an_outage_explains_only_the_requests_it_touches(runs: dict[str, Lines],
+                                                         to_partitioned: bool,
+                                                         expected: Value) -> None:
+    """During exec-2's partition, a request to exec-2 that gets no response is explained;
+    one to exec-1, which was never cut off, is lost silently (a node that drops requests
+    while a peer is out must not hide behind the peer's fault)."""
+    lines = copy.deepcopy(runs["partition"])
+    start = lines[where(lines, "fault_start")]["tMs"]
+    end = lines[where(lines, "fault_healed")]["tMs"]
+    target = {e["requestId"]: e["targetNodeId"] for e in lines
+              if e["kind"] == "outbound_settled" and e.get("messageType") == "TASK_REQUEST"}
+    sent = {e["requestId"]: e for e in lines if e["kind"] == "request_sent"}
+    wanted = "exec-2" if to_partitioned else "exec-1"
+    i = where(lines, "request_settled", lambda e: e["outcome"] == "COMPLETED"
+              and start < sent[e["requestId"]]["tMs"] < end
+              and target.get(e["requestId"]) == wanted)
+    lines[i].update(outcome="NO_RESPONSE", latencyMs=sent[lines[i]["requestId"]]["timeoutMs"])
+    v = checkers()["silent_loss"](from_lines(renumbered(lines)))
+    assert v.value is expected, v.rules
 
 
 def test_run_lines_are_a_real_run(tmp_path: Path) -> None:
