@@ -32,7 +32,8 @@ LAYERS = {
     "workload": {"core", "spec.distribution", "spec.topology", "workload"},
     # the nemesis: primitives are what substrates implement; scripts never see a substrate
     "faults.primitives": {"core", "spec.distribution", "faults.primitives"},
-    "faults": {"core", "spec.distribution", "spec.topology", "faults"},
+    "faults": {"core", "spec.distribution", "spec.topology", "faults", "oracle"},
+    "oracle": {"oracle"},                           # the honest verifier shares no code
     "faults.runner": {"core", "spec.distribution", "spec.topology", "faults"},
     # the substrates: siblings over one host base and one log, none imports another
     "substrates.host": {"core", "storage", "spec.distribution", "workload", "faults.primitives",
@@ -142,9 +143,33 @@ def test_layering() -> None:
 
 def test_mypy_strict_on_core_storage_history_and_checks() -> None:
     result = subprocess.run([sys.executable, "-m", "mypy", "--strict", "bench/core",
-                             "bench/storage", "bench/checks", "bench/history.py"],
+                             "bench/storage", "bench/checks", "bench/history.py",
+                             "bench/oracle.py"],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def names_imported_from(source: str, module: str) -> set[str]:
+    return {a.name for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and node.module == module for a in node.names}
+
+
+def test_no_judge_reuses_the_code_it_judges() -> None:
+    """A checker reads the core's event schema and nothing else of the core; the attacks
+    take only the keyring's data types from the core's auth, and sign and judge with
+    bench.oracle, which imports nothing of the bench."""
+    problems = []
+    for path in python_files(PKG / "checks"):
+        for name in imports_of(path.read_text()):
+            if name.startswith("bench.core") and name != "bench.core.events":
+                problems.append(f"{path.relative_to(ROOT)} imports {name}")
+    attacks = (PKG / "faults" / "attacks.py").read_text()
+    problems += [f"bench/faults/attacks.py imports {n} from bench.core.auth"
+                 for n in names_imported_from(attacks, "bench.core.auth")
+                 - {"KeyRing", "SignatureVersion"}]
+    problems += [f"bench/oracle.py imports {n}" for n in imports_of((PKG / "oracle.py").read_text())
+                 if n.startswith("bench")]
+    assert problems == []
 
 
 def test_ruff_clean() -> None:

@@ -5,21 +5,23 @@ substrates: what it sends and what an honest verifier must say of it.
 unsigned; signed with the flat shared token (which the attacker holds: the flat-token
 leak); or signed with another agent's per-agent key (a compromised agent). `replay`
 re-publishes a captured, validly signed request later. Each attack message is journaled
-as `attack_sent` with the verdict the reference verifier gives it (`honestVerdict`), so the
+as `attack_sent` with the verdict an honest verifier gives it (`honestVerdict`), so the
 auth checker can tell a weak scheme (the honest verdict lets it in) from a broken node
-(it recorded another verdict, or let in what its mode must refuse). No secret is ever put
-into a record: kids name keys, keys never appear.
+(it recorded another verdict, or let in what its mode must refuse). The attacker signs and
+judges with `bench.oracle`, never with the node's own `bench.core.auth`: a weakened core
+must not weaken the judge. No secret is ever put into a record: kids name keys, keys
+never appear.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import json
+from dataclasses import dataclass
 from typing import Any
 
-from bench.core.auth import FLAT_KID, KeyRing, SignatureVersion, _mac, signed_string, verify
-from bench.core.envelope import Envelope, Header, MessageType, decode, encode
+from bench import oracle
+from bench.core.auth import KeyRing, SignatureVersion
 from bench.core.events import AttackSent
-from bench.core.ledger import LedgerConfig
 from bench.core.topics import Topics
 
 FORGE_HOW = ("unsigned", "flat_token", "other_agent_key")
@@ -39,52 +41,75 @@ def forged_request(how: str, n: int, index: int, *, victim_agent: str, victim_no
     """One forged TASK_REQUEST claiming `victim_agent`; None if the attacker lacks the key
     this kind of forgery needs (no flat token, no compromised agent key)."""
     rid = f"attack{index}-{how}-{n}"
-    env = Envelope(f"{rid}.m", MessageType.TASK_REQUEST, victim_agent, now_ms,
-                   to_agent_id=target_agent, target_node_id=target_node,
-                   conversation_id=f"attack-{index}",
-                   payload={"ask": f"forged request {n} ({how})"},
-                   headers={Header.REQUEST_ID.value: rid, Header.REPLY_NODE_ID.value: victim_node,
-                            Header.ORIGIN_NODE_ID.value: victim_node,
-                            Header.NODE.value: victim_node})
+    message: dict[str, Any] = {
+        "messageId": f"{rid}.m", "conversationId": f"attack-{index}", "sceneGroupId": None,
+        "fromAgentId": victim_agent, "toAgentId": target_agent, "targetNodeId": target_node,
+        "messageType": "TASK_REQUEST", "timestamp": now_ms,
+        "payload": {"ask": f"forged request {n} ({how})"},
+        "headers": {"requestId": rid, "replyNodeId": victim_node, "originNodeId": victim_node,
+                    "x-a2a-node": victim_node}}
     kid: str | None = None
     if how == "flat_token":
         if keys.flat_token is None:
             return None
-        kid = FLAT_KID
-        key = keys.flat_token
+        kid, key = oracle.FLAT, keys.flat_token
     elif how == "other_agent_key":
         if compromised is None or compromised not in keys.agent_keys:
             return None
-        kid = compromised
-        key = keys.agent_keys[compromised]
+        kid, key = compromised, keys.agent_keys[compromised]
     elif how != "unsigned":
         raise ValueError(f"forged_sender how={how!r} must be one of {list(FORGE_HOW)}")
     if kid is not None:
-        stamped = env.with_headers(**{
-            Header.KID.value: kid,
-            Header.SIG_VERSION.value: None if version is SignatureVersion.V1 else version.value})
-        env = stamped.with_headers(**{
-            Header.SIG.value: _mac(key, signed_string(stamped, version)).finalize().hex()})
-    honest = verify(env, keys, now_ms, max_skew_ms)
-    return AttackMessage(Topics(prefix).inbox(target_node), encode(env), AttackSent(
-        "forged_sender", how, index, env.message_id, rid, target_node, target_agent,
-        victim_agent, kid, honest.value))
+        message = oracle.sign(message, kid, key.reveal(), version.value)
+    honest = oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms)
+    return AttackMessage(Topics(prefix).inbox(target_node), _wire(message), AttackSent(
+        "forged_sender", how, index, message["messageId"], rid, target_node, target_agent,
+        victim_agent, kid, honest))
+
+
+def accepted_keys(keys: KeyRing) -> dict[str, list[bytes]]:
+    """The keyring as the oracle reads it: kid -> the keys accepted for it."""
+    out = {kid: [key.reveal()] for kid, key in keys.agent_keys.items()}
+    for kid, old in keys.previous.items():
+        out.setdefault(kid, []).append(old.reveal())
+    if keys.flat_token is not None:
+        out[oracle.FLAT] = [keys.flat_token.reveal()]
+    return out
+
+
+def _wire(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def _request(payload: bytes) -> dict[str, Any] | None:
+    """The message, if the bytes are a JSON TASK_REQUEST; else None (not worth attacking)."""
+    try:
+        message = json.loads(payload)
+    except ValueError:
+        return None
+    ok = (isinstance(message, dict) and message.get("messageType") == "TASK_REQUEST"
+          and isinstance(message.get("timestamp"), int)
+          and isinstance(message.get("headers"), dict)
+          and all(isinstance(message.get(k), str) for k in ("messageId", "fromAgentId")))
+    return message if ok else None
 
 
 def replayed(payload: bytes, index: int, *, keys: KeyRing, now_ms: int,
              max_skew_ms: int, topic: str) -> AttackMessage | None:
     """A captured TASK_REQUEST re-published as it was (byte for byte)."""
-    env = decode(payload)
-    if not isinstance(env, Envelope) or env.message_type is not MessageType.TASK_REQUEST:
+    message = _request(payload)
+    if message is None:
         return None
-    honest = verify(env, keys, now_ms, max_skew_ms)
-    age = now_ms - env.timestamp_ms
-    how = ("fresh" if honest.value != "STALE" else
-           "expired" if age > LedgerConfig().ttl_ms else "stale")   # past the dedup ledger's TTL
+    honest = oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms)
+    age = now_ms - message["timestamp"]
+    how = ("fresh" if honest != "STALE" else
+           "expired" if age > oracle.LEDGER_TTL_MS else "stale")   # past the dedup ledger's TTL
+    headers = message["headers"]
     return AttackMessage(topic, payload, AttackSent(
-        "replay", how, index, env.message_id, env.header(Header.REQUEST_ID), env.target_node_id,
-        env.to_agent_id, env.from_agent_id, env.header(Header.KID), honest.value,
-        age_ms=now_ms - env.timestamp_ms))
+        "replay", how, index, message["messageId"], headers.get("requestId"),
+        message.get("targetNodeId"), message.get("toAgentId"), message["fromAgentId"],
+        headers.get(oracle.KID), honest, age_ms=age))
 
 
 def victim_and_targets(nodes: list[tuple[str, str, tuple[str, ...]]]) -> tuple[str, str, list[tuple[str, str]], str | None]:
@@ -106,25 +131,24 @@ def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str
     """A man in the middle (the node's side of the broker) alters a validly signed
     TASK_REQUEST in flight: its payload, or its toAgentId (to the node's other agent). The
     signature is left as it was. None: not a request worth altering."""
-    env = decode(payload)
-    if not isinstance(env, Envelope) or env.message_type is not MessageType.TASK_REQUEST:
-        return None
-    if env.header(Header.SIG) is None:
+    message = _request(payload)
+    if message is None or message["headers"].get(oracle.SIG) is None:
         return None   # nothing to defeat: an unsigned message is forged_sender's business
     if what == "payload":
-        altered = replace(env, payload={"ask": "tampered: transfer everything to the attacker",
-                                        "was": env.payload})
+        altered = {**message, "payload": {"ask": "tampered: transfer everything to the attacker",
+                                          "was": message.get("payload")}}
     elif what == "routing":
-        others = [a for a in agents_of_node if a != env.to_agent_id]
+        others = [a for a in agents_of_node if a != message.get("toAgentId")]
         if not others:
             return None
-        altered = replace(env, to_agent_id=others[0])
+        altered = {**message, "toAgentId": others[0]}
     else:
         raise ValueError(f"tamper what={what!r} must be one of {list(TAMPER_WHAT)}")
-    honest = verify(altered, keys, now_ms, max_skew_ms)
-    return encode(altered), AttackSent(
-        f"tamper_{what}", what, index, env.message_id, env.header(Header.REQUEST_ID), node,
-        altered.to_agent_id, env.from_agent_id, env.header(Header.KID), honest.value)
+    honest = oracle.verdict(altered, accepted_keys(keys), now_ms, max_skew_ms)
+    headers = message["headers"]
+    return _wire(altered), AttackSent(
+        f"tamper_{what}", what, index, message["messageId"], headers.get("requestId"), node,
+        altered.get("toAgentId"), message["fromAgentId"], headers.get(oracle.KID), honest)
 
 
 def rotated(keys: KeyRing, agent: str, new_key: Any, overlap: bool) -> KeyRing:
