@@ -127,3 +127,11 @@ def run_lines(out: Path, scenario: str, variant: str = "reference") -> Lines:
 
 def from_lines(lines: Iterable[dict[str, Any]]) -> History:
     return History.from_lines(lines, "test")
+
+
+def node_clock_origins(history: Path) -> list[float]:
+    """For each request sent, where the requester's clock stood at the run's zero: its
+    deadline less its timeout (the node's clock when it sent) less the run's tMs."""
+    lines = (json.loads(line) for line in history.read_text().splitlines())
+    return [e["deadlineMs"] - e["timeoutMs"] - e["tMs"] for e in lines
+            if e["kind"] == "request_sent"]

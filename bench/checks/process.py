@@ -110,7 +110,8 @@ def _gates(h: History) -> _Gates:
             g.fate[gate_id] = (Fate.IN_FLIGHT if gate.t_ms > late else Fate.NEVER_STORED, [gate])
         elif d is None:
             o = opened.get(gate_id)
-            expired = o is not None and float(o.deadline_ms) < late
+            # the deadline is on the node's clock; the gate's timeout runs from its opening
+            expired = o is not None and o.t_ms + o.timeout_ms < late
             g.fate[gate_id] = (Fate.EXPIRED_UNDECIDED if expired else Fate.OPEN_AT_END,
                                [o] if o is not None else [gate])
         elif mine:

@@ -556,9 +556,10 @@ class GateOpened(Event):
     agent_id: str
     executor_node_id: str | None
     conversation_id: str | None
-    deadline_ms: int
+    deadline_ms: int                   # on the executor node's clock
     on_timeout: str
     message_id: str
+    timeout_ms: int = 0                # how long from its opening it may stay undecided
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,7 +153,8 @@ class Gates:
                                 activity_id=gate.activity_id, agent_id=gate.agent_id,
                                 executor_node_id=gate.executor_node_id,
                                 conversation_id=env.conversation_id, deadline_ms=gate.deadline_ms,
-                                on_timeout=gate.on_timeout.value, message_id=env.message_id))
+                                on_timeout=gate.on_timeout.value, message_id=env.message_id,
+                                timeout_ms=body.timeout_ms))
         fx.add(StartTimer(_expiry(gate.gate_id), gate.deadline_ms))
         self._ask(fx, gate)
 

@@ -201,6 +201,11 @@ class _Context:
     def now_ms(self) -> float:
         return self._nemesis.stage.now_ms()
 
+    def wall_ms(self) -> int:
+        """What the nodes' clocks read now (without any skew): what an attacker stamps."""
+        stage = self._nemesis.stage
+        return int(stage.clock_origin_ms + stage.now_ms())
+
     def config(self, node: str) -> NodeConfig:
         return self._nemesis.stage.config(node)
 

@@ -93,6 +93,10 @@ class Context(Protocol):
     jitter_ms: float         # how precisely the substrate hits a moment (sim 1 ms, live 50 ms)
 
     def now_ms(self) -> float: ...
+
+    def wall_ms(self) -> int:
+        """What the nodes' clocks read now (Unix ms, no skew)."""
+
     def config(self, node: str) -> NodeConfig: ...
     def booted_at_ms(self, node: str) -> float: ...
     def fired(self, firing: Firing) -> None: ...
@@ -275,7 +279,7 @@ def forged_sender(spec: FaultSpec, ctx: Context) -> Script:
             msg = forged_request(spec.params["how"], n, spec.index, victim_agent=victim,
                                  victim_node=victim_node, target_node=node, target_agent=agent,
                                  keys=auth.keys, compromised=compromised,
-                                 now_ms=int(ctx.now_ms()), prefix=config.prefix,
+                                 now_ms=ctx.wall_ms(), prefix=config.prefix,
                                  version=auth.version, max_skew_ms=auth.max_skew_ms)
             if msg is None:
                 yield Refuse(f"the attacker holds no key for how={spec.params['how']!r} "
@@ -293,7 +297,7 @@ def replay(spec: FaultSpec, ctx: Context) -> Script:
     seen: set[bytes] = set()
 
     def again(topic: str, payload: bytes) -> None:
-        msg = replayed(payload, spec.index, keys=auth.keys, now_ms=int(ctx.now_ms()),
+        msg = replayed(payload, spec.index, keys=auth.keys, now_ms=ctx.wall_ms(),
                        max_skew_ms=auth.max_skew_ms, topic=topic)
         if msg is not None:   # its verdict is judged when it is sent, not when captured
             ctx.act(_inject(spec, ctx, msg),
@@ -323,7 +327,7 @@ def _tamper(spec: FaultSpec, ctx: Context, what: str) -> Script:
         if rng.random() >= spec.params["probability"]:
             return None
         done = tampered(payload, what, spec.index, agents_of_node=config.agents,
-                        keys=config.auth.keys, now_ms=int(ctx.now_ms()),
+                        keys=config.auth.keys, now_ms=ctx.wall_ms(),
                         max_skew_ms=config.auth.max_skew_ms, node=node)
         if done is None:
             return None

@@ -59,6 +59,7 @@ class Deployment(Protocol):
     seed: int
     topology: Topology
     jitter_ms: float          # how precisely it hits a scheduled moment
+    clock_origin_ms: int      # wall time (Unix ms) at the run clock's zero: node clocks read it
     poll_ms: float            # how often a drain asks whether the run is quiet
     log: RunLog
 

@@ -85,6 +85,9 @@ class NodeHost(ABC):
         self.crashed_at_ms: float | None = None
         self._armed: dict[TimerId, int] = {}
         self._tick = 0
+        #: the wall time (ms since the Unix epoch) at the run clock's zero: a node's clock
+        #: reads like a real one, never "ms since the run began" (a substrate sets it)
+        self.clock_origin_ms = 0
         # client-side faults (bench.faults): state of this node's process, not of the core
         self.skew_ms = 0.0
         self.client_id_override: str | None = None
@@ -103,8 +106,9 @@ class NodeHost(ABC):
         return self.client_id_override or self.config.effective_client_id
 
     def now_ms(self) -> int:
-        """The node's clock: the substrate's, plus the clock_skew fault's offset if any."""
-        return int(self.clock_ms() + self.skew_ms)
+        """The node's clock: wall-clock-like (the run's clock from its origin), plus the
+        clock_skew fault's offset if any."""
+        return int(self.clock_origin_ms + self.clock_ms() + self.skew_ms)
 
     # -- what a substrate provides ---------------------------------------------------------------
     @abstractmethod

@@ -4,6 +4,7 @@ real SIGKILLs. Wall-clock tests (each a few seconds, mostly waiting)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from bench.checks import Value
 from bench.run import EXIT_OK, run_scenario
 from bench.substrates import Hosting, Options
 from bench.variants import REFERENCE, VARIANTS
+from tests.helpers import node_clock_origins
 from tests.live.conftest import brokers, compressed
 
 BROKERS = brokers()
@@ -21,12 +23,16 @@ BROKERS = brokers()
 @pytest.mark.parametrize("broker", BROKERS)
 @pytest.mark.parametrize("nodes", ["inproc", "process"])
 def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
+    started_ms = time.time() * 1000
     result = run_scenario(compressed("quickstart", 4), REFERENCE, tmp_path, mode="live",
                           options=Options(broker=broker, hosting=Hosting(nodes)))
     assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1]) for v in result.verdicts]
     assert result.metrics["outcomes"].get("COMPLETED", 0) >= 10
     kinds = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"self_check"' in l]
     assert len(kinds) == 4  # one "message store ready" line per node
+    # node clocks read wall time (the run's zero is when the deployment was made)
+    origins = node_clock_origins(tmp_path / "history.jsonl")
+    assert origins and all(0 <= o - started_ms < 30_000 for o in origins), origins[:3]
 
 
 #: Where the brokers differ and the verdicts must show it. amqtt 0.12 answers a second

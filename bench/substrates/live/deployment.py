@@ -247,6 +247,7 @@ class LiveDeployment:
         self.loop.set_exception_handler(self._loop_error)
         asyncio.set_event_loop(self.loop)
         self.clock = Clock(time.time())
+        self.clock_origin_ms = self.clock.origin_ms
         self.log = RunLog(recorder, self.clock.now_ms)
         self.broker: Broker = make_broker(options.broker, workdir / "broker",
                                           restart_command=options.restart_command)

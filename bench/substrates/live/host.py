@@ -32,6 +32,7 @@ class Clock:
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0
+        self.origin_ms = int(t0 * 1000)   # node clocks read wall time
 
     def now_ms(self) -> int:
         return int((time.time() - self.t0) * 1000)
@@ -45,6 +46,7 @@ class LiveHost(NodeHost):
                  broker: tuple[str, int], sink: Sink, clock: Clock,
                  behaviour: Behaviour) -> None:
         super().__init__(config, node_class, behaviour)
+        self.clock_origin_ms = clock.origin_ms
         self.data_dir = data_dir
         self.broker = broker
         self.sink = sink

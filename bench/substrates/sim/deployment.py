@@ -59,6 +59,15 @@ from bench.substrates.sim.link import Link
 from bench.variants import Variant
 from bench.workload import Behaviour, Op, op_input, op_kind
 
+#: Simulated node clocks start somewhere in 2024-2029, drawn from the seed: a node that took
+#: a deadline for a duration (or the reverse) shows it, as it would on a real clock.
+SIM_EPOCH_MS = 1_704_067_200_000            # 2024-01-01T00:00:00Z
+SIM_EPOCH_SPREAD_MS = 5 * 365 * 86_400_000
+
+
+def clock_origin(seed: int) -> int:
+    return SIM_EPOCH_MS + rng_for(seed, "clock").randrange(SIM_EPOCH_SPREAD_MS)
+
 
 class SimDeployment:
     mode = Mode.SIM
@@ -70,6 +79,7 @@ class SimDeployment:
         self.variant = variant
         self.seed = scenario.seed
         self.topology = scenario.topology
+        self.clock_origin_ms = clock_origin(scenario.seed)
         self.env = simpy.Environment()
         self.log = RunLog(recorder, lambda: round(self.env.now, 3))
         self.behaviour = Behaviour(scenario.workload, scenario.seed)

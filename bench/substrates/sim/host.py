@@ -45,6 +45,7 @@ class SimHost(NodeHost):
     def __init__(self, deployment: SimDeployment, config: NodeConfig, node_class: type[Node],
                  link: Link) -> None:
         super().__init__(config, node_class, deployment.behaviour)
+        self.clock_origin_ms = deployment.clock_origin_ms
         self.deployment = deployment
         self.env = deployment.env
         self.link = link
