@@ -93,7 +93,7 @@ class Outage:
 def _outages(h: History) -> list[Outage]:
     """The real outages the journal shows, node by node — a crash until the node is up
     again, a partition or a link fault for its window, the broker from its stop to its
-    start — never "from the fault to the end of the run"."""
+    start and, for each node, on until that node's client has connected again — never "from the fault to the end of the run"."""
     out: list[Outage] = []
     boots: dict[str, list[float]] = defaultdict(list)
     for b in h.of(NodeStarted):
@@ -114,8 +114,15 @@ def _outages(h: History) -> list[Outage]:
                 out.append(Outage(str(params.get(key)), f.t_ms, end))
     stops = [e.t_ms for e in h.of(FaultFired) if e.action.startswith(BROKER_DOWN)]
     starts = [e.t_ms for e in h.of(FaultFired) if e.action == "broker started"]
+    connects: dict[str, list[float]] = defaultdict(list)
+    for m in h.of(MqttConnected):
+        connects[m.node].append(m.t_ms)
     for stop in stops:
-        out.append(Outage(EVERY_NODE, stop, next((t for t in starts if t >= stop), h.end_ms)))
+        start = next((t for t in starts if t >= stop), h.end_ms)
+        out.append(Outage(EVERY_NODE, stop, start))
+        for node, times in connects.items():
+            # a node's client is back only once it has reconnected, after its backoff
+            out.append(Outage(node, stop, next((t for t in times if t >= start), h.end_ms)))
     return out
 
 

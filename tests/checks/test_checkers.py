@@ -93,6 +93,20 @@ def test_silent_loss() -> None:
     healed_before = history(crashed("exec-1"), booted("exec-1"), request_sent("r1"), to_exec,
                             request_settled("r1", "NO_RESPONSE"))
     assert SILENT_LOSS(healed_before).value is Value.FALSE
+    # after a broker restart a node is out until its own client has reconnected
+    stop = ev.FaultFired("broker_restart", 0, "broker stopped", node="nemesis")
+    start = ev.FaultFired("broker_restart", 0, "broker started", node="nemesis")
+
+    def back(node: str) -> ev.Event:
+        return ev.MqttConnected(node, False, node=node)
+
+    def around_restart(*before: ev.Event) -> Value:
+        return SILENT_LOSS(history(stop, start, *before, request_sent("r1"), to_exec,
+                                   request_settled("r1", "NO_RESPONSE"), back("orch-1"),
+                                   back("exec-1"))).value
+
+    assert around_restart() is Value.TRUE
+    assert around_restart(back("orch-1"), back("exec-1")) is Value.FALSE
     # giving up before the timeout is a loss of its own
     early = history(request_sent("r1", timeout_ms=100), to_exec, crashed("exec-1"),
                     request_settled("r1", "NO_RESPONSE", latency_ms=40))
