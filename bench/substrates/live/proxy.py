@@ -165,8 +165,10 @@ class FaultProxy:
                     delay += f.latency_ms.sample(self.rng) / 1000
                     self.counters.delayed += 1
                 extra_ms, retransmissions = retransmission_delay_ms(self.rng, f.loss)
-                delay += extra_ms / 1000
                 self.counters.retransmitted += retransmissions
+                if extra_ms == float("inf"):
+                    return      # TCP gave up on the segment: the connection dies
+                delay += extra_ms / 1000
                 if delay:
                     await asyncio.sleep(delay)   # per direction, in order, like one TCP stream
                 if not to_broker and kind == PUBLISH and f.rewrite is not None:

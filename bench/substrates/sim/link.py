@@ -32,4 +32,7 @@ class Link:
         delay = self.spec.latency_ms.sample(self.rng)
         extra, retransmissions = retransmission_delay_ms(self.rng, self.spec.loss)
         self.retransmissions += retransmissions
+        if extra == float("inf"):
+            self.lost += 1
+            return None     # TCP gave up: the connection dies with the segment
         return delay + extra

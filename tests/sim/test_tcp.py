@@ -1,0 +1,29 @@
+"""The TCP loss model both substrates share: retransmissions, then a dead connection."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from bench.spec.distribution import fixed
+from bench.spec.topology import LinkSpec
+from bench.substrates.sim.link import Link
+from bench.substrates.tcp import MAX_RETRANSMISSIONS, retransmission_delay_ms
+
+
+def test_loss_is_latency_until_tcp_gives_up() -> None:
+    rng = random.Random(1)
+    assert retransmission_delay_ms(rng, 0.0) == (0.0, 0)
+    delays = [retransmission_delay_ms(rng, 0.5) for _ in range(2000)]
+    # 200 ms, then doubling: one retransmission costs 200, two 600, three 1400
+    assert {d for d, n in delays if n == 1} == {200.0}
+    assert {d for d, n in delays if n == 3} == {1400.0}
+    assert 0.4 < sum(n == 0 for _, n in delays) / len(delays) < 0.6
+    # a link that loses everything kills the connection instead of waiting forever
+    assert retransmission_delay_ms(rng, 1.0) == (math.inf, MAX_RETRANSMISSIONS)
+
+
+def test_a_sim_link_that_loses_everything_loses_the_segment() -> None:
+    spec = LinkSpec(latency_ms=fixed(1.0), loss=1.0)
+    link = Link(spec, random.Random(2))
+    assert link.transit_ms() is None and link.lost == 1
