@@ -85,8 +85,9 @@ class SimBroker:
         self.redelivery: Redelivery | None = None
         #: Observers of every accepted PUBLISH (an attacker subscribed to everything).
         self.taps: list[Callable[[Message], None]] = []
-        #: A man in the middle per client id: rewrites what reaches that client.
-        self.mitm: dict[str, Callable[[Message], Message]] = {}
+        #: A man in the middle on a host's link (the node's side, as the live proxy sits):
+        #: rewrites what reaches that host, whatever client id it connected with.
+        self.mitm: dict[Client, Callable[[Message], Message]] = {}
         self._pids = itertools.count(1)
         # topic -> [(session, granted qos of each matching filter)]; cleared on any change
         # of subscriptions, which happens at connect time, not per message.
@@ -202,14 +203,19 @@ class SimBroker:
     def _transmit(self, session: Session, conn: Connection, msg: Message, pid: int, dup: bool) -> None:
         delay = conn.link.transit_ms()
         if delay is None:
-            return  # lost with the link; still in flight, resent when the client reconnects
+            # lost; still in flight, resent when the client reconnects. A link that is up
+            # lost it only because TCP gave up retransmitting: that connection is dead.
+            if conn.link.up:
+                self._drop(conn, "connection lost: TCP gave up retransmitting",
+                           publish_will=True)
+            return
         self.stats["delivered"] += 1
         self.env.process(self._arrive(conn, msg, pid, dup, delay))
 
     def _arrive(self, conn: Connection, msg: Message, pid: int, dup: bool, delay: float):  # type: ignore[no-untyped-def]
         yield self.env.timeout(delay)
         if conn.alive and self.up:
-            mitm = self.mitm.get(conn.client_id)
+            mitm = self.mitm.get(conn.client)
             conn.client.on_deliver(conn, mitm(msg) if mitm else msg, pid, dup)
 
     def puback(self, conn: Connection, pid: int) -> None:

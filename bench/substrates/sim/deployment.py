@@ -305,7 +305,7 @@ class SimDeployment:
         return Done((Firing("PUBLISH delivered twice", step.node, {"count": n}),) if n else ())
 
     def _intercept(self, step: Intercept) -> Outcome:
-        client = self.hosts[step.node].client_id
+        client = self.hosts[step.node]
         rewrite = step.rewrite
         if rewrite is None:
             self.broker.mitm.pop(client, None)
