@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from bench.checks import Checker, Collector, rule
 from bench.core.events import (
+    ExecutorsRegistered,
     FaultFired,
     FaultHealed,
     FaultStart,
@@ -318,8 +319,10 @@ def missing_reply_node_explicit(h: History, c: Collector) -> None:
 def published_reaches_addressee(h: History, c: Collector) -> None:
     """Every targeted message the broker accepted (PUBLISHED) reaches the node it addresses
     — admitted there, or at least dropped there with a reason — across reconnects and
-    restarts of that node. Messages a broker restarted without persistence lost, or that
-    went to a client id another node had taken over, are counted apart."""
+    restarts of that node. Messages a broker restarted without persistence lost — accepted
+    before the wipe, or after it but before the target had subscribed again (nothing routes
+    them then) — or that went to a client id another node had taken over, are counted
+    apart."""
     seen: set[tuple[str, str]] = set()
     for a in h.of(InboundAdmitted):
         seen.add((a.node, a.message_id))
@@ -328,13 +331,22 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
             seen.add((d.node, d.message_id))
     wipes = [f.t_ms for f in h.of(FaultStart) if f.fault == "broker_restart"
              and isinstance(f.params, dict) and not f.params.get("persistence", True)]
-    # MQTT delivers to a client id, not to a node: once another node holds the target's
-    # client id, what it consumes is the takeover's doing (deployment flags the cause).
-    hijacked: dict[str, float] = {}
+    subscribed: dict[str, list[float]] = defaultdict(list)   # SUBACKs of each node's inbox
+    for r in h.of(ExecutorsRegistered):
+        subscribed[r.node].append(r.t_ms)
+    connects: dict[str, list[float]] = defaultdict(list)
     for m in h.of(MqttConnected):
-        owner = next((n for n, cid in h.client_ids.items() if cid == m.client_id), None)
-        if owner is not None and owner != m.node:
-            hijacked.setdefault(owner, m.t_ms)
+        connects[m.node].append(m.t_ms)
+
+    def lost_to_wipe(e: OutboundSettled, target: str) -> bool:
+        """The broker may have accepted `e` before the wipe, or before the target's inbox
+        was subscribed again after it: it took `e` in at the earliest when the publisher's
+        connection came up, and the subscription took effect at the latest at its SUBACK."""
+        accepted_from = max((t for t in connects[e.node] if t <= e.t_ms), default=0.0)
+        return any(e.t_ms <= w or accepted_from
+                   <= next((s for s in subscribed[target] if s >= w), h.end_ms)
+                   for w in wipes)
+    hijacked = taken_over(h)
     nodes = h.nodes
     for e in h.of(OutboundSettled):
         if e.state != "PUBLISHED" or e.message_type == "EVENT":
@@ -349,7 +361,7 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
         if e.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
             c.unknown("in_flight_at_end")
             continue
-        if any(w >= e.t_ms for w in wipes):
+        if lost_to_wipe(e, target):
             c.count("lost_with_non_persistent_broker")
             continue
         if target in hijacked and hijacked[target] <= e.t_ms:
@@ -357,6 +369,18 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
             continue
         c.violation(f"{e.message_type} {e.message_id} was accepted by the broker for {target} "
                     "and never reached it", e, target=target)
+
+
+def taken_over(h: History) -> dict[str, float]:
+    """node -> when another node first connected with its client id. MQTT delivers to a
+    client id, not to a node: from then on what reaches that id may be consumed by the
+    other node — the takeover's doing, which the deployment checker flags as the cause."""
+    hijacked: dict[str, float] = {}
+    for m in h.of(MqttConnected):
+        owner = next((n for n, cid in h.client_ids.items() if cid == m.client_id), None)
+        if owner is not None and owner != m.node:
+            hijacked.setdefault(owner, m.t_ms)
+    return hijacked
 
 
 def _no_request(h: History) -> str | None:

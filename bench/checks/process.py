@@ -33,10 +33,12 @@ from bench.core.events import (
     GateUnacked,
     HumanAsked,
     HumanClicked,
+    InboundDropped,
     InstanceCause,
     InstanceRehydrated,
     InstanceStarted,
     InstanceState,
+    OutboundSettled,
     StepFinished,
     StepStarted,
     SubflowFinished,
@@ -56,6 +58,7 @@ class Fate(Enum):
 
     LOST_IN_RESTART = "lost in a restart while paused"
     NEVER_STORED = "GATE_OPEN never reached the gate store"
+    REFUSED = "GATE_OPEN refused at the home node, or never sent, with a recorded reason"
     IN_FLIGHT = "GATE_OPEN still in flight at the end"
     EXPIRED_UNDECIDED = "past its deadline undecided"
     OPEN_AT_END = "open when the run ended"
@@ -96,6 +99,12 @@ def _gates(h: History) -> _Gates:
     for received in h.of(GateDecisionReceived):
         if received.status in ("UNKNOWN_INSTANCE", "NOT_WAITING"):
             nacks[received.gate_id].append(received.status)
+    # a GATE_OPEN the home node dropped with a reason (not as a duplicate), or whose send
+    # failed, did reach its fate with a record of why (e.g. a signature under a stale key)
+    refused = {(d.node, d.message_id) for d in h.of(InboundDropped)
+               if d.reason != "DUPLICATE" and d.message_type == "GATE_OPEN"}
+    unsent = {o.message_id for o in h.of(OutboundSettled)
+              if o.message_type == "GATE_OPEN" and o.state in ("UNDELIVERABLE", "FAILED")}
     g = _Gates(opens, stored, opened, decided, resumes, ends, nacks)
     late = h.end_ms - IN_FLIGHT_AT_END_MS
     for gate_id, gate in sorted(opens.items()):
@@ -106,6 +115,9 @@ def _gates(h: History) -> _Gates:
                 and e.cause is InstanceCause.INTERRUPTED and not any(r.seq < e.seq for r in mine)]
         if lost:
             g.fate[gate_id] = (Fate.LOST_IN_RESTART, [gate, lost[0]])
+        elif gate_id not in stored and ((gate.home_node_id, gate.message_id) in refused
+                                        or gate.message_id in unsent):
+            g.fate[gate_id] = (Fate.REFUSED, [gate])
         elif gate_id not in stored:
             g.fate[gate_id] = (Fate.IN_FLIGHT if gate.t_ms > late else Fate.NEVER_STORED, [gate])
         elif d is None:
@@ -196,10 +208,13 @@ def paused_survives_restart(h: History, c: Collector) -> None:
 @rule("DESIGN §3 gates: GATE_OPEN goes to the home node's gate store")
 def open_reaches_gate_store(h: History, c: Collector) -> None:
     """A GATE_OPEN an executor sent reaches the gate store of the conversation's home node
-    (the store shows it had the gate: opened, asked, decided, or told of a duplicate)."""
+    (the store shows it had the gate: opened, asked, decided, or told of a duplicate) —
+    or is refused there with a recorded reason, or its send fails with one."""
     for gate_id, (fate, events) in sorted(h.memo(_gates).fate.items()):
         if fate is Fate.IN_FLIGHT:
             c.unknown("gate_open_in_flight_at_end")
+        elif fate is Fate.REFUSED:
+            c.count("gate_open_refused_with_reason")
         elif fate is Fate.NEVER_STORED:
             c.violation(f"GATE_OPEN for {gate_id} never reached the gate store", *events)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
+from bench.checks.delivery import taken_over
 from bench.core.events import (
     FlowEmitted,
+    InboundDropped,
     NodeCrashed,
     OutboundSettled,
     RelayAccepted,
@@ -59,10 +61,24 @@ def frames_carry_the_flow(h: History, c: Collector) -> None:
 @rule("DESIGN §3 FLOW-RELAY: gaps explicit; seed 002 §6 (receiver cursor, reorder window)")
 def relayed_frames_accounted(h: History, c: Collector) -> None:
     """Every relayed frame is accepted by the home node with the same text, or falls in a
-    gap the home node declared explicitly, or its send failed and the sender said so."""
+    gap the home node declared explicitly, or its send failed and the sender said so, or
+    the home node dropped it with a recorded reason (a signature under a stale key, say),
+    or the sender crashed before the broker acknowledged it, or another node had taken the
+    home node's client id over (deployment flags that) — in these cases only if
+    the home never accepted a later frame of its stream: had it, the gap was its to
+    declare."""
     frames = _frames(h)
     failed = {o.message_id for o in h.of(OutboundSettled) if o.state == "FAILED"}
     accepted = {(e.stream, e.stream_seq): e for e in h.of(RelayAccepted)}
+    last_accepted: dict[str, int] = {}
+    for stream, seq in accepted:
+        last_accepted[stream] = max(seq, last_accepted.get(stream, 0))
+    dropped = {(d.node, d.message_id) for d in h.of(InboundDropped) if d.reason != "DUPLICATE"}
+    published = {o.message_id: o.t_ms for o in h.of(OutboundSettled) if o.state == "PUBLISHED"}
+    crashes: dict[str, list[float]] = defaultdict(list)
+    for x in h.of(NodeCrashed):
+        crashes[x.node].append(x.t_ms)
+    hijacked = taken_over(h)
     gaps: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for g in h.of(RelayGap):
         gaps[g.stream].append((g.from_seq, g.to_seq))
@@ -81,6 +97,16 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
         if e.message_id in failed:
             c.count("relay_send_failed")
             continue
+        if last_accepted.get(key[0], 0) < key[1]:
+            if (e.home_node_id, e.message_id) in dropped:
+                c.count("relayed_dropped_with_reason")
+                continue
+            if e.message_id not in published and any(t >= e.t_ms for t in crashes[e.node]):
+                c.count("relayed_lost_in_sender_crash")
+                continue
+            if hijacked.get(e.home_node_id, float("inf")) <= published.get(e.message_id, h.end_ms):
+                c.count("relayed_lost_to_client_id_takeover")
+                continue
         if e.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
             c.unknown("relayed_in_flight_at_end")
             continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.checks import Checker, Rule, Value, checkers, judge
-from bench.checks.delivery import REPLY_ROUTING, SILENT_LOSS, TARGETED_DELIVERY
+from bench.checks.delivery import QOS1_DELIVERY, REPLY_ROUTING, SILENT_LOSS, TARGETED_DELIVERY
 from bench.checks.directory import DEPLOYMENT, DIRECTORY_LIVENESS
 from bench.checks.execution import DUPLICATE_EXECUTION, TASK_LIFECYCLE
 from bench.core import events as ev
@@ -119,6 +119,31 @@ def test_silent_loss() -> None:
     twice = history(request_sent("r1"), request_settled("r1", "COMPLETED"),
                     request_settled("r1", "COMPLETED"))
     assert rules_of(SILENT_LOSS(twice)) == {"settles_once"}
+
+
+def test_qos1_delivery_and_a_broker_that_forgot_its_sessions() -> None:
+    wipe = fault_start("broker_restart", persistence=False)
+
+    def subscribed(node: str) -> ev.Event:
+        return ev.ExecutorsRegistered(2, 2, [], [f"ooder/node/{node}/inbox"], node=node)
+
+    def verdict(*events: ev.Event) -> Value:
+        # a long tail so nothing counts as still in flight at the end
+        return QOS1_DELIVERY(history(*events, step_ms=1_000)).value
+
+    sent = outbound("m1", "PUBLISHED", target="exec-1", topic="ooder/node/exec-1/inbox")
+    assert verdict(sent, admitted("exec-1", "llm.tax", "exec-1", message_id="m1"), booted()) \
+        is Value.TRUE
+    assert verdict(sent, booted(), booted()) is Value.FALSE
+    up = ev.MqttConnected("orch-1", False, node="orch-1")
+    # accepted before the wipe, or after it but maybe before the target subscribed again
+    # (the publisher was connected before the target's SUBACK): lost with the broker's
+    # memory; accepted on a connection made once the target was subscribed: not excused
+    assert verdict(sent, wipe, booted(), booted()) is Value.TRUE
+    assert verdict(wipe, up, sent, subscribed("exec-1"), booted(), booted()) is Value.TRUE
+    assert verdict(wipe, up, subscribed("exec-1"), sent, booted(), booted()) is Value.TRUE
+    assert verdict(wipe, subscribed("exec-1"), up, sent, booted(), booted()) is Value.FALSE
+    assert verdict(wipe, subscribed("exec-2"), up, sent, booted(), booted()) is Value.TRUE
 
 
 def test_targeted_delivery() -> None:

@@ -85,6 +85,23 @@ def test_gate_integrity_catches(events: Events, mutate: Callable[[Events], None]
     assert v.value is Value.FALSE and any(needle in c["why"] for c in v.counterexamples), v
 
 
+@pytest.mark.parametrize("where, explained", [("orch-1", True), ("exec-1", False)])
+def test_a_gate_open_refused_at_its_home_node_with_a_reason_is_accounted(
+        events: Events, where: str, explained: bool) -> None:
+    evs = copy.deepcopy(events)
+    _forget_gate(evs)
+    gate = next(e for e in evs if e["kind"] == "gate_open_sent" and not any(
+        o["kind"] == "gate_opened" and o["gateId"] == e["gateId"] for o in evs))
+    evs.append({"kind": "inbound_dropped", "node": where, "seq": evs[-1]["seq"] + 1,
+                "tMs": gate["tMs"] + 1, "messageId": gate["messageId"], "messageType": "GATE_OPEN",
+                "reason": "AUTH_REJECTED", "detail": "BAD_SIGNATURE", "bytes": 1,
+                "topic": f"ooder/node/{where}/inbox", "fromAgentId": gate["agentId"],
+                "requestId": None, "verdict": "BAD_SIGNATURE"})
+    v = GATE_INTEGRITY(History.from_lines(evs))
+    lost = any("never reached the gate store" in c["why"] for c in v.counterexamples)
+    assert lost is not explained and v.counts.get("gate_open_refused_with_reason", 0) == explained
+
+
 def test_gate_integrity_catches_an_expired_gate_whose_policy_never_applied(events: Events) -> None:
     evs = copy.deepcopy(events)
     expired = evs[first(evs, "gate_expired")]["gateId"]

@@ -6,7 +6,7 @@ from bench.checks import Value
 from bench.checks.relay import RELAY_INTEGRITY, RELAY_LOCALITY
 from bench.core import events as ev
 from bench.history import History
-from tests.helpers import history
+from tests.helpers import booted, history
 
 S = "c1|llm.tax"
 
@@ -101,3 +101,30 @@ def test_relay_metrics_from_a_history() -> None:
     assert m["event_latency_ms"]["max"] == 10.0 and m["event_latency_ms"]["p50"] == 4.0
     assert m["time_to_first_token_ms"]["p50"] == 104.0
     assert relay_metrics(History([])) is None
+
+
+def test_a_frame_lost_for_a_recorded_reason_is_accounted_unless_the_home_saw_past_it() -> None:
+    def judged(*why: ev.Event, later: bool = False) -> Value:
+        events = [emitted("a"), frame(1, "a"), sent(1), *why]
+        if later:   # the home accepted frame 2: frame 1's gap was its to declare
+            events += [emitted("b"), frame(2, "b"), sent(2), accepted(2, "b")]
+        return RELAY_INTEGRITY(history(*events, *pad(2500), boots=False, step_ms=2.0)).value
+
+    refused = ev.InboundDropped("AUTH_REJECTED", "BAD_SIGNATURE", "ooder/node/orch-1/inbox",
+                                "m1", "FLOW_EVENT", "llm.tax", None, "BAD_SIGNATURE", 1,
+                                node="orch-1")
+    elsewhere = ev.InboundDropped("AUTH_REJECTED", "x", None, "m1", "FLOW_EVENT", None, None,
+                                  None, 1, node="exec-2")
+    crash = ev.NodeCrashed(0, "test", None, node="exec-1")
+    takeover = ev.MqttConnected("orch-1", True, node="exec-2")
+    assert judged(refused) is Value.TRUE
+    assert judged(refused, later=True) is Value.FALSE
+    assert judged(elsewhere) is Value.FALSE
+    assert judged(crash) is Value.TRUE
+    assert judged(crash, later=True) is Value.FALSE
+    # published (acknowledged) before the crash: the crash does not explain it
+    acked = ev.OutboundSettled("m1", "FLOW_EVENT", "PUBLISHED", "test", None, "orch-1", None,
+                               "ooder/node/orch-1/inbox", node="exec-1")
+    assert judged(acked, crash) is Value.FALSE
+    assert judged(booted("orch-1"), takeover) is Value.TRUE
+    assert judged(booted("orch-1"), takeover, later=True) is Value.FALSE
