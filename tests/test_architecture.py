@@ -59,6 +59,8 @@ LAYERS = {
                         "tools.benchmark"},
     "tools": {"tools"},
     "matrix": {"spec", "variants", "checks", "run", "report", "substrates", "matrix"},
+    # explore writes scenario files and runs them as `run` would: it never reaches into a node
+    "explore": {"spec", "faults", "workload", "variants", "checks", "run", "explore"},
     "run": {"core", "checks", "faults", "history", "loop", "metrics", "report", "spec", "substrates",
             "variants", "workload", "run"},
 }

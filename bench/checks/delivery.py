@@ -15,11 +15,13 @@ from bench.core.events import (
     InboundAdmitted,
     InboundDropped,
     MqttConnected,
+    MqttDisconnected,
     NodeCrashed,
     NodeStarted,
     OutboundSettled,
     RequestSent,
     RequestSettled,
+    ResponseUnmatched,
     TaskExecuted,
     TaskState,
     Warning,
@@ -93,7 +95,8 @@ class Outage:
 
 def _outages(h: History) -> list[Outage]:
     """The real outages the journal shows, node by node — a crash until the node is up
-    again, a partition or a link fault for its window, the broker from its stop to its
+    again, a partition or a link fault for its window (and, if it cost the node its
+    connection, on until the node reconnected), the broker from its stop to its
     start and, for each node, on until that node's client has connected again — never "from the fault to the end of the run"."""
     out: list[Outage] = []
     boots: dict[str, list[float]] = defaultdict(list)
@@ -102,28 +105,37 @@ def _outages(h: History) -> list[Outage]:
     for crash in h.of(NodeCrashed):
         up = next((t for t in boots[crash.node] if t > crash.t_ms), h.end_ms)
         out.append(Outage(crash.node, crash.t_ms, up))
+    connects: dict[str, list[float]] = defaultdict(list)
+    for m in h.of(MqttConnected):
+        connects[m.node].append(m.t_ms)
+    drops: dict[str, list[float]] = defaultdict(list)
+    for x in h.of(MqttDisconnected):
+        drops[x.node].append(x.t_ms)
+
+    def back_after(node: str, t_ms: float) -> float:
+        return next((t for t in connects[node] if t >= t_ms), h.end_ms)
+
     healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
     for f in h.of(FaultStart):
         params = f.params if isinstance(f.params, dict) else {}
         end = healed.get(f.fault_index, h.end_ms)
         if f.fault in LINK_FAULTS:
             nodes = params.get("nodes")
-            for node in nodes if isinstance(nodes, list) else []:
-                out.append(Outage(str(node), f.t_ms, end))
+            for node in map(str, nodes if isinstance(nodes, list) else []):
+                # a connection the fault killed is back only once the node reconnected
+                lost = any(f.t_ms <= t <= end for t in drops[node])
+                out.append(Outage(node, f.t_ms, back_after(node, end) if lost else end))
         elif f.fault == "duplicate_client_id":
             for key in ("node", "impostor"):
                 out.append(Outage(str(params.get(key)), f.t_ms, end))
     stops = [e.t_ms for e in h.of(FaultFired) if e.action.startswith(BROKER_DOWN)]
     starts = [e.t_ms for e in h.of(FaultFired) if e.action == "broker started"]
-    connects: dict[str, list[float]] = defaultdict(list)
-    for m in h.of(MqttConnected):
-        connects[m.node].append(m.t_ms)
     for stop in stops:
         start = next((t for t in starts if t >= stop), h.end_ms)
         out.append(Outage(EVERY_NODE, stop, start))
-        for node, times in connects.items():
+        for node in connects:
             # a node's client is back only once it has reconnected, after its backoff
-            out.append(Outage(node, stop, next((t for t in times if t >= start), h.end_ms)))
+            out.append(Outage(node, stop, back_after(node, start)))
     return out
 
 
@@ -164,8 +176,9 @@ def no_response_explained(h: History, c: Collector) -> None:
     or its response's ended UNDELIVERABLE or FAILED; the request or its response was
     dropped, with a reason other than DUPLICATE, by the node it reached; or the requester,
     the target or the broker was out (down, cut off, slowed, taken over) during its
-    lifetime; or the task it started was still running when the requester gave up (the
-    late response then shows as unmatched). Otherwise it was lost silently."""
+    lifetime; or the task it started was still running when the requester gave up, or
+    its response reached the requester after that (it shows as unmatched). Otherwise it
+    was lost silently."""
     target = _target_of(h)
     explained: set[str] = set()
     for o in h.of(OutboundSettled):
@@ -178,6 +191,8 @@ def no_response_explained(h: History, c: Collector) -> None:
             explained.add(rid)
     outages = _outages(h)
     task_ended = _still_running(h)
+    # the response came, after the requester had given up: slow, not lost
+    late = {(u.node, u.request_id) for u in h.of(ResponseUnmatched) if u.request_id}
     settled = _settled(h)
     for sent in h.of(RequestSent):
         outcomes = settled.get((sent.node, sent.request_id), [])
@@ -195,18 +210,24 @@ def no_response_explained(h: History, c: Collector) -> None:
         if task_ended.get(sent.message_id, -1.0) > outcome.t_ms:
             c.count("no_response_task_slower_than_timeout")
             continue
+        if (sent.node, sent.request_id) in late:
+            c.count("no_response_answered_too_late")
+            continue
         c.violation(f"request {sent.request_id} to {sent.to_agent_id} got no response and "
                     "nothing in the history says why", sent, outcome, requestId=sent.request_id)
 
 
 @rule("DESIGN §3 Tasks: the requester's future times out after its timeout, not before")
 def no_response_not_early(h: History, c: Collector) -> None:
-    """A request is given up (NO_RESPONSE) only once its timeout has passed on the
-    requester's clock, never before."""
+    """A request is given up (NO_RESPONSE) only once its timeout has passed, never
+    before: early on the requester's own clock and on the bench's both. (A clock set off
+    during the request moves the first, as it would a real node's wall clock, while its
+    timers keep real time.)"""
     sent = {(s.node, s.request_id): s for s in h.of(RequestSent)}
     for e in h.of(RequestSettled):
         s = sent.get((e.node, e.request_id))
-        if e.outcome == "NO_RESPONSE" and s is not None and e.latency_ms < s.timeout_ms:
+        if e.outcome == "NO_RESPONSE" and s is not None and e.latency_ms < s.timeout_ms \
+                and e.t_ms - s.t_ms < s.timeout_ms:
             c.violation(f"request {e.request_id} gave up after {e.latency_ms} ms, before its "
                         f"{s.timeout_ms} ms timeout", s, e)
 

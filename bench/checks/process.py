@@ -26,6 +26,7 @@ from bench.core.events import (
     GateClickRejected,
     GateDecided,
     GateDecisionReceived,
+    GateDecisionSent,
     GateOpenDuplicate,
     GateOpened,
     GateOpenSent,
@@ -65,6 +66,7 @@ class Fate(Enum):
     RESUMED = "resumed its instance"
     CLOSED_BEFORE = "its instance ended before the decision"
     DECISION_IN_FLIGHT = "decided near the end"
+    DECISION_UNDELIVERABLE = "decided; every send of the decision failed, with a reason"
     NEVER_RESUMED = "decided, never resumed"
 
 
@@ -105,6 +107,14 @@ def _gates(h: History) -> _Gates:
                if d.reason != "DUPLICATE" and d.message_type == "GATE_OPEN"}
     unsent = {o.message_id for o in h.of(OutboundSettled)
               if o.message_type == "GATE_OPEN" and o.state in ("UNDELIVERABLE", "FAILED")}
+    reached: dict[str, float] = {}       # when a decision first reached its executor
+    for received in h.of(GateDecisionReceived):
+        reached.setdefault(received.gate_id, received.t_ms)
+    sends: dict[str, list[str]] = defaultdict(list)
+    for sd in h.of(GateDecisionSent):
+        sends[sd.gate_id].append(sd.message_id)
+    unsent |= {o.message_id for o in h.of(OutboundSettled)
+               if o.message_type == "GATE_DECISION" and o.state in ("UNDELIVERABLE", "FAILED")}
     g = _Gates(opens, stored, opened, decided, resumes, ends, nacks)
     late = h.end_ms - IN_FLIGHT_AT_END_MS
     for gate_id, gate in sorted(opens.items()):
@@ -128,9 +138,13 @@ def _gates(h: History) -> _Gates:
                                [o] if o is not None else [gate])
         elif mine:
             g.fate[gate_id] = (Fate.RESUMED, [gate, *mine])
-        elif any(e.t_ms < d.t_ms for e in ends.get(pi, [])) and not any(
-                e.cause is InstanceCause.INTERRUPTED for e in ends.get(pi, []) if e.t_ms < d.t_ms):
-            g.fate[gate_id] = (Fate.CLOSED_BEFORE, [gate, d])    # e.g. its task timed out
+        elif any(e.t_ms < reached.get(gate_id, d.t_ms) for e in ends.get(pi, [])) and not any(
+                e.cause is InstanceCause.INTERRUPTED for e in ends.get(pi, [])
+                if e.t_ms < reached.get(gate_id, d.t_ms)):
+            # e.g. its task timed out before the decision reached the executor
+            g.fate[gate_id] = (Fate.CLOSED_BEFORE, [gate, d])
+        elif gate_id in sends and unsent.issuperset(sends[gate_id]):
+            g.fate[gate_id] = (Fate.DECISION_UNDELIVERABLE, [gate, d])
         elif d.t_ms > late:
             g.fate[gate_id] = (Fate.DECISION_IN_FLIGHT, [gate, d])
         else:
@@ -236,12 +250,15 @@ def timeout_policy_applied(h: History, c: Collector) -> None:
 
 @rule("DESIGN §3 gates: the decision resumes the instance; seed 002 §7")
 def decision_resumes(h: History, c: Collector) -> None:
-    """A decided gate resumes its instance (unless the instance ended before the decision,
-    as a task that timed out does)."""
+    """A decided gate resumes its instance — unless the instance ended before the decision
+    reached it (as a task that timed out does), or every send of the decision failed
+    with a recorded reason (its agent gone from the directory, say)."""
     g = h.memo(_gates)
     for gate_id, (fate, events) in sorted(g.fate.items()):
         if fate is Fate.CLOSED_BEFORE:
             c.count("instance_closed_before_decision")
+        elif fate is Fate.DECISION_UNDELIVERABLE:
+            c.count("decision_undeliverable")
         elif fate is Fate.DECISION_IN_FLIGHT:
             c.unknown("decision_in_flight_at_end")
         elif fate is Fate.NEVER_RESUMED:
@@ -277,14 +294,21 @@ def every_click_answered(h: History, c: Collector) -> None:
 @rule("DESIGN §3 gates: unacknowledged decisions are retried, or given up explicitly")
 def decision_acknowledged(h: History, c: Collector) -> None:
     """Every decision is acknowledged by the executor or, after the last retry, explicitly
-    given up on (GATE_UNACKED)."""
+    given up on (GATE_UNACKED). A decision still being retried when the run ends — its
+    last send closer to the end than twice the gap before it (retries back off) — is
+    undecided, not lost."""
     acked = {e.gate_id for e in h.of(GateAcked) if not e.duplicate}
     unacked = {e.gate_id for e in h.of(GateUnacked)}
     late = h.end_ms - IN_FLIGHT_AT_END_MS
+    sent: dict[str, list[float]] = defaultdict(list)
+    for s in h.of(GateDecisionSent):
+        sent[s.gate_id].append(s.t_ms)
     for gate_id, d in sorted(h.memo(_gates).decided.items()):
         if gate_id in acked or gate_id in unacked:
             continue
-        if d.t_ms > late:
+        times = sent.get(gate_id, [])
+        if d.t_ms > late or (len(times) >= 2 and
+                             h.end_ms - times[-1] < 2 * (times[-1] - times[-2])):
             c.unknown("ack_in_flight_at_end")
         else:
             c.violation(f"the decision for gate {gate_id} was neither acknowledged nor given "

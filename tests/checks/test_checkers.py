@@ -90,6 +90,11 @@ def test_silent_loss() -> None:
     # a task still running when the requester gave up explains it; one that had ended does not
     assert lost(executed("r1")) is Value.TRUE
     assert lost(executed("r1"), task_state("r1", "COMPLETED", "RUNNING")) is Value.FALSE
+    # ... and so does its response reaching the requester after it gave up
+    assert lost(ev.ResponseUnmatched("r1", "resp", "already settled", node="orch-1")) \
+        is Value.TRUE
+    assert lost(ev.ResponseUnmatched("r1", "resp", "already settled", node="orch-2")) \
+        is Value.FALSE
     healed_before = history(crashed("exec-1"), booted("exec-1"), request_sent("r1"), to_exec,
                             request_settled("r1", "NO_RESPONSE"))
     assert SILENT_LOSS(healed_before).value is Value.FALSE
@@ -111,6 +116,10 @@ def test_silent_loss() -> None:
     early = history(request_sent("r1", timeout_ms=100), to_exec, crashed("exec-1"),
                     request_settled("r1", "NO_RESPONSE", latency_ms=40))
     assert rules_of(SILENT_LOSS(early)) == {"no_response_not_early"}
+    # early on the node's clock only (it was set off meanwhile), on time on the bench's: not
+    jumped = history(request_sent("r1", timeout_ms=100), to_exec, crashed("exec-1"),
+                     request_settled("r1", "NO_RESPONSE", latency_ms=40), step_ms=60)
+    assert SILENT_LOSS(jumped).value is Value.TRUE
     # still pending when the history ends: unknown; past its deadline: false
     assert SILENT_LOSS(history(request_sent("r1", timeout_ms=10_000), booted(), booted())).value \
         is Value.UNKNOWN

@@ -102,6 +102,47 @@ def test_a_gate_open_refused_at_its_home_node_with_a_reason_is_accounted(
     assert lost is not explained and v.counts.get("gate_open_refused_with_reason", 0) == explained
 
 
+def _unresumed(evs: Events) -> str:
+    """One resumed gate made a gate whose decision never reached its executor."""
+    gate = evs[first(evs, "gate_resumed")]["gateId"]
+    evs[:] = [e for e in evs if not (e.get("gateId") == gate and e["kind"] in (
+        "gate_resumed", "gate_decision_received", "gate_acked"))]
+    return gate
+
+
+def test_a_decision_whose_every_send_failed_explains_the_missing_resume(events: Events) -> None:
+    evs = copy.deepcopy(events)
+    gate = _unresumed(evs)
+    v = GATE_INTEGRITY(History.from_lines(evs))
+    assert any("never resumed" in c["why"] and gate in c["why"] for c in v.counterexamples)
+    for s in [e for e in evs if e["kind"] == "gate_decision_sent" and e["gateId"] == gate]:
+        evs.append({"kind": "outbound_settled", "node": s["node"], "seq": evs[-1]["seq"] + 1,
+                    "tMs": evs[-1]["tMs"], "messageId": s["messageId"],
+                    "messageType": "GATE_DECISION", "state": "UNDELIVERABLE",
+                    "reason": "agent in no directory entry", "toAgentId": s["agentId"],
+                    "targetNodeId": None, "requestId": None, "topic": None})
+    v = GATE_INTEGRITY(History.from_lines(evs))
+    assert not any(gate in c["why"] and "never resumed" in c["why"] for c in v.counterexamples)
+    assert v.counts["decision_undeliverable"] == 1
+
+
+def test_a_decision_still_being_retried_at_the_end_is_unknown_not_lost(events: Events) -> None:
+    evs = copy.deepcopy(events)
+    gate = _unresumed(evs)
+    sent = next(e for e in evs if e["kind"] == "gate_decision_sent" and e["gateId"] == gate)
+    end = evs[-1]["tMs"]
+
+    def judged(*retries: float) -> list[str]:
+        more = [{**sent, "seq": evs[-1]["seq"] + 1 + i, "tMs": t, "attempt": 2 + i}
+                for i, t in enumerate(retries)]
+        v = GATE_INTEGRITY(History.from_lines([*evs, *more]))
+        return [c["rule"] for c in v.counterexamples if gate in c["why"]]
+
+    # retries backing off up to the end: still under way; retries that stopped long ago: lost
+    assert "decision_acknowledged" not in judged(end - 3000, end - 1000)
+    assert "decision_acknowledged" in judged(end - 30000, end - 29000)
+
+
 def test_gate_integrity_catches_an_expired_gate_whose_policy_never_applied(events: Events) -> None:
     evs = copy.deepcopy(events)
     expired = evs[first(evs, "gate_expired")]["gateId"]

@@ -48,6 +48,7 @@ class Connection:
     will: Message | None
     label: str = ""          # which of the host's connections ("primary", "second", ...)
     alive: bool = True
+    established: bool = False   # the broker accepted it (CONNACK): publishing may begin
 
 
 @dataclass(eq=False)
@@ -118,6 +119,7 @@ class SimBroker:
         else:
             present = True
         session.conn = conn
+        conn.established = True
         if present:  # MQTT 3.1.1 §4.4: resend unacknowledged QoS1 with DUP, then the queue
             for pid, msg in sorted(session.inflight.items()):
                 self.stats["redelivered"] += 1

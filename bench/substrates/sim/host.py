@@ -218,14 +218,14 @@ class SimHost(NodeHost):
             return
         payload = self.outgoing(cmd.topic, cmd.payload)
         conn = self.conn
-        if conn is None or not conn.alive:
-            self._offline.append(cmd)
+        if conn is None or not conn.alive or not conn.established:
+            self._offline.append(cmd)   # held until CONNACK, as a real client holds it
             return
         self._send(cmd, payload)
 
     def _send(self, cmd: Publish, payload: bytes) -> None:
         conn = self.conn
-        if conn is None or not conn.alive:
+        if conn is None or not conn.alive or not conn.established:
             self._offline.append(cmd)
             return
         key = id(cmd)
