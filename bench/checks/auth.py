@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
+from bench.checks.delivery import EVERY_NODE, Transit
 from bench.core.events import (
     AttackSent,
     AuthVerdict,
     Event,
     FaultError,
+    FaultHealed,
     FaultRefused,
+    FaultStart,
     InboundAdmitted,
     InboundDropped,
     NodeStarted,
@@ -102,22 +105,33 @@ def _first_after(h: History, a: AttackSent) -> Event | None:
 @rule("DESIGN §3 Inbound: every drop is a recorded outcome; §5 attacks")
 def attack_has_an_outcome(h: History, c: Collector) -> None:
     """Every attack message that reached a node has a recorded outcome there (admitted, or
-    dropped with a reason); counts say what each mode and signature let in and ran."""
+    dropped with a reason) — one injected while the broker was down, or that the network
+    lost as the journal explains (delivery.Transit), never reached it; counts say what
+    each mode and signature let in and ran."""
     executions: dict[tuple[str, str], list[TaskExecuted]] = defaultdict(list)
     for x in h.of(TaskExecuted):
         executions[(x.node, x.message_id)].append(x)
     # an attack journaled, then not carried out (its injection refused or broke)
     broken = [(e.fault_index, e.seq) for e in h.of(FaultRefused)] \
         + [(e.fault_index, e.seq) for e in h.of(FaultError)]
+    transit = h.memo(Transit)
     for a in h.of(AttackSent):
         label = _label(h, a)
         c.count(f"{label} sent")
         first = _first_after(h, a)
         if first is None:
+            why = transit.lost(a.node, a.t_ms, a.target_node_id or "")
             if any(index == a.fault_index and seq > a.seq for index, seq in broken):
                 c.unknown("attack_maybe_not_sent")
             elif a.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
                 c.unknown("attack_in_flight_at_end")
+            elif any(o.node == EVERY_NODE and o.start_ms <= a.t_ms <= o.end_ms
+                     for o in transit.outages):
+                c.count("attack_sent_while_the_broker_was_down")
+            elif why in Transit.UNDECIDED:
+                c.unknown(why)
+            elif why is not None:
+                c.count(f"attack_{why}")
             else:
                 c.violation(f"attack message {a.message_id} to {a.target_node_id} has no "
                             "recorded outcome", a)
@@ -133,11 +147,26 @@ def attack_has_an_outcome(h: History, c: Collector) -> None:
 @rule("DESIGN §5 verdicts; seed 002 §8 (a strict mode that trusts claims)")
 def verdict_is_honest(h: History, c: Collector) -> None:
     """A node judges an attack message as an honest verifier does: the verdict it recorded
-    is the one the signature scheme gives."""
-    for a in h.of(AttackSent):
+    is the one the signature scheme gives. The honest verifier reads the true time; a node
+    whose clock a fault has set off may disagree on freshness alone (STALE one way or the
+    other), as an honest verifier with that clock would."""
+    healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
+    skewed = [(str(f.params.get("node")), f.t_ms, healed.get(f.fault_index, h.end_ms))
+              for f in h.of(FaultStart) if f.fault == "clock_skew" and isinstance(f.params, dict)]
+    attacks = h.of(AttackSent)
+    for a in attacks:
         first = _first_after(h, a)
         recorded = getattr(first, "verdict", None) if first is not None else None
-        if first is not None and recorded is not None and recorded != a.honest_verdict:
+        if first is not None and any(
+                b.seq > a.seq and b.seq < first.seq and b.message_id == a.message_id
+                and b.target_node_id == a.target_node_id for b in attacks):
+            c.count("outcome_of_a_later_attack_on_the_same_message")   # e.g. a replay tampered
+        elif first is not None and recorded is not None and recorded != a.honest_verdict \
+                and "STALE" in (recorded, a.honest_verdict) \
+                and any(node == a.target_node_id and start <= first.t_ms <= end
+                        for node, start, end in skewed):
+            c.count("freshness_judged_on_a_skewed_clock")
+        elif first is not None and recorded is not None and recorded != a.honest_verdict:
             c.violation(f"{a.target_node_id} recorded {recorded} for {a.attack} message "
                         f"{a.message_id} ({a.how}); an honest verifier says {a.honest_verdict}",
                         a, first)

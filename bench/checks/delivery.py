@@ -3,6 +3,7 @@ routing, QoS1 at-least-once."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -17,7 +18,6 @@ from bench.core.events import (
     MqttConnected,
     MqttDisconnected,
     NodeCrashed,
-    NodeStarted,
     OutboundSettled,
     RequestSent,
     RequestSettled,
@@ -94,17 +94,12 @@ class Outage:
 
 
 def _outages(h: History) -> list[Outage]:
-    """The real outages the journal shows, node by node — a crash until the node is up
-    again, a partition or a link fault for its window (and, if it cost the node its
-    connection, on until the node reconnected), the broker from its stop to its
-    start and, for each node, on until that node's client has connected again — never "from the fault to the end of the run"."""
+    """The real outages the journal shows, node by node — a crash or a lost connection
+    until the node's client is connected again, a partition or a link fault for its
+    window (and, if it cost the node its connection, on until it reconnected), the broker
+    from its stop to its start and, for each node, on until that node's client has
+    connected again — never "from the fault to the end of the run"."""
     out: list[Outage] = []
-    boots: dict[str, list[float]] = defaultdict(list)
-    for b in h.of(NodeStarted):
-        boots[b.node].append(b.t_ms)
-    for crash in h.of(NodeCrashed):
-        up = next((t for t in boots[crash.node] if t > crash.t_ms), h.end_ms)
-        out.append(Outage(crash.node, crash.t_ms, up))
     connects: dict[str, list[float]] = defaultdict(list)
     for m in h.of(MqttConnected):
         connects[m.node].append(m.t_ms)
@@ -114,6 +109,11 @@ def _outages(h: History) -> list[Outage]:
 
     def back_after(node: str, t_ms: float) -> float:
         return next((t for t in connects[node] if t >= t_ms), h.end_ms)
+
+    for crash in h.of(NodeCrashed):
+        out.append(Outage(crash.node, crash.t_ms, back_after(crash.node, crash.t_ms)))
+    for node, times in drops.items():
+        out.extend(Outage(node, t, back_after(node, t)) for t in times)
 
     healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
     for f in h.of(FaultStart):
@@ -174,16 +174,22 @@ def _still_running(h: History) -> dict[str, float]:
 def no_response_explained(h: History, c: Collector) -> None:
     """A request that got no response has an exact explanation in the history: its send
     or its response's ended UNDELIVERABLE or FAILED; the request or its response was
-    dropped, with a reason other than DUPLICATE, by the node it reached; or the requester,
+    dropped, with a reason other than DUPLICATE, by the node it reached, or lost by the
+    network as the journal explains (Transit); or the requester,
     the target or the broker was out (down, cut off, slowed, taken over) during its
     lifetime; or the task it started was still running when the requester gave up, or
     its response reached the requester after that (it shows as unmatched). Otherwise it
     was lost silently."""
     target = _target_of(h)
     explained: set[str] = set()
+    transit = h.memo(Transit)
     for o in h.of(OutboundSettled):
         if o.request_id and o.state in EXPLAINING_STATES:
             explained.add(o.request_id)
+        elif o.request_id and o.state == "PUBLISHED" and o.target_node_id and \
+                o.message_type in ("TASK_REQUEST", "TASK_RESPONSE") and \
+                transit.lost(o.node, o.t_ms, o.target_node_id) is not None:
+            explained.add(o.request_id)   # the network lost it, as the journal explains
     requesters = {s.request_id: s.node for s in h.of(RequestSent)}
     for d in h.of(InboundDropped):
         rid = d.request_id
@@ -217,6 +223,10 @@ def no_response_explained(h: History, c: Collector) -> None:
                     "nothing in the history says why", sent, outcome, requestId=sent.request_id)
 
 
+#: Node clocks read whole milliseconds; the bench's are floats.
+CLOCK_SLACK_MS = 1.0
+
+
 @rule("DESIGN §3 Tasks: the requester's future times out after its timeout, not before")
 def no_response_not_early(h: History, c: Collector) -> None:
     """A request is given up (NO_RESPONSE) only once its timeout has passed, never
@@ -227,7 +237,7 @@ def no_response_not_early(h: History, c: Collector) -> None:
     for e in h.of(RequestSettled):
         s = sent.get((e.node, e.request_id))
         if e.outcome == "NO_RESPONSE" and s is not None and e.latency_ms < s.timeout_ms \
-                and e.t_ms - s.t_ms < s.timeout_ms:
+                and e.t_ms - s.t_ms < s.timeout_ms - CLOCK_SLACK_MS:
             c.violation(f"request {e.request_id} gave up after {e.latency_ms} ms, before its "
                         f"{s.timeout_ms} ms timeout", s, e)
 
@@ -350,24 +360,7 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
     for d in h.of(InboundDropped):
         if d.message_id:
             seen.add((d.node, d.message_id))
-    wipes = [f.t_ms for f in h.of(FaultStart) if f.fault == "broker_restart"
-             and isinstance(f.params, dict) and not f.params.get("persistence", True)]
-    subscribed: dict[str, list[float]] = defaultdict(list)   # SUBACKs of each node's inbox
-    for r in h.of(ExecutorsRegistered):
-        subscribed[r.node].append(r.t_ms)
-    connects: dict[str, list[float]] = defaultdict(list)
-    for m in h.of(MqttConnected):
-        connects[m.node].append(m.t_ms)
-
-    def lost_to_wipe(e: OutboundSettled, target: str) -> bool:
-        """The broker may have accepted `e` before the wipe, or before the target's inbox
-        was subscribed again after it: it took `e` in at the earliest when the publisher's
-        connection came up, and the subscription took effect at the latest at its SUBACK."""
-        accepted_from = max((t for t in connects[e.node] if t <= e.t_ms), default=0.0)
-        return any(e.t_ms <= w or accepted_from
-                   <= next((s for s in subscribed[target] if s >= w), h.end_ms)
-                   for w in wipes)
-    hijacked = taken_over(h)
+    transit = h.memo(Transit)
     nodes = h.nodes
     for e in h.of(OutboundSettled):
         if e.state != "PUBLISHED" or e.message_type == "EVENT":
@@ -382,25 +375,88 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
         if e.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
             c.unknown("in_flight_at_end")
             continue
-        if lost_to_wipe(e, target):
-            c.count("lost_with_non_persistent_broker")
+        why = transit.lost(e.node, e.t_ms, target)
+        if why in Transit.UNDECIDED:
+            c.unknown(why)
             continue
-        if target in hijacked and hijacked[target] <= e.t_ms:
-            c.count("lost_to_client_id_takeover")
+        if why is not None:
+            c.count(why)
             continue
         c.violation(f"{e.message_type} {e.message_id} was accepted by the broker for {target} "
                     "and never reached it", e, target=target)
 
 
+#: How long after the broker accepted a PUBLISH its PUBACK is back at the publisher, at
+#: most, on a link no fault slows (a loopback or LAN round trip, with room for a busy host).
+PUBACK_WITHIN_MS = 250.0
+
+
+class Transit:
+    """What the network may have done with a message the broker accepted, from the
+    journal alone: lost it with a broker that forgot its sessions, handed it to another
+    node holding the target's client id, or still be carrying it when the run ended (the
+    target cut off or retransmitting over a lossy link until then)."""
+
+    #: Reasons that leave the message's fate open (UNKNOWN), not explained.
+    UNDECIDED = frozenset({"target_out_until_end", "retransmitting_over_a_lossy_link"})
+
+    def __init__(self, h: History) -> None:
+        self.end_ms = h.end_ms
+        self.wipes = [0.0] + [f.t_ms for f in h.of(FaultStart) if f.fault == "broker_restart"
+                              and isinstance(f.params, dict)
+                              and not f.params.get("persistence", True)]
+        self.subscribed: dict[str, list[float]] = defaultdict(list)   # SUBACKs of inboxes
+        for r in h.of(ExecutorsRegistered):
+            self.subscribed[r.node].append(r.t_ms)
+        self.connects: dict[str, list[float]] = defaultdict(list)
+        for m in h.of(MqttConnected):
+            self.connects[m.node].append(m.t_ms)
+        self.hijacked = taken_over(h)
+        self.outages = _outages(h)
+        self.lossy: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
+        for f in h.of(FaultStart):
+            nodes = f.params.get("nodes") if isinstance(f.params, dict) else None
+            if f.fault == "loss" and isinstance(nodes, list):
+                for node in nodes:
+                    self.lossy[str(node)].append((f.t_ms, healed.get(f.fault_index, h.end_ms)))
+
+    def lost(self, publisher: str, t_ms: float, target: str) -> str | None:
+        """Why a message `publisher` had acknowledged at `t_ms` may never have reached
+        `target` (a count key), or None: nothing in the journal explains a loss."""
+        # the broker took it in at the earliest when the publisher's connection came up (and
+        # at most PUBACK_WITHIN_MS before its PUBACK); the target's subscription took effect
+        # again at the latest at its SUBACK. A broker starts with no subscription.
+        accepted_from = max([t for t in self.connects[publisher] if t <= t_ms]
+                            + [t_ms - PUBACK_WITHIN_MS])
+        # (a target that never subscribed again is not excused: that is a mute receiver)
+        for w in self.wipes:
+            resubscribed = next((s for s in self.subscribed[target] if s >= w), -math.inf)
+            if (w and t_ms <= w) or accepted_from <= resubscribed:
+                return "lost_with_non_persistent_broker" if w else "sent_before_the_target_subscribed"
+        # what the session still held unacknowledged when it was taken over goes to the
+        # new holder too: a message accepted just before the takeover may be among it
+        if self.hijacked.get(target, float("inf")) <= t_ms + IN_FLIGHT_AT_END_MS:
+            return "lost_to_client_id_takeover"
+        if any(o.node in (target, EVERY_NODE) and o.end_ms >= self.end_ms
+               and o.start_ms <= t_ms + IN_FLIGHT_AT_END_MS for o in self.outages):
+            return "target_out_until_end"
+        if any(start <= t_ms <= end for start, end in self.lossy[target]):
+            return "retransmitting_over_a_lossy_link"
+        return None
+
+
 def taken_over(h: History) -> dict[str, float]:
-    """node -> when another node first connected with its client id. MQTT delivers to a
-    client id, not to a node: from then on what reaches that id may be consumed by the
-    other node — the takeover's doing, which the deployment checker flags as the cause."""
+    """node -> when another node first connected with its client id, or it with another's.
+    MQTT delivers to a client id, not to a node: from then on what reaches either node
+    may be consumed by the other — the takeover's doing, which the deployment checker
+    flags as the cause."""
     hijacked: dict[str, float] = {}
     for m in h.of(MqttConnected):
         owner = next((n for n, cid in h.client_ids.items() if cid == m.client_id), None)
         if owner is not None and owner != m.node:
             hijacked.setdefault(owner, m.t_ms)
+            hijacked.setdefault(m.node, m.t_ms)
     return hijacked
 
 

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any
 
 from bench.checks import Checker, Collector, rule
+from bench.checks.delivery import Transit
 from bench.core.events import (
     ContextForked,
     ContextMerged,
@@ -60,13 +61,15 @@ class Fate(Enum):
     LOST_IN_RESTART = "lost in a restart while paused"
     NEVER_STORED = "GATE_OPEN never reached the gate store"
     REFUSED = "GATE_OPEN refused at the home node, or never sent, with a recorded reason"
+    LOST_IN_TRANSIT = "GATE_OPEN lost as the journal explains (broker wipe, takeover)"
     IN_FLIGHT = "GATE_OPEN still in flight at the end"
     EXPIRED_UNDECIDED = "past its deadline undecided"
     OPEN_AT_END = "open when the run ended"
     RESUMED = "resumed its instance"
     CLOSED_BEFORE = "its instance ended before the decision"
     DECISION_IN_FLIGHT = "decided near the end"
-    DECISION_UNDELIVERABLE = "decided; every send of the decision failed, with a reason"
+    DECISION_UNDELIVERABLE = "decided; every send of the decision failed or was refused, " \
+        "with a reason"
     NEVER_RESUMED = "decided, never resumed"
 
 
@@ -107,6 +110,8 @@ def _gates(h: History) -> _Gates:
                if d.reason != "DUPLICATE" and d.message_type == "GATE_OPEN"}
     unsent = {o.message_id for o in h.of(OutboundSettled)
               if o.message_type == "GATE_OPEN" and o.state in ("UNDELIVERABLE", "FAILED")}
+    published = {o.message_id: o for o in h.of(OutboundSettled)
+                 if o.message_type == "GATE_OPEN" and o.state == "PUBLISHED"}
     reached: dict[str, float] = {}       # when a decision first reached its executor
     for received in h.of(GateDecisionReceived):
         reached.setdefault(received.gate_id, received.t_ms)
@@ -115,6 +120,8 @@ def _gates(h: History) -> _Gates:
         sends[sd.gate_id].append(sd.message_id)
     unsent |= {o.message_id for o in h.of(OutboundSettled)
                if o.message_type == "GATE_DECISION" and o.state in ("UNDELIVERABLE", "FAILED")}
+    unsent |= {d.message_id for d in h.of(InboundDropped) if d.message_id
+               and d.message_type == "GATE_DECISION" and d.reason != "DUPLICATE"}
     g = _Gates(opens, stored, opened, decided, resumes, ends, nacks)
     late = h.end_ms - IN_FLIGHT_AT_END_MS
     for gate_id, gate in sorted(opens.items()):
@@ -129,7 +136,12 @@ def _gates(h: History) -> _Gates:
                                         or gate.message_id in unsent):
             g.fate[gate_id] = (Fate.REFUSED, [gate])
         elif gate_id not in stored:
-            g.fate[gate_id] = (Fate.IN_FLIGHT if gate.t_ms > late else Fate.NEVER_STORED, [gate])
+            why = None
+            if gate.message_id in published and gate.home_node_id is not None:
+                sent = published[gate.message_id]
+                why = h.memo(Transit).lost(sent.node, sent.t_ms, gate.home_node_id)
+            g.fate[gate_id] = (Fate.IN_FLIGHT if gate.t_ms > late or why in Transit.UNDECIDED
+                               else Fate.LOST_IN_TRANSIT if why else Fate.NEVER_STORED, [gate])
         elif d is None:
             o = opened.get(gate_id)
             # the deadline is on the node's clock; the gate's timeout runs from its opening
@@ -223,12 +235,15 @@ def paused_survives_restart(h: History, c: Collector) -> None:
 def open_reaches_gate_store(h: History, c: Collector) -> None:
     """A GATE_OPEN an executor sent reaches the gate store of the conversation's home node
     (the store shows it had the gate: opened, asked, decided, or told of a duplicate) —
-    or is refused there with a recorded reason, or its send fails with one."""
+    or is refused there with a recorded reason, or its send fails with one, or the
+    network lost it as the journal explains (see delivery.Transit)."""
     for gate_id, (fate, events) in sorted(h.memo(_gates).fate.items()):
         if fate is Fate.IN_FLIGHT:
             c.unknown("gate_open_in_flight_at_end")
         elif fate is Fate.REFUSED:
             c.count("gate_open_refused_with_reason")
+        elif fate is Fate.LOST_IN_TRANSIT:
+            c.count("gate_open_lost_in_transit")
         elif fate is Fate.NEVER_STORED:
             c.violation(f"GATE_OPEN for {gate_id} never reached the gate store", *events)
 
@@ -251,8 +266,9 @@ def timeout_policy_applied(h: History, c: Collector) -> None:
 @rule("DESIGN §3 gates: the decision resumes the instance; seed 002 §7")
 def decision_resumes(h: History, c: Collector) -> None:
     """A decided gate resumes its instance — unless the instance ended before the decision
-    reached it (as a task that timed out does), or every send of the decision failed
-    with a recorded reason (its agent gone from the directory, say)."""
+    reached it (as a task that timed out does), or every send of the decision failed or
+    was refused with a recorded reason (its agent gone from the directory, a signature
+    under a rotated key)."""
     g = h.memo(_gates)
     for gate_id, (fate, events) in sorted(g.fate.items()):
         if fate is Fate.CLOSED_BEFORE:

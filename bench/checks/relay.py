@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.delivery import taken_over
+from bench.checks.delivery import Transit
 from bench.core.events import (
     FlowEmitted,
     InboundDropped,
@@ -63,8 +63,9 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
     """Every relayed frame is accepted by the home node with the same text, or falls in a
     gap the home node declared explicitly, or its send failed and the sender said so, or
     the home node dropped it with a recorded reason (a signature under a stale key, say),
-    or the sender crashed before the broker acknowledged it, or another node had taken the
-    home node's client id over (deployment flags that) — in these cases only if
+    or the sender crashed before the broker acknowledged it, or the network lost it as the
+    journal explains (delivery.Transit: a broker wipe, the home's client id taken over)
+    or may still carry it — in these cases only if
     the home never accepted a later frame of its stream: had it, the gap was its to
     declare."""
     frames = _frames(h)
@@ -78,7 +79,7 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
     crashes: dict[str, list[float]] = defaultdict(list)
     for x in h.of(NodeCrashed):
         crashes[x.node].append(x.t_ms)
-    hijacked = taken_over(h)
+    transit = h.memo(Transit)
     gaps: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for g in h.of(RelayGap):
         gaps[g.stream].append((g.from_seq, g.to_seq))
@@ -104,8 +105,12 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
             if e.message_id not in published and any(t >= e.t_ms for t in crashes[e.node]):
                 c.count("relayed_lost_in_sender_crash")
                 continue
-            if hijacked.get(e.home_node_id, float("inf")) <= published.get(e.message_id, h.end_ms):
-                c.count("relayed_lost_to_client_id_takeover")
+            why = transit.lost(e.node, published.get(e.message_id, h.end_ms), e.home_node_id)
+            if why in Transit.UNDECIDED:
+                c.unknown(why)
+                continue
+            if why is not None:
+                c.count(f"relayed_{why}")
                 continue
         if e.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
             c.unknown("relayed_in_flight_at_end")
