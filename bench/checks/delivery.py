@@ -389,6 +389,9 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
 #: How long after the broker accepted a PUBLISH its PUBACK is back at the publisher, at
 #: most, on a link no fault slows (a loopback or LAN round trip, with room for a busy host).
 PUBACK_WITHIN_MS = 250.0
+#: TCP's retransmission timeout doubles up to 60 s (RFC 6298): a segment lost on a lossy
+#: link may arrive that long after the loss ended.
+MAX_RTO_MS = 60_000.0
 
 
 class Transit:
@@ -424,11 +427,14 @@ class Transit:
     def lost(self, publisher: str, t_ms: float, target: str) -> str | None:
         """Why a message `publisher` had acknowledged at `t_ms` may never have reached
         `target` (a count key), or None: nothing in the journal explains a loss."""
-        # the broker took it in at the earliest when the publisher's connection came up (and
-        # at most PUBACK_WITHIN_MS before its PUBACK); the target's subscription took effect
-        # again at the latest at its SUBACK. A broker starts with no subscription.
-        accepted_from = max([t for t in self.connects[publisher] if t <= t_ms]
-                            + [t_ms - PUBACK_WITHIN_MS])
+        # the broker took it in at the earliest when the publisher's connection came up (and,
+        # unless a lossy link slowed the PUBACK, at most PUBACK_WITHIN_MS before it); the
+        # target's subscription took effect again at the latest at its SUBACK. A broker
+        # starts with no subscription.
+        connected = max([t for t in self.connects[publisher] if t <= t_ms], default=0.0)
+        slowed_since = min([start for start, end in self.lossy[publisher]
+                            if start <= t_ms and end >= t_ms - MAX_RTO_MS], default=t_ms)
+        accepted_from = max(connected, slowed_since - PUBACK_WITHIN_MS)
         # (a target that never subscribed again is not excused: that is a mute receiver)
         for w in self.wipes:
             resubscribed = next((s for s in self.subscribed[target] if s >= w), -math.inf)
@@ -441,7 +447,7 @@ class Transit:
         if any(o.node in (target, EVERY_NODE) and o.end_ms >= self.end_ms
                and o.start_ms <= t_ms + IN_FLIGHT_AT_END_MS for o in self.outages):
             return "target_out_until_end"
-        if any(start <= t_ms <= end for start, end in self.lossy[target]):
+        if any(start <= t_ms and end >= accepted_from for start, end in self.lossy[target]):
             return "retransmitting_over_a_lossy_link"
         return None
 
