@@ -42,6 +42,8 @@ examples:
   a2a-bench matrix scenarios/default.matrix.toml -k gate --lf
                                                      only the gate cells / only what failed last time
   a2a-bench report results/<run-id>                   plots and a self-contained report.html
+  a2a-bench explore --variant memory_dedup_60s --minutes 5 -j 2
+                                                     random scenarios until one fails, then shrink it
 
 exit codes: 0 every verdict as expected (true unless the scenario expects otherwise),
 1 some verdict false, 2 some verdict unknown or a harness error, 3 invalid input files or arguments
@@ -124,6 +126,37 @@ def build_parser() -> argparse.ArgumentParser:
                                     "self-contained report.html for RUN_DIR; for a matrix "
                                     "folder, its matrix.html and plots.")
     rp.add_argument("run_dir", type=Path)
+    xp = sub.add_parser(
+        "explore", help="random scenarios in simulation until a verdict fails, then shrink it",
+        description="Draw random scenarios (a topology family, a workload mix, 0-3 faults from "
+                    "the whole catalogue, security faults included), run them in simulation N "
+                    "at a time and judge each one, until a verdict is FALSE that the scenario "
+                    "does not expect, or the budget is spent. The failing scenario is then "
+                    "shrunk (fewer faults, nodes, seconds, requests, workload keys) while the "
+                    "same checker still fails, and written as OUT/minimal.toml and "
+                    "OUT/minimal-topology.toml, with the command that replays it. The same "
+                    "--seed draws the same scenarios in the same order. OUT/explore.json holds "
+                    "every run's verdicts. Exit code: 1 a failure was found, 0 none within the "
+                    "budget, 3 invalid arguments.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  a2a-bench explore --variant memory_dedup_60s --minutes 5 -j 2 "
+               "--out results/explore\n  a2a-bench run results/explore/minimal.toml --mode sim "
+               "--variant memory_dedup_60s")
+    xp.add_argument("--variant", default="reference",
+                    help="reference node or a seeded defect (see `a2a-bench list`)")
+    xp.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
+    budget = xp.add_mutually_exclusive_group()
+    budget.add_argument("--runs", type=int, metavar="N", help="stop after N scenarios")
+    budget.add_argument("--minutes", type=float, metavar="M",
+                        help="stop after M minutes (default 5 when --runs is not given)")
+    xp.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                    help="scenarios run at once, one process each (default 1)")
+    xp.add_argument("--out", type=Path,
+                    help="folder for explore.json, failing runs and minimal.toml "
+                         "(default results/explore-<variant>-s<seed>-<utc>)")
+    xp.add_argument("--keep-going", action="store_true",
+                    help="spend the whole budget; shrink only the first failure")
+    xp.add_argument("--json", action="store_true", help="print explore.json's summary as JSON")
     ex = sub.add_parser(
         "exchange", help="two reference cores back to back (no broker), the seeds' failure shapes",
         description="Run two reference nodes back to back (no broker; each with its own data "
@@ -164,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         return _matrix(args)
     if args.command == "report":
         return _report(args)
+    if args.command == "explore":
+        return _explore(args)
     parser.error(f"unknown command {args.command}")
     return EXIT_INVALID
 
@@ -286,6 +321,53 @@ def _matrix(args: argparse.Namespace) -> int:
     print(f"a2a-bench matrix {args.matrix_file}: {len(matrix.cells)} cells, {args.jobs} at a "
           f"time -> {out}/")
     return int(pytest.main(argv))
+
+
+def _explore(args: argparse.Namespace) -> int:
+    from bench.explore import explore, to_json, write_report
+    from bench.variants import variant
+
+    try:
+        variant(args.variant)
+    except KeyError as exc:
+        print(f"a2a-bench: {exc.args[0]}", file=sys.stderr)
+        return EXIT_INVALID
+    for flag, value in (("-j", args.jobs), ("--runs", args.runs), ("--minutes", args.minutes)):
+        if value is not None and value <= 0:
+            print(f"a2a-bench: {flag}={value} must be > 0", file=sys.stderr)
+            return EXIT_INVALID
+    minutes = args.minutes if args.minutes is not None or args.runs is not None else 5.0
+    out = args.out or Path("results") / f"explore-{args.variant}-s{args.seed}-{_utc_stamp()}"
+    budget = f"{args.runs} scenarios" if args.runs else f"{minutes:g} minutes"
+    say = (lambda line: None) if args.json else (lambda line: print("  " + line, flush=True))
+    if not args.json:
+        print(f"a2a-bench explore: variant {args.variant}, seed {args.seed}, {budget}, "
+              f"{args.jobs} at a time -> {out}/", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        e = explore(variant=args.variant, seed=args.seed, runs=args.runs, minutes=minutes,
+                    jobs=args.jobs, out=out, keep_going=args.keep_going, say=say)
+    except KeyboardInterrupt:
+        print(f"a2a-bench: explore interrupted; the failing runs so far are in {out}/runs",
+              file=sys.stderr)
+        return EXIT_UNKNOWN
+    report = write_report(e, out, variant=args.variant, seed=args.seed, jobs=args.jobs)
+    summary = to_json(e, variant=args.variant, seed=args.seed, jobs=args.jobs)
+    if args.json:
+        print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=2))
+    else:
+        print(f"explored {summary['scenarios']} scenarios in {summary['elapsed_s']} s "
+              f"({summary['per_minute']}/min); report {report}")
+        if e.found is None:
+            print("no verdict failed")
+        else:
+            f = summary["found"]
+            print(f"FAILED: {', '.join(e.found.failing)} in run {e.found.index} after "
+                  f"{f['after_s']} s ({e.found.folder})")
+            print(f"shrunk from {f['drawn_size']}\n        to   {f['shrunk_size']}")
+            print(f"minimal: {e.minimal} and {out / 'minimal-topology.toml'}")
+            print(f"replay:  a2a-bench run {e.minimal} --mode sim --variant {args.variant}")
+    return EXIT_FALSE if e.found is not None else EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:

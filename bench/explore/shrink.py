@@ -1,0 +1,88 @@
+"""Smaller drafts of a failing draft, most promising first: fewer faults, fewer nodes, a
+shorter run, a lower rate, a simpler workload, default auth and fault parameters. Each
+candidate is one step smaller; explore keeps the first that still fails with the same
+checker and starts over from it, until no candidate fails (a local minimum).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from bench.explore.draw import Draft
+
+#: Workload keys that only add behaviour: without them the workload is simpler.
+OPTIONAL_WORKLOAD = ("process_fraction", "gate_fraction", "parallel_branches",
+                     "subflow_fraction", "step_duration_ms", "step_failure_rate", "humans",
+                     "reject_fraction", "gate_timeout_ms", "gate_on_timeout", "stream_events",
+                     "thinking_fraction", "tabs_per_conversation", "watched_fraction",
+                     "tab_churn", "group_event_rate_per_s", "unknown_agent_fraction",
+                     "misaddressed_fraction", "explicit_target_fraction", "task_failure_rate",
+                     "conversations", "task_duration_ms", "request_timeout_ms")
+MIN_DURATION_S = 2
+MIN_RATE = 0.5
+
+
+def candidates(d: Draft) -> Iterator[tuple[str, Draft]]:
+    s = d.scenario
+    faults: list[dict[str, Any]] = s.get("faults", [])
+    for i in reversed(range(len(faults))):
+        yield f"without fault {faults[i]['kind']}", _edit(d, lambda x, i=i: _drop_fault(x, i))
+    used = _nodes_named(faults)
+    orchestrators = [n for n in d.topology["nodes"] if n["role"] == "orchestrator"]
+    for n in reversed(d.topology["nodes"]):
+        if n["id"] in used or (n["role"] == "orchestrator" and len(orchestrators) == 1):
+            continue
+        yield f"without node {n['id']}", _edit(d, lambda x, node=n["id"]: _drop_node(x, node))
+    duration = s["duration_s"]
+    last_fault = max((f["at_s"] for f in faults), default=0.0)
+    for shorter in sorted({max(MIN_DURATION_S, duration // 2), int(last_fault) + 1}):
+        if last_fault < shorter < duration:
+            yield f"duration {shorter} s", _edit(d, lambda x, v=shorter: x.scenario.update(
+                duration_s=v))
+    rate = s.get("workload", {}).get("rate_per_s", 2.0)
+    if rate / 2 >= MIN_RATE:
+        yield f"rate {rate / 2:g}/s", _edit(d, lambda x: x.scenario["workload"].update(
+            rate_per_s=rate / 2))
+    for key in OPTIONAL_WORKLOAD:
+        if key in s.get("workload", {}):
+            yield f"workload without {key}", _edit(d, lambda x, k=key: x.scenario["workload"].pop(k))
+    if s.get("auth"):
+        yield "default auth", _edit(d, lambda x: x.scenario.pop("auth"))
+    for i, f in enumerate(faults):
+        for key in [k for k in f if k not in ("kind", "at_s")]:
+            yield (f"fault {f['kind']} without {key}",
+                   _edit(d, lambda x, i=i, k=key: x.scenario["faults"][i].pop(k)))
+    if "link" in d.topology:
+        yield "default link", _edit(d, lambda x: x.topology.pop("link"))
+
+
+def _edit(d: Draft, change: Any) -> Draft:
+    out = d.copy()
+    change(out)
+    return out
+
+
+def _drop_fault(d: Draft, i: int) -> None:
+    faults = d.scenario["faults"]
+    faults.pop(i)
+    if not faults:
+        d.scenario.pop("faults")
+    if not any(f["kind"] == "duplicate_client_id" for f in faults):
+        d.scenario.pop("expect", None)
+
+
+def _nodes_named(faults: list[dict[str, Any]]) -> set[str]:
+    named: set[str] = set()
+    for f in faults:
+        for key in ("node", "impostor", "stale_node"):
+            if isinstance(f.get(key), str):
+                named.add(f[key])
+        named.update(f.get("nodes", []))
+    return named
+
+
+def _drop_node(d: Draft, node: str) -> None:
+    d.topology["nodes"] = [n for n in d.topology["nodes"] if n["id"] != node]
+    by_node = d.scenario.get("auth", {}).get("signature_by_node", {})
+    by_node.pop(node, None)

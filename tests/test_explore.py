@@ -1,0 +1,96 @@
+"""`a2a-bench explore`: drafts are valid scenarios, seeded; shrinking keeps the failure and
+only ever makes a draft smaller; a failure found is written as a scenario that replays it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.checks import checkers
+from bench.cli import EXIT_FALSE, EXIT_INVALID, EXIT_OK, main
+from bench.explore import explore, trial, write_draft
+from bench.explore.draw import Draft, draw
+from bench.explore.shrink import candidates
+from bench.spec.distribution import rng_for
+from bench.spec.scenario import load_scenario
+
+#: A scenario explore drew and shrank against memory_dedup_60s (seed 1, run 334): a replay
+#: of a request to a node that restarts forgets it has seen it and runs it again.
+FOUND = Draft(
+    {"name": "found", "description": "drawn by a2a-bench explore", "topology": "t.toml",
+     "mode": "sim", "seed": 19754, "duration_s": 8, "workload": {"rate_per_s": 2.0},
+     "faults": [{"kind": "replay", "at_s": 3.6},
+                {"kind": "empty_directory", "at_s": 7.0, "node": "exec-3"}]},
+    {"name": "t", "description": "", "broker": {"model": "amqtt"},
+     "nodes": [{"id": "orch-1", "role": "orchestrator", "namespace": "ops",
+                "agents": ["ops.orchestrator1"], "scene_groups": ["g1"]},
+               {"id": "exec-3", "role": "executor", "namespace": "llm",
+                "agents": ["llm.tax3", "llm.invoice3"], "scene_groups": ["g1"]}]})
+
+
+def test_drafts_are_seeded_and_load_as_any_scenario_does(tmp_path: Path) -> None:
+    kinds: set[str] = set()
+    for i in range(60):
+        d = draw(rng_for(7, f"explore/{i}"), f"d{i}")
+        assert d == draw(rng_for(7, f"explore/{i}"), f"d{i}")
+        path = write_draft(d, tmp_path / str(i), "scenario")
+        scenario = load_scenario(path, known_checks=tuple(checkers()))
+        kinds.update(f.kind for f in scenario.faults)
+    assert len(kinds) >= 12, kinds        # the schedule reaches across the catalogue
+
+
+def test_every_shrink_step_is_smaller_and_still_a_scenario(tmp_path: Path) -> None:
+    d = draw(rng_for(3, "explore/1"), "d")
+    while len(d.scenario.get("faults", [])) < 2:     # a draft with something to take away
+        d = draw(rng_for(3, f"explore/{len(str(d))}"), "d")
+
+    def weight(x: Draft) -> tuple[int, ...]:
+        s = x.size()
+        return (s["faults"], s["nodes"], s["duration_s"], int(s["rate_per_s"] * 10),
+                s["workload_keys"], int(s["auth"]),
+                sum(len(f) for f in x.scenario.get("faults", [])), len(x.topology))
+
+    steps = list(candidates(d))
+    assert steps
+    for i, (what, smaller) in enumerate(steps):
+        assert sum(weight(smaller)) < sum(weight(d)), what
+        write_draft(smaller, tmp_path / str(i), "scenario")
+
+
+def test_a_found_failure_shrinks_and_replays(tmp_path: Path) -> None:
+    failing = trial(1, FOUND, tmp_path / "found", "memory_dedup_60s")
+    assert "duplicate_execution" in failing.failing
+    assert not trial(2, FOUND, tmp_path / "ref", "reference").failing
+
+
+def test_explore_cli_on_the_reference_finds_nothing_in_a_few_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", "--runs", "4", "-j", "1", "--seed", "5", "--out",
+                 str(tmp_path)]) == EXIT_OK
+    report = json.loads((tmp_path / "explore.json").read_text())
+    assert report["scenarios"] == 4 and report["found"] is None
+    assert "no verdict failed" in capsys.readouterr().out
+    assert not list((tmp_path / "runs").glob("*"))      # passing runs are not kept
+
+
+def test_explore_stops_at_a_failure_and_writes_the_minimal_scenario(tmp_path: Path) -> None:
+    e = explore(variant="memory_dedup_60s", seed=1, runs=None, minutes=None, jobs=1,
+                out=tmp_path, drafts=iter([(1, FOUND)]))
+    assert e.found is not None and e.minimal is not None
+    assert "duplicate_execution" in e.found.failing
+    assert e.shrunk is not None and e.shrunk.size()["faults"] <= 2
+    assert main(["run", str(e.minimal), "--mode", "sim", "--variant", "memory_dedup_60s",
+                 "--no-plots", "--out", str(tmp_path / "replay")]) == EXIT_FALSE
+    assert main(["run", str(e.minimal), "--mode", "sim", "--no-plots",
+                 "--out", str(tmp_path / "reference")]) == EXIT_OK
+
+
+@pytest.mark.parametrize("argv", [["explore", "--variant", "nope"], ["explore", "-j", "0"],
+                                  ["explore", "--runs", "0"],
+                                  ["explore", "--runs", "3", "--minutes", "1"]])
+def test_bad_explore_arguments_exit_3(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(main(argv))
+    assert exc.value.code == EXIT_INVALID
