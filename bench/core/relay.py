@@ -45,7 +45,8 @@ class ReceiverEvent(StrEnum):
 # starts one reorder window, counted from when the hole appeared (later arrivals do not
 # push it: a busy stream would otherwise never declare its hole). Filling the hole cancels
 # the window. When it expires the hole is recorded as an explicit gap, the cursor jumps
-# past it, and any further hole gets a window of its own.
+# past it, and any further hole gets a window of its own, counted from when that hole
+# appeared (it may have run out already: then it is declared at once).
 _R, _V = ReceiverState, ReceiverEvent
 RECEIVER = Machine[ReceiverState, ReceiverEvent]("relay receiver", {
     (_R.IN_ORDER, _V.CAUGHT_UP): _R.IN_ORDER,
@@ -101,6 +102,7 @@ class _Pending:
 class _Inbound:
     cursor: int = 0
     held: dict[int, tuple[FlowKind, str, str, str]] = field(default_factory=dict)  # seq -> kind, text, lane, conv
+    arrived: dict[int, int] = field(default_factory=dict)   # held seq -> when it arrived
     state: ReceiverState = ReceiverState.IN_ORDER
 
 
@@ -200,17 +202,23 @@ class Relay:
                                         message_id=env.message_id))
             return
         state.held[seq] = (body.kind, body.text, body.lane, env.conversation_id or "")
+        state.arrived[seq] = fx.now_ms
         self._advance(fx, stream, state)
         self._settle(fx, stream, state)
 
     def _settle(self, fx: Effects, stream: str, state: _Inbound) -> None:
         """After an arrival (or a gap): one step of the receiver machine; entering HOLDING
-        starts the reorder window, leaving it before it expired cancels it."""
+        starts the reorder window, leaving it before it expired cancels it. The window
+        runs from when the hole appeared — when the first frame held beyond it arrived —
+        so a hole left behind by a gap just declared does not wait a window of its own
+        after the previous one: a stream with many holes would fall further behind."""
         before = state.state
         event = ReceiverEvent.HOLE_SEEN if state.held else ReceiverEvent.CAUGHT_UP
         state.state = RECEIVER.next(before, event, stream)
         if before is ReceiverState.IN_ORDER and state.state is ReceiverState.HOLDING:
-            fx.add(StartTimer(_gap_timer(stream), fx.now_ms + self.config.reorder_window_ms))
+            appeared = min(state.arrived.values(), default=fx.now_ms)
+            fx.add(StartTimer(_gap_timer(stream),
+                              max(fx.now_ms, appeared + self.config.reorder_window_ms)))
         elif before is ReceiverState.HOLDING and state.state is ReceiverState.IN_ORDER:
             fx.add(CancelTimer(_gap_timer(stream)))
 
@@ -231,6 +239,7 @@ class Relay:
         while state.cursor + 1 in state.held:
             state.cursor += 1
             kind, text, lane, conversation = state.held.pop(state.cursor)
+            state.arrived.pop(state.cursor, None)
             fx.record(ev.RelayAccepted(stream=stream, stream_seq=state.cursor, text=text,
                                        conversation_id=conversation))
             for sub in self.deliver_to(conversation):

@@ -180,3 +180,24 @@ def test_a_hole_in_a_busy_stream_is_declared_within_one_window(pair: Pair) -> No
     gaps = w.history.of_kind("relay_gap")
     assert gaps and gaps[0].t_ms - 100 <= 600, "the gap waited for the stream to pause"
     assert [s for _, s, _, _, _ in delivered(w)][-1] == 12
+
+
+def test_holes_behind_a_declared_gap_do_not_each_wait_a_window_of_their_own(pair: Pair) -> None:
+    """Found by `a2a-bench explore`: with every other frame lost, the home declared one
+    hole per 500 ms window, one after the other, and fell seconds behind the stream. A
+    hole's window runs from when it appeared: holes that appeared together are declared
+    together."""
+    w = pair()
+    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
+    start_stream(w)
+    flows = capture_flow(w)
+    for k in range(9):
+        emit(w, "token", f"t{k}")
+    inbox = "ooder/node/orch-1/inbox"
+    t0 = w.now_ms
+    for raw in flows[::2]:                                   # seqs 1, 3, 5, 7, 9: four holes
+        w.feed("orch-1", MessageReceived(w.now_ms, inbox, raw))
+    w.advance(t0 + 600)                                      # one window after they appeared
+    gaps = [(g.fields["fromSeq"], g.fields["toSeq"]) for g in w.history.of_kind("relay_gap")]
+    assert gaps == [(2, 2), (4, 4), (6, 6), (8, 8)]
+    assert [s for _, s, _, _, _ in delivered(w)] == [1, 3, 5, 7, 9]
