@@ -74,8 +74,11 @@ def draw(rng: random.Random, name: str) -> Draft:
 def _topology(rng: random.Random, name: str) -> Table:
     nodes: list[Table] = []
     for i in range(1, rng.choice((1, 1, 1, 2)) + 1):
+        # sometimes the orchestrator's node hosts an agent of its own: requests to it are
+        # consumed locally, and its streams are watched where they are produced
+        local = [f"ops.local{i}"] if rng.random() < 0.3 else []
         nodes.append({"id": f"orch-{i}", "role": "orchestrator", "namespace": "ops",
-                      "agents": [f"ops.orchestrator{i}"], "scene_groups": ["g1"]})
+                      "agents": [f"ops.orchestrator{i}", *local], "scene_groups": ["g1"]})
     k = 0
     for ns in rng.choice((("llm",), ("llm",), ("llm", "fin"))):
         for _ in range(rng.randint(1, 3)):

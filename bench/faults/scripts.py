@@ -297,7 +297,12 @@ def replay(spec: FaultSpec, ctx: Context) -> Script:
     seen: set[bytes] = set()
 
     def again(topic: str, payload: bytes) -> None:
-        msg = replayed(payload, spec.index, keys=auth.keys, now_ms=ctx.wall_ms(),
+        # judged with the keys the receiver holds now: a key rotated since the capture
+        # (with its overlap) decides what an honest verifier there says
+        node = topics.parse(topic).key
+        known = {n.id for n in ctx.topology.nodes}
+        keys = ctx.config(node).auth.keys if node is not None and node in known else auth.keys
+        msg = replayed(payload, spec.index, keys=keys, now_ms=ctx.wall_ms(),
                        max_skew_ms=auth.max_skew_ms, topic=topic)
         if msg is not None:   # its verdict is judged when it is sent, not when captured
             ctx.act(_inject(spec, ctx, msg),
