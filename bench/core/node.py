@@ -409,7 +409,7 @@ class Node:
                 self.requests.on_response(fx, env, body)
             case FlowEventBody():
                 self._admitted(fx, env, verdict, topic, handler="relay")
-                self.relay.receive(fx, env, body)
+                self.relay.receive(fx, env, body, local=topic is None)
             case GateOpenBody():
                 self._admitted(fx, env, verdict, topic, handler="gates")
                 self.gates.on_open(fx, env, body)

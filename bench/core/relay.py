@@ -101,7 +101,8 @@ class _Pending:
 @dataclass
 class _Inbound:
     cursor: int = 0
-    held: dict[int, tuple[FlowKind, str, str, str]] = field(default_factory=dict)  # seq -> kind, text, lane, conv
+    # seq -> kind, text, lane, conversation, trust
+    held: dict[int, tuple[FlowKind, str, str, str, Trust]] = field(default_factory=dict)
     arrived: dict[int, int] = field(default_factory=dict)   # held seq -> when it arrived
     state: ReceiverState = ReceiverState.IN_ORDER
 
@@ -193,15 +194,18 @@ class Relay:
     def cursor_for(self, stream: str) -> _Inbound:
         return self.inbound.setdefault(stream, _Inbound())
 
-    def receive(self, fx: Effects, env: Envelope, body: FlowEventBody) -> None:
-        """A relayed FLOW_EVENT (its payload already read: `bench.core.payloads`)."""
+    def receive(self, fx: Effects, env: Envelope, body: FlowEventBody, local: bool = False) -> None:
+        """A relayed FLOW_EVENT (its payload already read: `bench.core.payloads`). One this
+        node relayed to itself (LOCAL_CONSUMED: it is the conversation's home and had no tab
+        watching when it produced the event) is its own, and delivered `verified`."""
         stream, seq = body.stream, body.seq
         state = self.cursor_for(stream)
         if seq <= state.cursor or seq in state.held:
             fx.record(ev.RelayDuplicate(stream=stream, stream_seq=seq, cursor=state.cursor,
                                         message_id=env.message_id))
             return
-        state.held[seq] = (body.kind, body.text, body.lane, env.conversation_id or "")
+        state.held[seq] = (body.kind, body.text, body.lane, env.conversation_id or "",
+                           Trust.VERIFIED if local else Trust.CLAIMED)
         state.arrived[seq] = fx.now_ms
         self._advance(fx, stream, state)
         self._settle(fx, stream, state)
@@ -238,13 +242,13 @@ class Relay:
     def _advance(self, fx: Effects, stream: str, state: _Inbound) -> None:
         while state.cursor + 1 in state.held:
             state.cursor += 1
-            kind, text, lane, conversation = state.held.pop(state.cursor)
+            kind, text, lane, conversation, trust = state.held.pop(state.cursor)
             state.arrived.pop(state.cursor, None)
             fx.record(ev.RelayAccepted(stream=stream, stream_seq=state.cursor, text=text,
                                        conversation_id=conversation))
             for sub in self.deliver_to(conversation):
                 self._deliver(fx, sub, conversation, stream, state.cursor, kind.value, text,
-                              lane, Trust.CLAIMED)
+                              lane, trust)
         fx.add(PersistRecord(Table.STREAMS, f"in|{stream}", {"cursor": state.cursor}))
 
     def deliver_to(self, conversation_id: str) -> list[str]:
