@@ -358,6 +358,9 @@ def _explore(args: argparse.Namespace) -> int:
     else:
         print(f"explored {summary['scenarios']} scenarios in {summary['elapsed_s']} s "
               f"({summary['per_minute']}/min); report {report}")
+        missed = [name for name, n in summary["situations"].items() if not n]
+        print(f"situations reached: {len(summary['situations']) - len(missed)} of "
+              f"{len(summary['situations'])}" + (f" (never: {', '.join(missed)})" if missed else ""))
         if e.found is None:
             print("no verdict failed")
         else:

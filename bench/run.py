@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.checks import Value, Verdict, fault_firings, judge
+from bench.checks.coverage import reached
 from bench.core.events import HarnessError, RunFinished
 from bench.faults import CATALOGUE
 from bench.history import History, Recorder
@@ -138,7 +139,8 @@ def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float) -> Run
     verdicts = judge(history)
     metrics = compute(history, duration_ms)
     faults = fault_firings(history)
-    summary = summary | {"exit_code": exit_code(verdicts, summary["expect"])}
+    summary = summary | {"exit_code": exit_code(verdicts, summary["expect"]),
+                         "situations": {k: n for k, n in reached(history).items() if n}}
     write_json(out_dir / "verdicts.json", {"verdicts": [v.to_json() for v in verdicts],
                                            "faults": faults})
     write_json(out_dir / "metrics.json", metrics)

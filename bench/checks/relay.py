@@ -30,7 +30,8 @@ def _frames(h: History) -> dict[tuple[str, int], RelayFrame]:
 
 def _producers(h: History) -> dict[str, str]:
     """stream -> the node whose flow emits it (framed or not yet)."""
-    return {e.stream: e.node for e in (*h.of(FlowEmitted), *h.of(RelayFrame))}
+    return {e.stream: e.node for e in h.of(FlowEmitted)} | \
+        {e.stream: e.node for e in h.of(RelayFrame)}
 
 
 @rule("DESIGN §3 FLOW-RELAY: thinking coalesced (150 ms / 4,096 B), nothing lost")

@@ -54,6 +54,7 @@ class Trial:
     verdicts: dict[str, str]
     wall_s: float
     invalid: str = ""                 # the draft did not load (a shrink step too far)
+    situations: tuple[str, ...] = ()  # the catalogued situations this run reached
 
 
 @dataclass
@@ -104,7 +105,8 @@ def trial(index: int, d: Draft, folder: Path, variant_name: str) -> Trial:
     expect = result.summary["expect"]
     failing = tuple(name for name, value in verdicts.items()
                     if value == "false" and expect.get(name, "true") != "false")
-    return Trial(index, str(folder), failing, verdicts, time.perf_counter() - start)
+    return Trial(index, str(folder), failing, verdicts, time.perf_counter() - start,
+                 situations=tuple(result.summary.get("situations", {})))
 
 
 def _drafts(seed: int) -> Iterator[tuple[int, Draft]]:
@@ -206,6 +208,12 @@ def _shrink(pool: ProcessPoolExecutor, found: Exploration, d: Draft, checker: st
     return d
 
 
+def situations_reached(e: Exploration) -> dict[str, int]:
+    """Every catalogued situation -> how many drafted runs reached it (zero included)."""
+    from bench.checks.coverage import SITUATIONS
+    return {s.name: sum(s.name in t.situations for t in e.runs) for s in SITUATIONS}
+
+
 def to_json(e: Exploration, *, variant: str, seed: int, jobs: int) -> dict[str, Any]:
     n = len(e.runs)
     return {"variant": variant, "seed": seed, "jobs": jobs, "scenarios": n,
@@ -217,6 +225,7 @@ def to_json(e: Exploration, *, variant: str, seed: int, jobs: int) -> dict[str, 
                 "drawn_size": e.drawn.size() if e.drawn else None,
                 "shrunk_size": e.shrunk.size() if e.shrunk else None,
                 "minimal": str(e.minimal) if e.minimal else None},
+            "situations": situations_reached(e),
             "also_failing": [{"run": t.index, "failing": list(t.failing), "folder": t.folder}
                              for t in e.others],
             "shrink_steps": e.shrink_steps,

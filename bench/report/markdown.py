@@ -71,4 +71,9 @@ def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, 
     if faults:
         out += ["", "## Faults", "", "| # | fault | start seq | fired |", "|---|---|---|---|"]
         out += [f"| {f['index']} | {f['kind']} | {f['seq']} | {f['fired']} |" for f in faults]
+    situations = summary.get("situations")
+    if situations is not None:
+        out += ["", "## Situations reached", "",
+                ", ".join(f"{name} ×{n}" for name, n in situations.items()) or
+                "none of the catalogued situations (`bench/checks/coverage.py`)"]
     return "\n".join(out) + "\n"

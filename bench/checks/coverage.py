@@ -1,0 +1,185 @@
+"""Situations: the protocol paths a run reached, recognised from the history alone.
+
+A verdict says nothing went wrong; it says nothing about what was tried. A TRUE from a run
+that never declared a relay gap says nothing about gaps. Each situation here is a
+"sometimes" assertion (Antithesis's term): a path worth reaching at least once across a
+matrix or an exploration, counted per run. Like the checkers, each is read from the
+history only, never from the code it describes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.core.events import (
+    AttackSent,
+    Event,
+    FaultFired,
+    FaultStart,
+    GateDecisionReceived,
+    GateDecisionSent,
+    GateExpired,
+    GateOpened,
+    GateOpenSent,
+    GateResumed,
+    InboundAdmitted,
+    InboundDropped,
+    InstanceState,
+    LedgerFlushed,
+    NodeCrashed,
+    NodeStarted,
+    OutboundSettled,
+    RelayDuplicate,
+    RelayGap,
+    RelaySent,
+    RequestSent,
+    RequestSettled,
+    RosterLoaded,
+    SubflowFinished,
+    SubscriberAttached,
+)
+from bench.history import History
+
+
+@dataclass(frozen=True, slots=True)
+class Situation:
+    name: str
+    description: str
+    count: Callable[[History], int]
+
+
+def _crashes(h: History) -> list[tuple[NodeCrashed, float]]:
+    """Each crash with the time its node was next started (inf: never)."""
+    starts: dict[str, list[float]] = defaultdict(list)
+    for s in h.of(NodeStarted):
+        starts[s.node].append(s.t_ms)
+    return [(c, next((t for t in starts[c.node] if t > c.t_ms), float("inf")))
+            for c in h.of(NodeCrashed)]
+
+
+def _crash_with_publishes_in_flight(h: History) -> int:
+    settled = {o.message_id: o.t_ms for o in h.of(OutboundSettled)}
+    sends: list[Event] = [*h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent),
+                          *h.of(GateDecisionSent)]
+    n = 0
+    for crash, _ in _crashes(h):
+        if any(s.node == crash.node and s.t_ms <= crash.t_ms
+               and settled.get(getattr(s, "message_id", ""), float("inf")) > crash.t_ms
+               for s in sends):
+            n += 1
+    return n
+
+
+def _redelivered_after_flushes(h: History) -> int:
+    """A node restarted after two or more ledger flushes, then was handed again a message
+    it had admitted before the crash (and dropped it as a duplicate)."""
+    admitted: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for a in h.of(InboundAdmitted):
+        admitted[a.node].append((a.t_ms, a.message_id))
+    flushes: dict[str, list[float]] = defaultdict(list)
+    for f in h.of(LedgerFlushed):
+        flushes[f.node].append(f.t_ms)
+    dups: dict[str, list[tuple[float, str | None]]] = defaultdict(list)
+    for d in h.of(InboundDropped):
+        if d.reason == "DUPLICATE":
+            dups[d.node].append((d.t_ms, d.message_id))
+    n = 0
+    for crash, up in _crashes(h):
+        if sum(t <= crash.t_ms for t in flushes[crash.node]) < 2:
+            continue
+        before = {m for t, m in admitted[crash.node] if t <= crash.t_ms}
+        n += sum(1 for t, m in dups[crash.node] if t >= up and m in before)
+    return n
+
+
+def _misaddressed_to_empty_roster(h: History) -> int:
+    empty_since: dict[str, float] = {}
+    for r in h.of(RosterLoaded):
+        if r.agents:
+            empty_since.pop(r.node, None)
+        else:
+            empty_since.setdefault(r.node, r.t_ms)
+    return sum(1 for d in h.of(InboundDropped)
+               if d.reason == "NOT_MINE" and d.node in empty_since
+               and d.t_ms >= empty_since[d.node])
+
+
+def _gate_expired_after_home_restart(h: History) -> int:
+    opened = {g.gate_id: g for g in h.of(GateOpened)}
+    crashes = _crashes(h)
+    return sum(1 for e in h.of(GateExpired) if e.gate_id in opened and any(
+        c.node == e.node and opened[e.gate_id].t_ms < c.t_ms < e.t_ms for c, _ in crashes))
+
+
+def _home_restart_tabs_reattach(h: History) -> int:
+    attached = h.of(SubscriberAttached)
+    streamed = {r.home_node_id for r in h.of(RelaySent)}
+    return sum(1 for c, up in _crashes(h) if c.node in streamed
+               and any(a.node == c.node and a.t_ms < c.t_ms for a in attached)
+               and any(a.node == c.node and a.t_ms >= up for a in attached))
+
+
+def _turned_down_instance_ends(h: History) -> int:
+    ended = {(s.process_inst_id, s.status) for s in h.of(InstanceState)}
+    return sum(1 for r in h.of(GateResumed) if r.decision in ("reject", "expired")
+               and (r.process_inst_id, "FAILED") in ended)
+
+
+def _faults_that_bit(h: History) -> int:
+    fired = {f.fault_index for f in h.of(FaultFired)}
+    return sum(1 for f in h.of(FaultStart) if f.fault_index in fired)
+
+
+SITUATIONS: tuple[Situation, ...] = (
+    Situation("relay_gap_declared", "the home node declared a gap in a relayed stream",
+              lambda h: len(h.of(RelayGap))),
+    Situation("relay_duplicate_dropped", "the home node dropped a frame it already had",
+              lambda h: len(h.of(RelayDuplicate))),
+    Situation("executor_answered_already_decided",
+              "an executor answered a re-sent decision ALREADY_DECIDED",
+              lambda h: sum(r.status == "ALREADY_DECIDED" for r in h.of(GateDecisionReceived))),
+    Situation("decision_resent", "a gate decision was sent again, unacknowledged",
+              lambda h: sum(s.attempt >= 2 for s in h.of(GateDecisionSent))),
+    Situation("gate_expired_reject", "a gate expired under the reject policy",
+              lambda h: sum(e.policy == "reject" for e in h.of(GateExpired))),
+    Situation("gate_expired_fail", "a gate expired under the fail policy",
+              lambda h: sum(e.policy == "fail" for e in h.of(GateExpired))),
+    Situation("gate_on_timeout_fail", "a gate was opened with gate_on_timeout = fail",
+              lambda h: sum(g.on_timeout == "fail" for g in h.of(GateOpened))),
+    Situation("gate_expired_after_home_restart",
+              "a gate expired on a home node that restarted after opening it",
+              _gate_expired_after_home_restart),
+    Situation("turned_down_instance_followed_to_its_end",
+              "a rejected or expired gate resumed its instance, which then failed",
+              _turned_down_instance_ends),
+    Situation("failed_subflow", "a sub-flow failed",
+              lambda h: sum(not s.ok for s in h.of(SubflowFinished))),
+    Situation("request_timed_out", "a requester gave a request up (NO_RESPONSE)",
+              lambda h: sum(s.outcome == "NO_RESPONSE" for s in h.of(RequestSettled))),
+    Situation("crash_with_publishes_in_flight",
+              "a node crashed with a message sent and not yet settled", _crash_with_publishes_in_flight),
+    Situation("redelivered_after_ledger_flushes",
+              "a node restarted after two or more ledger flushes got an old message again",
+              _redelivered_after_flushes),
+    Situation("misaddressed_to_empty_roster",
+              "a request reached a node whose roster was empty", _misaddressed_to_empty_roster),
+    Situation("home_restart_mid_stream_tabs_reattach",
+              "a conversation's home node restarted while streams were relayed to it, and tabs "
+              "attached again", _home_restart_tabs_reattach),
+    Situation("header_tampered", "a man in the middle altered a signed request",
+              lambda h: sum(a.attack.startswith("tamper_") for a in h.of(AttackSent))),
+    Situation("replay_outside_window", "a request was replayed after its timestamp window",
+              lambda h: sum(a.attack == "replay" and a.honest_verdict == "STALE"
+                            for a in h.of(AttackSent))),
+    Situation("forged_sender", "a message claimed a sender it did not come from",
+              lambda h: sum(a.attack == "forged_sender" for a in h.of(AttackSent))),
+    Situation("fault_bit", "a scheduled fault did something (fired at least once)",
+              _faults_that_bit),
+)
+
+
+def reached(h: History) -> dict[str, int]:
+    """Situation -> how often this history reached it (zero included)."""
+    return {s.name: s.count(h) for s in SITUATIONS}
