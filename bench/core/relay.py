@@ -175,6 +175,8 @@ class Relay:
             for sub in local:
                 self._deliver(fx, sub, flow.conversation_id, flow.stream, seq, kind.value, text,
                               flow.lane(kind), Trust.VERIFIED)
+            if flow.home_node_id == self.node_id:
+                self._home_delivered(fx, flow.stream, seq)
             return
         if flow.home_node_id is None:
             fx.record(ev.RelayDropped(stream=flow.stream, stream_seq=seq,
@@ -189,6 +191,19 @@ class Relay:
                                conversation_id=flow.conversation_id,
                                home_node_id=flow.home_node_id))
         self.send(fx, env, False)
+
+    def _home_delivered(self, fx: Effects, stream: str, seq: int) -> None:
+        """The home node delivered its own frame to its tabs directly: its cursor moves
+        past it, so a later frame it relays to itself (no tab watching then) is next in
+        line, never held behind a hole of frames its tabs already saw."""
+        state = self.cursor_for(stream)
+        if seq > state.cursor:
+            state.cursor = seq
+            for old in [s for s in state.held if s <= seq]:
+                state.held.pop(old)
+                state.arrived.pop(old, None)
+            fx.add(PersistRecord(Table.STREAMS, f"in|{stream}", {"cursor": state.cursor}))
+            self._settle(fx, stream, state)
 
     # -- receiver side -----------------------------------------------------------------------
     def cursor_for(self, stream: str) -> _Inbound:
