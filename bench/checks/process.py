@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import Enum
@@ -150,10 +151,12 @@ def _gates(h: History) -> _Gates:
                                [o] if o is not None else [gate])
         elif mine:
             g.fate[gate_id] = (Fate.RESUMED, [gate, *mine])
-        elif any(e.t_ms < reached.get(gate_id, d.t_ms) for e in ends.get(pi, [])) and not any(
-                e.cause is InstanceCause.INTERRUPTED for e in ends.get(pi, [])
-                if e.t_ms < reached.get(gate_id, d.t_ms)):
-            # e.g. its task timed out before the decision reached the executor
+        elif (any(e.t_ms < d.t_ms for e in ends.get(pi, [])) and not any(
+                e.cause is InstanceCause.INTERRUPTED for e in ends.get(pi, []) if e.t_ms < d.t_ms)) \
+                or any(e.cause is InstanceCause.TASK_ENDED
+                       and e.t_ms < reached.get(gate_id, math.inf) for e in ends.get(pi, [])):
+            # it ended before the decision, or its task was ended from outside (timed out)
+            # before the decision reached the executor, if it ever did
             g.fate[gate_id] = (Fate.CLOSED_BEFORE, [gate, d])
         elif gate_id in sends and unsent.issuperset(sends[gate_id]):
             g.fate[gate_id] = (Fate.DECISION_UNDELIVERABLE, [gate, d])
