@@ -7,7 +7,9 @@ from collections import defaultdict
 from bench.checks import Checker, Collector, rule
 from bench.checks.delivery import Transit
 from bench.core.events import (
+    Event,
     FlowEmitted,
+    InboundAdmitted,
     InboundDropped,
     NodeCrashed,
     OutboundSettled,
@@ -65,7 +67,8 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
     """Every relayed frame is accepted by the home node with the same text, or falls in a
     gap the home node declared explicitly, or its send failed and the sender said so, or
     the home node dropped it with a recorded reason (a signature under a stale key, say),
-    or the sender crashed before the broker acknowledged it, or the network lost it as the
+    or the sender crashed before the broker acknowledged it, or the home crashed while it
+    held it behind a hole, or the network lost it as the
     journal explains (delivery.Transit: a broker wipe, the home's client id taken over)
     or may still carry it — in these cases only if
     the home never accepted a later frame of its stream: had it, the gap was its to
@@ -77,6 +80,7 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
     for stream, seq in accepted:
         last_accepted[stream] = max(seq, last_accepted.get(stream, 0))
     dropped = {(d.node, d.message_id) for d in h.of(InboundDropped) if d.reason != "DUPLICATE"}
+    reached_home = {(a.node, a.message_id): a.t_ms for a in h.of(InboundAdmitted)}
     published = {o.message_id: o.t_ms for o in h.of(OutboundSettled) if o.state == "PUBLISHED"}
     crashes: dict[str, list[float]] = defaultdict(list)
     for x in h.of(NodeCrashed):
@@ -106,6 +110,10 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
                 continue
             if e.message_id not in published and any(t >= e.t_ms for t in crashes[e.node]):
                 c.count("relayed_lost_in_sender_crash")
+                continue
+            held_since = reached_home.get((e.home_node_id, e.message_id))
+            if held_since is not None and any(t >= held_since for t in crashes[e.home_node_id]):
+                c.count("relayed_held_by_a_home_that_crashed")   # its reorder buffer died
                 continue
             why = transit.lost(e.node, published.get(e.message_id, h.end_ms), e.home_node_id)
             if why in Transit.UNDECIDED:
@@ -163,16 +171,19 @@ def trust_labels(h: History, c: Collector) -> None:
 
 @rule("seed 002 §6: local first; DESIGN §7 zero relay traffic with a local subscriber")
 def local_first(h: History, c: Collector) -> None:
-    """No FLOW_EVENT leaves a node while that node has a subscriber for the conversation."""
+    """No FLOW_EVENT leaves a node while that node has a subscriber for the conversation.
+    A crash ends every subscription on the node (its tabs' streams die with the process)."""
     watching: dict[str, dict[str, str | None]] = defaultdict(dict)   # node -> tab -> conv
-    merged = sorted([*h.of(SubscriberAttached), *h.of(SubscriberDetached), *h.of(RelaySent)],
-                    key=lambda x: x.seq)
+    merged: list[Event] = sorted([*h.of(SubscriberAttached), *h.of(SubscriberDetached),
+                                  *h.of(RelaySent), *h.of(NodeCrashed)], key=lambda x: x.seq)
     for e in merged:
         match e:
             case SubscriberAttached():
                 watching[e.node][e.subscriber_id] = e.conversation_id
             case SubscriberDetached():
                 watching[e.node].pop(e.subscriber_id, None)
+            case NodeCrashed():
+                watching[e.node].clear()
             case RelaySent():
                 c.count("relayed")
                 if e.conversation_id in watching[e.node].values():
