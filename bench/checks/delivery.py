@@ -424,6 +424,12 @@ class Transit:
                 for node in nodes:
                     self.lossy[str(node)].append((f.t_ms, healed.get(f.fault_index, h.end_ms)))
 
+    def out_until_end(self, node: str, t_ms: float) -> bool:
+        """`node` (or the broker) went out around `t_ms` and was still out at the end: what
+        it was sending or being sent then may still be on its way."""
+        return any(o.node in (node, EVERY_NODE) and o.end_ms >= self.end_ms
+                   and o.start_ms <= t_ms + IN_FLIGHT_AT_END_MS for o in self.outages)
+
     def lost(self, publisher: str, t_ms: float, target: str) -> str | None:
         """Why a message `publisher` had acknowledged at `t_ms` may never have reached
         `target` (a count key), or None: nothing in the journal explains a loss."""
@@ -444,8 +450,7 @@ class Transit:
         # new holder too: a message accepted just before the takeover may be among it
         if self.hijacked.get(target, float("inf")) <= t_ms + IN_FLIGHT_AT_END_MS:
             return "lost_to_client_id_takeover"
-        if any(o.node in (target, EVERY_NODE) and o.end_ms >= self.end_ms
-               and o.start_ms <= t_ms + IN_FLIGHT_AT_END_MS for o in self.outages):
+        if self.out_until_end(target, t_ms):
             return "target_out_until_end"
         if any(start <= t_ms and end >= accepted_from for start, end in self.lossy[target]):
             return "retransmitting_over_a_lossy_link"

@@ -138,10 +138,14 @@ def _gates(h: History) -> _Gates:
             g.fate[gate_id] = (Fate.REFUSED, [gate])
         elif gate_id not in stored:
             why = None
-            if gate.message_id in published and gate.home_node_id is not None:
+            if gate.message_id not in published and \
+                    h.memo(Transit).out_until_end(gate.node, gate.t_ms):
+                why = "sender_out_until_end"     # still in its client's queue at the end
+            elif gate.message_id in published and gate.home_node_id is not None:
                 sent = published[gate.message_id]
                 why = h.memo(Transit).lost(sent.node, sent.t_ms, gate.home_node_id)
-            g.fate[gate_id] = (Fate.IN_FLIGHT if gate.t_ms > late or why in Transit.UNDECIDED
+            undecided = why in Transit.UNDECIDED or why == "sender_out_until_end"
+            g.fate[gate_id] = (Fate.IN_FLIGHT if gate.t_ms > late or undecided
                                else Fate.LOST_IN_TRANSIT if why else Fate.NEVER_STORED, [gate])
         elif d is None:
             o = opened.get(gate_id)
