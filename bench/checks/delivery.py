@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from bench.checks import Checker, Collector, rule
 from bench.core.events import (
+    Event,
     ExecutorsRegistered,
     FaultFired,
     FaultHealed,
@@ -448,7 +449,8 @@ class Transit:
                 return "lost_with_non_persistent_broker" if w else "sent_before_the_target_subscribed"
         # what the session still held unacknowledged when it was taken over goes to the
         # new holder too: a message accepted just before the takeover may be among it
-        if self.hijacked.get(target, float("inf")) <= t_ms + IN_FLIGHT_AT_END_MS:
+        if any(start <= t_ms + IN_FLIGHT_AT_END_MS and t_ms <= end + IN_FLIGHT_AT_END_MS
+               for start, end in self.hijacked[target]):
             return "lost_to_client_id_takeover"
         if self.out_until_end(target, t_ms):
             return "target_out_until_end"
@@ -457,18 +459,33 @@ class Transit:
         return None
 
 
-def taken_over(h: History) -> dict[str, float]:
-    """node -> when another node first connected with its client id, or it with another's.
-    MQTT delivers to a client id, not to a node: from then on what reaches either node
-    may be consumed by the other — the takeover's doing, which the deployment checker
-    flags as the cause."""
-    hijacked: dict[str, float] = {}
-    for m in h.of(MqttConnected):
-        owner = next((n for n, cid in h.client_ids.items() if cid == m.client_id), None)
-        if owner is not None and owner != m.node:
-            hijacked.setdefault(owner, m.t_ms)
-            hijacked.setdefault(m.node, m.t_ms)
-    return hijacked
+def taken_over(h: History) -> dict[str, list[tuple[float, float]]]:
+    """node -> the spans during which another node was connected with its client id, or it
+    with another's. MQTT delivers to a client id, not to a node: meanwhile what reaches
+    either node may be consumed by the other — the takeover's doing, which the deployment
+    checker flags as the cause. A span ends when the borrower's connection does; what is
+    lost after that (a broker that mixed the sessions up for good) is not excused."""
+    owners = {cid: n for n, cid in h.client_ids.items()}
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    borrowing: dict[str, tuple[str, float]] = {}      # borrower -> (owner, since)
+
+    def close(node: str, t_ms: float) -> None:
+        if node in borrowing:
+            owner, since = borrowing.pop(node)
+            spans[owner].append((since, t_ms))
+            spans[node].append((since, t_ms))
+
+    events: list[Event] = sorted([*h.of(MqttConnected), *h.of(MqttDisconnected)],
+                                 key=lambda e: e.seq)
+    for e in events:
+        close(e.node, e.t_ms)
+        if isinstance(e, MqttConnected):
+            owner = owners.get(e.client_id)
+            if owner is not None and owner != e.node:
+                borrowing[e.node] = (owner, e.t_ms)
+    for node in list(borrowing):
+        close(node, h.end_ms)
+    return spans
 
 
 def _no_request(h: History) -> str | None:

@@ -35,6 +35,13 @@ def test_a_takeover_just_after_the_message_was_accepted_explains_it() -> None:
                                  step_ms=500)).value is Value.TRUE
     assert QOS1_DELIVERY(history(booted("exec-1"), SENT, *later, takeover, *later,
                                  step_ms=500)).value is Value.FALSE
+    # once the borrower's connection is gone, a loss is no longer the takeover's doing
+    # (amqtt keeps delivering the real node's messages nowhere: that must show)
+    gone = ev.MqttDisconnected("exec-1", "taken over", node="exec-2")
+    assert QOS1_DELIVERY(history(booted("exec-1"), takeover, gone, *later, SENT, *later,
+                                 step_ms=500)).value is Value.FALSE
+    assert QOS1_DELIVERY(history(booted("exec-1"), takeover, SENT, gone, *later,
+                                 step_ms=500)).value is Value.TRUE
 
 
 def attack(honest: str) -> ev.AttackSent:
