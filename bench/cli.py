@@ -128,16 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("run_dir", type=Path)
     xp = sub.add_parser(
         "explore", help="random scenarios in simulation until a verdict fails, then shrink it",
-        description="Draw random scenarios (a topology family, a workload mix, 0-3 faults from "
-                    "the whole catalogue, security faults included), run them in simulation N "
-                    "at a time and judge each one, until a verdict is FALSE that the scenario "
-                    "does not expect, or the budget is spent. The failing scenario is then "
-                    "shrunk (fewer faults, nodes, seconds, requests, workload keys) while the "
-                    "same checker still fails, and written as OUT/minimal.toml and "
-                    "OUT/minimal-topology.toml, with the command that replays it. The same "
-                    "--seed draws the same scenarios in the same order. OUT/explore.json holds "
-                    "every run's verdicts. Exit code: 1 a failure was found, 0 none within the "
-                    "budget, 3 invalid arguments.",
+        description="Draw random scenarios (a topology family, a workload mix, 0-3 faults from\n"
+                    "the whole catalogue, security faults included), run them in simulation N\n"
+                    "at a time and judge each one, until a verdict is FALSE that the scenario\n"
+                    "does not expect, or the budget is spent. The failing scenario is then\n"
+                    "shrunk (fewer faults, nodes, seconds, requests, workload keys) while the\n"
+                    "same checker still fails, and written as OUT/minimal.toml and\n"
+                    "OUT/minimal-topology.toml, with the command that replays it. The same\n"
+                    "--seed draws the same scenarios in the same order. OUT/explore.json holds\n"
+                    "every run's verdicts and the situations each reached.\n\n"
+                    "exit codes: 1 a failure was found, 0 none within the budget, 2 interrupted,\n"
+                    "3 invalid arguments",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  a2a-bench explore --variant memory_dedup_60s --minutes 5 -j 2 "
                "--out results/explore\n  a2a-bench run results/explore/minimal.toml --mode sim "
