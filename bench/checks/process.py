@@ -41,6 +41,7 @@ from bench.core.events import (
     InstanceRehydrated,
     InstanceStarted,
     InstanceState,
+    NodeCrashed,
     OutboundSettled,
     StepFinished,
     StepStarted,
@@ -62,7 +63,7 @@ class Fate(Enum):
     LOST_IN_RESTART = "lost in a restart while paused"
     NEVER_STORED = "GATE_OPEN never reached the gate store"
     REFUSED = "GATE_OPEN refused at the home node, or never sent, with a recorded reason"
-    LOST_IN_TRANSIT = "GATE_OPEN lost as the journal explains (broker wipe, takeover)"
+    LOST_IN_TRANSIT = "GATE_OPEN lost as the journal explains (broker wipe, takeover, sender crash)"
     IN_FLIGHT = "GATE_OPEN still in flight at the end"
     EXPIRED_UNDECIDED = "past its deadline undecided"
     OPEN_AT_END = "open when the run ended"
@@ -138,7 +139,10 @@ def _gates(h: History) -> _Gates:
             g.fate[gate_id] = (Fate.REFUSED, [gate])
         elif gate_id not in stored:
             why = None
-            if gate.message_id not in published and \
+            if gate.message_id not in published and any(
+                    c.node == gate.node and c.t_ms >= gate.t_ms for c in h.of(NodeCrashed)):
+                why = "lost_in_sender_crash"     # its client's queue died with the process
+            elif gate.message_id not in published and \
                     h.memo(Transit).out_until_end(gate.node, gate.t_ms):
                 why = "sender_out_until_end"     # still in its client's queue at the end
             elif gate.message_id in published and gate.home_node_id is not None:
