@@ -202,7 +202,7 @@ class Relay:
             for old in [s for s in state.held if s <= seq]:
                 state.held.pop(old)
                 state.arrived.pop(old, None)
-            fx.add(PersistRecord(Table.STREAMS, f"in|{stream}", {"cursor": state.cursor}))
+            self._advance(fx, stream, state)    # persists the cursor; releases what follows
             self._settle(fx, stream, state)
 
     # -- receiver side -----------------------------------------------------------------------
