@@ -60,24 +60,36 @@ def capture_flow(w: Wire) -> list[bytes]:
     return got
 
 
-def test_duplicates_are_dropped_reordering_is_repaired_and_gaps_are_explicit(pair: Pair) -> None:
-    w = pair()
+INBOX = "ooder/node/orch-1/inbox"
+
+
+def withheld_stream(w: Wire, texts: list[str]) -> list[bytes]:
+    """A tab watches c1 on orch-1 and the executor streams `texts` as tokens; every
+    FLOW_EVENT is withheld, for the test to hand over (`arrive`) in its own order."""
     w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
     start_stream(w)
     flows = capture_flow(w)
-    for t in ("a", "b", "c", "d", "e"):
-        emit(w, "token", t)
-    inbox = "ooder/node/orch-1/inbox"
-    f1, f2, f3, f4, f5 = flows
+    for text in texts:
+        emit(w, "token", text)
+    return flows
+
+
+def arrive(w: Wire, raw: bytes) -> None:
+    w.feed("orch-1", MessageReceived(w.now_ms, INBOX, raw))
+
+
+def test_duplicates_are_dropped_reordering_is_repaired_and_gaps_are_explicit(pair: Pair) -> None:
+    w = pair()
+    f1, f2, f3, f4, f5 = withheld_stream(w, ["a", "b", "c", "d", "e"])
     for raw in (f2, f1, f1):                       # out of order, then a duplicate
-        w.feed("orch-1", MessageReceived(w.now_ms, inbox, raw))
+        arrive(w, raw)
     again = decode(f2)
     assert isinstance(again, Envelope)
-    w.feed("orch-1", MessageReceived(w.now_ms, inbox, encode(  # same seq, new messageId
+    arrive(w, encode(                              # same seq, new messageId
         Envelope("re-sent", again.message_type, again.from_agent_id, again.timestamp_ms,
                  again.to_agent_id, again.target_node_id, again.conversation_id, None,
-                 again.payload, again.headers))))
-    w.feed("orch-1", MessageReceived(w.now_ms, inbox, f5))  # 3 and 4 missing
+                 again.payload, again.headers)))
+    arrive(w, f5)                                  # 3 and 4 missing
     assert [(s, t) for _, s, _, t, _ in delivered(w)] == [(1, "a"), (2, "b")]
     w.advance(w.now_ms + 600)                       # past the 500 ms reorder window
     assert [(s, t) for _, s, _, t, _ in delivered(w)] == [(1, "a"), (2, "b"), (5, "e")]
@@ -85,7 +97,7 @@ def test_duplicates_are_dropped_reordering_is_repaired_and_gaps_are_explicit(pai
     assert (gap.fields["fromSeq"], gap.fields["toSeq"]) == (3, 4)
     dups = w.history.of_kind("relay_duplicate")
     assert [d.fields["streamSeq"] for d in dups] == [2]   # the byte-identical copy died in the ledger
-    w.feed("orch-1", MessageReceived(w.now_ms, inbox, f3))   # too late: below the cursor
+    arrive(w, f3)                                  # too late: below the cursor
     assert len(w.history.of_kind("relay_duplicate")) == 2
 
 
@@ -167,16 +179,11 @@ def test_detached_tabs_get_nothing(pair: Pair) -> None:
 def test_a_hole_in_a_busy_stream_is_declared_within_one_window(pair: Pair) -> None:
     """The reorder window counts from when the gap appeared, not from the latest arrival."""
     w = pair()
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
-    start_stream(w)
-    flows = capture_flow(w)
-    for k in range(12):
-        emit(w, "token", f"t{k}")
-    inbox = "ooder/node/orch-1/inbox"
-    w.feed("orch-1", MessageReceived(w.now_ms, inbox, flows[0]))        # seq 1
+    flows = withheld_stream(w, [f"t{k}" for k in range(12)])
+    arrive(w, flows[0])                                                  # seq 1
     for raw in flows[2:]:                                                # seq 2 never comes
         w.advance(w.now_ms + 100)                                        # one every 100 ms
-        w.feed("orch-1", MessageReceived(w.now_ms, inbox, raw))
+        arrive(w, raw)
     gaps = w.history.of_kind("relay_gap")
     assert gaps and gaps[0].t_ms - 100 <= 600, "the gap waited for the stream to pause"
     assert [s for _, s, _, _, _ in delivered(w)][-1] == 12
@@ -188,15 +195,10 @@ def test_holes_behind_a_declared_gap_do_not_each_wait_a_window_of_their_own(pair
     hole's window runs from when it appeared: holes that appeared together are declared
     together."""
     w = pair()
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
-    start_stream(w)
-    flows = capture_flow(w)
-    for k in range(9):
-        emit(w, "token", f"t{k}")
-    inbox = "ooder/node/orch-1/inbox"
+    flows = withheld_stream(w, [f"t{k}" for k in range(9)])
     t0 = w.now_ms
     for raw in flows[::2]:                                   # seqs 1, 3, 5, 7, 9: four holes
-        w.feed("orch-1", MessageReceived(w.now_ms, inbox, raw))
+        arrive(w, raw)
     w.advance(t0 + 600)                                      # one window after they appeared
     gaps = [(g.fields["fromSeq"], g.fields["toSeq"]) for g in w.history.of_kind("relay_gap")]
     assert gaps == [(2, 2), (4, 4), (6, 6), (8, 8)]
