@@ -6,15 +6,13 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.delivery import EVERY_NODE, Transit
+from bench.checks.delivery import EVERY_NODE, Transit, fault_windows
 from bench.core.events import (
     AttackSent,
     AuthVerdict,
     Event,
     FaultError,
-    FaultHealed,
     FaultRefused,
-    FaultStart,
     InboundAdmitted,
     InboundDropped,
     NodeStarted,
@@ -150,9 +148,7 @@ def verdict_is_honest(h: History, c: Collector) -> None:
     is the one the signature scheme gives. The honest verifier reads the true time; a node
     whose clock a fault has set off may disagree on freshness alone (STALE one way or the
     other), as an honest verifier with that clock would."""
-    healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
-    skewed = [(str(f.params.get("node")), f.t_ms, healed.get(f.fault_index, h.end_ms))
-              for f in h.of(FaultStart) if f.fault == "clock_skew" and isinstance(f.params, dict)]
+    skewed = [f for f in h.memo(fault_windows) if f.fault == "clock_skew"]
     attacks = h.of(AttackSent)
     for a in attacks:
         first = _first_after(h, a)
@@ -163,8 +159,8 @@ def verdict_is_honest(h: History, c: Collector) -> None:
             c.count("outcome_of_a_later_attack_on_the_same_message")   # e.g. a replay tampered
         elif first is not None and recorded is not None and recorded != a.honest_verdict \
                 and "STALE" in (recorded, a.honest_verdict) \
-                and any(node == a.target_node_id and start <= first.t_ms <= end
-                        for node, start, end in skewed):
+                and any(a.target_node_id in f.nodes and f.start_ms <= first.t_ms <= f.end_ms
+                        for f in skewed):
             c.count("freshness_judged_on_a_skewed_clock")
         elif first is not None and recorded is not None and recorded != a.honest_verdict:
             c.violation(f"{a.target_node_id} recorded {recorded} for {a.attack} message "

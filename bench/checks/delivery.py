@@ -94,6 +94,31 @@ class Outage:
     end_ms: float
 
 
+@dataclass(frozen=True, slots=True)
+class FaultWindow:
+    """One scheduled fault from its start to its heal (or the end of the history), with
+    the nodes it names (`nodes`, `node`, `impostor`)."""
+
+    fault: str
+    start_ms: float
+    end_ms: float
+    nodes: tuple[str, ...]
+
+
+def fault_windows(h: History) -> list[FaultWindow]:
+    """Every fault the journal started, with the window it really had."""
+    healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
+    out = []
+    for f in h.of(FaultStart):
+        params = f.params if isinstance(f.params, dict) else {}
+        many = params.get("nodes")
+        named = [*(many if isinstance(many, list) else []),
+                 *(params[k] for k in ("node", "impostor") if params.get(k) is not None)]
+        out.append(FaultWindow(f.fault, f.t_ms, healed.get(f.fault_index, h.end_ms),
+                               tuple(map(str, named))))
+    return out
+
+
 def _outages(h: History) -> list[Outage]:
     """The real outages the journal shows, node by node — a crash or a lost connection
     until the node's client is connected again, a partition or a link fault for its
@@ -116,19 +141,15 @@ def _outages(h: History) -> list[Outage]:
     for node, times in drops.items():
         out.extend(Outage(node, t, back_after(node, t)) for t in times)
 
-    healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
-    for f in h.of(FaultStart):
-        params = f.params if isinstance(f.params, dict) else {}
-        end = healed.get(f.fault_index, h.end_ms)
+    for f in h.memo(fault_windows):
         if f.fault in LINK_FAULTS:
-            nodes = params.get("nodes")
-            for node in map(str, nodes if isinstance(nodes, list) else []):
+            for node in f.nodes:
                 # a connection the fault killed is back only once the node reconnected
-                lost = any(f.t_ms <= t <= end for t in drops[node])
-                out.append(Outage(node, f.t_ms, back_after(node, end) if lost else end))
+                lost = any(f.start_ms <= t <= f.end_ms for t in drops[node])
+                out.append(Outage(node, f.start_ms,
+                                  back_after(node, f.end_ms) if lost else f.end_ms))
         elif f.fault == "duplicate_client_id":
-            for key in ("node", "impostor"):
-                out.append(Outage(str(params.get(key)), f.t_ms, end))
+            out.extend(Outage(node, f.start_ms, f.end_ms) for node in f.nodes)
     stops = [e.t_ms for e in h.of(FaultFired) if e.action.startswith(BROKER_DOWN)]
     starts = [e.t_ms for e in h.of(FaultFired) if e.action == "broker started"]
     for stop in stops:
@@ -196,7 +217,7 @@ def no_response_explained(h: History, c: Collector) -> None:
         rid = d.request_id
         if rid and d.reason != "DUPLICATE" and d.node in (target.get(rid), requesters.get(rid)):
             explained.add(rid)
-    outages = _outages(h)
+    outages = transit.outages
     task_ended = _still_running(h)
     # the response came, after the requester had given up: slow, not lost
     late = {(u.node, u.request_id) for u in h.of(ResponseUnmatched) if u.request_id}
@@ -417,13 +438,21 @@ class Transit:
             self.connects[m.node].append(m.t_ms)
         self.hijacked = taken_over(h)
         self.outages = _outages(h)
+        self.published = {o.message_id: o.t_ms for o in h.of(OutboundSettled)
+                          if o.state == "PUBLISHED"}
+        self.crashes: dict[str, list[float]] = defaultdict(list)
+        for x in h.of(NodeCrashed):
+            self.crashes[x.node].append(x.t_ms)
         self.lossy: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
-        for f in h.of(FaultStart):
-            nodes = f.params.get("nodes") if isinstance(f.params, dict) else None
-            if f.fault == "loss" and isinstance(nodes, list):
-                for node in nodes:
-                    self.lossy[str(node)].append((f.t_ms, healed.get(f.fault_index, h.end_ms)))
+        for f in h.memo(fault_windows):
+            if f.fault == "loss":
+                for node in f.nodes:
+                    self.lossy[node].append((f.start_ms, f.end_ms))
+
+    def died_with_sender(self, sender: str, t_ms: float, message_id: str) -> bool:
+        """The message, sent at `t_ms`, never got its PUBACK and its sender crashed after
+        sending it: what its client still held died with the process."""
+        return message_id not in self.published and any(t >= t_ms for t in self.crashes[sender])
 
     def out_until_end(self, node: str, t_ms: float) -> bool:
         """`node` (or the broker) went out around `t_ms` and was still out at the end: what

@@ -41,7 +41,6 @@ from bench.core.events import (
     InstanceRehydrated,
     InstanceStarted,
     InstanceState,
-    NodeCrashed,
     OutboundSettled,
     StepFinished,
     StepStarted,
@@ -139,8 +138,7 @@ def _gates(h: History) -> _Gates:
             g.fate[gate_id] = (Fate.REFUSED, [gate])
         elif gate_id not in stored:
             why = None
-            if gate.message_id not in published and any(
-                    c.node == gate.node and c.t_ms >= gate.t_ms for c in h.of(NodeCrashed)):
+            if h.memo(Transit).died_with_sender(gate.node, gate.t_ms, gate.message_id):
                 why = "lost_in_sender_crash"     # its client's queue died with the process
             elif gate.message_id not in published and \
                     h.memo(Transit).out_until_end(gate.node, gate.t_ms):

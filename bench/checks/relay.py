@@ -74,11 +74,10 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
     gap the home node declared explicitly, or its send failed and the sender said so, or
     the home node dropped it with a recorded reason (a signature under a stale key, say),
     or the sender crashed before the broker acknowledged it, or the home crashed while it
-    held it behind a hole, or the network lost it as the
-    journal explains (delivery.Transit: a broker wipe, the home's client id taken over)
-    or may still carry it — in these cases only if
-    the home never accepted a later frame of its stream: had it, the gap was its to
-    declare."""
+    held it behind a hole, or the network lost it as the journal explains
+    (delivery.Transit: a broker wipe, the home's client id taken over) or may still carry
+    it — in these cases only if the home never accepted a later frame of its stream: had
+    it, the gap was its to declare."""
     frames = _frames(h)
     failed = {o.message_id for o in h.of(OutboundSettled) if o.state == "FAILED"}
     accepted = {(e.stream, e.stream_seq): e for e in h.of(RelayAccepted)}
@@ -87,11 +86,8 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
         last_accepted[stream] = max(seq, last_accepted.get(stream, 0))
     dropped = {(d.node, d.message_id) for d in h.of(InboundDropped) if d.reason != "DUPLICATE"}
     reached_home = {(a.node, a.message_id): a.t_ms for a in h.of(InboundAdmitted)}
-    published = {o.message_id: o.t_ms for o in h.of(OutboundSettled) if o.state == "PUBLISHED"}
-    crashes: dict[str, list[float]] = defaultdict(list)
-    for x in h.of(NodeCrashed):
-        crashes[x.node].append(x.t_ms)
     transit = h.memo(Transit)
+    published, crashes = transit.published, transit.crashes
     gaps: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for g in h.of(RelayGap):
         gaps[g.stream].append((g.from_seq, g.to_seq))
@@ -114,7 +110,7 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
             if (e.home_node_id, e.message_id) in dropped:
                 c.count("relayed_dropped_with_reason")
                 continue
-            if e.message_id not in published and any(t >= e.t_ms for t in crashes[e.node]):
+            if transit.died_with_sender(e.node, e.t_ms, e.message_id):
                 c.count("relayed_lost_in_sender_crash")
                 continue
             held_since = reached_home.get((e.home_node_id, e.message_id))
