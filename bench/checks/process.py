@@ -105,24 +105,21 @@ def _gates(h: History) -> _Gates:
     for received in h.of(GateDecisionReceived):
         if received.status in ("UNKNOWN_INSTANCE", "NOT_WAITING"):
             nacks[received.gate_id].append(received.status)
-    # a GATE_OPEN the home node dropped with a reason (not as a duplicate), or whose send
-    # failed, did reach its fate with a record of why (e.g. a signature under a stale key)
-    refused = {(d.node, d.message_id) for d in h.of(InboundDropped)
-               if d.reason != "DUPLICATE" and d.message_type == "GATE_OPEN"}
+    # a gate message whose send failed, or that was dropped with a reason (not as a
+    # duplicate), reached its fate with a record of why (e.g. a signature under a stale key)
+    kinds = ("GATE_OPEN", "GATE_DECISION")
     unsent = {o.message_id for o in h.of(OutboundSettled)
-              if o.message_type == "GATE_OPEN" and o.state in ("UNDELIVERABLE", "FAILED")}
-    published = {o.message_id: o for o in h.of(OutboundSettled)
-                 if o.message_type == "GATE_OPEN" and o.state == "PUBLISHED"}
+              if o.message_type in kinds and o.state in ("UNDELIVERABLE", "FAILED")}
+    refused = {(d.node, d.message_id) for d in h.of(InboundDropped)
+               if d.message_type in kinds and d.reason != "DUPLICATE"}
+    failed = unsent | {m for _, m in refused if m}     # for decisions, refused anywhere
+    transit = h.memo(Transit)
     reached: dict[str, float] = {}       # when a decision first reached its executor
     for received in h.of(GateDecisionReceived):
         reached.setdefault(received.gate_id, received.t_ms)
     sends: dict[str, list[str]] = defaultdict(list)
     for sd in h.of(GateDecisionSent):
         sends[sd.gate_id].append(sd.message_id)
-    unsent |= {o.message_id for o in h.of(OutboundSettled)
-               if o.message_type == "GATE_DECISION" and o.state in ("UNDELIVERABLE", "FAILED")}
-    unsent |= {d.message_id for d in h.of(InboundDropped) if d.message_id
-               and d.message_type == "GATE_DECISION" and d.reason != "DUPLICATE"}
     g = _Gates(opens, stored, opened, decided, resumes, ends, nacks)
     late = h.end_ms - IN_FLIGHT_AT_END_MS
     for gate_id, gate in sorted(opens.items()):
@@ -138,14 +135,14 @@ def _gates(h: History) -> _Gates:
             g.fate[gate_id] = (Fate.REFUSED, [gate])
         elif gate_id not in stored:
             why = None
-            if h.memo(Transit).died_with_sender(gate.node, gate.t_ms, gate.message_id):
+            if transit.died_with_sender(gate.node, gate.t_ms, gate.message_id):
                 why = "lost_in_sender_crash"     # its client's queue died with the process
-            elif gate.message_id not in published and \
-                    h.memo(Transit).out_until_end(gate.node, gate.t_ms):
-                why = "sender_out_until_end"     # still in its client's queue at the end
-            elif gate.message_id in published and gate.home_node_id is not None:
-                sent = published[gate.message_id]
-                why = h.memo(Transit).lost(sent.node, sent.t_ms, gate.home_node_id)
+            elif gate.message_id not in transit.published:
+                if transit.out_until_end(gate.node, gate.t_ms):
+                    why = "sender_out_until_end"     # still in its client's queue at the end
+            elif gate.home_node_id is not None:
+                why = transit.lost(gate.node, transit.published[gate.message_id],
+                                   gate.home_node_id)
             undecided = why in Transit.UNDECIDED or why == "sender_out_until_end"
             g.fate[gate_id] = (Fate.IN_FLIGHT if gate.t_ms > late or undecided
                                else Fate.LOST_IN_TRANSIT if why else Fate.NEVER_STORED, [gate])
@@ -164,7 +161,7 @@ def _gates(h: History) -> _Gates:
             # it ended before the decision, or its task was ended from outside (timed out)
             # before the decision reached the executor, if it ever did
             g.fate[gate_id] = (Fate.CLOSED_BEFORE, [gate, d])
-        elif gate_id in sends and unsent.issuperset(sends[gate_id]):
+        elif gate_id in sends and failed.issuperset(sends[gate_id]):
             g.fate[gate_id] = (Fate.DECISION_UNDELIVERABLE, [gate, d])
         elif d.t_ms > late:
             g.fate[gate_id] = (Fate.DECISION_IN_FLIGHT, [gate, d])
