@@ -325,7 +325,7 @@ def _matrix(args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace) -> int:
-    from bench.explore import explore, to_json, write_report
+    from bench.explore import explore, write_report
     from bench.variants import variant
 
     try:
@@ -352,8 +352,7 @@ def _explore(args: argparse.Namespace) -> int:
         print(f"a2a-bench: explore interrupted; the failing runs so far are in {out}/runs",
               file=sys.stderr)
         return EXIT_UNKNOWN
-    report = write_report(e, out, variant=args.variant, seed=args.seed, jobs=args.jobs)
-    summary = to_json(e, variant=args.variant, seed=args.seed, jobs=args.jobs)
+    report, summary = write_report(e, out, variant=args.variant, seed=args.seed, jobs=args.jobs)
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=2))
     else:

@@ -64,7 +64,7 @@ def _crash_with_publishes_in_flight(h: History) -> int:
     sends: list[Event] = [*h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent),
                           *h.of(GateDecisionSent)]
     n = 0
-    for crash, _ in _crashes(h):
+    for crash, _ in h.memo(_crashes):
         if any(s.node == crash.node and s.t_ms <= crash.t_ms
                and settled.get(getattr(s, "message_id", ""), float("inf")) > crash.t_ms
                for s in sends):
@@ -86,7 +86,7 @@ def _redelivered_after_flushes(h: History) -> int:
         if d.reason == "DUPLICATE":
             dups[d.node].append((d.t_ms, d.message_id))
     n = 0
-    for crash, up in _crashes(h):
+    for crash, up in h.memo(_crashes):
         if sum(t <= crash.t_ms for t in flushes[crash.node]) < 2:
             continue
         before = {m for t, m in admitted[crash.node] if t <= crash.t_ms}
@@ -108,7 +108,7 @@ def _misaddressed_to_empty_roster(h: History) -> int:
 
 def _gate_expired_after_home_restart(h: History) -> int:
     opened = {g.gate_id: g for g in h.of(GateOpened)}
-    crashes = _crashes(h)
+    crashes = h.memo(_crashes)
     return sum(1 for e in h.of(GateExpired) if e.gate_id in opened and any(
         c.node == e.node and opened[e.gate_id].t_ms < c.t_ms < e.t_ms for c, _ in crashes))
 
@@ -116,7 +116,7 @@ def _gate_expired_after_home_restart(h: History) -> int:
 def _home_restart_tabs_reattach(h: History) -> int:
     attached = h.of(SubscriberAttached)
     streamed = {r.home_node_id for r in h.of(RelaySent)}
-    return sum(1 for c, up in _crashes(h) if c.node in streamed
+    return sum(1 for c, up in h.memo(_crashes) if c.node in streamed
                and any(a.node == c.node and a.t_ms < c.t_ms for a in attached)
                and any(a.node == c.node and a.t_ms >= up for a in attached))
 

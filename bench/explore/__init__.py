@@ -234,7 +234,9 @@ def to_json(e: Exploration, *, variant: str, seed: int, jobs: int) -> dict[str, 
                      for t in e.runs]}
 
 
-def write_report(e: Exploration, out: Path, **how: Any) -> Path:
+def write_report(e: Exploration, out: Path, **how: Any) -> tuple[Path, dict[str, Any]]:
+    """OUT/explore.json, and what it holds."""
+    report = to_json(e, **how)
     path = out / "explore.json"
-    path.write_text(json.dumps(to_json(e, **how), indent=1) + "\n")
-    return path
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    return path, report
