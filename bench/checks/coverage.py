@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from bench.core.events import (
     AttackSent,
-    Event,
     FaultFired,
     FaultStart,
     GateDecisionReceived,
@@ -39,6 +38,7 @@ from bench.core.events import (
     RosterLoaded,
     SubflowFinished,
     SubscriberAttached,
+    TaskState,
 )
 from bench.history import History
 
@@ -60,16 +60,20 @@ def _crashes(h: History) -> list[tuple[NodeCrashed, float]]:
 
 
 def _crash_with_publishes_in_flight(h: History) -> int:
+    """A crash of a node that had sent a message whose publish had not settled yet: a
+    request, relayed frame or gate message (sent events name their message), or a task's
+    response (sent when the task ended; its settlement names the request)."""
     settled = {o.message_id: o.t_ms for o in h.of(OutboundSettled)}
-    sends: list[Event] = [*h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent),
-                          *h.of(GateDecisionSent)]
-    n = 0
-    for crash, _ in h.memo(_crashes):
-        if any(s.node == crash.node and s.t_ms <= crash.t_ms
-               and settled.get(getattr(s, "message_id", ""), float("inf")) > crash.t_ms
-               for s in sends):
-            n += 1
-    return n
+    answered = {(o.node, o.request_id): o.t_ms for o in h.of(OutboundSettled)
+                if o.message_type == "TASK_RESPONSE" and o.request_id}
+    sent: list[tuple[str, float, float]] = [   # (node, sent at, settled at)
+        (s.node, s.t_ms, settled.get(s.message_id, float("inf")))
+        for s in (*h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent),
+                  *h.of(GateDecisionSent))]
+    sent += [(t.node, t.t_ms, answered.get((t.node, t.task_id), float("inf")))
+             for t in h.of(TaskState) if t.state in ("COMPLETED", "FAILED")]
+    return sum(1 for crash, _ in h.memo(_crashes)
+               if any(node == crash.node and at <= crash.t_ms < done for node, at, done in sent))
 
 
 def _redelivered_after_flushes(h: History) -> int:
@@ -95,15 +99,16 @@ def _redelivered_after_flushes(h: History) -> int:
 
 
 def _misaddressed_to_empty_roster(h: History) -> int:
-    empty_since: dict[str, float] = {}
+    """A request refused as NOT_MINE by a node while the roster it last loaded was empty."""
+    loads: dict[str, list[tuple[float, bool]]] = defaultdict(list)
     for r in h.of(RosterLoaded):
-        if r.agents:
-            empty_since.pop(r.node, None)
-        else:
-            empty_since.setdefault(r.node, r.t_ms)
+        loads[r.node].append((r.t_ms, not r.agents))
+
+    def empty_at(node: str, t: float) -> bool:
+        last = [empty for at, empty in loads[node] if at <= t]
+        return bool(last) and last[-1]
     return sum(1 for d in h.of(InboundDropped)
-               if d.reason == "NOT_MINE" and d.node in empty_since
-               and d.t_ms >= empty_since[d.node])
+               if d.reason == "NOT_MINE" and empty_at(d.node, d.t_ms))
 
 
 def _gate_expired_after_home_restart(h: History) -> int:

@@ -192,6 +192,7 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
                           "duplicates_executed": m["duplicates_executed"],
                           "messages_per_task": m["messages_per_task"],
                           "faults_fired": m["faults_fired"]},
+              "situations": result.summary.get("situations", {}),
               "topology": result.summary["topology"], "replay": result.summary["replay"]}
     shutil.rmtree(final, ignore_errors=True)
     final.parent.mkdir(parents=True, exist_ok=True)

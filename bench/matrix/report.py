@@ -47,6 +47,49 @@ def table_md(matrix: Matrix, records: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def coverage(records: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Situation -> the cells that reached it, for every catalogued situation (an empty
+    list: none did). A cell recorded before situations were counted reached nothing known."""
+    from bench.checks.coverage import SITUATIONS
+    return {s.name: [r["cell"]["id"] for r in records if r.get("situations", {}).get(s.name)]
+            for s in SITUATIONS}
+
+
+def coverage_md(records: list[dict[str, Any]]) -> str:
+    from bench.checks.coverage import SITUATIONS
+    table = coverage(records)
+    never = [name for name, cells in table.items() if not cells]
+    out = ["## Coverage", "",
+           f"{len(table) - len(never)} of {len(table)} situations reached"
+           + (f"; never: {', '.join(never)}" if never else "") + ". A situation is a protocol "
+           "path recognised from a cell's history (`bench/checks/coverage.py`); a verdict "
+           "says nothing about a path no cell took.", "",
+           "| situation | cells | e.g. |", "|---|---|---|"]
+    for s in SITUATIONS:
+        cells = table[s.name]
+        shown = ", ".join(f"[{c}](cells/{c}/report.md)" for c in cells[:2])
+        out.append(f"| {s.name} — {s.description} | {len(cells) if cells else '**0**'} | "
+                   f"{shown}{' …' if len(cells) > 2 else ''} |")
+    return "\n".join(out) + "\n"
+
+
+def _coverage_html(records: list[dict[str, Any]]) -> list[str]:
+    from bench.checks.coverage import SITUATIONS
+    from bench.report.html import _e
+    table = coverage(records)
+    never = sum(not cells for cells in table.values())
+    rows = [f"<h2>Coverage</h2><p>{len(table) - never} of {len(table)} situations reached "
+            "(protocol paths recognised from each cell's history).</p>"
+            "<table><tr><th>situation</th><th>cells</th><th>e.g.</th></tr>"]
+    for s in SITUATIONS:
+        cells = table[s.name]
+        shown = ", ".join(f"<a href='cells/{_e(c)}/report.md'>{_e(c)}</a>" for c in cells[:2])
+        rows.append(f"<tr{'' if cells else ' class=off'}><td title='{_e(s.description)}'>"
+                    f"{_e(s.name)}</td><td>{len(cells)}</td><td>{shown}"
+                    f"{' …' if len(cells) > 2 else ''}</td></tr>")
+    return [*rows, "</table>"]
+
+
 def _topology_series(out: Path, records: list[dict[str, Any]]) -> list[tuple[str, list[tuple[str, list[float], float | None]]]]:
     """Groups of cells that differ only by topology: the same workload on several."""
     from bench.report.plots import latencies, read_history
@@ -77,8 +120,9 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
     records = collect(out, matrix)
     (out / "matrix.json").write_text(json.dumps(
         {"name": matrix.name, "cells": len(matrix.cells), "finished": len(records),
-         "as_expected": sum(r["passed"] for r in records), "records": records}, indent=2))
-    md = table_md(matrix, records)
+         "as_expected": sum(r["passed"] for r in records), "coverage": coverage(records),
+         "records": records}, indent=2))
+    md = table_md(matrix, records) + "\n" + coverage_md(records)
     plots: dict[str, dict[str, Path]] = {}
     captions = {}
     if records:
@@ -122,6 +166,7 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
             f"<td>{r['wall_s']:.1f}</td></tr>")
     body.append("</table><p class='muted'>Columns: " + ", ".join(
         f"{i + 1} {_e(c)}" for i, c in enumerate(checkers)) + "</p>")
+    body += _coverage_html(records)
     body += _plots(plots, captions, out)
     (out / "matrix.html").write_text(page(f"matrix {matrix.name}", body))
     return {"md": out / "matrix.md", "html": out / "matrix.html", "json": out / "matrix.json"}

@@ -43,7 +43,10 @@ from bench.core.inputs import (
     Input,
     KeysRotated,
     PublishSettled,
+    Started,
     StepFinished,
+    SubscriberAttached,
+    SubscriberDetached,
     TaskFinished,
     TimerFired,
     TimerId,
@@ -57,6 +60,9 @@ from bench.workload import Behaviour
 
 #: How long a supervisor waits before starting a node whose process died of an exception.
 RESTART_AFTER_RAISE_MS = 1_000.0
+#: How long a browser tab whose node went away waits before it connects again (the order of
+#: an EventSource's default retry).
+TAB_RECONNECT_MS = 1_000.0
 
 
 class _ClientFault:
@@ -96,6 +102,10 @@ class NodeHost(ABC):
         self._strip: _ClientFault | None = None      # missing_reply_node
         self._refuse: _ClientFault | None = None     # publish_failure
         self.on_settle: Callable[[str, str], None] = lambda request_id, outcome: None
+        #: the browser tabs watching conversations on this node (subscriber -> conversation):
+        #: they live in browsers, not in the node, so they outlive its process and attach
+        #: again after it starts (a live substrate hands them to a new process)
+        self.tabs: dict[str, str] = {}
 
     @property
     def node_id(self) -> str:
@@ -155,6 +165,13 @@ class NodeHost(ABC):
         if node is None or store is None:
             self.record(ev.InputLost(type(event).__name__, "node is down"))
             return
+        match event:
+            case SubscriberAttached():
+                self.tabs[event.subscriber_id] = event.conversation_id
+            case SubscriberDetached():
+                self.tabs.pop(event.subscriber_id, None)
+            case Started() if self.tabs:
+                self._tabs_come_back()
         try:
             commands = node.handle(event)
         except Exception as exc:   # the node under test failed: a finding, not a dead run
@@ -206,6 +223,13 @@ class NodeHost(ABC):
             if self.epoch == epoch and self.node is None:   # nothing else restarted it
                 self.boot()
         self.call_later(RESTART_AFTER_RAISE_MS, supervisor)
+
+    def _tabs_come_back(self) -> None:
+        """The node (re)started while tabs were watching it: each connects again a moment
+        later, as a browser does when its event stream breaks."""
+        for subscriber, conversation in sorted(self.tabs.items()):
+            self.later(TAB_RECONNECT_MS, lambda s=subscriber, c=conversation:
+                       SubscriberAttached(self.now_ms(), s, c))
 
     def later(self, delay_ms: float, make: Callable[[], Input]) -> None:
         """Feed an input after a delay, unless the node died or restarted meanwhile."""

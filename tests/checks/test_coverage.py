@@ -1,4 +1,6 @@
-"""Situations are recognised from real histories, and only where they happened."""
+"""Situations are recognised from real histories, and only where they happened; the default
+matrix reaches every one of them (each has a witness: a cell of the default matrix, run
+here, that reaches it)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from bench.checks.coverage import SITUATIONS, reached
+from bench.core import events as ev
 from bench.history import History
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE
+from tests.helpers import crashed, dropped, history, outbound, task_state
 
 
 def situations(tmp_path: Path, name: str) -> dict[str, int]:
@@ -18,18 +22,64 @@ def situations(tmp_path: Path, name: str) -> dict[str, int]:
     return reached(History.read(tmp_path / "history.jsonl"))
 
 
-@pytest.mark.parametrize("scenario, expected", [
-    ("gates", {"gate_expired_reject", "turned_down_instance_followed_to_its_end",
-               "failed_subflow", "fault_bit"}),
-    ("tampering", {"header_tampered", "fault_bit"}),
-    ("replay_expired", {"replay_outside_window", "fault_bit"}),
-    ("quickstart", set()),
-])
-def test_a_run_reaches_the_situations_it_exercises_and_no_other(
-        tmp_path: Path, scenario: str, expected: set[str]) -> None:
+#: Scenario (reference, seed 1: a cell of the default matrix) -> exactly the situations it
+#: reaches. Together they reach every situation; a new situation needs its witness here.
+WITNESSES: dict[str, set[str]] = {
+    "gates": {"gate_expired_reject", "turned_down_instance_followed_to_its_end",
+              "failed_subflow", "fault_bit"},
+    "tampering": {"header_tampered", "fault_bit"},
+    "replay_expired": {"replay_outside_window", "fault_bit"},
+    "quickstart": set(),
+    "gate_timeout_fail": {"gate_expired_fail", "gate_on_timeout_fail", "fault_bit",
+                          "gate_expired_after_home_restart",
+                          "turned_down_instance_followed_to_its_end"},
+    "gate_slow_link": {"executor_answered_already_decided", "decision_resent", "fault_bit"},
+    "redelivery_restart": {"redelivered_after_ledger_flushes", "fault_bit"},
+    "misaddressed": {"misaddressed_to_empty_roster", "request_timed_out", "fault_bit"},
+    "streaming_home_restart": {"home_restart_mid_stream_tabs_reattach", "relay_duplicate_dropped",
+                               "fault_bit"},
+    "crash_in_flight": {"crash_with_publishes_in_flight", "fault_bit"},
+    "publish_failure": {"relay_gap_declared", "request_timed_out", "fault_bit"},
+    "attacks": {"forged_sender", "fault_bit"},
+}
+
+
+@pytest.mark.parametrize("scenario", WITNESSES)
+def test_a_run_reaches_the_situations_it_exercises_and_no_other(tmp_path: Path,
+                                                                scenario: str) -> None:
     got = situations(tmp_path, scenario)
     assert set(got) == {s.name for s in SITUATIONS}
-    assert {name for name, n in got.items() if n} == expected
+    assert {name for name, n in got.items() if n} == WITNESSES[scenario]
+
+
+def test_the_default_matrix_reaches_every_situation() -> None:
+    """With the test above: each witness is a cell of the default matrix and reaches what
+    it is listed with, so the matrix reaches every situation at least once."""
+    from bench.matrix import load_matrix
+    cells = {(c.scenario, c.variant, c.topology, c.seed, c.mode)
+             for c in load_matrix(SCENARIOS / "default.matrix.toml").cells}
+    assert all((s, "reference", None, 1, "sim") in cells for s in WITNESSES)
+    missing = {s.name for s in SITUATIONS} - set().union(*WITNESSES.values())
+    assert not missing, f"no witness in the default matrix reaches {sorted(missing)}"
+
+
+def test_a_misaddressed_request_counts_only_while_the_roster_was_empty() -> None:
+    """Refilled later: the drops in between still count (the roster loaded last before
+    each drop decides, not the last one of the run)."""
+    def roster(*agents: str) -> ev.RosterLoaded:
+        return ev.RosterLoaded(list(agents), [], "fin", node="fin-1")
+    h = history(roster("fin.a"), dropped("fin-1", "NOT_MINE"), roster(),
+                dropped("fin-1", "NOT_MINE"), dropped("fin-1", "NOT_MINE"),
+                dropped("fin-2", "NOT_MINE"), roster("fin.a"), dropped("fin-1", "NOT_MINE"))
+    assert reached(h)["misaddressed_to_empty_roster"] == 2
+
+
+def test_a_response_still_unsettled_at_a_crash_is_a_publish_in_flight() -> None:
+    done = task_state("r1", "COMPLETED", "RUNNING")
+    late = outbound("x1", "PUBLISHED", message_type="TASK_RESPONSE", request_id="r1",
+                    node="exec-1")
+    assert reached(history(done, crashed(), late))["crash_with_publishes_in_flight"] == 1
+    assert reached(history(done, late, crashed()))["crash_with_publishes_in_flight"] == 0
 
 
 def test_every_situation_is_named_once_and_described() -> None:

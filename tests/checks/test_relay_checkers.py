@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.checks import Value
+from bench.checks import Value, Verdict
 from bench.checks.relay import RELAY_INTEGRITY, RELAY_LOCALITY
 from bench.core import events as ev
 from bench.history import History
@@ -42,7 +42,7 @@ GOOD = [emitted("a"), frame(1, "a"), sent(1), emitted("b"), frame(2, "b"), sent(
 
 
 def rules_of(v: object) -> set[str]:
-    return {c["rule"] for c in v.counterexamples}  # type: ignore[attr-defined]
+    return {c["rule"] for c in v.counterexamples}
 
 
 def test_a_clean_stream_is_true() -> None:
@@ -132,3 +132,23 @@ def test_a_frame_lost_for_a_recorded_reason_is_accounted_unless_the_home_saw_pas
     assert judged(acked, crash) is Value.FALSE
     assert judged(booted("orch-1"), takeover) is Value.TRUE
     assert judged(booted("orch-1"), takeover, later=True) is Value.FALSE
+
+
+def test_a_home_back_from_a_crash_with_its_cursor_past_a_frame_makes_it_unknown() -> None:
+    """The home accepted frame 2 in the process that died (its cursor was committed), before
+    its record got out: the restarted home calls the redelivered copy a duplicate with the
+    cursor at 2. Undecided, not lost; without the crash in between it is a violation."""
+    crash = ev.NodeCrashed(None, "SIGKILL", None, node="orch-1")
+    back = ev.NodeStarted("b2", "fin", "orch-1", "loose", "1", node="orch-1")
+    dup = ev.RelayDuplicate(S, 2, 2, "m2", node="orch-1")
+    third = [emitted("c"), frame(3, "c"), sent(3)]
+    after = [dup, accepted(3, "c"), delivered(3, "c")]
+    first = [*GOOD[:6], accepted(1, "a"), delivered(1, "a")]
+
+    def judged(*events: ev.Event) -> Verdict:
+        return RELAY_INTEGRITY(history(*events, *pad(2500), boots=False, step_ms=2.0))
+    v = judged(*first, crash, *third, back, *after)
+    assert v.value is Value.UNKNOWN, v.counterexamples
+    assert v.counts["relayed_accepted_by_a_home_that_died_before_recording_it"] == 1
+    assert judged(*first, *third, *after).value is Value.FALSE
+    assert judged(crash, back, *first, *third, *after).value is Value.FALSE

@@ -12,7 +12,7 @@ from typing import Any
 from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion
 from bench.core.config import NodeConfig
 from bench.faults.primitives import FaultRef
-from bench.substrates.live.host import LiveHost
+from bench.substrates.live.host import Clock, LiveHost, Sink
 from bench.workload import OP_KINDS, Behaviour, op_from_json, op_input, workload_from_json
 
 
@@ -27,6 +27,9 @@ class LaunchSpec:
     t0: float
     seed: int
     workload: dict[str, Any]      # WorkloadSpec.to_json(): task and flow models
+    #: the browser tabs watching this node, (subscriber, conversation): they outlive its
+    #: process, so a new one is told about them and they attach again
+    tabs: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         c, keys = self.config, self.config.auth.keys
@@ -40,7 +43,8 @@ class LaunchSpec:
                      "flat": keys.flat_token.reveal().hex() if keys.flat_token else None,
                      "agents": {a: k.reveal().hex() for a, k in keys.agent_keys.items()}},
             "variant": self.variant, "data_dir": str(self.data_dir), "broker": list(self.broker),
-            "t0": self.t0, "seed": self.seed, "workload": self.workload}
+            "t0": self.t0, "seed": self.seed, "workload": self.workload,
+            "tabs": [list(t) for t in self.tabs]}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LaunchSpec:
@@ -55,7 +59,16 @@ class LaunchSpec:
                             task_timeout_ms=n["task_timeout_ms"],
                             request_timeout_ms=n["request_timeout_ms"])
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
-                          d["t0"], d["seed"], d["workload"])
+                          d["t0"], d["seed"], d["workload"],
+                          tuple((str(s), str(c)) for s, c in d.get("tabs", [])))
+
+    def host(self, sink: Sink, clock: Clock) -> LiveHost:
+        """The node's host as this spec starts it, in-process or in a node process."""
+        from bench.variants import variant
+        host = LiveHost(self.config, variant(self.variant).node_class, self.data_dir,
+                        self.broker, sink, clock, self.behaviour())
+        host.tabs = dict(self.tabs)
+        return host
 
     def behaviour(self) -> Behaviour:
         """The simulator's model of agents and people: a task takes as long live as in

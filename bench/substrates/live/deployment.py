@@ -69,8 +69,7 @@ from bench.substrates.live.mqtt import MqttLink
 from bench.substrates.live.proxy import FaultProxy
 from bench.substrates.log import RunLog
 from bench.variants import Variant
-from bench.variants import variant as variant_by_name
-from bench.workload import Op, RequestOp, op_kind, op_to_json
+from bench.workload import Op, RequestOp, TabOp, op_kind, op_to_json
 
 SELF_CHECK_TIMEOUT_S = 20.0
 #: How long the history must have been quiet before a drain stops.
@@ -107,10 +106,8 @@ class InprocNode:
         return self.host is not None
 
     async def start(self) -> None:
-        self.host = LiveHost(self.spec.config, variant_by_name(self.spec.variant).node_class,
-                             self.spec.data_dir, self.spec.broker,
-                             lambda node, event: self.log.record(node, event),
-                             Clock(self.spec.t0), self.spec.behaviour())
+        self.host = self.spec.host(lambda node, event: self.log.record(node, event),
+                                   Clock(self.spec.t0))
         self.host.boot()
 
     async def crash(self) -> str:
@@ -295,6 +292,14 @@ class LiveDeployment:
     def issue(self, op: Op) -> None:
         if isinstance(op, RequestOp):
             self.log.issuing(op.message_id)
+        if isinstance(op, TabOp):   # tabs outlive the node's process: a new one is told
+            node = self.nodes[op.node_id]
+            tabs = dict(node.spec.tabs)
+            if op.attach:
+                tabs[op.subscriber_id] = op.conversation_id
+            else:
+                tabs.pop(op.subscriber_id, None)
+            node.spec = replace(node.spec, tabs=tuple(sorted(tabs.items())))
         if not self.nodes[op.node_id].send(op_to_json(op)):
             self.record(op.node_id, ev.OpNotIssued(op_kind(op), op.message_id, "node is down"))
 

@@ -14,8 +14,7 @@ import sys
 
 from bench.core.events import Event, HarnessError, to_fields
 from bench.substrates.live.control import LaunchSpec, apply_op
-from bench.substrates.live.host import Clock, LiveHost
-from bench.variants import variant
+from bench.substrates.live.host import Clock
 
 
 async def main() -> None:
@@ -32,8 +31,7 @@ async def main() -> None:
                              separators=(",", ":")) + "\n")
         out.flush()
 
-    host = LiveHost(spec.config, variant(spec.variant).node_class, spec.data_dir, spec.broker,
-                    sink, clock, spec.behaviour())
+    host = spec.host(sink, clock)
     host.boot()
     while True:
         line = await reader.readline()
