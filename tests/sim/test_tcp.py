@@ -27,3 +27,22 @@ def test_a_sim_link_that_loses_everything_loses_the_segment() -> None:
     spec = LinkSpec(latency_ms=fixed(1.0), loss=1.0)
     link = Link(spec, random.Random(2))
     assert link.transit_ms() is None and link.lost == 1
+
+
+def test_a_connection_delivers_in_the_order_sent_whatever_each_packet_s_latency() -> None:
+    """TCP: a packet with a short delay waits behind an earlier one that took long (a
+    retransmission holds back the segments after it); the two directions are separate."""
+    from bench.spec.distribution import parse_distribution
+    from bench.substrates.sim.broker import Connection
+    spec = LinkSpec(latency_ms=parse_distribution({"dist": "uniform", "low": 1, "high": 50},
+                                                  "test"), loss=0.3)
+    conn = Connection("c", None, Link(spec, random.Random(3)), False, None)  # type: ignore[arg-type]
+    arrivals = []
+    for i in range(500):
+        now = i * 0.5
+        delay = conn.transit_ms(now, "up")
+        assert delay is not None and delay >= 1
+        arrivals.append(now + delay)
+    assert arrivals == sorted(arrivals)
+    assert conn.transit_ms(0.0, "down") is not None   # not held behind the other direction
+    assert conn.last_arrival["down"] < conn.last_arrival["up"]

@@ -49,6 +49,20 @@ class Connection:
     label: str = ""          # which of the host's connections ("primary", "second", ...)
     alive: bool = True
     established: bool = False   # the broker accepted it (CONNACK): publishing may begin
+    #: when the last packet sent each way ("up" to the broker, "down" to the client)
+    #: arrives: TCP delivers in order, so no packet overtakes one sent before it
+    last_arrival: dict[str, float] = field(default_factory=dict)
+
+    def transit_ms(self, now: float, direction: str) -> float | None:
+        """Delay of a packet sent now in `direction`, or None if it is lost with the link:
+        the link's latency, but never arriving before a packet sent earlier the same way
+        (head-of-line blocking: a retransmitted segment holds back those behind it)."""
+        delay = self.link.transit_ms()
+        if delay is None:
+            return None
+        at = max(now + delay, self.last_arrival.get(direction, now))
+        self.last_arrival[direction] = at
+        return at - now
 
 
 @dataclass(eq=False)
@@ -203,7 +217,7 @@ class SimBroker:
         self._transmit(session, conn, msg, pid, dup=False)
 
     def _transmit(self, session: Session, conn: Connection, msg: Message, pid: int, dup: bool) -> None:
-        delay = conn.link.transit_ms()
+        delay = conn.transit_ms(self.env.now, "down")
         if delay is None:
             # lost; still in flight, resent when the client reconnects. A link that is up
             # lost it only because TCP gave up retransmitting: that connection is dead.

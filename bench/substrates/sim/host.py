@@ -176,20 +176,16 @@ class SimHost(NodeHost):
 
     def _after_transit(self, conn: Connection, action: Callable[[], None],
                        round_trip: bool = False) -> None:
-        delay = conn.link.transit_ms()
-        if delay is None:
-            if conn.alive and conn is self.conn:
-                self._lose(conn, "link down")
-            return
-        if round_trip:
-            back = conn.link.transit_ms()
-            if back is None:
+        epoch = self.epoch
+
+        def send(direction: str, then: Callable[[], None]) -> None:
+            delay = conn.transit_ms(self.env.now, direction)
+            if delay is None:
                 if conn.alive and conn is self.conn:
                     self._lose(conn, "link down")
                 return
-            delay += back
-        epoch = self.epoch
-        self.call_later(delay, lambda: action() if epoch == self.epoch else None)
+            self.call_later(delay, lambda: then() if epoch == self.epoch else None)
+        send("up", (lambda: send("down", action)) if round_trip else action)
 
     def _lose(self, conn: Connection, reason: str) -> None:
         """The client notices a dead connection (keepalive) and drops it."""
@@ -232,21 +228,21 @@ class SimHost(NodeHost):
         if cmd.qos >= 1:
             self._unacked[key] = _Pending(cmd, payload)
         msg = Message(cmd.topic, payload, cmd.qos, cmd.retain)
-        there = conn.link.transit_ms()
+        there = conn.transit_ms(self.env.now, "up")
         if there is None:
             self._lose(conn, "link down")
             return  # stays unacked; resent after the reconnect
-        back = conn.link.transit_ms()
-        self.env.process(self._deliver_publish(conn, cmd, key, msg, there, back))
+        self.env.process(self._deliver_publish(conn, cmd, key, msg, there))
 
     def _deliver_publish(self, conn: Connection, cmd: Publish, key: int, msg: Message,
-                         there: float, back: float | None) -> Generator[simpy.Event, Any, None]:
+                         there: float) -> Generator[simpy.Event, Any, None]:
         epoch = self.epoch
         yield self.env.timeout(there)
         broker = self.deployment.broker
         if epoch != self.epoch or not conn.alive or not broker.up:
             return
         broker.publish(msg)
+        back = conn.transit_ms(self.env.now, "down")
         if back is None:
             return  # PUBACK lost with the link: resent after the reconnect (a duplicate)
         yield self.env.timeout(back)
