@@ -30,6 +30,7 @@ from bench.core.events import (
     NodeCrashed,
     NodeStarted,
     OutboundSettled,
+    RelayAccepted,
     RelayDuplicate,
     RelayGap,
     RelaySent,
@@ -132,6 +133,24 @@ def _turned_down_instance_ends(h: History) -> int:
                and (r.process_inst_id, "FAILED") in ended)
 
 
+def _reorder_repaired(h: History) -> int:
+    """A frame reached its home after a later frame of its stream (out of order), and was
+    still accepted: the reorder window held the later one back for it."""
+    frames = {r.message_id: (r.stream, r.stream_seq) for r in h.of(RelaySent)}
+    accepted = {(a.node, a.stream, a.stream_seq) for a in h.of(RelayAccepted)}
+    highest: dict[tuple[str, str], int] = {}
+    n = 0
+    for a in h.of(InboundAdmitted):
+        if a.message_id not in frames:
+            continue
+        stream, seq = frames[a.message_id]
+        top = highest.get((a.node, stream), 0)
+        if seq < top and (a.node, stream, seq) in accepted:
+            n += 1
+        highest[(a.node, stream)] = max(top, seq)
+    return n
+
+
 def _faults_that_bit(h: History) -> int:
     fired = {f.fault_index for f in h.of(FaultFired)}
     return sum(1 for f in h.of(FaultStart) if f.fault_index in fired)
@@ -142,6 +161,8 @@ SITUATIONS: tuple[Situation, ...] = (
               lambda h: len(h.of(RelayGap))),
     Situation("relay_duplicate_dropped", "the home node dropped a frame it already had",
               lambda h: len(h.of(RelayDuplicate))),
+    Situation("relay_reorder_repaired", "a frame arrived after a later one of its stream and "
+              "was still accepted, in order", _reorder_repaired),
     Situation("executor_answered_already_decided",
               "an executor answered a re-sent decision ALREADY_DECIDED",
               lambda h: sum(r.status == "ALREADY_DECIDED" for r in h.of(GateDecisionReceived))),

@@ -37,6 +37,7 @@ WITNESSES: dict[str, set[str]] = {
     "redelivery_restart": {"redelivered_after_ledger_flushes", "fault_bit"},
     "misaddressed": {"misaddressed_to_empty_roster", "request_timed_out", "fault_bit"},
     "streaming_home_restart": {"home_restart_mid_stream_tabs_reattach", "relay_duplicate_dropped",
+                               "relay_reorder_repaired",
                                "fault_bit"},
     "crash_in_flight": {"crash_with_publishes_in_flight", "fault_bit"},
     "publish_failure": {"relay_gap_declared", "request_timed_out", "fault_bit"},
