@@ -67,10 +67,10 @@ def _crash_with_publishes_in_flight(h: History) -> int:
     settled = {o.message_id: o.t_ms for o in h.of(OutboundSettled)}
     answered = {(o.node, o.request_id): o.t_ms for o in h.of(OutboundSettled)
                 if o.message_type == "TASK_RESPONSE" and o.request_id}
-    sent: list[tuple[str, float, float]] = [   # (node, sent at, settled at)
-        (s.node, s.t_ms, settled.get(s.message_id, float("inf")))
-        for s in (*h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent),
-                  *h.of(GateDecisionSent))]
+    sends: list[RequestSent | RelaySent | GateOpenSent | GateDecisionSent] = [
+        *h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent), *h.of(GateDecisionSent)]
+    sent = [(s.node, s.t_ms, settled.get(s.message_id, float("inf")))   # sent, settled at
+            for s in sends]
     sent += [(t.node, t.t_ms, answered.get((t.node, t.task_id), float("inf")))
              for t in h.of(TaskState) if t.state in ("COMPLETED", "FAILED")]
     return sum(1 for crash, _ in h.memo(_crashes)

@@ -14,12 +14,15 @@ from bench.core.events import (
     FaultFired,
     FaultHealed,
     FaultStart,
+    GateDecisionSent,
+    GateOpenSent,
     InboundAdmitted,
     InboundDropped,
     MqttConnected,
     MqttDisconnected,
     NodeCrashed,
     OutboundSettled,
+    RelaySent,
     RequestSent,
     RequestSettled,
     ResponseUnmatched,
@@ -146,8 +149,10 @@ def _outages(h: History) -> list[Outage]:
             for node in f.nodes:
                 # a connection the fault killed is back only once the node reconnected
                 lost = any(f.start_ms <= t <= f.end_ms for t in drops[node])
-                out.append(Outage(node, f.start_ms,
-                                  back_after(node, f.end_ms) if lost else f.end_ms))
+                end = back_after(node, f.end_ms) if lost else f.end_ms
+                if f.fault == "loss":   # what it lost is sent again, and the rest waits
+                    end = max(end, _drained(h, node, f.end_ms))
+                out.append(Outage(node, f.start_ms, end))
         elif f.fault == "duplicate_client_id":
             out.extend(Outage(node, f.start_ms, f.end_ms) for node in f.nodes)
     stops = [e.t_ms for e in h.of(FaultFired) if e.action.startswith(BROKER_DOWN)]
@@ -159,6 +164,33 @@ def _outages(h: History) -> list[Outage]:
             # a node's client is back only once it has reconnected, after its backoff
             out.append(Outage(node, stop, back_after(node, start)))
     return out
+
+
+def _round_trips(h: History) -> dict[str, list[tuple[float, float]]]:
+    """node -> (sent, acknowledged) of each message it published: a request, a relayed
+    frame, a gate message (their sent events) or a task's response (sent when the task
+    ended)."""
+    acked = {o.message_id: o.t_ms for o in h.of(OutboundSettled) if o.state == "PUBLISHED"}
+    answered = {(o.node, o.request_id): o.t_ms for o in h.of(OutboundSettled)
+                if o.state == "PUBLISHED" and o.message_type == "TASK_RESPONSE"}
+    trips: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    sends: list[RequestSent | RelaySent | GateOpenSent | GateDecisionSent] = [
+        *h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent), *h.of(GateDecisionSent)]
+    for s in sends:
+        if s.message_id in acked:
+            trips[s.node].append((s.t_ms, acked[s.message_id]))
+    for t in h.of(TaskState):
+        if (t.node, t.task_id) in answered and t.state in ("COMPLETED", "FAILED"):
+            trips[t.node].append((t.t_ms, answered[(t.node, t.task_id)]))
+    return trips
+
+
+def _drained(h: History, node: str, healed_ms: float) -> float:
+    """When `node`'s connection had caught up after a loss ended at `healed_ms`: TCP
+    retransmits what was lost in order, so what is sent later waits behind it — until
+    the first message sent after the heal is acknowledged, or TCP gave up."""
+    done = [acked for sent, acked in h.memo(_round_trips)[node] if sent >= healed_ms]
+    return float(min([*done, healed_ms + TCP_GIVE_UP_MS, h.end_ms]))
 
 
 #: Faults on the nodes' links (DESIGN §6): the nodes named lose or delay what crosses them.
@@ -280,6 +312,20 @@ def published_to_a_node(h: History, c: Collector) -> None:
                         f"targetNodeId {target!r} is not a node", e)
         elif _inbox_of(e.topic) != target:
             c.violation(f"{e.message_id} targeted {target} but went to {e.topic!r}", e)
+
+
+@rule("DESIGN §3 Outbound: LOCAL_CONSUMED when the target is this node")
+def own_messages_stay_local(h: History, c: Collector) -> None:
+    """A message whose target is the node that sends it is handed over inside the node
+    (LOCAL_CONSUMED), never published to its own inbox: a round trip through the broker
+    that can be lost, duplicated or delayed for nothing."""
+    for e in h.of(OutboundSettled):
+        if e.target_node_id != e.node:
+            continue
+        c.count("to_itself")
+        if e.state == "PUBLISHED":
+            c.violation(f"{e.node} published {e.message_type} {e.message_id} to its own inbox "
+                        f"{e.topic!r} instead of consuming it locally", e)
 
 
 @rule("DESIGN §3 Inbound; seed 002 §5 red line 4 (no broadcast fallback)")
@@ -411,21 +457,25 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
 #: How long after the broker accepted a PUBLISH its PUBACK is back at the publisher, at
 #: most, on a link no fault slows (a loopback or LAN round trip, with room for a busy host).
 PUBACK_WITHIN_MS = 250.0
-#: TCP's retransmission timeout doubles up to 60 s (RFC 6298): a segment lost on a lossy
-#: link may arrive that long after the loss ended.
-MAX_RTO_MS = 60_000.0
+#: How long a segment can stay in TCP's retransmission loop before the connection is given
+#: up: a timeout of 200 ms doubling up to 60 s (RFC 6298), 15 retransmissions (Linux's
+#: tcp_retries2) — about 462 s. A connection delivers in order, so a message sent behind
+#: such a segment, even after the loss ended, may arrive that late (head-of-line blocking).
+TCP_GIVE_UP_MS = sum(min(200.0 * 2 ** k, 60_000.0) for k in range(15))
 
 
 class Transit:
     """What the network may have done with a message the broker accepted, from the
     journal alone: lost it with a broker that forgot its sessions, handed it to another
     node holding the target's client id, or still be carrying it when the run ended (the
-    target cut off or retransmitting over a lossy link until then)."""
+    target cut off, or its connection retransmitting what a lossy link lost — the message
+    itself or, in order behind it, whatever was sent earlier)."""
 
     #: Reasons that leave the message's fate open (UNKNOWN), not explained.
     UNDECIDED = frozenset({"target_out_until_end", "retransmitting_over_a_lossy_link"})
 
     def __init__(self, h: History) -> None:
+        self.h = h
         self.end_ms = h.end_ms
         self.wipes = [0.0] + [f.t_ms for f in h.of(FaultStart) if f.fault == "broker_restart"
                               and isinstance(f.params, dict)
@@ -454,6 +504,13 @@ class Transit:
         sending it: what its client still held died with the process."""
         return message_id not in self.published and any(t >= t_ms for t in self.crashes[sender])
 
+    def stuck_at_sender(self, sender: str, t_ms: float, message_id: str) -> bool:
+        """The message, sent at `t_ms`, never got its PUBACK, and its sender's link was
+        losing packets then (or had not caught up since): it may still be in the sender's
+        TCP retransmission queue, or behind what is."""
+        return message_id not in self.published and any(
+            start <= t_ms <= _drained(self.h, sender, end) for start, end in self.lossy[sender])
+
     def out_until_end(self, node: str, t_ms: float) -> bool:
         """`node` (or the broker) went out around `t_ms` and was still out at the end: what
         it was sending or being sent then may still be on its way."""
@@ -469,7 +526,8 @@ class Transit:
         # starts with no subscription.
         connected = max([t for t in self.connects[publisher] if t <= t_ms], default=0.0)
         slowed_since = min([start for start, end in self.lossy[publisher]
-                            if start <= t_ms and end >= t_ms - MAX_RTO_MS], default=t_ms)
+                            if start <= t_ms <= _drained(self.h, publisher, end)],
+                           default=t_ms)
         accepted_from = max(connected, slowed_since - PUBACK_WITHIN_MS)
         # (a target that never subscribed again is not excused: that is a mute receiver)
         for w in self.wipes:
@@ -483,8 +541,9 @@ class Transit:
             return "lost_to_client_id_takeover"
         if self.out_until_end(target, t_ms):
             return "target_out_until_end"
-        if any(start <= t_ms and end >= accepted_from for start, end in self.lossy[target]):
-            return "retransmitting_over_a_lossy_link"
+        if any(start <= t_ms and _drained(self.h, target, end) >= accepted_from
+               for start, end in self.lossy[target]):
+            return "retransmitting_over_a_lossy_link"   # or queued behind what is
         return None
 
 
@@ -542,9 +601,11 @@ SILENT_LOSS = Checker(
     "response has an exact explanation in the history.",
     (settles_once, no_response_explained, no_response_not_early), _no_request)
 TARGETED_DELIVERY = Checker(
-    "targeted_delivery", "Targeted messages are published to a real node's inbox, consumed "
-    "only by the node they address, and never executed across namespaces.",
-    (published_to_a_node, consumed_by_addressee, no_foreign_namespace), _nothing_targeted)
+    "targeted_delivery", "Targeted messages are published to a real node's inbox (never the "
+    "sender's own: that is consumed locally), consumed only by the node they address, and "
+    "never executed across namespaces.",
+    (published_to_a_node, own_messages_stay_local, consumed_by_addressee, no_foreign_namespace),
+    _nothing_targeted)
 REPLY_ROUTING = Checker(
     "reply_routing", "A TASK_RESPONSE goes to the request's headers.replyNodeId with the "
     "requestId echoed; without replyNodeId: a warning and an UNDELIVERABLE response.",

@@ -41,6 +41,7 @@ from bench.core.events import (
     InstanceRehydrated,
     InstanceStarted,
     InstanceState,
+    NodeCrashed,
     OutboundSettled,
     StepFinished,
     StepStarted,
@@ -138,7 +139,8 @@ def _gates(h: History) -> _Gates:
             if transit.died_with_sender(gate.node, gate.t_ms, gate.message_id):
                 why = "lost_in_sender_crash"     # its client's queue died with the process
             elif gate.message_id not in transit.published:
-                if transit.out_until_end(gate.node, gate.t_ms):
+                if transit.out_until_end(gate.node, gate.t_ms) or \
+                        transit.stuck_at_sender(gate.node, gate.t_ms, gate.message_id):
                     why = "sender_out_until_end"     # still in its client's queue at the end
             elif gate.home_node_id is not None:
                 why = transit.lost(gate.node, transit.published[gate.message_id],
@@ -337,15 +339,53 @@ def decision_acknowledged(h: History, c: Collector) -> None:
                         "up on (GATE_UNACKED)", d)
 
 
+@rule("DESIGN §3 gates: reject, or expiry under either policy, fails the instance")
+def turned_down_ends_the_instance(h: History, c: Collector) -> None:
+    """A gate resumed with anything but approve (rejected by a person, or expired under
+    `reject` or `fail`) ends its instance FAILED (DECIDED_AGAINST) and nothing of it runs
+    after: no step starts once the decision is in. A node that crashes before the end has
+    its restart to finish it; a resume just before the end of the run may be ending yet."""
+    crashes: dict[str, list[float]] = defaultdict(list)
+    for x in h.of(NodeCrashed):
+        crashes[x.node].append(x.t_ms)
+    states: dict[str, list[InstanceState]] = defaultdict(list)
+    for s in h.of(InstanceState):
+        states[s.process_inst_id].append(s)
+    steps: dict[str, list[StepStarted]] = defaultdict(list)
+    for st in h.of(StepStarted):
+        steps[st.process_inst_id].append(st)
+    for r in h.of(GateResumed):
+        if r.decision == "approve":
+            continue
+        c.count("turned_down")
+        pi = r.process_inst_id
+        ran = [st for st in steps[pi] if st.node == r.node and st.seq > r.seq]
+        if ran:
+            c.violation(f"instance {pi} ran step {ran[0].path} after its gate {r.gate_id} "
+                        f"came back {r.decision!r}", r, ran[0])
+        end = next((s for s in states[pi] if s.node == r.node and s.seq > r.seq), None)
+        if end is None and r.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
+            c.unknown("turned_down_ending_at_end")
+        elif end is None and any(t >= r.t_ms for t in crashes[r.node]):
+            c.count("turned_down_then_crashed")
+        elif end is None or end.status != "FAILED" \
+                or end.cause is not InstanceCause.DECIDED_AGAINST:
+            got = "never ended" if end is None else f"went {end.status} ({end.cause.value})"
+            c.violation(f"instance {pi} {got} after its gate {r.gate_id} came back "
+                        f"{r.decision!r}", r, *([end] if end is not None else []))
+
+
 def _no_gate(h: History) -> str | None:
     return None if h.of(GateOpenSent) else "no gate was opened in this run"
 
 
 GATE_INTEGRITY = Checker(
     "gate_integrity", "Every decided gate resumes exactly its own instance exactly once, with "
-    "the decision, across restarts; every click and every decision gets an explicit outcome; "
-    "an expired gate has its timeout policy applied.",
-    (resumes_the_gates_instance, resumes_with_the_decision, decided_once, resumes_once,
+    "the decision, across restarts; a rejected or expired gate fails its instance and nothing "
+    "runs after; every click and every decision gets an explicit outcome; an expired gate "
+    "has its timeout policy applied.",
+    (resumes_the_gates_instance, resumes_with_the_decision, turned_down_ends_the_instance,
+     decided_once, resumes_once,
      paused_survives_restart, open_reaches_gate_store, timeout_policy_applied,
      decision_resumes, every_click_answered, decision_acknowledged), _no_gate)
 

@@ -119,6 +119,9 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
             if transit.died_with_sender(e.node, e.t_ms, e.message_id):
                 c.count("relayed_lost_in_sender_crash")
                 continue
+            if transit.stuck_at_sender(e.node, e.t_ms, e.message_id):
+                c.unknown("relayed_retransmitting_at_its_sender")
+                continue
             held_since = reached_home.get((e.home_node_id, e.message_id))
             if held_since is not None and any(t >= held_since for t in crashes[e.home_node_id]):
                 c.count("relayed_held_by_a_home_that_crashed")   # its reorder buffer died
@@ -206,15 +209,71 @@ def local_first(h: History, c: Collector) -> None:
                                 f"a local subscriber for {e.conversation_id}", e)
 
 
+@rule("DESIGN §3 FLOW-RELAY: every event of a stream gets the next seq")
+def seqs_are_one_to_n(h: History, c: Collector) -> None:
+    """Per stream, the producer frames seqs 1, 2, 3, … in order: none skipped, repeated or
+    going back — across its restarts too (a restarted producer that starts again from 1
+    would have its new frames dropped as duplicates). A skip across a crash of the
+    producer is excused: the record of the frame in between may have died with it."""
+    crashes: dict[str, list[float]] = defaultdict(list)
+    for x in h.of(NodeCrashed):
+        crashes[x.node].append(x.t_ms)
+    last: dict[tuple[str, str], RelayFrame] = {}
+    for e in h.of(RelayFrame):
+        c.count("framed")
+        before = last.get((e.node, e.stream))
+        want = 1 if before is None else before.stream_seq + 1
+        last[(e.node, e.stream)] = e
+        if e.stream_seq == want:
+            continue
+        since = before.t_ms if before is not None else float("-inf")
+        if e.stream_seq > want and any(since <= t <= e.t_ms for t in crashes[e.node]):
+            c.count("skipped_across_a_crash")
+            continue
+        c.violation(f"{e.node} framed {e.stream} seq {e.stream_seq} where seq {want} was "
+                    "next", *([before] if before is not None else []), e)
+
+
+@rule("DESIGN §3 FLOW-RELAY: one cursor per stream; a gap is declared explicitly")
+def gaps_and_acceptances_consistent(h: History, c: Collector) -> None:
+    """On each home node and stream: a seq is accepted at most once; a declared gap is a
+    well-formed range (1 ≤ from ≤ to) that overlaps no other gap and no accepted seq —
+    a gap over a frame it had, or a frame accepted after it was declared lost, is a
+    cursor that went wrong."""
+    accepted: dict[tuple[str, str, int], RelayAccepted] = {}
+    for e in h.of(RelayAccepted):
+        key = (e.node, e.stream, e.stream_seq)
+        if key in accepted:
+            c.violation(f"{e.node} accepted {e.stream} seq {e.stream_seq} twice",
+                        accepted[key], e)
+        accepted.setdefault(key, e)
+    declared: dict[tuple[str, str], list[RelayGap]] = defaultdict(list)
+    for g in h.of(RelayGap):
+        c.count("gaps")
+        if not 1 <= g.from_seq <= g.to_seq:
+            c.violation(f"{g.node} declared a gap {g.from_seq}..{g.to_seq} in {g.stream}", g)
+        for other in declared[(g.node, g.stream)]:
+            if g.from_seq <= other.to_seq and other.from_seq <= g.to_seq:
+                c.violation(f"{g.node} declared {g.stream} {g.from_seq}..{g.to_seq} missing "
+                            f"again (already {other.from_seq}..{other.to_seq})", other, g)
+        declared[(g.node, g.stream)].append(g)
+        for seq in range(g.from_seq, g.to_seq + 1):
+            got = accepted.get((g.node, g.stream, seq))
+            if got is not None:
+                c.violation(f"{g.node} declared {g.stream} seq {seq} missing in a gap and "
+                            "accepted it too", g, got)
+
+
 def _no_stream(h: History) -> str | None:
     return None if h.of(RelayFrame) else "no flow streamed in this run"
 
 
 RELAY_INTEGRITY = Checker(
-    "relay_integrity", "Per stream: frames carry the emitted text; relayed frames are accepted "
-    "or in an explicit gap; per subscriber strictly increasing, right text, right "
-    "conversation, right trust label.",
-    (frames_carry_the_flow, relayed_frames_accounted, delivered_in_order_once,
+    "relay_integrity", "Per stream: frames carry the emitted text, numbered 1..n; relayed "
+    "frames are accepted once or fall in an explicit gap that overlaps nothing accepted; per "
+    "subscriber strictly increasing, right text, right conversation, right trust label.",
+    (frames_carry_the_flow, seqs_are_one_to_n, relayed_frames_accounted,
+     gaps_and_acceptances_consistent, delivered_in_order_once,
      delivered_to_its_conversation, trust_labels), _no_stream)
 RELAY_LOCALITY = Checker(
     "relay_locality", "Seed 002 §6: local first — no FLOW_EVENT leaves a node while that node "

@@ -152,3 +152,29 @@ def test_a_home_back_from_a_crash_with_its_cursor_past_a_frame_makes_it_unknown(
     assert v.counts["relayed_accepted_by_a_home_that_died_before_recording_it"] == 1
     assert judged(*first, *third, *after).value is Value.FALSE
     assert judged(crash, back, *first, *third, *after).value is Value.FALSE
+
+
+def test_seqs_run_one_to_n_and_may_skip_only_across_a_producer_crash() -> None:
+    crash = ev.NodeCrashed(None, "SIGKILL", None, node="exec-1")
+
+    def seq_rule(*events: ev.Event) -> dict[str, int]:
+        return RELAY_INTEGRITY(history(*events, boots=False)).rules["seqs_are_one_to_n"]
+    assert seq_rule(frame(1, "a"), frame(2, "b"))["violations"] == 0
+    assert seq_rule(frame(1, "a"), frame(3, "b"))["violations"] == 1       # skipped
+    assert seq_rule(frame(1, "a"), crash, frame(3, "b"))["violations"] == 0
+    assert seq_rule(frame(1, "a"), crash, frame(1, "b"))["violations"] == 1  # from 1 again
+    assert seq_rule(frame(2, "a"))["violations"] == 1                        # never framed 1
+
+
+def test_gaps_are_well_formed_and_disjoint_from_what_was_accepted() -> None:
+    def gap(lo: int, hi: int) -> ev.Event:
+        return ev.RelayGap(S, lo, hi, "test", node="orch-1")
+
+    def gap_rule(*events: ev.Event) -> dict[str, int]:
+        return RELAY_INTEGRITY(history(*events, boots=False)).rules[
+            "gaps_and_acceptances_consistent"]
+    assert gap_rule(accepted(1, "a"), gap(2, 3), accepted(4, "d"))["violations"] == 0
+    assert gap_rule(accepted(1, "a"), gap(1, 2))["violations"] == 1       # over an accepted
+    assert gap_rule(gap(2, 1))["violations"] == 1                         # backwards
+    assert gap_rule(gap(2, 4), gap(4, 5))["violations"] == 1              # declared twice
+    assert gap_rule(accepted(1, "a"), accepted(1, "a"))["violations"] == 1

@@ -130,6 +130,19 @@ def completed_despite_failed_subflow(lines: Lines) -> None:
     lines[i] = {**lines[i], "status": "COMPLETED", "cause": "COMPLETED"}
 
 
+def completed_after_reject(lines: Lines) -> None:
+    """A rejected gate's instance goes on and completes, as if approved."""
+    r = lines[where(lines, "gate_resumed", lambda e: e["decision"] != "approve")]
+    i = where(lines, "instance_state", lambda e: e["processInstId"] == r["processInstId"]
+              and e["seq"] > r["seq"])
+    lines[i] = {**lines[i], "status": "COMPLETED", "cause": "COMPLETED"}
+
+
+def to_its_own_inbox(lines: Lines) -> None:
+    e = lines[where(lines, "outbound_settled", lambda e: request(e) and e["state"] == "PUBLISHED")]
+    e["targetNodeId"], e["topic"] = e["node"], f"ooder/node/{e['node']}/inbox"
+
+
 def strict_nodes(lines: Lines) -> None:
     for e in lines:
         if e["kind"] == "node_started":
@@ -175,6 +188,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     # targeted_delivery
     "published_to_a_node": ("quickstart", alter("outbound_settled", request,
                                                 topic="ooder/node/elsewhere/inbox")),
+    "own_messages_stay_local": ("quickstart", to_its_own_inbox),
     "consumed_by_addressee": ("quickstart", alter("inbound_admitted", request,
                                                   targetNodeId="exec-9")),
     "no_foreign_namespace": ("quickstart", alter("inbound_admitted", request,
@@ -189,6 +203,8 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     # relay_integrity, relay_locality
     "frames_carry_the_flow": ("quickstart", alter("relay_frame", text="tampered ")),
     "relayed_frames_accounted": ("quickstart", drop("relay_accepted")),
+    "seqs_are_one_to_n": ("quickstart", alter("relay_frame", streamSeq=lambda e: e["streamSeq"] + 5)),
+    "gaps_and_acceptances_consistent": ("quickstart", repeat("relay_accepted")),
     "delivered_in_order_once": ("quickstart", repeat("relay_delivered")),
     "delivered_to_its_conversation": ("quickstart", alter("relay_delivered",
                                                           subscriberConversation="c-other")),
@@ -200,6 +216,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "resumes_with_the_decision": ("gates", alter("gate_resumed", decision=lambda e: "reject"
                                                  if e["decision"] == "approve" else "approve")),
     "resumes_once": ("gates", repeat("gate_resumed")),
+    "turned_down_ends_the_instance": ("gates", completed_after_reject),
     "decided_once": ("gates", second_decision),
     "paused_survives_restart": ("gates", lost_while_paused),
     "open_reaches_gate_store": ("gates", forget_gate),
