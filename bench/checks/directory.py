@@ -7,12 +7,16 @@ from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
 from bench.core.events import (
+    DirectoryUpdated,
     Event,
     ExecutorsRegistered,
     MqttConnected,
     NodeStarted,
+    OutboundSettled,
     RosterLoaded,
     SessionTakeover,
+    Warning,
+    WarningKind,
 )
 from bench.history import History
 
@@ -51,6 +55,38 @@ def roster_of_own_namespace(h: History, c: Collector) -> None:
             c.violation(f"{e.node} (namespace {ns!r}) registered foreign executors {foreign}", e)
 
 
+@rule("DESIGN §3 Outbound: UNDELIVERABLE only when the directory has no entry for the agent")
+def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
+    """A node calls a message for an agent undeliverable only when no entry of its
+    directory — rebuilt here from the announcements it recorded receiving, and its own
+    roster, since it last started — lists the agent (an offline entry still resolves:
+    the broker queues for it). Otherwise it had the address and did not use it. (A
+    response goes only where its request's replyNodeId says: reply_routing judges it.)"""
+    responses = {o.message_id for o in h.of(OutboundSettled) if o.message_type == "TASK_RESPONSE"}
+    view: dict[str, dict[str, set[str]]] = defaultdict(dict)   # node -> entry -> agents
+    events: list[Event] = sorted([*h.of(NodeStarted), *h.of(RosterLoaded),
+                                  *h.of(ExecutorsRegistered), *h.of(DirectoryUpdated),
+                                  *h.of(Warning)], key=lambda e: e.seq)
+    for e in events:
+        match e:
+            case NodeStarted():
+                view[e.node].clear()
+            case RosterLoaded() | ExecutorsRegistered():
+                view[e.node][e.node] = set(e.agents)
+            case DirectoryUpdated() if e.cleared:
+                view[e.node].pop(e.node_id, None)
+            case DirectoryUpdated():
+                view[e.node][e.node_id] = set(e.agents)
+            case Warning() if e.what is WarningKind.UNDELIVERABLE and e.to_agent_id \
+                    and e.message_id not in responses:
+                c.count("undeliverable")
+                holders = sorted(n for n, agents in view[e.node].items()
+                                 if e.to_agent_id in agents)
+                if holders:
+                    c.violation(f"{e.node} called {e.message_id} for {e.to_agent_id} "
+                                f"undeliverable, but its directory had it on {holders}", e)
+
+
 @rule("seed 002 §11.1 red line 1: node ids and MQTT client ids unique per node")
 def unique_client_ids(h: History, c: Collector) -> None:
     """No MQTT client id is used by two nodes."""
@@ -77,8 +113,10 @@ def _no_node(h: History) -> str | None:
 
 DIRECTORY_LIVENESS = Checker(
     "directory_liveness", "No mute receiver: every connected node registers at least one "
-    "executor, all it expected; a roster holds only agents of the node's namespace.",
-    (no_mute_receiver, registers_all_expected, roster_of_own_namespace), _no_node)
+    "executor, all it expected; a roster holds only agents of the node's namespace; a node "
+    "calls an agent undeliverable only when its directory has no entry for it.",
+    (no_mute_receiver, registers_all_expected, roster_of_own_namespace,
+     undeliverable_only_when_unknown), _no_node)
 DEPLOYMENT = Checker(
     "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per node.",
     (unique_client_ids,), _no_node)

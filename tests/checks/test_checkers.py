@@ -277,3 +277,20 @@ def test_a_crashing_rule_leaves_the_other_rules_findings_standing() -> None:
     assert v.value is Value.FALSE and "rule boom crashed" in v.note
     v = checker(history(executed("r1")))
     assert v.value is Value.UNKNOWN and v.rules["boom"]["unknown"] == 1
+
+
+def test_warnings_are_true_only_when_the_history_confirms_them() -> None:
+    from bench.checks.robustness import ROBUSTNESS
+
+    def warned(*events: ev.Event) -> int:
+        return ROBUSTNESS(history(*events)).rules["warnings_are_true"]["violations"]
+    no_reply = ev.Warning(ev.WarningKind.MISSING_REPLY_NODE, task_id="r1", node="exec-1")
+    assert warned(admitted("exec-1", "llm.tax", "exec-1", request_id="r1"), no_reply) == 0
+    assert warned(admitted("exec-1", "llm.tax", "exec-1", request_id="r1",
+                           reply_node_id="orch-1"), no_reply) == 1
+    offline = ev.Warning(ev.WarningKind.PUBLISH_WITHOUT_CONNECTION, topic="t", node="exec-1")
+    up = ev.MqttConnected("exec-1", False, node="exec-1")
+    down = ev.MqttDisconnected("exec-1", "keepalive", node="exec-1")
+    assert warned(up, down, offline) == 0
+    assert warned(up, offline) == 1
+    assert warned(ev.Warning(ev.WarningKind.GATE_RECORD_UNREADABLE, node="orch-1")) == 1

@@ -143,6 +143,23 @@ def to_its_own_inbox(lines: Lines) -> None:
     e["targetNodeId"], e["topic"] = e["node"], f"ooder/node/{e['node']}/inbox"
 
 
+def undeliverable_though_known(lines: Lines) -> None:
+    """A request the directory could resolve is called undeliverable all the same."""
+    i = where(lines, "outbound_settled", lambda e: request(e) and e["state"] == "PUBLISHED")
+    e = lines[i]
+    lines.insert(i + 1, {"seq": 0, "tMs": e["tMs"], "node": e["node"], "kind": "warning",
+                         "what": "undeliverable", "messageId": e["messageId"] + "-x",
+                         "toAgentId": e["toAgentId"], "reason": "no directory entry"})
+
+
+def false_warning(lines: Lines) -> None:
+    """A node warns of a settlement for a message it never sent (its outbox lost track)."""
+    i = where(lines, "outbound_settled")
+    lines.insert(i + 1, {"seq": 0, "tMs": lines[i]["tMs"], "node": lines[i]["node"],
+                         "kind": "warning", "what": "publish settled for an unknown message",
+                         "messageId": "m-lost", "ok": True})
+
+
 def strict_nodes(lines: Lines) -> None:
     for e in lines:
         if e["kind"] == "node_started":
@@ -255,9 +272,11 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
                                                    expected=lambda e: e["expected"] + 1)),
     "roster_of_own_namespace": ("quickstart", alter("roster_loaded", agents=lambda e: [
         *e["agents"], "zz.foreign"])),
+    "undeliverable_only_when_unknown": ("quickstart", undeliverable_though_known),
     "unique_client_ids": ("quickstart", stolen_client_id),
     # robustness
     "never_raises": ("quickstart", raised),
+    "warnings_are_true": ("quickstart", false_warning),
 }
 
 #: Rules that can only say "undecided": their recipe must make them say so.
