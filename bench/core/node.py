@@ -241,10 +241,12 @@ class Node:
         self.relay.restore(fx, dict(event.restored.streams))
         waiting = self.processes.restore(fx, dict(event.restored.instances))
         self.gates.restore(fx, dict(event.restored.gates))
-        for what, problems in (
-                (ev.WarningKind.RESTORE_TASKS, self.tasks.recover(fx, event.restored.tasks, waiting)),
-                (ev.WarningKind.RESTORE_REQUESTS,
-                 self.requests.recover(fx, event.restored.requests))):
+        # the requests it was waiting on first: a task recovered here may end at once and
+        # answer a request of this very node, locally, before anything else runs
+        requests = self.requests.recover(fx, event.restored.requests)
+        tasks = self.tasks.recover(fx, event.restored.tasks, waiting)
+        for what, problems in ((ev.WarningKind.RESTORE_REQUESTS, requests),
+                               (ev.WarningKind.RESTORE_TASKS, tasks)):
             for p in problems:
                 fx.record(ev.Warning(what=what, reason=p))
         fx.add(StartTimer(LEDGER_FLUSH, fx.now_ms + self.ledger.config.flush_interval_ms))
