@@ -325,12 +325,12 @@ def replay(spec: FaultSpec, ctx: Context) -> Script:
 
 def _tamper(spec: FaultSpec, ctx: Context, what: str) -> Script:
     node = spec.params["node"]
-    config = ctx.config(node)
     rng = rng_for(ctx.seed, f"fault/{spec.index}")
 
     def rewrite(topic: str, payload: bytes) -> bytes | None:
         if rng.random() >= spec.params["probability"]:
             return None
+        config = ctx.config(node)   # now: a key rotation since the start changed its keys
         done = tampered(payload, what, spec.index, agents_of_node=config.agents,
                         keys=config.auth.keys, now_ms=ctx.wall_ms(),
                         max_skew_ms=config.auth.max_skew_ms, node=node)
