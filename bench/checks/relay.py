@@ -122,6 +122,9 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
             if transit.stuck_at_sender(e.node, e.t_ms, e.message_id):
                 c.unknown("relayed_retransmitting_at_its_sender")
                 continue
+            if e.message_id not in published and transit.out_until_end(e.node, e.t_ms):
+                c.unknown("relayed_by_a_sender_out_until_end")   # still in its client's queue
+                continue
             held_since = reached_home.get((e.home_node_id, e.message_id))
             if held_since is not None and any(t >= held_since for t in crashes[e.home_node_id]):
                 c.count("relayed_held_by_a_home_that_crashed")   # its reorder buffer died
