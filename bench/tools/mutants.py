@@ -1,0 +1,277 @@
+"""`python -m bench.tools.mutants`: how many small bugs in `bench/core` the verdicts catch.
+
+A mutant is the protocol core with one small change, of the kind a person makes: a
+comparison off by one (`<` for `<=`), a condition inverted or its `and` made `or`, a
+count off by one or a duration or size off by a factor of ten, `True` for `False`, `+`
+for `-`, or a command never issued (an
+`fx.add(...)` dropped: a timer not started, a record not persisted, a message not sent).
+Each mutant runs the default matrix in simulation, reference cells only (the seeded
+defects are other nodes), from a copy of the package, so nothing here imports it; the
+mutant is *killed* when some cell's verdict turns FALSE where the reference is TRUE or
+UNKNOWN — the verdicts alone, not our unit tests, as a user pointing the bench at their
+own node would see it. A survivor then gets an exploration budget (`a2a-bench explore`,
+exit 1 = killed).
+
+Equivalence cannot be decided; a mutant whose every history is byte-identical to the
+unmutated run's changed nothing the matrix could see (equivalent, or a path no cell
+takes) and is reported apart; the kill rate counts the rest. Results: JSON lines, one
+per mutant, and a summary.
+
+    python -m bench.tools.mutants --sample 40 --seed 1 --explore-minutes 1 --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+CORE = REPO / "bench" / "core"
+#: Modules that only declare data (events, inputs, commands, vocabularies): a change there
+#: is a schema change, not a bug in behaviour.
+DECLARATIONS = {"__init__.py", "events.py", "inputs.py", "commands.py", "outcome.py",
+                "vocabulary.py", "fields.py"}
+SWAPS: dict[type[ast.AST], type[ast.AST]] = {
+    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In,
+    ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.And: ast.Or, ast.Or: ast.And,
+    ast.Add: ast.Sub, ast.Sub: ast.Add}
+#: A mutant that makes the matrix ten times slower than the core's ~30 s counts as caught
+#: (it hangs or spins: a user would notice).
+MUTANT_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One place a mutation can be made: the n-th candidate node of its kind in a file."""
+
+    file: str          # relative to the repository
+    line: int
+    kind: str          # swap | negate | constant | drop_command
+    index: int         # among the file's sites, in walk order
+    what: str
+
+
+def _swap(op: ast.AST) -> str:
+    return f"{type(op).__name__} -> {SWAPS[type(op)].__name__}"
+
+
+def _candidates(tree: ast.AST) -> Iterator[tuple[ast.AST, int, str, str]]:
+    """(node, which operand of it, kind, description). Operators are shared singletons in
+    a parsed tree, so a swap names the expression that holds the operator (and, in a
+    chained comparison, which one), never the operator object."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for i, op in enumerate(node.ops):
+                if type(op) in SWAPS:
+                    yield node, i, "swap", _swap(op)
+        elif isinstance(node, (ast.BoolOp, ast.BinOp)) and type(node.op) in SWAPS:
+            yield node, 0, "swap", _swap(node.op)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            yield node, 0, "negate", "not x -> x"
+        elif isinstance(node, ast.Constant) and type(node.value) is bool:
+            yield node, 0, "constant", f"{node.value} -> {not node.value}"
+        elif isinstance(node, ast.Constant) and type(node.value) is int and node.value > 1:
+            yield node, 0, "constant", f"{node.value} -> {_nudged(node.value)}"
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+                isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "add" \
+                and isinstance(node.value.func.value, ast.Name) and node.value.func.value.id == "fx":
+            yield node, 0, "drop_command", "fx.add(...) dropped"
+
+
+def _nudged(value: int) -> int:
+    """A small count off by one; a size or a duration off by a factor of ten (a unit slip)."""
+    return value + 1 if value <= 16 else value // 10
+
+
+def sites() -> list[Site]:
+    out = []
+    for path in sorted(CORE.glob("*.py")):
+        if path.name in DECLARATIONS:
+            continue
+        tree = ast.parse(path.read_text())
+        rel = str(path.relative_to(REPO))
+        for i, (node, _, kind, what) in enumerate(_candidates(tree)):
+            out.append(Site(rel, getattr(node, "lineno", 0), kind, i, what))
+    return out
+
+
+class _Mutate(ast.NodeTransformer):
+    def __init__(self, target: ast.AST, operand: int, kind: str) -> None:
+        self.target, self.operand, self.kind = target, operand, kind
+
+    def visit(self, node: ast.AST) -> Any:
+        if node is self.target:
+            if isinstance(node, ast.Compare):
+                node.ops[self.operand] = SWAPS[type(node.ops[self.operand])]()
+                return node
+            if isinstance(node, (ast.BoolOp, ast.BinOp)):
+                node.op = SWAPS[type(node.op)]()
+                return node
+            if self.kind == "negate":
+                return node.operand  # type: ignore[attr-defined]
+            if self.kind == "constant":
+                value = node.value  # type: ignore[attr-defined]
+                return ast.Constant(not value if type(value) is bool else _nudged(value))
+            if self.kind == "drop_command":
+                return ast.Expr(ast.Constant(None))
+        return self.generic_visit(node)
+
+
+def mutated_source(site: Site) -> str:
+    tree = ast.parse((REPO / site.file).read_text())
+    target, operand, kind, _ = list(_candidates(tree))[site.index]
+    return ast.unparse(ast.fix_missing_locations(_Mutate(target, operand, kind).visit(tree)))
+
+
+def _copy(into: Path) -> None:
+    """The package and its scenario folders, as a mutant's private tree."""
+    if into.exists():
+        shutil.rmtree(into)
+    for name in ("bench", "scenarios", "topologies"):
+        shutil.copytree(REPO / name, into / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def run_matrix(tree: Path, jobs: int) -> dict[str, Any]:
+    """The default matrix's reference cells from `tree`; per cell its verdicts and a
+    digest of its history."""
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench", "matrix", str(tree / "scenarios/default.matrix.toml"),
+             "-j", str(jobs), "--id", "m", "--fresh", "-k", "reference"],
+            cwd=tree, env=env, capture_output=True, text=True, timeout=MUTANT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"timeout": True, "wall_s": time.perf_counter() - t0, "cells": {}}
+    cells = {}
+    for cell_json in sorted((tree / "results/m/cells").glob("*/cell.json")):
+        record = json.loads(cell_json.read_text())
+        history = cell_json.parent / "history.jsonl"
+        cells[record["cell"]["id"]] = {
+            "verdicts": record["verdicts"], "expect": record["expect"],
+            "digest": hashlib.sha1(history.read_bytes()).hexdigest() if history.exists() else None}
+    return {"timeout": False, "rc": proc.returncode, "wall_s": time.perf_counter() - t0,
+            "cells": cells, "tail": proc.stdout[-600:] + proc.stderr[-600:]}
+
+
+def caught(result: dict[str, Any]) -> list[str]:
+    """Cells where a verdict turned FALSE that the reference does not give there."""
+    return sorted(f"{cid}: {name}" for cid, cell in result["cells"].items()
+                  for name, value in cell["verdicts"].items()
+                  if value == "false" and cell["expect"].get(name) != "false")
+
+
+def explore(tree: Path, minutes: float, jobs: int, seed: int) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+    out = tree / "explore"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "explore", "--minutes", str(minutes), "-j", str(jobs),
+         "--seed", str(seed), "--out", str(out), "--json"],
+        cwd=tree, env=env, capture_output=True, text=True, timeout=minutes * 60 + 900)
+    found = None
+    if proc.returncode == 1 and (out / "explore.json").exists():
+        report = json.loads((out / "explore.json").read_text())
+        if report.get("found"):
+            f = report["found"]
+            found = f"{', '.join(f['failing'])} after {f['after_s']} s (run {f['run']})"
+    return {"rc": proc.returncode, "found": found}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.tools.mutants", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sample", type=int, default=40, help="mutants to run (default 40)")
+    p.add_argument("--seed", type=int, default=1, help="which mutants are drawn (default 1)")
+    p.add_argument("--explore-minutes", type=float, default=0.0,
+                   help="exploration budget per survivor (default 0: none)")
+    p.add_argument("-j", "--jobs", type=int, default=2, help="cells at once (default 2)")
+    p.add_argument("--out", type=Path, default=Path("results/mutants"), help="results folder")
+    p.add_argument("--list", action="store_true", help="print every mutation site and exit")
+    args = p.parse_args(argv)
+    every = sites()
+    if args.list:
+        for s in every:
+            print(f"{s.file}:{s.line} {s.kind} {s.what}")
+        print(f"{len(every)} sites", file=sys.stderr)
+        return 0
+    args.out = args.out.resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
+    chosen = random.Random(args.seed).sample(every, min(args.sample, len(every)))
+    print(f"{len(every)} mutation sites in bench/core; running {len(chosen)} (seed {args.seed})",
+          flush=True)
+    base_tree = args.out / "tree-base"
+    _copy(base_tree)
+    base = run_matrix(base_tree, args.jobs)
+    assert not caught(base), f"the unmutated core fails the matrix: {caught(base)[:3]}"
+    if not base["cells"]:
+        raise SystemExit(f"the unmutated matrix ran no cell: {base.get('tail', '')}")
+    digests = {cid: cell["digest"] for cid, cell in base["cells"].items()}
+    print(f"baseline: {len(digests)} reference cells in {base['wall_s']:.0f} s", flush=True)
+    log = (args.out / "mutants.jsonl").open("w")
+    tree = args.out / "tree"
+    for n, site in enumerate(chosen, 1):
+        _copy(tree)
+        (tree / site.file).write_text(mutated_source(site))
+        result = run_matrix(tree, args.jobs)
+        hits = caught(result)
+        changed = sorted(cid for cid, cell in result["cells"].items()
+                         if cell["digest"] != digests.get(cid))
+        if result["timeout"]:
+            status = "killed_by_timeout"
+        elif len(result["cells"]) < len(digests):
+            status = "broke_the_run"      # cells missing: the mutant does not even run
+        elif hits:
+            status = "killed_by_matrix"
+        elif not changed:
+            status = "no_history_changed"
+        else:
+            status = "survived_matrix"
+        found = None
+        if status == "survived_matrix" and args.explore_minutes > 0:
+            found = explore(tree, args.explore_minutes, args.jobs, args.seed)["found"]
+            status = "killed_by_explore" if found else "survived"
+        record = {**asdict(site), "status": status, "caught": hits[:5],
+                  "changed_cells": len(changed), "explore": found,
+                  "wall_s": round(result["wall_s"], 1)}
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+        print(f"[{n}/{len(chosen)}] {status:20} {site.file}:{site.line} {site.what}"
+              + (f" — {hits[0]}" if hits else ""), flush=True)
+    log.close()
+    return summarize(args.out / "mutants.jsonl")
+
+
+def summarize(path: Path) -> int:
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    by: dict[str, int] = {}
+    for r in records:
+        by[r["status"]] = by.get(r["status"], 0) + 1
+    killed = sum(n for s, n in by.items() if s.startswith("killed"))
+    judged = killed + by.get("survived_matrix", 0) + by.get("survived", 0)
+    print("\n" + ", ".join(f"{s} {n}" for s, n in sorted(by.items())))
+    if judged:
+        matrix = by.get("killed_by_matrix", 0) + by.get("killed_by_timeout", 0)
+        print(f"kill rate: {killed}/{judged} = {killed / judged:.0%} of the mutants that changed "
+              f"a history (matrix alone: {matrix}/{judged} = {matrix / judged:.0%})")
+    for r in records:
+        if r["status"] in ("survived", "survived_matrix"):
+            print(f"  survivor: {r['file']}:{r['line']} {r['what']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,29 @@
+"""The mutation harness (bench.tools.mutants): its sites and mutants are real, small
+changes to bench/core; what counts as caught is a verdict FALSE the reference does not give."""
+
+from __future__ import annotations
+
+import ast
+
+from bench.tools.mutants import REPO, caught, mutated_source, sites
+
+
+def test_every_kind_of_site_exists_and_each_mutant_is_one_small_change() -> None:
+    every = sites()
+    assert {s.kind for s in every} == {"swap", "negate", "constant", "drop_command"}
+    assert all(s.file.startswith("bench/core/") and not s.file.endswith("events.py")
+               for s in every)
+    for site in every[::15]:
+        original = ast.unparse(ast.parse((REPO / site.file).read_text()))
+        mutated = mutated_source(site)
+        ast.parse(mutated)
+        assert mutated != original, site
+        changed = [a for a, b in zip(original.splitlines(), mutated.splitlines(), strict=True)
+                   if a != b] if site.kind != "drop_command" else ["dropped"]
+        assert len(changed) == 1, (site, changed)
+
+
+def test_only_a_false_the_reference_does_not_give_counts_as_caught() -> None:
+    cell = {"verdicts": {"silent_loss": "false", "deployment": "false", "relay": "unknown"},
+            "expect": {"silent_loss": "true", "deployment": "false", "relay": "true"}}
+    assert caught({"cells": {"c": cell}}) == ["c: silent_loss"]
