@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from bench.checks import Checker, Collector, rule
 from bench.core.events import (
+    AttackSent,
     Event,
     ExecutorsRegistered,
     FaultFired,
@@ -21,11 +22,13 @@ from bench.core.events import (
     MqttConnected,
     MqttDisconnected,
     NodeCrashed,
+    NodeStarted,
     OutboundSettled,
     RelaySent,
     RequestSent,
     RequestSettled,
     ResponseUnmatched,
+    RosterLoaded,
     TaskExecuted,
     TaskState,
     Warning,
@@ -275,6 +278,63 @@ def no_response_explained(h: History, c: Collector) -> None:
             continue
         c.violation(f"request {sent.request_id} to {sent.to_agent_id} got no response and "
                     "nothing in the history says why", sent, outcome, requestId=sent.request_id)
+
+
+@rule("DESIGN §3 Inbound: every drop carries its reason, and the reason is true")
+def drops_are_true(h: History, c: Collector) -> None:
+    """A drop explains a lost message only if its reason is true, so each is checked: a
+    DUPLICATE had reached the node before (admitted or dropped), unless the node crashed
+    since the message was first sent (the record may have died with it); a SELF_LOOP is
+    a message the node sent itself; NOT_MINE is a request for an agent the node had not
+    registered (its roster and executors, since it last started); nothing the bench
+    sends is MALFORMED."""
+    sent_by: dict[str, set[str]] = defaultdict(set)    # message -> nodes that sent it
+    first_sent: dict[str, float] = {}
+    to_agent: dict[str, str | None] = {}
+    for o in h.of(OutboundSettled):
+        sent_by[o.message_id].add(o.node)
+        first_sent.setdefault(o.message_id, o.t_ms)
+        to_agent.setdefault(o.message_id, o.to_agent_id)
+    for s in h.of(RequestSent):
+        first_sent[s.message_id] = min(first_sent.get(s.message_id, s.t_ms), s.t_ms)
+    attacks = {a.message_id for a in h.of(AttackSent)}   # forged or replayed: judged by auth
+    seen: set[tuple[str, str]] = set()
+    agents: dict[str, set[str]] = defaultdict(set)
+    crashes: dict[str, list[float]] = defaultdict(list)
+    events: list[Event] = sorted([*h.of(InboundAdmitted), *h.of(InboundDropped),
+                                  *h.of(NodeStarted), *h.of(NodeCrashed), *h.of(RosterLoaded),
+                                  *h.of(ExecutorsRegistered)], key=lambda e: e.seq)
+    for e in events:
+        match e:
+            case NodeStarted():
+                agents[e.node].clear()
+            case NodeCrashed():
+                crashes[e.node].append(e.t_ms)
+            case RosterLoaded() | ExecutorsRegistered():
+                agents[e.node] |= set(e.agents)
+            case InboundAdmitted():
+                seen.add((e.node, e.message_id))
+            case InboundDropped():
+                c.count(f"dropped_{e.reason.lower()}")
+                mid = e.message_id or ""
+                before = (e.node, mid) in seen
+                seen.add((e.node, mid))
+                if mid in attacks:
+                    continue
+                if e.reason == "MALFORMED":
+                    c.violation(f"{e.node} dropped {mid or 'a message'} as MALFORMED "
+                                f"({e.detail}): nothing the bench sends is", e)
+                elif e.reason == "SELF_LOOP" and e.node not in sent_by.get(mid, set()):
+                    c.violation(f"{e.node} dropped {mid} as its own message (SELF_LOOP) but "
+                                "never sent it", e)
+                elif e.reason == "DUPLICATE" and not before and not any(
+                        first_sent.get(mid, -math.inf) <= t <= e.t_ms for t in crashes[e.node]):
+                    c.violation(f"{e.node} dropped {e.message_type} {mid} as a DUPLICATE it "
+                                "had never had", e)
+                elif e.reason == "NOT_MINE" and e.message_type == "TASK_REQUEST" \
+                        and to_agent.get(mid) in agents[e.node]:
+                    c.violation(f"{e.node} refused {mid} for {to_agent[mid]} as NOT_MINE "
+                                "although it had registered that agent", e)
 
 
 #: Node clocks read whole milliseconds; the bench's are floats.
@@ -598,8 +658,8 @@ def _nothing_published(h: History) -> str | None:
 
 SILENT_LOSS = Checker(
     "silent_loss", "Every request ends in exactly one outcome, and a request that got no "
-    "response has an exact explanation in the history.",
-    (settles_once, no_response_explained, no_response_not_early), _no_request)
+    "response has an exact explanation in the history; every drop gives its true reason.",
+    (settles_once, no_response_explained, no_response_not_early, drops_are_true), _no_request)
 TARGETED_DELIVERY = Checker(
     "targeted_delivery", "Targeted messages are published to a real node's inbox (never the "
     "sender's own: that is consumed locally), consumed only by the node they address, and "

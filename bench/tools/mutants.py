@@ -3,18 +3,19 @@
 A mutant is the protocol core with one small change, of the kind a person makes: a
 comparison off by one (`<` for `<=`), a condition inverted or its `and` made `or`, a
 count off by one or a duration or size off by a factor of ten, `True` for `False`, `+`
-for `-`, or a command never issued (an
-`fx.add(...)` dropped: a timer not started, a record not persisted, a message not sent).
+for `-`, or a command never issued (an `fx.add(...)` dropped: a timer not started, a
+record not persisted, a message not sent).
 Each mutant runs the default matrix in simulation, reference cells only (the seeded
 defects are other nodes), from a copy of the package, so nothing here imports it; the
 mutant is *killed* when some cell's verdict turns FALSE where the reference is TRUE or
 UNKNOWN — the verdicts alone, not our unit tests, as a user pointing the bench at their
 own node would see it. A survivor then gets an exploration budget (`a2a-bench explore`,
-exit 1 = killed).
+exit 1 = killed), and so does a mutant whose every history is byte-identical to the
+unmutated run's: the matrix never took its path, random scenarios may.
 
-Equivalence cannot be decided; a mutant whose every history is byte-identical to the
-unmutated run's changed nothing the matrix could see (equivalent, or a path no cell
-takes) and is reported apart; the kill rate counts the rest. Results: JSON lines, one
+Equivalence cannot be decided; a mutant that changed no history and that exploration
+never caught is reported apart (equivalent, or on a path nothing reached); the kill
+rate counts the rest. Results: JSON lines, one
 per mutant, and a summary.
 
     python -m bench.tools.mutants --sample 40 --seed 1 --explore-minutes 1 --out DIR
@@ -115,10 +116,10 @@ class _Mutate(ast.NodeTransformer):
     def visit(self, node: ast.AST) -> Any:
         if node is self.target:
             if isinstance(node, ast.Compare):
-                node.ops[self.operand] = SWAPS[type(node.ops[self.operand])]()
+                node.ops[self.operand] = SWAPS[type(node.ops[self.operand])]()  # type: ignore[call-overload]
                 return node
             if isinstance(node, (ast.BoolOp, ast.BinOp)):
-                node.op = SWAPS[type(node.op)]()
+                node.op = SWAPS[type(node.op)]()  # type: ignore[assignment]
                 return node
             if self.kind == "negate":
                 return node.operand  # type: ignore[attr-defined]
@@ -136,13 +137,13 @@ def mutated_source(site: Site) -> str:
     return ast.unparse(ast.fix_missing_locations(_Mutate(target, operand, kind).visit(tree)))
 
 
-def _copy(into: Path) -> None:
+def _copy(into: Path, source: Path = REPO) -> None:
     """The package and its scenario folders, as a mutant's private tree."""
     if into.exists():
         shutil.rmtree(into)
     for name in ("bench", "scenarios", "topologies"):
-        shutil.copytree(REPO / name, into / name,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(source / name, into / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "results"))
 
 
 def run_matrix(tree: Path, jobs: int) -> dict[str, Any]:
@@ -201,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-j", "--jobs", type=int, default=2, help="cells at once (default 2)")
     p.add_argument("--out", type=Path, default=Path("results/mutants"), help="results folder")
     p.add_argument("--list", action="store_true", help="print every mutation site and exit")
+    p.add_argument("--again", type=Path, metavar="JSONL",
+                   help="run the mutants of an earlier mutants.jsonl again instead of drawing")
+    p.add_argument("--status", action="append", default=[],
+                   help="with --again: only mutants that had this status (repeatable)")
     args = p.parse_args(argv)
     every = sites()
     if args.list:
@@ -210,10 +215,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
-    chosen = random.Random(args.seed).sample(every, min(args.sample, len(every)))
+    if args.again:
+        earlier = [json.loads(line) for line in args.again.read_text().splitlines()]
+        keys = {(s.file, s.index): s for s in every}
+        chosen = [keys[(r["file"], r["index"])] for r in earlier
+                  if not args.status or r["status"] in args.status]
+    else:
+        chosen = random.Random(args.seed).sample(every, min(args.sample, len(every)))
     print(f"{len(every)} mutation sites in bench/core; running {len(chosen)} (seed {args.seed})",
           flush=True)
-    base_tree = args.out / "tree-base"
+    base_tree = args.out / "tree-base"   # the source as it is now: later edits do not leak in
     _copy(base_tree)
     base = run_matrix(base_tree, args.jobs)
     assert not caught(base), f"the unmutated core fails the matrix: {caught(base)[:3]}"
@@ -224,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     log = (args.out / "mutants.jsonl").open("w")
     tree = args.out / "tree"
     for n, site in enumerate(chosen, 1):
-        _copy(tree)
+        _copy(tree, base_tree)
         (tree / site.file).write_text(mutated_source(site))
         result = run_matrix(tree, args.jobs)
         hits = caught(result)
@@ -241,9 +252,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             status = "survived_matrix"
         found = None
-        if status == "survived_matrix" and args.explore_minutes > 0:
+        if status in ("survived_matrix", "no_history_changed") and args.explore_minutes > 0:
+            # the matrix never took the mutated path, or took it and judged nothing wrong:
+            # random scenarios may take it
             found = explore(tree, args.explore_minutes, args.jobs, args.seed)["found"]
-            status = "killed_by_explore" if found else "survived"
+            status = ("killed_by_explore" if found else
+                      "survived" if status == "survived_matrix" else "never_caught_unchanged")
         record = {**asdict(site), "status": status, "caught": hits[:5],
                   "changed_cells": len(changed), "explore": found,
                   "wall_s": round(result["wall_s"], 1)}
@@ -262,14 +276,18 @@ def summarize(path: Path) -> int:
         by[r["status"]] = by.get(r["status"], 0) + 1
     killed = sum(n for s, n in by.items() if s.startswith("killed"))
     judged = killed + by.get("survived_matrix", 0) + by.get("survived", 0)
+    unchanged = by.get("no_history_changed", 0) + by.get("never_caught_unchanged", 0)
     print("\n" + ", ".join(f"{s} {n}" for s, n in sorted(by.items())))
     if judged:
         matrix = by.get("killed_by_matrix", 0) + by.get("killed_by_timeout", 0)
         print(f"kill rate: {killed}/{judged} = {killed / judged:.0%} of the mutants that changed "
-              f"a history (matrix alone: {matrix}/{judged} = {matrix / judged:.0%})")
+              f"a history or were caught (matrix alone: {matrix}/{judged} = "
+              f"{matrix / judged:.0%}); {unchanged} changed no history and were never caught "
+              "(equivalent, or on a path nothing reached)")
     for r in records:
-        if r["status"] in ("survived", "survived_matrix"):
-            print(f"  survivor: {r['file']}:{r['line']} {r['what']}")
+        if r["status"] in ("survived", "survived_matrix", "no_history_changed",
+                           "never_caught_unchanged"):
+            print(f"  {r['status']}: {r['file']}:{r['line']} {r['what']}")
     return 0
 
 

@@ -294,3 +294,21 @@ def test_warnings_are_true_only_when_the_history_confirms_them() -> None:
     assert warned(up, down, offline) == 0
     assert warned(up, offline) == 1
     assert warned(ev.Warning(ev.WarningKind.GATE_RECORD_UNREADABLE, node="orch-1")) == 1
+
+
+def test_a_drop_explains_only_with_its_true_reason() -> None:
+    def drops(*events: ev.Event) -> int:
+        return SILENT_LOSS(history(request_sent("r1"), *events)).rules["drops_are_true"][
+            "violations"]
+    mine = outbound("m1", "PUBLISHED", message_type="EVENT", node="exec-1")
+    assert drops(mine, dropped("exec-1", "SELF_LOOP", message_id="m1")) == 0
+    assert drops(dropped("exec-1", "SELF_LOOP", message_id="m1")) == 1       # not its own
+    seen = admitted("exec-1", "llm.tax", "exec-1", message_id="m2")
+    assert drops(seen, dropped("exec-1", "DUPLICATE", message_id="m2")) == 0
+    assert drops(dropped("exec-1", "DUPLICATE", message_id="m2")) == 1       # never had it
+    assert drops(dropped("exec-1", "MALFORMED")) == 1
+    sent = ev.OutboundSettled("m3", "TASK_REQUEST", "PUBLISHED", "directory", "llm.tax",
+                              "exec-1", "r3", "ooder/node/exec-1/inbox", node="orch-1")
+    roster = ev.RosterLoaded(["llm.tax"], [], "llm", node="exec-1")
+    assert drops(sent, dropped("exec-1", "NOT_MINE", message_id="m3")) == 0
+    assert drops(roster, sent, dropped("exec-1", "NOT_MINE", message_id="m3")) == 1

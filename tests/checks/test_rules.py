@@ -160,6 +160,17 @@ def false_warning(lines: Lines) -> None:
                          "messageId": "m-lost", "ok": True})
 
 
+def false_duplicate(lines: Lines) -> None:
+    """A node drops a request it never had as a DUPLICATE (its ledger answered wrongly)."""
+    i = where(lines, "inbound_admitted", request)
+    e = lines[i]
+    lines[i] = {"seq": e["seq"], "tMs": e["tMs"], "node": e["node"], "kind": "inbound_dropped",
+                "reason": "DUPLICATE", "detail": "already in the inbound ledger",
+                "topic": f"ooder/node/{e['node']}/inbox", "messageId": e["messageId"],
+                "messageType": "TASK_REQUEST", "fromAgentId": e["fromAgentId"],
+                "requestId": e["requestId"], "verdict": "UNSIGNED", "bytes": 100}
+
+
 def strict_nodes(lines: Lines) -> None:
     for e in lines:
         if e["kind"] == "node_started":
@@ -202,6 +213,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "no_response_explained": ("quickstart", alter("request_settled", outcome="NO_RESPONSE",
                                                   latencyMs=10**7)),   # at a timeout
     "no_response_not_early": ("quickstart", alter("request_settled", outcome="NO_RESPONSE")),
+    "drops_are_true": ("quickstart", false_duplicate),
     # targeted_delivery
     "published_to_a_node": ("quickstart", alter("outbound_settled", request,
                                                 topic="ooder/node/elsewhere/inbox")),
