@@ -222,7 +222,8 @@ class SimHost(NodeHost):
     def _send(self, cmd: Publish, payload: bytes) -> None:
         conn = self.conn
         if conn is None or not conn.alive or not conn.established:
-            self._offline.append(cmd)
+            if id(cmd) not in self._unacked:   # an unacknowledged one is resent from there
+                self._offline.append(cmd)
             return
         key = id(cmd)
         if cmd.qos >= 1:
@@ -246,8 +247,8 @@ class SimHost(NodeHost):
         if back is None:
             return  # PUBACK lost with the link: resent after the reconnect (a duplicate)
         yield self.env.timeout(back)
-        if epoch != self.epoch:
-            return
+        if epoch != self.epoch or not conn.alive:
+            return  # no PUBACK on a closed connection: resent after the reconnect
         if cmd.qos >= 1 and self._unacked.pop(key, None) is None:
             return  # already acknowledged through an earlier copy
         if cmd.message_id is not None:
