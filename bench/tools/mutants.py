@@ -232,6 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"the unmutated matrix ran no cell: {base.get('tail', '')}")
     digests = {cid: cell["digest"] for cid, cell in base["cells"].items()}
     print(f"baseline: {len(digests)} reference cells in {base['wall_s']:.0f} s", flush=True)
+    if args.explore_minutes > 0:   # an exploration that fails the core itself kills nothing
+        clean = explore(base_tree, args.explore_minutes, args.jobs, args.seed)["found"]
+        if clean:
+            raise SystemExit(f"exploring the unmutated core already fails: {clean}")
+        print(f"baseline: {args.explore_minutes} min of exploring finds nothing", flush=True)
     log = (args.out / "mutants.jsonl").open("w")
     tree = args.out / "tree"
     for n, site in enumerate(chosen, 1):
