@@ -254,9 +254,11 @@ def no_response_explained(h: History, c: Collector) -> None:
             explained.add(rid)
     outages = transit.outages
     task_ended = _still_running(h)
-    # the response came, after the requester had given up: slow, not lost
-    late = {(u.node, u.request_id) for u in h.of(ResponseUnmatched) if u.request_id}
     settled = _settled(h)
+    # the response came, after the requester had given up: slow, not lost. (Before it gave
+    # up, a response it could not match is the requester's fault, and explains nothing.)
+    late = {(u.node, u.request_id) for u in h.of(ResponseUnmatched) if u.request_id
+            and any(s.t_ms <= u.t_ms for s in settled.get((u.node, u.request_id), []))}
     for sent in h.of(RequestSent):
         outcomes = settled.get((sent.node, sent.request_id), [])
         if not outcomes or outcomes[0].outcome != "NO_RESPONSE":

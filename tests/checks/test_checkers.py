@@ -90,10 +90,16 @@ def test_silent_loss() -> None:
     # a task still running when the requester gave up explains it; one that had ended does not
     assert lost(executed("r1")) is Value.TRUE
     assert lost(executed("r1"), task_state("r1", "COMPLETED", "RUNNING")) is Value.FALSE
-    # ... and so does its response reaching the requester after it gave up
-    assert lost(ev.ResponseUnmatched("r1", "resp", "already settled", node="orch-1")) \
-        is Value.TRUE
-    assert lost(ev.ResponseUnmatched("r1", "resp", "already settled", node="orch-2")) \
+    # ... and so does its response reaching the requester after it gave up; one that came
+    # before and that the requester could not match is the requester's fault
+    def answered(node: str) -> Value:
+        return SILENT_LOSS(history(request_sent("r1"), to_exec,
+                                   request_settled("r1", "NO_RESPONSE"),
+                                   ev.ResponseUnmatched("r1", "resp", "already settled",
+                                                        node=node))).value
+    assert answered("orch-1") is Value.TRUE
+    assert answered("orch-2") is Value.FALSE
+    assert lost(ev.ResponseUnmatched("r1", "resp", "unknown requestId", node="orch-1")) \
         is Value.FALSE
     # a crash lasts until the node's client is connected again, not merely booted
     back_up = ev.MqttConnected("exec-1", True, node="exec-1")
