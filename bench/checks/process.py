@@ -533,6 +533,10 @@ def _replay_one(pi: str, events: list[Event], out: _Replay) -> None:
             case ContextMerged():
                 out.counts["merges"] += 1
                 _merged(pi, e, ctx, head, finished, sub_ops, failed_subflows, out)
+            case SubflowFinished() if e.ok == (e.step in failed_subflows):
+                said, steps = ("succeeded", "failed") if e.ok else ("failed", "succeeded")
+                out.add("failure_fails_the_instance", f"{pi}: sub-flow {e.step} is recorded as "
+                        f"{said}, but its steps {steps}", e)
             case InstanceState(status="COMPLETED"):
                 if failed_subflows:
                     scope, f = next(iter(failed_subflows.items()))
@@ -655,7 +659,8 @@ def no_values_of_another_instance(h: History, c: Collector) -> None:
 
 @rule("DESIGN §3 context: a failed sub-flow fails its parent, never counted COMPLETED")
 def failure_fails_the_instance(h: History, c: Collector) -> None:
-    """An instance whose step or sub-flow failed for good never ends COMPLETED."""
+    """An instance whose step or sub-flow failed for good never ends COMPLETED; a sub-flow's
+    recorded outcome is what its steps did."""
     replay = h.memo(_replay)
     for key in ("completed", "failed", "subflows_failed"):
         if replay.counts.get(key):

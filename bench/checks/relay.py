@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.delivery import Transit
+from bench.checks.delivery import Transit, fault_windows
 from bench.core.events import (
     Event,
     FlowEmitted,
@@ -267,6 +267,40 @@ def gaps_and_acceptances_consistent(h: History, c: Collector) -> None:
                             "accepted it too", g, got)
 
 
+#: DESIGN §3 FLOW-RELAY: the home holds a hole for a 500 ms reorder window before it declares
+#: the missing frames a gap.
+REORDER_WINDOW_MS = 500.0
+#: Node clocks read whole milliseconds; the bench's are floats.
+CLOCK_SLACK_MS = 1.0
+
+
+@rule("DESIGN §3 FLOW-RELAY: reordering within 500 ms is repaired, not declared lost")
+def gaps_wait_the_window(h: History, c: Collector) -> None:
+    """A gap is declared only once the reorder window has run from when the hole appeared
+    (when the first frame held beyond it reached the home): declared sooner, frames that
+    were merely late are thrown away as lost. Not judged while a fault set the home's
+    clock off (its timers run on it)."""
+    frames = {r.message_id: (r.stream, r.stream_seq) for r in h.of(RelaySent)}
+    arrivals: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
+    for a in h.of(InboundAdmitted):
+        if a.message_id in frames:
+            stream, seq = frames[a.message_id]
+            arrivals[(a.node, stream)].append((a.t_ms, seq))
+    skewed = [f for f in h.memo(fault_windows) if f.fault == "clock_skew"]
+    for g in h.of(RelayGap):
+        if any(g.node in f.nodes and f.start_ms <= g.t_ms for f in skewed):
+            c.count("gap_on_a_skewed_clock")
+            continue
+        beyond = [t for t, seq in arrivals[(g.node, g.stream)] if seq > g.to_seq and t <= g.t_ms]
+        if not beyond:
+            continue
+        appeared = min(beyond)
+        if g.t_ms < appeared + REORDER_WINDOW_MS - CLOCK_SLACK_MS:
+            c.violation(f"{g.node} declared {g.stream} {g.from_seq}..{g.to_seq} lost "
+                        f"{g.t_ms - appeared:.0f} ms after the hole appeared, within the "
+                        f"{REORDER_WINDOW_MS:.0f} ms reorder window", g)
+
+
 def _no_stream(h: History) -> str | None:
     return None if h.of(RelayFrame) else "no flow streamed in this run"
 
@@ -276,7 +310,7 @@ RELAY_INTEGRITY = Checker(
     "frames are accepted once or fall in an explicit gap that overlaps nothing accepted; per "
     "subscriber strictly increasing, right text, right conversation, right trust label.",
     (frames_carry_the_flow, seqs_are_one_to_n, relayed_frames_accounted,
-     gaps_and_acceptances_consistent, delivered_in_order_once,
+     gaps_and_acceptances_consistent, gaps_wait_the_window, delivered_in_order_once,
      delivered_to_its_conversation, trust_labels), _no_stream)
 RELAY_LOCALITY = Checker(
     "relay_locality", "Seed 002 §6: local first — no FLOW_EVENT leaves a node while that node "

@@ -20,7 +20,7 @@ from bench.checks import Value, checkers, judge
 from tests.helpers import Lines, from_lines, run_lines
 
 Mutation = Callable[[Lines], None]
-SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition")
+SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure")
 
 
 @pytest.fixture(scope="module")
@@ -234,6 +234,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "relayed_frames_accounted": ("quickstart", drop("relay_accepted")),
     "seqs_are_one_to_n": ("quickstart", alter("relay_frame", streamSeq=lambda e: e["streamSeq"] + 5)),
     "gaps_and_acceptances_consistent": ("quickstart", repeat("relay_accepted")),
+    "gaps_wait_the_window": ("publish_failure", alter("relay_gap", tMs=lambda e: e["tMs"] - 450)),
     "delivered_in_order_once": ("quickstart", repeat("relay_delivered")),
     "delivered_to_its_conversation": ("quickstart", alter("relay_delivered",
                                                           subscriberConversation="c-other")),
@@ -359,3 +360,12 @@ def test_run_lines_are_a_real_run(tmp_path: Path) -> None:
     """The recipes mutate real histories, not hand-made ones."""
     lines = run_lines(tmp_path, "quickstart")
     assert lines[0]["kind"] == "run_started" and len(lines) > 1000
+
+
+def test_a_sub_flow_recorded_against_what_its_steps_did_fails_the_instance_rule(
+        runs: dict[str, Lines]) -> None:
+    lines = copy.deepcopy(runs["gates"])
+    alter("subflow_finished", lambda e: e["ok"], ok=False)(lines)
+    v = checkers()["context_isolation"](from_lines(renumbered(lines)))
+    assert any(c["rule"] == "failure_fails_the_instance" and "is recorded as failed" in c["why"]
+               for c in v.counterexamples), v.counterexamples[:2]
