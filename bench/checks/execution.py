@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.core.events import TaskExecuted, TaskState
+from bench.core.events import (
+    InboundAdmitted,
+    LedgerFlushed,
+    LedgerRestored,
+    NodeCrashed,
+    TaskExecuted,
+    TaskState,
+)
 from bench.history import History
 
 # DESIGN §3, written out again (not read from the core's table): SUBMITTED → RUNNING →
@@ -32,6 +39,44 @@ def executed_once(h: History, c: Collector) -> None:
             c.count("executed_more_than_once")
             c.violation(f"requestId {task_id} executed {len(events)} times on "
                         f"{sorted({e.node for e in events})}", *events, taskId=task_id)
+
+
+#: DESIGN §3: the inbound ledger remembers a messageId for 24 h.
+LEDGER_TTL_MS = 24 * 3600 * 1000.0
+
+
+@rule("DESIGN §3 Inbound: the ledger deduplicates by messageId (TTL 24 h, flushed every 5 s)")
+def admitted_once(h: History, c: Collector) -> None:
+    """A node admits a message at most once: a copy (a QoS1 redelivery, a duplicate
+    PUBLISH, a second subscription, a replay) is dropped as a DUPLICATE — unless the
+    ledger forgot it honestly: 24 h passed, or the node crashed before flushing the first
+    admission (no ledger flush between it and the crash), or its ledger is not durable
+    (recorded at restore). Defence in depth (the task store) may hide a leaky ledger from
+    duplicate_execution; it does not hide it here."""
+    first: dict[tuple[str, str], float] = {}
+    flushes: dict[str, list[float]] = defaultdict(list)
+    for f in h.of(LedgerFlushed):
+        flushes[f.node].append(f.t_ms)
+    crashes: dict[str, list[float]] = defaultdict(list)
+    for x in h.of(NodeCrashed):
+        crashes[x.node].append(x.t_ms)
+    volatile = {r.node for r in h.of(LedgerRestored) if not r.durable}
+    for a in h.of(InboundAdmitted):
+        key = (a.node, a.message_id)
+        c.count("admitted")
+        if key not in first:
+            first[key] = a.t_ms
+            continue
+        t0 = first[key]
+        first[key] = a.t_ms
+        forgot = a.t_ms - t0 >= LEDGER_TTL_MS or any(
+            t0 <= crash <= a.t_ms and (a.node in volatile or not any(
+                t0 <= f <= crash for f in flushes[a.node])) for crash in crashes[a.node])
+        if forgot:
+            c.count("admitted_again_after_the_ledger_forgot")
+        else:
+            c.violation(f"{a.node} admitted {a.message_type} {a.message_id} again, "
+                        f"{a.t_ms - t0:.0f} ms after the first time", a)
 
 
 def _trails(h: History) -> dict[tuple[str, str], list[TaskState]]:
@@ -86,7 +131,8 @@ def _nothing_executed(h: History) -> str | None:
 
 DUPLICATE_EXECUTION = Checker(
     "duplicate_execution", "No requestId executes twice, on any node, across redeliveries "
-    "and restarts.", (executed_once,), _nothing_executed)
+    "and restarts; no node admits a message twice while its ledger should remember it.",
+    (executed_once, admitted_once), _nothing_executed)
 TASK_LIFECYCLE = Checker(
     "task_lifecycle", "Every task starts SUBMITTED, moves only along the task state machine "
     "and stops at exactly one terminal state.", (legal_transitions, reaches_terminal),

@@ -548,6 +548,12 @@ def _replay_one(pi: str, events: list[Event], out: _Replay) -> None:
                 out.counts["completed"] += 1
             case InstanceState(status="FAILED"):
                 out.counts["failed"] += 1
+                if e.cause is InstanceCause.STEP_FAILED and failed_main is None \
+                        and not failed_subflows:
+                    last = max(finished.values(), key=lambda f: f.seq, default=None)
+                    out.add("failure_fails_the_instance", f"{pi}: FAILED for a failed step, but "
+                            "no step had failed its last attempt (a retry was left)",
+                            *([last] if last is not None else []), e)
     if failed_subflows:
         out.counts["subflows_failed"] += 1
 
@@ -659,8 +665,9 @@ def no_values_of_another_instance(h: History, c: Collector) -> None:
 
 @rule("DESIGN §3 context: a failed sub-flow fails its parent, never counted COMPLETED")
 def failure_fails_the_instance(h: History, c: Collector) -> None:
-    """An instance whose step or sub-flow failed for good never ends COMPLETED; a sub-flow's
-    recorded outcome is what its steps did."""
+    """An instance whose step or sub-flow failed for good never ends COMPLETED, and one
+    fails for a step only once a step has spent all its attempts (1 + retries); a
+    sub-flow's recorded outcome is what its steps did."""
     replay = h.memo(_replay)
     for key in ("completed", "failed", "subflows_failed"):
         if replay.counts.get(key):

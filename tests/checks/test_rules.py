@@ -20,7 +20,7 @@ from bench.checks import Value, checkers, judge
 from tests.helpers import Lines, from_lines, run_lines
 
 Mutation = Callable[[Lines], None]
-SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure")
+SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context")
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +205,7 @@ def stolen_client_id(lines: Lines) -> None:
 RECIPES: dict[str, tuple[str, Mutation]] = {
     # duplicate_execution, task_lifecycle
     "executed_once": ("quickstart", repeat("task_executed")),
+    "admitted_once": ("quickstart", repeat("inbound_admitted")),
     "legal_transitions": ("quickstart", alter("task_state", lambda e: e["state"] == "COMPLETED",
                                               previous="SUBMITTED")),
     "reaches_terminal": ("quickstart", drop_terminal_state),
@@ -369,3 +370,15 @@ def test_a_sub_flow_recorded_against_what_its_steps_did_fails_the_instance_rule(
     v = checkers()["context_isolation"](from_lines(renumbered(lines)))
     assert any(c["rule"] == "failure_fails_the_instance" and "is recorded as failed" in c["why"]
                for c in v.counterexamples), v.counterexamples[:2]
+
+
+def test_an_instance_failed_with_a_retry_left_fails_the_instance_rule(
+        runs: dict[str, Lines]) -> None:
+    """The node gave up one attempt early: its last StepStarted still had a retry left."""
+    lines = copy.deepcopy(runs["context"])
+    end = lines[where(lines, "instance_state", lambda e: e["cause"] == "STEP_FAILED")]
+    i = max(i for i, e in enumerate(lines) if e["kind"] == "step_started"
+            and e["processInstId"] == end["processInstId"] and e["seq"] < end["seq"])
+    lines[i]["retries"] = lines[i]["attempt"]
+    v = checkers()["context_isolation"](from_lines(renumbered(lines)))
+    assert any("a retry was left" in c["why"] for c in v.counterexamples), v.counterexamples[:2]
