@@ -42,8 +42,8 @@ def warnings_are_true(h: History, c: Collector) -> None:
     """Every warning says something the history confirms: a missing replyNodeId is
     warned about for a request admitted without one; a publish without a connection
     while the node had none; the warnings of broken bookkeeping or a broken store never
-    (see NEVER_PROVOKED). Undeliverable messages are judged by directory_liveness and
-    reply_routing."""
+    (see NEVER_PROVOKED), nor an unrestorable ledger. Undeliverable messages are judged
+    by directory_liveness and reply_routing."""
     without_reply = {(a.node, a.request_id) for a in h.of(InboundAdmitted)
                      if a.request_id and a.reply_node_id is None}
     connected: dict[str, bool] = {}
