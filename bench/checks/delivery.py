@@ -287,16 +287,19 @@ def drops_are_true(h: History, c: Collector) -> None:
     """A drop explains a lost message only if its reason is true, so each is checked: a
     DUPLICATE had reached the node before (admitted or dropped), unless the node crashed
     since the message was first sent (the record may have died with it); a SELF_LOOP is
-    a message the node sent itself; NOT_MINE is a request for an agent the node had not
-    registered (its roster and executors, since it last started); nothing the bench
+    a message the node sent itself; a request addressed to the node is NOT_MINE only for
+    an agent it had not registered (its roster and executors, since it last started; one
+    addressed elsewhere reached it through a borrowed client id); nothing the bench
     sends is MALFORMED."""
     sent_by: dict[str, set[str]] = defaultdict(set)    # message -> nodes that sent it
     first_sent: dict[str, float] = {}
     to_agent: dict[str, str | None] = {}
+    target: dict[str, str | None] = {}
     for o in h.of(OutboundSettled):
         sent_by[o.message_id].add(o.node)
         first_sent.setdefault(o.message_id, o.t_ms)
         to_agent.setdefault(o.message_id, o.to_agent_id)
+        target.setdefault(o.message_id, o.target_node_id)
     for s in h.of(RequestSent):
         first_sent[s.message_id] = min(first_sent.get(s.message_id, s.t_ms), s.t_ms)
     attacks = {a.message_id for a in h.of(AttackSent)}   # forged or replayed: judged by auth
@@ -334,7 +337,7 @@ def drops_are_true(h: History, c: Collector) -> None:
                     c.violation(f"{e.node} dropped {e.message_type} {mid} as a DUPLICATE it "
                                 "had never had", e)
                 elif e.reason == "NOT_MINE" and e.message_type == "TASK_REQUEST" \
-                        and to_agent.get(mid) in agents[e.node]:
+                        and target.get(mid) == e.node and to_agent.get(mid) in agents[e.node]:
                     c.violation(f"{e.node} refused {mid} for {to_agent[mid]} as NOT_MINE "
                                 "although it had registered that agent", e)
 
