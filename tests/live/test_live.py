@@ -26,13 +26,16 @@ def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
     started_ms = time.time() * 1000
     result = run_scenario(compressed("quickstart", 4), REFERENCE, tmp_path, mode="live",
                           options=Options(broker=broker, hosting=Hosting(nodes)))
+    ended_ms = time.time() * 1000
     assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1]) for v in result.verdicts]
     assert result.metrics["outcomes"].get("COMPLETED", 0) >= 10
     kinds = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"self_check"' in l]
     assert len(kinds) == 4  # one "message store ready" line per node
-    # node clocks read wall time (the run's zero is when the deployment was made)
+    # node clocks read wall time: the run's zero is when the deployment was made, some time
+    # during this test (how long after its start depends on the machine's load)
     origins = node_clock_origins(tmp_path / "history.jsonl")
-    assert origins and all(0 <= o - started_ms < 30_000 for o in origins), origins[:3]
+    assert origins and all(started_ms <= o <= ended_ms for o in origins), \
+        (started_ms, origins[:3], ended_ms)
 
 
 #: Where the brokers differ and the verdicts must show it. amqtt 0.12 answers a second
