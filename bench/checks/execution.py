@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
+from bench.checks.delivery import Transit
 from bench.core.events import (
     InboundAdmitted,
     LedgerFlushed,
     LedgerRestored,
-    NodeCrashed,
     TaskExecuted,
     TaskState,
 )
@@ -59,9 +59,7 @@ def admitted_once(h: History, c: Collector) -> None:
     flushes: dict[str, list[float]] = defaultdict(list)
     for f in h.of(LedgerFlushed):
         flushes[f.node].append(f.t_ms)
-    crashes: dict[str, list[float]] = defaultdict(list)
-    for x in h.of(NodeCrashed):
-        crashes[x.node].append(x.t_ms)
+    crashes = h.memo(Transit).crashes
     volatile = {r.node for r in h.of(LedgerRestored) if not r.durable}
     for a in h.of(InboundAdmitted):
         key = (a.node, a.message_id)

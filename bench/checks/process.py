@@ -41,7 +41,6 @@ from bench.core.events import (
     InstanceRehydrated,
     InstanceStarted,
     InstanceState,
-    NodeCrashed,
     OutboundSettled,
     StepFinished,
     StepStarted,
@@ -345,9 +344,7 @@ def turned_down_ends_the_instance(h: History, c: Collector) -> None:
     `reject` or `fail`) ends its instance FAILED (DECIDED_AGAINST) and nothing of it runs
     after: no step starts once the decision is in. A node that crashes before the end has
     its restart to finish it; a resume just before the end of the run may be ending yet."""
-    crashes: dict[str, list[float]] = defaultdict(list)
-    for x in h.of(NodeCrashed):
-        crashes[x.node].append(x.t_ms)
+    crashes = h.memo(Transit).crashes
     states: dict[str, list[InstanceState]] = defaultdict(list)
     for s in h.of(InstanceState):
         states[s.process_inst_id].append(s)

@@ -218,9 +218,7 @@ def seqs_are_one_to_n(h: History, c: Collector) -> None:
     going back — across its restarts too (a restarted producer that starts again from 1
     would have its new frames dropped as duplicates). A skip across a crash of the
     producer is excused: the record of the frame in between may have died with it."""
-    crashes: dict[str, list[float]] = defaultdict(list)
-    for x in h.of(NodeCrashed):
-        crashes[x.node].append(x.t_ms)
+    crashes = h.memo(Transit).crashes
     last: dict[tuple[str, str], RelayFrame] = {}
     for e in h.of(RelayFrame):
         c.count("framed")
