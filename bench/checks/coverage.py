@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bench.checks.relay import frame_arrivals
 from bench.core.events import (
     AttackSent,
     FaultFired,
@@ -136,18 +137,13 @@ def _turned_down_instance_ends(h: History) -> int:
 def _reorder_repaired(h: History) -> int:
     """A frame reached its home after a later frame of its stream (out of order), and was
     still accepted: the reorder window held the later one back for it."""
-    frames = {r.message_id: (r.stream, r.stream_seq) for r in h.of(RelaySent)}
     accepted = {(a.node, a.stream, a.stream_seq) for a in h.of(RelayAccepted)}
-    highest: dict[tuple[str, str], int] = {}
     n = 0
-    for a in h.of(InboundAdmitted):
-        if a.message_id not in frames:
-            continue
-        stream, seq = frames[a.message_id]
-        top = highest.get((a.node, stream), 0)
-        if seq < top and (a.node, stream, seq) in accepted:
-            n += 1
-        highest[(a.node, stream)] = max(top, seq)
+    for (node, stream), arrived in h.memo(frame_arrivals).items():
+        top = 0
+        for _, seq in arrived:
+            n += seq < top and (node, stream, seq) in accepted
+            top = max(top, seq)
     return n
 
 

@@ -272,18 +272,25 @@ REORDER_WINDOW_MS = 500.0
 CLOCK_SLACK_MS = 1.0
 
 
-@rule("DESIGN §3 FLOW-RELAY: reordering within 500 ms is repaired, not declared lost")
-def gaps_wait_the_window(h: History, c: Collector) -> None:
-    """A gap is declared only once the reorder window has run from when the hole appeared
-    (when the first frame held beyond it reached the home): declared sooner, frames that
-    were merely late are thrown away as lost. Not judged while a fault set the home's
-    clock off (its timers run on it)."""
+def frame_arrivals(h: History) -> dict[tuple[str, str], list[tuple[float, int]]]:
+    """(home node, stream) -> (when, seq) of each relayed frame that node admitted, in the
+    order they arrived."""
     frames = {r.message_id: (r.stream, r.stream_seq) for r in h.of(RelaySent)}
     arrivals: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
     for a in h.of(InboundAdmitted):
         if a.message_id in frames:
             stream, seq = frames[a.message_id]
             arrivals[(a.node, stream)].append((a.t_ms, seq))
+    return arrivals
+
+
+@rule("DESIGN §3 FLOW-RELAY: reordering within 500 ms is repaired, not declared lost")
+def gaps_wait_the_window(h: History, c: Collector) -> None:
+    """A gap is declared only once the reorder window has run from when the hole appeared
+    (when the first frame held beyond it reached the home): declared sooner, frames that
+    were merely late are thrown away as lost. Not judged while a fault set the home's
+    clock off (its timers run on it)."""
+    arrivals = h.memo(frame_arrivals)
     skewed = [f for f in h.memo(fault_windows) if f.fault == "clock_skew"]
     for g in h.of(RelayGap):
         if any(g.node in f.nodes and f.start_ms <= g.t_ms for f in skewed):
