@@ -53,8 +53,8 @@ def admitted_once(h: History, c: Collector) -> None:
     PUBLISH, a second subscription, a replay) is dropped as a DUPLICATE — unless the
     ledger forgot it honestly: 24 h passed, or the node crashed before flushing the first
     admission (no ledger flush between it and the crash, which came within two flush
-    intervals of it), or its ledger is not durable (recorded at restore). Defence in depth (the task store) may hide a leaky ledger from
-    duplicate_execution; it does not hide it here."""
+    intervals of it), or its ledger is not durable (recorded at restore). Defence in
+    depth (the task store) may hide a leaky ledger from executed_once; not from here."""
     first: dict[tuple[str, str], float] = {}
     flushes: dict[str, list[float]] = defaultdict(list)
     for f in h.of(LedgerFlushed):
