@@ -487,7 +487,13 @@ def _replay_one(pi: str, events: list[Event], out: _Replay) -> None:
     sub_ops: dict[str, list[Any]] = defaultdict(list)
     failed_subflows: dict[str, StepFinished] = {}
     failed_main: StepFinished | None = None
+    ended: InstanceState | None = None      # its first COMPLETED or FAILED
     for e in events:
+        if ended is not None and isinstance(e, (InstanceState, StepStarted, ContextMerged)):
+            what = f"went {e.status} ({e.cause.value})" if isinstance(e, InstanceState) \
+                else f"started {e.path}" if isinstance(e, StepStarted) else f"merged {e.path}"
+            out.add("ends_once", f"{pi} ended {ended.status} ({ended.cause.value}) and then "
+                    f"{what}", ended, e)
         match e:
             case InstanceStarted():
                 out.counts["instances"] += 1
@@ -543,7 +549,9 @@ def _replay_one(pi: str, events: list[Event], out: _Replay) -> None:
                     out.add("failure_fails_the_instance", f"{pi}: step {failed_main.path} failed "
                             "for good but the instance COMPLETED", failed_main, e)
                 out.counts["completed"] += 1
+                ended = ended or e
             case InstanceState(status="FAILED"):
+                ended = ended or e
                 out.counts["failed"] += 1
                 if e.cause is InstanceCause.STEP_FAILED and failed_main is None \
                         and not failed_subflows:
@@ -660,6 +668,15 @@ def no_values_of_another_instance(h: History, c: Collector) -> None:
     _report(h, c)
 
 
+@rule("DESIGN §3 processes: COMPLETED and FAILED are final; seed 000 §5")
+def ends_once(h: History, c: Collector) -> None:
+    """An instance ends once: after its first COMPLETED or FAILED nothing of it starts,
+    merges or changes state again — not a second end after a restart that found it still
+    RUNNING on disk (its end never persisted), not a step of a branch still in flight."""
+    c.count("ended", sum(1 for s in h.of(InstanceState) if s.status in ("COMPLETED", "FAILED")))
+    _report(h, c)
+
+
 @rule("DESIGN §3 context: a failed sub-flow fails its parent, never counted COMPLETED")
 def failure_fails_the_instance(h: History, c: Collector) -> None:
     """An instance whose step or sub-flow failed for good never ends COMPLETED, and one
@@ -679,8 +696,9 @@ def _no_instance(h: History) -> str | None:
 CONTEXT_ISOLATION = Checker(
     "context_isolation", "Copy-on-write, replayed: every attempt starts from its snapshot, a "
     "merge is the snapshot plus the successful writes, nothing leaks between instances, a "
-    "failed sub-flow is never merged and fails its parent.",
+    "failed sub-flow is never merged and fails its parent, an instance ends once.",
     (fresh_context_is_empty, attempt_starts_from_its_snapshot,
      retry_starts_from_pre_attempt_snapshot, version_chain_unbroken, failed_work_never_merged,
-     merge_is_snapshot_plus_writes, no_values_of_another_instance, failure_fails_the_instance),
+     merge_is_snapshot_plus_writes, no_values_of_another_instance, failure_fails_the_instance,
+     ends_once),
     _no_instance)

@@ -138,6 +138,14 @@ def completed_after_reject(lines: Lines) -> None:
     lines[i] = {**lines[i], "status": "COMPLETED", "cause": "COMPLETED"}
 
 
+def ended_twice(lines: Lines) -> None:
+    """A restart finds an instance still RUNNING on disk, its end never persisted, and ends
+    it a second time."""
+    e = lines[where(lines, "instance_state", lambda e: e["status"] in ("COMPLETED", "FAILED"))]
+    lines.append({**e, "tMs": lines[-1]["tMs"], "status": "FAILED", "previous": "RUNNING",
+                  "cause": "INTERRUPTED", "reason": "interrupted: the node restarted mid-step"})
+
+
 def to_its_own_inbox(lines: Lines) -> None:
     e = lines[where(lines, "outbound_settled", lambda e: request(e) and e["state"] == "PUBLISHED")]
     e["targetNodeId"], e["topic"] = e["node"], f"ooder/node/{e['node']}/inbox"
@@ -274,6 +282,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "no_values_of_another_instance": ("gates", alter("context_merged", context=lambda e: {
         **e["context"], "log": [*e["context"]["log"], "pi-zz/a"]})),
     "failure_fails_the_instance": ("gates", completed_despite_failed_subflow),
+    "ends_once": ("context", ended_twice),
     # auth_admission
     "mode_keeps_the_matrix": ("attacks_audit", strict_nodes),
     "audit_records_what_it_admits": ("attacks_audit", lambda lines: lines.__setitem__(
