@@ -38,6 +38,7 @@ PARAMS: dict[str, dict[str, object]] = {
     "duplicate_client_id": {"node": "exec-1", "impostor": "exec-2"},
     "forged_sender": {"how": "unsigned", "interval_ms": 300},
     "replay": {"probability": 1.0, "delay_ms": {"dist": "uniform", "low": 100, "high": 300}},
+    "hostile_input": {"interval_ms": 200},
     "tamper_payload": {"node": "exec-1"},
     "tamper_routing": {"node": "exec-1"},
     "clock_skew": {"node": "exec-1", "skew_ms": 1000},

@@ -147,6 +147,12 @@ def _reorder_repaired(h: History) -> int:
     return n
 
 
+def _hostile_admitted(h: History) -> int:
+    admitted = {(a.node, a.message_id) for a in h.of(InboundAdmitted)}
+    return sum(a.attack == "hostile_input" and (a.target_node_id, a.message_id) in admitted
+               for a in h.of(AttackSent))
+
+
 def _faults_that_bit(h: History) -> int:
     fired = {f.fault_index for f in h.of(FaultFired)}
     return sum(1 for f in h.of(FaultStart) if f.fault_index in fired)
@@ -197,6 +203,9 @@ SITUATIONS: tuple[Situation, ...] = (
                             for a in h.of(AttackSent))),
     Situation("forged_sender", "a message claimed a sender it did not come from",
               lambda h: sum(a.attack == "forged_sender" for a in h.of(AttackSent))),
+    Situation("hostile_input_admitted", "a request an insider made hostile (a replyNodeId "
+              "off the topic scheme, a definition the grammar rules out) passed admission",
+              _hostile_admitted),
     Situation("fault_bit", "a scheduled fault did something (fired at least once)",
               _faults_that_bit),
 )

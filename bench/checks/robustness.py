@@ -1,26 +1,33 @@
 """Robustness (DESIGN §3: malformed or unknown input is a recorded rejection, never a crash):
-the node under test never dies of an exception of its own."""
+the node under test never dies of an exception of its own, refuses what it must refuse, and
+publishes only to topics of the scheme."""
 
 from __future__ import annotations
 
+import re
+
 from bench.checks import Checker, Collector, rule
 from bench.core.events import (
+    AttackSent,
     Event,
     InboundAdmitted,
+    InstanceStarted,
     MqttConnected,
     MqttDisconnected,
     NodeCrashed,
     NodeStarted,
+    OutboundSettled,
+    TaskState,
     Warning,
     WarningKind,
 )
 from bench.history import History
 
 #: Warnings a node gives only when its own bookkeeping or its store went wrong: no fault
-#: of the bench corrupts a store, sends a malformed process definition or settles a
-#: publish the node never made.
+#: of the bench corrupts a store or settles a publish the node never made (a malformed
+#: process definition comes only from `hostile_input`, judged apart).
 NEVER_PROVOKED = frozenset({
-    WarningKind.UNKNOWN_SETTLEMENT, WarningKind.BAD_PROCESS_DEFINITION,
+    WarningKind.UNKNOWN_SETTLEMENT,
     WarningKind.SNAPSHOT_UNREADABLE, WarningKind.GATE_RECORD_UNREADABLE,
     WarningKind.STREAM_RECORD_UNREADABLE, WarningKind.ROSTER_UNREADABLE,
     WarningKind.RESTORE_TASKS, WarningKind.RESTORE_REQUESTS})
@@ -46,6 +53,8 @@ def warnings_are_true(h: History, c: Collector) -> None:
     by directory_liveness and reply_routing."""
     without_reply = {(a.node, a.request_id) for a in h.of(InboundAdmitted)
                      if a.request_id and a.reply_node_id is None}
+    bad_definitions = {(a.target_node_id, a.request_id) for a in h.of(AttackSent)
+                       if a.attack == "hostile_input" and a.how not in HOSTILE_REPLY}
     connected: dict[str, bool] = {}
     events: list[Event] = sorted([*h.of(MqttConnected), *h.of(MqttDisconnected),
                                   *h.of(NodeCrashed), *h.of(NodeStarted), *h.of(Warning)],
@@ -60,6 +69,10 @@ def warnings_are_true(h: History, c: Collector) -> None:
                 c.count("warnings")
                 if e.what in NEVER_PROVOKED:
                     c.violation(f"{e.node} warned {e.what.value!r}: {e.reason or e.message_id}", e)
+                elif e.what is WarningKind.BAD_PROCESS_DEFINITION and \
+                        (e.node, e.task_id) not in bad_definitions:
+                    c.violation(f"{e.node} called the process definition of {e.task_id} bad, "
+                                f"but no one sent it a bad one: {e.reason}", e)
                 elif e.what is WarningKind.MISSING_REPLY_NODE and \
                         (e.node, e.task_id) not in without_reply:
                     c.violation(f"{e.node} warned that request {e.task_id} had no replyNodeId, "
@@ -70,10 +83,82 @@ def warnings_are_true(h: History, c: Collector) -> None:
                                 "connection while it was connected", e)
 
 
+#: Hostile requests whose replyNodeId is no topic segment (bench.faults.attacks)
+HOSTILE_REPLY = frozenset({"reply_slash", "reply_wildcard"})
+TOPIC_SEGMENT = re.compile(r"[^/+#\x00]+")
+
+
+@rule("DESIGN §3: input a node must refuse is refused with a reason, never acted on")
+def hostile_input_refused(h: History, c: Collector) -> None:
+    """A request an insider made hostile, once admitted: a process definition the
+    grammar rules out (a human step inside a branch, an unknown kind, retries outside
+    0..10, duplicate ids — judged here from the attack, not by the node's parser) starts
+    no instance and ends its task FAILED; an answer whose replyNodeId is not one topic
+    segment is never published (UNDELIVERABLE, with its reason)."""
+    attacks = [a for a in h.of(AttackSent) if a.attack == "hostile_input"]
+    if not attacks:
+        return
+    admitted = {(a.node, a.message_id) for a in h.of(InboundAdmitted)}
+    started = {(s.node, s.task_id) for s in h.of(InstanceStarted)}
+    ended: dict[tuple[str, str], TaskState] = {}
+    for s in h.of(TaskState):
+        if s.state in ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"):
+            ended.setdefault((s.node, s.task_id), s)
+    answers: dict[tuple[str, str], OutboundSettled] = {}
+    for o in h.of(OutboundSettled):
+        if o.message_type == "TASK_RESPONSE" and o.request_id:
+            answers.setdefault((o.node, o.request_id), o)
+    crashed = {e.node for e in h.of(NodeCrashed)}
+    late = h.end_ms - 3_000
+    for a in attacks:
+        node, rid = a.target_node_id or "", a.request_id or ""
+        if (node, a.message_id) not in admitted:
+            c.count("not_admitted")
+            continue
+        c.count(a.how)
+        end, answer = ended.get((node, rid)), answers.get((node, rid))
+        if a.how in HOSTILE_REPLY:
+            if answer is not None and answer.state not in ("UNDELIVERABLE", "FAILED"):
+                c.violation(f"{node} answered {rid}, whose replyNodeId is no topic segment, "
+                            f"as {answer.state} on {answer.topic!r}", a, answer)
+            continue
+        if (node, rid) in started:
+            c.violation(f"{node} started an instance for {rid}, whose process definition "
+                        f"has {a.how.replace('_', ' ')}", a)
+        elif end is not None and end.state != "FAILED":
+            c.violation(f"{node} ended {rid} (process definition with "
+                        f"{a.how.replace('_', ' ')}) {end.state}", a, end)
+        elif end is None and a.t_ms < late and node not in crashed:
+            c.violation(f"{node} never ended {rid} (process definition with "
+                        f"{a.how.replace('_', ' ')})", a)
+
+
+@rule("MQTT 3.1.1 §4.7: a topic name has no wildcard; DESIGN §2 topic scheme")
+def topics_well_formed(h: History, c: Collector) -> None:
+    """Every message a node published went to a topic of the scheme — `<prefix>/node/<id>/
+    inbox`, `<prefix>/event/A2A/<group>` or `<prefix>/directory/<id>` — whose named part is
+    one segment with no wildcard: never to a topic a peer's field spelled out."""
+    for o in h.of(OutboundSettled):
+        if o.state != "PUBLISHED" or o.topic is None:
+            continue
+        c.count("published")
+        parts = o.topic.split("/")
+        shape = (len(parts) >= 3 and parts[-1] == "inbox" and parts[-3] == "node") or \
+            (len(parts) >= 3 and parts[-3:-1] == ["event", "A2A"]) or \
+            (len(parts) >= 2 and parts[-2] == "directory")
+        named = parts[-2] if parts[-1] == "inbox" else parts[-1]
+        if not shape or not all(TOPIC_SEGMENT.fullmatch(p) for p in parts) \
+                or not TOPIC_SEGMENT.fullmatch(named):
+            c.violation(f"{o.node} published {o.message_type} {o.message_id} to {o.topic!r}, "
+                        "which is not a topic of the scheme", o)
+
+
 def _no_node(h: History) -> str | None:
     return None if h.of(NodeStarted) else "no node started"
 
 
 ROBUSTNESS = Checker("robustness", "No node dies of its own exception: every input gets a "
-                     "recorded outcome (DESIGN §3); every warning it gives is true.",
-                     (never_raises, warnings_are_true), _no_node)
+                     "recorded outcome (DESIGN §3); every warning it gives is true; hostile "
+                     "input is refused, and nothing is published off the topic scheme.",
+                     (never_raises, warnings_are_true, hostile_input_refused,
+                      topics_well_formed), _no_node)

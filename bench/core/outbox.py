@@ -18,7 +18,7 @@ from bench.core.directory import Directory, Resolution, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, encode
 from bench.core.machine import Machine
-from bench.core.topics import Topics
+from bench.core.topics import TopicError, Topics
 
 
 class OutboundState(StrEnum):
@@ -100,8 +100,12 @@ class Outbox:
             done = self._move(fx, msg, OutboundEvent.TARGET_IS_LOCAL, f"local ({target.reason})")
             self.deliver_local(fx, envelope)
             return done
-        return self._publish(fx, replace(msg, envelope=envelope), self.topics.inbox(node_id),
-                             target.reason)
+        try:
+            topic = self.topics.inbox(node_id)
+        except TopicError as exc:
+            # A peer named it (a replyNodeId, a targetNodeId): never a topic of its making
+            return self.on_unresolved(fx, msg, f"{exc}")
+        return self._publish(fx, replace(msg, envelope=envelope), topic, target.reason)
 
     def resolve(self, envelope: Envelope) -> Target:
         """Explicit targetNodeId, else the directory (variants override to break this)."""

@@ -98,6 +98,13 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                "unsigned", choices=("unsigned", "flat_token", "other_agent_key")),
                   "interval_ms": Param("ms", "time between rounds", 1000.0)},
               scripts.forged_sender),
+    FaultKind("hostile_input", "an insider (a compromised executor agent signing as itself, so "
+              "it passes admission) sends other executors TASK_REQUESTs a node must refuse, "
+              "not act on: a replyNodeId with '/' or a wildcard (its answer would go to a topic "
+              "of the sender's making), a human step nested in a branch, an unknown step "
+              "kind, retries out of range, duplicate step ids; one per interval, in turn", {
+                  "interval_ms": Param("ms", "time between requests", 500.0)},
+              scripts.hostile_input),
     FaultKind("replay", "an attacker captures validly signed TASK_REQUESTs and re-publishes "
               "them byte for byte later", {
                   "probability": Param("probability", "share of captured requests replayed", 0.5),

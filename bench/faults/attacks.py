@@ -4,7 +4,11 @@ substrates: what it sends and what an honest verifier must say of it.
 `forged_sender` sends TASK_REQUESTs that claim to come from the orchestrator's agent:
 unsigned; signed with the flat shared token (which the attacker holds: the flat-token
 leak); or signed with another agent's per-agent key (a compromised agent). `replay`
-re-publishes a captured, validly signed request later. Each attack message is journaled
+re-publishes a captured, validly signed request later. `hostile_input` is an insider (a
+compromised executor agent, signing as itself, so it passes admission) whose requests
+carry what a node must refuse rather than act on: a replyNodeId that is no topic segment
+(its answer would go to a topic of the sender's making) or a process definition the
+design forbids. Each attack message is journaled
 as `attack_sent` with the verdict an honest verifier gives it (`honestVerdict`), so the
 auth checker can tell a weak scheme (the honest verdict lets it in) from a broken node
 (it recorded another verdict, or let in what its mode must refuse). The attacker signs and
@@ -149,6 +153,59 @@ def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str
     return _wire(altered), AttackSent(
         f"tamper_{what}", what, index, message["messageId"], headers.get("requestId"), node,
         altered.get("toAgentId"), message["fromAgentId"], headers.get(oracle.KID), honest)
+
+
+#: What a hostile request carries, in the order an attacker cycles through them. The
+#: first two are replyNodeIds that are not one MQTT topic segment; the rest are process
+#: definitions that seed 004's grammar rules out (a human step only at the top level, the
+#: four step kinds, 0..10 retries, unique ids), each one small step from a valid one.
+HOSTILE_WHAT = ("reply_slash", "reply_wildcard", "nested_human", "unknown_step",
+                "retries_out_of_range", "duplicate_step_ids")
+HOSTILE_REPLY = ("reply_slash", "reply_wildcard")
+
+
+def _hostile_process(what: str) -> list[dict[str, Any]]:
+    work = {"id": "w", "kind": "work"}
+    if what == "nested_human":
+        return [{"id": "fan", "kind": "parallel", "branches": [
+            work, {"id": "ask", "kind": "human", "prompt": "approve?"}]}]
+    if what == "unknown_step":
+        return [work, {"id": "x", "kind": "shell", "command": "rm -rf /"}]
+    if what == "retries_out_of_range":
+        return [{"id": "w", "kind": "work", "retries": 1_000_000}]
+    if what == "duplicate_step_ids":
+        return [work, {"id": "w", "kind": "work"}]
+    raise ValueError(f"hostile_input what={what!r} must be one of {list(HOSTILE_WHAT)}")
+
+
+def hostile_request(what: str, n: int, index: int, *, insider: str, insider_node: str,
+                    target_node: str, target_agent: str, keys: KeyRing, now_ms: int,
+                    prefix: str, version: SignatureVersion, max_skew_ms: int) -> AttackMessage:
+    """One TASK_REQUEST from `insider`, signed with what it holds (its own key, else the
+    flat token, else nothing), carrying `what`."""
+    rid = f"attack{index}-{what}-{n}"
+    reply = {"reply_slash": f"{insider_node}/x",
+             "reply_wildcard": f"{insider_node}+#"}.get(what, insider_node)
+    payload: dict[str, Any] = {"ask": f"hostile request {n} ({what})"}
+    if what not in HOSTILE_REPLY:
+        payload["process"] = _hostile_process(what)
+    message: dict[str, Any] = {
+        "messageId": f"{rid}.m", "conversationId": f"attack-{index}", "sceneGroupId": None,
+        "fromAgentId": insider, "toAgentId": target_agent, "targetNodeId": target_node,
+        "messageType": "TASK_REQUEST", "timestamp": now_ms, "payload": payload,
+        "headers": {"requestId": rid, "replyNodeId": reply, "originNodeId": insider_node,
+                    "x-a2a-node": insider_node}}
+    kid: str | None = None
+    if insider in keys.agent_keys:
+        kid, key = insider, keys.agent_keys[insider]
+    elif keys.flat_token is not None:
+        kid, key = oracle.FLAT, keys.flat_token
+    if kid is not None:
+        message = oracle.sign(message, kid, key.reveal(), version.value)
+    honest = oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms)
+    return AttackMessage(Topics(prefix).inbox(target_node), _wire(message), AttackSent(
+        "hostile_input", what, index, message["messageId"], rid, target_node, target_agent,
+        insider, kid, honest))
 
 
 def rotated(keys: KeyRing, agent: str, new_key: Any, overlap: bool) -> KeyRing:

@@ -20,8 +20,10 @@ from bench.core.envelope import Envelope, MessageType, decode
 from bench.core.events import AttackSent
 from bench.core.topics import TopicKind
 from bench.faults.attacks import (
+    HOSTILE_WHAT,
     AttackMessage,
     forged_request,
+    hostile_request,
     replayed,
     rotated,
     tampered,
@@ -287,6 +289,33 @@ def forged_sender(spec: FaultSpec, ctx: Context) -> Script:
                 return
             yield _inject(spec, ctx, msg)
             _attacked(ctx, msg)
+        yield Wait(spec.params["interval_ms"])
+
+
+def hostile_input(spec: FaultSpec, ctx: Context) -> Script:
+    config = _any_config(ctx)
+    auth = config.auth
+    _, _, targets, insider = victim_and_targets(
+        [(n.id, n.role.value, n.agents) for n in ctx.topology.nodes])
+    home = next((node for node, agent in targets if agent == insider), None)
+    if insider is None or home is None:
+        yield Refuse("no executor agent to act as the insider")
+        return
+    victims = [(node, agent) for node, agent in targets if node != home]
+    if not victims:
+        yield Refuse(f"no executor other than the insider's node {home}")
+        return
+    n = 0
+    while ctx.now_ms() < ctx.end_ms:
+        node, agent = victims[n % len(victims)]
+        what = HOSTILE_WHAT[n % len(HOSTILE_WHAT)]
+        n += 1
+        msg = hostile_request(what, n, spec.index, insider=insider, insider_node=home,
+                              target_node=node, target_agent=agent, keys=auth.keys,
+                              now_ms=ctx.wall_ms(), prefix=config.prefix, version=auth.version,
+                              max_skew_ms=auth.max_skew_ms)
+        yield _inject(spec, ctx, msg)
+        _attacked(ctx, msg)
         yield Wait(spec.params["interval_ms"])
 
 

@@ -42,6 +42,7 @@ WITNESSES: dict[str, set[str]] = {
     "crash_in_flight": {"crash_with_publishes_in_flight", "fault_bit"},
     "publish_failure": {"relay_gap_declared", "request_timed_out", "fault_bit"},
     "attacks": {"forged_sender", "fault_bit"},
+    "hostile_input": {"hostile_input_admitted", "fault_bit"},
 }
 
 

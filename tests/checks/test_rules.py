@@ -20,7 +20,8 @@ from bench.checks import Value, checkers, judge
 from tests.helpers import Lines, from_lines, run_lines
 
 Mutation = Callable[[Lines], None]
-SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context")
+SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
+             "hostile_input")
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +145,14 @@ def ended_twice(lines: Lines) -> None:
     e = lines[where(lines, "instance_state", lambda e: e["status"] in ("COMPLETED", "FAILED"))]
     lines.append({**e, "tMs": lines[-1]["tMs"], "status": "FAILED", "previous": "RUNNING",
                   "cause": "INTERRUPTED", "reason": "interrupted: the node restarted mid-step"})
+
+
+def answered_off_the_scheme(lines: Lines) -> None:
+    """The answer to a request whose replyNodeId held a '/' went out on the topic it spelled."""
+    a = lines[where(lines, "attack_sent", lambda e: e["how"] == "reply_slash")]
+    e = lines[where(lines, "outbound_settled", lambda e: response(e)
+                    and e["requestId"] == a["requestId"])]
+    e["state"], e["topic"] = "PUBLISHED", "ooder/node/exec-3/x/inbox"
 
 
 def to_its_own_inbox(lines: Lines) -> None:
@@ -300,6 +309,10 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     # robustness
     "never_raises": ("quickstart", raised),
     "warnings_are_true": ("quickstart", false_warning),
+    "hostile_input_refused": ("hostile_input", answered_off_the_scheme),
+    "topics_well_formed": ("quickstart", alter("outbound_settled",
+                                               lambda e: e["state"] == "PUBLISHED",
+                                               topic="ooder/node/+/inbox")),
 }
 
 #: Rules that can only say "undecided": their recipe must make them say so.
