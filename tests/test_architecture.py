@@ -40,10 +40,11 @@ LAYERS = {
                         "substrates.host"},
     "substrates.log": {"core", "history", "substrates.log"},
     "substrates.tcp": {"substrates.tcp"},
-    "substrates.wire": {"core", "storage", "history", "substrates.wire"},
+    "substrates.filters": {"substrates.filters"},   # a broker's filter matching
+    "substrates.wire": {"core", "storage", "history", "substrates.filters", "substrates.wire"},
     "substrates.sim": {"core", "storage", "history", "spec", "workload", "variants",
                        "faults.primitives", "substrates.host", "substrates.log",
-                       "substrates.tcp", "substrates.sim"},
+                       "substrates.tcp", "substrates.filters", "substrates.sim"},
     "substrates.live": {"core", "storage", "history", "spec", "workload", "variants",
                         "faults.primitives", "substrates.host", "substrates.log",
                         "substrates.tcp", "substrates.live"},

@@ -1,7 +1,7 @@
 """The single owner of every MQTT topic string and filter (DESIGN §3, seed 000 §3.1).
 
 A subscribe/publish prefix mismatch once lost messages silently; so no other module
-formats a topic. Also MQTT 3.1.1 filter matching, which the drivers share. No I/O.
+formats a topic. No I/O. (Filter matching is the broker's: `bench.substrates.filters`.)
 """
 
 from __future__ import annotations
@@ -77,19 +77,3 @@ class Topics:
         if len(parts) == 2 and parts[0] == "directory" and parts[1]:
             return ParsedTopic(TopicKind.DIRECTORY, parts[1])
         return ParsedTopic(TopicKind.FOREIGN, None)
-
-
-def matches(topic_filter: str, topic: str) -> bool:
-    """MQTT 3.1.1 §4.7 matching of a topic name against a filter (`+`, `#`, `$` rule)."""
-    f_parts = topic_filter.split("/")
-    t_parts = topic.split("/")
-    if topic.startswith("$") and f_parts[0] in ("+", "#"):
-        return False
-    for i, fp in enumerate(f_parts):
-        if fp == "#":
-            return True
-        if i >= len(t_parts):
-            return False
-        if fp != "+" and fp != t_parts[i]:
-            return False
-    return len(f_parts) == len(t_parts)

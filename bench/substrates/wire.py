@@ -49,10 +49,10 @@ from bench.core.inputs import (
     TimerId,
 )
 from bench.core.node import Node
-from bench.core.topics import matches
 from bench.history import Recorder
 from bench.storage import Store, apply, restore
 from bench.storage.memory import CrashReport, MemoryStore
+from bench.substrates.filters import matches
 
 #: Decides how a task's work ends: (delay_ms, ok, result, error).
 Executor = Callable[[Execute], tuple[int, bool, Json, str | None]]

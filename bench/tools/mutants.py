@@ -63,6 +63,9 @@ class Site:
     kind: str          # swap | negate | constant | drop_command
     index: int         # among the file's sites, in walk order
     what: str
+    col: int = 0       # with line, end_col, kind, what and operand: the site across edits
+    end_col: int = 0
+    operand: int = 0   # which comparison of a chained one
 
 
 def _swap(op: ast.AST) -> str:
@@ -104,8 +107,10 @@ def sites() -> list[Site]:
             continue
         tree = ast.parse(path.read_text())
         rel = str(path.relative_to(REPO))
-        for i, (node, _, kind, what) in enumerate(_candidates(tree)):
-            out.append(Site(rel, getattr(node, "lineno", 0), kind, i, what))
+        for i, (node, operand, kind, what) in enumerate(_candidates(tree)):
+            out.append(Site(rel, getattr(node, "lineno", 0), kind, i, what,
+                            getattr(node, "col_offset", 0), getattr(node, "end_col_offset", 0),
+                            operand))
     return out
 
 
@@ -217,9 +222,20 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.again:
         earlier = [json.loads(line) for line in args.again.read_text().splitlines()]
-        keys = {(s.file, s.index): s for s in every}
-        chosen = [keys[(r["file"], r["index"])] for r in earlier
-                  if not args.status or r["status"] in args.status]
+        # by place and change, not by index: an index is a position in an AST walk,
+        # which any edit of the file moves
+        def place(s: dict[str, Any]) -> tuple[Any, ...]:
+            return (s["file"], s["line"], s.get("col"), s.get("end_col"), s["kind"], s["what"],
+                    s.get("operand"))
+        keys = {place(asdict(s)): s for s in every}
+        if len(keys) != len(every):
+            raise SystemExit("mutants: two sites share a place; --again cannot tell them apart")
+        wanted = [r for r in earlier if not args.status or r["status"] in args.status]
+        chosen = [keys[place(r)] for r in wanted if place(r) in keys]
+        for r in wanted:
+            if place(r) not in keys:
+                print(f"skipped: {r['file']}:{r['line']} {r['what']} is no longer a "
+                      "mutation site there (the source moved on)", flush=True)
     else:
         chosen = random.Random(args.seed).sample(every, min(args.sample, len(every)))
     print(f"{len(every)} mutation sites in bench/core; running {len(chosen)} (seed {args.seed})",

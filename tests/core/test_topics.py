@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core.topics import TopicError, TopicKind, Topics, matches
+from bench.core.topics import TopicError, TopicKind, Topics
+from bench.substrates.filters import matches
 
 
 def test_default_prefix_strings() -> None:

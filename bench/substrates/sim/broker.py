@@ -19,8 +19,8 @@ from typing import Protocol
 import simpy
 
 from bench.core import events as ev
-from bench.core.topics import matches
 from bench.spec.distribution import Distribution
+from bench.substrates.filters import matches
 from bench.substrates.sim.link import Link
 
 
