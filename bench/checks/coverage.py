@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from bench.checks.relay import frame_arrivals
 from bench.core.events import (
     AttackSent,
+    DirectoryUpdated,
     FaultFired,
     FaultStart,
     GateDecisionReceived,
@@ -203,6 +204,8 @@ SITUATIONS: tuple[Situation, ...] = (
                             for a in h.of(AttackSent))),
     Situation("forged_sender", "a message claimed a sender it did not come from",
               lambda h: sum(a.attack == "forged_sender" for a in h.of(AttackSent))),
+    Situation("announcement_cleared", "a running node's retained directory announcement was "
+              "cleared", lambda h: sum(bool(e.cleared) for e in h.of(DirectoryUpdated))),
     Situation("hostile_input_admitted", "a request an insider made hostile (a replyNodeId "
               "off the topic scheme, a definition the grammar rules out) passed admission",
               _hostile_admitted),

@@ -11,6 +11,7 @@ from bench.core.events import (
     Event,
     ExecutorsRegistered,
     MqttConnected,
+    NodeCrashed,
     NodeStarted,
     OutboundSettled,
     RosterLoaded,
@@ -61,7 +62,8 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
     directory — rebuilt here from the announcements it recorded receiving, and its own
     roster, since it last started — lists the agent (an offline entry still resolves:
     the broker queues for it). Otherwise it had the address and did not use it. (A
-    response goes only where its request's replyNodeId says: reply_routing judges it.)"""
+    response goes only where its request's replyNodeId says: reply_routing judges it.)
+    A cleared entry's record says truly whether that directory had it."""
     responses = {o.message_id for o in h.of(OutboundSettled) if o.message_type == "TASK_RESPONSE"}
     view: dict[str, dict[str, set[str]]] = defaultdict(dict)   # node -> entry -> agents
     events: list[Event] = sorted([*h.of(NodeStarted), *h.of(RosterLoaded),
@@ -74,6 +76,11 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
             case RosterLoaded() | ExecutorsRegistered():
                 view[e.node][e.node] = set(e.agents)
             case DirectoryUpdated() if e.cleared:
+                c.count("clears")
+                if e.was_known is not None and e.was_known != (e.node_id in view[e.node]):
+                    had = "had" if e.node_id in view[e.node] else "had no"
+                    c.violation(f"{e.node} recorded the clear of {e.node_id}'s entry as "
+                                f"was_known={e.was_known}, but its directory {had} that entry", e)
                 view[e.node].pop(e.node_id, None)
             case DirectoryUpdated():
                 view[e.node][e.node_id] = set(e.agents)
@@ -85,6 +92,40 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
                 if holders:
                     c.violation(f"{e.node} called {e.message_id} for {e.to_agent_id} "
                                 f"undeliverable, but its directory had it on {holders}", e)
+
+
+@rule("DESIGN §3 Directory: a node online is announced; seed 000 §3.3 (the mute receiver)")
+def announced_again_after_a_clear(h: History, c: Collector) -> None:
+    """When someone clears a running node's retained announcement, the node announces
+    itself again: otherwise it is online, subscribed and unknown to every peer for the rest
+    of the run. Judged when a peer or the node itself recorded the clear; a node down from
+    then to the end, or a clear in the last seconds, is not."""
+    late = h.end_ms - 3_000
+    boots: dict[str, list[float]] = defaultdict(list)
+    for s in h.of(NodeStarted):
+        boots[s.node].append(s.t_ms)
+    crashes: dict[str, list[float]] = defaultdict(list)
+    for k in h.of(NodeCrashed):
+        crashes[k.node].append(k.t_ms)
+    announced: dict[str, list[int]] = defaultdict(list)
+    for e in h.of(DirectoryUpdated):
+        if not e.cleared and e.online:
+            announced[e.node_id].append(e.seq)
+    judged: set[tuple[str, float]] = set()
+    for e in h.of(DirectoryUpdated):
+        if not e.cleared or e.t_ms > late:
+            continue
+        crash = min((t for t in crashes[e.node_id] if t >= e.t_ms - 1_000), default=None)
+        if crash is not None and not any(b > crash for b in boots[e.node_id]):
+            continue                   # down from about then to the end
+        key = (e.node_id, round(e.t_ms / 1_000))
+        if key in judged:
+            continue
+        judged.add(key)
+        c.count("cleared")
+        if not any(seq > e.seq for seq in announced[e.node_id]):
+            c.violation(f"{e.node_id}'s announcement was cleared (seen by {e.node}) and "
+                        "never announced again: online, unknown to its peers", e)
 
 
 @rule("seed 002 §11.1 red line 1: node ids and MQTT client ids unique per node")
@@ -114,9 +155,10 @@ def _no_node(h: History) -> str | None:
 DIRECTORY_LIVENESS = Checker(
     "directory_liveness", "No mute receiver: every connected node registers at least one "
     "executor, all it expected; a roster holds only agents of the node's namespace; a node "
-    "calls an agent undeliverable only when its directory has no entry for it.",
+    "calls an agent undeliverable only when its directory has no entry for it; a node whose "
+    "announcement is cleared announces itself again.",
     (no_mute_receiver, registers_all_expected, roster_of_own_namespace,
-     undeliverable_only_when_unknown), _no_node)
+     undeliverable_only_when_unknown, announced_again_after_a_clear), _no_node)
 DEPLOYMENT = Checker(
     "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per node.",
     (unique_client_ids,), _no_node)

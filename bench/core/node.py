@@ -283,11 +283,16 @@ class Node:
     def _on_subscribed(self, fx: Effects, event: Subscribed) -> None:
         """Announce the node online only once the broker routes its inbox here: announcing
         on SUBSCRIBE would invite requests into a session that has no subscription yet."""
-        fx.add(Publish(self.topics.directory(self.node_id),
-                       _json_bytes(announcement_for(self.roster).to_json()), 1, True, None))
+        self._announce(fx)
         executors = self.roster.executor_ids
         fx.record(ev.ExecutorsRegistered(registered=len(executors), expected=len(executors),
                                          agents=list(executors), subscribed=list(event.filters)))
+
+    def _announce(self, fx: Effects) -> None:
+        ann = announcement_for(self.roster)
+        self.directory.apply(ann)
+        fx.add(Publish(self.topics.directory(self.node_id), _json_bytes(ann.to_json()), 1, True,
+                       None))
 
     def _on_timer(self, fx: Effects, timer: TimerId) -> None:
         match timer.kind:
@@ -492,6 +497,10 @@ class Node:
             fx.record(ev.DirectoryUpdated(node_id=node_id, online=False, agents=[],
                                           known=len(self.directory), cleared=True,
                                           was_known=removed))
+            if node_id == self.node_id:
+                # Someone cleared this node's own entry while it runs: unannounced, it would
+                # be online yet unknown to every peer (a mute receiver). Announce again.
+                self._announce(fx)
             return
         try:
             raw: object = json.loads(event.payload.decode("utf-8"))

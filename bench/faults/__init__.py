@@ -55,6 +55,11 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("empty_directory", "the node restarts with an empty roster", {
         "node": _node(), "down_ms": Param("ms", "how long it is down", 500)},
         scripts.empty_directory, disrupts=True),
+    FaultKind("directory_wipe", "someone on the broker (an operator's clean-up tool, a "
+              "misbehaving client) clears the node's retained directory announcement while it "
+              "runs: an empty retained message on its directory topic", {
+                  "node": _node("the node whose announcement is cleared")},
+              scripts.directory_wipe, disrupts=True),
     FaultKind("stale_roster", "the node restarts in another namespace (its old roster file "
               "still on disk)", {
                   "node": _node(), "namespace": Param("text", "the new namespace", required=True),

@@ -217,11 +217,13 @@ class Intercept:
 # -- an attacker: a client of the broker ---------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Inject:
-    """The attacker publishes `payload` to `topic` (QoS1)."""
+    """The attacker publishes `payload` to `topic` (QoS1; retained if `retain`: an empty
+    retained payload clears what the broker retained there)."""
 
     fault: FaultRef
     topic: str
     payload: bytes
+    retain: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,6 +148,13 @@ def empty_directory(spec: FaultSpec, ctx: Context) -> Script:
     yield from _restart(spec, node, original)
 
 
+def directory_wipe(spec: FaultSpec, ctx: Context) -> Script:
+    node = spec.params["node"]
+    topic = ctx.config(node).topics.directory(node)
+    yield Inject(_ref(spec), topic, b"", retain=True)
+    ctx.fired(Firing("announcement cleared", node, {"topic": topic}))
+
+
 def stale_roster(spec: FaultSpec, ctx: Context) -> Script:
     node = spec.params["node"]
     switched = replace(ctx.config(node), namespace=spec.params["namespace"],

@@ -43,6 +43,7 @@ WITNESSES: dict[str, set[str]] = {
     "publish_failure": {"relay_gap_declared", "request_timed_out", "fault_bit"},
     "attacks": {"forged_sender", "fault_bit"},
     "hostile_input": {"hostile_input_admitted", "fault_bit"},
+    "directory_wipe": {"announcement_cleared", "fault_bit"},
 }
 
 

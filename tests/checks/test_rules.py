@@ -21,7 +21,7 @@ from tests.helpers import Lines, from_lines, run_lines
 
 Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
-             "hostile_input")
+             "hostile_input", "directory_wipe")
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +153,13 @@ def answered_off_the_scheme(lines: Lines) -> None:
     e = lines[where(lines, "outbound_settled", lambda e: response(e)
                     and e["requestId"] == a["requestId"])]
     e["state"], e["topic"] = "PUBLISHED", "ooder/node/exec-3/x/inbox"
+
+
+def never_announced_again(lines: Lines) -> None:
+    """The node whose announcement was cleared stays unannounced: online, unknown."""
+    clear = lines[where(lines, "directory_updated", lambda e: bool(e.get("cleared")))]
+    lines[:] = [e for e in lines if not (e["kind"] == "directory_updated" and e["seq"] > clear["seq"]
+                                         and e["nodeId"] == clear["nodeId"] and e["online"])]
 
 
 def to_its_own_inbox(lines: Lines) -> None:
@@ -305,6 +312,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "roster_of_own_namespace": ("quickstart", alter("roster_loaded", agents=lambda e: [
         *e["agents"], "zz.foreign"])),
     "undeliverable_only_when_unknown": ("quickstart", undeliverable_though_known),
+    "announced_again_after_a_clear": ("directory_wipe", never_announced_again),
     "unique_client_ids": ("quickstart", stolen_client_id),
     # robustness
     "never_raises": ("quickstart", raised),
@@ -404,3 +412,13 @@ def test_an_instance_failed_with_a_retry_left_fails_the_instance_rule(
     lines[i]["retries"] = lines[i]["attempt"]
     v = checkers()["context_isolation"](from_lines(renumbered(lines)))
     assert any("a retry was left" in c["why"] for c in v.counterexamples), v.counterexamples[:2]
+
+
+def test_a_clear_recorded_as_unknown_though_known_fails_the_undeliverable_rule(
+        runs: dict[str, Lines]) -> None:
+    """A node's record of a cleared entry says it never had it, while it did."""
+    lines = copy.deepcopy(runs["directory_wipe"])
+    alter("directory_updated", lambda e: bool(e.get("cleared")), wasKnown=False)(lines)
+    v = checkers()["directory_liveness"](from_lines(lines))
+    assert any(c["rule"] == "undeliverable_only_when_unknown" and "was_known=False" in c["why"]
+               for c in v.counterexamples), v.counterexamples[:2]

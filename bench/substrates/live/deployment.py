@@ -487,7 +487,7 @@ class LiveDeployment:
                 return Done()
             case Inject():
                 link = await self._client(step.fault.index)
-                link.publish(step.topic, step.payload, 1, False)
+                link.publish(step.topic, step.payload, 1, step.retain)
                 return Done()
             case Capture():
                 return await self._capture(step)

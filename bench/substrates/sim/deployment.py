@@ -215,7 +215,7 @@ class SimDeployment:
             case Intercept():
                 return self._intercept(step)
             case Inject():
-                self.broker.publish(Message(step.topic, step.payload, 1))
+                self.broker.publish(Message(step.topic, step.payload, 1, step.retain))
                 return Done()
             case Capture():
                 return self._capture(step)
