@@ -33,6 +33,7 @@ from bench.core.events import (
     NodeStarted,
     OutboundSettled,
     RelayAccepted,
+    RelayDropped,
     RelayDuplicate,
     RelayGap,
     RelaySent,
@@ -148,6 +149,11 @@ def _reorder_repaired(h: History) -> int:
     return n
 
 
+def _stream_without_conversation(h: History) -> int:
+    none = {s.request_id for s in h.of(RequestSent) if s.conversation_id is None}
+    return len({d.task_id for d in h.of(RelayDropped) if d.task_id in none})
+
+
 def _hostile_admitted(h: History) -> int:
     admitted = {(a.node, a.message_id) for a in h.of(InboundAdmitted)}
     return sum(a.attack == "hostile_input" and (a.target_node_id, a.message_id) in admitted
@@ -206,6 +212,8 @@ SITUATIONS: tuple[Situation, ...] = (
               lambda h: sum(a.attack == "forged_sender" for a in h.of(AttackSent))),
     Situation("announcement_cleared", "a running node's retained directory announcement was "
               "cleared", lambda h: sum(bool(e.cleared) for e in h.of(DirectoryUpdated))),
+    Situation("stream_without_conversation", "a task requested with no conversationId had "
+              "a flow, which streamed nowhere", _stream_without_conversation),
     Situation("hostile_input_admitted", "a request an insider made hostile (a replyNodeId "
               "off the topic scheme, a definition the grammar rules out) passed admission",
               _hostile_admitted),

@@ -19,6 +19,7 @@ from bench.core.events import (
     RelayFrame,
     RelayGap,
     RelaySent,
+    RequestSent,
     SubscriberAttached,
     SubscriberDetached,
 )
@@ -306,6 +307,31 @@ def gaps_wait_the_window(h: History, c: Collector) -> None:
                         f"{REORDER_WINDOW_MS:.0f} ms reorder window", g)
 
 
+@rule("DESIGN §3 FLOW-RELAY: a stream is `conversationId|agentId` of its task's request")
+def streams_of_their_tasks_conversation(h: History, c: Collector) -> None:
+    """A task's flow streams into the conversation its request named, and only there; a
+    task requested with no conversationId (the envelope allows it) streams nowhere — not
+    into a conversation called "None". The conversation is read from the requester's
+    record of what it sent, not from the executor's."""
+    asked = {s.request_id: s.conversation_id for s in h.of(RequestSent)}
+    events: list[FlowEmitted | RelayFrame] = [*h.of(FlowEmitted), *h.of(RelayFrame)]
+    seen: set[tuple[str, str]] = set()
+    for e in events:
+        if e.task_id not in asked:
+            continue                       # not a request of the workload (an attacker's)
+        conversation = asked[e.task_id]
+        if (e.task_id, e.stream) in seen:
+            continue
+        seen.add((e.task_id, e.stream))
+        c.count("streams")
+        if conversation is None:
+            c.violation(f"task {e.task_id} was requested with no conversationId, yet its flow "
+                        f"streamed into {e.stream!r}", e)
+        elif e.conversation_id != conversation or not e.stream.startswith(conversation + "|"):
+            c.violation(f"task {e.task_id} was requested in {conversation!r}, yet its flow "
+                        f"streamed into {e.stream!r} ({e.conversation_id!r})", e)
+
+
 def _no_stream(h: History) -> str | None:
     return None if h.of(RelayFrame) else "no flow streamed in this run"
 
@@ -313,10 +339,12 @@ def _no_stream(h: History) -> str | None:
 RELAY_INTEGRITY = Checker(
     "relay_integrity", "Per stream: frames carry the emitted text, numbered 1..n; relayed "
     "frames are accepted once or fall in an explicit gap that overlaps nothing accepted; per "
-    "subscriber strictly increasing, right text, right conversation, right trust label.",
+    "subscriber strictly increasing, right text, right conversation, right trust label; a stream is its task's "
+    "conversation's.",
     (frames_carry_the_flow, seqs_are_one_to_n, relayed_frames_accounted,
      gaps_and_acceptances_consistent, gaps_wait_the_window, delivered_in_order_once,
-     delivered_to_its_conversation, trust_labels), _no_stream)
+     delivered_to_its_conversation, trust_labels, streams_of_their_tasks_conversation),
+    _no_stream)
 RELAY_LOCALITY = Checker(
     "relay_locality", "Seed 002 §6: local first — no FLOW_EVENT leaves a node while that node "
     "has a subscriber for the conversation.", (local_first,), _no_stream)

@@ -294,7 +294,7 @@ class SubscriberDetached(Event):
 class FlowEmitted(Event):
     KIND = EventKind.FLOW_EMITTED
     stream: str
-    conversation_id: str
+    conversation_id: str | None        # None only from a node that streams a task without one
     agent_id: str
     task_id: str
     flow_kind: str
@@ -308,7 +308,7 @@ class RelayFrame(Event):
     stream_seq: int
     flow_kind: str
     text: str
-    conversation_id: str
+    conversation_id: str | None        # as in FlowEmitted
     task_id: str
 
 
@@ -318,7 +318,7 @@ class RelaySent(Event):
     stream: str
     stream_seq: int
     message_id: str
-    conversation_id: str
+    conversation_id: str | None        # as in FlowEmitted
     home_node_id: str
 
 
@@ -328,7 +328,7 @@ class RelayAccepted(Event):
     stream: str
     stream_seq: int
     text: str
-    conversation_id: str
+    conversation_id: str | None        # as in FlowEmitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +354,7 @@ class RelayDelivered(Event):
     KIND = EventKind.RELAY_DELIVERED
     subscriber_id: str
     subscriber_conversation: str | None
-    conversation_id: str
+    conversation_id: str | None        # as in FlowEmitted
     stream: str
     stream_seq: int
     flow_kind: str

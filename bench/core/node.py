@@ -447,8 +447,11 @@ class Node:
             raise ValueError(f"node {self.node_id}: flow kind {event.kind!r} is not one of "
                              f"{[k.value for k in FlowKind]}") from None
         if flow is None:
-            fx.record(ev.RelayDropped(task_id=event.task_id, flow_kind=kind.value,
-                                      reason="no running task with that id on this node"))
+            task = self.tasks.tasks.get(event.task_id)
+            fx.record(ev.RelayDropped(
+                task_id=event.task_id, flow_kind=kind.value,
+                reason="no running task with that id on this node" if task is None else
+                "its task has no conversation to stream to"))
             return
         self._streaming.add(event.task_id)
         self.relay.emit(fx, flow, kind, event.text)

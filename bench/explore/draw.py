@@ -113,6 +113,8 @@ def _workload(rng: random.Random, namespaces: set[str]) -> Table:
         w |= {"stream_events": rng.randint(3, 15), "thinking_fraction": 0.3,
               "tabs_per_conversation": rng.randint(0, 2),
               "watched_fraction": rng.choice((1.0, 0.5)), "tab_churn": rng.random() < 0.3}
+        if rng.random() < 0.3:
+            w["no_conversation_fraction"] = 0.2
     if rng.random() < 0.35:
         w |= {"process_fraction": 0.5, "gate_fraction": rng.choice((0.0, 0.5, 1.0)),
               "parallel_branches": rng.randint(0, 3), "subflow_fraction": rng.choice((0.0, 0.3)),

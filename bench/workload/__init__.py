@@ -37,6 +37,7 @@ class WorkloadSpec:
     unknown_agent_fraction: float = 0.0     # requests to an agent no roster has
     misaddressed_fraction: float = 0.0      # requests sent explicitly to a node of another namespace
     explicit_target_fraction: float = 0.0   # requests carrying targetNodeId of the right node
+    no_conversation_fraction: float = 0.0   # requests with no conversationId (it is optional)
     stream_events: int = 0                  # flow events each task streams (0: no streaming)
     thinking_fraction: float = 0.0          # share of them that are thinking
     tabs_per_conversation: int = 0          # browser tabs watching each conversation, at home
@@ -72,6 +73,7 @@ class WorkloadSpec:
                 "unknown_agent_fraction": self.unknown_agent_fraction,
                 "misaddressed_fraction": self.misaddressed_fraction,
                 "explicit_target_fraction": self.explicit_target_fraction,
+                "no_conversation_fraction": self.no_conversation_fraction,
                 "stream_events": self.stream_events, "thinking_fraction": self.thinking_fraction,
                 "tabs_per_conversation": self.tabs_per_conversation,
                 "watched_fraction": self.watched_fraction, "tab_churn": self.tab_churn,
@@ -102,7 +104,7 @@ class RequestOp:
     message_id: str
     from_agent_id: str
     to_agent_id: str
-    conversation_id: str
+    conversation_id: str | None
     target_node_id: str | None
     timeout_ms: int
     payload: dict[str, Any] = field(default_factory=dict)
@@ -207,10 +209,13 @@ def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) 
             if spec.process_fraction > 0 and rng.random() < spec.process_fraction:
                 payload["process"] = process_definition(spec, rng, n)
                 payload["timeoutMs"] = spec.request_timeout_ms
+            conversation: str | None = f"{orch.id}-c{n % max(1, spec.conversations)}"
+            if spec.no_conversation_fraction > 0 and rng.random() < spec.no_conversation_fraction:
+                conversation = None
             ops.append(RequestOp(
                 at_ms=round(t, 3), node_id=orch.id, request_id=f"{orch.id}-r{n}",
                 message_id=f"{orch.id}-m{n}", from_agent_id=orch.requester_agent,
-                to_agent_id=agent, conversation_id=f"{orch.id}-c{n % max(1, spec.conversations)}",
+                to_agent_id=agent, conversation_id=conversation,
                 target_node_id=target, timeout_ms=spec.request_timeout_ms,
                 payload=payload))
         t, k = 0.0, 0

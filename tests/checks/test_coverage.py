@@ -44,6 +44,7 @@ WITNESSES: dict[str, set[str]] = {
     "attacks": {"forged_sender", "fault_bit"},
     "hostile_input": {"hostile_input_admitted", "fault_bit"},
     "directory_wipe": {"announcement_cleared", "fault_bit"},
+    "streaming": {"stream_without_conversation", "fault_bit"},
 }
 
 

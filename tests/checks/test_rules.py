@@ -162,6 +162,13 @@ def never_announced_again(lines: Lines) -> None:
                                          and e["nodeId"] == clear["nodeId"] and e["online"])]
 
 
+def streamed_elsewhere(lines: Lines) -> None:
+    """A task's flow streams into a conversation its request did not name."""
+    asked = {e["requestId"] for e in lines if e["kind"] == "request_sent"}
+    e = lines[where(lines, "relay_frame", lambda e: e["taskId"] in asked)]
+    e["conversationId"], e["stream"] = "elsewhere", "elsewhere|" + e["stream"].split("|")[1]
+
+
 def to_its_own_inbox(lines: Lines) -> None:
     e = lines[where(lines, "outbound_settled", lambda e: request(e) and e["state"] == "PUBLISHED")]
     e["targetNodeId"], e["topic"] = e["node"], f"ooder/node/{e['node']}/inbox"
@@ -313,6 +320,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
         *e["agents"], "zz.foreign"])),
     "undeliverable_only_when_unknown": ("quickstart", undeliverable_though_known),
     "announced_again_after_a_clear": ("directory_wipe", never_announced_again),
+    "streams_of_their_tasks_conversation": ("publish_failure", streamed_elsewhere),
     "unique_client_ids": ("quickstart", stolen_client_id),
     # robustness
     "never_raises": ("quickstart", raised),
