@@ -27,3 +27,18 @@ def test_only_a_false_the_reference_does_not_give_counts_as_caught() -> None:
     cell = {"verdicts": {"silent_loss": "false", "deployment": "false", "relay": "unknown"},
             "expect": {"silent_loss": "true", "deployment": "false", "relay": "true"}}
     assert caught({"cells": {"c": cell}}) == ["c: silent_loss"]
+
+
+def test_a_site_is_found_again_after_an_edit_moves_it() -> None:
+    """--again finds an earlier record's site by what it changes and its line's text, not
+    by a line number or walk index an edit above it has moved."""
+    from dataclasses import asdict, replace
+
+    from bench.tools.mutants import find_again
+    every = sites()
+    site = next(s for s in every if s.kind == "drop_command")
+    moved = [replace(s, line=s.line + 7, index=s.index + 3) for s in every]
+    assert find_again(moved, asdict(site)) == replace(site, line=site.line + 7,
+                                                      index=site.index + 3)
+    gone = [s for s in moved if s.text != site.text]
+    assert find_again(gone, asdict(site)) is None

@@ -66,6 +66,7 @@ class Site:
     col: int = 0       # with line, end_col, kind, what and operand: the site across edits
     end_col: int = 0
     operand: int = 0   # which comparison of a chained one
+    text: str = ""     # its line, stripped: finds it again after edits move it
 
 
 def _swap(op: ast.AST) -> str:
@@ -105,13 +106,31 @@ def sites() -> list[Site]:
     for path in sorted(CORE.glob("*.py")):
         if path.name in DECLARATIONS:
             continue
-        tree = ast.parse(path.read_text())
+        source = path.read_text()
+        lines = source.splitlines()
         rel = str(path.relative_to(REPO))
-        for i, (node, operand, kind, what) in enumerate(_candidates(tree)):
-            out.append(Site(rel, getattr(node, "lineno", 0), kind, i, what,
-                            getattr(node, "col_offset", 0), getattr(node, "end_col_offset", 0),
-                            operand))
+        for i, (node, operand, kind, what) in enumerate(_candidates(ast.parse(source))):
+            line = getattr(node, "lineno", 0)
+            out.append(Site(rel, line, kind, i, what, getattr(node, "col_offset", 0),
+                            getattr(node, "end_col_offset", 0), operand,
+                            lines[line - 1].strip() if line else ""))
     return out
+
+
+def find_again(every: list[Site], record: dict[str, Any]) -> Site | None:
+    """The site an earlier record names, after edits: by what it changes and the text of
+    its line (an edit above it moves its line number; an AST walk's index moves with any
+    edit of the file), the same line preferred where the text repeats. A record without
+    the text (older files) must still be on its line."""
+    def same(s: Site) -> bool:
+        return (s.file, s.kind, s.what, s.col, s.end_col, s.operand) == (
+            record["file"], record["kind"], record["what"], record.get("col", s.col),
+            record.get("end_col", s.end_col), record.get("operand", s.operand))
+    text = record.get("text")
+    found = [s for s in every if same(s) and (s.text == text if text else s.line == record["line"])]
+    if len(found) > 1:
+        found = [s for s in found if s.line == record["line"]]
+    return found[0] if len(found) == 1 else None
 
 
 class _Mutate(ast.NodeTransformer):
@@ -222,20 +241,15 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.again:
         earlier = [json.loads(line) for line in args.again.read_text().splitlines()]
-        # by place and change, not by index: an index is a position in an AST walk,
-        # which any edit of the file moves
-        def place(s: dict[str, Any]) -> tuple[Any, ...]:
-            return (s["file"], s["line"], s.get("col"), s.get("end_col"), s["kind"], s["what"],
-                    s.get("operand"))
-        keys = {place(asdict(s)): s for s in every}
-        if len(keys) != len(every):
-            raise SystemExit("mutants: two sites share a place; --again cannot tell them apart")
         wanted = [r for r in earlier if not args.status or r["status"] in args.status]
-        chosen = [keys[place(r)] for r in wanted if place(r) in keys]
+        chosen = []
         for r in wanted:
-            if place(r) not in keys:
+            site = find_again(every, r)
+            if site is None:
                 print(f"skipped: {r['file']}:{r['line']} {r['what']} is no longer a "
-                      "mutation site there (the source moved on)", flush=True)
+                      "mutation site (the source moved on)", flush=True)
+            else:
+                chosen.append(site)
     else:
         chosen = random.Random(args.seed).sample(every, min(args.sample, len(every)))
     print(f"{len(every)} mutation sites in bench/core; running {len(chosen)} (seed {args.seed})",
