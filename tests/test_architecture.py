@@ -58,6 +58,7 @@ LAYERS = {
     "tools.exchange": {"core", "storage", "history", "substrates.wire", "tools.exchange"},
     "tools.benchmark": {"core", "spec.distribution", "workload", "substrates.live",
                         "tools.benchmark"},
+    "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools": {"tools"},
     "matrix": {"spec", "variants", "checks", "run", "report", "substrates", "matrix"},
     # explore writes scenario files and runs them as `run` would: it never reaches into a node
