@@ -32,10 +32,13 @@ def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
     kinds = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"self_check"' in l]
     assert len(kinds) == 4  # one "message store ready" line per node
     # node clocks read wall time: the run's zero is when the deployment was made, some time
-    # during this test (how long after its start depends on the machine's load); they read
-    # whole milliseconds, so an origin may fall up to 1 ms before a float taken just before
+    # during this test (how long after its start depends on the machine's load). An origin
+    # is the node's clock when it sent less the tMs of that record, two readings taken one
+    # after the other while handling one input: on a loaded machine the second comes some
+    # milliseconds later (seen: 3.6 ms), so the origin may fall that much early. A second of
+    # slack still tells a wall clock from one started at 0 or at a seeded epoch (years off).
     origins = node_clock_origins(tmp_path / "history.jsonl")
-    assert origins and all(started_ms - 1 <= o <= ended_ms for o in origins), \
+    assert origins and all(started_ms - 1_000 <= o <= ended_ms for o in origins), \
         (started_ms, origins[:3], ended_ms)
 
 
