@@ -9,7 +9,9 @@ from bench.checks import Checker, Collector, rule
 from bench.checks.delivery import Transit
 from bench.core.events import (
     InboundAdmitted,
+    InstanceState,
     LedgerFlushed,
+    NodeStarted,
     LedgerRestored,
     TaskExecuted,
     TaskState,
@@ -111,16 +113,37 @@ def legal_transitions(h: History, c: Collector) -> None:
                 terminal_seen = cur
 
 
-@rule("DESIGN §3 Tasks: every task ends")
+@rule("DESIGN §3 Tasks: every task ends; one found RUNNING after a restart ends FAILED")
 def reaches_terminal(h: History, c: Collector) -> None:
     """Every task ends in a terminal state before the run ends (one still running at the
-    end is undecided, not wrong)."""
-    for (_node, _task_id), events in sorted(_trails(h).items()):
-        last = events[-1].state
-        if last in TERMINAL:
-            c.count(f"ended_{last.lower()}")
-        else:
+    end is undecided, not wrong). A task its node was running when it crashed is on disk
+    (a node records a state only once it is persisted): once the node is back, it ends
+    the task FAILED ("interrupted") or, if its instance waits at a gate, keeps it running.
+    A task the restarted node never mentions again was lost with the process."""
+    boots: dict[str, list[float]] = defaultdict(list)
+    for s in h.of(NodeStarted):
+        boots[s.node].append(s.t_ms)
+    paused: dict[str, list[InstanceState]] = defaultdict(list)
+    for i in h.of(InstanceState):
+        if i.task_id:
+            paused[i.task_id].append(i)
+    crashes = h.memo(Transit).crashes
+    late = h.end_ms - 3_000
+    for (node, task_id), events in sorted(_trails(h).items()):
+        last = events[-1]
+        if last.state in TERMINAL:
+            c.count(f"ended_{last.state.lower()}")
+            continue
+        crash = min((t for t in crashes[node] if t >= last.t_ms), default=None)
+        back = min((t for t in boots[node] if crash is not None and t > crash), default=None)
+        states = [i for i in paused[task_id] if crash is not None and i.t_ms <= crash]
+        waiting = bool(states) and states[-1].status == "PAUSED"
+        if back is None or back > late or waiting:
             c.unknown("unfinished_at_end")
+        else:
+            c.violation(f"task {task_id} was {last.state} on {node} when it crashed; {node} "
+                        f"was back at {back:.0f} ms and never ended it (lost with the process)",
+                        last)
 
 
 def _no_task(h: History) -> str | None:

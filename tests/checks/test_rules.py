@@ -21,7 +21,7 @@ from tests.helpers import Lines, from_lines, run_lines
 
 Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
-             "hostile_input", "directory_wipe")
+             "hostile_input", "directory_wipe", "process_restart")
 
 
 @pytest.fixture(scope="module")
@@ -430,3 +430,14 @@ def test_a_clear_recorded_as_unknown_though_known_fails_the_undeliverable_rule(
     v = checkers()["directory_liveness"](from_lines(lines))
     assert any(c["rule"] == "undeliverable_only_when_unknown" and "was_known=False" in c["why"]
                for c in v.counterexamples), v.counterexamples[:2]
+
+
+def test_a_task_lost_in_a_restart_fails_the_reaches_terminal_rule(
+        runs: dict[str, Lines]) -> None:
+    """The restarted node never mentions a task it was running when it crashed (it did
+    not persist it): a violation, not an unfinished task."""
+    lines = copy.deepcopy(runs["process_restart"])
+    drop("task_state", lambda e: e.get("error") == "interrupted")(lines)
+    v = checkers()["task_lifecycle"](from_lines(lines))
+    assert v.value is Value.FALSE and any("lost with the process" in c["why"]
+                                          for c in v.counterexamples), v.counterexamples[:2]
