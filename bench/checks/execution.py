@@ -11,8 +11,8 @@ from bench.core.events import (
     InboundAdmitted,
     InstanceState,
     LedgerFlushed,
-    NodeStarted,
     LedgerRestored,
+    NodeStarted,
     TaskExecuted,
     TaskState,
 )
