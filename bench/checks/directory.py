@@ -62,9 +62,11 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
     directory — rebuilt here from the announcements it recorded receiving, and its own
     roster, since it last started — lists the agent (an offline entry still resolves:
     the broker queues for it). Otherwise it had the address and did not use it. (A
-    response goes only where its request's replyNodeId says: reply_routing judges it.)
+    response, and a task's relayed stream, go only where its request's replyNodeId says:
+    never resolved through the directory.)
     A cleared entry's record says truly whether that directory had it."""
-    responses = {o.message_id for o in h.of(OutboundSettled) if o.message_type == "TASK_RESPONSE"}
+    by_reply_node = {o.message_id for o in h.of(OutboundSettled)
+                 if o.message_type in ("TASK_RESPONSE", "FLOW_EVENT")}
     view: dict[str, dict[str, set[str]]] = defaultdict(dict)   # node -> entry -> agents
     events: list[Event] = sorted([*h.of(NodeStarted), *h.of(RosterLoaded),
                                   *h.of(ExecutorsRegistered), *h.of(DirectoryUpdated),
@@ -85,7 +87,7 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
             case DirectoryUpdated():
                 view[e.node][e.node_id] = set(e.agents)
             case Warning() if e.what is WarningKind.UNDELIVERABLE and e.to_agent_id \
-                    and e.message_id not in responses:
+                    and e.message_id not in by_reply_node:
                 c.count("undeliverable")
                 holders = sorted(n for n, agents in view[e.node].items()
                                  if e.to_agent_id in agents)

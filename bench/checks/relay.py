@@ -82,7 +82,9 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
     it — in these cases only if the home never accepted a later frame of its stream: had
     it, the gap was its to declare."""
     frames = _frames(h)
-    failed = {o.message_id for o in h.of(OutboundSettled) if o.state == "FAILED"}
+    # its send failed, or the sender found no way to its home (a replyNodeId that is no
+    # node id): either way the sender said so
+    failed = {o.message_id for o in h.of(OutboundSettled) if o.state in ("FAILED", "UNDELIVERABLE")}
     accepted = {(e.stream, e.stream_seq): e for e in h.of(RelayAccepted)}
     last_accepted: dict[str, int] = {}
     for stream, seq in accepted:
