@@ -582,6 +582,13 @@ class Transit:
         return any(o.node in (node, EVERY_NODE) and o.end_ms >= self.end_ms
                    and o.start_ms <= t_ms + IN_FLIGHT_AT_END_MS for o in self.outages)
 
+    def cut_off_until_end(self, node: str, t_ms: float) -> bool:
+        """From about `t_ms` to the end `node` may have heard nothing from the broker: it
+        was out, or behind a lossy link its connection had not caught up from."""
+        return self.out_until_end(node, t_ms) or any(
+            start <= t_ms and _drained(self.h, node, end) >= self.end_ms - IN_FLIGHT_AT_END_MS
+            for start, end in self.lossy[node])
+
     def lost(self, publisher: str, t_ms: float, target: str) -> str | None:
         """Why a message `publisher` had acknowledged at `t_ms` may never have reached
         `target` (a count key), or None: nothing in the journal explains a loss."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
+from bench.checks.delivery import Transit
 from bench.core.events import (
     DirectoryUpdated,
     Event,
@@ -101,8 +102,10 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
     """When someone clears a running node's retained announcement, the node announces
     itself again: otherwise it is online, subscribed and unknown to every peer for the rest
     of the run. Judged when a peer or the node itself recorded the clear; a node down from
-    then to the end, or a clear in the last seconds, is not."""
+    then to the end, or a clear in the last seconds, is not; one cut off from the broker
+    from then to the end (it may never have heard of the clear) is undecided."""
     late = h.end_ms - 3_000
+    transit = h.memo(Transit)
     boots: dict[str, list[float]] = defaultdict(list)
     for s in h.of(NodeStarted):
         boots[s.node].append(s.t_ms)
@@ -125,7 +128,11 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
             continue
         judged.add(key)
         c.count("cleared")
-        if not any(seq > e.seq for seq in announced[e.node_id]):
+        if any(seq > e.seq for seq in announced[e.node_id]):
+            continue
+        if transit.cut_off_until_end(e.node_id, e.t_ms):
+            c.unknown("cleared_while_cut_off_until_the_end")
+        else:
             c.violation(f"{e.node_id}'s announcement was cleared (seen by {e.node}) and "
                         "never announced again: online, unknown to its peers", e)
 
