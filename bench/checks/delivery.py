@@ -576,6 +576,11 @@ class Transit:
         return message_id not in self.published and any(
             start <= t_ms <= _drained(self.h, sender, end) for start, end in self.lossy[sender])
 
+    def out_between(self, node: str, from_ms: float, to_ms: float) -> bool:
+        """`node` (or the broker) was out the whole time from `from_ms` to `to_ms`."""
+        return any(o.node in (node, EVERY_NODE) and o.start_ms <= from_ms and o.end_ms >= to_ms
+                   for o in self.outages)
+
     def out_until_end(self, node: str, t_ms: float) -> bool:
         """`node` (or the broker) went out around `t_ms` and was still out at the end: what
         it was sending or being sent then may still be on its way."""
@@ -607,8 +612,10 @@ class Transit:
             if (w and t_ms <= w) or accepted_from <= resubscribed:
                 return "lost_with_non_persistent_broker" if w else "sent_before_the_target_subscribed"
         # what the session still held unacknowledged when it was taken over goes to the
-        # new holder too: a message accepted just before the takeover may be among it
+        # new holder too: a message accepted just before the takeover may be among it, and
+        # so may one queued for a target that was out from then until the takeover
         if any(start <= t_ms + IN_FLIGHT_AT_END_MS and t_ms <= end + IN_FLIGHT_AT_END_MS
+               or (start > t_ms and self.out_between(target, t_ms, start))
                for start, end in self.hijacked[target]):
             return "lost_to_client_id_takeover"
         if self.out_until_end(target, t_ms):
