@@ -169,6 +169,13 @@ def streamed_elsewhere(lines: Lines) -> None:
     e["conversationId"], e["stream"] = "elsewhere", "elsewhere|" + e["stream"].split("|")[1]
 
 
+def never_flushed_again(lines: Lines) -> None:
+    """A node flushes its ledger once and never again (its flush timer not re-armed)."""
+    first = lines[where(lines, "ledger_flushed")]
+    lines[:] = [e for e in lines if not (e["kind"] == "ledger_flushed" and e["node"] == first["node"]
+                                         and e["seq"] > first["seq"])]
+
+
 def to_its_own_inbox(lines: Lines) -> None:
     e = lines[where(lines, "outbound_settled", lambda e: request(e) and e["state"] == "PUBLISHED")]
     e["targetNodeId"], e["topic"] = e["node"], f"ooder/node/{e['node']}/inbox"
@@ -320,6 +327,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
         *e["agents"], "zz.foreign"])),
     "undeliverable_only_when_unknown": ("quickstart", undeliverable_though_known),
     "announced_again_after_a_clear": ("directory_wipe", never_announced_again),
+    "ledger_flushed_on_time": ("quickstart", never_flushed_again),
     "streams_of_their_tasks_conversation": ("publish_failure", streamed_elsewhere),
     "unique_client_ids": ("quickstart", stolen_client_id),
     # robustness
