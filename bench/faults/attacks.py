@@ -179,10 +179,12 @@ def _hostile_process(what: str) -> list[dict[str, Any]]:
 
 
 def hostile_request(what: str, n: int, index: int, *, insider: str, insider_node: str,
-                    target_node: str, target_agent: str, keys: KeyRing, now_ms: int,
-                    prefix: str, version: SignatureVersion, max_skew_ms: int) -> AttackMessage:
-    """One TASK_REQUEST from `insider`, signed with what it holds (its own key, else the
-    flat token, else nothing), carrying `what`."""
+                    target_node: str, target_agent: str, keys: KeyRing, judge_keys: KeyRing,
+                    now_ms: int, prefix: str, version: SignatureVersion,
+                    max_skew_ms: int) -> AttackMessage:
+    """One TASK_REQUEST from `insider`, signed with what it holds now (`keys`: its own key,
+    else the flat token, else nothing), carrying `what`; judged with the keys the target
+    holds now (`judge_keys`: a rotation may have reached one and not the other)."""
     rid = f"attack{index}-{what}-{n}"
     reply = {"reply_slash": f"{insider_node}/x",
              "reply_wildcard": f"{insider_node}+#"}.get(what, insider_node)
@@ -202,7 +204,7 @@ def hostile_request(what: str, n: int, index: int, *, insider: str, insider_node
         kid, key = oracle.FLAT, keys.flat_token
     if kid is not None:
         message = oracle.sign(message, kid, key.reveal(), version.value)
-    honest = oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms)
+    honest = oracle.verdict(message, accepted_keys(judge_keys), now_ms, max_skew_ms)
     return AttackMessage(Topics(prefix).inbox(target_node), _wire(message), AttackSent(
         "hostile_input", what, index, message["messageId"], rid, target_node, target_agent,
         insider, kid, honest))

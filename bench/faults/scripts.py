@@ -317,9 +317,13 @@ def hostile_input(spec: FaultSpec, ctx: Context) -> Script:
         node, agent = victims[n % len(victims)]
         what = HOSTILE_WHAT[n % len(HOSTILE_WHAT)]
         n += 1
+        # the keys as they are now: a key rotation reaches the insider's node and the
+        # target's (or, for a stale node, not)
         msg = hostile_request(what, n, spec.index, insider=insider, insider_node=home,
-                              target_node=node, target_agent=agent, keys=auth.keys,
-                              now_ms=ctx.wall_ms(), prefix=config.prefix, version=auth.version,
+                              target_node=node, target_agent=agent,
+                              keys=ctx.config(home).auth.keys,
+                              judge_keys=ctx.config(node).auth.keys, now_ms=ctx.wall_ms(),
+                              prefix=config.prefix, version=auth.version,
                               max_skew_ms=auth.max_skew_ms)
         yield _inject(spec, ctx, msg)
         _attacked(ctx, msg)
