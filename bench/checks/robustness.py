@@ -95,6 +95,8 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     0..10, duplicate ids — judged here from the attack, not by the node's parser) starts
     no instance and ends its task FAILED; an answer whose replyNodeId is not one topic
     segment is never published (UNDELIVERABLE, with its reason)."""
+    # a man in the middle that replaced the payload on the way took the definition out
+    altered = {a.message_id for a in h.of(AttackSent) if a.attack == "tamper_payload"}
     attacks = [a for a in h.of(AttackSent) if a.attack == "hostile_input"]
     if not attacks:
         return
@@ -114,6 +116,9 @@ def hostile_input_refused(h: History, c: Collector) -> None:
         node, rid = a.target_node_id or "", a.request_id or ""
         if (node, a.message_id) not in admitted:
             c.count("not_admitted")
+            continue
+        if a.message_id in altered and a.how not in HOSTILE_REPLY:
+            c.count("definition_replaced_in_flight")
             continue
         c.count(a.how)
         end, answer = ended.get((node, rid)), answers.get((node, rid))
