@@ -12,7 +12,6 @@ from bench.core.events import (
     Event,
     ExecutorsRegistered,
     MqttConnected,
-    NodeCrashed,
     NodeStarted,
     OutboundSettled,
     RosterLoaded,
@@ -109,9 +108,7 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
     boots: dict[str, list[float]] = defaultdict(list)
     for s in h.of(NodeStarted):
         boots[s.node].append(s.t_ms)
-    crashes: dict[str, list[float]] = defaultdict(list)
-    for k in h.of(NodeCrashed):
-        crashes[k.node].append(k.t_ms)
+    crashes = transit.crashes
     announced: dict[str, list[int]] = defaultdict(list)
     for e in h.of(DirectoryUpdated):
         if not e.cleared and e.online:
