@@ -8,6 +8,7 @@ from collections import defaultdict
 from bench.checks import Checker, Collector, rule
 from bench.checks.delivery import Transit
 from bench.core.events import (
+    AttackSent,
     Event,
     InboundAdmitted,
     InstanceState,
@@ -15,6 +16,8 @@ from bench.core.events import (
     LedgerRestored,
     NodeCrashed,
     NodeStarted,
+    RequestSent,
+    RunStarted,
     TaskExecuted,
     TaskState,
 )
@@ -188,6 +191,64 @@ def reaches_terminal(h: History, c: Collector) -> None:
                         last)
 
 
+#: How late a watchdog may end its task: a timer on a busy live host fires late, and the
+#: TIMEOUT is journaled once it is on disk (in simulation it is exactly on time).
+WATCHDOG_LATE_MS = 2_000.0
+#: How early: a node's clock and the journal's agree to within this, live.
+WATCHDOG_EARLY_MS = 50.0
+
+
+@rule("DESIGN §3 Tasks: a timeout watchdog; seed 002 §4")
+def times_out_on_time(h: History, c: Collector) -> None:
+    """A task still running when its timeout has passed since it was submitted — the
+    timeoutMs its request asked for, else the task timeout every node was configured with
+    — ends then, TIMEOUT (a node down at that moment ends it once it is back), and no task
+    ends TIMEOUT before its timeout. An agent that hangs must not hold its task, and the
+    requester waiting for it, forever. Left out: tasks no node's request asked for (an
+    insider's hand-made message) and requests an attacker's tamper_payload rewrote on the
+    way — what the executor was asked is not in the journal."""
+    run = next(iter(h.of(RunStarted)), None)
+    default = run.task_timeout_ms if run is not None else None
+    if default is None:
+        return   # a journal from before the timeout was recorded: nothing to judge it by
+    altered = {a.message_id for a in h.of(AttackSent) if a.attack == "tamper_payload"}
+    asked = {r.request_id: r.task_timeout_ms for r in h.of(RequestSent)
+             if r.message_id not in altered}
+    boots: dict[str, list[float]] = defaultdict(list)
+    for s in h.of(NodeStarted):
+        boots[s.node].append(s.t_ms)
+    crashes = h.memo(Transit).crashes
+    for (node, task_id), events in sorted(_trails(h).items()):
+        if task_id not in asked:
+            c.count("asked_outside_the_journal")
+            continue
+        timeout = asked[task_id] or default
+        deadline = events[0].t_ms + timeout
+        end = next((e for e in events if e.state in TERMINAL), None)
+        if end is not None and end.state == "TIMEOUT" and end.t_ms < deadline - WATCHDOG_EARLY_MS:
+            c.violation(f"task {task_id} ended TIMEOUT on {node} {end.t_ms - events[0].t_ms:.0f} ms "
+                        f"after it was submitted; its timeout is {timeout} ms", events[0], end)
+            continue
+        due = deadline
+        crash = max((t for t in crashes[node] if t <= deadline), default=None)
+        if crash is not None and not any(crash < b <= deadline for b in boots[node]):
+            back = min((b for b in boots[node] if b > deadline), default=None)
+            if back is None:
+                c.count("node_down_at_its_deadline")
+                continue
+            due = back
+        if end is not None and end.t_ms <= due + WATCHDOG_LATE_MS:
+            c.count("timed_out_on_time" if end.state == "TIMEOUT" else "ended_before_its_timeout")
+        elif end is None and due + WATCHDOG_LATE_MS > h.end_ms:
+            c.count("deadline_after_the_end")
+        else:
+            late = (end.t_ms if end is not None else h.end_ms) - due
+            was = [e for e in events if e.t_ms <= due][-1].state
+            c.violation(f"task {task_id} on {node} was still {was} {late:.0f} ms after its "
+                        f"timeout of {timeout} ms had passed",
+                        events[0], *(() if end is None else (end,)))
+
+
 def _no_task(h: History) -> str | None:
     return None if h.of(TaskState) else "no task ran in this run"
 
@@ -202,5 +263,6 @@ DUPLICATE_EXECUTION = Checker(
     (executed_once, admitted_once, ledger_flushed_on_time), _nothing_executed)
 TASK_LIFECYCLE = Checker(
     "task_lifecycle", "Every task starts SUBMITTED, moves only along the task state machine "
-    "and stops at exactly one terminal state.", (legal_transitions, reaches_terminal),
+    "and stops at exactly one terminal state, by its timeout at the latest.",
+    (legal_transitions, reaches_terminal, times_out_on_time),
     _no_task)

@@ -45,6 +45,7 @@ from bench.core.events import (
     StepFinished,
     StepStarted,
     SubflowFinished,
+    TaskState,
 )
 from bench.history import History
 
@@ -689,6 +690,42 @@ def failure_fails_the_instance(h: History, c: Collector) -> None:
     _report(h, c)
 
 
+TASK_TERMINAL = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"})   # DESIGN §3 Tasks
+
+
+@rule("DESIGN §3 Tasks and processes: an instance runs its task's work; seed 002 §4")
+def ends_with_its_task(h: History, c: Collector) -> None:
+    """An instance ends with the task that runs it: once that task is terminal (its
+    watchdog timed it out, a restart interrupted it), no step of the instance starts and
+    no gate of it opens, and the instance is itself COMPLETED or FAILED by the end of the
+    run. Work done for a task nobody waits for is work done twice when the requester asks
+    again, and a gate opened for it asks a person to approve what will never resume."""
+    ended: dict[tuple[str, str], TaskState] = {}
+    for s in h.of(TaskState):
+        if s.state in TASK_TERMINAL:
+            ended.setdefault((s.node, s.task_id), s)
+    final = {(s.node, s.process_inst_id) for s in h.of(InstanceState)
+             if s.status in ("COMPLETED", "FAILED")}
+    later: dict[tuple[str, str], list[StepStarted | GateOpenSent]] = defaultdict(list)
+    for e in (*h.of(StepStarted), *h.of(GateOpenSent)):
+        later[(e.node, e.process_inst_id)].append(e)
+    for i in h.of(InstanceStarted):
+        end = ended.get((i.node, i.task_id))
+        if end is None:
+            continue
+        c.count("instances_of_ended_tasks")
+        after = sorted((e for e in later[(i.node, i.process_inst_id)] if e.seq > end.seq),
+                       key=lambda e: e.seq)
+        if after:
+            what = f"step {after[0].path}" if isinstance(after[0], StepStarted) \
+                else f"gate {after[0].gate_id}"
+            c.violation(f"{what} of {i.process_inst_id} started after its task {i.task_id} "
+                        f"ended {end.state} on {i.node}", end, after[0])
+        elif (i.node, i.process_inst_id) not in final:
+            c.violation(f"{i.process_inst_id} never ended though its task {i.task_id} ended "
+                        f"{end.state} on {i.node}", i, end)
+
+
 def _no_instance(h: History) -> str | None:
     return None if h.of(InstanceStarted) else "no process instance ran"
 
@@ -696,9 +733,10 @@ def _no_instance(h: History) -> str | None:
 CONTEXT_ISOLATION = Checker(
     "context_isolation", "Copy-on-write, replayed: every attempt starts from its snapshot, a "
     "merge is the snapshot plus the successful writes, nothing leaks between instances, a "
-    "failed sub-flow is never merged and fails its parent, an instance ends once.",
+    "failed sub-flow is never merged and fails its parent, an instance ends once and with its "
+    "task.",
     (fresh_context_is_empty, attempt_starts_from_its_snapshot,
      retry_starts_from_pre_attempt_snapshot, version_chain_unbroken, failed_work_never_merged,
      merge_is_snapshot_plus_writes, no_values_of_another_instance, failure_fails_the_instance,
-     ends_once),
+     ends_once, ends_with_its_task),
     _no_instance)

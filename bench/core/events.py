@@ -218,6 +218,7 @@ class RequestSent(Event):
     conversation_id: str | None
     deadline_ms: int                   # on the requester's clock
     timeout_ms: int
+    task_timeout_ms: int | None = None  # the task timeout it asks of the executor (timeoutMs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -715,6 +716,7 @@ class RunStarted(Event):
     broker: str | None = None          # live: the broker's kind, URL, and how nodes run
     broker_url: str | None = None
     node_hosting: str | None = None
+    task_timeout_ms: int | None = None  # the task watchdog every node was configured with
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,12 @@ class Pending:
                        RequestOutcome(outcome) if outcome else None)
 
 
+def _asked_timeout(payload: Json) -> int | None:
+    """The task timeout a request asks of its executor (payload.timeoutMs), if it asks one."""
+    asked = payload.get("timeoutMs") if isinstance(payload, dict) else None
+    return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else None
+
+
 def _timer(request_id: str) -> TimerId:
     return TimerId(TimerKind.REQUEST_TIMEOUT, request_id)
 
@@ -85,7 +91,8 @@ class Requests:
         fx.record(ev.RequestSent(request_id=req.request_id, message_id=req.message_id,
                                  from_agent_id=req.from_agent_id, to_agent_id=req.to_agent_id,
                                  conversation_id=req.conversation_id,
-                                 deadline_ms=pending.deadline_ms, timeout_ms=timeout))
+                                 deadline_ms=pending.deadline_ms, timeout_ms=timeout,
+                                 task_timeout_ms=_asked_timeout(req.payload)))
         fx.add(StartTimer(_timer(req.request_id), pending.deadline_ms))
         state = self.outbox.send(fx, env)
         if state is OutboundState.UNDELIVERABLE:

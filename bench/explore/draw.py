@@ -125,6 +125,9 @@ def _workload(rng: random.Random, namespaces: set[str]) -> Table:
               "reject_fraction": rng.choice((0.0, 0.3)),
               "gate_timeout_ms": rng.choice((2_000, 5_000, 20_000)),
               "gate_on_timeout": rng.choice(("reject", "fail"))}
+    if rng.random() < 0.15:   # agents that hang: only the executors' watchdog ends their tasks
+        w |= {"hang_fraction": rng.choice((0.05, 0.2)),
+              "task_timeout_ms": rng.choice((1_000, 3_000, 10_000))}
     return w
 
 

@@ -18,7 +18,8 @@ OPTIONAL_WORKLOAD = ("process_fraction", "gate_fraction", "parallel_branches",
                      "thinking_fraction", "tabs_per_conversation", "watched_fraction",
                      "tab_churn", "group_event_rate_per_s", "unknown_agent_fraction",
                      "misaddressed_fraction", "explicit_target_fraction",
-                     "no_conversation_fraction", "task_failure_rate",
+                     "no_conversation_fraction", "task_failure_rate", "hang_fraction",
+                     "task_timeout_ms",
                      "conversations", "task_duration_ms", "request_timeout_ms")
 MIN_DURATION_S = 2
 MIN_RATE = 0.5

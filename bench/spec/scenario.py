@@ -269,6 +269,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                     tuple((k, SignatureVersion(str(v))) for k, v in sorted(by_node_raw.items())))
     w = _Table(raw.get("workload", {}), f"{f}: workload",
                {"rate_per_s", "task_duration_ms", "task_failure_rate", "request_timeout_ms",
+                "hang_fraction", "task_timeout_ms",
                 "conversations", "group_event_rate_per_s", "unknown_agent_fraction",
                 "misaddressed_fraction", "explicit_target_fraction", "no_conversation_fraction",
                 "stream_events",
@@ -281,6 +282,8 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         task_duration_ms=parse_distribution(w.raw.get("task_duration_ms", 50), w.key("task_duration_ms")),
         task_failure_rate=w.number("task_failure_rate", 0.0, high=1.0),
         request_timeout_ms=int(w.number("request_timeout_ms", 30_000, low=1)),
+        hang_fraction=w.number("hang_fraction", 0.0, high=1.0),
+        task_timeout_ms=w.integer("task_timeout_ms", 60_000, low=1),
         conversations=w.integer("conversations", 4, low=1),
         group_event_rate_per_s=w.number("group_event_rate_per_s", 0.0),
         unknown_agent_fraction=w.number("unknown_agent_fraction", 0.0, high=1.0),

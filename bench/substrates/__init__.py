@@ -112,6 +112,7 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing) -> NodeConfig
     return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups, node.client_id,
                       auth=AuthConfig(scenario.auth.mode, keys,
                                       scenario.auth.signature_of(node.id)),
+                      task_timeout_ms=scenario.workload.task_timeout_ms,
                       request_timeout_ms=scenario.workload.request_timeout_ms)
 
 
@@ -124,7 +125,8 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
                 broker_url: str | None = None, node_hosting: str | None = None) -> RunStarted:
     """The first event of every run."""
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
-                      len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting)
+                      len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
+                      scenario.workload.task_timeout_ms)
 
 
 def open_deployment(mode: Mode, scenario: Scenario, variant: Variant, recorder: Recorder,

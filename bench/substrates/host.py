@@ -12,6 +12,7 @@ say only how: how to connect, publish and wait.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
@@ -260,6 +261,8 @@ class NodeHost(ABC):
     # -- what the agents and people do (the one Behaviour, every substrate) ------------------------
     def execute(self, cmd: Execute) -> None:
         duration, ok = self.behaviour.task(cmd.task_id)
+        if math.isinf(duration):
+            return   # the agent hangs: it never streams nor answers (the watchdog ends it)
         for offset, kind, text in self.behaviour.flow(cmd.task_id, duration):
             self.later(offset, lambda kind=kind, text=text:
                        FlowEmitted(self.now_ms(), cmd.task_id, FlowKind(kind), text))
@@ -269,6 +272,8 @@ class NodeHost(ABC):
 
     def run_step(self, cmd: RunStep) -> None:
         duration, ok, ops = self.behaviour.step(cmd.instance_id, cmd.path, cmd.attempt)
+        if math.isinf(duration):
+            return   # the agent hangs on this attempt
         self.later(duration, lambda: StepFinished(self.now_ms(), cmd.instance_id, cmd.path,
                                                   cmd.attempt, ok, tuple(ops)))
 

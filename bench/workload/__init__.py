@@ -4,11 +4,14 @@
 task requests from every orchestrator to the executors' agents (across namespaces), and
 group multicast events — identical for every substrate, so sim and live runs of one seed
 ask for the same things. `task_outcome()` decides each task's duration and success from
-the seed and the task id alone, so a restarted executor would take as long again.
+the seed and the task id alone, so a restarted executor would take as long again. An agent
+that hangs never answers: its duration is infinite, and only the executor's task watchdog
+(`task_timeout_ms`) ends the task.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +34,8 @@ class WorkloadSpec:
     rate_per_s: float = 2.0                 # task requests per second, per orchestrator
     task_duration_ms: Distribution = fixed(50.0)
     task_failure_rate: float = 0.0
+    hang_fraction: float = 0.0              # agent calls (tasks, step attempts) never answered
+    task_timeout_ms: int = 60_000           # the executors' task watchdog, unless a request asks
     request_timeout_ms: int = 30_000
     conversations: int = 4                  # conversations per orchestrator
     group_event_rate_per_s: float = 0.0     # multicast EVENTs per second, per orchestrator
@@ -68,6 +73,7 @@ class WorkloadSpec:
     def to_json(self) -> dict[str, Any]:
         return {"rate_per_s": self.rate_per_s, "task_duration_ms": self.task_duration_ms.to_json(),
                 "task_failure_rate": self.task_failure_rate,
+                "hang_fraction": self.hang_fraction, "task_timeout_ms": self.task_timeout_ms,
                 "request_timeout_ms": self.request_timeout_ms, "conversations": self.conversations,
                 "group_event_rate_per_s": self.group_event_rate_per_s,
                 "unknown_agent_fraction": self.unknown_agent_fraction,
@@ -261,8 +267,16 @@ def flow_events(spec: WorkloadSpec, seed: int, task_id: str,
 
 
 def task_outcome(spec: WorkloadSpec, seed: int, task_id: str) -> tuple[float, bool]:
+    """How long the agent takes over a task (infinite: it hangs) and whether it succeeds."""
     rng = rng_for(seed, f"task/{task_id}")
-    return spec.task_duration_ms.sample(rng), rng.random() >= spec.task_failure_rate
+    duration, ok = spec.task_duration_ms.sample(rng), rng.random() >= spec.task_failure_rate
+    return (math.inf if _hangs(spec, rng) else duration), ok
+
+
+def _hangs(spec: WorkloadSpec, rng: Any) -> bool:
+    """Drawn last, and only when hanging is asked for, so that every other draw of a seed
+    stays what it was without it."""
+    return spec.hang_fraction > 0 and rng.random() < spec.hang_fraction
 
 
 def process_definition(spec: WorkloadSpec, rng: Any, n: int) -> list[dict[str, Any]]:
@@ -293,6 +307,8 @@ def step_outcome(spec: WorkloadSpec, seed: int, instance_id: str, path: str,
     rng = rng_for(seed, f"step/{instance_id}/{path}/{attempt}")
     duration = spec.step_duration_ms.sample(rng)
     ok = rng.random() >= spec.step_failure_rate
+    if _hangs(spec, rng):
+        duration = math.inf
     key = path.replace("/", ".")
     if ok:
         ops = [{"op": "set", "path": ["facts", key], "value": f"{instance_id}/{path}#{attempt}"},

@@ -54,6 +54,7 @@ WITNESSES: dict[str, set[str]] = {
     "duplicate_client_id": {"duplicate_client_id_bit"},
     "missing_reply_node": {"missing_reply_node_bit", "request_timed_out"},
     "clock_skew": {"clock_skew_bit", "request_timed_out"},
+    "stuck_agent": {"task_timed_out", "instance_ended_by_its_task", "request_timed_out"},
     "key_rotation": {"key_rotation_bit", "request_timed_out"},
 }
 

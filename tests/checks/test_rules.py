@@ -21,7 +21,7 @@ from tests.helpers import Lines, from_lines, run_lines
 
 Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
-             "hostile_input", "directory_wipe", "process_restart")
+             "hostile_input", "directory_wipe", "process_restart", "stuck_agent")
 
 
 @pytest.fixture(scope="module")
@@ -247,6 +247,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "legal_transitions": ("quickstart", alter("task_state", lambda e: e["state"] == "COMPLETED",
                                               previous="SUBMITTED")),
     "reaches_terminal": ("quickstart", drop_terminal_state),
+    "times_out_on_time": ("stuck_agent", drop("task_state", lambda e: e["state"] == "TIMEOUT")),
     # silent_loss
     "settles_once": ("quickstart", unsettle),
     "no_response_explained": ("quickstart", alter("request_settled", outcome="NO_RESPONSE",
@@ -313,6 +314,8 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
         **e["context"], "log": [*e["context"]["log"], "pi-zz/a"]})),
     "failure_fails_the_instance": ("gates", completed_despite_failed_subflow),
     "ends_once": ("context", ended_twice),
+    "ends_with_its_task": ("stuck_agent", drop("instance_state",
+                                               lambda e: e["cause"] == "TASK_ENDED")),
     # auth_admission
     "mode_keeps_the_matrix": ("attacks_audit", strict_nodes),
     "audit_records_what_it_admits": ("attacks_audit", lambda lines: lines.__setitem__(
@@ -449,3 +452,27 @@ def test_a_task_lost_in_a_restart_fails_the_reaches_terminal_rule(
     v = checkers()["task_lifecycle"](from_lines(lines))
     assert v.value is Value.FALSE and any("lost with the process" in c["why"]
                                           for c in v.counterexamples), v.counterexamples[:2]
+
+
+def test_a_task_timed_out_before_its_timeout_fails_the_watchdog_rule(
+        runs: dict[str, Lines]) -> None:
+    """A task ended TIMEOUT long before its node's 60 s (a watchdog armed off by ten)."""
+    lines = copy.deepcopy(runs["quickstart"])
+    alter("task_state", lambda e: e["state"] == "COMPLETED", state="TIMEOUT")(lines)
+    v = checkers()["task_lifecycle"](from_lines(lines))
+    assert any(c["rule"] == "times_out_on_time" and "its timeout is 60000 ms" in c["why"]
+               for c in v.counterexamples), v.counterexamples[:2]
+
+
+def test_a_step_started_after_its_task_timed_out_fails_the_instance_rule(
+        runs: dict[str, Lines]) -> None:
+    """The watchdog ended the task, yet its instance went on to run another step."""
+    lines = copy.deepcopy(runs["stuck_agent"])
+    end = where(lines, "task_state", lambda e: e["state"] == "TIMEOUT" and any(
+        s["kind"] == "instance_started" and s["taskId"] == e["taskId"] for s in lines))
+    task = lines[end]["taskId"]
+    step = copy.deepcopy(lines[where(lines, "step_started", lambda e: e["taskId"] == task)])
+    lines.insert(end + 1, {**step, "tMs": lines[end]["tMs"], "attempt": step["attempt"] + 1})
+    v = checkers()["context_isolation"](from_lines(renumbered(lines)))
+    assert any(c["rule"] == "ends_with_its_task" and "started after its task" in c["why"]
+               for c in v.counterexamples), v.counterexamples[:2]
