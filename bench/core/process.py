@@ -413,8 +413,11 @@ class ProcessEngine:
         return waiting
 
     def on_task_gone(self, fx: Effects, task_id: str, why: str) -> None:
-        """The task ended from outside (watchdog): its instance ends with it."""
-        inst = self.instances.get(f"pi-{task_id}")
+        """The task ended from outside (watchdog): its instance ends with it — one paused at
+        a gate since a restart is still only a snapshot on disk, brought back to be ended
+        (left there, a late decision would resume it for a task nobody waits for)."""
+        pi = f"pi-{task_id}"
+        inst = self.instances.get(pi) or self.rehydrate(fx, pi)
         if inst is not None and inst.status not in TERMINAL:
             previous = inst.move(InstanceEvent.TASK_ENDED)
             inst.running.clear()
