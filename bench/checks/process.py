@@ -707,7 +707,8 @@ def ends_with_its_task(h: History, c: Collector) -> None:
     final = {(s.node, s.process_inst_id) for s in h.of(InstanceState)
              if s.status in ("COMPLETED", "FAILED")}
     later: dict[tuple[str, str], list[StepStarted | GateOpenSent]] = defaultdict(list)
-    for e in (*h.of(StepStarted), *h.of(GateOpenSent)):
+    steps_and_gates: list[StepStarted | GateOpenSent] = [*h.of(StepStarted), *h.of(GateOpenSent)]
+    for e in steps_and_gates:
         later[(e.node, e.process_inst_id)].append(e)
     for i in h.of(InstanceStarted):
         end = ended.get((i.node, i.task_id))
