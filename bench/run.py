@@ -65,7 +65,7 @@ def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bo
     argv = ["a2a-bench", "run", scenario.source, "--mode", mode.value, "--seed", str(scenario.seed)]
     if mode is Mode.LIVE:
         options = options or Options()
-        argv += ["--broker", options.broker, "--nodes", options.hosting.value]
+        argv += ["--broker", options.shown_broker, "--nodes", options.hosting.value]
     if topology_overridden:
         argv += ["--topology", scenario.topology.source]
     if variant.name != "reference":
@@ -110,7 +110,7 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
     out_dir.mkdir(parents=True, exist_ok=True)
     resolved = scenario.to_json() | {"variant": variant.name, "mode": mode.value}
     if mode is Mode.LIVE:
-        resolved |= {"broker": options.broker, "nodes": options.hosting.value}
+        resolved |= {"broker": options.shown_broker, "nodes": options.hosting.value}
     write_json(out_dir / "scenario.json", resolved)
     write_json(out_dir / "topology.json", scenario.topology.to_json())
     recorder = Recorder(out_dir / "history.jsonl")
@@ -124,7 +124,7 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
     live = mode is Mode.LIVE
     summary = {"scenario": scenario.name, "variant": variant.name, "seed": scenario.seed,
                "topology": scenario.topology.name, "mode": mode.value,
-               "broker": options.broker if live else "sim",
+               "broker": options.shown_broker if live else "sim",
                "nodes": options.hosting.value if live else "sim",
                "simulated_s": run_s, "wall_s": wall,
                "sim_s_per_wall_s": run_s / wall if wall > 0 else float("inf"),

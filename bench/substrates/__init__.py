@@ -46,10 +46,22 @@ class Options:
     """How to deploy, beyond the scenario. The simulator has no such choices: its broker
     is the topology's model and its nodes run in its own loop."""
 
-    broker: str = "amqtt"                  # amqtt | mosquitto | mqtt://host:port
+    broker: str = "amqtt"                  # amqtt | mosquitto | mqtt://[user:pw@]host[:port]
     hosting: Hosting = Hosting.INPROC
     restart_command: str | None = None     # an external broker's restart, for broker_restart
     link_faults: bool = False              # some fault acts on links: nodes behind the proxy
+
+    @property
+    def shown_broker(self) -> str:
+        """The broker as it may be printed or recorded: never with its password."""
+        return shown_url(self.broker)
+
+
+def shown_url(spec: str) -> str:
+    """`spec` with the password of an mqtt://user:password@host URL masked."""
+    from urllib.parse import urlparse
+    password = urlparse(spec).password if "://" in spec else None
+    return spec if password is None else spec.replace(f":{password}@", ":***@", 1)
 
 
 class Deployment(Protocol):

@@ -53,9 +53,12 @@ class Broker:
     persistence: bool = True
     proc: subprocess.Popen[bytes] | None = None
     restart_command: str | None = None   # external brokers only
+    username: str | None = None          # external brokers only (mqtt://user:pass@host)
+    password: str | None = None
 
     @property
     def url(self) -> str:
+        """Without the credentials: this is what gets printed and recorded."""
         return f"mqtt://{self.host}:{self.port}"
 
     @property
@@ -74,6 +77,9 @@ class Broker:
             data.mkdir(parents=True, exist_ok=True)
             conf.write_text("\n".join([
                 f"listener {self.port} {self.host}", "allow_anonymous true",
+                # started as root, Mosquitto drops to user `mosquitto`, which cannot write
+                # its persistence file in our (root's) folder: it would keep nothing
+                *([f"user {_user()}"] if os.geteuid() == 0 else []),
                 f"persistence {'true' if self.persistence else 'false'}",
                 f"persistence_location {data}/", "autosave_interval 1",
                 "max_queued_messages 100000", "max_inflight_messages 0",
@@ -115,14 +121,32 @@ class Broker:
         self.proc = None
 
 
+def _user() -> str:
+    import pwd
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
 def make_broker(spec: str, workdir: Path, persistence: bool = True,
                 restart_command: str | None = None) -> Broker:
     """`amqtt` (default) and `mosquitto` start a local broker on a free 127.0.0.1 port;
-    `mqtt://host:port` is an external broker."""
+    `mqtt://[user:password@]host[:port]` is an external broker (port 1883 by default)."""
     if spec in ("amqtt", "mosquitto"):
         return Broker(spec, "127.0.0.1", free_port(), workdir, persistence)
     url = urlparse(spec)
-    if url.scheme not in ("mqtt", "tcp") or not url.hostname or not url.port:
-        raise BrokerError(f"--broker={spec!r} must be amqtt, mosquitto or mqtt://host:port")
-    return Broker("external", url.hostname, url.port, workdir, persistence,
-                  restart_command=restart_command)
+    try:
+        port = url.port or 1883
+    except ValueError:
+        port = 0
+    if url.scheme == "mqtts":
+        raise BrokerError(f"--broker={_shown(spec)}: TLS (mqtts://) is not supported yet; "
+                          "use mqtt://")
+    if url.scheme not in ("mqtt", "tcp") or not url.hostname or not 0 < port < 65536:
+        raise BrokerError(f"--broker={_shown(spec)} must be amqtt, mosquitto or "
+                          "mqtt://[user:password@]host[:port]")
+    return Broker("external", url.hostname, port, workdir, persistence,
+                  restart_command=restart_command, username=url.username, password=url.password)
+
+
+def _shown(spec: str) -> str:
+    from bench.substrates import shown_url
+    return repr(shown_url(spec))

@@ -30,6 +30,8 @@ class LaunchSpec:
     #: the browser tabs watching this node, (subscriber, conversation): they outlive its
     #: process, so a new one is told about them and they attach again
     tabs: tuple[tuple[str, str], ...] = ()
+    #: an external broker's user and password (stdin only: never written to a file)
+    login: tuple[str, str | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         c, keys = self.config, self.config.auth.keys
@@ -44,7 +46,8 @@ class LaunchSpec:
                      "agents": {a: k.reveal().hex() for a, k in keys.agent_keys.items()}},
             "variant": self.variant, "data_dir": str(self.data_dir), "broker": list(self.broker),
             "t0": self.t0, "seed": self.seed, "workload": self.workload,
-            "tabs": [list(t) for t in self.tabs]}
+            "tabs": [list(t) for t in self.tabs],
+            "login": list(self.login) if self.login else None}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LaunchSpec:
@@ -60,13 +63,14 @@ class LaunchSpec:
                             request_timeout_ms=n["request_timeout_ms"])
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"],
-                          tuple((str(s), str(c)) for s, c in d.get("tabs", [])))
+                          tuple((str(s), str(c)) for s, c in d.get("tabs", [])),
+                          (d["login"][0], d["login"][1]) if d.get("login") else None)
 
     def host(self, sink: Sink, clock: Clock) -> LiveHost:
         """The node's host as this spec starts it, in-process or in a node process."""
         from bench.variants import variant
         host = LiveHost(self.config, variant(self.variant).node_class, self.data_dir,
-                        self.broker, sink, clock, self.behaviour())
+                        self.broker, sink, clock, self.behaviour(), self.login)
         host.tabs = dict(self.tabs)
         return host
 

@@ -270,7 +270,7 @@ class LiveDeployment:
             broker_url=self.broker.url, node_hosting=self.options.hosting.value))
         specs = [LaunchSpec(config, self.variant.name, self.workdir / "data" / node_id,
                             (self.broker.host, self.broker.port), self.clock.t0, self.seed,
-                            self.scenario.workload.to_json())
+                            self.scenario.workload.to_json(), login=self._login())
                  for node_id, config in node_configs(self.scenario).items()]
         if self.options.link_faults:
             specs = self.loop.run_until_complete(self._start_proxies(specs))
@@ -540,11 +540,17 @@ class LiveDeployment:
         link = MqttLink(self.loop, self.broker.host, self.broker.port, f"nemesis-{index}",
                         on_message=on_message or (lambda *a: None),
                         on_connected=lambda _p: up.done() or up.set_result(None),
-                        on_disconnected=lambda _r: None, on_published=lambda _m: None)
+                        on_disconnected=lambda _r: None, on_published=lambda _m: None,
+                        login=self._login())
         self.links[index] = link
         link.connect()
         await asyncio.wait_for(up, 10)
         return link
+
+    def _login(self) -> tuple[str, str | None] | None:
+        """An external broker's user and password, for every client the run opens."""
+        b = self.broker
+        return (b.username, b.password) if b.username is not None else None
 
     def _inbox_filter(self, node: str | None) -> str:
         topics = next(iter(self.nodes.values())).spec.config.topics

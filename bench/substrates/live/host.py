@@ -44,8 +44,9 @@ class Clock:
 class LiveHost(NodeHost):
     def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
                  broker: tuple[str, int], sink: Sink, clock: Clock,
-                 behaviour: Behaviour) -> None:
+                 behaviour: Behaviour, login: tuple[str, str | None] | None = None) -> None:
         super().__init__(config, node_class, behaviour)
+        self.login = login          # an external broker's user and password
         self.clock_origin_ms = clock.origin_ms
         self.data_dir = data_dir
         self.broker = broker
@@ -115,7 +116,7 @@ class LiveHost(NodeHost):
                         on_connected=lambda present: self._on_connected(link, epoch, present),
                         on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
                         on_published=lambda mid: self._on_published(link, mid),
-                        clean_session=cmd.clean_session,
+                        clean_session=cmd.clean_session, login=self.login,
                         on_subscribed=lambda filters: self._on_subscribed(link, epoch, filters))
         self.link = link
         link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain)
@@ -177,7 +178,7 @@ class LiveHost(NodeHost):
         link = MqttLink(self.loop, self.broker[0], self.broker[1], client_id,
                         on_message=lambda t, p, mid, qos: self._on_message(link, epoch, t, p, mid, qos),
                         on_connected=connected, on_disconnected=lambda reason: None,
-                        on_published=lambda mid: None)
+                        on_published=lambda mid: None, login=self.login)
         holder.append(link)
         self.extra.append(link)
         link.connect()

@@ -26,14 +26,17 @@ class MqttLink:
                  on_disconnected: Callable[[str], None],
                  on_published: Callable[[int], None],
                  on_subscribed: Callable[[tuple[str, ...]], None] = lambda filters: None,
-                 keepalive_s: int = 5, clean_session: bool = False) -> None:
+                 keepalive_s: int = 5, clean_session: bool = False,
+                 login: tuple[str, str | None] | None = None) -> None:
         self.loop = loop
         self.host, self.port = host, port
         self.client_id = client_id
         self.keepalive_s = keepalive_s
         c = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean_session,
                         protocol=paho.MQTTv311, manual_ack=True, reconnect_on_failure=True)
-        c.username_pw_set(client_id)
+        # a broker's own users when it has them; else the client id (amqtt keeps sessions
+        # only for named clients)
+        c.username_pw_set(*(login or (client_id, None)))
         c.max_inflight_messages_set(1000)
         c.max_queued_messages_set(0)       # unlimited: publishes while down are queued
         c.reconnect_delay_set(min_delay=1, max_delay=2)

@@ -1,0 +1,436 @@
+"""What a broker does where MQTT 3.1.1 leaves room or brokers stray, measured with the
+bench's own minimal MQTT clients (raw packets over TCP, so nothing a client library does
+on its own — pinging, acking, reconnecting — hides what the broker did).
+
+Each probe uses topics and client ids of its own (a fresh nonce), so it can run against a
+long-lived broker others use. The facts:
+
+- `redelivery`: a QoS1 message delivered and never acknowledged, then the subscriber's
+  connection dropped and resumed (clean session off): resent, with DUP=1 or without, or
+  not at all ([MQTT-4.4.0-1] says resend; [MQTT-3.3.1-1] says DUP=1).
+- `keepalive`: a client that goes silent with its socket open (keepalive 2 s): how long
+  until the broker publishes its will ([MQTT-3.1.2-24]: after 1.5 x keepalive), or never.
+- `keepalive_receiving`: the same, while the broker keeps sending it messages (a broker
+  that restarts the timer on what it *sends* never times such a client out).
+- `takeover_will`: a second connection with the same client id: which will is published
+  (none is what 3.1.1 implies for the taken-over session; the new client's is a defect).
+- `overlapping_filters`: one client subscribed to `t/#` and `t/x`, one message to `t/x`:
+  how many copies it gets (1 or one per filter; both are allowed, [MQTT-3.3.5-1]).
+- `persistence`: a persistent session, disconnected, a QoS1 message queued for it, the
+  broker restarted gracefully: is the session present, and the queued message delivered?
+  Needs a way to restart the broker (the ones the bench starts, or a user's command).
+
+    a2a-bench brokers                       amqtt and Mosquitto, started here
+    a2a-bench brokers --broker mqtt://host:1883 --json
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.substrates.live.brokers import BrokerError, make_broker, wait_listening
+from bench.substrates.live.proxy import read_packet
+
+CONNECT, CONNACK, PUBLISH, PUBACK, SUBSCRIBE, SUBACK = 1, 2, 3, 4, 8, 9
+PINGREQ, DISCONNECT = 12, 14
+KEEPALIVE_S = 2
+
+
+def _str(s: str | bytes) -> bytes:
+    b = s.encode() if isinstance(s, str) else s
+    return len(b).to_bytes(2, "big") + b
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n % 128, n // 128
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _packet(kind: int, flags: int, body: bytes) -> bytes:
+    return bytes([kind << 4 | flags]) + _varint(len(body)) + body
+
+
+@dataclass(frozen=True)
+class Will:
+    topic: str
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class Publish:
+    topic: str
+    payload: bytes
+    qos: int
+    dup: bool
+    retain: bool
+    packet_id: int | None
+
+
+def parse_publish(p: bytes) -> Publish:
+    flags, i = p[0] & 0x0F, 1
+    while p[i] & 0x80:
+        i += 1
+    body = p[i + 1:]
+    tlen = int.from_bytes(body[:2], "big")
+    topic = body[2:2 + tlen].decode("utf-8", "replace")
+    qos = (flags >> 1) & 0x03
+    pid = int.from_bytes(body[2 + tlen:4 + tlen], "big") if qos else None
+    return Publish(topic, body[2 + tlen + (2 if qos else 0):], qos, bool(flags & 0x08),
+                   bool(flags & 0x01), pid)
+
+
+class RawClient:
+    """One MQTT 3.1.1 connection, packet by packet: it sends only what it is told to."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 session_present: bool, return_code: int) -> None:
+        self.reader, self.writer = reader, writer
+        self.session_present, self.return_code = session_present, return_code
+        self._pid = 0
+
+    @classmethod
+    async def connect(cls, host: str, port: int, client_id: str, *, clean: bool = True,
+                      keepalive_s: int = 60, will: Will | None = None,
+                      username: str | None = None, password: str | None = None,
+                      timeout_s: float = 5.0) -> RawClient:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+        username = client_id if username is None else username   # amqtt names sessions so
+        flags = (0x02 if clean else 0) | (0x80 if username else 0) | (0x40 if password else 0)
+        payload = _str(client_id)
+        if will is not None:
+            flags |= 0x04 | (1 << 3)      # will, QoS1, not retained
+            payload += _str(will.topic) + _str(will.payload)
+        if username:
+            payload += _str(username)
+        if password:
+            payload += _str(password)
+        body = _str("MQTT") + bytes([4, flags]) + keepalive_s.to_bytes(2, "big") + payload
+        writer.write(_packet(CONNECT, 0, body))
+        await writer.drain()
+        ack = await asyncio.wait_for(read_packet(reader), timeout_s)
+        if not ack or ack[0] >> 4 != CONNACK:
+            writer.transport.abort()
+            raise ConnectionError(f"no CONNACK from {host}:{port}")
+        return cls(reader, writer, bool(ack[2] & 0x01), ack[3])
+
+    def _next_pid(self) -> int:
+        self._pid = self._pid % 65535 + 1
+        return self._pid
+
+    async def subscribe(self, *filters: str, timeout_s: float = 5.0) -> None:
+        pid = self._next_pid()
+        body = pid.to_bytes(2, "big") + b"".join(_str(f) + b"\x01" for f in filters)
+        self.writer.write(_packet(SUBSCRIBE, 0x02, body))
+        await self.writer.drain()
+        await self.expect(SUBACK, timeout_s)
+
+    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
+        """Publishes and, for QoS1, waits for the PUBACK."""
+        pid = self._next_pid()
+        body = _str(topic) + (pid.to_bytes(2, "big") if qos else b"") + payload
+        self.writer.write(_packet(PUBLISH, qos << 1, body))
+        await self.writer.drain()
+        if qos:
+            await self.expect(PUBACK, 5.0)
+
+    async def ack(self, packet_id: int) -> None:
+        self.writer.write(_packet(PUBACK, 0, packet_id.to_bytes(2, "big")))
+        await self.writer.drain()
+
+    async def expect(self, kind: int, timeout_s: float) -> bytes:
+        """The next packet of `kind` (others are dropped: PUBLISHes are not expected here)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            p = await asyncio.wait_for(read_packet(self.reader),
+                                       max(0.0, deadline - time.monotonic()))
+            if not p:
+                raise ConnectionError("connection closed")
+            if p[0] >> 4 == kind:
+                return p
+
+    async def publishes(self, within_s: float) -> list[Publish]:
+        """Every PUBLISH that arrives within `within_s` (none are acknowledged)."""
+        out: list[Publish] = []
+        deadline = time.monotonic() + within_s
+        with contextlib.suppress(TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            while (left := deadline - time.monotonic()) > 0:
+                p = await asyncio.wait_for(read_packet(self.reader), left)
+                if not p:
+                    break
+                if p[0] >> 4 == PUBLISH:
+                    out.append(parse_publish(p))
+        return out
+
+    async def closed_within(self, within_s: float) -> bool:
+        """Reads (and drops) what comes until the broker closes the connection."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within_s):
+                with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, OSError):
+                    while await read_packet(self.reader):
+                        pass
+                return True
+        return False
+
+    def abort(self) -> None:
+        """The connection drops without DISCONNECT (the will is due)."""
+        self.writer.transport.abort()
+
+    async def disconnect(self) -> None:
+        with contextlib.suppress(OSError):
+            self.writer.write(_packet(DISCONNECT, 0, b""))
+            await self.writer.drain()
+        self.writer.close()
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    value: str
+    detail: str = ""
+
+
+@dataclass
+class Probe:
+    """The broker at host:port; `restart` restarts it gracefully (None: it cannot)."""
+
+    host: str
+    port: int
+    restart: Callable[[], Awaitable[None]] | None = None
+    username: str | None = None
+    password: str | None = None
+
+    def __post_init__(self) -> None:
+        self.nonce = secrets.token_hex(4)
+
+    def _id(self, role: str) -> str:
+        return f"a2a-probe-{self.nonce}-{role}"
+
+    def _topic(self, name: str) -> str:
+        return f"a2a-probe/{self.nonce}/{name}"
+
+    async def client(self, role: str, **kw: object) -> RawClient:
+        if self.username is not None:
+            kw.setdefault("username", self.username)
+            kw.setdefault("password", self.password)
+        return await RawClient.connect(self.host, self.port, self._id(role), **kw)  # type: ignore[arg-type]
+
+    async def redelivery(self) -> Fact:
+        topic = self._topic("redelivery")
+        sub = await self.client("r-sub", clean=False)
+        await sub.subscribe(topic)
+        pub = await self.client("r-pub")
+        await pub.publish(topic, b"m1")
+        first = await sub.publishes(2.0)
+        sub.abort()                                   # never acknowledged
+        await asyncio.sleep(0.3)
+        again = await self.client("r-sub", clean=False)
+        resent = [p for p in await again.publishes(3.0) if p.topic == topic]
+        for p in resent:
+            if p.packet_id is not None:
+                await again.ack(p.packet_id)
+        for c in (again, pub):
+            await c.disconnect()
+        await self._forget("r-sub")
+        if not first:
+            return Fact("redelivery", "not delivered at all", "the first delivery never came")
+        if not resent:
+            return Fact("redelivery", "not resent",
+                        "an unacknowledged QoS1 message is lost when the session resumes")
+        dup = all(p.dup for p in resent)
+        return Fact("redelivery", "resent, DUP=1" if dup else "resent, DUP=0",
+                    f"{len(resent)} copy(ies) on resume" + ("" if dup else
+                                                           " [MQTT-3.3.1-1] wants DUP=1"))
+
+    async def _forget(self, role: str) -> None:
+        """Clean the probe's persistent session off the broker."""
+        with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+            c = await self.client(role, clean=True)
+            await c.disconnect()
+
+    async def _silent(self, receiving: bool) -> Fact:
+        name = "keepalive_receiving" if receiving else "keepalive"
+        will_topic = self._topic(f"{name}/will")
+        watcher = await self.client(f"{name}-w")
+        await watcher.subscribe(will_topic)
+        silent = await self.client(f"{name}-s", keepalive_s=KEEPALIVE_S,
+                                   will=Will(will_topic, b"gone"))
+        feed_topic = self._topic(f"{name}/feed")
+        feeder = None
+        if receiving:
+            await silent.subscribe(feed_topic)
+            feeder = await self.client(f"{name}-f")
+        start = time.monotonic()
+        limit = KEEPALIVE_S * 5.0
+        got: list[Publish] = []
+
+        async def watch() -> None:
+            while time.monotonic() - start < limit and not got:
+                got.extend(p for p in await watcher.publishes(0.2) if p.topic == will_topic)
+
+        async def feed() -> None:
+            while feeder is not None and not got and time.monotonic() - start < limit:
+                await feeder.publish(feed_topic, b"x", qos=0)
+                await asyncio.sleep(0.25)
+
+        closed_at: list[float] = []
+
+        async def drain() -> None:                   # reads, never writes
+            if await silent.closed_within(limit):
+                closed_at.append(time.monotonic() - start)
+
+        drainer = asyncio.ensure_future(drain())
+        await asyncio.gather(watch(), feed())
+        elapsed = time.monotonic() - start
+        await asyncio.sleep(0.05)
+        drainer.cancel()
+        closed = f"; it closed the connection after {closed_at[0]:.1f} s" if closed_at else \
+            "; the connection stayed open"
+        silent.abort()
+        for c in (watcher, *([feeder] if feeder else [])):
+            await c.disconnect()
+        how = "while it was sent messages" if receiving else "with nothing to send it"
+        if not got:
+            return Fact(name, "never", f"no will within {limit:g} s of silence {how} "
+                                       f"(keepalive {KEEPALIVE_S} s; 3.1.1 wants 1.5 x){closed}")
+        return Fact(name, f"will after {elapsed:.1f} s",
+                    f"keepalive {KEEPALIVE_S} s, silent {how}; 3.1.1: 1.5 x = "
+                    f"{1.5 * KEEPALIVE_S:g} s{closed}")
+
+    async def keepalive(self) -> Fact:
+        return await self._silent(receiving=False)
+
+    async def keepalive_receiving(self) -> Fact:
+        return await self._silent(receiving=True)
+
+    async def takeover_will(self) -> Fact:
+        will_topic = self._topic("takeover/will")
+        watcher = await self.client("t-w")
+        await watcher.subscribe(will_topic)
+        old = await RawClient.connect(self.host, self.port, self._id("t-x"), clean=False,
+                                      will=Will(will_topic, b"old"),
+                                      username=self.username or self._id("t-x"),
+                                      password=self.password)
+        new = await RawClient.connect(self.host, self.port, self._id("t-x"), clean=False,
+                                      will=Will(will_topic, b"new"),
+                                      username=self.username or self._id("t-x"),
+                                      password=self.password)
+        closed = await old.closed_within(2.0)
+        wills = [p.payload.decode() for p in await watcher.publishes(1.5) if p.topic == will_topic]
+        await new.disconnect()
+        await watcher.disconnect()
+        old.abort()
+        await self._forget("t-x")
+        value = {(): "none", ("old",): "the old client's", ("new",): "the new client's (defect)"
+                 }.get(tuple(wills), " + ".join(wills))
+        return Fact("takeover_will", value,
+                    ("old connection closed" if closed else "old connection NOT closed")
+                    + f"; session present for the new one: {new.session_present}")
+
+    async def overlapping_filters(self) -> Fact:
+        base = self._topic("overlap")
+        sub = await self.client("o-sub")
+        await sub.subscribe(f"{base}/#", f"{base}/x")
+        pub = await self.client("o-pub")
+        await pub.publish(f"{base}/x", b"once")
+        got = [p for p in await sub.publishes(1.5) if p.topic == f"{base}/x"]
+        for p in got:
+            if p.packet_id is not None:
+                await sub.ack(p.packet_id)
+        for c in (sub, pub):
+            await c.disconnect()
+        return Fact("overlapping_filters", f"{len(got)} cop{'y' if len(got) == 1 else 'ies'}",
+                    "one client, filters t/# and t/x, one PUBLISH to t/x")
+
+    async def persistence(self) -> Fact:
+        if self.restart is None:
+            return Fact("persistence", "not measured",
+                        "the bench cannot restart this broker (give --broker-restart-command)")
+        topic = self._topic("persist")
+        sub = await self.client("p-sub", clean=False)
+        await sub.subscribe(topic)
+        await sub.disconnect()
+        pub = await self.client("p-pub")
+        await pub.publish(topic, b"queued")
+        await pub.disconnect()
+        await asyncio.sleep(1.5)    # Mosquitto saves every autosave_interval (1 s here)
+        await self.restart()
+        again = await self.client("p-sub", clean=False)
+        queued = [p for p in await again.publishes(2.0) if p.topic == topic]
+        await again.disconnect()
+        await self._forget("p-sub")
+        present = again.session_present
+        value = ("session and queued message kept" if present and queued else
+                 "session kept, queued message lost" if present else "nothing kept")
+        return Fact("persistence", value,
+                    f"graceful restart; sessionPresent={present}, queued QoS1 delivered: "
+                    f"{bool(queued)}")
+
+    async def all(self, say: Callable[[str], None] = lambda line: None) -> list[Fact]:
+        """Every fact: the first five at once (their clients and topics are apart), then
+        persistence, which restarts the broker."""
+        async def one(probe: Callable[[], Awaitable[Fact]]) -> Fact:
+            try:
+                return await probe()
+            except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError,
+                    BrokerError) as exc:
+                return Fact(probe.__name__, "error", f"{type(exc).__name__}: {exc}")
+        say("measuring redelivery, keepalive, takeover and overlapping filters ...")
+        facts = list(await asyncio.gather(*(one(p) for p in (
+            self.redelivery, self.keepalive, self.keepalive_receiving, self.takeover_will,
+            self.overlapping_filters))))
+        say("measuring persistence (a graceful restart) ...")
+        return [*facts, await one(self.persistence)]
+
+
+def measure(spec: str, workdir: Path, restart_command: str | None = None,
+            say: Callable[[str], None] = lambda line: None) -> list[Fact]:
+    """Every fact about the broker `spec` names (amqtt, mosquitto: started here in
+    `workdir` and stopped after; an mqtt:// URL: reached as it is)."""
+    broker = make_broker(spec, workdir, restart_command=restart_command)
+    broker.start()
+
+    async def restart_owned() -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, broker.stop)
+        await loop.run_in_executor(None, broker.start)
+
+    async def restart_external() -> None:
+        assert restart_command is not None
+        proc = await asyncio.create_subprocess_shell(
+            restart_command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await proc.communicate()
+        if proc.returncode:
+            raise BrokerError(f"the restart command exited with {proc.returncode}: "
+                              f"{out.decode(errors='replace')[-300:]}")
+        await asyncio.get_running_loop().run_in_executor(
+            None, wait_listening, broker.host, broker.port, 30.0, None, None)
+
+    restart = (restart_owned if broker.kind != "external" else
+               restart_external if restart_command else None)
+    try:
+        return asyncio.run(Probe(broker.host, broker.port, restart, broker.username,
+                                 broker.password).all(say))
+    finally:
+        broker.stop()
+
+
+def render(facts: dict[str, list[Fact]]) -> str:
+    """A Markdown table, one column per broker, then what each value means."""
+    names = list(facts)
+    rows = ["| fact | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    order = [f.name for f in next(iter(facts.values()), [])]
+    for fact in order:
+        cells = [next((f.value for f in facts[b] if f.name == fact), "-") for b in names]
+        rows.append(f"| `{fact}` | " + " | ".join(cells) + " |")
+    details = [f"- {b}, {f.name}: {f.detail}" for b in names for f in facts[b] if f.detail]
+    return "\n".join(rows + [""] + details)
