@@ -504,6 +504,11 @@ def _print_result(result: RunResult, as_json: bool) -> None:
               f"{gates['decided_by_timeout']} by timeout, {gates['already_decided']} extra clicks, "
               f"{gates['rehydrated']} rehydrated; round trip without think time ms "
               f"p50 {rt['p50']:.1f} p99 {rt['p99']:.1f} (think p50 {think['p50']:.0f})")
+    for w in m.get("wills_after_silence") or []:
+        print(f"  broker keepalive: {w['node']} partitioned for {w['partitionMs'] / 1000:.1f} s; "
+              + (f"its will reached a peer after {w['willAfterMs'] / 1000:.1f} s"
+                 if w["willAfterMs"] is not None else "no will before the heal (the broker "
+                 "never gave the silent client up)"))
     print("  verdicts:")
     for v in result.verdicts:
         want = s["expect"].get(v.name, "true")

@@ -78,6 +78,7 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
     return {
         "relay": relay_metrics(h),
         "gates": gate_metrics(h),
+        "wills_after_silence": will_metrics(h),
         "requests": len(h.of(ev.RequestSent)),
         "outcomes": dict(sorted(outcomes.items())),
         "latency_ms": exact_quantiles(completed),
@@ -94,6 +95,26 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
         "inbound_drops": dict(sorted(drops.items())),
         "faults_fired": len(h.of(ev.FaultFired)),
     }
+
+
+def will_metrics(h: History) -> list[dict[str, Any]] | None:
+    """The broker's keepalive, as the run saw it: for each node a partition silenced, how
+    long after the partition began its will (the offline announcement) reached a peer —
+    or that none did before the heal. MQTT 3.1.1 wants the broker to give a silent client
+    up after 1.5 x its keepalive; a broker that never does keeps routing to a dead link."""
+    healed = {e.fault_index: e.t_ms for e in h.of(ev.FaultHealed)}
+    out = []
+    for f in h.of(ev.FaultStart):
+        if f.fault != "partition" or not isinstance(f.params, dict):
+            continue
+        end = healed.get(f.fault_index, h.end_ms)
+        for node in map(str, f.params.get("nodes") or []):
+            will = min((u.t_ms for u in h.of(ev.DirectoryUpdated) if u.node_id == node
+                        and not u.online and u.node != node and f.t_ms <= u.t_ms < end),
+                       default=None)
+            out.append({"node": node, "partitionMs": round(end - f.t_ms, 1),
+                        "willAfterMs": None if will is None else round(will - f.t_ms, 1)})
+    return out or None
 
 
 def relay_metrics(h: History) -> dict[str, Any] | None:

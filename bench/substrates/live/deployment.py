@@ -618,7 +618,7 @@ class LiveDeployment:
         if isinstance(proxies, Refused):
             return proxies
         for node, p in zip(step.nodes, proxies, strict=True):
-            self._counters[(step.fault.index, node)] = (p.counters.blackholed, p.counters.refused)
+            self._counters[(step.fault.index, node)] = (p.counters.blackholed, p.counters.unanswered)
             p.faults.partitioned = True
         return Done()
 
@@ -631,10 +631,10 @@ class LiveDeployment:
             bh, rf = self._counters.pop((step.fault.index, node), (0, 0))
             p.faults.partitioned = False
             cut = p.drop_all()   # connections that lost bytes cannot be trusted again
-            lost, refused = p.counters.blackholed - bh, p.counters.refused - rf
-            if lost or refused or cut:
+            lost, unanswered = p.counters.blackholed - bh, p.counters.unanswered - rf
+            if lost or unanswered or cut:
                 firings.append(Firing("partitioned", node, {
-                    "packetsBlackholed": lost, "connectionsRefused": refused,
+                    "packetsBlackholed": lost, "connectionsUnanswered": unanswered,
                     "connectionsCut": cut}))
         return Done(tuple(firings))
 

@@ -2,8 +2,11 @@
 
 It forwards whole MQTT packets (it reads the fixed header and the remaining length), so
 it can act per packet: delay them (latency), delay them as TCP retransmission would
-(loss), blackhole everything (partition: both ends find out through their keepalive, and
-new connections are refused until the heal), withhold the node's PUBACKs (the broker
+(loss), blackhole everything (partition: nothing crosses and nothing is closed — each
+side finds out through its own keepalive, and a side that gives up and closes does not
+close the other, which stays open and silent until the heal, as across a real partition
+where no FIN gets through; a new connection is accepted and then hears nothing until the
+heal), withhold the node's PUBACKs (the broker
 keeps the messages in flight and redelivers them, with DUP, when the connection comes
 back), deliver a broker's PUBLISH twice, or rewrite a PUBLISH's payload on its way to the
 node (a man in the middle).
@@ -26,7 +29,7 @@ PUBLISH, PUBACK = 3, 4
 @dataclass
 class Counters:
     connections: int = 0
-    refused: int = 0
+    unanswered: int = 0          # connections opened during a partition: they heard nothing
     packets: int = 0
     delayed: int = 0
     retransmitted: int = 0
@@ -123,7 +126,13 @@ class FaultProxy:
 
     async def _accept(self, c_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter) -> None:
         if self.faults.partitioned:
-            self.counters.refused += 1
+            # its SYN would go unanswered: the client hears nothing until the heal ends it
+            self.counters.unanswered += 1
+            self._links.add(c_writer)
+            with contextlib.suppress(OSError, asyncio.IncompleteReadError, ValueError):
+                while await read_packet(c_reader):
+                    self.counters.blackholed += 1
+            self._links.discard(c_writer)
             c_writer.transport.abort()
             return
         try:
@@ -135,7 +144,11 @@ class FaultProxy:
         self._links |= {c_writer, b_writer}
         up = asyncio.create_task(self._pump(c_reader, b_writer, to_broker=True))
         down = asyncio.create_task(self._pump(b_reader, c_writer, to_broker=False))
-        await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+        _done, pending = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+        if self.faults.partitioned and pending:
+            # no FIN crosses a partition: the side still open stays open (its pump goes on
+            # reading and dropping) until its own keepalive closes it or the heal does
+            await asyncio.wait(pending)
         for task in (up, down):
             task.cancel()
         for w in (c_writer, b_writer):
