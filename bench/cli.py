@@ -44,6 +44,7 @@ examples:
   a2a-bench report results/<run-id>                   plots and a self-contained report.html
   a2a-bench explore --variant memory_dedup_60s --minutes 5 -j 2
                                                      random scenarios until one fails, then shrink it
+  a2a-bench brokers --broker mqtt://user:pw@host     what a broker does where MQTT leaves room
 
 exit codes: 0 every verdict as expected (true unless the scenario expects otherwise),
 1 some verdict false, 2 some verdict unknown or a harness error, 3 invalid input files or arguments
