@@ -313,6 +313,14 @@ def _run(args: argparse.Namespace) -> int:
         print(f"a2a-bench: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return EXIT_INVALID
     mode = args.mode or scenario.mode
+    external = args.broker not in ("amqtt", "mosquitto")
+    for spec in scenario.faults:
+        if mode == "live" and external and spec.kind == "broker_restart" \
+                and not args.broker_restart_command:
+            print(f"a2a-bench: {scenario.source}: faults[{spec.index}] broker_restart needs "
+                  "--broker-restart-command to restart an external broker (the bench cannot "
+                  "restart what it did not start)", file=sys.stderr)
+            return EXIT_INVALID
     out = args.out or Path("results") / f"{scenario.name}-{chosen.name}-s{scenario.seed}-{_utc_stamp()}"
     if not args.json:
         print(f"a2a-bench run {scenario.source}: topology {scenario.topology.name} "
@@ -505,6 +513,11 @@ def _print_result(result: RunResult, as_json: bool) -> None:
               f"{gates['decided_by_timeout']} by timeout, {gates['already_decided']} extra clicks, "
               f"{gates['rehydrated']} rehydrated; round trip without think time ms "
               f"p50 {rt['p50']:.1f} p99 {rt['p99']:.1f} (think p50 {think['p50']:.0f})")
+    for o in m.get("broker_outages") or []:
+        print(f"  broker: down at {o['downMs'] / 1000:.1f} s ({o['how']}"
+              + ("" if o["planned"] else "; no fault did this") + "), "
+              + (f"back at {o['upMs'] / 1000:.1f} s" if o["upMs"] is not None
+                 else "not back by the end"))
     for w in m.get("wills_after_silence") or []:
         print(f"  broker keepalive: {w['node']} partitioned for {w['partitionMs'] / 1000:.1f} s; "
               + (f"its will reached a peer after {w['willAfterMs'] / 1000:.1f} s"

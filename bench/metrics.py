@@ -79,6 +79,7 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
         "relay": relay_metrics(h),
         "gates": gate_metrics(h),
         "wills_after_silence": will_metrics(h),
+        "broker_outages": broker_outages(h),
         "requests": len(h.of(ev.RequestSent)),
         "outcomes": dict(sorted(outcomes.items())),
         "latency_ms": exact_quantiles(completed),
@@ -95,6 +96,14 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
         "inbound_drops": dict(sorted(drops.items())),
         "faults_fired": len(h.of(ev.FaultFired)),
     }
+
+
+def broker_outages(h: History) -> list[dict[str, Any]] | None:
+    """When the bench's watch saw the broker go and come back (live), planned or not."""
+    ups = sorted(u.t_ms for u in h.of(ev.BrokerUp))
+    out = [{"downMs": d.t_ms, "upMs": next((u for u in ups if u >= d.t_ms), None),
+            "how": d.how, "planned": d.planned} for d in h.of(ev.BrokerDown)]
+    return out or None
 
 
 def will_metrics(h: History) -> list[dict[str, Any]] | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bench.core.events import Event, FaultFired, FaultStart
+from bench.core.events import BrokerDown, Event, FaultFired, FaultStart
 from bench.history import History
 
 MAX_EXAMPLES = 5   # counterexamples kept per rule
@@ -180,6 +180,7 @@ def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
     if only is not None:
         selected = {k: v for k, v in selected.items() if k in set(only)}
     silent_faults = [f for f in fault_firings(history) if f["fired"] == 0]
+    lost_broker = [d for d in history.of(BrokerDown) if not d.planned]
     verdicts = []
     for name, check in selected.items():
         try:
@@ -191,5 +192,11 @@ def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
             names = ", ".join(f"faults[{f['index']}] {f['kind']}" for f in silent_faults)
             v.value = Value.UNKNOWN
             v.note = (v.note + "; " if v.note else "") + f"never fired: {names}"
+        if v.value is Value.TRUE and lost_broker:
+            # what followed tested the broker's absence, not the system: nothing to vouch for
+            d = lost_broker[0]
+            v.value = Value.UNKNOWN
+            v.note = (v.note + "; " if v.note else "") + \
+                f"the broker went down at {d.t_ms / 1000:.1f} s, not by a fault ({d.how})"
         verdicts.append(v)
     return verdicts

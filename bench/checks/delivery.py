@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from bench.checks import Checker, Collector, rule
 from bench.core.events import (
     AttackSent,
+    BrokerDown,
+    BrokerUp,
     Event,
     ExecutorsRegistered,
     FaultFired,
@@ -160,6 +162,9 @@ def _outages(h: History) -> list[Outage]:
             out.extend(Outage(node, f.start_ms, f.end_ms) for node in f.nodes)
     stops = [e.t_ms for e in h.of(FaultFired) if e.action.startswith(BROKER_DOWN)]
     starts = [e.t_ms for e in h.of(FaultFired) if e.action == "broker started"]
+    # the bench's watch of the broker, planned or not (live: its process, or a probe client)
+    stops += [e.t_ms for e in h.of(BrokerDown)]
+    starts = sorted([*starts, *(e.t_ms for e in h.of(BrokerUp))])
     for stop in stops:
         start = next((t for t in starts if t >= stop), h.end_ms)
         out.append(Outage(EVERY_NODE, stop, start))

@@ -847,6 +847,23 @@ class FaultFired(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerDown(Event):
+    """The broker went away, as the bench's watch saw it (the process it started
+    exited, or its own client of an external broker lost the connection and could not
+    get it back); `planned`: a fault stopped it."""
+    KIND = EventKind.BROKER_DOWN
+    how: str
+    planned: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerUp(Event):
+    """The broker answers again (its process listens, or the watch client reconnected)."""
+    KIND = EventKind.BROKER_UP
+    planned: bool
+
+
+@dataclass(frozen=True, slots=True)
 class FaultRefused(Event):
     KIND = EventKind.FAULT_REFUSED
     fault: str
@@ -892,7 +909,8 @@ class AttackSent(Event):
 HARNESS: tuple[type[Event], ...] = (
     RunStarted, RunFinished, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
     SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
-    HumanClicked, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent)
+    HumanClicked, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
+    BrokerDown, BrokerUp)
 
 #: Every kind's type: the schema the history is written and read with.
 TYPES: dict[EventKind, type[Event]] = {t.KIND: t for t in CORE + HARNESS}

@@ -97,6 +97,8 @@ class EventKind(StrEnum):
     MQTT_CONNECTED = "mqtt_connected"
     MQTT_DISCONNECTED = "mqtt_disconnected"
     SESSION_TAKEOVER = "session_takeover"
+    BROKER_DOWN = "broker_down"
+    BROKER_UP = "broker_up"
     HUMAN_CLICKED = "human_clicked"
     FAULT_START = "fault_start"
     FAULT_FIRED = "fault_fired"

@@ -115,3 +115,51 @@ def test_a_run_on_an_external_broker_with_credentials_logs_every_client_in(
     for path in out.rglob("*"):
         if path.is_file():
             assert b"s3cret-pw" not in path.read_bytes(), path
+
+
+def _events(run: Path, kind: str) -> list[dict]:  # type: ignore[type-arg]
+    return [e for e in map(json.loads, (run / "history.jsonl").read_text().splitlines())
+            if e["kind"] == kind]
+
+
+def test_broker_restart_on_an_external_broker_runs_the_command_stamped_when_it_takes_effect(
+        external_mosquitto, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    port, restart = external_mosquitto
+    out = tmp_path / "run"
+    code = main(["run", "broker_restart", "--broker", f"mqtt://probe:s3cret-pw@127.0.0.1:{port}",
+                 "--broker-restart-command", restart, "--no-plots", "--out", str(out)])
+    assert code == EXIT_OK
+    down, up = _events(out, "broker_down"), _events(out, "broker_up")
+    stopped = [f for f in _events(out, "fault_fired") if f["action"] == "broker stopped"]
+    assert len(down) == len(up) == len(stopped) == 1 and down[0]["planned"]
+    # stamped when the watch saw the broker go, not when the command returned (a second later)
+    assert abs(stopped[0]["tMs"] - down[0]["tMs"]) < 500, (stopped, down)
+    assert up[0]["tMs"] - down[0]["tMs"] >= 1000    # the script waits a second before starting
+
+
+def test_broker_restart_on_an_external_broker_without_a_command_exits_3_saying_why(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "broker_restart", "--broker", "mqtt://127.0.0.1:1"]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "faults[0] broker_restart needs --broker-restart-command" in err[0]
+
+
+def test_a_broker_that_dies_mid_run_is_named_in_the_verdicts_not_blamed_on_a_node(
+        external_mosquitto, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import threading
+    port, _restart = external_mosquitto
+    pid = int((tmp_path / "m.pid").read_text())
+    threading.Timer(4.0, os.kill, (pid, signal.SIGKILL)).start()
+    out = tmp_path / "run"
+    code = main(["run", "quickstart", "--broker", f"mqtt://probe:s3cret-pw@127.0.0.1:{port}",
+                 "--no-plots", "--out", str(out)])
+    subprocess.run(f"{MOSQUITTO or 'mosquitto'} -c {tmp_path / 'm.conf'} -d", shell=True,
+                   check=True)   # for the fixture's teardown
+    verdicts = json.loads((out / "verdicts.json").read_text())
+    verdicts = verdicts["verdicts"] if isinstance(verdicts, dict) else verdicts
+    assert code == 2 and not [v for v in verdicts if v["value"] == "false"], verdicts
+    down = _events(out, "broker_down")
+    assert len(down) == 1 and not down[0]["planned"]
+    # nothing vouched for after the broker was gone: no TRUE, and the outage is named
+    assert not [v["name"] for v in verdicts if v["value"] == "true"]
+    assert sum("the broker went down" in v["note"] for v in verdicts) >= 10, verdicts

@@ -13,8 +13,10 @@ an external broker with no command) are refused with the reason.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import secrets
 import sys
 import time
 import traceback
@@ -76,6 +78,8 @@ SELF_CHECK_TIMEOUT_S = 20.0
 QUIET_MS = 300
 #: How long a restarted node may take to register its executors again.
 REBOOT_TIMEOUT_S = 20.0
+#: How long an external broker's restart command may take to stop it, then to bring it back.
+RESTART_COMMAND_S = 30.0
 
 
 class LiveNode(Protocol):
@@ -258,12 +262,19 @@ class LiveDeployment:
         self._client_state: dict[str, dict[str, dict[str, Any]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._started = False
+        #: the broker's health as the watch sees it; `_planned` while a fault stops it
+        self._broker_up = asyncio.Event()
+        self._broker_gone = asyncio.Event()
+        self._planned = False
+        self._restart: asyncio.subprocess.Process | None = None
 
     # -- the Deployment interface ----------------------------------------------------------------
     def start(self) -> list[str]:
         self._started = True
         self.loop.run_until_complete(self.loop.run_in_executor(None, self.broker.start))
+        self._broker_up.set()
         self.clock.t0 = time.time()   # the run's clock starts with the broker up
+        self.loop.run_until_complete(self._watch_broker())
         self.log.nodes = {n.id for n in self.topology.nodes}
         self.record("bench", run_started(
             self.scenario, self.variant, self.mode, broker=self.broker.kind,
@@ -337,6 +348,7 @@ class LiveDeployment:
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._planned = True    # the end of the run is not an outage
             stops: list[tuple[str, Callable[[], Any]]] = [
                 *((f"nemesis client {i}", link.close) for i, link in self.links.items()),
                 *((f"node {n}", node.stop) for n, node in self.nodes.items()),
@@ -460,9 +472,7 @@ class LiveDeployment:
             case BrokerStop():
                 return await self._broker_stop(step)
             case BrokerStart():
-                if self.broker.kind != "external":
-                    await self.loop.run_in_executor(None, self.broker.start)
-                return Done((Firing("broker started", details={"broker": self.broker.kind}),))
+                return await self._broker_start()
             case Redeliver():
                 return await self._redeliver(step)
             case LinkDown():
@@ -520,16 +530,112 @@ class LiveDeployment:
         return Done((Firing("restarted", step.node,
                             {"downMs": self.clock.now_ms() - crashed_at}),))
 
+    # -- the broker's health ------------------------------------------------------------------
+    async def _watch_broker(self) -> None:
+        """Watch the broker for the whole run and journal when it goes away and comes back:
+        the process the bench started (polled), or, for an external broker, a client of the
+        bench's own (its connection lost and not regained; keepalive 2 s). Checkers then
+        name a broker outage instead of blaming the nodes."""
+        if self.broker.kind == "external":
+            def lost(reason: str) -> None:
+                self._broker_went(f"the watch client lost its connection ({reason})")
+
+            def back(_present: bool) -> None:
+                self._broker_back()
+            link = MqttLink(self.loop, self.broker.host, self.broker.port,
+                            f"a2a-bench-watch-{secrets.token_hex(3)}",
+                            on_message=lambda *a: None, on_connected=back,
+                            on_disconnected=lost, on_published=lambda _m: None,
+                            keepalive_s=2, clean_session=True, login=self._login())
+            self.links[-1] = link
+            link.connect()
+            return
+
+        async def poll() -> None:
+            while True:
+                proc = self.broker.proc
+                if proc is not None and proc.poll() is not None:
+                    self._broker_went(f"its process exited with {proc.returncode}")
+                await asyncio.sleep(0.05)
+        task = self.loop.create_task(poll())
+        self._tasks.add(task)
+
+    def _broker_went(self, how: str) -> None:
+        if self._broker_up.is_set():
+            self._broker_up.clear()
+            self._broker_gone.set()
+            self.record("broker", ev.BrokerDown(how, self._planned))
+
+    def _broker_back(self) -> None:
+        if not self._broker_up.is_set():
+            self._broker_gone.clear()
+            self._broker_up.set()
+            self.record("broker", ev.BrokerUp(self._planned))
+
     async def _broker_stop(self, step: BrokerStop) -> Outcome:
         broker = self.broker
         if not broker.controllable:
             return Refused("external broker without a restart command")
+        self._planned = True
+        if broker.kind == "external":
+            return await self._external_restart()
         stop = broker.stop if step.graceful else broker.kill
         await self.loop.run_in_executor(None, stop)
+        self._broker_went("stopped gracefully (SIGTERM)" if step.graceful else "killed (SIGKILL)")
         return Done((Firing("broker stopped" if step.graceful else "broker killed (SIGKILL)",
                             details={"broker": broker.kind,
                                      "brokerPersistence": "none" if broker.kind == "amqtt"
                                      else "file"}),))
+
+    async def _external_restart(self) -> Outcome:
+        """The user's command restarts an external broker: run it, and say the broker
+        stopped when the watch sees it go (not when the command returns); if it never
+        goes, the fault did nothing and says so."""
+        assert self.broker.restart_command is not None
+        self._restart = proc = await asyncio.create_subprocess_shell(
+            self.broker.restart_command, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        gone = self.loop.create_task(self._broker_gone.wait())
+        ended = self.loop.create_task(proc.wait())
+        await asyncio.wait({gone, ended}, timeout=RESTART_COMMAND_S,
+                           return_when=asyncio.FIRST_COMPLETED)
+        if not gone.done() and ended.done():   # the command ended first: a moment more
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(gone), 3.0)
+        if not gone.done():
+            gone.cancel()
+            self._planned = False
+            out = await self._command_output(proc)
+            return Refused(f"the restart command {'exited with ' + str(proc.returncode) if ended.done() else 'ran ' + str(RESTART_COMMAND_S) + ' s'}"
+                           f" and the broker never went away (its watch client stayed "
+                           f"connected){out}")
+        return Done((Firing("broker stopped", details={
+            "broker": "external", "how": "the user's restart command",
+            "brokerPersistence": "unknown"}),))
+
+    async def _command_output(self, proc: asyncio.subprocess.Process) -> str:
+        if proc.returncode is None or proc.stdout is None:
+            return ""
+        text = (await proc.stdout.read()).decode(errors="replace").strip()
+        return f": {text[-300:]}" if text else ""
+
+    async def _broker_start(self) -> Outcome:
+        if self.broker.kind != "external":
+            await self.loop.run_in_executor(None, self.broker.start)
+            self._broker_back()
+        else:
+            try:   # the user's command brings it back by itself: wait for the watch to see it
+                await asyncio.wait_for(self._broker_up.wait(), RESTART_COMMAND_S)
+            except TimeoutError:
+                self._planned = False
+                return Broke(f"the broker did not come back within {RESTART_COMMAND_S} s of "
+                             "its restart command", "broker_restart")
+            finally:
+                if self._restart is not None and self._restart.returncode is None:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._restart.wait(), 5.0)
+        self._planned = False
+        return Done((Firing("broker started", details={"broker": self.broker.kind}),))
 
     async def _client(self, index: int, on_message: Any = None) -> MqttLink:
         """The nemesis's own MQTT client for a fault (an attacker, a replayer)."""
