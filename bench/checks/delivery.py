@@ -695,7 +695,44 @@ REPLY_ROUTING = Checker(
     "requestId echoed; without replyNodeId: a warning and an UNDELIVERABLE response.",
     (response_echoes_request, response_to_reply_node, missing_reply_node_explicit),
     _no_response)
+@rule("MQTT 3.1.1 §3.2.2.2 (Session Present), §4.1 (session state); DESIGN §10")
+def session_kept_as_promised(h: History, c: Collector) -> None:
+    """A node that connects again with its client id finds its persistent session there
+    (sessionPresent), unless something in between lost it: a broker restart that keeps
+    nothing (no persistence, or amqtt, which has none), a broker outage no fault made
+    (what it keeps is unknown), or another client holding the client id meanwhile. A
+    broker that promised persistence and came back without the session (Mosquitto unable
+    to write its file), or a node that asked for a clean session, loses the QoS1 state
+    at-least-once delivery rests on."""
+    transit = h.memo(Transit)
+    wipes = [*transit.wipes[1:],
+             *(f.t_ms for f in h.of(FaultFired) if f.action.startswith(BROKER_DOWN)
+               and isinstance(f.details, dict) and f.details.get("brokerPersistence")
+               in ("none", "unknown")),
+             *(d.t_ms for d in h.of(BrokerDown) if not d.planned)]
+    last: dict[tuple[str, str], MqttConnected] = {}
+    for m in sorted(h.of(MqttConnected), key=lambda e: e.seq):
+        key = (m.node, m.client_id)
+        before = last.get(key)
+        last[key] = m
+        if before is None:
+            continue    # the first session of the run: nothing to find yet
+        c.count("reconnects")
+        if m.session_present:
+            c.count("session_present")
+            continue
+        if any(before.t_ms <= t <= m.t_ms for t in wipes):
+            c.count("session_lost_with_the_broker")
+        elif any(s < m.t_ms and e > before.t_ms for s, e in transit.hijacked.get(m.node, [])):
+            c.count("session_taken_over")
+        else:
+            c.violation(f"{m.node} connected again as {m.client_id} at {m.t_ms:.0f} ms and "
+                        f"found no session (sessionPresent=false); nothing since its "
+                        f"connection at {before.t_ms:.0f} ms lost it", before, m)
+
+
 QOS1_DELIVERY = Checker(
     "qos1_delivery", "QoS1 on a persistent session is at least once: every targeted message "
-    "the broker accepted reaches the node it addresses.", (published_reaches_addressee,),
+    "the broker accepted reaches the node it addresses, and a reconnecting node finds its "
+    "session.", (published_reaches_addressee, session_kept_as_promised),
     _nothing_published)

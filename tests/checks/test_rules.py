@@ -247,6 +247,9 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "legal_transitions": ("quickstart", alter("task_state", lambda e: e["state"] == "COMPLETED",
                                               previous="SUBMITTED")),
     "reaches_terminal": ("quickstart", drop_terminal_state),
+    "session_kept_as_promised": ("partition", alter("mqtt_connected",
+                                                    lambda e: e["sessionPresent"],
+                                                    sessionPresent=False)),
     "times_out_on_time": ("stuck_agent", drop("task_state", lambda e: e["state"] == "TIMEOUT")),
     # silent_loss
     "settles_once": ("quickstart", unsettle),
