@@ -31,6 +31,8 @@ class RunLog:
         self.requests_settled = 0
         self.last_recorded_ms = 0.0                      # the clock when the last event came
         self._watchers: list[tuple[Predicate, Callable[[], None]]] = []
+        #: called with every event once it is recorded (a substrate's own bookkeeping)
+        self.observers: list[Callable[[str, ev.Event, float], None]] = []
 
     def record(self, node: str, event: ev.Event, t_ms: float | None = None) -> None:
         """Append one event; `t_ms` for events stamped where they happened (a node process),
@@ -40,6 +42,8 @@ class RunLog:
         self.last_recorded_ms = now
         self.recorder.append(t, node, event)
         self._tally(node, event, t)
+        for observe in self.observers:
+            observe(node, event, t)
         if self._watchers:
             for entry in list(self._watchers):
                 pred, fn = entry

@@ -210,3 +210,14 @@ def test_a_node_that_raises_is_a_crash_with_its_exception_like_in_simulation(
         assert {v.name: v.value for v in result.verdicts}["robustness"] is Value.FALSE
         assert crashes(run) and set(crashes(run)) == set(crashes(tmp_path / "sim"))
         assert (run / "verdicts.json").exists()
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_a_session_takeover_is_journaled_live_as_in_simulation(tmp_path: Path, broker: str) -> None:
+    """The impostor connecting with exec-1's client id takes exec-1's session over: the
+    history says so (the deployment checker counts takeovers), on every broker."""
+    run_scenario(compressed("duplicate_client_id", 8), REFERENCE, tmp_path, mode="live",
+                 options=Options(broker=broker))
+    events = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    takeovers = [e for e in events if e["kind"] == "session_takeover"]
+    assert takeovers and {(t["oldLabel"], t["newLabel"]) for t in takeovers} >= {("exec-1", "exec-2")}
