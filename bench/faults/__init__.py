@@ -49,8 +49,15 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                   choices=REDELIVERY_METHODS)},
               scripts.qos1_redelivery,
               on_link=lambda p: p.get("method") in ("withhold_puback", "duplicate_publish")),
-    FaultKind("double_subscription", "a second MQTT connection in the node subscribes to "
-              "the same inbox, so every message arrives twice", {"node": _node()},
+    FaultKind("double_subscription", "the node is subscribed to its inbox twice: by a "
+              "second MQTT connection in its process (every message arrives twice, on any "
+              "broker), or by a second, overlapping filter on its own connection (one copy "
+              "or one per filter: the broker decides)", {
+                  "node": _node(),
+                  "form": Param("choice", "second_connection or overlapping_filters "
+                                "(<prefix>/node/<id>/# beside the inbox, on the node's own "
+                                "client)", "second_connection",
+                                choices=("second_connection", "overlapping_filters"))},
               scripts.double_subscription),
     FaultKind("empty_directory", "the node restarts with an empty roster", {
         "node": _node(), "down_ms": Param("ms", "how long it is down", 500)},

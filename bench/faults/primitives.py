@@ -81,11 +81,15 @@ class RotateKeys:
 @dataclass(frozen=True, slots=True)
 class SecondConnection:
     """A second MQTT connection in the node subscribes to its inbox and groups (on), or is
-    closed (off). Every message it receives is a firing, journaled by the node's host."""
+    closed (off). Every message it receives is a firing, journaled by the node's host.
+    `overlapping`: instead, the node's own connection also subscribes to a filter that
+    overlaps its inbox (one client, two matching filters: the seeds' A9 shape), removed
+    at the heal; whether a message then arrives once or twice is the broker's choice."""
 
     fault: FaultRef
     node: str
     on: bool
+    overlapping: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,9 +190,10 @@ def key_rotation(spec: FaultSpec, ctx: Context) -> Script:
 
 # -- the node's MQTT client -----------------------------------------------------------------------
 def double_subscription(spec: FaultSpec, ctx: Context) -> Script:
-    yield SecondConnection(_ref(spec), spec.params["node"], True)
+    overlapping = spec.params["form"] == "overlapping_filters"
+    yield SecondConnection(_ref(spec), spec.params["node"], True, overlapping)
     yield HEAL
-    yield SecondConnection(_ref(spec), spec.params["node"], False)
+    yield SecondConnection(_ref(spec), spec.params["node"], False, overlapping)
 
 
 def duplicate_client_id(spec: FaultSpec, ctx: Context) -> Script:

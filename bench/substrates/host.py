@@ -140,6 +140,11 @@ class NodeHost(ABC):
     def subscribe(self, cmd: Subscribe) -> None: ...
 
     @abstractmethod
+    def unsubscribe(self, filters: tuple[str, ...]) -> None:
+        """Drop filters from the node's own connection (only a fault adds any the core
+        did not ask for)."""
+
+    @abstractmethod
     def publish(self, cmd: Publish) -> None: ...
 
     @abstractmethod
@@ -351,7 +356,17 @@ class NodeHost(ABC):
                                       "connected with another node's client id",
                                       {"clientId": client_id}))
 
-    def second_connection(self, fault: FaultRef, on: bool) -> None:
+    def second_connection(self, fault: FaultRef, on: bool, overlapping: bool = False) -> None:
+        if overlapping:
+            flt = self.config.topics.inbox(self.node_id).rsplit("/", 1)[0] + "/#"
+            if on:
+                self.subscribe(Subscribe((flt,), 1))
+                self.record(ev.FaultFired(fault.kind, fault.index,
+                                          "subscribed an overlapping filter on its own client",
+                                          {"filter": flt}))
+            else:
+                self.unsubscribe((flt,))
+            return
         if on:
             self.second_connection_fault = fault
             topics = self.config.topics

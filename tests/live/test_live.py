@@ -59,7 +59,8 @@ BROKER_DIFFERENCES: dict[tuple[str, str], dict[str, set[str]]] = {
     ("amqtt", "partition"): {"qos1_delivery": {"false"}},
 }
 
-FAULTS = ["restart", "broker_restart", "double_subscription", "duplicate_client_id",
+FAULTS = ["restart", "broker_restart", "double_subscription", "overlapping_filters",
+          "duplicate_client_id",
           "empty_directory", "stale_roster", "missing_reply_node", "redelivery_restart",
           "partition", "latency", "loss", "broker_redelivery", "duplicate_publish",
           "streaming", "streaming_unwatched", "streaming_local", "streaming_restart",
@@ -221,3 +222,15 @@ def test_a_session_takeover_is_journaled_live_as_in_simulation(tmp_path: Path, b
     events = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
     takeovers = [e for e in events if e["kind"] == "session_takeover"]
     assert takeovers and {(t["oldLabel"], t["newLabel"]) for t in takeovers} >= {("exec-1", "exec-2")}
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_overlapping_filters_of_one_client_give_the_copies_each_broker_gives(
+        tmp_path: Path, broker: str) -> None:
+    """One client, its inbox and an overlapping filter: amqtt delivers one copy per filter
+    (every message twice, the ledger drops the second), Mosquitto one per client (as the
+    simulator models each, and as `a2a-bench brokers` measures)."""
+    run_scenario(compressed("overlapping_filters", 6), REFERENCE, tmp_path, mode="live",
+                 options=Options(broker=broker))
+    dup = json.loads((tmp_path / "metrics.json").read_text())["duplicates_delivered"]
+    assert (dup > 0) if broker == "amqtt" else (dup == 0), dup

@@ -95,7 +95,7 @@ def apply_op(host: LiveHost, op: dict[str, Any]) -> None:
     elif fault is None:
         raise ValueError(f"operation {kind!r} needs its fault ([index, kind])")
     elif kind == "second_connection":
-        host.second_connection(fault, bool(op["on"]))
+        host.second_connection(fault, bool(op["on"]), bool(op.get("overlapping", False)))
     elif kind == "client_id":
         host.use_client_id(fault, op["value"])
     elif kind == "strip_reply_node":

@@ -464,6 +464,7 @@ class LiveDeployment:
                 return self._send(step.node, keys_to_json(step.keys))
             case SecondConnection():
                 return self._send(step.node, {"op": "second_connection", "on": step.on,
+                                              "overlapping": step.overlapping,
                                               "fault": [step.fault.index, step.fault.kind]})
             case UseClientId():
                 return self._send(step.node, {"op": "client_id", "value": step.client_id,

@@ -108,6 +108,10 @@ class LiveHost(NodeHost):
         if self.link is not None:
             self.link.subscribe(cmd.filters, cmd.qos)
 
+    def unsubscribe(self, filters: tuple[str, ...]) -> None:
+        if self.link is not None:
+            self.link.client.unsubscribe(list(filters))
+
     def connect(self, cmd: Connect) -> None:
         self._last_connect = cmd
         epoch = self.epoch

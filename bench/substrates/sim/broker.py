@@ -174,6 +174,14 @@ class SimBroker:
             if any(matches(f, topic) for f in filters):
                 self._deliver(session, Message(topic, msg.payload, min(msg.qos, qos), True))
 
+    def unsubscribe(self, conn: Connection, filters: tuple[str, ...]) -> None:
+        session = self.sessions.get(conn.client_id)
+        if session is None or session.conn is not conn or not self.up:
+            return
+        for f in filters:
+            session.subscriptions.pop(f, None)
+        self._routes.clear()
+
     # -- messages ---------------------------------------------------------------------------
     def publish(self, msg: Message) -> None:
         if not self.up:

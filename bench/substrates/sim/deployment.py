@@ -177,7 +177,7 @@ class SimDeployment:
                 self.hosts[step.node].rotate_keys(step.keys)
                 return Done()
             case SecondConnection():
-                self.hosts[step.node].second_connection(step.fault, step.on)
+                self.hosts[step.node].second_connection(step.fault, step.on, step.overlapping)
                 return Done()
             case UseClientId():
                 self.hosts[step.node].use_client_id(step.fault, step.client_id)

@@ -108,6 +108,11 @@ class SimHost(NodeHost):
         if self.conn is not None:
             self._subscribe(self.conn, cmd.filters, cmd.qos)
 
+    def unsubscribe(self, filters: tuple[str, ...]) -> None:
+        conn = self.conn
+        if conn is not None:
+            self._after_transit(conn, lambda: self.deployment.broker.unsubscribe(conn, filters))
+
     def _subscribe(self, conn: Connection, filters: tuple[str, ...], qos: int) -> None:
         def at_broker() -> None:
             self.deployment.broker.subscribe(conn, filters, qos)
