@@ -18,6 +18,7 @@ from bench.core.events import (
     NodeStarted,
     RequestSent,
     RunStarted,
+    RunStopping,
     TaskExecuted,
     TaskState,
 )
@@ -100,6 +101,9 @@ def ledger_flushed_on_time(h: History, c: Collector) -> None:
     volatile = {r.node for r in h.of(LedgerRestored) if not r.durable}
     events: list[Event] = sorted([*h.of(InboundAdmitted), *h.of(LedgerFlushed),
                                   *h.of(NodeStarted), *h.of(NodeCrashed)], key=lambda e: e.seq)
+    # live, the run stops its nodes at the end (on a loaded machine seconds before
+    # run_finished): a node is judged up to that moment
+    stopping = min((e.t_ms for e in h.of(RunStopping)), default=h.end_ms)
     pending: dict[str, InboundAdmitted] = {}     # node -> its oldest unflushed admission
     late_at: dict[str, Event] = {}               # node -> the event that found it late
 
@@ -125,7 +129,7 @@ def ledger_flushed_on_time(h: History, c: Collector) -> None:
                 check(e.node, e.t_ms, e)
                 pending.setdefault(e.node, e)
     for node, first in pending.items():
-        check(node, h.end_ms, first)
+        check(node, stopping, first)
 
 
 def _trails(h: History) -> dict[tuple[str, str], list[TaskState]]:

@@ -729,6 +729,12 @@ class RunFinished(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class RunStopping(Event):
+    """The run is over: the harness stops the nodes now (nothing they do after counts)."""
+    KIND = EventKind.RUN_STOPPING
+
+
+@dataclass(frozen=True, slots=True)
 class NodeCrashed(Event):
     KIND = EventKind.NODE_CRASHED
     fault_index: int | None            # None: not a fault's doing (the node raised)
@@ -907,7 +913,7 @@ class AttackSent(Event):
 
 
 HARNESS: tuple[type[Event], ...] = (
-    RunStarted, RunFinished, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
+    RunStarted, RunFinished, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
     SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
     HumanClicked, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
     BrokerDown, BrokerUp)

@@ -86,6 +86,7 @@ class EventKind(StrEnum):
     # clients, the simulated people, the nemesis and the attacker
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"
+    RUN_STOPPING = "run_stopping"
     NODE_CRASHED = "node_crashed"
     OP_NOT_ISSUED = "op_not_issued"
     OP_FAILED = "op_failed"

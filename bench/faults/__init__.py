@@ -55,8 +55,8 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
               "or one per filter: the broker decides)", {
                   "node": _node(),
                   "form": Param("choice", "second_connection or overlapping_filters "
-                                "(<prefix>/node/<id>/# beside the inbox, on the node's own "
-                                "client)", "second_connection",
+                                "(a multi-level wildcard under the node's own level, beside "
+                                "its inbox, on its own client)", "second_connection",
                                 choices=("second_connection", "overlapping_filters"))},
               scripts.double_subscription),
     FaultKind("empty_directory", "the node restarts with an empty roster", {

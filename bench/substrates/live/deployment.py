@@ -340,6 +340,7 @@ class LiveDeployment:
         happened before; the loop is closed."""
         try:
             if self._started:
+                self.record("bench", ev.RunStopping())
                 self.loop.run_until_complete(self._stop_all())
         finally:
             self.loop.close()
