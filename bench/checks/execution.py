@@ -20,6 +20,7 @@ from bench.core.events import (
     RunStarted,
     RunStopping,
     TaskExecuted,
+    TasksRestored,
     TaskState,
 )
 from bench.history import History
@@ -167,8 +168,10 @@ def reaches_terminal(h: History, c: Collector) -> None:
     """Every task ends in a terminal state before the run ends (one still running at the
     end is undecided, not wrong). A task its node was running when it crashed is on disk
     (a node records a state only once it is persisted): once the node is back, it ends
-    the task FAILED ("interrupted") or, if its instance waits at a gate, keeps it running.
-    A task the restarted node never mentions again was lost with the process."""
+    the task FAILED ("interrupted") or, if its instance waits at a gate, keeps it running
+    — or says it read the task back already ended (tasks_restored): the end was written
+    and the kill cut its record, which follows the write. A task the restarted node never
+    mentions again was lost with the process."""
     boots: dict[str, list[float]] = defaultdict(list)
     for s in h.of(NodeStarted):
         boots[s.node].append(s.t_ms)
@@ -178,6 +181,9 @@ def reaches_terminal(h: History, c: Collector) -> None:
             paused[i.task_id].append(i)
     crashes = h.memo(Transit).crashes
     late = h.end_ms - 3_000
+    restored_ended: dict[str, list[tuple[float, set[str]]]] = defaultdict(list)
+    for r in h.of(TasksRestored):
+        restored_ended[r.node].append((r.t_ms, set(r.ended)))
     for (node, task_id), events in sorted(_trails(h).items()):
         last = events[-1]
         if last.state in TERMINAL:
@@ -189,6 +195,9 @@ def reaches_terminal(h: History, c: Collector) -> None:
         waiting = bool(states) and states[-1].status == "PAUSED"
         if back is None or back > late or waiting:
             c.unknown("unfinished_at_end")
+        elif task_id in next((ended for t, ended in restored_ended[node] if t >= back), ()):
+            # its end reached the disk and the kill cut its record: the node read it back
+            c.count("ended_unjournaled_before_the_crash")
         else:
             c.violation(f"task {task_id} was {last.state} on {node} when it crashed; {node} "
                         f"was back at {back:.0f} ms and never ended it (lost with the process)",

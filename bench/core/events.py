@@ -250,6 +250,16 @@ class TaskState(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class TasksRestored(Event):
+    """After a restart: the task table read back. `ended` names the tasks found already
+    ended whose deadline is still ahead — an end persisted just before a kill may never
+    have reached the journal (the record follows the write)."""
+    KIND = EventKind.TASKS_RESTORED
+    tasks: int
+    ended: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class TaskExecuted(Event):
     KIND = EventKind.TASK_EXECUTED
     task_id: str
@@ -693,7 +703,7 @@ CORE: tuple[type[Event], ...] = (
     NodeStarted, Connected, RosterLoaded, RosterRotated, DefaultExecutorRegistered,
     ExecutorsRegistered, DirectoryUpdated, DirectoryRejected, InboundAdmitted, InboundDropped,
     AuthVerdict, KeysRotated, GroupEventReceived, OutboundSettled, RequestSent, RequestSettled,
-    ResponseUnmatched, TaskState, TaskExecuted, TaskDuplicate, TaskLateResult,
+    ResponseUnmatched, TaskState, TasksRestored, TaskExecuted, TaskDuplicate, TaskLateResult,
     SubscriberAttached, SubscriberDetached, FlowEmitted, RelayFrame, RelaySent, RelayAccepted,
     RelayDuplicate, RelayGap, RelayDelivered, RelayDropped, InstanceStarted, InstanceState,
     InstancePersisted, InstanceRehydrated, InstancesRestored, StepStarted, StepFinished,

@@ -87,6 +87,7 @@ class EventKind(StrEnum):
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"
     RUN_STOPPING = "run_stopping"
+    TASKS_RESTORED = "tasks_restored"
     NODE_CRASHED = "node_crashed"
     OP_NOT_ISSUED = "op_not_issued"
     OP_FAILED = "op_failed"

@@ -185,6 +185,10 @@ class TaskService:
                 problems.append(f"task record {key!r} unreadable: {exc}")
                 continue
             self.tasks[task.task_id] = task
+        if self.tasks:
+            fx.record(ev.TasksRestored(tasks=len(self.tasks), ended=sorted(
+                t.task_id for t in self.tasks.values()
+                if t.state in TASK.terminal and t.deadline_ms > fx.now_ms)))
         for task in sorted(self.tasks.values(), key=lambda t: t.submitted_ms):
             if task.state is TaskState.RUNNING and task.task_id in waiting:
                 fx.add(StartTimer(_watchdog(task.task_id), task.deadline_ms))

@@ -479,3 +479,19 @@ def test_a_step_started_after_its_task_timed_out_fails_the_instance_rule(
     v = checkers()["context_isolation"](from_lines(renumbered(lines)))
     assert any(c["rule"] == "ends_with_its_task" and "started after its task" in c["why"]
                for c in v.counterexamples), v.counterexamples[:2]
+
+
+def test_a_task_whose_end_the_kill_cut_from_the_journal_is_not_called_lost(
+        runs: dict[str, Lines]) -> None:
+    """Seen live under load: a task's COMPLETED was committed, then SIGKILL cut its record
+    (the journal follows the write). The restarted node reads it back ended and says so in
+    tasks_restored: not lost. Without that line it is (the test above)."""
+    lines = copy.deepcopy(runs["process_restart"])
+    gone = lines[where(lines, "task_state", lambda e: e.get("error") == "interrupted")]
+    boot = max(i for i, e in enumerate(lines) if e["kind"] == "tasks_restored"
+               and e["node"] == gone["node"] and e["seq"] < gone["seq"])
+    lines.remove(gone)
+    lines[boot]["ended"] = sorted([*lines[boot]["ended"], gone["taskId"]])
+    v = checkers()["task_lifecycle"](from_lines(lines))
+    assert v.rules["reaches_terminal"]["violations"] == 0, v.counterexamples[:2]
+    assert v.counts.get("ended_unjournaled_before_the_crash") == 1, v.counts
