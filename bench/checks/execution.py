@@ -231,6 +231,8 @@ def times_out_on_time(h: History, c: Collector) -> None:
     for s in h.of(NodeStarted):
         boots[s.node].append(s.t_ms)
     crashes = h.memo(Transit).crashes
+    # an end a kill cut from the journal, read back from disk by the next boot
+    on_disk = {(r.node, t) for r in h.of(TasksRestored) for t in r.ended}
     for (node, task_id), events in sorted(_trails(h).items()):
         if task_id not in asked:
             c.count("asked_outside_the_journal")
@@ -238,6 +240,9 @@ def times_out_on_time(h: History, c: Collector) -> None:
         timeout = asked[task_id] or default
         deadline = events[0].t_ms + timeout
         end = next((e for e in events if e.state in TERMINAL), None)
+        if end is None and (node, task_id) in on_disk:
+            c.count("ended_unjournaled_before_a_crash")
+            continue
         if end is not None and end.state == "TIMEOUT" and end.t_ms < deadline - WATCHDOG_EARLY_MS:
             c.violation(f"task {task_id} ended TIMEOUT on {node} {end.t_ms - events[0].t_ms:.0f} ms "
                         f"after it was submitted; its timeout is {timeout} ms", events[0], end)
