@@ -52,6 +52,11 @@ class Topics:
     def inbox(self, node_id: str) -> str:
         return f"{self.prefix}/node/{_segment('nodeId', node_id)}/inbox"
 
+    def node_subtree(self, node_id: str) -> str:
+        """Everything under one node's level: a filter that overlaps its inbox (only the
+        double_subscription fault subscribes it)."""
+        return f"{self.prefix}/node/{_segment('nodeId', node_id)}/#"
+
     def inbox_filter(self) -> str:
         """Every node's inbox (an observer on the broker: an attacker, a replayer)."""
         return f"{self.prefix}/node/+/inbox"

@@ -358,7 +358,7 @@ class NodeHost(ABC):
 
     def second_connection(self, fault: FaultRef, on: bool, overlapping: bool = False) -> None:
         if overlapping:
-            flt = self.config.topics.inbox(self.node_id).rsplit("/", 1)[0] + "/#"
+            flt = self.config.topics.node_subtree(self.node_id)
             if on:
                 self.subscribe(Subscribe((flt,), 1))
                 self.record(ev.FaultFired(fault.kind, fault.index,
