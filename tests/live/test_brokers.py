@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -56,7 +57,8 @@ def external_mosquitto(tmp_path: Path):  # type: ignore[no-untyped-def]
     conf.write_text("\n".join([
         f"listener {port} 127.0.0.1", "allow_anonymous false",
         f"password_file {tmp_path / 'pw'}", "persistence true",
-        f"persistence_location {data}/", f"pid_file {pid}", "user root", ""]))
+        f"persistence_location {data}/", f"pid_file {pid}",
+        f"user {pwd.getpwuid(os.geteuid()).pw_name}", ""]))
     start = f"{MOSQUITTO or 'mosquitto'} -c {conf} -d"
     restart = tmp_path / "restart.sh"
     restart.write_text(f"#!/bin/sh\np=$(cat {pid}); kill $p; "
