@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.substrates.live.brokers import BrokerError, make_broker, wait_listening
-from bench.substrates.live.proxy import read_packet
+from bench.substrates.live.proxy import read_packet, split_publish, varint
 
 CONNECT, CONNACK, PUBLISH, PUBACK, SUBSCRIBE, SUBACK = 1, 2, 3, 4, 8, 9
 PINGREQ, DISCONNECT = 12, 14
@@ -47,17 +47,8 @@ def _str(s: str | bytes) -> bytes:
     return len(b).to_bytes(2, "big") + b
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n % 128, n // 128
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def _packet(kind: int, flags: int, body: bytes) -> bytes:
-    return bytes([kind << 4 | flags]) + _varint(len(body)) + body
+    return bytes([kind << 4 | flags]) + varint(len(body)) + body
 
 
 @dataclass(frozen=True)
@@ -77,16 +68,11 @@ class Publish:
 
 
 def parse_publish(p: bytes) -> Publish:
-    flags, i = p[0] & 0x0F, 1
-    while p[i] & 0x80:
-        i += 1
-    body = p[i + 1:]
-    tlen = int.from_bytes(body[:2], "big")
-    topic = body[2:2 + tlen].decode("utf-8", "replace")
+    flags = p[0] & 0x0F
+    topic, head, payload = split_publish(p)
     qos = (flags >> 1) & 0x03
-    pid = int.from_bytes(body[2 + tlen:4 + tlen], "big") if qos else None
-    return Publish(topic, body[2 + tlen + (2 if qos else 0):], qos, bool(flags & 0x08),
-                   bool(flags & 0x01), pid)
+    pid = int.from_bytes(head[-2:], "big") if qos else None
+    return Publish(topic, payload, qos, bool(flags & 0x08), bool(flags & 0x01), pid)
 
 
 class RawClient:

@@ -70,7 +70,8 @@ async def read_packet(reader: asyncio.StreamReader) -> bytes:
     return first + bytes(length_bytes) + body
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """MQTT's variable-length integer (the fixed header's remaining length)."""
     out = bytearray()
     while True:
         byte, n = n % 128, n // 128
@@ -81,18 +82,24 @@ def _varint(n: int) -> bytes:
 
 def rewrite_publish(packet: bytes, fn: Callable[[str, bytes], bytes | None]) -> bytes:
     """The same PUBLISH packet (flags, topic, packet id) with the payload `fn` gives."""
+    topic, head, payload = split_publish(packet)
+    new = fn(topic, payload)
+    if new is None:
+        return packet
+    rest = head + new
+    return bytes([packet[0]]) + varint(len(rest)) + rest
+
+
+def split_publish(packet: bytes) -> tuple[str, bytes, bytes]:
+    """A whole PUBLISH packet's topic, its variable header (topic, and the packet id at
+    QoS > 0) and its payload."""
     i = 1
     while packet[i] & 0x80:
         i += 1
     body = packet[i + 1:]
     tlen = int.from_bytes(body[:2], "big")
-    topic = body[2:2 + tlen].decode("utf-8", "replace")
     head_len = 2 + tlen + (2 if (packet[0] >> 1) & 0x03 else 0)
-    new = fn(topic, body[head_len:])
-    if new is None:
-        return packet
-    rest = body[:head_len] + new
-    return bytes([packet[0]]) + _varint(len(rest)) + rest
+    return body[2:2 + tlen].decode("utf-8", "replace"), body[:head_len], body[head_len:]
 
 
 @dataclass
