@@ -111,18 +111,17 @@ def will_metrics(h: History) -> list[dict[str, Any]] | None:
     long after the partition began its will (the offline announcement) reached a peer —
     or that none did before the heal. MQTT 3.1.1 wants the broker to give a silent client
     up after 1.5 x its keepalive; a broker that never does keeps routing to a dead link."""
-    healed = {e.fault_index: e.t_ms for e in h.of(ev.FaultHealed)}
+    from bench.checks.delivery import fault_windows
     out = []
-    for f in h.of(ev.FaultStart):
-        if f.fault != "partition" or not isinstance(f.params, dict):
+    for f in h.memo(fault_windows):
+        if f.fault != "partition":
             continue
-        end = healed.get(f.fault_index, h.end_ms)
-        for node in map(str, f.params.get("nodes") or []):
+        for node in f.nodes:
             will = min((u.t_ms for u in h.of(ev.DirectoryUpdated) if u.node_id == node
-                        and not u.online and u.node != node and f.t_ms <= u.t_ms < end),
+                        and not u.online and u.node != node and f.start_ms <= u.t_ms < f.end_ms),
                        default=None)
-            out.append({"node": node, "partitionMs": round(end - f.t_ms, 1),
-                        "willAfterMs": None if will is None else round(will - f.t_ms, 1)})
+            out.append({"node": node, "partitionMs": round(f.end_ms - f.start_ms, 1),
+                        "willAfterMs": None if will is None else round(will - f.start_ms, 1)})
     return out or None
 
 
