@@ -133,6 +133,14 @@ def ledger_flushed_on_time(h: History, c: Collector) -> None:
         check(node, stopping, first)
 
 
+def _boots(h: History) -> dict[str, list[float]]:
+    """node -> when each of its boots began."""
+    boots: dict[str, list[float]] = defaultdict(list)
+    for s in h.of(NodeStarted):
+        boots[s.node].append(s.t_ms)
+    return boots
+
+
 def _trails(h: History) -> dict[tuple[str, str], list[TaskState]]:
     trails: dict[tuple[str, str], list[TaskState]] = defaultdict(list)
     for e in h.of(TaskState):
@@ -172,9 +180,7 @@ def reaches_terminal(h: History, c: Collector) -> None:
     — or says it read the task back already ended (tasks_restored): the end was written
     and the kill cut its record, which follows the write. A task the restarted node never
     mentions again was lost with the process."""
-    boots: dict[str, list[float]] = defaultdict(list)
-    for s in h.of(NodeStarted):
-        boots[s.node].append(s.t_ms)
+    boots = h.memo(_boots)
     paused: dict[str, list[InstanceState]] = defaultdict(list)
     for i in h.of(InstanceState):
         if i.task_id:
@@ -227,9 +233,7 @@ def times_out_on_time(h: History, c: Collector) -> None:
     altered = {a.message_id for a in h.of(AttackSent) if a.attack == "tamper_payload"}
     asked = {r.request_id: r.task_timeout_ms for r in h.of(RequestSent)
              if r.message_id not in altered}
-    boots: dict[str, list[float]] = defaultdict(list)
-    for s in h.of(NodeStarted):
-        boots[s.node].append(s.t_ms)
+    boots = h.memo(_boots)
     crashes = h.memo(Transit).crashes
     # an end a kill cut from the journal, read back from disk by the next boot
     on_disk = {(r.node, t) for r in h.of(TasksRestored) for t in r.ended}

@@ -19,6 +19,7 @@ from typing import Any
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.delivery import Transit
+from bench.checks.execution import TERMINAL
 from bench.core.events import (
     ContextForked,
     ContextMerged,
@@ -690,9 +691,6 @@ def failure_fails_the_instance(h: History, c: Collector) -> None:
     _report(h, c)
 
 
-TASK_TERMINAL = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"})   # DESIGN §3 Tasks
-
-
 @rule("DESIGN §3 Tasks and processes: an instance runs its task's work; seed 002 §4")
 def ends_with_its_task(h: History, c: Collector) -> None:
     """An instance ends with the task that runs it: once that task is terminal (its
@@ -702,7 +700,7 @@ def ends_with_its_task(h: History, c: Collector) -> None:
     again, and a gate opened for it asks a person to approve what will never resume."""
     ended: dict[tuple[str, str], TaskState] = {}
     for s in h.of(TaskState):
-        if s.state in TASK_TERMINAL:
+        if s.state in TERMINAL:
             ended.setdefault((s.node, s.task_id), s)
     final = {(s.node, s.process_inst_id) for s in h.of(InstanceState)
              if s.status in ("COMPLETED", "FAILED")}
