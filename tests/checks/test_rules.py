@@ -495,3 +495,26 @@ def test_a_task_whose_end_the_kill_cut_from_the_journal_is_not_called_lost(
     v = checkers()["task_lifecycle"](from_lines(lines))
     assert v.rules["reaches_terminal"]["violations"] == 0, v.counterexamples[:2]
     assert v.counts.get("ended_unjournaled_before_the_crash") == 1, v.counts
+
+
+def test_the_clean_session_defect_fails_the_session_rule(tmp_path: Path) -> None:
+    """Seeded defect: a node that reconnects with a clean session (DESIGN §10) finds no
+    session after its restart, with nothing in between that lost it."""
+    v = checkers()["qos1_delivery"](from_lines(run_lines(tmp_path, "restart", "clean_session")))
+    assert v.rules["session_kept_as_promised"]["violations"] > 0, v.rules
+
+
+def test_a_broker_gone_without_a_fault_leaves_no_true_verdict(runs: dict[str, Lines]) -> None:
+    """The bench's watch saw the broker go, and no fault did it: every TRUE becomes
+    UNKNOWN naming the outage (what followed tested the broker's absence)."""
+    lines = copy.deepcopy(runs["quickstart"])
+    i = where(lines, "request_sent")
+    lines.insert(i, {**lines[i], "kind": "broker_down", "node": "broker",
+                     "how": "its process exited with -9", "planned": False})
+    for key in ("conversationId", "deadlineMs", "fromAgentId", "messageId", "requestId",
+                "timeoutMs", "toAgentId", "taskTimeoutMs"):
+        lines[i].pop(key, None)
+    verdicts = judge(from_lines(renumbered(lines)))
+    assert not [v.name for v in verdicts if v.value is Value.TRUE]
+    assert all("the broker went down" in v.note for v in verdicts if v.value is Value.UNKNOWN
+               and "nothing to judge" not in v.note)
