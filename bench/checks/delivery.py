@@ -731,8 +731,44 @@ def session_kept_as_promised(h: History, c: Collector) -> None:
                         f"connection at {before.t_ms:.0f} ms lost it", before, m)
 
 
+@rule("MQTT 3.1.1 §3.3.1.1 [MQTT-3.3.1-1] (DUP on re-delivery), §4.4 [MQTT-4.4.0-1]")
+def redelivery_marked_dup(h: History, c: Collector) -> None:
+    """A PUBLISH the broker sends again on a resumed session — the same message under the
+    same packet id a copy came with on an earlier connection of the same client id — is a
+    re-delivery, and MUST carry DUP=1. A broker that re-sends with DUP=0 tells the client
+    "new message": a client that trusts the flag (or a bridge that counts on it) takes the
+    copy for a second publication. Copies of a second connection (double_subscription)
+    come from another session's packet ids and are not judged."""
+    second = {f.node for f in h.of(FaultFired) if f.fault == "double_subscription"
+              and f.action == "delivered on the second connection"}
+    connection: dict[str, tuple[int, str, bool]] = {}   # node -> (number, client id, present)
+    seen: dict[tuple[str, str, int], tuple[int, str, Event]] = {}
+    timeline: list[MqttConnected | InboundAdmitted | InboundDropped] = [
+        *h.of(MqttConnected), *h.of(InboundAdmitted), *h.of(InboundDropped)]
+    for e in sorted(timeline, key=lambda e: e.seq):
+        if isinstance(e, MqttConnected):
+            number = connection.get(e.node, (0, "", False))[0] + 1
+            connection[e.node] = (number, e.client_id, e.session_present)
+            continue
+        if e.packet_id is None or not e.qos or e.message_id is None or e.node in second:
+            continue
+        number, client_id, present = connection.get(e.node, (0, "", False))
+        key = (e.node, e.message_id, e.packet_id)
+        first = seen.setdefault(key, (number, client_id, e))
+        if first[0] == number or first[1] != client_id or not present:
+            continue    # the same connection, another client id, or a session begun anew
+        c.count("redelivered_on_a_resumed_session")
+        if e.dup:
+            c.count("redelivered_with_dup")
+        else:
+            c.violation(f"{e.node} got {e.message_id} again as packet {e.packet_id} on its "
+                        f"resumed session ({client_id}, connection {number}) with DUP=0: a "
+                        f"re-delivery of the copy it got on connection {first[0]}", first[2], e)
+
+
 QOS1_DELIVERY = Checker(
     "qos1_delivery", "QoS1 on a persistent session is at least once: every targeted message "
-    "the broker accepted reaches the node it addresses, and a reconnecting node finds its "
-    "session.", (published_reaches_addressee, session_kept_as_promised),
+    "the broker accepted reaches the node it addresses, a reconnecting node finds its "
+    "session, and a re-delivery is marked DUP.",
+    (published_reaches_addressee, session_kept_as_promised, redelivery_marked_dup),
     _nothing_published)

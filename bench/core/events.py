@@ -65,6 +65,19 @@ class Event:
     node: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivered(Event):
+    """An event about a message the broker delivered: it carries the PUBLISH's flags as the
+    client got them (absent for a local delivery), so the history shows how each copy came:
+    QoS, DUP (a re-delivery MUST set it, [MQTT-3.3.1-1]), RETAIN and the packet id (a
+    re-delivery MUST reuse it, [MQTT-4.4.0-1])."""
+
+    qos: int | None = None
+    dup: bool | None = None
+    retain: bool | None = None
+    packet_id: int | None = None
+
+
 # -- the node's life and its directory -----------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class NodeStarted(Event):
@@ -117,7 +130,7 @@ class ExecutorsRegistered(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class DirectoryUpdated(Event):
+class DirectoryUpdated(Delivered):
     KIND = EventKind.DIRECTORY_UPDATED
     node_id: str
     online: bool
@@ -128,7 +141,7 @@ class DirectoryUpdated(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class DirectoryRejected(Event):
+class DirectoryRejected(Delivered):
     KIND = EventKind.DIRECTORY_REJECTED
     topic: str
     reason: str
@@ -136,7 +149,7 @@ class DirectoryRejected(Event):
 
 # -- inbound ------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class InboundAdmitted(Event):
+class InboundAdmitted(Delivered):
     KIND = EventKind.INBOUND_ADMITTED
     message_id: str
     message_type: str
@@ -152,7 +165,7 @@ class InboundAdmitted(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class InboundDropped(Event):
+class InboundDropped(Delivered):
     KIND = EventKind.INBOUND_DROPPED
     JSON_NAMES = {"size_bytes": "bytes"}
     reason: str                        # DropReason

@@ -72,9 +72,17 @@ class Subscribed:
 
 @dataclass(frozen=True, slots=True)
 class MessageReceived:
+    """A PUBLISH the broker delivered, with the flags it carried: the core records them with
+    what it made of the message, so a history shows how every delivery came (DUP, QoS, RETAIN
+    and the packet id a re-delivery must reuse, MQTT 3.1.1 §3.3.1, §4.4)."""
+
     now_ms: int
     topic: str
     payload: bytes
+    qos: int = 1
+    dup: bool = False
+    retain: bool = False
+    packet_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

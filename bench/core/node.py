@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import assert_never
+from typing import TypedDict, assert_never
 
 from bench.core import events as ev
 from bench.core.auth import AuthMode, KeyRing, SignatureVerdict, admits, verify
@@ -359,7 +359,7 @@ class Node:
         if not self.ledger.admit(dedup_key(env), fx.now_ms):
             self.on_duplicate(fx, event, env, verdict)
             return
-        drop = self._route(fx, env, body, parsed.kind, parsed.key, verdict, event.topic)
+        drop = self._route(fx, env, body, parsed.kind, parsed.key, verdict, event)
         if drop is not None:
             self._drop(fx, event, env, drop, verdict)
 
@@ -385,7 +385,9 @@ class Node:
                                  signer_node=env.header(Header.NODE)))
 
     def _route(self, fx: Effects, env: Envelope, body: Body, kind: TopicKind, key: str | None,
-               verdict: SignatureVerdict | None, topic: str | None) -> Drop | None:
+               verdict: SignatureVerdict | None, came: MessageReceived | None) -> Drop | None:
+        """Hand an admitted envelope to its handler; `came` is the MQTT delivery it came in,
+        None for a local one."""
         """Route an admitted, first-seen message to its handler; a Drop if it is not ours."""
         if kind is TopicKind.GROUP:
             if env.message_type is not MessageType.EVENT:
@@ -393,7 +395,7 @@ class Node:
                                                  "(only EVENT is multicast)")
             if key not in self.config.scene_groups:
                 return Drop(DropReason.NOT_MINE, f"scene group {key!r} is not one of this node's")
-            self._admitted(fx, env, verdict, topic, handler="group")
+            self._admitted(fx, env, verdict, came, handler="group")
             fx.record(ev.GroupEventReceived(message_id=env.message_id, scene_group_id=key,
                                             from_agent_id=env.from_agent_id))
             return None
@@ -408,23 +410,23 @@ class Node:
                     return Drop(DropReason.NOT_MINE, f"{route.value}: toAgentId {to_agent!r} is not "
                                                      f"handled here (namespace {self.roster.namespace!r}, "
                                                      f"executors {list(self.roster.executor_ids)})")
-                self._admitted(fx, env, verdict, topic, handler=route.value)
+                self._admitted(fx, env, verdict, came, handler=route.value)
                 self.tasks.on_request(fx, env, to_agent)
                 self._track_flow(env, to_agent)
             case TaskResponseBody():
-                self._admitted(fx, env, verdict, topic, handler="requests")
+                self._admitted(fx, env, verdict, came, handler="requests")
                 self.requests.on_response(fx, env, body)
             case FlowEventBody():
-                self._admitted(fx, env, verdict, topic, handler="relay")
-                self.relay.receive(fx, env, body, local=topic is None)
+                self._admitted(fx, env, verdict, came, handler="relay")
+                self.relay.receive(fx, env, body, local=came is None)
             case GateOpenBody():
-                self._admitted(fx, env, verdict, topic, handler="gates")
+                self._admitted(fx, env, verdict, came, handler="gates")
                 self.gates.on_open(fx, env, body)
             case GateDecisionBody():
-                self._admitted(fx, env, verdict, topic, handler="gates")
+                self._admitted(fx, env, verdict, came, handler="gates")
                 self.processes.on_decision(fx, env, body)
             case GateAckBody():
-                self._admitted(fx, env, verdict, topic, handler="gates")
+                self._admitted(fx, env, verdict, came, handler="gates")
                 self.gates.on_ack(fx, env, body)
             case _:
                 return Drop(DropReason.NOT_MINE, f"no handler for {env.message_type.value} on this "
@@ -464,8 +466,8 @@ class Node:
         if drop is not None:
             self._drop(fx, None, env, drop)
 
-    def _admitted(self, fx: Effects, env: Envelope, verdict: SignatureVerdict | None, topic: str | None,
-                  handler: str) -> None:
+    def _admitted(self, fx: Effects, env: Envelope, verdict: SignatureVerdict | None,
+                  came: MessageReceived | None, handler: str) -> None:
         fx.record(ev.InboundAdmitted(message_id=env.message_id, message_type=env.message_type.value,
                                      from_agent_id=env.from_agent_id, to_agent_id=env.to_agent_id,
                                      target_node_id=env.target_node_id,
@@ -473,7 +475,8 @@ class Node:
                                      origin_node_id=env.header(Header.ORIGIN_NODE_ID),
                                      reply_node_id=env.header(Header.REPLY_NODE_ID),
                                      verdict=verdict.value if verdict else None,
-                                     via="mqtt" if topic else "local", handler=handler))
+                                     via="mqtt" if came else "local", handler=handler,
+                                     **_flags(came)))
         fx.add(PersistRecord(Table.MESSAGES, f"RECV|{env.message_id}", {
             "direction": "RECV", "messageId": env.message_id,
             "messageType": env.message_type.value, "fromAgentId": env.from_agent_id,
@@ -491,7 +494,8 @@ class Node:
                                     from_agent_id=env.from_agent_id if env else None,
                                     request_id=env.header(Header.REQUEST_ID) if env else None,
                                     verdict=verdict.value if verdict else None,
-                                    size_bytes=len(event.payload) if event else None))
+                                    size_bytes=len(event.payload) if event else None,
+                                    **_flags(event)))
 
     def _on_announcement(self, fx: Effects, event: MessageReceived, node_id: str) -> None:
         if not event.payload:
@@ -499,7 +503,7 @@ class Node:
             removed = self.directory.remove(node_id)
             fx.record(ev.DirectoryUpdated(node_id=node_id, online=False, agents=[],
                                           known=len(self.directory), cleared=True,
-                                          was_known=removed))
+                                          was_known=removed, **_flags(event)))
             if node_id == self.node_id:
                 # Someone cleared this node's own entry while it runs: unannounced, it would
                 # be online yet unknown to every peer (a mute receiver). Announce again.
@@ -508,16 +512,17 @@ class Node:
         try:
             raw: object = json.loads(event.payload.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            fx.record(ev.DirectoryRejected(topic=event.topic, reason=f"not JSON: {exc}"[:200]))
+            fx.record(ev.DirectoryRejected(topic=event.topic, reason=f"not JSON: {exc}"[:200],
+                                           **_flags(event)))
             return
         ann = parse_announcement(raw, node_id)
         if isinstance(ann, str):
-            fx.record(ev.DirectoryRejected(topic=event.topic, reason=ann))
+            fx.record(ev.DirectoryRejected(topic=event.topic, reason=ann, **_flags(event)))
             return
         self.directory.apply(ann)
         fx.record(ev.DirectoryUpdated(node_id=ann.node_id, online=ann.online,
                                       agents=[a.agent_id for a in ann.agents],
-                                      known=len(self.directory)))
+                                      known=len(self.directory), **_flags(event)))
 
     # -- outbound ----------------------------------------------------------------------------
     def _send_group_event(self, fx: Effects, event: GroupEventRequested) -> None:
@@ -531,3 +536,17 @@ class Node:
 def _json_bytes(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
+
+
+class _Flags(TypedDict, total=False):
+    qos: int
+    dup: bool
+    retain: bool
+    packet_id: int | None
+
+
+def _flags(came: MessageReceived | None) -> _Flags:
+    """The delivery's MQTT flags for the event that records it (none for a local one)."""
+    if came is None:
+        return {}
+    return {"qos": came.qos, "dup": came.dup, "retain": came.retain, "packet_id": came.packet_id}

@@ -185,7 +185,8 @@ class Wire:
                     self._queue.append((node_id, Subscribed(self.now_ms, cmd.filters)))
                     for topic, payload in sorted(self.retained.items()):
                         if any(matches(f, topic) for f in cmd.filters):
-                            self._queue.append((node_id, MessageReceived(self.now_ms, topic, payload)))
+                            self._queue.append((node_id, MessageReceived(self.now_ms, topic, payload,
+                                                                          retain=True)))
                 case Publish():
                     self._publish(node_id, cmd)
                 case StartTimer():
@@ -221,7 +222,8 @@ class Wire:
         for payload in payloads:
             for other_id, other in self.hosts.items():
                 if other.node is not None and any(matches(f, cmd.topic) for f in other.filters):
-                    self._queue.append((other_id, MessageReceived(self.now_ms, cmd.topic, payload)))
+                    self._queue.append((other_id, MessageReceived(self.now_ms, cmd.topic, payload,
+                                                                        cmd.qos)))
         if cmd.message_id is not None:
             self._queue.append((node_id, PublishSettled(self.now_ms, cmd.message_id, True)))
 

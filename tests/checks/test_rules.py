@@ -21,7 +21,8 @@ from tests.helpers import Lines, from_lines, run_lines
 
 Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
-             "hostile_input", "directory_wipe", "process_restart", "stuck_agent")
+             "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
+             "broker_redelivery")
 
 
 @pytest.fixture(scope="module")
@@ -250,6 +251,9 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "session_kept_as_promised": ("partition", alter("mqtt_connected",
                                                     lambda e: e["sessionPresent"],
                                                     sessionPresent=False)),
+    "redelivery_marked_dup": ("broker_redelivery", alter("inbound_dropped",
+                                                         lambda e: e.get("dup") is True,
+                                                         dup=False)),
     "times_out_on_time": ("stuck_agent", drop("task_state", lambda e: e["state"] == "TIMEOUT")),
     # silent_loss
     "settles_once": ("quickstart", unsettle),
@@ -502,6 +506,19 @@ def test_the_clean_session_defect_fails_the_session_rule(tmp_path: Path) -> None
     session after its restart, with nothing in between that lost it."""
     v = checkers()["qos1_delivery"](from_lines(run_lines(tmp_path, "restart", "clean_session")))
     assert v.rules["session_kept_as_promised"]["violations"] > 0, v.rules
+
+
+def test_a_broker_that_redelivers_without_dup_fails_the_dup_rule(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seeded defect in the broker: it re-sends the unacknowledged PUBLISHes of a resumed
+    session under their packet ids, but with DUP=0 ([MQTT-3.3.1-1] says 1)."""
+    from bench.substrates.sim.broker import SimBroker as Broker
+    transmit = Broker._transmit
+    monkeypatch.setattr(Broker, "_transmit", lambda self, session, conn, msg, pid, dup:
+                        transmit(self, session, conn, msg, pid, False))
+    v = checkers()["qos1_delivery"](from_lines(run_lines(tmp_path, "broker_redelivery")))
+    assert v.rules["redelivery_marked_dup"]["violations"] > 0, v.rules
+    assert v.value is Value.FALSE
 
 
 def test_a_broker_gone_without_a_fault_leaves_no_true_verdict(runs: dict[str, Lines]) -> None:

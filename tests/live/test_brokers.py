@@ -23,10 +23,12 @@ from tests.live.conftest import MOSQUITTO, brokers
 PINNED = {
     "amqtt": {"redelivery": "not resent", "keepalive": "never", "keepalive_receiving": "never",
               "takeover_will": "the new client's (defect)", "overlapping_filters": "2 copies",
-              "persistence": "nothing kept"},
+              "persistence": "nothing kept",
+              "retain_flags": "established RETAIN=0; new RETAIN=1"},
     "mosquitto": {"redelivery": "resent, DUP=1", "takeover_will": "none",
                   "overlapping_filters": "1 copy",
-                  "persistence": "session and queued message kept"},
+                  "persistence": "session and queued message kept",
+                  "retain_flags": "established RETAIN=0; new RETAIN=1"},
 }
 
 

@@ -183,15 +183,21 @@ def test_an_external_broker_without_restart_command_makes_broker_restart_unknown
 
 @pytest.mark.parametrize("broker", BROKERS)
 def test_withheld_pubacks_broker_difference_shows_in_the_counts(tmp_path: Path, broker: str) -> None:
-    """Mosquitto resends unacknowledged QoS1 on the resumed persistent session; amqtt 0.12
+    """Mosquitto resends unacknowledged QoS1 on the resumed persistent session, under the
+    same packet ids and with DUP=1, as the history's delivery flags show; amqtt 0.12
     resumes the session (sessionPresent) but resends nothing."""
     result = run_scenario(compressed("broker_redelivery", 8), REFERENCE, tmp_path, mode="live",
                           options=Options(broker=broker))
     redelivered = result.metrics["duplicates_dropped_by_ledger"]
+    qos1 = {v.name: v for v in result.verdicts}["qos1_delivery"]
+    assert qos1.value is Value.TRUE, qos1.counterexamples[:2]
+    marked = qos1.counts.get("redelivered_with_dup", 0)
     if broker == "mosquitto":
         assert redelivered > 0
+        assert marked == qos1.counts["redelivered_on_a_resumed_session"] > 0, qos1.counts
     else:
         assert redelivered == 0
+        assert marked == 0, qos1.counts
 
 
 @pytest.mark.parametrize("nodes", ["inproc", "process"])

@@ -67,7 +67,7 @@ from bench.substrates import Hosting, Options, SelfCheckFailed, node_configs, ru
 from bench.substrates.live.brokers import Broker, make_broker
 from bench.substrates.live.control import LaunchSpec, apply_op, keys_to_json
 from bench.substrates.live.host import Clock, LiveHost
-from bench.substrates.live.mqtt import MqttLink
+from bench.substrates.live.mqtt import Delivery, MqttLink
 from bench.substrates.live.proxy import FaultProxy
 from bench.substrates.log import RunLog
 from bench.variants import Variant
@@ -575,7 +575,7 @@ class LiveDeployment:
                 self._broker_back()
             link = MqttLink(self.loop, self.broker.host, self.broker.port,
                             f"a2a-bench-watch-{secrets.token_hex(3)}",
-                            on_message=lambda *a: None, on_connected=back,
+                            on_message=lambda _d: None, on_connected=back,
                             on_disconnected=lost, on_published=lambda _m: None,
                             keepalive_s=2, clean_session=True, login=self._login())
             self.links[-1] = link
@@ -668,14 +668,15 @@ class LiveDeployment:
         self._planned = False
         return Done((Firing("broker started", details={"broker": self.broker.kind}),))
 
-    async def _client(self, index: int, on_message: Any = None) -> MqttLink:
+    async def _client(self, index: int,
+                      on_message: Callable[[Delivery], None] | None = None) -> MqttLink:
         """The nemesis's own MQTT client for a fault (an attacker, a replayer)."""
         link = self.links.get(index)
         if link is not None:
             return link
         up: asyncio.Future[None] = self.loop.create_future()
         link = MqttLink(self.loop, self.broker.host, self.broker.port, f"nemesis-{index}",
-                        on_message=on_message or (lambda *a: None),
+                        on_message=on_message or (lambda _d: None),
                         on_connected=lambda _p: up.done() or up.set_result(None),
                         on_disconnected=lambda _r: None, on_published=lambda _m: None,
                         login=self._login())
@@ -714,10 +715,10 @@ class LiveDeployment:
                 self.record("nemesis", ev.FaultFired(step.fault.kind, index, "replayed",
                                                      {"topic": topic, "bytes": len(payload)}))
 
-        def on_message(topic: str, payload: bytes, mid: int, qos: int) -> None:
-            holder[0].ack(mid, qos)
+        def on_message(d: Delivery) -> None:
+            holder[0].ack(d.mid, d.qos)
             if rng.random() < p:
-                self.loop.call_later(delay_ms.sample(rng) / 1000, replay, topic, payload)
+                self.loop.call_later(delay_ms.sample(rng) / 1000, replay, d.topic, d.payload)
 
         link = await self._client(index, on_message)
         holder.append(link)
@@ -734,9 +735,9 @@ class LiveDeployment:
             return Done()
         holder: list[MqttLink] = []
 
-        def on_message(topic: str, payload: bytes, mid: int, qos: int) -> None:
-            holder[0].ack(mid, qos)
-            tap(topic, payload)
+        def on_message(d: Delivery) -> None:
+            holder[0].ack(d.mid, d.qos)
+            tap(d.topic, d.payload)
         link = await self._client(step.fault.index, on_message)
         holder.append(link)
         link.subscribe((flt,), 1)

@@ -16,6 +16,8 @@ long-lived broker others use. The facts:
   (none is what 3.1.1 implies for the taken-over session; the new client's is a defect).
 - `overlapping_filters`: one client subscribed to `t/#` and `t/x`, one message to `t/x`:
   how many copies it gets (1 or one per filter; both are allowed, [MQTT-3.3.5-1]).
+- `retain_flags`: a retained message, to a subscription already there (RETAIN MUST be 0,
+  [MQTT-3.3.1-9]) and to a new one (MUST be 1, [MQTT-3.3.1-8]).
 - `persistence`: a persistent session, disconnected, a QoS1 message queued for it, the
   broker restarted gracefully: is the session present, and the queued message delivered?
   Needs a way to restart the broker (the ones the bench starts, or a user's command).
@@ -120,11 +122,12 @@ class RawClient:
         await self.writer.drain()
         await self.expect(SUBACK, timeout_s)
 
-    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
+    async def publish(self, topic: str, payload: bytes, qos: int = 1,
+                      retain: bool = False) -> None:
         """Publishes and, for QoS1, waits for the PUBACK."""
         pid = self._next_pid()
         body = _str(topic) + (pid.to_bytes(2, "big") if qos else b"") + payload
-        self.writer.write(_packet(PUBLISH, qos << 1, body))
+        self.writer.write(_packet(PUBLISH, qos << 1 | int(retain), body))
         await self.writer.drain()
         if qos:
             await self.expect(PUBACK, 5.0)
@@ -337,6 +340,28 @@ class Probe:
         return Fact("overlapping_filters", f"{len(got)} cop{'y' if len(got) == 1 else 'ies'}",
                     "one client, filters t/# and t/x, one PUBLISH to t/x")
 
+    async def retain_flags(self) -> Fact:
+        base = self._topic("retained")
+        live = await self.client("k-live")
+        await live.subscribe(base)
+        pub = await self.client("k-pub")
+        await pub.publish(base, b"kept", retain=True)
+        matched = [p.retain for p in await live.publishes(1.0) if p.topic == base]
+        late = await self.client("k-late")
+        await late.subscribe(base)
+        new = [p.retain for p in await late.publishes(1.0) if p.topic == base]
+        await pub.publish(base, b"", retain=True)       # leave no retained message behind
+        for c in (live, pub, late):
+            await c.disconnect()
+
+        def flag(got: list[bool], must: int) -> str:
+            if not got:
+                return "not delivered"
+            return f"RETAIN={int(got[0])}" + ("" if int(got[0]) == must else " (defect)")
+        return Fact("retain_flags", f"established {flag(matched, 0)}; new {flag(new, 1)}",
+                    "a retained PUBLISH to a subscriber already there, then to a new "
+                    "subscription ([MQTT-3.3.1-9] says 0, [MQTT-3.3.1-8] says 1)")
+
     async def persistence(self) -> Fact:
         if self.restart is None:
             return Fact("persistence", "not measured",
@@ -362,7 +387,7 @@ class Probe:
                     f"{bool(queued)}")
 
     async def all(self, say: Callable[[str], None] = lambda line: None) -> list[Fact]:
-        """Every fact: the first five at once (their clients and topics are apart), then
+        """Every fact: the first six at once (their clients and topics are apart), then
         persistence, which restarts the broker."""
         async def one(probe: Callable[[], Awaitable[Fact]]) -> Fact:
             try:
@@ -370,10 +395,10 @@ class Probe:
             except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError,
                     BrokerError) as exc:
                 return Fact(probe.__name__, "error", f"{type(exc).__name__}: {exc}")
-        say("measuring redelivery, keepalive, takeover and overlapping filters ...")
+        say("measuring redelivery, keepalive, takeover, overlapping filters and retain ...")
         facts = list(await asyncio.gather(*(one(p) for p in (
             self.redelivery, self.keepalive, self.keepalive_receiving, self.takeover_will,
-            self.overlapping_filters))))
+            self.overlapping_filters, self.retain_flags))))
         say("measuring persistence (a graceful restart) ...")
         return [*facts, await one(self.persistence)]
 

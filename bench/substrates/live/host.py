@@ -20,7 +20,7 @@ from bench.core.node import Node
 from bench.storage import restore
 from bench.storage.files import FileStore
 from bench.substrates.host import NodeHost
-from bench.substrates.live.mqtt import MqttLink
+from bench.substrates.live.mqtt import Delivery, MqttLink
 from bench.workload import Behaviour
 
 #: (node, event) -> None: where history events go.
@@ -116,7 +116,7 @@ class LiveHost(NodeHost):
         self._last_connect = cmd
         epoch = self.epoch
         link = MqttLink(self.loop, self.broker[0], self.broker[1], self.client_id,
-                        on_message=lambda t, p, mid, qos: self._on_message(link, epoch, t, p, mid, qos),
+                        on_message=lambda d: self._on_message(link, epoch, d),
                         on_connected=lambda present: self._on_connected(link, epoch, present),
                         on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
                         on_published=lambda mid: self._on_published(link, mid),
@@ -139,14 +139,14 @@ class LiveHost(NodeHost):
         if epoch == self.epoch and link is self.link:
             self.record(ev.MqttDisconnected(link.client_id, reason))
 
-    def _on_message(self, link: MqttLink, epoch: int, topic: str, payload: bytes, mid: int,
-                    qos: int) -> None:
+    def _on_message(self, link: MqttLink, epoch: int, d: Delivery) -> None:
         if epoch != self.epoch or self.node is None:
             return  # a dead process acks nothing: the broker keeps it in flight
         if link in self.extra:
-            self.second_delivery(link.client_id, topic)
-        self.feed(MessageReceived(self.now_ms(), topic, payload))
-        link.ack(mid, qos)  # only now: the batch that handled it is on disk
+            self.second_delivery(link.client_id, d.topic)
+        self.feed(MessageReceived(self.now_ms(), d.topic, d.payload, d.qos, d.dup, d.retain,
+                                  d.mid))
+        link.ack(d.mid, d.qos)  # only now: the batch that handled it is on disk
 
     def _on_published(self, link: MqttLink, mid: int) -> None:
         cmd = self._pending_mids.pop((id(link), mid), None)
@@ -180,7 +180,7 @@ class LiveHost(NodeHost):
             if holder and epoch == self.epoch:
                 holder[0].subscribe(filters, 1)
         link = MqttLink(self.loop, self.broker[0], self.broker[1], client_id,
-                        on_message=lambda t, p, mid, qos: self._on_message(link, epoch, t, p, mid, qos),
+                        on_message=lambda d: self._on_message(link, epoch, d),
                         on_connected=connected, on_disconnected=lambda reason: None,
                         on_published=lambda mid: None, login=self.login)
         holder.append(link)

@@ -13,15 +13,28 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 
 
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One PUBLISH the broker sent this client, as it came."""
+
+    topic: str
+    payload: bytes
+    mid: int
+    qos: int
+    dup: bool
+    retain: bool
+
+
 class MqttLink:
     def __init__(self, loop: asyncio.AbstractEventLoop, host: str, port: int, client_id: str, *,
-                 on_message: Callable[[str, bytes, int, int], None],
+                 on_message: Callable[[Delivery], None],
                  on_connected: Callable[[bool], None],
                  on_disconnected: Callable[[str], None],
                  on_published: Callable[[int], None],
@@ -45,7 +58,8 @@ class MqttLink:
             on_connected if not rc.is_failure else (lambda _present: on_disconnected(f"CONNACK {rc}")),
             bool(getattr(flags, "session_present", False)))
         c.on_disconnect = lambda _c, _u, _f, rc, _p: self._hand(on_disconnected, str(rc))
-        c.on_message = lambda _c, _u, m: self._hand(on_message, m.topic, m.payload, m.mid, m.qos)
+        c.on_message = lambda _c, _u, m: self._hand(on_message, Delivery(
+            m.topic, bytes(m.payload), m.mid, m.qos, bool(m.dup), bool(m.retain)))
         c.on_publish = lambda _c, _u, mid, _rc, _p: self._hand(on_published, mid)
         self._subscriptions: dict[int, tuple[str, ...]] = {}
         # Look the filters up in the loop thread: the SUBACK can beat subscribe()'s return.

@@ -269,7 +269,8 @@ class SimHost(NodeHost):
             self.publishes_duplicated += 1
             copies = 2   # the same PUBLISH, same packet id, handed to the client twice
         for _ in range(copies):
-            self.feed(MessageReceived(self.now_ms(), msg.topic, msg.payload))
+            self.feed(MessageReceived(self.now_ms(), msg.topic, msg.payload, msg.qos, dup,
+                                      msg.retain, pid))
         if msg.qos < 1:
             return
         if self.withhold_puback:
