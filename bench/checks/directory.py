@@ -16,6 +16,8 @@ from bench.core.events import (
     OutboundSettled,
     RosterLoaded,
     SessionTakeover,
+    TakeoverWill,
+    TakeoverWillOf,
     Warning,
     WarningKind,
 )
@@ -154,6 +156,20 @@ def unique_client_ids(h: History, c: Collector) -> None:
                         f"({len(takeovers)} session takeovers)", *evidence, *takeovers[:3])
 
 
+@rule("MQTT 3.1.1 §3.1.2.5, [MQTT-3.1.2-8] (a will is published when its connection closes)")
+def takeover_publishes_no_live_will(h: History, c: Collector) -> None:
+    """At a session takeover only the old connection closes; a broker that publishes the
+    new connection's will announces a node that is connected offline, and its peers stop
+    sending to it (UNDELIVERABLE) while it runs. What the broker published at each
+    takeover is the bench's record (takeover_will)."""
+    for w in h.of(TakeoverWill):
+        c.count(f"takeover_will_{w.will.value}")
+        if w.will in (TakeoverWillOf.NEW, TakeoverWillOf.BOTH):
+            c.violation(f"at the takeover of client id {w.client_id!r} ({w.old_label} -> "
+                        f"{w.new_label}) the broker published the will of {w.new_label}, "
+                        f"whose connection was open", w)
+
+
 def _no_node(h: History) -> str | None:
     return None if h.of(NodeStarted) else "no node started in this run"
 
@@ -166,5 +182,6 @@ DIRECTORY_LIVENESS = Checker(
     (no_mute_receiver, registers_all_expected, roster_of_own_namespace,
      undeliverable_only_when_unknown, announced_again_after_a_clear), _no_node)
 DEPLOYMENT = Checker(
-    "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per node.",
-    (unique_client_ids,), _no_node)
+    "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per "
+    "node; a takeover of one publishes no will of a connection still open.",
+    (unique_client_ids, takeover_publishes_no_live_will), _no_node)

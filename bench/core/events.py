@@ -838,10 +838,34 @@ class MqttDisconnected(Event):
 
 @dataclass(frozen=True, slots=True)
 class SessionTakeover(Event):
+    """A connection with a client id another connection held took the session over: the
+    nodes that opened the old and the new connection."""
+
     KIND = EventKind.SESSION_TAKEOVER
     client_id: str
     old_label: str
     new_label: str
+
+
+class TakeoverWillOf(StrEnum):
+    """Whose will the broker published at a session takeover."""
+
+    NONE = "none"      # what 3.1.1 implies: nothing closed that had not said goodbye...
+    OLD = "old"        # ...or the taken-over connection's, as for any connection it closed
+    NEW = "new"        # a defect: the new connection is open ([MQTT-3.1.2-8])
+    BOTH = "both"
+
+
+@dataclass(frozen=True, slots=True)
+class TakeoverWill(Event):
+    """What the broker published in the moments after a session takeover (the simulated
+    broker says; live, the bench reads the offline announcements the nodes got)."""
+
+    KIND = EventKind.TAKEOVER_WILL
+    client_id: str
+    old_label: str
+    new_label: str
+    will: TakeoverWillOf
 
 
 @dataclass(frozen=True, slots=True)
@@ -938,6 +962,7 @@ class AttackSent(Event):
 HARNESS: tuple[type[Event], ...] = (
     RunStarted, RunFinished, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
     SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
+    TakeoverWill,
     HumanClicked, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
     BrokerDown, BrokerUp)
 
@@ -955,7 +980,8 @@ def _camel(name: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-_ENUMS: dict[str, type[StrEnum]] = {"WarningKind": WarningKind, "InstanceCause": InstanceCause}
+_ENUMS: dict[str, type[StrEnum]] = {"WarningKind": WarningKind, "InstanceCause": InstanceCause,
+                                     "TakeoverWillOf": TakeoverWillOf}
 _META = frozenset({"seq", "t_ms", "node"})
 
 

@@ -99,6 +99,7 @@ class EventKind(StrEnum):
     MQTT_CONNECTED = "mqtt_connected"
     MQTT_DISCONNECTED = "mqtt_disconnected"
     SESSION_TAKEOVER = "session_takeover"
+    TAKEOVER_WILL = "takeover_will"
     BROKER_DOWN = "broker_down"
     BROKER_UP = "broker_up"
     HUMAN_CLICKED = "human_clicked"

@@ -22,7 +22,7 @@ from tests.helpers import Lines, from_lines, run_lines
 Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
-             "broker_redelivery")
+             "broker_redelivery", "duplicate_client_id")
 
 
 @pytest.fixture(scope="module")
@@ -330,6 +330,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "attack_has_an_outcome": ("attacks_audit", attack_outcome_lost),
     "verdict_is_honest": ("attacks_audit", dishonest_verdict),
     # directory_liveness, deployment
+    "takeover_publishes_no_live_will": ("duplicate_client_id", alter("takeover_will", will="new")),
     "no_mute_receiver": ("quickstart", alter("executors_registered", registered=0)),
     "registers_all_expected": ("quickstart", alter("executors_registered",
                                                    expected=lambda e: e["expected"] + 1)),

@@ -69,6 +69,7 @@ from bench.substrates.live.control import LaunchSpec, apply_op, keys_to_json
 from bench.substrates.live.host import Clock, LiveHost
 from bench.substrates.live.mqtt import Delivery, MqttLink
 from bench.substrates.live.proxy import FaultProxy
+from bench.substrates.live.takeovers import TakeoverWatch
 from bench.substrates.log import RunLog
 from bench.variants import Variant
 from bench.workload import Op, RequestOp, TabOp, op_kind, op_to_json
@@ -78,9 +79,6 @@ SELF_CHECK_TIMEOUT_S = 20.0
 QUIET_MS = 300
 #: How long a restarted node may take to register its executors again.
 REBOOT_TIMEOUT_S = 20.0
-#: A connection of a client id that ended this shortly before another node connected with
-#: that id was taken over (the broker closed it as the new one came).
-TAKEOVER_MS = 250.0
 #: How long an external broker's restart command may take to stop it, then to bring it back.
 RESTART_COMMAND_S = 30.0
 
@@ -270,10 +268,8 @@ class LiveDeployment:
         self._broker_gone = asyncio.Event()
         self._planned = False
         self._restart: asyncio.subprocess.Process | None = None
-        #: client id -> the node whose connection holds it, as the nodes report
-        self._holding: dict[str, str] = {}
-        self._released: dict[str, tuple[str, float]] = {}   # client id -> (node, when)
-        self.log.observers.append(self._takeovers)
+        self.takeovers = TakeoverWatch(self.record, self.call_later)
+        self.log.observers.append(self.takeovers.observe)
 
     # -- the Deployment interface ----------------------------------------------------------------
     def start(self) -> list[str]:
@@ -340,6 +336,7 @@ class LiveDeployment:
         happened before; the loop is closed."""
         try:
             if self._started:
+                self.takeovers.flush()
                 self.record("bench", ev.RunStopping())
                 self.loop.run_until_complete(self._stop_all())
         finally:
@@ -538,28 +535,6 @@ class LiveDeployment:
             return Done()
         return Done((Firing("restarted", step.node,
                             {"downMs": self.clock.now_ms() - crashed_at}),))
-
-    def _takeovers(self, node: str, event: ev.Event, t_ms: float) -> None:
-        """A node connecting with a client id another node's connection holds takes the
-        session over (the broker must drop the old connection): journaled, as the
-        simulated broker does, so a takeover is seen live too. The old connection's end
-        may be reported first (the broker closed it as the new one came): one that ended
-        within TAKEOVER_MS before counts as taken over."""
-        match event:
-            case ev.MqttConnected():
-                holder = self._holding.get(event.client_id)
-                gone = self._released.pop(event.client_id, None)
-                if holder is None and gone is not None and t_ms - gone[1] <= TAKEOVER_MS:
-                    holder = gone[0]
-                if holder is not None and holder != node:
-                    self.record("broker", ev.SessionTakeover(event.client_id, holder, node))
-                self._holding[event.client_id] = node
-            case ev.MqttDisconnected() if self._holding.get(event.client_id) == node:
-                del self._holding[event.client_id]
-                self._released[event.client_id] = (node, t_ms)
-            case ev.NodeCrashed():
-                for cid in [c for c, n in self._holding.items() if n == node]:
-                    del self._holding[cid]
 
     # -- the broker's health ------------------------------------------------------------------
     async def _watch_broker(self) -> None:

@@ -47,6 +47,7 @@ class Connection:
     clean_session: bool
     will: Message | None
     label: str = ""          # which of the host's connections ("primary", "second", ...)
+    owner: str = ""          # the node that opened it
     alive: bool = True
     established: bool = False   # the broker accepted it (CONNACK): publishing may begin
     #: when the last packet sent each way ("up" to the broker, "down" to the client)
@@ -122,9 +123,12 @@ class SimBroker:
         if session is not None and session.conn is not None and session.conn is not conn:
             old = session.conn
             self.stats["takeovers"] += 1
-            self.record(ev.SessionTakeover(conn.client_id, old.label, conn.label))
+            self.record(ev.SessionTakeover(conn.client_id, old.owner, conn.owner))
             self._drop(old, "session taken over by a new connection with the same client id",
                        publish_will=True)
+            self.record(ev.TakeoverWill(conn.client_id, old.owner, conn.owner,
+                                        ev.TakeoverWillOf.OLD if old.will is not None
+                                        else ev.TakeoverWillOf.NONE))
         if conn.clean_session or session is None or session.clean:
             present = session is not None and not conn.clean_session and not session.clean
             session = Session(conn.client_id, conn.clean_session)

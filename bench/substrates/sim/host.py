@@ -126,7 +126,8 @@ class SimHost(NodeHost):
 
     def _connect(self, clean: bool) -> None:
         self.clean_session = clean
-        conn = Connection(self.client_id, self, self.link, clean, self.will, "primary")
+        conn = Connection(self.client_id, self, self.link, clean, self.will, "primary",
+                          owner=self.node_id)
         self.conn = conn
         self._after_transit(conn, lambda: self._connected(conn), round_trip=True)
 
@@ -164,7 +165,7 @@ class SimHost(NodeHost):
 
     def open_second_connection(self, client_id: str, filters: tuple[str, ...]) -> None:
         """A second MQTT connection in the same process (the double-subscription bug)."""
-        conn = Connection(client_id, self, self.link, False, None, "second")
+        conn = Connection(client_id, self, self.link, False, None, "second", owner=self.node_id)
         self.extra.append(conn)
 
         def up() -> None:
