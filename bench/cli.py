@@ -75,9 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="substrate: live (real broker and nodes) or sim (simpy, virtual time); "
                           "default: the scenario's mode key, else live")
     run.add_argument("--broker", default="amqtt",
-                     help="live: amqtt (embedded, default), mosquitto, or mqtt://host:port")
+                     help="live: amqtt (embedded, default), mosquitto, or "
+                          "mqtt://[user:password@]host[:port] (1883 by default)")
     run.add_argument("--broker-restart-command", metavar="CMD",
                      help="live, external broker: shell command the broker_restart fault runs")
+    run.add_argument("--no-isolation", action="store_true",
+                     help="live, external broker: keep the topology's client ids and the topic "
+                          "prefix as they are (by default a run adds its run id to both and "
+                          "clears its sessions and retained messages at the end, so runs on a "
+                          "long-lived broker never see each other)")
     run.add_argument("--nodes", choices=["inproc", "process"], default="inproc",
                      help="live: nodes on this process's event loop, or one OS process each")
     run.add_argument("--seed", type=int, help="seed for every random draw (default: the scenario's)")
@@ -329,7 +335,8 @@ def _run(args: argparse.Namespace) -> int:
               (f" on {shown_url(args.broker)} with {args.nodes} nodes" if mode == "live" else ""))
     try:
         options = Options(broker=args.broker, hosting=Hosting(args.nodes),
-                          restart_command=args.broker_restart_command)
+                          restart_command=args.broker_restart_command,
+                          isolate=not args.no_isolation)
         result = run_scenario(scenario, chosen, out, topology_overridden=args.topology is not None,
                               mode=mode, options=options,
                               progress=None if args.json or mode == "live" else print_progress(),

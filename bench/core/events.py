@@ -740,6 +740,7 @@ class RunStarted(Event):
     broker_url: str | None = None
     node_hosting: str | None = None
     task_timeout_ms: int | None = None  # the task watchdog every node was configured with
+    run_id: str | None = None          # an isolated run: in its client ids and topic prefix
 
 
 @dataclass(frozen=True, slots=True)

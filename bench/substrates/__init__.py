@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from bench.core.auth import AuthConfig, KeyRing, Secret
 from bench.core.config import NodeConfig
 from bench.core.events import Event, RunStarted
+from bench.core.topics import DEFAULT_PREFIX
 from bench.faults.primitives import Outcome, Primitive
 from bench.history import Recorder
 from bench.spec.distribution import rng_for
@@ -50,6 +51,9 @@ class Options:
     hosting: Hosting = Hosting.INPROC
     restart_command: str | None = None     # an external broker's restart, for broker_restart
     link_faults: bool = False              # some fault acts on links: nodes behind the proxy
+    #: an external broker: the run's own client ids and topic prefix (its run id added),
+    #: and its sessions and retained messages cleared at the end
+    isolate: bool = True
 
     @property
     def shown_broker(self) -> str:
@@ -120,25 +124,33 @@ def keyring(scenario: Scenario) -> KeyRing:
     return KeyRing(flat_token=flat, agent_keys={a: Secret(rng.randbytes(24).hex()) for a in agents})
 
 
-def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing) -> NodeConfig:
-    return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups, node.client_id,
+def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
+                run_id: str | None = None) -> NodeConfig:
+    """The node's configuration; with a `run_id`, its client id and topic prefix carry it
+    (a run on a broker others use: nothing of it meets another run's sessions or topics)."""
+    client_id, prefix = node.client_id, DEFAULT_PREFIX
+    if run_id is not None:
+        client_id, prefix = f"{client_id or node.id}-{run_id}", f"{prefix}/run-{run_id}"
+    return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups, client_id,
+                      prefix=prefix,
                       auth=AuthConfig(scenario.auth.mode, keys,
                                       scenario.auth.signature_of(node.id)),
                       task_timeout_ms=scenario.workload.task_timeout_ms,
                       request_timeout_ms=scenario.workload.request_timeout_ms)
 
 
-def node_configs(scenario: Scenario) -> dict[str, NodeConfig]:
+def node_configs(scenario: Scenario, run_id: str | None = None) -> dict[str, NodeConfig]:
     keys = keyring(scenario)
-    return {n.id: node_config(n, scenario, keys) for n in scenario.topology.nodes}
+    return {n.id: node_config(n, scenario, keys, run_id) for n in scenario.topology.nodes}
 
 
 def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | None = None,
-                broker_url: str | None = None, node_hosting: str | None = None) -> RunStarted:
+                broker_url: str | None = None, node_hosting: str | None = None,
+                run_id: str | None = None) -> RunStarted:
     """The first event of every run."""
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
-                      scenario.workload.task_timeout_ms)
+                      scenario.workload.task_timeout_ms, run_id)
 
 
 def open_deployment(mode: Mode, scenario: Scenario, variant: Variant, recorder: Recorder,

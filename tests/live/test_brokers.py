@@ -167,3 +167,54 @@ def test_a_broker_that_dies_mid_run_is_named_in_the_verdicts_not_blamed_on_a_nod
     # nothing vouched for after the broker was gone: no TRUE, and the outage is named
     assert not [v["name"] for v in verdicts if v["value"] == "true"]
     assert sum("the broker went down" in v["note"] for v in verdicts) >= 10, verdicts
+
+
+def test_runs_on_a_long_lived_broker_never_see_each_other(
+        external_mosquitto, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """On an external broker each run carries its run id in every client id and in the
+    topic prefix, and clears its sessions and retained announcements at the end; with
+    --no-isolation the next run finds the last one's sessions (what isolation prevents)."""
+    import asyncio
+
+    from bench.substrates.live.facts import RawClient
+    port, _restart = external_mosquitto
+    url = f"mqtt://probe:s3cret-pw@127.0.0.1:{port}"
+
+    def run(name: str, *extra: str) -> Path:
+        out = tmp_path / name
+        assert main(["run", "quickstart", "--broker", url, "--no-plots", "--out", str(out),
+                     *extra]) == EXIT_OK
+        return out
+
+    async def left_behind(client_ids: set[str]) -> tuple[list[str], list[str]]:
+        watcher = await RawClient.connect("127.0.0.1", port, "left-behind", username="probe",
+                                          password="s3cret-pw")
+        await watcher.subscribe("ooder/#")
+        retained = [p.topic for p in await watcher.publishes(1.0) if p.retain and p.payload]
+        await watcher.disconnect()
+        sessions = []
+        for cid in sorted(client_ids):
+            c = await RawClient.connect("127.0.0.1", port, cid, clean=False, username="probe",
+                                        password="s3cret-pw")
+            if c.session_present:
+                sessions.append(cid)
+            await c.disconnect()
+        return retained, sessions
+
+    first, second = run("first"), run("second")
+    ids = []
+    for out in (first, second):
+        (started,) = _events(out, "run_started")
+        run_id = started["runId"]
+        connected = _events(out, "mqtt_connected")
+        assert connected and all(c["clientId"].endswith(f"-{run_id}") for c in connected)
+        assert not connected[0]["sessionPresent"]
+        ids.append({c["clientId"] for c in connected})
+    assert not ids[0] & ids[1]
+    assert asyncio.run(left_behind(ids[0] | ids[1])) == ([], [])
+
+    shared = [run(f"shared-{k}", "--no-isolation") for k in (1, 2)]
+    (started,) = _events(shared[1], "run_started")
+    assert "runId" not in started
+    again = {c["node"]: c["sessionPresent"] for c in _events(shared[1], "mqtt_connected")}
+    assert all(again.values()), again   # the last run's sessions, found by the next

@@ -253,6 +253,9 @@ class LiveDeployment:
         self.log = RunLog(recorder, self.clock.now_ms)
         self.broker: Broker = make_broker(options.broker, workdir / "broker",
                                           restart_command=options.restart_command)
+        #: on an external broker, this run's names: in every client id and the topic prefix
+        self.run_id = secrets.token_hex(3) if self.broker.kind == "external" \
+            and options.isolate else None
         self.nodes: dict[str, LiveNode] = {}
         self.proxies: dict[str, FaultProxy] = {}
         self.links: dict[int, MqttLink] = {}          # fault index -> the nemesis's own client
@@ -281,11 +284,12 @@ class LiveDeployment:
         self.log.nodes = {n.id for n in self.topology.nodes}
         self.record("bench", run_started(
             self.scenario, self.variant, self.mode, broker=self.broker.kind,
-            broker_url=self.broker.url, node_hosting=self.options.hosting.value))
+            broker_url=self.broker.url, node_hosting=self.options.hosting.value,
+            run_id=self.run_id))
         specs = [LaunchSpec(config, self.variant.name, self.workdir / "data" / node_id,
                             (self.broker.host, self.broker.port), self.clock.t0, self.seed,
                             self.scenario.workload.to_json(), login=self._login())
-                 for node_id, config in node_configs(self.scenario).items()]
+                 for node_id, config in node_configs(self.scenario, self.run_id).items()]
         if self.options.link_faults:
             specs = self.loop.run_until_complete(self._start_proxies(specs))
         lines = self.loop.run_until_complete(self._start_nodes(specs))
@@ -365,8 +369,36 @@ class LiveDeployment:
                         await result
                 except Exception as exc:   # recorded; the others must still be stopped
                     self.record("bench", ev.HarnessError(f"could not stop {what}: {exc!r}"))
+            if self.run_id is not None:
+                await self._leave_nothing_behind()
         finally:
             await self.loop.run_in_executor(None, self.broker.stop)
+
+    async def _leave_nothing_behind(self) -> None:
+        """An isolated run on an external broker clears what it left there: the persistent
+        session of every client id it connected with (a clean connection discards it) and
+        the retained announcement of every node."""
+        from bench.substrates.live.facts import RawClient
+        b = self.broker
+        ids = {line.fields["clientId"] for line in self.log.recorder.of_kind("mqtt_connected")}
+        ids |= {link.client_id for link in self.links.values()}
+        retained = [n.spec.config.topics.directory(n.node_id) for n in self.nodes.values()]
+
+        async def clear(client_id: str, topics: list[str]) -> None:
+            c = await RawClient.connect(b.host, b.port, client_id, clean=True,
+                                        username=b.username, password=b.password)
+            for topic in topics:
+                await c.publish(topic, b"", retain=True)
+            await c.disconnect()
+        cleared = await asyncio.gather(*(clear(cid, retained if i == 0 else [])
+                                         for i, cid in enumerate(sorted(ids))),
+                                       return_exceptions=True)
+        failed = [(cid, r) for cid, r in zip(sorted(ids), cleared, strict=True)
+                  if isinstance(r, BaseException)]
+        if failed:
+            self.record("bench", ev.HarnessError(
+                f"could not clear {len(failed)} of {len(ids)} sessions of run {self.run_id} "
+                f"on the broker: {failed[0][0]}: {failed[0][1]!r}"))
 
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """A callback that threw: in the history (a harness error), never only on stderr."""
@@ -650,7 +682,8 @@ class LiveDeployment:
         if link is not None:
             return link
         up: asyncio.Future[None] = self.loop.create_future()
-        link = MqttLink(self.loop, self.broker.host, self.broker.port, f"nemesis-{index}",
+        client_id = f"nemesis-{index}" + (f"-{self.run_id}" if self.run_id else "")
+        link = MqttLink(self.loop, self.broker.host, self.broker.port, client_id,
                         on_message=on_message or (lambda _d: None),
                         on_connected=lambda _p: up.done() or up.set_result(None),
                         on_disconnected=lambda _r: None, on_published=lambda _m: None,
