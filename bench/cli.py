@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "mqtt://[user:password@]host[:port] (1883 by default)")
     run.add_argument("--broker-restart-command", metavar="CMD",
                      help="live, external broker: shell command the broker_restart fault runs")
+    run.add_argument("--broker-ca", metavar="FILE",
+                     help="live, mqtts:// broker: the CA certificate (PEM) to verify it by "
+                          "(default: the system's CAs)")
     run.add_argument("--no-isolation", action="store_true",
                      help="live, external broker: keep the topology's client ids and the topic "
                           "prefix as they are (by default a run adds its run id to both and "
@@ -167,24 +170,28 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--json", action="store_true", help="print explore.json's summary as JSON")
     bk = sub.add_parser(
         "brokers", help="measure what a broker does where MQTT leaves room (redelivery, DUP, "
-                        "keepalive, takeover will, overlapping filters, persistence)",
+                        "keepalive, takeover will, overlapping filters, RETAIN flags, persistence)",
         description="Measure, with the bench's own raw MQTT clients, what each broker does\n"
                     "where MQTT 3.1.1 leaves room or brokers stray: whether an unacknowledged\n"
                     "QoS1 message is resent on resume and with DUP=1; how long a silent client\n"
                     "(keepalive 2 s) lives before its will is published, with nothing to send\n"
                     "it and while it is sent messages; which will a session takeover publishes;\n"
-                    "how many copies one client with overlapping filters gets; what a graceful\n"
-                    "restart keeps. Topics and client ids carry a fresh nonce, so a shared broker\n"
-                    "is safe. About 15 s per broker.\n\n"
+                    "how many copies one client with overlapping filters gets; whether RETAIN is\n"
+                    "set as 3.1.1 says; what a graceful restart keeps. Topics and client ids\n"
+                    "carry a fresh nonce, so a shared broker is safe. About 15 s per broker.\n\n"
                     "exit codes: 0 measured, 2 a broker could not be started or reached, 3 invalid\n"
                     "arguments",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  a2a-bench brokers                      amqtt and Mosquitto, started here\n"
                "  a2a-bench brokers --broker mqtt://user:secret@10.0.0.5 --broker-restart-command "
-               "'systemctl restart mosquitto'")
+               "'systemctl restart mosquitto'\n"
+               "  a2a-bench brokers --broker mqtts://broker.example:8883 --broker-ca ca.pem")
     bk.add_argument("--broker", action="append", metavar="BROKER",
-                    help="amqtt, mosquitto or mqtt://[user:password@]host[:port] (repeatable; "
-                         "default: amqtt, and mosquitto when installed)")
+                    help="amqtt, mosquitto, mqtt://[user:password@]host[:port] or mqtts://… "
+                         "(repeatable; default: amqtt, and mosquitto when installed)")
+    bk.add_argument("--broker-ca", metavar="FILE",
+                    help="the CA certificate (PEM) that verifies the mqtts:// brokers "
+                         "(default: the system's CAs)")
     bk.add_argument("--broker-restart-command", metavar="CMD",
                     help="an external broker: a shell command that restarts it gracefully "
                          "(without it, persistence is not measured)")
@@ -269,9 +276,16 @@ def _brokers(args: argparse.Namespace) -> int:
 
     specs = args.broker or ["amqtt", *(["mosquitto"] if shutil.which("mosquitto")
                                        or Path("/usr/sbin/mosquitto").exists() else [])]
+    if args.broker_ca and not any(s.startswith("mqtts://") for s in specs):
+        print(f"a2a-bench: --broker-ca={args.broker_ca}: no mqtts:// --broker to verify with it",
+              file=sys.stderr)
+        return EXIT_INVALID
+
+    def ca(spec: str) -> str | None:
+        return args.broker_ca if spec.startswith("mqtts://") else None
     for spec in specs:   # every argument checked before anything is measured
         try:
-            make_broker(spec, Path("."))
+            make_broker(spec, Path("."), ca_file=ca(spec))
         except BrokerError as exc:
             print(f"a2a-bench: {exc}", file=sys.stderr)
             return EXIT_INVALID
@@ -285,7 +299,8 @@ def _brokers(args: argparse.Namespace) -> int:
             with tempfile.TemporaryDirectory(prefix="a2a-brokers-") as tmp:
                 facts[name] = measure(spec, Path(tmp), args.broker_restart_command,
                                       say=(lambda line: None) if args.json else
-                                      (lambda line: print("  " + line, file=sys.stderr)))
+                                      (lambda line: print("  " + line, file=sys.stderr)),
+                                      ca_file=ca(spec))
         except (BrokerError, OSError) as exc:
             print(f"a2a-bench: {name}: {exc}", file=sys.stderr)
             return EXIT_UNKNOWN
@@ -320,6 +335,13 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     mode = args.mode or scenario.mode
     external = args.broker not in ("amqtt", "mosquitto")
+    from bench.substrates.live.brokers import BrokerError, make_broker
+    if mode == "live":
+        try:
+            make_broker(args.broker, Path("."), ca_file=args.broker_ca)
+        except BrokerError as exc:
+            print(f"a2a-bench: {exc}", file=sys.stderr)
+            return EXIT_INVALID
     for spec in scenario.faults:
         if mode == "live" and external and spec.kind == "broker_restart" \
                 and not args.broker_restart_command:
@@ -336,12 +358,15 @@ def _run(args: argparse.Namespace) -> int:
     try:
         options = Options(broker=args.broker, hosting=Hosting(args.nodes),
                           restart_command=args.broker_restart_command,
-                          isolate=not args.no_isolation)
+                          isolate=not args.no_isolation, broker_ca=args.broker_ca)
         result = run_scenario(scenario, chosen, out, topology_overridden=args.topology is not None,
                               mode=mode, options=options,
                               progress=None if args.json or mode == "live" else print_progress(),
                               say=(lambda line: None) if args.json else
                               (lambda line: print("  " + line, file=sys.stderr)))
+    except BrokerError as exc:   # not started or not reached: nothing ran to be judged
+        print(f"a2a-bench: broker: {exc}", file=sys.stderr)
+        return EXIT_UNKNOWN
     except Exception:
         traceback.print_exc()
         print(f"a2a-bench: harness error; what was recorded is in {out}/history.jsonl",

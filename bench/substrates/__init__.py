@@ -54,6 +54,7 @@ class Options:
     #: an external broker: the run's own client ids and topic prefix (its run id added),
     #: and its sessions and retained messages cleared at the end
     isolate: bool = True
+    broker_ca: str | None = None           # an mqtts:// broker: the CA file to verify it by
 
     @property
     def shown_broker(self) -> str:

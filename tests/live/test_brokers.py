@@ -97,7 +97,7 @@ def test_brokers_without_a_restart_command_says_persistence_was_not_measured(
     assert "--broker-restart-command" in facts["persistence"]["detail"]
 
 
-@pytest.mark.parametrize("url", ["mqtts://host:8883", "http://host", "mqtt://host:99999"])
+@pytest.mark.parametrize("url", ["mqtts://:8883", "http://host", "mqtt://host:99999"])
 def test_brokers_refuses_a_url_it_cannot_use_in_one_line(
         url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["brokers", "--broker", url]) == EXIT_INVALID
@@ -176,15 +176,19 @@ def test_runs_on_a_long_lived_broker_never_see_each_other(
     --no-isolation the next run finds the last one's sessions (what isolation prevents)."""
     import asyncio
 
+    from bench.run import run_scenario
+    from bench.substrates import Options
     from bench.substrates.live.facts import RawClient
+    from bench.variants import REFERENCE
+    from tests.live.conftest import compressed
     port, _restart = external_mosquitto
     url = f"mqtt://probe:s3cret-pw@127.0.0.1:{port}"
 
-    def run(name: str, *extra: str) -> Path:
-        out = tmp_path / name
-        assert main(["run", "quickstart", "--broker", url, "--no-plots", "--out", str(out),
-                     *extra]) == EXIT_OK
-        return out
+    def run(name: str, isolate: bool = True) -> Path:
+        result = run_scenario(compressed("quickstart", 3), REFERENCE, tmp_path / name,
+                              mode="live", options=Options(broker=url, isolate=isolate))
+        assert result.exit_code == EXIT_OK, result.verdicts
+        return tmp_path / name
 
     async def left_behind(client_ids: set[str]) -> tuple[list[str], list[str]]:
         watcher = await RawClient.connect("127.0.0.1", port, "left-behind", username="probe",
@@ -201,20 +205,125 @@ def test_runs_on_a_long_lived_broker_never_see_each_other(
             await c.disconnect()
         return retained, sessions
 
-    first, second = run("first"), run("second")
-    ids = []
-    for out in (first, second):
-        (started,) = _events(out, "run_started")
-        run_id = started["runId"]
-        connected = _events(out, "mqtt_connected")
-        assert connected and all(c["clientId"].endswith(f"-{run_id}") for c in connected)
-        assert not connected[0]["sessionPresent"]
-        ids.append({c["clientId"] for c in connected})
-    assert not ids[0] & ids[1]
-    assert asyncio.run(left_behind(ids[0] | ids[1])) == ([], [])
+    isolated = run("isolated")
+    (started,) = _events(isolated, "run_started")
+    connected = _events(isolated, "mqtt_connected")
+    assert connected and all(c["clientId"].endswith(f"-{started['runId']}") for c in connected)
+    assert asyncio.run(left_behind({c["clientId"] for c in connected})) == ([], [])
 
-    shared = [run(f"shared-{k}", "--no-isolation") for k in (1, 2)]
+    shared = [run(f"shared-{k}", isolate=False) for k in (1, 2)]
     (started,) = _events(shared[1], "run_started")
     assert "runId" not in started
     again = {c["node"]: c["sessionPresent"] for c in _events(shared[1], "mqtt_connected")}
     assert all(again.values()), again   # the last run's sessions, found by the next
+
+
+def _certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA of its own and a server certificate it signed for 127.0.0.1: (ca, cert, key)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def cert(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str,
+             signer: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:
+        b = (x509.CertificateBuilder()
+             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+             .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+             .public_key(key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(minutes=5))
+             .not_valid_after(now + datetime.timedelta(days=1))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            b = b.add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return b.sign(signer, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    paths = folder / "ca.pem", folder / "server.pem", folder / "server.key"
+    paths[0].write_bytes(cert("a2a-bench test CA", ca_key, "a2a-bench test CA", ca_key, True)
+                         .public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert("127.0.0.1", key, "a2a-bench test CA", ca_key, False)
+                         .public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return paths
+
+
+@pytest.fixture
+def tls_mosquitto(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A Mosquitto that speaks only TLS, with a certificate from a CA of the test's own."""
+    if MOSQUITTO is None and not os.environ.get("CI"):
+        pytest.skip("mosquitto not installed")
+    ca, cert, key = _certificates(tmp_path)
+    port = free_port()
+    conf = tmp_path / "tls.conf"
+    conf.write_text("\n".join([
+        f"listener {port} 127.0.0.1", "allow_anonymous true",
+        f"cafile {ca}", f"certfile {cert}", f"keyfile {key}", "persistence false",
+        f"user {pwd.getpwuid(os.geteuid()).pw_name}", ""]))
+    proc = subprocess.Popen([MOSQUITTO or "mosquitto", "-c", str(conf)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening("127.0.0.1", port, 10, None, None)
+    yield port, ca
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_a_broker_over_tls_is_run_against_with_its_ca(
+        tls_mosquitto, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """mqtts:// with --broker-ca: the nodes in their own processes, the bench's watch and
+    clean-up clients, and the fault proxy (plain to the node, TLS to the broker) all speak
+    TLS. (`brokers` reaches it with the same client as the clean-up.)"""
+    from bench.run import run_scenario
+    from bench.substrates import Hosting, Options
+    from bench.variants import REFERENCE
+    from tests.live.conftest import compressed
+    port, ca = tls_mosquitto
+    url = f"mqtts://127.0.0.1:{port}"
+    out = tmp_path / "run"
+    result = run_scenario(compressed("crash_in_flight", 4), REFERENCE, out, mode="live",
+                          options=Options(broker=url, broker_ca=str(ca),
+                                          hosting=Hosting.PROCESS))
+    assert result.exit_code == EXIT_OK, result.verdicts
+    (started,) = _events(out, "run_started")
+    assert started["brokerUrl"] == url
+    result = run_scenario(compressed("latency", 6), REFERENCE, tmp_path / "proxied", mode="live",
+                          options=Options(broker=url, broker_ca=str(ca), link_faults=True))
+    assert _events(tmp_path / "proxied", "fault_proxy")
+    assert {v.name: v.value.value for v in result.verdicts}["silent_loss"] == "true"
+
+
+def test_a_wrong_password_is_one_line_naming_the_brokers_answer(
+        external_mosquitto, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    port, _restart = external_mosquitto
+    assert main(["run", "quickstart", "--broker", f"mqtt://probe:wrong@127.0.0.1:{port}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "refused the bench's connection: CONNACK return code" in err[-1], err
+    assert "wrong" not in "".join(err)
+
+
+def test_a_broker_over_tls_whose_certificate_nothing_vouches_for_is_not_reached(
+        tls_mosquitto, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    port, _ca = tls_mosquitto
+    assert main(["brokers", "--broker", f"mqtts://127.0.0.1:{port}"]) == 2
+    err = capsys.readouterr().err
+    assert "CERTIFICATE_VERIFY_FAILED" in err or "certificate verify failed" in err, err
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--broker", "mqtt://127.0.0.1:1", "--broker-ca", "ca.pem"], "--broker-ca=ca.pem"),
+    (["--broker", "mqtts://127.0.0.1:1", "--broker-ca", "/nonexistent.pem"],
+     "--broker-ca=/nonexistent.pem: not a readable PEM CA file")])
+def test_a_ca_file_it_cannot_use_is_refused_in_one_line(
+        args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (["brokers", *args], ["run", "quickstart", *args]):
+        assert main(command) == EXIT_INVALID
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], err

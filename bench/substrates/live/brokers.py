@@ -8,12 +8,19 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
+
+from bench.substrates.live.mqtt import Tls
+
+#: MQTT 3.1.1 §3.2.2.3: why a broker refused a connection.
+CONNACK_CODES = {1: "unacceptable protocol version", 2: "client identifier rejected",
+                 3: "server unavailable", 4: "bad user name or password", 5: "not authorized"}
 
 
 class BrokerError(RuntimeError):
@@ -55,11 +62,12 @@ class Broker:
     restart_command: str | None = None   # external brokers only
     username: str | None = None          # external brokers only (mqtt://user:pass@host)
     password: str | None = None
+    tls: Tls | None = None               # external brokers only (mqtts://)
 
     @property
     def url(self) -> str:
         """Without the credentials: this is what gets printed and recorded."""
-        return f"mqtt://{self.host}:{self.port}"
+        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
 
     @property
     def controllable(self) -> bool:
@@ -91,6 +99,7 @@ class Broker:
     def start(self, timeout_s: float = 15.0) -> None:
         if self.kind == "external":
             wait_listening(self.host, self.port, timeout_s, None, None)
+            self._hello(timeout_s)
             return
         self.workdir.mkdir(parents=True, exist_ok=True)
         log = self.workdir / f"{self.kind}.log"
@@ -98,6 +107,30 @@ class Broker:
             self.proc = subprocess.Popen(self._command(), stdout=fh, stderr=subprocess.STDOUT,
                                          start_new_session=True)
         wait_listening(self.host, self.port, timeout_s, self.proc, log)
+
+    def _hello(self, timeout_s: float) -> None:
+        """Speak MQTT to an external broker once, as every client of the run will (its TLS,
+        its user): a certificate it cannot verify or a refused login is one clear error
+        here, not a run whose nodes never come up."""
+        import asyncio
+
+        from bench.substrates.live.facts import RawClient
+
+        async def hello() -> int:
+            c = await RawClient.connect(self.host, self.port, f"a2a-bench-hello-{os.getpid()}",
+                                        username=self.username, password=self.password,
+                                        tls=self.tls, timeout_s=timeout_s)
+            code = c.return_code
+            await c.disconnect()
+            return code
+        try:
+            code = asyncio.run(hello())
+        except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            raise BrokerError(f"cannot speak MQTT to {self.url}: {type(exc).__name__}: "
+                              f"{exc}") from None
+        if code:
+            raise BrokerError(f"{self.url} refused the bench's connection: CONNACK return "
+                              f"code {code} ({CONNACK_CODES.get(code, 'unknown')})")
 
     def kill(self) -> None:
         """SIGKILL: a crash, not a shutdown (nothing is flushed on the way down)."""
@@ -127,24 +160,34 @@ def _user() -> str:
 
 
 def make_broker(spec: str, workdir: Path, persistence: bool = True,
-                restart_command: str | None = None) -> Broker:
+                restart_command: str | None = None, ca_file: str | None = None) -> Broker:
     """`amqtt` (default) and `mosquitto` start a local broker on a free 127.0.0.1 port;
-    `mqtt://[user:password@]host[:port]` is an external broker (port 1883 by default)."""
+    `mqtt://[user:password@]host[:port]` is an external broker (port 1883 by default),
+    `mqtts://…` one reached over TLS (8883; verified by `ca_file`, else the system's CAs)."""
+    if ca_file is not None and not spec.startswith("mqtts://"):
+        raise BrokerError(f"--broker-ca={ca_file}: only an mqtts:// broker is verified by a CA "
+                          f"file, and --broker={_shown(spec)}")
     if spec in ("amqtt", "mosquitto"):
         return Broker(spec, "127.0.0.1", free_port(), workdir, persistence)
     url = urlparse(spec)
     try:
-        port = url.port or 1883
+        port = url.port or (8883 if url.scheme == "mqtts" else 1883)
     except ValueError:
         port = 0
+    if url.scheme not in ("mqtt", "tcp", "mqtts") or not url.hostname or not 0 < port < 65536:
+        raise BrokerError(f"--broker={_shown(spec)} must be amqtt, mosquitto, "
+                          "mqtt://[user:password@]host[:port] or mqtts://…")
+    tls = None
     if url.scheme == "mqtts":
-        raise BrokerError(f"--broker={_shown(spec)}: TLS (mqtts://) is not supported yet; "
-                          "use mqtt://")
-    if url.scheme not in ("mqtt", "tcp") or not url.hostname or not 0 < port < 65536:
-        raise BrokerError(f"--broker={_shown(spec)} must be amqtt, mosquitto or "
-                          "mqtt://[user:password@]host[:port]")
+        tls = Tls(ca_file)
+        try:
+            tls.context()
+        except (OSError, ssl.SSLError) as exc:
+            raise BrokerError(f"--broker-ca={ca_file}: not a readable PEM CA file "
+                              f"({exc})") from None
     return Broker("external", url.hostname, port, workdir, persistence,
-                  restart_command=restart_command, username=url.username, password=url.password)
+                  restart_command=restart_command, username=url.username, password=url.password,
+                  tls=tls)
 
 
 def _shown(spec: str) -> str:

@@ -13,6 +13,7 @@ from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVers
 from bench.core.config import NodeConfig
 from bench.faults.primitives import FaultRef
 from bench.substrates.live.host import Clock, LiveHost, Sink
+from bench.substrates.live.mqtt import Tls
 from bench.workload import OP_KINDS, Behaviour, op_from_json, op_input, workload_from_json
 
 
@@ -32,6 +33,7 @@ class LaunchSpec:
     tabs: tuple[tuple[str, str], ...] = ()
     #: an external broker's user and password (stdin only: never written to a file)
     login: tuple[str, str | None] | None = None
+    tls: Tls | None = None        # an mqtts:// broker (never behind the fault proxy)
 
     def to_json(self) -> dict[str, Any]:
         c, keys = self.config, self.config.auth.keys
@@ -47,7 +49,8 @@ class LaunchSpec:
             "variant": self.variant, "data_dir": str(self.data_dir), "broker": list(self.broker),
             "t0": self.t0, "seed": self.seed, "workload": self.workload,
             "tabs": [list(t) for t in self.tabs],
-            "login": list(self.login) if self.login else None}
+            "login": list(self.login) if self.login else None,
+            "tls": {"ca_file": self.tls.ca_file} if self.tls else None}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LaunchSpec:
@@ -64,13 +67,14 @@ class LaunchSpec:
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"],
                           tuple((str(s), str(c)) for s, c in d.get("tabs", [])),
-                          (d["login"][0], d["login"][1]) if d.get("login") else None)
+                          (d["login"][0], d["login"][1]) if d.get("login") else None,
+                          Tls(d["tls"]["ca_file"]) if d.get("tls") else None)
 
     def host(self, sink: Sink, clock: Clock) -> LiveHost:
         """The node's host as this spec starts it, in-process or in a node process."""
         from bench.variants import variant
         host = LiveHost(self.config, variant(self.variant).node_class, self.data_dir,
-                        self.broker, sink, clock, self.behaviour(), self.login)
+                        self.broker, sink, clock, self.behaviour(), self.login, self.tls)
         host.tabs = dict(self.tabs)
         return host
 

@@ -252,7 +252,8 @@ class LiveDeployment:
         self.clock_origin_ms = self.clock.origin_ms
         self.log = RunLog(recorder, self.clock.now_ms)
         self.broker: Broker = make_broker(options.broker, workdir / "broker",
-                                          restart_command=options.restart_command)
+                                          restart_command=options.restart_command,
+                                          ca_file=options.broker_ca)
         #: on an external broker, this run's names: in every client id and the topic prefix
         self.run_id = secrets.token_hex(3) if self.broker.kind == "external" \
             and options.isolate else None
@@ -288,7 +289,8 @@ class LiveDeployment:
             run_id=self.run_id))
         specs = [LaunchSpec(config, self.variant.name, self.workdir / "data" / node_id,
                             (self.broker.host, self.broker.port), self.clock.t0, self.seed,
-                            self.scenario.workload.to_json(), login=self._login())
+                            self.scenario.workload.to_json(), login=self._login(),
+                            tls=self.broker.tls)
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
         if self.options.link_faults:
             specs = self.loop.run_until_complete(self._start_proxies(specs))
@@ -386,7 +388,7 @@ class LiveDeployment:
 
         async def clear(client_id: str, topics: list[str]) -> None:
             c = await RawClient.connect(b.host, b.port, client_id, clean=True,
-                                        username=b.username, password=b.password)
+                                        username=b.username, password=b.password, tls=b.tls)
             for topic in topics:
                 await c.publish(topic, b"", retain=True)
             await c.disconnect()
@@ -414,11 +416,11 @@ class LiveDeployment:
         for spec in specs:
             node_id = spec.config.node_id
             proxy = FaultProxy((self.broker.host, self.broker.port),
-                               rng_for(self.seed, f"proxy/{node_id}"))
+                               rng_for(self.seed, f"proxy/{node_id}"), self.broker.tls)
             await proxy.start()
             self.proxies[node_id] = proxy
             self.record(node_id, ev.FaultProxy(f"{proxy.host}:{proxy.port}", self.broker.url))
-            out.append(replace(spec, broker=(proxy.host, proxy.port)))
+            out.append(replace(spec, broker=(proxy.host, proxy.port), tls=None))
         return out
 
     async def _start_nodes(self, specs: list[LaunchSpec]) -> list[str]:
@@ -584,7 +586,8 @@ class LiveDeployment:
                             f"a2a-bench-watch-{secrets.token_hex(3)}",
                             on_message=lambda _d: None, on_connected=back,
                             on_disconnected=lost, on_published=lambda _m: None,
-                            keepalive_s=2, clean_session=True, login=self._login())
+                            keepalive_s=2, clean_session=True, login=self._login(),
+                            tls=self.broker.tls)
             self.links[-1] = link
             link.connect()
             return
@@ -687,7 +690,7 @@ class LiveDeployment:
                         on_message=on_message or (lambda _d: None),
                         on_connected=lambda _p: up.done() or up.set_result(None),
                         on_disconnected=lambda _r: None, on_published=lambda _m: None,
-                        login=self._login())
+                        login=self._login(), tls=self.broker.tls)
         self.links[index] = link
         link.connect()
         await asyncio.wait_for(up, 10)

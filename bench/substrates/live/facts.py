@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.substrates.live.brokers import BrokerError, make_broker, wait_listening
+from bench.substrates.live.mqtt import Tls
 from bench.substrates.live.proxy import read_packet, split_publish, varint
 
 CONNECT, CONNACK, PUBLISH, PUBACK, SUBSCRIBE, SUBACK = 1, 2, 3, 4, 8, 9
@@ -90,8 +91,9 @@ class RawClient:
     async def connect(cls, host: str, port: int, client_id: str, *, clean: bool = True,
                       keepalive_s: int = 60, will: Will | None = None,
                       username: str | None = None, password: str | None = None,
-                      timeout_s: float = 5.0) -> RawClient:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+                      tls: Tls | None = None, timeout_s: float = 5.0) -> RawClient:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(
+            host, port, ssl=tls.context() if tls else None), timeout_s)
         username = client_id if username is None else username   # amqtt names sessions so
         flags = (0x02 if clean else 0) | (0x80 if username else 0) | (0x40 if password else 0)
         payload = _str(client_id)
@@ -197,6 +199,7 @@ class Probe:
     restart: Callable[[], Awaitable[None]] | None = None
     username: str | None = None
     password: str | None = None
+    tls: Tls | None = None
 
     def __post_init__(self) -> None:
         self.nonce = secrets.token_hex(4)
@@ -211,6 +214,7 @@ class Probe:
         if self.username is not None:
             kw.setdefault("username", self.username)
             kw.setdefault("password", self.password)
+        kw.setdefault("tls", self.tls)
         return await RawClient.connect(self.host, self.port, self._id(role), **kw)  # type: ignore[arg-type]
 
     async def redelivery(self) -> Fact:
@@ -404,10 +408,11 @@ class Probe:
 
 
 def measure(spec: str, workdir: Path, restart_command: str | None = None,
-            say: Callable[[str], None] = lambda line: None) -> list[Fact]:
+            say: Callable[[str], None] = lambda line: None,
+            ca_file: str | None = None) -> list[Fact]:
     """Every fact about the broker `spec` names (amqtt, mosquitto: started here in
-    `workdir` and stopped after; an mqtt:// URL: reached as it is)."""
-    broker = make_broker(spec, workdir, restart_command=restart_command)
+    `workdir` and stopped after; an mqtt:// or mqtts:// URL: reached as it is)."""
+    broker = make_broker(spec, workdir, restart_command=restart_command, ca_file=ca_file)
     broker.start()
 
     async def restart_owned() -> None:
@@ -430,7 +435,7 @@ def measure(spec: str, workdir: Path, restart_command: str | None = None,
                restart_external if restart_command else None)
     try:
         return asyncio.run(Probe(broker.host, broker.port, restart, broker.username,
-                                 broker.password).all(say))
+                                 broker.password, broker.tls).all(say))
     finally:
         broker.stop()
 

@@ -20,7 +20,7 @@ from bench.core.node import Node
 from bench.storage import restore
 from bench.storage.files import FileStore
 from bench.substrates.host import NodeHost
-from bench.substrates.live.mqtt import Delivery, MqttLink
+from bench.substrates.live.mqtt import Delivery, MqttLink, Tls
 from bench.workload import Behaviour
 
 #: (node, event) -> None: where history events go.
@@ -44,9 +44,11 @@ class Clock:
 class LiveHost(NodeHost):
     def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
                  broker: tuple[str, int], sink: Sink, clock: Clock,
-                 behaviour: Behaviour, login: tuple[str, str | None] | None = None) -> None:
+                 behaviour: Behaviour, login: tuple[str, str | None] | None = None,
+                 tls: Tls | None = None) -> None:
         super().__init__(config, node_class, behaviour)
         self.login = login          # an external broker's user and password
+        self.tls = tls              # and TLS to it (mqtts://)
         self.clock_origin_ms = clock.origin_ms
         self.data_dir = data_dir
         self.broker = broker
@@ -120,7 +122,7 @@ class LiveHost(NodeHost):
                         on_connected=lambda present: self._on_connected(link, epoch, present),
                         on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
                         on_published=lambda mid: self._on_published(link, mid),
-                        clean_session=cmd.clean_session, login=self.login,
+                        clean_session=cmd.clean_session, login=self.login, tls=self.tls,
                         on_subscribed=lambda filters: self._on_subscribed(link, epoch, filters))
         self.link = link
         link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain)
@@ -182,7 +184,7 @@ class LiveHost(NodeHost):
         link = MqttLink(self.loop, self.broker[0], self.broker[1], client_id,
                         on_message=lambda d: self._on_message(link, epoch, d),
                         on_connected=connected, on_disconnected=lambda reason: None,
-                        on_published=lambda mid: None, login=self.login)
+                        on_published=lambda mid: None, login=self.login, tls=self.tls)
         holder.append(link)
         self.extra.append(link)
         link.connect()

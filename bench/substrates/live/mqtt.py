@@ -12,12 +12,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
+
+
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """TLS to the broker (mqtts://): verified by this CA file, or by the system's CAs."""
+
+    ca_file: str | None = None
+
+    def context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=self.ca_file)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +51,7 @@ class MqttLink:
                  on_published: Callable[[int], None],
                  on_subscribed: Callable[[tuple[str, ...]], None] = lambda filters: None,
                  keepalive_s: int = 5, clean_session: bool = False,
-                 login: tuple[str, str | None] | None = None) -> None:
+                 login: tuple[str, str | None] | None = None, tls: Tls | None = None) -> None:
         self.loop = loop
         self.host, self.port = host, port
         self.client_id = client_id
@@ -50,6 +61,8 @@ class MqttLink:
         # a broker's own users when it has them; else the client id (amqtt keeps sessions
         # only for named clients)
         c.username_pw_set(*(login or (client_id, None)))
+        if tls is not None:
+            c.tls_set_context(tls.context())
         c.max_inflight_messages_set(1000)
         c.max_queued_messages_set(0)       # unlimited: publishes while down are queued
         c.reconnect_delay_set(min_delay=1, max_delay=2)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench.spec.distribution import Distribution
+from bench.substrates.live.mqtt import Tls
 from bench.substrates.tcp import retransmission_delay_ms
 
 PUBLISH, PUBACK = 3, 4
@@ -106,6 +107,7 @@ def split_publish(packet: bytes) -> tuple[str, bytes, bytes]:
 class FaultProxy:
     upstream: tuple[str, int]
     rng: random.Random
+    upstream_tls: Tls | None = None     # nodes speak plain MQTT to the proxy; it speaks TLS on
     host: str = "127.0.0.1"
     port: int = 0
     faults: Faults = field(default_factory=Faults)
@@ -143,7 +145,8 @@ class FaultProxy:
             c_writer.transport.abort()
             return
         try:
-            b_reader, b_writer = await asyncio.open_connection(*self.upstream)
+            b_reader, b_writer = await asyncio.open_connection(
+                *self.upstream, ssl=self.upstream_tls.context() if self.upstream_tls else None)
         except OSError:
             c_writer.transport.abort()   # the broker is down: so is the proxied connection
             return
