@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench import __version__
+from bench.folders import FolderTaken, claim, claim_named, utc_stamp
 
 if TYPE_CHECKING:
     from bench.run import RunResult
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
+#: How long `run` and `brokers` try to reach a broker named by URL before calling it wrong.
+EXTERNAL_REACH_S = 5.0
 
 DESCRIPTION = """\
 a2a-bench: find the failures of agent-to-agent systems over MQTT that only appear across
@@ -179,8 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "how many copies one client with overlapping filters gets; whether RETAIN is\n"
                     "set as 3.1.1 says; what a graceful restart keeps. Topics and client ids\n"
                     "carry a fresh nonce, so a shared broker is safe. About 15 s per broker.\n\n"
-                    "exit codes: 0 measured, 2 a broker could not be started or reached, 3 invalid\n"
-                    "arguments",
+                    "exit codes: 0 measured, 2 a broker the bench starts could not be started,\n"
+                    "3 invalid arguments (a URL that names no reachable broker, a refused login or\n"
+                    "an unverifiable certificate included)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  a2a-bench brokers                      amqtt and Mosquitto, started here\n"
                "  a2a-bench brokers --broker mqtt://user:secret@10.0.0.5 --broker-restart-command "
@@ -217,6 +223,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:
+        # whoever read the output went away (`a2a-bench list | head -1`): not a failure;
+        # stdout goes nowhere from now on, so the interpreter's last flush is quiet too
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _dispatch(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -268,9 +285,9 @@ def _exchange(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _brokers(args: argparse.Namespace) -> int:
-    import shutil
     import tempfile
 
+    from bench.substrates import shown_url
     from bench.substrates.live.brokers import BrokerError, make_broker
     from bench.substrates.live.facts import measure, render
 
@@ -285,9 +302,12 @@ def _brokers(args: argparse.Namespace) -> int:
         return args.broker_ca if spec.startswith("mqtts://") else None
     for spec in specs:   # every argument checked before anything is measured
         try:
-            make_broker(spec, Path("."), ca_file=ca(spec))
+            broker = make_broker(spec, Path("."), ca_file=ca(spec))
+            if broker.kind == "external":
+                broker.start(timeout_s=EXTERNAL_REACH_S)
         except BrokerError as exc:
-            print(f"a2a-bench: {exc}", file=sys.stderr)
+            print(f"a2a-bench: --broker={shown_url(spec)}: {exc}"
+                  if "--broker" not in str(exc) else f"a2a-bench: {exc}", file=sys.stderr)
             return EXIT_INVALID
     facts = {}
     for spec in specs:
@@ -312,11 +332,6 @@ def _brokers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _utc_stamp() -> str:
-    import datetime
-    return datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
-
-
 def _run(args: argparse.Namespace) -> int:
     from bench.checks import checkers
     from bench.run import print_progress, run_scenario
@@ -337,10 +352,13 @@ def _run(args: argparse.Namespace) -> int:
     external = args.broker not in ("amqtt", "mosquitto")
     from bench.substrates.live.brokers import BrokerError, make_broker
     if mode == "live":
-        try:
-            make_broker(args.broker, Path("."), ca_file=args.broker_ca)
+        try:   # a broker named by URL is spoken to before anything is written
+            broker = make_broker(args.broker, Path("."), ca_file=args.broker_ca)
+            if broker.kind == "external":
+                broker.start(timeout_s=EXTERNAL_REACH_S)
         except BrokerError as exc:
-            print(f"a2a-bench: {exc}", file=sys.stderr)
+            print(f"a2a-bench: --broker={shown_url(args.broker)}: {exc}"
+                  if "--broker" not in str(exc) else f"a2a-bench: {exc}", file=sys.stderr)
             return EXIT_INVALID
     for spec in scenario.faults:
         if mode == "live" and external and spec.kind == "broker_restart" \
@@ -349,7 +367,12 @@ def _run(args: argparse.Namespace) -> int:
                   "--broker-restart-command to restart an external broker (the bench cannot "
                   "restart what it did not start)", file=sys.stderr)
             return EXIT_INVALID
-    out = args.out or Path("results") / f"{scenario.name}-{chosen.name}-s{scenario.seed}-{_utc_stamp()}"
+    try:
+        out = claim_named(args.out) if args.out else claim(
+            Path("results"), f"{scenario.name}-{chosen.name}-s{scenario.seed}-{utc_stamp()}")
+    except FolderTaken as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     if not args.json:
         print(f"a2a-bench run {scenario.source}: topology {scenario.topology.name} "
               f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
@@ -365,6 +388,7 @@ def _run(args: argparse.Namespace) -> int:
                               say=(lambda line: None) if args.json else
                               (lambda line: print("  " + line, file=sys.stderr)))
     except BrokerError as exc:   # not started or not reached: nothing ran to be judged
+        shutil.rmtree(out, ignore_errors=True)
         print(f"a2a-bench: broker: {exc}", file=sys.stderr)
         return EXIT_UNKNOWN
     except Exception:
@@ -385,8 +409,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    import shutil
-
     import pytest
 
     from bench.matrix import load_matrix
@@ -442,13 +464,17 @@ def _explore(args: argparse.Namespace) -> int:
             print(f"a2a-bench: {flag}={value} must be > 0", file=sys.stderr)
             return EXIT_INVALID
     minutes = args.minutes if args.minutes is not None or args.runs is not None else 5.0
-    out = args.out or Path("results") / f"explore-{args.variant}-s{args.seed}-{_utc_stamp()}"
+    try:
+        out = claim_named(args.out) if args.out else claim(
+            Path("results"), f"explore-{args.variant}-s{args.seed}-{utc_stamp()}")
+    except FolderTaken as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     budget = f"{args.runs} scenarios" if args.runs else f"{minutes:g} minutes"
     say = (lambda line: None) if args.json else (lambda line: print("  " + line, flush=True))
     if not args.json:
         print(f"a2a-bench explore: variant {args.variant}, seed {args.seed}, {budget}, "
               f"{args.jobs} at a time -> {out}/", flush=True)
-    out.mkdir(parents=True, exist_ok=True)
     try:
         e = explore(variant=args.variant, seed=args.seed, runs=args.runs, minutes=minutes,
                     jobs=args.jobs, out=out, keep_going=args.keep_going, say=say)

@@ -139,3 +139,65 @@ def test_a_run_with_no_request_and_an_empty_history_say_unknown(
     assert main(["check", str(tmp_path / "idle")]) == EXIT_UNKNOWN
     out = capsys.readouterr().out
     assert "TRUE" not in out and out.count("UNKNOWN") == 14
+
+
+# -- run folders ---------------------------------------------------------------------------
+
+def test_runs_started_in_the_same_second_finish_in_their_own_folders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("bench.cli.utc_stamp", lambda: "20261201-000000")
+    for _ in range(2):
+        assert main(["run", "quickstart", "--mode", "sim", "--no-plots"]) == EXIT_OK
+    folders = sorted(p.name for p in (tmp_path / "results").iterdir())
+    assert folders == ["quickstart-reference-s1-20261201-000000",
+                       "quickstart-reference-s1-20261201-000000-2"]
+    for name in folders:
+        assert main(["check", str(tmp_path / "results" / name)]) == EXIT_OK
+
+
+def test_folders_claimed_at_once_are_all_different(tmp_path: Path) -> None:
+    """The claim is an atomic mkdir: threads racing for one name each get their own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.folders import claim
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda _: claim(tmp_path, "run"), range(16)))
+    assert len(set(got)) == 16 and all(p.is_dir() for p in got)
+
+
+def test_out_on_an_existing_run_folder_is_refused(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "quickstart", "--mode", "sim", "--no-plots", "--out", str(tmp_path)]) == EXIT_OK
+    before = sorted(p.name for p in tmp_path.iterdir())
+    capsys.readouterr()
+    assert main(["run", "quickstart", "--mode", "sim", "--out", str(tmp_path)]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--out={tmp_path}: already holds a run" in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(("broker", "says"), [
+    ("rabbitmq", "--broker='rabbitmq' must be amqtt, mosquitto"),
+    ("mqtt://127.0.0.1:1", "--broker=mqtt://127.0.0.1:1: nothing listens on 127.0.0.1:1")])
+def test_a_bad_broker_is_one_line_exit_3_and_leaves_nothing_behind(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        broker: str, says: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("bench.cli.EXTERNAL_REACH_S", 0.3)
+    assert main(["run", "quickstart", "--broker", broker]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+    assert not list(tmp_path.iterdir())
+
+
+def test_output_cut_short_by_its_reader_is_not_an_error() -> None:
+    """`a2a-bench list | head -1`: the reader goes away; no traceback, exit 0. (`true`
+    reads nothing and is gone before the first line: the broken pipe every time.)"""
+    import subprocess
+    import sys
+    for reader in ("head -1", "true"):
+        done = subprocess.run(["bash", "-o", "pipefail", "-c",
+                               f"{sys.executable} -m bench list | {reader}"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stderr == "", (reader, done.stderr[-500:])

@@ -1,0 +1,44 @@
+"""Run folders: each run writes into a folder no other run ever shares.
+
+A default name is `<what>-<UTC second>`; two runs started in the same second (two
+terminals, two brokers side by side) must not meet, so a folder is claimed with an atomic
+`mkdir`, and the loser of a race takes the next free `-2`, `-3`, ... A folder the user
+names with `--out` is used only if it is new or empty: reopening an old run's folder
+would restart its nodes from their old data and mix two histories in one file.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+
+class FolderTaken(ValueError):
+    """`--out` names a folder that already holds something."""
+
+
+def utc_stamp() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
+
+
+def claim(parent: Path, name: str) -> Path:
+    """A new folder `parent/name` (or `name-2`, `name-3`, ... if taken), created here."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for k in range(1, 10_000):
+        path = parent / (name if k == 1 else f"{name}-{k}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FolderTaken(f"{parent}: no free folder named {name}-N")
+
+
+def claim_named(path: Path, flag: str = "--out") -> Path:
+    """The folder the user named: created, or taken as it is if it exists and is empty."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        what = "is a file" if not path.is_dir() else "already holds a run or other files"
+        raise FolderTaken(f"{flag}={path}: {what}; name a new folder (a run never reuses "
+                          "one: its nodes would restart from the old data)")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
