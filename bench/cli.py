@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import traceback
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ from bench import __version__
 from bench.folders import FolderTaken, claim, claim_named, utc_stamp
 
 if TYPE_CHECKING:
-    from bench.run import RunResult
+    from bench.run import Interrupted, RunResult
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
 #: How long `run` and `brokers` try to reach a broker named by URL before calling it wrong.
@@ -39,7 +40,8 @@ examples:
                                                      one OS process per node, SIGKILL restarts
   a2a-bench run qos1_redelivery --variant memory_dedup_60s
                                                      the same scenario against a seeded defect
-  a2a-bench run restart --seed 7 --topology split     replay any run with its printed seed
+  a2a-bench run restart --mode sim --seed 7          replay any run with its printed seed
+  a2a-bench run quickstart --topology split           the same scenario on another topology
   a2a-bench check results/<run-id>                    judge a stored history again
   a2a-bench compare results/A results/B               runs side by side (sim vs live, amqtt vs mosquitto)
   a2a-bench list                                      scenarios, topologies, faults, checkers, variants
@@ -79,9 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=["live", "sim"], default=None,
                      help="substrate: live (real broker and nodes) or sim (simpy, virtual time); "
                           "default: the scenario's mode key, else live")
-    run.add_argument("--broker", default="amqtt",
-                     help="live: amqtt (embedded, default), mosquitto, or "
-                          "mqtt://[user:password@]host[:port] (1883 by default)")
+    run.add_argument("--broker",
+                     help="live: amqtt (embedded), mosquitto, mqtt://[user:password@]host[:port] "
+                          "(1883 by default) or mqtts://… (default: the topology's [broker] "
+                          "model, amqtt unless it says)")
     run.add_argument("--broker-restart-command", metavar="CMD",
                      help="live, external broker: shell command the broker_restart fault runs")
     run.add_argument("--broker-ca", metavar="FILE",
@@ -92,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "prefix as they are (by default a run adds its run id to both and "
                           "clears its sessions and retained messages at the end, so runs on a "
                           "long-lived broker never see each other)")
-    run.add_argument("--nodes", choices=["inproc", "process"], default="inproc",
+    run.add_argument("--nodes", choices=["inproc", "process"],
                      help="live: nodes on this process's event loop, or one OS process each")
     run.add_argument("--seed", type=int, help="seed for every random draw (default: the scenario's)")
     run.add_argument("--variant", default="reference",
@@ -117,6 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     cmp_.add_argument("--json", action="store_true")
     sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants")
+    desc = sub.add_parser(
+        "describe", help="everything about one scenario, topology, matrix, fault, checker or "
+                         "variant",
+        description="Print the whole of one thing `list` shows a line of: a scenario (its "
+                    "topology, workload, faults and what it expects, per broker too), a "
+                    "topology, a matrix, a fault kind, a checker with its rules, a variant.")
+    desc.add_argument("name", help="a name from `a2a-bench list`, or a .toml file")
+    val = sub.add_parser(
+        "validate", help="check scenario, topology and matrix files without running them",
+        description="Load each FILE as a run would (a scenario with its topology) and say "
+                    "what it holds; a wrong file gets one line naming the file, the key and "
+                    "what was expected.\n\nexit codes: 0 every file is valid, 3 some file is not",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    val.add_argument("files", nargs="+", type=Path, metavar="FILE")
     mx = sub.add_parser(
         "matrix", help="run a matrix of cells in parallel; resumable; aggregated report",
         description="Run every cell of MATRIX_FILE (scenarios x topologies x variants x seeds x "
@@ -247,6 +264,10 @@ def _dispatch(argv: list[str] | None) -> int:
         return _check(args)
     if args.command == "list":
         return _list()
+    if args.command == "describe":
+        return _describe(args.name)
+    if args.command == "validate":
+        return _validate(args.files)
     if args.command == "compare":
         return _compare(args)
     if args.command == "matrix":
@@ -333,8 +354,11 @@ def _brokers(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import signal
+
     from bench.checks import checkers
-    from bench.run import print_progress, run_scenario
+    from bench.report.progress import Status
+    from bench.run import Interrupted, print_progress, run_scenario
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
     from bench.substrates import Hosting, Options, shown_url
@@ -349,6 +373,18 @@ def _run(args: argparse.Namespace) -> int:
         print(f"a2a-bench: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return EXIT_INVALID
     mode = args.mode or scenario.mode
+    live_only = [flag for flag, given in (
+        ("--broker", args.broker), ("--nodes", args.nodes), ("--broker-ca", args.broker_ca),
+        ("--broker-restart-command", args.broker_restart_command),
+        ("--no-isolation", args.no_isolation)) if given]
+    if mode == "sim" and live_only:
+        print(f"a2a-bench: {', '.join(live_only)} appl{'ies' if len(live_only) == 1 else 'y'} "
+              f"to live runs only; a simulation models its topology's [broker] model "
+              f"({scenario.topology.broker.value}) and runs its nodes in its own loop",
+              file=sys.stderr)
+        return EXIT_INVALID
+    args.broker = args.broker or scenario.topology.broker.value
+    args.nodes = args.nodes or "inproc"
     external = args.broker not in ("amqtt", "mosquitto")
     from bench.substrates.live.brokers import BrokerError, make_broker
     if mode == "live":
@@ -378,15 +414,31 @@ def _run(args: argparse.Namespace) -> int:
               f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
               f"seed {scenario.seed}, {mode}" +
               (f" on {shown_url(args.broker)} with {args.nodes} nodes" if mode == "live" else ""))
+    def terminated(_signum: int, _frame: object) -> None:
+        raise Interrupted("SIGTERM")
+    signal.signal(signal.SIGTERM, terminated)   # as Ctrl-C: keep and judge what was recorded
     try:
         options = Options(broker=args.broker, hosting=Hosting(args.nodes),
                           restart_command=args.broker_restart_command,
                           isolate=not args.no_isolation, broker_ca=args.broker_ca)
-        result = run_scenario(scenario, chosen, out, topology_overridden=args.topology is not None,
-                              mode=mode, options=options,
-                              progress=None if args.json or mode == "live" else print_progress(),
-                              say=(lambda line: None) if args.json else
-                              (lambda line: print("  " + line, file=sys.stderr)))
+        status = Status(sys.stderr, mode) if sys.stderr.isatty() and not args.json else None
+        try:
+            result = run_scenario(
+                scenario, chosen, out, topology_overridden=args.topology is not None,
+                mode=mode, options=options,
+                progress=status.tick if status else None if args.json or mode == "live"
+                else print_progress(),
+                say=(lambda line: None) if args.json else
+                (lambda line: print("  " + line, file=sys.stderr)),
+                observe=status.observe if status else None)
+        finally:
+            if status:
+                status.close()
+    except Interrupted as exc:
+        return _interrupted(exc, out)
+    except KeyboardInterrupt:
+        print("a2a-bench: interrupted before the run began", file=sys.stderr)
+        return EXIT_UNKNOWN
     except BrokerError as exc:   # not started or not reached: nothing ran to be judged
         shutil.rmtree(out, ignore_errors=True)
         print(f"a2a-bench: broker: {exc}", file=sys.stderr)
@@ -524,9 +576,24 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _interrupted(exc: Interrupted, out: Path) -> int:
+    """One line for a run stopped from outside: where, and what its partial history says."""
+    result = exc.result
+    if result is None:
+        print(f"a2a-bench: interrupted ({exc.how}); what was recorded is in {out}/history.jsonl",
+              file=sys.stderr)
+        return EXIT_UNKNOWN
+    stop = result.summary["interrupted"]
+    tally = ", ".join(f"{n} {value}" for value, n in sorted(
+        Counter(v.value.value.upper() for v in result.verdicts).items()))
+    print(f"a2a-bench: interrupted ({exc.how}) at {stop['at_s']:.1f} s of {stop['planned_s']:.1f} s; "
+          f"judged what it recorded ({tally}): {out}/report.md", file=sys.stderr)
+    return result.exit_code
+
+
 def _check(args: argparse.Namespace) -> int:
     from bench.run import rejudge
-    for name in ("history.jsonl", "summary.json", "scenario.json"):
+    for name in ("history.jsonl", "scenario.json"):
         if not (args.run_dir / name).exists():
             print(f"a2a-bench: {args.run_dir}: no {name} (is it a run folder?)", file=sys.stderr)
             return EXIT_INVALID
@@ -547,6 +614,10 @@ def _print_result(result: RunResult, as_json: bool) -> None:
                           "metrics": m}, indent=2))
         return
     lat = m["latency_ms"]
+    stop = s.get("interrupted")
+    if stop:
+        print(f"  interrupted ({stop['how']}) at {stop['at_s']:.1f} s of {stop['planned_s']:.1f} s: "
+              "judged on what it recorded")
     if s["mode"] == "sim":
         print(f"  {s['events']} events; simulated {s['simulated_s']:.1f} s in {s['wall_s']:.2f} s "
               f"wall = {s['sim_s_per_wall_s']:.1f} simulated s per wall s")
@@ -612,8 +683,11 @@ def _list() -> int:
             d = tomllib.loads(path.read_text()).get("description", "")
         except tomllib.TOMLDecodeError:
             return "(invalid TOML)"
-        return _clip(" ".join(str(d).split()), 100)
+        text = " ".join(str(d).split())
+        sentence = text.split(". ")[0]
+        return _clip(sentence if len(sentence) < len(text) else text, 110)
 
+    print("(`a2a-bench describe NAME` shows the whole of any of these)")
     print("scenarios (scenarios/):")
     for p in sorted(SCENARIOS.glob("*.toml")):
         if not p.name.endswith(".matrix.toml"):
@@ -640,6 +714,35 @@ def _list() -> int:
         caught = "" if v.name == "reference" else f"  [caught by {v.caught_by} in {v.scenario}]"
         print(f"  {v.name:<26} {_clip(v.summary, 90)}{caught}")
     return EXIT_OK
+
+
+def _describe(name: str) -> int:
+    from bench.spec.describe import describe
+    from bench.spec.distribution import SpecError
+    try:
+        text = describe(name)
+    except SpecError as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if text is None:
+        print(f"a2a-bench: nothing is called {name!r} (see `a2a-bench list`)", file=sys.stderr)
+        return EXIT_INVALID
+    print(text)
+    return EXIT_OK
+
+
+def _validate(files: list[Path]) -> int:
+    from bench.checks import checkers
+    from bench.spec.describe import validate
+    from bench.spec.distribution import SpecError
+    worst = EXIT_OK
+    for path in files:
+        try:
+            print(f"ok   {validate(path, tuple(checkers()))}")
+        except SpecError as exc:
+            print(f"a2a-bench: {exc}", file=sys.stderr)
+            worst = EXIT_INVALID
+    return worst
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -44,6 +44,8 @@ class Recorder:
     def __init__(self, path: str | Path | None = None) -> None:
         self.events: list[Line] = []
         self._fh: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
+        #: called with each line once it is written (a progress display)
+        self.observers: list[Callable[[Line], None]] = []
 
     def append(self, t_ms: float, node: str, event: Event) -> Line:
         line = Line(len(self.events) + 1, t_ms, node, event.KIND.value, to_fields(event))
@@ -52,6 +54,8 @@ class Recorder:
             self._fh.write(json.dumps(line.to_json(), sort_keys=True, separators=(",", ":"))
                            + "\n")
             self._fh.flush()
+        for observe in self.observers:
+            observe(line)
         return line
 
     def of_kind(self, kind: str) -> list[Line]:
@@ -64,15 +68,37 @@ class Recorder:
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """The raw lines of a history file (dicts), in order."""
-    with open(path, encoding="utf-8") as fh:
+    """The raw lines of a history file (dicts), in order. A last line cut while it was
+    written (a killed run: no newline, not JSON) is left out — everything before it is
+    what the run recorded (`cut_tail` says how much was cut); any other line that is not
+    JSON is an error naming it."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
                 yield json.loads(line)
             except ValueError as exc:
+                if not line.endswith("\n"):
+                    return      # the last line, cut mid-write
                 raise ValueError(f"{path}:{lineno}: not a JSON history line ({exc})") from exc
+
+
+def cut_tail(path: str | Path) -> int:
+    """How many bytes at the end of a history file are a line cut mid-write (0: none)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(0, size - 65536))
+        tail = fh.read()
+    if not tail or tail.endswith(b"\n"):
+        return 0
+    last = tail.rsplit(b"\n", 1)[-1]
+    try:
+        json.loads(last)
+    except ValueError:
+        return len(last)
+    return 0
 
 
 def event_of(line: Mapping[str, Any], where: str = "history") -> Event:

@@ -7,21 +7,24 @@ written after. Nothing here decides protocol behaviour: that is the core's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
+import signal
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bench.checks import Value, Verdict, fault_firings, judge
 from bench.checks.coverage import reached
-from bench.core.events import HarnessError, RunFinished
+from bench.core.events import HarnessError, RunFinished, RunInterrupted
 from bench.faults import CATALOGUE
-from bench.history import History, Recorder
+from bench.history import History, Line, Recorder, cut_tail
 from bench.loop import Progress, run_loop
 from bench.metrics import compute
 from bench.report.markdown import render
@@ -31,6 +34,35 @@ from bench.variants import Variant
 from bench.workload import plan
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped from outside (Ctrl-C, SIGTERM). `run_scenario` keeps and judges
+    what was recorded, then raises this with the result (a KeyboardInterrupt still: a
+    caller such as pytest stops as it would on Ctrl-C)."""
+
+    def __init__(self, how: str = "Ctrl-C", result: RunResult | None = None) -> None:
+        super().__init__(how)
+        self.how = how
+        self.result = result
+
+
+def _how(exc: BaseException) -> str:
+    return exc.how if isinstance(exc, Interrupted) else "Ctrl-C"
+
+
+@contextlib.contextmanager
+def _held(hold: bool) -> Iterator[None]:
+    """While an interrupted run stops its nodes and writes its folder, a second Ctrl-C
+    must not cut that short (the clean-up has its own timeouts)."""
+    if not hold or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass
@@ -80,17 +112,23 @@ def execute(scenario: Scenario, variant: Variant, recorder: Recorder, workdir: P
     options = replace(options, link_faults=any(CATALOGUE[f.kind].on_link(f.params)
                                                for f in scenario.faults))
     dep = open_deployment(mode, scenario, variant, recorder, workdir, options, say)
+    interrupted = False
     try:   # from here on, whatever happens, everything the deployment started is stopped
         dep.start()
         ops = plan(scenario.topology, scenario.workload, scenario.seed, scenario.duration_ms)
         stats = run_loop(dep, ops, scenario.faults, duration_ms=scenario.duration_ms,
                          drain_ms=scenario.drain_ms, progress=progress)
+    except KeyboardInterrupt as exc:   # stopped from outside: said once, then everything stops
+        interrupted = True
+        dep.record("bench", RunInterrupted(_how(exc), scenario.duration_ms))
+        raise
     except Exception as exc:   # the history says why it ends here, then the caller is told
         dep.record("bench", HarnessError(f"the run stopped: {exc!r}"[:300], {
             "where": traceback.format_exc(limit=6)[-1500:]}))
         raise
     finally:
-        closing = dep.close()
+        with _held(interrupted):
+            closing = dep.close()
     stats |= closing
     rest = {k: v for k, v in stats.items() if k not in ("simulated_ms", "operations")}
     dep.record("bench", RunFinished(stats["simulated_ms"], stats["operations"], rest))
@@ -104,7 +142,8 @@ def write_json(path: Path, value: Any) -> None:
 def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
                  topology_overridden: bool = False, mode: Mode | str | None = None,
                  options: Options | None = None, progress: Progress | None = None,
-                 say: Callable[[str], None] = lambda line: None) -> RunResult:
+                 say: Callable[[str], None] = lambda line: None,
+                 observe: Callable[[Line], None] | None = None) -> RunResult:
     mode = Mode(mode) if mode else scenario.mode
     options = options or Options()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -114,28 +153,43 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
     write_json(out_dir / "scenario.json", resolved)
     write_json(out_dir / "topology.json", scenario.topology.to_json())
     recorder = Recorder(out_dir / "history.jsonl")
+    if observe is not None:
+        recorder.observers.append(observe)
     wall0 = time.perf_counter()
-    try:
-        stats = execute(scenario, variant, recorder, out_dir, mode, options, progress, say)
-    finally:
-        recorder.close()  # whatever happened, the history recorded so far is on disk
-    wall = time.perf_counter() - wall0
-    run_s = stats["simulated_ms"] / 1000
     live = mode is Mode.LIVE
     summary = {"scenario": scenario.name, "variant": variant.name, "seed": scenario.seed,
                "topology": scenario.topology.name, "mode": mode.value,
                "broker": options.shown_broker if live else "sim",
                "nodes": options.hosting.value if live else "sim",
-               "simulated_s": run_s, "wall_s": wall,
-               "sim_s_per_wall_s": run_s / wall if wall > 0 else float("inf"),
-               "events": len(recorder.events), "expect": dict(scenario.expect),
-               "replay": replay_command(scenario, variant, topology_overridden, mode, options),
-               "stats": stats}
+               "expect": scenario.expect_for(options.broker if live else None),
+               "replay": replay_command(scenario, variant, topology_overridden, mode, options)}
+    try:
+        stats = execute(scenario, variant, recorder, out_dir, mode, options, progress, say)
+    except KeyboardInterrupt as exc:
+        recorder.close()   # everything recorded up to the interruption is on disk
+        with _held(True):
+            ended = recorder.events[-1].t_ms if recorder.events else 0.0
+            summary |= _timing(ended, time.perf_counter() - wall0, len(recorder.events)) | {
+                "interrupted": {"at_s": ended / 1000, "planned_s": scenario.duration_ms / 1000,
+                                "how": _how(exc)}}
+            result = judge_run(out_dir, summary, scenario.duration_ms)
+        raise Interrupted(_how(exc), result) from None
+    finally:
+        recorder.close()  # whatever happened, the history recorded so far is on disk
+    summary |= _timing(stats["simulated_ms"], time.perf_counter() - wall0,
+                       len(recorder.events)) | {"stats": stats}
     return judge_run(out_dir, summary, scenario.duration_ms)
 
 
-def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float) -> RunResult:
-    history = History.read(out_dir / "history.jsonl")
+def _timing(run_ms: float, wall: float, events: int) -> dict[str, Any]:
+    run_s = run_ms / 1000
+    return {"simulated_s": run_s, "wall_s": wall,
+            "sim_s_per_wall_s": run_s / wall if wall > 0 else float("inf"), "events": events}
+
+
+def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float,
+              history: History | None = None) -> RunResult:
+    history = history or History.read(out_dir / "history.jsonl")
     verdicts = judge(history)
     metrics = compute(history, duration_ms)
     faults = fault_firings(history)
@@ -150,10 +204,29 @@ def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float) -> Run
 
 
 def rejudge(out_dir: Path) -> RunResult:
-    """`a2a-bench check`: judge a stored history again (checkers may have changed)."""
-    summary = json.loads((out_dir / "summary.json").read_text())
+    """`a2a-bench check`: judge a stored history again (checkers may have changed). A run
+    killed outright (no summary, no run_finished, perhaps a last line cut mid-write) is
+    judged on the lines it completed, as an interrupted run."""
     scenario = json.loads((out_dir / "scenario.json").read_text())
-    return judge_run(out_dir, summary, float(scenario["duration_s"]) * 1000)
+    duration_ms = float(scenario["duration_s"]) * 1000
+    history = History.read(out_dir / "history.jsonl")
+    path = out_dir / "summary.json"
+    summary: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {
+        "scenario": scenario.get("name", "?"), "variant": scenario.get("variant", "?"),
+        "seed": scenario.get("seed"), "topology": scenario.get("topology", "?"),
+        "mode": scenario.get("mode", "?"), "broker": scenario.get("broker", "sim"),
+        "nodes": scenario.get("nodes", "sim"), "expect": scenario.get("expect", {}),
+        "replay": ""} | _timing(history.end_ms, 0.0, len(history.events))
+    cut = cut_tail(out_dir / "history.jsonl")
+    if not history.of(RunFinished) and not history.of(RunInterrupted):
+        how = "killed: the history ends without run_finished" + \
+            (f", its last line cut after {cut} bytes" if cut else "")
+        history = History([*history.events, RunInterrupted(
+            how, duration_ms, seq=len(history.events) + 1, t_ms=history.end_ms, node="bench")])
+        summary |= _timing(history.end_ms, 0.0, len(history.events) - 1) | {
+            "interrupted": {"at_s": history.end_ms / 1000, "planned_s": duration_ms / 1000,
+                            "how": how}}
+    return judge_run(out_dir, summary, duration_ms, history)
 
 
 def print_progress(stream: Any = sys.stderr) -> Callable[[float, float], None]:

@@ -201,3 +201,45 @@ def test_output_cut_short_by_its_reader_is_not_an_error() -> None:
                                f"{sys.executable} -m bench list | {reader}"],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and done.stderr == "", (reader, done.stderr[-500:])
+
+
+def test_every_run_example_of_the_help_names_a_scenario_that_loads() -> None:
+    """The examples in `a2a-bench --help` are what a new user types first."""
+    import shlex
+
+    from bench.cli import EPILOG, build_parser
+    from bench.spec.scenario import SCENARIOS, find, load_scenario
+    examples = [line.strip().split("  ")[0] for line in EPILOG.splitlines()
+                if line.strip().startswith("a2a-bench run ")]
+    assert len(examples) >= 4
+    for example in examples:
+        args = build_parser().parse_args(shlex.split(example)[1:])
+        scenario = load_scenario(find(args.scenario, SCENARIOS, "scenario"),
+                                 topology=args.topology, seed=args.seed)
+        assert scenario.topology.nodes, example
+
+
+def test_validate_says_what_each_file_holds_or_what_is_wrong(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.spec.scenario import SCENARIOS, TOPOLOGIES
+    good = [SCENARIOS / "partition.toml", TOPOLOGIES / "star.toml",
+            SCENARIOS / "default.matrix.toml"]
+    assert main(["validate", *map(str, good)]) == EXIT_OK
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(": ")[1].split()[0] for line in out] == ["scenario", "topology", "matrix"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('topology = "star"\nduration_s = -1\n')
+    assert main(["validate", str(good[0]), str(bad)]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.toml" in err[0] and "duration_s=-1 must be > 0" in err[0]
+
+
+def test_describe_shows_the_whole_of_a_thing_and_both_things_of_one_name(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["describe", "partition"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "live on amqtt: qos1_delivery FALSE" in text and "faults[0] partition" in text
+    assert main(["describe", "loss"]) == EXIT_OK           # a scenario and a fault kind
+    text = capsys.readouterr().out
+    assert text.startswith("scenario loss") and "\n\nfault loss" in text
+    assert main(["describe", "nothing-of-the-kind"]) == EXIT_INVALID

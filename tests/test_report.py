@@ -52,3 +52,28 @@ def test_fault_windows_come_from_the_nemesis_journal(tmp_path: Path) -> None:
 
 def test_report_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     assert main(["report", str(tmp_path)]) == 3
+
+
+def test_the_status_line_counts_requests_and_names_faults_as_they_act() -> None:
+    import io
+
+    from bench.history import Line
+    from bench.report.progress import Status
+    out = io.StringIO()
+    status = Status(out, "live")
+    lines = [Line(1, 100.0, "orch", "request_sent", {}),
+             Line(2, 900.0, "bench", "fault_start", {"fault": "partition", "faultIndex": 0,
+                                                     "params": {"node": "exec-2"}}),
+             Line(3, 950.0, "orch", "request_settled", {"outcome": "COMPLETED"}),
+             Line(4, 2000.0, "bench", "fault_healed", {"fault": "partition", "faultIndex": 0})]
+    for line in lines[:3]:
+        status.observe(line)
+    status.tick(1000.0, 45_000.0)
+    assert "faults acting: partition[0]" in out.getvalue().rsplit("\r", 1)[-1]
+    status.observe(lines[3])
+    status.close()
+    text = out.getvalue()
+    assert "0.9 s  fault partition[0] starts on exec-2\n" in text
+    assert "2.0 s  fault partition[0] healed\n" in text
+    assert "run    1.0 / 45.0 s" in text and "requests 1 sent, 1 settled (1 completed)" in text
+    assert text.endswith("\r\033[K")

@@ -51,6 +51,10 @@ def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
     ("colour = 1\n", "unknown key(s) ['colour']"),
     ("[expect]\nduplicate_execution = \"maybe\"\n", "expect.duplicate_execution='maybe' must be one of"),
     ("[expect]\nno_such_check = \"true\"\n", "expect: unknown key(s) ['no_such_check']"),
+    ("[expect]\namqtt = \"false\"\n", "expect.amqtt must be a table"),
+    ("[expect.mosquitto]\nno_such_check = \"true\"\n",
+     "expect.mosquitto: unknown key(s) ['no_such_check']"),
+    ("[expect.amqtt]\nsilent_loss = \"sometimes\"\n", "expect.amqtt.silent_loss='sometimes'"),
     ("mode = \"quantum\"\n", "mode='quantum' must be one of"),
     ("this is = not toml [", "not valid TOML"),
     ("[[faults]]\nkind = \"qos1_redelivery\"\nlive_method = \"replay\"\n",
@@ -95,3 +99,11 @@ def test_unknown_scenario_and_variant_exit_3(capsys: pytest.CaptureFixture[str])
     assert "no scenario named 'no_such_scenario'" in capsys.readouterr().err
     assert main(["run", "quickstart", "--variant", "nope"]) == EXIT_INVALID
     assert "unknown variant 'nope'" in capsys.readouterr().err
+
+
+def test_a_scenario_may_expect_other_verdicts_live_on_one_broker() -> None:
+    from bench.spec.scenario import SCENARIOS
+    partition = load_scenario(SCENARIOS / "partition.toml")
+    assert partition.expect_for("amqtt").get("qos1_delivery") == "false"
+    assert "qos1_delivery" not in partition.expect_for("mosquitto")
+    assert "qos1_delivery" not in partition.expect_for(None)   # simulation

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bench.core.events import BrokerDown, Event, FaultFired, FaultStart
+from bench.core.events import BrokerDown, Event, FaultFired, FaultStart, RunInterrupted
 from bench.history import History
 
 MAX_EXAMPLES = 5   # counterexamples kept per rule
@@ -181,6 +181,7 @@ def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
         selected = {k: v for k, v in selected.items() if k in set(only)}
     silent_faults = [f for f in fault_firings(history) if f["fired"] == 0]
     lost_broker = [d for d in history.of(BrokerDown) if not d.planned]
+    interrupted = history.of(RunInterrupted)
     verdicts = []
     for name, check in selected.items():
         try:
@@ -192,6 +193,16 @@ def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
             names = ", ".join(f"faults[{f['index']}] {f['kind']}" for f in silent_faults)
             v.value = Value.UNKNOWN
             v.note = (v.note + "; " if v.note else "") + f"never fired: {names}"
+        if interrupted:
+            # what it recorded is judged; a TRUE vouches only for the part that ran
+            i = interrupted[0]
+            if v.value is Value.TRUE:
+                v.value = Value.UNKNOWN
+                why = f"TRUE on what it recorded; the run was interrupted at {i.t_ms / 1000:.1f}"
+            else:
+                why = f"the run was interrupted at {i.t_ms / 1000:.1f}"
+            v.note = (v.note + "; " if v.note else "") + \
+                f"{why} of {i.planned_ms / 1000:.1f} s ({i.how})"
         if v.value is Value.TRUE and lost_broker:
             # what followed tested the broker's absence, not the system: nothing to vouch for
             d = lost_broker[0]

@@ -744,6 +744,16 @@ class RunStarted(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class RunInterrupted(Event):
+    """The run was stopped before its end (Ctrl-C, SIGTERM): what precedes is all it
+    recorded, and verdicts are given on that."""
+
+    KIND = EventKind.RUN_INTERRUPTED
+    how: str
+    planned_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished(Event):
     KIND = EventKind.RUN_FINISHED
     OPEN = True                        # plus the substrate's statistics
@@ -961,7 +971,7 @@ class AttackSent(Event):
 
 
 HARNESS: tuple[type[Event], ...] = (
-    RunStarted, RunFinished, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
+    RunStarted, RunFinished, RunInterrupted, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
     SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
     TakeoverWill,
     HumanClicked, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,

@@ -86,6 +86,7 @@ class EventKind(StrEnum):
     # clients, the simulated people, the nemesis and the attacker
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"
+    RUN_INTERRUPTED = "run_interrupted"
     RUN_STOPPING = "run_stopping"
     TASKS_RESTORED = "tasks_restored"
     NODE_CRASHED = "node_crashed"

@@ -44,6 +44,8 @@ OPTIONAL_SUBJECTS: dict[str, Any] = {
     "context_isolation": lambda w: w.process_fraction > 0,
 }
 VERDICT_WORDS = ("true", "false", "unknown")
+#: The brokers the bench starts: a scenario may expect other verdicts live on one of them.
+EMBEDDED_BROKERS = ("amqtt", "mosquitto")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +78,21 @@ class Scenario:
     faults: tuple[FaultSpec, ...]
     expect: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
+    #: [expect.amqtt], [expect.mosquitto]: what differs on that broker in a live run
+    expect_by_broker: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def expect_for(self, broker: str | None) -> dict[str, str]:
+        """The verdicts expected of a run: live on `broker` (amqtt, mosquitto), or in
+        simulation (None), whose broker models do not reproduce the live brokers' quirks."""
+        return {**self.expect, **self.expect_by_broker.get(broker or "", {})}
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "source": self.source,
                 "topology": self.topology.name, "mode": self.mode, "seed": self.seed,
                 "duration_s": self.duration_ms / 1000, "drain_s": self.drain_ms / 1000,
                 "auth": self.auth.to_json(), "workload": self.workload.to_json(),
-                "faults": [f.to_json() for f in self.faults], "expect": dict(self.expect)}
+                "faults": [f.to_json() for f in self.faults], "expect": dict(self.expect),
+                "expect_by_broker": {b: dict(e) for b, e in self.expect_by_broker.items()}}
 
 
 class _Table:
@@ -320,14 +330,25 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         if spec.at_ms >= duration_s * 1000:
             raise SpecError(f"{f}: faults[{spec.index}].at_s={spec.at_ms / 1000:g} must be "
                             f"< duration_s={duration_s:g}")
-    expect_t = _Table(raw.get("expect", {}), f"{f}: expect", set(known_checks) or
-                      set(raw.get("expect", {})))
+    raw_expect = raw.get("expect", {})
+    by_broker_raw = {b: raw_expect[b] for b in EMBEDDED_BROKERS
+                     if isinstance(raw_expect, Mapping) and b in raw_expect}
+    checks = set(known_checks) or set(raw_expect) - set(by_broker_raw) | {
+        k for t in by_broker_raw.values() if isinstance(t, Mapping) for k in t}
+    expect_t = _Table({k: v for k, v in raw_expect.items() if k not in by_broker_raw}
+                      if isinstance(raw_expect, Mapping) else raw_expect,
+                      f"{f}: expect", checks | set(EMBEDDED_BROKERS))
     expect = {k: "unknown" for k, asks in OPTIONAL_SUBJECTS.items() if not asks(workload)}
     expect |= {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
+    by_broker = {}
+    for b, table in by_broker_raw.items():
+        t = _Table(table, f"{f}: expect.{b}", checks)
+        by_broker[b] = {k: t.choice(k, VERDICT_WORDS, "true") for k in t.raw}
     drain_default = workload.request_timeout_ms / 1000 + 5
     mode = Mode(top.choice("mode", MODES, Mode.LIVE.value))
     return Scenario(
         name=top.text("name", path.stem), description=str(raw.get("description", "")),
         topology=topo, mode=mode, seed=seed if seed is not None else top.integer("seed", 1),
         duration_ms=duration_s * 1000, drain_ms=top.number("drain_s", drain_default) * 1000,
-        auth=auth, workload=workload, faults=faults, expect=expect, source=f)
+        auth=auth, workload=workload, faults=faults, expect=expect, source=f,
+        expect_by_broker=by_broker)

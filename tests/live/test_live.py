@@ -43,22 +43,6 @@ def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
         (started_ms, origins[:3], ended_ms)
 
 
-#: Where the brokers differ and the verdicts must show it. amqtt 0.12 answers a second
-#: CONNECT with a live client id by stopping the old connection's handler without closing
-#: its socket; the two connections share one Session, and when the old one later sends
-#: DISCONNECT the shared session is marked disconnected: from then on the broker accepts
-#: messages for the real node and delivers them nowhere. Mosquitto closes the old
-#: connection at takeover and loses nothing silently. amqtt also resumes a persistent
-#: session without resending the QoS1 messages that were in flight when the link died, so
-#: after a partition messages the broker accepted never reach the node (qos1_delivery).
-#: And amqtt keeps nothing across a restart (no persistence at all): whatever it held
-#: queued or in flight at that instant is gone, so its verdict depends on timing (either
-#: is accepted); Mosquitto saves its state on SIGTERM and loses nothing.
-BROKER_DIFFERENCES: dict[tuple[str, str], dict[str, set[str]]] = {
-    ("amqtt", "duplicate_client_id"): {"silent_loss": {"false"}, "qos1_delivery": {"false"}},
-    ("amqtt", "partition"): {"qos1_delivery": {"false"}},
-}
-
 FAULTS = ["restart", "broker_restart", "double_subscription", "overlapping_filters",
           "duplicate_client_id",
           "empty_directory", "stale_roster", "missing_reply_node", "redelivery_restart",
@@ -79,8 +63,7 @@ def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
                                   "gate_orchestrator_restart", "key_rotation") else "inproc"
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
                           options=Options(broker=broker, hosting=Hosting(nodes)))
-    expect = {k: {v} for k, v in scenario.expect.items()}
-    expect |= BROKER_DIFFERENCES.get((broker, name), {})
+    expect = {k: {v} for k, v in scenario.expect_for(broker).items()}
     wrong = {v.name: (v.value.value, v.counterexamples[:2], v.note) for v in result.verdicts
              if v.value.value not in expect.get(v.name, {"true"})}
     if broker == "amqtt" and wrong:

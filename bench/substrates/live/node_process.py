@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 
 from bench.core.events import Event, HarnessError, to_fields
@@ -48,4 +49,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C in the bench's terminal reaches every process of its group: the bench stops
+    # its nodes itself (a "stop" line, or its stdin closing), so they do not die of it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     asyncio.run(main())

@@ -1,0 +1,149 @@
+"""`a2a-bench validate` and `a2a-bench describe`: the input files and the catalogue, read
+without running anything.
+
+`validate FILE...` loads each scenario, topology or matrix file as a run would (a scenario
+with its topology) and says what it found, or the one-line error naming file and key.
+`describe NAME` prints everything about one scenario, topology, matrix, fault kind,
+checker or variant — `list` shows one line of each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tomllib
+from pathlib import Path
+
+from bench.spec.distribution import SpecError
+from bench.spec.scenario import SCENARIOS, TOPOLOGIES, load_scenario, load_topology
+
+
+def validate(path: Path, known_checks: tuple[str, ...]) -> str:
+    """One line on what the file holds; SpecError (naming file and key) if it is wrong."""
+    if not path.is_file():
+        raise SpecError(f"{path}: no such file")
+    if path.name.endswith(".matrix.toml"):
+        from bench.matrix import load_matrix
+        matrix = load_matrix(path)
+        return f"{path}: matrix {matrix.name!r}, {len(matrix.cells)} cells"
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+    if "nodes" in raw:
+        t = load_topology(path)
+        return (f"{path}: topology {t.name!r}, {len(t.nodes)} nodes, broker model "
+                f"{t.broker.value}")
+    s = load_scenario(path, known_checks=known_checks)
+    return (f"{path}: scenario {s.name!r} on topology {s.topology.name!r} "
+            f"({len(s.topology.nodes)} nodes), {s.duration_ms / 1000:g} s, "
+            f"{len(s.faults)} fault(s), mode {s.mode.value}")
+
+
+def describe(name: str) -> str | None:
+    """Everything about the things called `name` (a scenario and a fault kind may share
+    one), or None if nothing is."""
+    found = [text for finder in (_scenario, _matrix, _topology, _fault, _checker, _variant)
+             if (text := finder(name)) is not None]
+    return "\n\n".join(found) if found else None
+
+
+def _wrap(text: str, indent: str = "  ", width: int = 92) -> str:
+    import textwrap
+    return "\n".join(textwrap.wrap(" ".join(text.split()), width, initial_indent=indent,
+                                   subsequent_indent=indent)) or indent.rstrip()
+
+
+def _file(name: str, folder: Path, suffix: str = ".toml") -> Path | None:
+    path = Path(name) if name.endswith(".toml") else folder / f"{name}{suffix}"
+    if not path.is_file():
+        return None
+    with contextlib.suppress(ValueError):
+        return path.resolve().relative_to(Path.cwd())
+    return path
+
+
+def _scenario(name: str) -> str | None:
+    path = _file(name, SCENARIOS)
+    if path is None or path.name.endswith(".matrix.toml"):
+        return None
+    from bench.checks import checkers
+    s = load_scenario(path, known_checks=tuple(checkers()))
+    out = [f"scenario {s.name} ({path})", _wrap(s.description),
+           f"  topology {s.topology.name} ({len(s.topology.nodes)} nodes: "
+           f"{', '.join(n.id for n in s.topology.nodes)}), broker model "
+           f"{s.topology.broker.value}",
+           f"  {s.duration_ms / 1000:g} s + drain {s.drain_ms / 1000:g} s, seed {s.seed}, "
+           f"mode {s.mode.value}, auth {s.auth.mode.value} (signature v{s.auth.signature.value})",
+           f"  workload: {s.workload.rate_per_s:g} requests/s"]
+    for f in s.faults:
+        until = "the end" if f.duration_ms is None else f"{(f.at_ms + f.duration_ms) / 1000:g} s"
+        params = ", ".join(f"{k}={v!r}" for k, v in f.plain_params().items())
+        out.append(f"  faults[{f.index}] {f.kind} from {f.at_ms / 1000:g} s to {until}: {params}")
+    expect = ", ".join(f"{k} {v.upper()}" for k, v in sorted(s.expect.items())) or \
+        "every verdict TRUE"
+    out.append(f"  expects: {expect}")
+    for broker, differs in sorted(s.expect_by_broker.items()):
+        out.append(f"  live on {broker}: " + ", ".join(
+            f"{k} {v.upper()}" for k, v in sorted(differs.items())))
+    out.append(f"  run: a2a-bench run {path}   (--mode sim for the simulator)")
+    return "\n".join(out)
+
+
+def _matrix(name: str) -> str | None:
+    path = _file(name, SCENARIOS, ".matrix.toml")
+    if path is None or not path.name.endswith(".matrix.toml"):
+        return None
+    from bench.matrix import load_matrix
+    m = load_matrix(path)
+    raw = tomllib.loads(path.read_text())
+    return "\n".join([f"matrix {m.name} ({path}), {len(m.cells)} cells",
+                      _wrap(str(raw.get("description", ""))),
+                      f"  run: a2a-bench matrix {path} -j 2"])
+
+
+def _topology(name: str) -> str | None:
+    path = _file(name, TOPOLOGIES)
+    if path is None:
+        return None
+    t = load_topology(path)
+    raw = tomllib.loads(path.read_text())
+    out = [f"topology {t.name} ({path}), broker model {t.broker.value}",
+           _wrap(str(raw.get("description", "")))]
+    for n in t.nodes:
+        out.append(f"  {n.id:<14} {n.role:<13} namespace {n.namespace:<8} agents "
+                   f"{', '.join(n.agents) or '(none)'}")
+    return "\n".join(out)
+
+
+def _fault(name: str) -> str | None:
+    from bench.faults import CATALOGUE
+    kind = CATALOGUE.get(name)
+    if kind is None:
+        return None
+    out = [f"fault {kind.name}", _wrap(kind.summary)]
+    for pname, prm in kind.params.items():
+        req = "required" if prm.required else f"default {prm.default!r}"
+        out.append(f"  {pname} ({prm.kind}, {req}): {prm.help}")
+    return "\n".join(out)
+
+
+def _checker(name: str) -> str | None:
+    from bench.checks import checkers
+    checker = checkers().get(name)
+    if checker is None:
+        return None
+    out = [f"checker {checker.name}", _wrap(checker.summary)]
+    for r in checker.rules:
+        out += [f"  rule {r.id} ({r.cites})", _wrap(r.definition, "      ")]
+    return "\n".join(out)
+
+
+def _variant(name: str) -> str | None:
+    from bench.variants import VARIANTS
+    v = VARIANTS.get(name)
+    if v is None:
+        return None
+    caught = "" if v.name == "reference" else (
+        f"\n  caught by {v.caught_by} in scenario {v.scenario}: "
+        f"a2a-bench run {v.scenario} --variant {v.name}")
+    return f"variant {v.name} ({v.seed_ref})\n{_wrap(v.summary)}{caught}"

@@ -1,0 +1,93 @@
+"""A live run stopped from outside — Ctrl-C in its terminal, SIGTERM from a supervisor —
+says so in one line, stops its node processes, and leaves a folder `check` judges."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+
+#: How long the nodes may take to come up and send a first request on a loaded machine.
+UP_WITHIN_S = 60.0
+
+
+def _start(out: Path) -> subprocess.Popen[str]:
+    # its own process group, as a shell gives a foreground job: Ctrl-C reaches all of it
+    return subprocess.Popen([sys.executable, "-m", "bench", "run", "quickstart", "--nodes",
+                             "process", "--no-plots", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _wait_for_requests(proc: subprocess.Popen[str], history: Path) -> None:
+    """Waits until the run is under way: a request has been sent (so nodes are up)."""
+    deadline = time.monotonic() + UP_WITHIN_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if history.exists() and '"request_sent"' in history.read_text():
+            return
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail(f"no request sent within {UP_WITHIN_S} s")
+
+
+@pytest.mark.parametrize(("how", "sig", "pgroup"), [("Ctrl-C", signal.SIGINT, True),
+                                                    ("SIGTERM", signal.SIGTERM, False)])
+def test_an_interrupted_live_run_says_one_line_and_stays_judgeable(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str, sig: int,
+        pgroup: bool) -> None:
+    out = tmp_path / "run"
+    proc = _start(out)
+    _wait_for_requests(proc, out / "history.jsonl")
+    if pgroup:
+        os.killpg(proc.pid, sig)      # the terminal signals the whole foreground group
+    else:
+        proc.send_signal(sig)
+    _stdout, stderr = proc.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.startswith("a2a-bench:")]
+    assert len(lines) == 1 and lines[0].startswith(f"a2a-bench: interrupted ({how}) at "), stderr
+    assert proc.returncode in (1, 2)
+    assert json.loads((out / "summary.json").read_text())["interrupted"]["how"] == how
+    # no node process outlives the bench
+    left = subprocess.run(["pgrep", "-f", f"node_process.*{out}"], capture_output=True,
+                          text=True)
+    assert not left.stdout.strip(), left.stdout
+    capsys.readouterr()
+    assert main(["check", str(out)]) in (1, 2)
+    printed = capsys.readouterr().out
+    assert f"interrupted ({how}) at" in printed and "judged on what it recorded" in printed
+
+
+def test_a_killed_run_with_its_last_line_cut_is_judged_on_the_lines_it_completed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGKILL leaves no summary; the history may end mid-line."""
+    out = tmp_path / "run"
+    proc = _start(out)
+    _wait_for_requests(proc, out / "history.jsonl")
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    for pid in children:   # the broker runs in a session of its own: SIGKILL spares it
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    history = out / "history.jsonl"
+    with open(history, "a") as fh:
+        fh.write('{"seq": 99999, "tMs": 1.0, "node": "exec-1", "kind": "task_st')
+    assert not (out / "summary.json").exists()
+    assert main(["check", str(out)]) in (1, 2)
+    printed = capsys.readouterr().out
+    assert "interrupted (killed: the history ends without run_finished, its last line cut " \
+           "after 62 bytes)" in printed, printed
+    assert main(["report", str(out)]) == 0
