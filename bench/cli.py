@@ -120,6 +120,15 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     cmp_.add_argument("--json", action="store_true")
     sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants")
+    runs = sub.add_parser(
+        "runs", help="the run folders under results/, newest first, and how each was judged",
+        description="List the run folders under DIR (default results/), newest first: when, "
+                    "scenario, variant, substrate and broker, the verdicts and the exit code; "
+                    "an interrupted run says so. --keep N removes all but the newest N runs "
+                    "(matrix and explore folders are never touched).")
+    runs.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
+    runs.add_argument("--keep", type=int, metavar="N", help="remove all but the newest N runs")
+    runs.add_argument("--json", action="store_true")
     desc = sub.add_parser(
         "describe", help="everything about one scenario, topology, matrix, fault, checker or "
                          "variant",
@@ -264,6 +273,8 @@ def _dispatch(argv: list[str] | None) -> int:
         return _check(args)
     if args.command == "list":
         return _list()
+    if args.command == "runs":
+        return _runs(args)
     if args.command == "describe":
         return _describe(args.name)
     if args.command == "validate":
@@ -713,6 +724,21 @@ def _list() -> int:
     for v in VARIANTS.values():
         caught = "" if v.name == "reference" else f"  [caught by {v.caught_by} in {v.scenario}]"
         print(f"  {v.name:<26} {_clip(v.summary, 90)}{caught}")
+    return EXIT_OK
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from bench.report.runs import find_runs, prune, render
+    if args.keep is not None and args.keep < 0:
+        print(f"a2a-bench: --keep={args.keep} must be >= 0", file=sys.stderr)
+        return EXIT_INVALID
+    found = find_runs(args.results)
+    if args.keep is not None:
+        gone = prune(found, args.keep)
+        print(f"removed {len(gone)} run folder(s) under {args.results}, kept the newest "
+              f"{min(args.keep, len(found))}", file=sys.stderr)
+        found = found[:args.keep]
+    print(json.dumps([r.to_json() for r in found], indent=2) if args.json else render(found))
     return EXIT_OK
 
 

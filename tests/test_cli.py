@@ -243,3 +243,22 @@ def test_describe_shows_the_whole_of_a_thing_and_both_things_of_one_name(
     text = capsys.readouterr().out
     assert text.startswith("scenario loss") and "\n\nfault loss" in text
     assert main(["describe", "nothing-of-the-kind"]) == EXIT_INVALID
+
+
+def test_runs_lists_run_folders_newest_first_and_keeps_the_newest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    results = tmp_path / "results"
+    for k, variant in enumerate(("reference", "reply_to_from_agent", "reference")):
+        out = results / f"r{k}"
+        main(["run", "quickstart", "--mode", "sim", "--no-plots", "--variant", variant,
+              "--out", str(out)])
+        os.utime(out / "scenario.json", (1_000_000 + k, 1_000_000 + k))
+    (results / "a-matrix").mkdir()
+    capsys.readouterr()
+    assert main(["runs", "--results", str(results), "--json"]) == EXIT_OK
+    listed = json.loads(capsys.readouterr().out)
+    assert [Path(r["path"]).name for r in listed] == ["r2", "r1", "r0"]
+    assert listed[1]["exit_code"] == 1 and listed[1]["verdicts"]["FALSE"] >= 1
+    assert main(["runs", "--results", str(results), "--keep", "1"]) == EXIT_OK
+    assert sorted(p.name for p in results.iterdir()) == ["a-matrix", "r2"]
