@@ -42,3 +42,13 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     took 3 min 28 s with 6 workers, and the whole suite 8 min 28 s with 4."""
     import os
     return max(6, os.cpu_count() or 1)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Tests skipped for want of Mosquitto are counted where nobody can miss them."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if "mosquitto not installed" in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_line(
+            f"{len(skipped)} tests against Mosquitto were skipped: it is not installed "
+            "(Debian: apt-get install mosquitto; .ci/run installs it)", yellow=True)

@@ -52,6 +52,9 @@ LAYERS = {
                    "substrates.log", "substrates.sim", "substrates.live"},
     "loop": {"core", "faults", "substrates", "workload", "loop"},
     "spec": {"spec"},
+    # `validate` and `describe`: read every kind of input and the catalogue, run nothing
+    "spec.describe": {"spec", "checks", "faults", "matrix", "variants"},
+    "folders": {"folders"},
     "report": {"core", "history", "checks", "report"},
     "tools.fuzz": {"core", "tools.fuzz"},
     "tools.attack_table": {"core", "run", "spec", "variants", "tools.attack_table"},

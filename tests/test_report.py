@@ -7,6 +7,8 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
+
 from bench.cli import EXIT_OK, main
 from bench.report.plots import fault_windows, read_history
 
@@ -41,11 +43,17 @@ def test_a_run_draws_every_plot_and_a_self_contained_report(tmp_path: Path) -> N
 
 
 def test_fault_windows_come_from_the_nemesis_journal(tmp_path: Path) -> None:
+    """A restart is shaded for its node's down time (crash to start), not from the fault's
+    start to the end of the run."""
     out = tmp_path / "run"
     assert main(["run", "restart", "--mode", "sim", "--no-plots", "--out", str(out)]) == EXIT_OK
     assert not (out / "plots").exists() and not (out / "report.html").exists()
-    windows = fault_windows(read_history(out))
-    assert [w[2] for w in windows] == ["restart"] and windows[0][0] < windows[0][1]
+    events = read_history(out)
+    windows = fault_windows(events)
+    crash = next(e for e in events if e["kind"] == "node_crashed")
+    boot = next(e for e in events if e["kind"] == "node_started" and e["seq"] > crash["seq"])
+    assert [(w[2], w[3]) for w in windows] == [("restart (exec-1 down)", 0)]
+    assert (windows[0][0], windows[0][1]) == (crash["tMs"], boot["tMs"])
     assert main(["report", str(out)]) == EXIT_OK      # drawn afterwards, on request
     assert (out / "report.html").exists() and (out / "plots" / "latency_over_time.svg").exists()
 
@@ -54,8 +62,10 @@ def test_report_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     assert main(["report", str(tmp_path)]) == 3
 
 
-def test_the_status_line_counts_requests_and_names_faults_as_they_act() -> None:
+def test_the_status_line_counts_requests_and_names_faults_as_they_act(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import io
+    monkeypatch.setenv("COLUMNS", "200")    # the line is cut to the terminal's width
 
     from bench.history import Line
     from bench.report.progress import Status

@@ -88,13 +88,26 @@ class _Progress:
         self.total = 0
         self.done = 0
         self.t0 = time.perf_counter()
+        self.legend_shown = False
+
+    def _legend(self) -> None:
+        """Once, before the first cell: what the letters of a cell's line stand for."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if self.legend_shown or tr is None:
+            return
+        self.legend_shown = True
+        from bench.checks import checkers
+        tr.write_line("each cell's letters are its verdicts (T true, F false, ? unknown), in "
+                      "this order: " + " ".join(checkers()))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.total = max(self.total, len(ids))
+        self._legend()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.total = max(self.total, len(session.items))
+        self._legend()
 
     def pytest_report_teststatus(self, report: pytest.TestReport,
                                  config: pytest.Config) -> tuple[str, str, str] | None:

@@ -129,7 +129,8 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
         plots["verdicts"] = save(verdict_grid(records, f"matrix {matrix.name}"), out / "plots",
                                  "verdicts")
         captions["verdicts"] = ("Every cell's verdicts: a seeded defect's row has its checker "
-                                "red; a black frame is a verdict the cell did not expect")
+                                "lilac (FALSE, as expected); red is a FALSE nobody expected, "
+                                "and a black frame any verdict the cell did not expect")
         plots["duplicates"] = save(duplicates(records, f"Duplicates per cell — {matrix.name}"),
                                    out / "plots", "duplicates")
         captions["duplicates"] = ("Per cell: duplicates that reached a node, and duplicates "

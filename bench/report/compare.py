@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.core.commands import RequestOutcome
+
 
 def load(run_dir: Path) -> dict[str, Any]:
     for name in ("summary.json", "verdicts.json", "metrics.json"):
@@ -56,9 +58,11 @@ def rows(runs: list[dict[str, Any]]) -> list[list[str]]:
                 value = value.get(part) if isinstance(value, dict) else None
             out.append(_num(value))
         return out
-    for label, path in (("requests", "requests"), ("completed", "outcomes.COMPLETED"),
-                        ("no response", "outcomes.NO_RESPONSE"),
-                        ("undeliverable", "outcomes.UNDELIVERABLE"),
+    # every way a request ended that some run shows (completed always)
+    seen = {k for r in runs for k, n in (r["metrics"].get("outcomes") or {}).items() if n}
+    outcomes = [(o.value.lower().replace("_", " "), f"outcomes.{o.value}") for o in RequestOutcome
+                if o is RequestOutcome.COMPLETED or o.value in seen]
+    for label, path in (("requests", "requests"), *outcomes,
                         ("latency p50 ms", "latency_ms.p50"), ("latency p90 ms", "latency_ms.p90"),
                         ("latency p99 ms", "latency_ms.p99"), ("latency max ms", "latency_ms.max"),
                         ("messages published", "messages_published"),

@@ -24,15 +24,26 @@ from bench.history import read_jsonl  # noqa: E402
 
 PALETTE = ["#3366aa", "#dd7733", "#44aa77", "#aa4466", "#7766bb", "#999933", "#33aaaa",
            "#bb5522"]
-FAULT_COLOUR = "#f2b6b6"
+#: Light fills, one per fault of a run (by its index), distinct from the data colours.
+FAULT_COLOURS = ["#f2b6b6", "#b6d7f2", "#c9e8b6", "#f2dcb6", "#dcc6f0", "#b6efe6"]
 
 
-def _plain_log(axis: Any) -> None:
-    """Log axis with plain numbers (50, 100, 500) instead of 5×10^1."""
+def _plain_log(axis: Any, values: Iterable[float] = ()) -> None:
+    """Log axis with plain numbers (50, 100, 500) instead of 5×10^1, and enough of them: a
+    span of less than a decade and a half gets a label at every 1..9 step."""
     from matplotlib.ticker import FuncFormatter, LogLocator
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    positive = [v for v in values if v > 0]
+    span = max(positive) / min(positive) if positive else 1000.0
+    subs = (tuple(float(k) for k in range(1, 10)) if span < 4 else
+            (1.0, 2.0, 3.0, 5.0) if span < 40 else (1.0, 2.0, 5.0))
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     axis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
+
+
+def _no_data(ax: Any, what: str) -> None:
+    ax.text(0.5, 0.5, f"no data: {what}", transform=ax.transAxes, ha="center",
+            va="center", fontsize=10, color="#777777")
 
 
 def _style(ax: Any, title: str, xlabel: str, ylabel: str) -> None:
@@ -63,27 +74,57 @@ def read_history(run_dir: Path) -> list[dict[str, Any]]:
     return list(read_jsonl(run_dir / "history.jsonl"))
 
 
-def fault_windows(events: Iterable[dict[str, Any]]) -> list[tuple[float, float, str]]:
-    """(start ms, end ms, label) per fault, from the nemesis journal."""
+def fault_windows(events: Iterable[dict[str, Any]]) -> list[tuple[float, float, str, int]]:
+    """(start ms, end ms, label, fault index) of each span a fault really acted: for a
+    fault that kills nodes, from each crash to that node's next start (its down time, not
+    the fault's whole window); for a broker stop, until the broker is back; for the rest,
+    from the journal's start to its heal (or the end of the history)."""
+    events = list(events)
+    end = max((float(e["tMs"]) for e in events), default=0.0)
     starts: dict[int, tuple[float, str]] = {}
-    windows = []
-    end = 0.0
+    healed: dict[int, float] = {}
+    crashed: dict[str, tuple[float, int]] = {}      # node -> (when, fault index)
+    outages: dict[int, list[tuple[float, float, str]]] = defaultdict(list)
+    broker_down: float | None = None
     for e in events:
-        end = max(end, float(e["tMs"]))
-        if e["kind"] == "fault_start":
-            starts[e["faultIndex"]] = (float(e["tMs"]), e["fault"])
-        elif e["kind"] == "fault_healed" and e.get("faultIndex") in starts:
-            t0, label = starts.pop(e["faultIndex"])
-            windows.append((t0, float(e["tMs"]), label))
-    windows += [(t0, end, label) for t0, label in starts.values()]
+        t, kind = float(e["tMs"]), e["kind"]
+        if kind == "fault_start":
+            starts[int(e["faultIndex"])] = (t, str(e["fault"]))
+        elif kind == "fault_healed" and e.get("faultIndex") is not None:
+            healed[int(e["faultIndex"])] = t
+        elif kind == "node_crashed" and e.get("faultIndex") is not None:
+            crashed[e["node"]] = (t, int(e["faultIndex"]))
+        elif kind == "node_started" and e["node"] in crashed:
+            t0, index = crashed.pop(e["node"])
+            outages[index].append((t0, t, e["node"]))
+        elif kind == "broker_down" and e.get("planned"):
+            broker_down = t
+        elif kind == "broker_up" and broker_down is not None:
+            active = [i for i, (s, _k) in starts.items() if s <= broker_down
+                      and healed.get(i, end) >= broker_down]
+            if active:
+                outages[active[-1]].append((broker_down, t, "broker"))
+            broker_down = None
+    for node, (t0, index) in crashed.items():
+        outages[index].append((t0, end, node))
+    windows = []
+    for index, (t0, label) in sorted(starts.items()):
+        if outages.get(index):
+            windows += [(a, b, f"{label} ({who} down)", index) for a, b, who in outages[index]]
+        else:
+            windows.append((t0, healed.get(index, end), label, index))
     return windows
 
 
-def _shade(ax: Any, windows: list[tuple[float, float, str]]) -> None:
-    for i, (t0, t1, label) in enumerate(windows):
+def _shade(ax: Any, windows: list[tuple[float, float, str, int]]) -> None:
+    """Each fault in a colour of its own, labelled once."""
+    seen: set[int] = set()
+    for t0, t1, label, index in windows:
         width = max(t1 - t0, 100.0) / 1000
-        ax.axvspan(t0 / 1000, t0 / 1000 + width, color=FAULT_COLOUR, alpha=0.35, lw=0,
-                   label=f"fault: {label}" if i == 0 or label != windows[i - 1][2] else None)
+        ax.axvspan(t0 / 1000, t0 / 1000 + width, lw=0, alpha=0.55,
+                   color=FAULT_COLOURS[index % len(FAULT_COLOURS)],
+                   label=None if index in seen else f"faults[{index}] {label}")
+        seen.add(index)
 
 
 def latencies(events: Iterable[dict[str, Any]]) -> list[tuple[float, float]]:
@@ -93,7 +134,38 @@ def latencies(events: Iterable[dict[str, Any]]) -> list[tuple[float, float]]:
             and e.get("latencyMs") is not None]
 
 
-def latency_cdf(series: list[tuple[str, list[float]]], title: str) -> Figure:
+#: Outcomes that came with a response (an error): they have a latency like COMPLETED.
+ANSWERED = frozenset({"FAILED", "TIMEOUT", "CANCELLED"})
+
+
+def answered_otherwise(events: Iterable[dict[str, Any]]) -> dict[str, list[tuple[float, float]]]:
+    """outcome -> (settled at ms, latency ms) of requests answered with an error."""
+    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for e in events:
+        if e["kind"] == "request_settled" and e.get("outcome") in ANSWERED \
+                and e.get("latencyMs") is not None:
+            out[str(e["outcome"])].append((float(e["tMs"]), float(e["latencyMs"])))
+    return out
+
+
+def not_completed(events: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
+    """outcome -> when each request that got no response at all gave up (ms)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for e in events:
+        if e["kind"] == "request_settled" and e.get("outcome") != "COMPLETED" \
+                and e.get("outcome") not in ANSWERED:
+            out[str(e.get("outcome"))].append(float(e["tMs"]))
+    return out
+
+
+def _others(missing: dict[str, list[float]]) -> str:
+    return ", ".join(f"{len(ts)} {outcome}" for outcome, ts in sorted(missing.items()))
+
+
+def latency_cdf(series: list[tuple[str, list[float]]], title: str,
+                missing: dict[str, list[float]] | None = None) -> Figure:
+    """Completed requests only (a request without a response has no latency); how many
+    did not complete is said under the title."""
     fig, ax = plt.subplots(figsize=(7, 4))
     for i, (label, values) in enumerate(series):
         if not values:
@@ -102,8 +174,13 @@ def latency_cdf(series: list[tuple[str, list[float]]], title: str) -> Figure:
         ys = [(k + 1) / len(xs) for k in range(len(xs))]
         ax.step(xs, ys, where="post", color=PALETTE[i % len(PALETTE)], lw=1.8,
                 label=f"{label} (n={len(xs)}, p50 {xs[len(xs) // 2]:.0f} ms)")
-    ax.set_xscale("log")
-    _plain_log(ax.xaxis)
+    if not any(values for _, values in series):
+        _no_data(ax, "no request completed")
+    else:
+        ax.set_xscale("log")
+        _plain_log(ax.xaxis, [v for _, values in series for v in values])
+    if missing:
+        title += f"\n(completed requests only; not shown: {_others(missing)})"
     ax.set_ylim(0, 1.02)
     for q in (0.5, 0.99):
         ax.axhline(q, color="#888888", lw=0.6, ls=":")
@@ -113,15 +190,22 @@ def latency_cdf(series: list[tuple[str, list[float]]], title: str) -> Figure:
 
 
 def latency_over_time(events: list[dict[str, Any]], title: str) -> Figure:
+    """Each completed request at the moment it settled; one answered with an error at its
+    latency too (a cross); one that got no response at all along the top, at the moment
+    it gave up."""
     points = latencies(events)
+    missing = not_completed(events)
+    errors = answered_otherwise(events)
     fig, ax = plt.subplots(figsize=(9, 4))
     _shade(ax, fault_windows(events))
+    if not points:
+        _no_data(ax, "no request completed")
     if points:
         span = max(t for t, _ in points) - min(t for t, _ in points)
         # about 12 requests per bin, whole seconds: quantiles of 2 points are noise
         bin_ms = max(1000.0, round(span / max(1, len(points) / 12) / 1000) * 1000)
         ax.scatter([t / 1000 for t, _ in points], [v for _, v in points], s=9, alpha=0.5,
-                   color=PALETTE[0], label="one request", lw=0)
+                   color=PALETTE[0], label="a completed request", lw=0)
         bins: dict[int, list[float]] = defaultdict(list)
         for t, v in points:
             bins[int(t // bin_ms)].append(v)
@@ -131,9 +215,18 @@ def latency_over_time(events: list[dict[str, Any]], title: str) -> Figure:
             ax.plot([(b + 0.5) * bin_ms / 1000 for b in xs], ys, color=colour, lw=1.8,
                     label=f"{label} per {bin_ms / 1000:g} s")
         ax.set_yscale("log")
-        _plain_log(ax.yaxis)
+        _plain_log(ax.yaxis, [v for _, v in points])
+        for i, (outcome, tv) in enumerate(sorted(errors.items())):
+            ax.scatter([t / 1000 for t, _ in tv], [v for _, v in tv], marker="x", s=22,
+                       lw=1.2, color=PALETTE[(2 + i) % len(PALETTE)],
+                       label=f"answered {outcome} ({len(tv)})")
+        top = max(v for _, v in points) * 1.6
+        for i, (outcome, ts) in enumerate(sorted(missing.items())):
+            ax.scatter([t / 1000 for t in ts], [top * (1.25 ** i)] * len(ts), marker="v",
+                       s=26, lw=0, color=PALETTE[(4 + i) % len(PALETTE)],
+                       label=f"{outcome} ({len(ts)}): no response; when it gave up")
     _style(ax, title, "time (s) — when the request settled", "latency (ms, log scale)")
-    _legend(ax, fontsize=8, loc="upper left", frameon=False)
+    _legend(ax, fontsize=8, loc="upper left", frameon=False, bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -169,6 +262,10 @@ def relay_timeline(events: list[dict[str, Any]], title: str, max_streams: int = 
     return fig
 
 
+#: A messages plot shows at most this many nodes (the busiest); the rest are summed up.
+MAX_NODES_SHOWN = 30
+
+
 def message_counts(events: list[dict[str, Any]], title: str) -> Figure:
     sent: dict[str, Counter[str]] = defaultdict(Counter)
     tasks = 0
@@ -177,17 +274,27 @@ def message_counts(events: list[dict[str, Any]], title: str) -> Figure:
             sent[e["node"]][e.get("messageType") or "?"] += 1
         elif e["kind"] == "task_executed":
             tasks += 1
+    grand_total = sum(sum(c.values()) for c in sent.values())
     nodes = sorted(sent)
+    hidden = ""
+    if len(nodes) > MAX_NODES_SHOWN:
+        busiest = sorted(nodes, key=lambda n: (-sum(sent[n].values()), n))[:MAX_NODES_SHOWN]
+        rest = [n for n in nodes if n not in busiest]
+        hidden = (f"\n(the {MAX_NODES_SHOWN} busiest nodes; {len(rest)} more published "
+                  f"{sum(sum(sent[n].values()) for n in rest)} in all)")
+        nodes = sorted(busiest)
     types = sorted({t for c in sent.values() for t in c})
-    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(nodes) + 3), 4))
+    fig, ax = plt.subplots(figsize=(max(6, 0.42 * len(nodes) + 3), 4))
+    if not nodes:
+        _no_data(ax, "nothing was published")
     bottom = [0] * len(nodes)
     for i, t in enumerate(types):
         values = [sent[n][t] for n in nodes]
         ax.bar(nodes, values, bottom=bottom, color=PALETTE[i % len(PALETTE)], label=t)
         bottom = [b + v for b, v in zip(bottom, values, strict=False)]
-    total = sum(bottom)
-    per_task = f"{total / tasks:.2f} messages per task" if tasks else "no tasks"
-    _style(ax, f"{title} — {total} published, {per_task}", "node", "messages published")
+    per_task = f"{grand_total / tasks:.2f} messages per task" if tasks else "no tasks"
+    _style(ax, f"{title} — {grand_total} published, {per_task}{hidden}", "node",
+           "messages published")
     ax.tick_params(axis="x", labelrotation=45 if len(nodes) > 6 else 0, labelsize=8)
     _legend(ax, fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
@@ -200,7 +307,9 @@ def duplicates(cells: list[dict[str, Any]], title: str) -> Figure:
     rows = rows or cells
     seeds = len({c["cell"]["seed"] for c in rows}) > 1
     labels = [f"{c['cell']['scenario']} · {c['cell']['variant']}"
-              + (f" · s{c['cell']['seed']}" if seeds else "") for c in rows]
+              + (f" · s{c['cell']['seed']}" if seeds else "")
+              + (f" · live {c['cell']['broker']}" if c["cell"].get("mode") == "live" else "")
+              for c in rows]
     delivered = [c["metrics"]["duplicates_delivered"] for c in rows]
     executed = [c["metrics"]["duplicates_executed"] for c in rows]
     fig, ax = plt.subplots(figsize=(8, max(3, 0.32 * len(rows) + 1.2)))
@@ -209,10 +318,17 @@ def duplicates(cells: list[dict[str, Any]], title: str) -> Figure:
             label="duplicates delivered (dropped by ledger or task table)")
     ax.barh([y - 0.2 for y in ys], executed, height=0.4, color=PALETTE[3],
             label="duplicates executed (a task ran again)")
+    for y, d, e in zip(ys, delivered, executed, strict=True):   # a zero is a value too
+        ax.text(d, y + 0.2, f" {d}", va="center", fontsize=7, color=PALETTE[0])
+        ax.text(e, y - 0.2, f" {e}", va="center", fontsize=7, color=PALETTE[3])
     ax.set_yticks(ys, labels, fontsize=7)
     ax.invert_yaxis()
+    ax.set_xlim(0, max([*delivered, *executed, 1]) * 1.12)   # all zeros: 0..1, not ±0.04
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _style(ax, title, "count", "")
-    _legend(ax, fontsize=8, frameon=False, loc="lower right")
+    _legend(ax, fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+            ncol=2)
     return fig
 
 
@@ -225,7 +341,7 @@ def topology_comparison(series: list[tuple[str, list[float], float | None]], tit
             left.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post",
                       color=PALETTE[i % len(PALETTE)], lw=1.8, label=label)
     left.set_xscale("log")
-    _plain_log(left.xaxis)
+    _plain_log(left.xaxis, [v for _, values, _m in series for v in values])
     _style(left, title, "request latency (ms, log scale)", "fraction of completed requests")
     _legend(left, fontsize=8, frameon=False, loc="lower right")
     right.bar([s[0] for s in series], [s[2] or 0 for s in series],
@@ -242,7 +358,11 @@ def run_plots(run_dir: Path) -> dict[str, dict[str, Path]]:
     label = f"{summary['scenario']} · {summary['variant']} · seed {summary['seed']}"
     folder = run_dir / "plots"
     out = {"latency_cdf": save(latency_cdf([(label, [v for _, v in latencies(events)])],
-                                           f"Latency CDF — {label}"), folder, "latency_cdf"),
+                                           f"Latency CDF — {label}",
+                                           {**not_completed(events), **{
+                                               k: [t for t, _ in v] for k, v in
+                                               answered_otherwise(events).items()}}),
+                               folder, "latency_cdf"),
            "latency_over_time": save(latency_over_time(events, f"Latency over time — {label}"),
                                      folder, "latency_over_time"),
            "messages": save(message_counts(events, "Messages per node and type"), folder,
@@ -255,28 +375,34 @@ def run_plots(run_dir: Path) -> dict[str, dict[str, Path]]:
 
 def verdict_grid(cells: list[dict[str, Any]], title: str) -> Figure:
     """The matrix at a glance: one row per cell, one column per checker; green TRUE, red
-    FALSE, amber UNKNOWN; a black frame where the verdict is not what the cell expects."""
+    FALSE where it is a failure, lilac FALSE where the cell expects it (a seeded defect
+    caught), amber UNKNOWN; a black frame where the verdict is not what the cell expects."""
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Rectangle
     checkers: list[str] = []
     for c in cells:
         checkers += [k for k in c["verdicts"] if k not in checkers]
     code = {"true": 0, "unknown": 1, "false": 2}
-    grid = [[code[c["verdicts"].get(k, "unknown")] for k in checkers] for c in cells]
+
+    def cell_code(c: dict[str, Any], k: str) -> int:
+        value = code[c["verdicts"].get(k, "unknown")]
+        return 3 if value == 2 and k not in c["wrong"] else value
+    grid = [[cell_code(c, k) for k in checkers] for c in cells]
     fig, ax = plt.subplots(figsize=(0.42 * len(checkers) + 4.5, 0.2 * len(cells) + 1.8))
-    ax.imshow(grid, aspect="auto", interpolation="nearest", vmin=0, vmax=2,
-              cmap=ListedColormap(["#5cb85c", "#f0ad4e", "#d9534f"]))
+    ax.imshow(grid, aspect="auto", interpolation="nearest", vmin=0, vmax=3,
+              cmap=ListedColormap(["#5cb85c", "#f0ad4e", "#d9534f", "#c5b3e6"]))
     for y, c in enumerate(cells):
         for x, k in enumerate(checkers):
             if k in c["wrong"]:
                 ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, lw=2, ec="black"))
     ax.set_xticks(range(len(checkers)), checkers, rotation=55, ha="right", fontsize=8)
-    ax.set_yticks(range(len(cells)), [c["cell"]["id"] for c in cells], fontsize=6.5)
+    ax.set_yticks(range(len(cells)), [str(c["cell"]["id"]) for c in cells], fontsize=6.5)
     ax.set_xticks([x - 0.5 for x in range(1, len(checkers))], minor=True)
     ax.set_yticks([y - 0.5 for y in range(1, len(cells))], minor=True)
     ax.grid(which="minor", color="white", lw=0.6)
     ax.tick_params(which="minor", length=0)
     passed = sum(not c["wrong"] for c in cells)
-    ax.set_title(f"{title} — {passed} of {len(cells)} cells as expected "
-                 "(green true, red false, amber unknown)", fontsize=10, loc="left")
+    ax.set_title(f"{title} — {passed} of {len(cells)} cells as expected\n(green true, red "
+                 "false, lilac false as expected, amber unknown; framed: not as expected)",
+                 fontsize=10, loc="left")
     return fig

@@ -50,7 +50,7 @@ def external_mosquitto(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A Mosquitto the bench did not start: a password, no anonymous clients, a pid file
     and a restart script, as on a user's machine."""
     if MOSQUITTO is None and not os.environ.get("CI"):
-        pytest.skip("mosquitto not installed")
+        pytest.skip("mosquitto not installed (apt-get install mosquitto; .ci/run does)")
     port = free_port()
     data, conf, pid = tmp_path / "data", tmp_path / "m.conf", tmp_path / "m.pid"
     data.mkdir()
@@ -260,7 +260,7 @@ def _certificates(folder: Path) -> tuple[Path, Path, Path]:
 def tls_mosquitto(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A Mosquitto that speaks only TLS, with a certificate from a CA of the test's own."""
     if MOSQUITTO is None and not os.environ.get("CI"):
-        pytest.skip("mosquitto not installed")
+        pytest.skip("mosquitto not installed (apt-get install mosquitto; .ci/run does)")
     ca, cert, key = _certificates(tmp_path)
     port = free_port()
     conf = tmp_path / "tls.conf"
