@@ -150,8 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "time through pytest-xdist. Cells land in results/<matrix-id>/cells/<cell>/; "
                     "a finished cell is never run again, so a killed matrix resumes where it "
                     "stopped (--fresh starts over). At the end: matrix.md, matrix.html (plots "
-                    "inline) and matrix.json. Exit code: 0 when every cell shows what it "
-                    "expects (a defect: its checker FALSE), else pytest's.",
+                    "inline) and matrix.json.\n\nexit codes: 0 every cell shows what it "
+                    "expects (a defect: its checker FALSE), 1 some cell does not, 2 interrupted, "
+                    "3 invalid matrix file or arguments, 5 -k or --lf selected no cell",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     mx.add_argument("matrix_file", type=Path, help="a *.matrix.toml file")
     mx.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
@@ -583,6 +584,13 @@ def _report(args: argparse.Namespace) -> int:
               "folder (no matrix.json)", file=sys.stderr)
         return EXIT_INVALID
     from bench.report.html import write_run_report
+    if not (args.run_dir / "summary.json").exists():   # a killed run: judge what it recorded
+        from bench.run import rejudge
+        try:
+            rejudge(args.run_dir)
+        except (ValueError, OSError) as exc:
+            print(f"a2a-bench: {exc}", file=sys.stderr)
+            return EXIT_INVALID
     print(write_run_report(args.run_dir))
     return EXIT_OK
 

@@ -15,6 +15,7 @@ import pytest
 
 from bench.matrix import load_matrix
 from bench.spec.distribution import SpecError
+from bench.spec.scenario import SCENARIOS
 from bench.variants import VARIANTS
 
 SMALL = """
@@ -45,7 +46,7 @@ def matrix_cli(tmp_path: Path, *args: str, wait: bool = True) -> subprocess.Comp
 
 
 @pytest.mark.parametrize("body, needle", [
-    ("[[group]]\nscenarios = ['nope']", "group[0].scenarios: 'nope' is not a scenario"),
+    ("[[group]]\nscenarios = ['nope']", "group[0].scenarios: 'nope' is neither a scenario"),
     ("[[group]]\nvariants = ['nope']", "group[0].variants: 'nope' is not a variant"),
     ("[[group]]\nmodes = ['docker']", "group[0].modes: 'docker' must be one of"),
     ("[[group]]\nseeds = ['one']", "group[0].seeds=['one'] must be integers"),
@@ -144,3 +145,28 @@ def test_compare_shows_topologies_of_one_matrix_side_by_side_and_matrices_cell_b
     assert "2 cells in common, 0 with different verdicts" in two.stdout, two.stdout
     plots = tmp_path / "results" / "topo" / "plots"
     assert (plots / "topologies_1.png").exists() and (plots / "verdicts.svg").exists()
+
+
+def test_a_matrix_names_scenario_files_of_its_own_and_live_node_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine" / "my_quickstart.toml"
+    mine.parent.mkdir()
+    mine.write_text((SCENARIOS / "quickstart.toml").read_text().replace(
+        'topology = "star"', f'topology = "{SCENARIOS.parent / "topologies" / "star.toml"}"'))
+    path = tmp_path / "x.matrix.toml"
+    path.write_text('[[group]]\nscenarios = ["mine/my_quickstart.toml", "quickstart"]\n'
+                    'modes = ["live"]\nnodes = ["inproc", "process"]\n')
+    cells = load_matrix(path).cells
+    assert sorted(c.id for c in cells) == [
+        "my_quickstart.reference.own.s1.live.amqtt",
+        "my_quickstart.reference.own.s1.live.amqtt.process",
+        "quickstart.reference.own.s1.live.amqtt",
+        "quickstart.reference.own.s1.live.amqtt.process"]
+    assert {str(c.source) for c in cells if c.scenario == "my_quickstart"} == {str(mine)}
+    path.write_text('[[group]]\nscenarios = ["mine/nope.toml"]\n')
+    with pytest.raises(SpecError, match="'mine/nope.toml': no such file"):
+        load_matrix(path)
+    path.write_text('[[group]]\nnodes = ["docker"]\n')
+    with pytest.raises(SpecError, match="nodes: 'docker' must be one of"):
+        load_matrix(path)

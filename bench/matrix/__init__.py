@@ -26,7 +26,8 @@ from bench.variants import VARIANTS
 
 MODES = ("sim", "live")
 BROKERS = ("amqtt", "mosquitto")
-_GROUP_KEYS = {"name", "scenarios", "topologies", "variants", "seeds", "modes", "brokers"}
+HOSTINGS = ("inproc", "process")
+_GROUP_KEYS = {"name", "scenarios", "topologies", "variants", "seeds", "modes", "brokers", "nodes"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,18 +39,28 @@ class Cell:
     seed: int
     mode: str
     broker: str               # "sim" in simulation
+    nodes: str = "inproc"     # live: on the bench's loop or one OS process each
+    #: the scenario file (a name in scenarios/ is scenarios/<name>.toml)
+    path: str = ""
 
     @property
     def id(self) -> str:
         parts = [self.scenario, self.variant, self.topology or "own", f"s{self.seed}", self.mode]
         if self.mode == "live":
             parts.append(self.broker)
+            if self.nodes != "inproc":
+                parts.append(self.nodes)
         return ".".join(parts)
+
+    @property
+    def source(self) -> Path:
+        return Path(self.path) if self.path else SCENARIOS / f"{self.scenario}.toml"
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "group": self.group, "scenario": self.scenario,
                 "variant": self.variant, "topology": self.topology, "seed": self.seed,
-                "mode": self.mode, "broker": self.broker}
+                "mode": self.mode, "broker": self.broker, "nodes": self.nodes,
+                "path": str(self.source)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +107,22 @@ def load_matrix(path: Path) -> Matrix:
         name = str(g.get("name", f"group{i}"))
         scenarios = _texts(g, "scenarios", at, ["@all"])
         scenarios = known_scenarios if scenarios == ["@all"] else scenarios
-        for s in scenarios:
-            if s not in known_scenarios:
-                raise SpecError(f"{at}.scenarios: {s!r} is not a scenario in scenarios/ "
-                                f"(known: {known_scenarios})")
+        files: dict[str, str] = {}      # a scenario named by its file -> that file
+        names = []
+        for s in map(str, scenarios):
+            if s.endswith(".toml") or "/" in s:
+                file = Path(s).resolve()   # from the folder the matrix runs in
+                if not file.is_file():
+                    raise SpecError(f"{at}.scenarios: {s!r}: no such file (a path is read "
+                                    f"from the current folder, {Path.cwd()})")
+                files[file.stem] = str(file)
+                names.append(file.stem)
+            elif s in known_scenarios:
+                names.append(s)
+            else:
+                raise SpecError(f"{at}.scenarios: {s!r} is neither a scenario in scenarios/ "
+                                f"(known: {known_scenarios}) nor a .toml file")
+        scenarios = names
         variants = _texts(g, "variants", at, ["reference"])
         pairs: list[tuple[str, str]] = []
         for v in variants:
@@ -125,14 +148,20 @@ def load_matrix(path: Path) -> Matrix:
         for b in brokers:
             if b not in BROKERS:
                 raise SpecError(f"{at}.brokers: {b!r} must be one of {list(BROKERS)}")
+        hostings = _texts(g, "nodes", at, ["inproc"])
+        for h in hostings:
+            if h not in HOSTINGS:
+                raise SpecError(f"{at}.nodes: {h!r} must be one of {list(HOSTINGS)}")
         for scenario, variant in pairs:
             for topo in topologies:
                 for seed in seeds:
                     for mode in modes:
                         for broker in (brokers if mode == "live" else ["sim"]):
-                            cells.append(Cell(name, scenario, variant,
-                                              None if topo == "own" else str(topo), int(seed),
-                                              str(mode), str(broker)))
+                            for hosting in (hostings if mode == "live" else ["inproc"]):
+                                cells.append(Cell(name, scenario, variant,
+                                                  None if topo == "own" else str(topo),
+                                                  int(seed), str(mode), str(broker),
+                                                  str(hosting), files.get(scenario, "")))
     seen: dict[str, Cell] = {}
     for c in cells:
         seen.setdefault(c.id, c)   # the same cell in two groups runs once
@@ -159,7 +188,7 @@ def expectation(cell: Cell) -> dict[str, str]:
     expectations (true unless it says)."""
     if cell.variant != "reference":
         return {VARIANTS[cell.variant].caught_by: "false"}
-    scenario = load_scenario(SCENARIOS / f"{cell.scenario}.toml")
+    scenario = load_scenario(cell.source)
     from bench.checks import checkers
     expect = scenario.expect_for(cell.broker if cell.mode == "live" else None)
     return {name: expect.get(name, "true") for name in checkers()}
@@ -169,15 +198,15 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
     """Run one cell into a scratch folder, then move it into place and write cell.json:
     a cell killed half-way leaves nothing that looks finished."""
     from bench.run import run_scenario
-    from bench.substrates import Options
+    from bench.substrates import Hosting, Options
     final = cell_dir(out, cell)
     scratch = final.with_name(final.name + f".partial-{os.getpid()}")
     for stale in final.parent.glob(final.name + ".partial-*"):   # left by a killed run
         shutil.rmtree(stale, ignore_errors=True)
-    scenario = load_scenario(SCENARIOS / f"{cell.scenario}.toml", topology=cell.topology,
-                             seed=cell.seed)
+    scenario = load_scenario(cell.source, topology=cell.topology, seed=cell.seed)
     t0 = time.perf_counter()
-    options = Options(broker=cell.broker) if cell.mode == "live" else Options()
+    options = Options(broker=cell.broker, hosting=Hosting(cell.nodes)) \
+        if cell.mode == "live" else Options()
     result = run_scenario(scenario, VARIANTS[cell.variant], scratch, mode=cell.mode,
                           options=options, topology_overridden=cell.topology is not None)
     wall = time.perf_counter() - t0
