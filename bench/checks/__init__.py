@@ -198,9 +198,9 @@ def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
             i = interrupted[0]
             if v.value is Value.TRUE:
                 v.value = Value.UNKNOWN
-                why = f"TRUE on what it recorded; the run was interrupted at {i.t_ms / 1000:.1f}"
+                why = f"TRUE on what it recorded; the run was interrupted at {i.t_ms / 1000:.1f} s"
             else:
-                why = f"the run was interrupted at {i.t_ms / 1000:.1f}"
+                why = f"the run was interrupted at {i.t_ms / 1000:.1f} s"
             v.note = (v.note + "; " if v.note else "") + \
                 f"{why} of {i.planned_ms / 1000:.1f} s ({i.how})"
         if v.value is Value.TRUE and lost_broker:

@@ -83,11 +83,12 @@ def test_a_killed_run_with_its_last_line_cut_is_judged_on_the_lines_it_completed
         except ProcessLookupError:
             pass
     history = out / "history.jsonl"
+    cut = '{"seq": 99999, "tMs": 1.0, "node": "exec-1", "kind": "task_st'
     with open(history, "a") as fh:
-        fh.write('{"seq": 99999, "tMs": 1.0, "node": "exec-1", "kind": "task_st')
+        fh.write(cut)
     assert not (out / "summary.json").exists()
     assert main(["check", str(out)]) in (1, 2)
     printed = capsys.readouterr().out
     assert "interrupted (killed: the history ends without run_finished, its last line cut " \
-           "after 62 bytes)" in printed, printed
+           f"after {len(cut)} bytes)" in printed, printed
     assert main(["report", str(out)]) == 0
