@@ -21,6 +21,7 @@ from bench.folders import FolderTaken, claim, claim_named, utc_stamp
 
 if TYPE_CHECKING:
     from bench.run import Interrupted, RunResult
+    from bench.spec.scenario import Scenario
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
 #: How long `run` and `brokers` try to reach a broker named by URL before calling it wrong.
@@ -374,6 +375,7 @@ def _run(args: argparse.Namespace) -> int:
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
     from bench.substrates import Hosting, Options, shown_url
+    from bench.substrates.live.brokers import BrokerError
     from bench.variants import variant
 
     try:
@@ -397,24 +399,8 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     args.broker = args.broker or scenario.topology.broker.value
     args.nodes = args.nodes or "inproc"
-    external = args.broker not in ("amqtt", "mosquitto")
-    from bench.substrates.live.brokers import BrokerError, make_broker
-    if mode == "live":
-        try:   # a broker named by URL is spoken to before anything is written
-            broker = make_broker(args.broker, Path("."), ca_file=args.broker_ca)
-            if broker.kind == "external":
-                broker.start(timeout_s=EXTERNAL_REACH_S)
-        except BrokerError as exc:
-            print(f"a2a-bench: --broker={shown_url(args.broker)}: {exc}"
-                  if "--broker" not in str(exc) else f"a2a-bench: {exc}", file=sys.stderr)
-            return EXIT_INVALID
-    for spec in scenario.faults:
-        if mode == "live" and external and spec.kind == "broker_restart" \
-                and not args.broker_restart_command:
-            print(f"a2a-bench: {scenario.source}: faults[{spec.index}] broker_restart needs "
-                  "--broker-restart-command to restart an external broker (the bench cannot "
-                  "restart what it did not start)", file=sys.stderr)
-            return EXIT_INVALID
+    if mode == "live" and _unusable_broker(args, scenario):
+        return EXIT_INVALID
     try:
         out = claim_named(args.out) if args.out else claim(
             Path("results"), f"{scenario.name}-{chosen.name}-s{scenario.seed}-{utc_stamp()}")
@@ -426,20 +412,22 @@ def _run(args: argparse.Namespace) -> int:
               f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
               f"seed {scenario.seed}, {mode}" +
               (f" on {shown_url(args.broker)} with {args.nodes} nodes" if mode == "live" else ""))
+
     def terminated(_signum: int, _frame: object) -> None:
         raise Interrupted("SIGTERM")
     signal.signal(signal.SIGTERM, terminated)   # as Ctrl-C: keep and judge what was recorded
+    # a status line on a terminal; piped, the simulator's sparse progress lines, live nothing
+    status = Status(sys.stderr, mode) if sys.stderr.isatty() and not args.json else None
+    progress = status.tick if status else None if args.json or mode == "live" else \
+        print_progress()
     try:
         options = Options(broker=args.broker, hosting=Hosting(args.nodes),
                           restart_command=args.broker_restart_command,
                           isolate=not args.no_isolation, broker_ca=args.broker_ca)
-        status = Status(sys.stderr, mode) if sys.stderr.isatty() and not args.json else None
         try:
             result = run_scenario(
                 scenario, chosen, out, topology_overridden=args.topology is not None,
-                mode=mode, options=options,
-                progress=status.tick if status else None if args.json or mode == "live"
-                else print_progress(),
+                mode=mode, options=options, progress=progress,
                 say=(lambda line: None) if args.json else
                 (lambda line: print("  " + line, file=sys.stderr)),
                 observe=status.observe if status else None)
@@ -593,6 +581,30 @@ def _report(args: argparse.Namespace) -> int:
             return EXIT_INVALID
     print(write_run_report(args.run_dir))
     return EXIT_OK
+
+
+def _unusable_broker(args: argparse.Namespace, scenario: Scenario) -> bool:
+    """Says in one line why a live run cannot use its broker (True), before anything is
+    written: a fault it cannot act without, a URL nobody answers at, a refused login, a
+    certificate nothing vouches for."""
+    from bench.substrates import shown_url
+    from bench.substrates.live.brokers import BrokerError, make_broker
+    external = args.broker not in ("amqtt", "mosquitto")
+    for spec in scenario.faults:
+        if external and spec.kind == "broker_restart" and not args.broker_restart_command:
+            print(f"a2a-bench: {scenario.source}: faults[{spec.index}] broker_restart needs "
+                  "--broker-restart-command to restart an external broker (the bench cannot "
+                  "restart what it did not start)", file=sys.stderr)
+            return True
+    try:
+        broker = make_broker(args.broker, Path("."), ca_file=args.broker_ca)
+        if broker.kind == "external":
+            broker.start(timeout_s=EXTERNAL_REACH_S)
+    except BrokerError as exc:
+        print(f"a2a-bench: --broker={shown_url(args.broker)}: {exc}"
+              if "--broker" not in str(exc) else f"a2a-bench: {exc}", file=sys.stderr)
+        return True
+    return False
 
 
 def _interrupted(exc: Interrupted, out: Path) -> int:
