@@ -393,8 +393,9 @@ def _run(args: argparse.Namespace) -> int:
         ("--no-isolation", args.no_isolation)) if given]
     if mode == "sim" and live_only:
         print(f"a2a-bench: {', '.join(live_only)} appl{'ies' if len(live_only) == 1 else 'y'} "
-              f"to live runs only; a simulation models its topology's [broker] model "
-              f"({scenario.topology.broker.value}) and runs its nodes in its own loop",
+              f"to live runs only; a simulation runs the simulator's broker model (where "
+              f"brokers differ, as the topology's [broker] model = "
+              f"{scenario.topology.broker.value} says) and its nodes in its own loop",
               file=sys.stderr)
         return EXIT_INVALID
     args.broker = args.broker or scenario.topology.broker.value
@@ -486,7 +487,7 @@ def _matrix(args: argparse.Namespace) -> int:
     # this matrix's own settings and cache (--lf), not the repo's; our lines replace the [n%]
     ini.write_text("[pytest]\nconsole_output_style = classic\n")
     argv = [str(copy), "-c", str(ini), "--rootdir", str(out), "-p", "bench.matrix.plugin",
-            "--matrix-out", str(out), "-q", "--no-header", "-rfE"]
+            "--matrix-out", str(out), "--no-header", "-rfE"]
     if args.jobs > 1:
         argv += ["-n", str(args.jobs)]
     else:
@@ -497,8 +498,8 @@ def _matrix(args: argparse.Namespace) -> int:
         argv += ["--lf"]
     if args.junitxml:
         argv += ["--junitxml", str(args.junitxml)]
-    print(f"a2a-bench matrix {args.matrix_file}: {len(matrix.cells)} cells, {args.jobs} at a "
-          f"time -> {out}/")
+    print(f"a2a-bench matrix {args.matrix_file}: {len(matrix.cells)} cells in the file, "
+          f"{args.jobs} at a time -> {out}/")
     return int(pytest.main(argv))
 
 
@@ -655,7 +656,10 @@ def _print_result(result: RunResult, as_json: bool) -> None:
     else:
         print(f"  {s['events']} events; live on {s['broker']} ({s['nodes']} nodes) for "
               f"{s['simulated_s']:.1f} s")
-    print(f"  requests {m['requests']}: " + ", ".join(f"{k} {n}" for k, n in m["outcomes"].items()))
+    unsettled = m["requests"] - sum(m["outcomes"].values())
+    print(f"  requests {m['requests']}: " + ", ".join(
+        [f"{k} {n}" for k, n in m["outcomes"].items()] +
+        ([f"{unsettled} unsettled"] if unsettled > 0 else [])))
     if lat["p50"] is not None:
         print(f"  latency ms p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  "
               f"max {lat['max']:.1f}; duplicates delivered {m['duplicates_delivered']}, "

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench.core.events import OpFailed
+from bench.core.events import OpFailed, WorkloadStarted
 from bench.faults.runner import Nemesis
 from bench.faults.spec import FaultSpec
 from bench.substrates import Deployment
@@ -59,6 +59,7 @@ def run_loop(dep: Deployment, ops: Sequence[Op], faults: tuple[FaultSpec, ...], 
              progress: Progress | None = None) -> dict[str, Any]:
     """Drive a started deployment through the plan and the faults; returns run statistics."""
     origin = dep.now_ms()          # the workload's clock starts once every node is up
+    dep.record("bench", WorkloadStarted(duration_ms, drain_ms))
     nemesis = Nemesis(dep, faults, origin_ms=origin, workload_ms=duration_ms)
     nemesis.schedule()
     _Feeder(dep, ops, origin).start()

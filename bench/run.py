@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.checks import Value, Verdict, fault_firings, judge
+from bench.checks import Value, Verdict, fault_firings, interrupted_at_s, judge
 from bench.checks.coverage import reached
 from bench.core.events import HarnessError, RunFinished, RunInterrupted
 from bench.faults import CATALOGUE
@@ -168,11 +168,12 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
     except KeyboardInterrupt as exc:
         recorder.close()   # everything recorded up to the interruption is on disk
         with _held(True):
-            ended = recorder.events[-1].t_ms if recorder.events else 0.0
-            summary |= _timing(ended, time.perf_counter() - wall0, len(recorder.events)) | {
-                "interrupted": {"at_s": ended / 1000, "planned_s": scenario.duration_ms / 1000,
-                                "how": _how(exc)}}
-            result = judge_run(out_dir, summary, scenario.duration_ms)
+            history = History.read(out_dir / "history.jsonl")
+            summary |= _timing(history.end_ms, time.perf_counter() - wall0,
+                               len(history.events)) | {
+                "interrupted": {"at_s": interrupted_at_s(history),
+                                "planned_s": scenario.duration_ms / 1000, "how": _how(exc)}}
+            result = judge_run(out_dir, summary, scenario.duration_ms, history)
         raise Interrupted(_how(exc), result) from None
     finally:
         recorder.close()  # whatever happened, the history recorded so far is on disk
@@ -224,7 +225,7 @@ def rejudge(out_dir: Path) -> RunResult:
         history = History([*history.events, RunInterrupted(
             how, duration_ms, seq=len(history.events) + 1, t_ms=history.end_ms, node="bench")])
         summary |= _timing(history.end_ms, 0.0, len(history.events) - 1) | {
-            "interrupted": {"at_s": history.end_ms / 1000, "planned_s": duration_ms / 1000,
+            "interrupted": {"at_s": interrupted_at_s(history), "planned_s": duration_ms / 1000,
                             "how": how}}
     return judge_run(out_dir, summary, duration_ms, history)
 

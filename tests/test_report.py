@@ -66,11 +66,14 @@ def test_the_status_line_counts_requests_and_names_faults_as_they_act(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import io
     monkeypatch.setenv("COLUMNS", "200")    # the line is cut to the terminal's width
+    monkeypatch.setattr("bench.report.progress.REDRAW_S", 0.0)   # every tick draws
 
     from bench.history import Line
     from bench.report.progress import Status
     out = io.StringIO()
     status = Status(out, "live")
+    status.observe(Line(0, 400.0, "bench", "workload_started",
+                        {"durationMs": 10_000.0, "drainMs": 35_000.0}))
     lines = [Line(1, 100.0, "orch", "request_sent", {}),
              Line(2, 900.0, "bench", "fault_start", {"fault": "partition", "faultIndex": 0,
                                                      "params": {"node": "exec-2"}}),
@@ -83,7 +86,10 @@ def test_the_status_line_counts_requests_and_names_faults_as_they_act(
     status.observe(lines[3])
     status.close()
     text = out.getvalue()
-    assert "0.9 s  fault partition[0] starts on exec-2\n" in text
-    assert "2.0 s  fault partition[0] healed\n" in text
-    assert "run    1.0 / 45.0 s" in text and "requests 1 sent, 1 settled (1 completed)" in text
+    # on the workload's clock (it started at 0.4 s of the history), as fault times are
+    assert "0.5 s  fault partition[0] starts on exec-2\n" in text
+    assert "1.6 s  fault partition[0] healed\n" in text
+    assert "run    1.0 / 10.0 s" in text and "requests 1 sent, 1 settled (1 completed)" in text
+    status.tick(12_000.0, 45_000.0)
+    assert "run 10.0 s, draining  2.0 / at most 35.0 s" in out.getvalue().rsplit("\r", 1)[-1]
     assert text.endswith("\r\033[K")

@@ -99,6 +99,19 @@ def test_unknown_scenario_and_variant_exit_3(capsys: pytest.CaptureFixture[str])
     assert "no scenario named 'no_such_scenario'" in capsys.readouterr().err
     assert main(["run", "quickstart", "--variant", "nope"]) == EXIT_INVALID
     assert "unknown variant 'nope'" in capsys.readouterr().err
+    assert main(["run", "quickstrat"]) == EXIT_INVALID       # a typo: the names it is near
+    assert "did you mean 'quickstart'?" in capsys.readouterr().err
+
+
+def test_a_scenario_whose_topology_is_unknown_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text('topology = "nosuch"\ncolour = 1\n')
+    with pytest.raises(SpecError) as exc:
+        load_scenario(path)
+    assert "s.toml: unknown key(s) ['colour']" in str(exc.value)     # one colon, not ": :"
+    path.write_text('topology = "nosuch"\n')
+    with pytest.raises(SpecError, match="s.toml: topology='nosuch': no topology named"):
+        load_scenario(path)
 
 
 def test_a_scenario_may_expect_other_verdicts_live_on_one_broker() -> None:

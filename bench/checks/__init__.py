@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bench.core.events import BrokerDown, Event, FaultFired, FaultStart, RunInterrupted
+from bench.core.events import (
+    BrokerDown,
+    Event,
+    FaultFired,
+    FaultStart,
+    RunInterrupted,
+    WorkloadStarted,
+)
 from bench.history import History
 
 MAX_EXAMPLES = 5   # counterexamples kept per rule
@@ -175,6 +182,19 @@ def fault_firings(history: History) -> list[dict[str, Any]]:
             for e in history.of(FaultStart)]
 
 
+def workload_origin_ms(history: History) -> float:
+    """Where the workload's clock starts on the history's (once every node is up)."""
+    started = history.of(WorkloadStarted)
+    return started[0].t_ms if started else 0.0
+
+
+def interrupted_at_s(history: History) -> float:
+    """How far into the workload the run was interrupted (or its history ends)."""
+    stops = history.of(RunInterrupted)
+    end = stops[0].t_ms if stops else history.end_ms
+    return max(0.0, end - workload_origin_ms(history)) / 1000
+
+
 def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
     selected = checkers()
     if only is not None:
@@ -196,13 +216,13 @@ def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
         if interrupted:
             # what it recorded is judged; a TRUE vouches only for the part that ran
             i = interrupted[0]
+            at = f"{interrupted_at_s(history):.1f} s of {i.planned_ms / 1000:.1f} s ({i.how})"
             if v.value is Value.TRUE:
                 v.value = Value.UNKNOWN
-                why = f"TRUE on what it recorded; the run was interrupted at {i.t_ms / 1000:.1f} s"
+                why = f"TRUE on what it recorded; the run was interrupted at {at}"
             else:
-                why = f"the run was interrupted at {i.t_ms / 1000:.1f} s"
-            v.note = (v.note + "; " if v.note else "") + \
-                f"{why} of {i.planned_ms / 1000:.1f} s ({i.how})"
+                why = f"the run was interrupted at {at}"
+            v.note = (v.note + "; " if v.note else "") + why
         if v.value is Value.TRUE and lost_broker:
             # what followed tested the broker's absence, not the system: nothing to vouch for
             d = lost_broker[0]

@@ -744,6 +744,16 @@ class RunStarted(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class WorkloadStarted(Event):
+    """Every node is up and the workload's clock starts: fault times, the planned
+    duration and the progress a run shows count from here."""
+
+    KIND = EventKind.WORKLOAD_STARTED
+    duration_ms: float
+    drain_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class RunInterrupted(Event):
     """The run was stopped before its end (Ctrl-C, SIGTERM): what precedes is all it
     recorded, and verdicts are given on that."""
@@ -971,7 +981,7 @@ class AttackSent(Event):
 
 
 HARNESS: tuple[type[Event], ...] = (
-    RunStarted, RunFinished, RunInterrupted, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
+    RunStarted, WorkloadStarted, RunFinished, RunInterrupted, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
     SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
     TakeoverWill,
     HumanClicked, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,

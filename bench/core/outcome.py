@@ -87,6 +87,7 @@ class EventKind(StrEnum):
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"
     RUN_INTERRUPTED = "run_interrupted"
+    WORKLOAD_STARTED = "workload_started"
     RUN_STOPPING = "run_stopping"
     TASKS_RESTORED = "tasks_restored"
     NODE_CRASHED = "node_crashed"

@@ -26,11 +26,18 @@ class Status:
         self.sent = self.settled = self.completed = 0
         self.acting: dict[int, str] = {}          # fault index -> its kind, while it acts
         self.t_ms = self.end_ms = 0.0
+        #: the workload's clock (every time shown counts from its start, as fault times do)
+        self.origin_ms = 0.0
+        self.duration_ms: float | None = None
         self._drawn = 0.0
         self._wall0 = time.monotonic()
 
     def observe(self, line: Line) -> None:
+        t = (line.t_ms - self.origin_ms) / 1000
         match line.kind:
+            case "workload_started":
+                self.origin_ms = line.t_ms
+                self.duration_ms = float(line.fields["durationMs"])
             case "request_sent":
                 self.sent += 1
             case "request_settled":
@@ -41,13 +48,13 @@ class Status:
                 self.acting[index] = kind
                 on = line.fields.get("params")
                 node = f" on {on['node']}" if isinstance(on, dict) and "node" in on else ""
-                self._say(f"{line.t_ms / 1000:7.1f} s  fault {kind}[{index}] starts{node}")
+                self._say(f"{t:7.1f} s  fault {kind}[{index}] starts{node}")
             case "fault_healed":
                 kind, index = str(line.fields["fault"]), int(line.fields["faultIndex"])
                 self.acting.pop(index, None)
-                self._say(f"{line.t_ms / 1000:7.1f} s  fault {kind}[{index}] healed")
+                self._say(f"{t:7.1f} s  fault {kind}[{index}] healed")
             case "broker_down" | "broker_up":
-                self._say(f"{line.t_ms / 1000:7.1f} s  {line.kind.replace('_', ' ')}")
+                self._say(f"{t:7.1f} s  {line.kind.replace('_', ' ')}")
 
     def tick(self, t_ms: float, end_ms: float) -> None:
         self.t_ms, self.end_ms = t_ms, end_ms
@@ -63,7 +70,11 @@ class Status:
     def _line(self) -> str:
         clock = "simulated" if self.mode == "sim" else "run"
         faults = ", ".join(f"{k}[{i}]" for i, k in sorted(self.acting.items())) or "none"
-        return (f"  {clock} {self.t_ms / 1000:6.1f} / {self.end_ms / 1000:.1f} s"
+        planned = self.duration_ms if self.duration_ms is not None else self.end_ms
+        where = (f"{self.t_ms / 1000:6.1f} / {planned / 1000:.1f} s" if self.t_ms <= planned
+                 else f"{planned / 1000:.1f} s, draining {(self.t_ms - planned) / 1000:4.1f}"
+                      f" / at most {(self.end_ms - planned) / 1000:.1f} s")
+        return (f"  {clock} {where}"
                 f" (wall {time.monotonic() - self._wall0:5.1f} s)  requests {self.sent} sent,"
                 f" {self.settled} settled ({self.completed} completed)  faults acting: {faults}")
 

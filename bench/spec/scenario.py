@@ -7,6 +7,7 @@ into exit code 3.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -103,7 +104,8 @@ class _Table:
             raise SpecError(f"{where} must be a table")
         extra = sorted(set(raw) - allowed)
         if extra:
-            raise SpecError(f"{where}: unknown key(s) {extra} (expected some of {sorted(allowed)})")
+            raise SpecError(f"{where.removesuffix(': ')}: unknown key(s) {extra} (expected some "
+                            f"of {sorted(allowed)})")
         self.raw, self.where = raw, where
 
     def key(self, name: str) -> str:
@@ -177,7 +179,10 @@ def find(name_or_path: str, folder: Path, what: str) -> Path:
     if candidate.exists():
         return candidate
     known = sorted(x.stem for x in folder.glob("*.toml") if not x.name.endswith(".matrix.toml"))
-    raise SpecError(f"no {what} named {name_or_path!r} in {_display(folder)} (known: {known})")
+    close = difflib.get_close_matches(name_or_path, known, n=3)
+    raise SpecError(f"no {what} named {name_or_path!r} in {_display(folder)}" +
+                    (f"; did you mean {' or '.join(map(repr, close))}?" if close else
+                     f" (known: {known})"))
 
 
 # -- topologies --------------------------------------------------------------------------------
@@ -260,7 +265,10 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     top = _Table(raw, f + ": ", {"name", "description", "topology", "mode", "seed", "duration_s",
                                  "drain_s", "auth", "workload", "faults", "expect"})
     topo_name = topology or top.text("topology")
-    topo_path = find(topo_name, TOPOLOGIES, "topology")
+    try:
+        topo_path = find(topo_name, TOPOLOGIES, "topology")
+    except SpecError as exc:
+        raise SpecError(f"{f}: topology={topo_name!r}: {exc}") from None
     if not topo_path.exists() and not topo_path.is_absolute():
         alt = path.parent / topo_path
         topo_path = alt if alt.exists() else topo_path
