@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import socket
 import ssl
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -120,15 +121,23 @@ class MqttLink:
         """A clean DISCONNECT (no will)."""
         self.closed = True
         self.client.disconnect()
-        self.client.loop_stop()
+        self._stop_network_thread()
 
     def kill(self) -> None:
         """Drop the TCP connection without DISCONNECT: the broker publishes the will."""
         self.closed = True
         sock = self.client.socket()
-        self.client.loop_stop()
+        self._stop_network_thread()    # first: the thread must not reconnect after the cut
         if isinstance(sock, socket.socket):
             # ENOTCONN here means the peer already closed it: the crash happened anyway.
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
+
+    def _stop_network_thread(self) -> None:
+        """Tell paho's network thread to end, without waiting for it here: it notices only
+        at its next select timeout (up to 1 s), and waiting on the event loop froze every
+        node of the process and the workload for that long at each crash. Nothing it does
+        afterwards reaches the loop (`closed`)."""
+        threading.Thread(target=self.client.loop_stop, daemon=True,
+                         name=f"stop-{self.client_id}").start()
