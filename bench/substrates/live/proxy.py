@@ -167,13 +167,34 @@ class FaultProxy:
 
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     to_broker: bool) -> None:
+        """One direction of a proxied connection. Each packet gets a due time of its own
+        (now + its delay), never earlier than the one before it: packets of one TCP stream
+        arrive in order, but a link delays them side by side, not one after the other (a
+        sleep per packet in turn would queue them, and a 300-700 ms link measured up to
+        2.5 s). A reader queues, a sender writes each when it is due."""
+        queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
+        sender = asyncio.create_task(self._send(queue, writer, to_broker))
+        try:
+            if await self._read(reader, queue, to_broker):
+                queue.put_nowait(None)   # what was read reaches the other side, then EOF
+                with contextlib.suppress(OSError, ConnectionError):
+                    await sender
+        finally:
+            sender.cancel()
+
+    async def _read(self, reader: asyncio.StreamReader,
+                    queue: asyncio.Queue[tuple[float, bytes] | None], to_broker: bool) -> bool:
+        """Reads and schedules packets until EOF (True) or until the connection dies: a
+        reset, a malformed stream, TCP giving up on a segment (False)."""
+        loop = asyncio.get_running_loop()
+        last_due = 0.0
         # EOF, a reset or a malformed stream ends this proxied connection; both sides then
         # see it close, as they would if the network between them failed.
         with contextlib.suppress(OSError, asyncio.IncompleteReadError, ValueError):
             while True:
                 packet = await read_packet(reader)
                 if not packet:
-                    return
+                    return True
                 self.counters.packets += 1
                 f = self.faults
                 if f.partitioned:
@@ -190,10 +211,23 @@ class FaultProxy:
                 extra_ms, retransmissions = retransmission_delay_ms(self.rng, f.loss)
                 self.counters.retransmitted += retransmissions
                 if extra_ms == float("inf"):
-                    return      # TCP gave up on the segment: the connection dies
-                delay += extra_ms / 1000
-                if delay:
-                    await asyncio.sleep(delay)   # per direction, in order, like one TCP stream
+                    return False     # TCP gave up on the segment: the connection dies
+                last_due = max(loop.time() + delay + extra_ms / 1000, last_due)
+                queue.put_nowait((last_due, packet))
+        return False
+
+    async def _send(self, queue: asyncio.Queue[tuple[float, bytes] | None],
+                    writer: asyncio.StreamWriter, to_broker: bool) -> None:
+        """Writes each packet when it is due; a write that fails ends only this sender (the
+        reader sees the connection end on its own)."""
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(OSError, ConnectionError):
+            while (item := await queue.get()) is not None:
+                due, packet = item
+                if due > loop.time():
+                    await asyncio.sleep(due - loop.time())
+                kind = packet[0] >> 4
+                f = self.faults
                 if not to_broker and kind == PUBLISH and f.rewrite is not None:
                     rewritten = rewrite_publish(packet, f.rewrite)
                     if rewritten != packet:
