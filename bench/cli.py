@@ -398,6 +398,10 @@ def _run(args: argparse.Namespace) -> int:
               f"{scenario.topology.broker.value} says) and its nodes in its own loop",
               file=sys.stderr)
         return EXIT_INVALID
+    if mode == "live" and scenario.sim_only:
+        print(f"a2a-bench: {scenario.source}: simulation only ({scenario.sim_only}); run it "
+              "with --mode sim", file=sys.stderr)
+        return EXIT_INVALID
     args.broker = args.broker or scenario.topology.broker.value
     args.nodes = args.nodes or "inproc"
     if mode == "live" and _unusable_broker(args, scenario):

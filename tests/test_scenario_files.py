@@ -120,3 +120,23 @@ def test_a_scenario_may_expect_other_verdicts_live_on_one_broker() -> None:
     assert partition.expect_for("amqtt").get("qos1_delivery") == "false"
     assert "qos1_delivery" not in partition.expect_for("mosquitto")
     assert "qos1_delivery" not in partition.expect_for(None)   # simulation
+
+
+def test_a_simulation_only_scenario_says_so_live_and_runs_in_simulation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """replay_expired's replays come 25 hours after the capture: live it cannot run, and
+    says so instead of ending UNKNOWN ("never fired"); by default it runs in simulation."""
+    assert main(["run", "replay_expired", "--mode", "live"]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "simulation only (its replays come 25 hours" in err[0], err
+    from bench.spec.scenario import SCENARIOS
+    assert load_scenario(SCENARIOS / "replay_expired.toml").mode.value == "sim"
+    from bench.matrix import load_matrix
+    path = tmp_path / "x.matrix.toml"
+    path.write_text('[[group]]\nscenarios = ["replay_stale"]\nmodes = ["live"]\n')
+    with pytest.raises(SpecError, match="'replay_stale' is simulation only"):
+        load_matrix(path)
+    path.write_text('[[group]]\nmodes = ["sim", "live"]\n')     # "@all": left out of live
+    ids = {c.id for c in load_matrix(path).cells}
+    assert "replay_stale.reference.own.s1.sim" in ids
+    assert not any(i.startswith("replay_stale") and ".live." in i for i in ids)

@@ -148,6 +148,16 @@ def load_matrix(path: Path) -> Matrix:
         for b in brokers:
             if b not in BROKERS:
                 raise SpecError(f"{at}.brokers: {b!r} must be one of {list(BROKERS)}")
+        sim_only: set[str] = set()    # "@all" leaves these out of live cells
+        if "live" in modes:
+            for s in scenarios:
+                only = load_scenario(Path(files[s]) if s in files else
+                                     SCENARIOS / f"{s}.toml").sim_only
+                if only and g.get("scenarios", ["@all"]) != ["@all"]:
+                    raise SpecError(f"{at}: scenario {s!r} is simulation only ({only}); "
+                                    "take it out of the live cells")
+                if only:
+                    sim_only.add(s)
         hostings = _texts(g, "nodes", at, ["inproc"])
         for h in hostings:
             if h not in HOSTINGS:
@@ -156,6 +166,8 @@ def load_matrix(path: Path) -> Matrix:
             for topo in topologies:
                 for seed in seeds:
                     for mode in modes:
+                        if mode == "live" and scenario in sim_only:
+                            continue
                         for broker in (brokers if mode == "live" else ["sim"]):
                             for hosting in (hostings if mode == "live" else ["inproc"]):
                                 cells.append(Cell(name, scenario, variant,

@@ -85,7 +85,10 @@ def _scenario(name: str) -> str | None:
     for broker, differs in sorted(s.expect_by_broker.items()):
         out.append(f"  live on {broker}: " + ", ".join(
             f"{k} {v.upper()}" for k, v in sorted(differs.items())))
-    out.append(f"  run: a2a-bench run {path}   (--mode sim for the simulator)")
+    if s.sim_only:
+        out.append(f"  simulation only: {s.sim_only}")
+    out.append(f"  run: a2a-bench run {path}" + ("   (--mode sim for the simulator)"
+                                                  if not s.sim_only else " --mode sim"))
     return "\n".join(out)
 
 

@@ -81,6 +81,8 @@ class Scenario:
     source: str = ""
     #: [expect.amqtt], [expect.mosquitto]: what differs on that broker in a live run
     expect_by_broker: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: why the scenario can only run in simulation (a fault hours after the workload), or None
+    sim_only: str | None = None
 
     def expect_for(self, broker: str | None) -> dict[str, str]:
         """The verdicts expected of a run: live on `broker` (amqtt, mosquitto), or in
@@ -263,7 +265,8 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     f = _display(path)
     raw = _read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "topology", "mode", "seed", "duration_s",
-                                 "drain_s", "auth", "workload", "faults", "expect"})
+                                 "drain_s", "auth", "workload", "faults", "expect",
+                                 "sim_only"})
     topo_name = topology or top.text("topology")
     try:
         topo_path = find(topo_name, TOPOLOGIES, "topology")
@@ -359,4 +362,5 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         topology=topo, mode=mode, seed=seed if seed is not None else top.integer("seed", 1),
         duration_ms=duration_s * 1000, drain_ms=top.number("drain_s", drain_default) * 1000,
         auth=auth, workload=workload, faults=faults, expect=expect, source=f,
+        sim_only=top.text("sim_only") if "sim_only" in raw else None,
         expect_by_broker=by_broker)
