@@ -321,8 +321,7 @@ def _exchange(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def _brokers(args: argparse.Namespace) -> int:
     import tempfile
 
-    from bench.substrates import shown_url
-    from bench.substrates.live.brokers import BrokerError, make_broker
+    from bench.substrates.live.brokers import BrokerError
     from bench.substrates.live.facts import measure, render
 
     specs = args.broker or ["amqtt", *(["mosquitto"] if shutil.which("mosquitto")
@@ -335,13 +334,8 @@ def _brokers(args: argparse.Namespace) -> int:
     def ca(spec: str) -> str | None:
         return args.broker_ca if spec.startswith("mqtts://") else None
     for spec in specs:   # every argument checked before anything is measured
-        try:
-            broker = make_broker(spec, Path("."), ca_file=ca(spec))
-            if broker.kind == "external":
-                broker.start(timeout_s=EXTERNAL_REACH_S)
-        except BrokerError as exc:
-            print(f"a2a-bench: --broker={shown_url(spec)}: {exc}"
-                  if "--broker" not in str(exc) else f"a2a-bench: {exc}", file=sys.stderr)
+        if (refusal := _broker_refusal(spec, ca(spec))) is not None:
+            print(refusal, file=sys.stderr)
             return EXIT_INVALID
     facts = {}
     for spec in specs:
@@ -592,8 +586,6 @@ def _unusable_broker(args: argparse.Namespace, scenario: Scenario) -> bool:
     """Says in one line why a live run cannot use its broker (True), before anything is
     written: a fault it cannot act without, a URL nobody answers at, a refused login, a
     certificate nothing vouches for."""
-    from bench.substrates import shown_url
-    from bench.substrates.live.brokers import BrokerError, make_broker
     external = args.broker not in ("amqtt", "mosquitto")
     for spec in scenario.faults:
         if external and spec.kind == "broker_restart" and not args.broker_restart_command:
@@ -601,15 +593,25 @@ def _unusable_broker(args: argparse.Namespace, scenario: Scenario) -> bool:
                   "--broker-restart-command to restart an external broker (the bench cannot "
                   "restart what it did not start)", file=sys.stderr)
             return True
+    refusal = _broker_refusal(args.broker, args.broker_ca)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+    return refusal is not None
+
+
+def _broker_refusal(spec: str, ca_file: str | None) -> str | None:
+    """Why `--broker spec` cannot be used, in one line, or None: a value that names no
+    broker, or a broker named by URL that does not answer MQTT (it is spoken to once)."""
+    from bench.substrates import shown_url
+    from bench.substrates.live.brokers import BrokerError, make_broker
     try:
-        broker = make_broker(args.broker, Path("."), ca_file=args.broker_ca)
+        broker = make_broker(spec, Path("."), ca_file=ca_file)
         if broker.kind == "external":
             broker.start(timeout_s=EXTERNAL_REACH_S)
     except BrokerError as exc:
-        print(f"a2a-bench: --broker={shown_url(args.broker)}: {exc}"
-              if "--broker" not in str(exc) else f"a2a-bench: {exc}", file=sys.stderr)
-        return True
-    return False
+        return (f"a2a-bench: --broker={shown_url(spec)}: {exc}" if "--broker" not in str(exc)
+                else f"a2a-bench: {exc}")
+    return None
 
 
 def _interrupted(exc: Interrupted, out: Path) -> int:

@@ -27,9 +27,9 @@ def claim(parent: Path, name: str) -> Path:
     for k in range(1, 10_000):
         path = parent / (name if k == 1 else f"{name}-{k}")
         try:
-            path.mkdir()
+            path.mkdir()     # atomic: of two runs racing for one name, exactly one wins
         except FileExistsError:
-            continue
+            continue         # the name is another run's: the loser takes the next one
         return path
     raise FolderTaken(f"{parent}: no free folder named {name}-N")
 
