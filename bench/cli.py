@@ -42,6 +42,8 @@ examples:
   a2a-bench run qos1_redelivery --variant memory_dedup_60s
                                                      the same scenario against a seeded defect
   a2a-bench run restart --mode sim --seed 7          replay any run with its printed seed
+  a2a-bench run partition --mode sim --broker mosquitto
+                                                     simulate what Mosquitto would do
   a2a-bench run quickstart --topology split           the same scenario on another topology
   a2a-bench check results/<run-id>                    judge a stored history again
   a2a-bench compare results/A results/B               runs side by side (sim vs live, amqtt vs mosquitto)
@@ -85,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--broker",
                      help="live: amqtt (embedded), mosquitto, mqtt://[user:password@]host[:port] "
                           "(1883 by default) or mqtts://… (default: the topology's [broker] "
-                          "model, amqtt unless it says)")
+                          "model; amqtt for a generic one). sim: the broker model, generic "
+                          "(MQTT 3.1.1 as written), amqtt or mosquitto: the simulator then "
+                          "does what that broker was measured to do (a2a-bench brokers)")
     run.add_argument("--broker-restart-command", metavar="CMD",
                      help="live, external broker: shell command the broker_restart fault runs")
     run.add_argument("--broker-ca", metavar="FILE",
@@ -368,6 +372,7 @@ def _run(args: argparse.Namespace) -> int:
     from bench.run import Interrupted, print_progress, run_scenario
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
+    from bench.spec.topology import BrokerModel
     from bench.substrates import Hosting, Options, shown_url
     from bench.substrates.live.brokers import BrokerError
     from bench.variants import variant
@@ -381,22 +386,34 @@ def _run(args: argparse.Namespace) -> int:
         print(f"a2a-bench: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return EXIT_INVALID
     mode = args.mode or scenario.mode
+    if mode == "sim" and args.broker is not None:
+        models = [m.value for m in BrokerModel]
+        if args.broker not in models:
+            print(f"a2a-bench: --broker={args.broker}: a simulation takes a broker model, one "
+                  f"of {', '.join(models)} (a URL names a live broker: add --mode live)",
+                  file=sys.stderr)
+            return EXIT_INVALID
+        scenario = scenario.with_broker_model(args.broker)
+    if mode == "live" and args.broker == BrokerModel.GENERIC.value:
+        print("a2a-bench: --broker=generic is a simulated broker model; live, give amqtt, "
+              "mosquitto or an mqtt:// URL", file=sys.stderr)
+        return EXIT_INVALID
     live_only = [flag for flag, given in (
-        ("--broker", args.broker), ("--nodes", args.nodes), ("--broker-ca", args.broker_ca),
+        ("--nodes", args.nodes), ("--broker-ca", args.broker_ca),
         ("--broker-restart-command", args.broker_restart_command),
         ("--no-isolation", args.no_isolation)) if given]
     if mode == "sim" and live_only:
         print(f"a2a-bench: {', '.join(live_only)} appl{'ies' if len(live_only) == 1 else 'y'} "
-              f"to live runs only; a simulation runs the simulator's broker model (where "
-              f"brokers differ, as the topology's [broker] model = "
-              f"{scenario.topology.broker.value} says) and its nodes in its own loop",
+              f"to live runs only; a simulation runs the simulator's broker model "
+              f"({scenario.topology.broker.value}; --broker chooses another) and its nodes "
+              f"in its own loop",
               file=sys.stderr)
         return EXIT_INVALID
     if mode == "live" and scenario.sim_only:
         print(f"a2a-bench: {scenario.source}: simulation only ({scenario.sim_only}); run it "
               "with --mode sim", file=sys.stderr)
         return EXIT_INVALID
-    args.broker = args.broker or scenario.topology.broker.value
+    args.broker = args.broker or scenario.topology.broker.live_default
     args.nodes = args.nodes or "inproc"
     if mode == "live" and _unusable_broker(args, scenario):
         return EXIT_INVALID
@@ -410,7 +427,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"a2a-bench run {scenario.source}: topology {scenario.topology.name} "
               f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
               f"seed {scenario.seed}, {mode}" +
-              (f" on {shown_url(args.broker)} with {args.nodes} nodes" if mode == "live" else ""))
+              (f" on {shown_url(args.broker)} with {args.nodes} nodes" if mode == "live" else
+               f" (broker model {scenario.topology.broker.value})"))
 
     def terminated(_signum: int, _frame: object) -> None:
         raise Interrupted("SIGTERM")
@@ -802,7 +820,16 @@ def _validate(files: list[Path]) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from bench.report.compare import is_matrix, load, matrix_groups, render, render_matrices, rows
+    from bench.report.compare import (
+        fidelity,
+        is_matrix,
+        load,
+        matrix_groups,
+        render,
+        render_matrices,
+        rows,
+    )
+    from bench.report.fidelity import render as fidelity_report
     dirs: list[Path] = args.run_dirs
     try:
         if all(is_matrix(d) for d in dirs):
@@ -814,9 +841,12 @@ def _compare(args: argparse.Namespace) -> int:
                 print(f"{dirs[0]}: no scenario ran in more than one topology, substrate or broker")
             for title, runs in groups:
                 if args.json:
-                    print(json.dumps({"group": title, "rows": rows(runs)}))
+                    print(json.dumps({"group": title, "rows": rows(runs),
+                                      "fidelity": fidelity(runs)}))
                 else:
                     print(f"== {title}\n{render(runs)}\n")
+            if not args.json and (report := fidelity_report(dirs[0])) is not None:
+                print(report)
             return EXIT_OK
         if len(dirs) < 2:
             print("a2a-bench: compare needs two or more run folders, or matrix folders",
@@ -827,7 +857,7 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"a2a-bench: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
-        print(json.dumps(rows(runs)))
+        print(json.dumps({"rows": rows(runs), "fidelity": fidelity(runs)}))
     else:
         print(render(runs))
     return EXIT_OK

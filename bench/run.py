@@ -95,6 +95,8 @@ def exit_code(verdicts: list[Verdict], expect: dict[str, str]) -> int:
 def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bool,
                    mode: Mode = Mode.SIM, options: Options | None = None) -> str:
     argv = ["a2a-bench", "run", scenario.source, "--mode", mode.value, "--seed", str(scenario.seed)]
+    if mode is Mode.SIM:
+        argv += ["--broker", scenario.topology.broker.value]
     if mode is Mode.LIVE:
         options = options or Options()
         argv += ["--broker", options.shown_broker, "--nodes", options.hosting.value]
@@ -161,7 +163,8 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
                "topology": scenario.topology.name, "mode": mode.value,
                "broker": options.shown_broker if live else "sim",
                "nodes": options.hosting.value if live else "sim",
-               "expect": scenario.expect_for(options.broker if live else None),
+               "model": None if live else scenario.topology.broker.value,
+               "expect": scenario.expect_for(options.broker) if live else scenario.expect_sim(),
                "replay": replay_command(scenario, variant, topology_overridden, mode, options)}
     try:
         stats = execute(scenario, variant, recorder, out_dir, mode, options, progress, say)

@@ -238,7 +238,7 @@ def test_describe_shows_the_whole_of_a_thing_and_both_things_of_one_name(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["describe", "partition"]) == EXIT_OK
     text = capsys.readouterr().out
-    assert "live on amqtt: qos1_delivery FALSE" in text and "faults[0] partition" in text
+    assert "on amqtt (live, and simulated with its model): qos1_delivery FALSE" in text and "faults[0] partition" in text
     assert main(["describe", "loss"]) == EXIT_OK           # a scenario and a fault kind
     text = capsys.readouterr().out
     assert text.startswith("scenario loss") and "\n\nfault loss" in text
@@ -262,3 +262,51 @@ def test_runs_lists_run_folders_newest_first_and_keeps_the_newest(
     assert listed[1]["exit_code"] == 1 and listed[1]["verdicts"]["FALSE"] >= 1
     assert main(["runs", "--results", str(results), "--keep", "1"]) == EXIT_OK
     assert sorted(p.name for p in results.iterdir()) == ["a-matrix", "r2"]
+
+
+def test_a_simulation_copies_the_broker_it_is_told_to_and_expects_what_that_broker_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--mode sim --broker X` runs the simulator with X's row (bench.spec.brokers): the
+    partition scenario's amqtt expectations ([expect.amqtt]) hold in simulation too, and
+    the replay line names the model."""
+    out = tmp_path / "amqtt"
+    assert main(["run", "partition", "--mode", "sim", "--broker", "amqtt", "--no-plots",
+                 "--out", str(out)]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "sim (broker model amqtt)" in text and "--broker amqtt" in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"] == "amqtt" and summary["expect"]["qos1_delivery"] == "false"
+    verdicts = {v["name"]: v["value"] for v in
+                json.loads((out / "verdicts.json").read_text())["verdicts"]}
+    assert verdicts["qos1_delivery"] == "false"   # what amqtt does live, predicted
+    assert main(["run", "partition", "--mode", "sim", "--no-plots",
+                 "--out", str(tmp_path / "generic")]) == EXIT_OK
+    assert json.loads((tmp_path / "generic" / "summary.json").read_text())["model"] == "generic"
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--mode", "sim", "--broker", "mqtt://127.0.0.1:1883"],
+     "--broker=mqtt://127.0.0.1:1883: a simulation takes a broker model, one of generic, amqtt, "
+     "mosquitto"),
+    (["--mode", "live", "--broker", "generic"], "--broker=generic is a simulated broker model"),
+    (["--mode", "sim", "--nodes", "process"], "--nodes applies to live runs only")])
+def test_a_broker_that_does_not_fit_the_mode_is_one_line_exit_3(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        argv: list[str], says: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "quickstart", *argv]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+    assert not list(tmp_path.iterdir())
+
+
+def test_describe_takes_a_file_for_what_it_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    """A path is one thing (a scenario file is not tried as a topology too), and a
+    scenario's per-broker expectations and the gaps of the simulator's model show."""
+    assert main(["describe", "scenarios/broker_restart.toml"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert text.startswith("scenario broker_restart") and "\n\nfault" not in text
+    assert "on amqtt (live, and simulated with its model): qos1_delivery FALSE" in text
+    assert "simulated amqtt does not show qos1_delivery:" in text
+    assert main(["describe", "topologies/star.toml"]) == EXIT_OK
+    assert capsys.readouterr().out.startswith("topology star")

@@ -87,7 +87,7 @@ def _topology(rng: random.Random, name: str) -> Table:
                           "agents": [f"{ns}.tax{k}", f"{ns}.invoice{k}"], "scene_groups": ["g1"]})
     low = rng.choice((0.2, 0.5, 1.0))
     return {"name": f"{name}-topology", "description": "drawn by a2a-bench explore",
-            "broker": {"model": rng.choice(("amqtt", "mosquitto"))},
+            "broker": {"model": rng.choice(("generic", "mosquitto"))},
             "link": {"latency_ms": {"dist": "uniform", "low": low,
                                     "high": low + rng.choice((0.5, 2.0, 10.0))}},
             "nodes": nodes}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.spec.distribution import SpecError
@@ -42,9 +43,20 @@ def validate(path: Path, known_checks: tuple[str, ...]) -> str:
 def describe(name: str) -> str | None:
     """Everything about the things called `name` (a scenario and a fault kind may share
     one), or None if nothing is."""
-    found = [text for finder in (_scenario, _matrix, _topology, _fault, _checker, _variant)
-             if (text := finder(name)) is not None]
+    finders: tuple[Callable[[str], str | None], ...] = (
+        _scenario, _matrix, _topology, _fault, _checker, _variant)
+    if name.endswith(".toml") and Path(name).is_file():   # a file is one thing: which, it says
+        finders = (_matrix,) if name.endswith(".matrix.toml") else \
+            (_topology,) if "nodes" in _raw(Path(name)) else (_scenario,)
+    found = [text for finder in finders if (text := finder(name)) is not None]
     return "\n\n".join(found) if found else None
+
+
+def _raw(path: Path) -> dict[str, object]:
+    try:
+        return tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: not valid TOML ({exc})") from None
 
 
 def _wrap(text: str, indent: str = "  ", width: int = 92) -> str:
@@ -83,8 +95,10 @@ def _scenario(name: str) -> str | None:
         "every verdict TRUE"
     out.append(f"  expects: {expect}")
     for broker, differs in sorted(s.expect_by_broker.items()):
-        out.append(f"  live on {broker}: " + ", ".join(
+        out.append(f"  on {broker} (live, and simulated with its model): " + ", ".join(
             f"{k} {v.upper()}" for k, v in sorted(differs.items())))
+    for broker, gaps in sorted(s.unmodelled.items()):
+        out += [f"  simulated {broker} does not show {k}: {why}" for k, why in sorted(gaps.items())]
     if s.sim_only:
         out.append(f"  simulation only: {s.sim_only}")
     out.append(f"  run: a2a-bench run {path}" + ("   (--mode sim for the simulator)"

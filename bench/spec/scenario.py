@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -83,11 +83,35 @@ class Scenario:
     expect_by_broker: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: why the scenario can only run in simulation (a fault hours after the workload), or None
     sim_only: str | None = None
+    #: [unmodelled.amqtt]: checker -> why a simulation with that broker's model does not
+    #: show the verdict the live broker gives (its expectation there is the [expect] one)
+    unmodelled: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def expect_for(self, broker: str | None) -> dict[str, str]:
         """The verdicts expected of a run: live on `broker` (amqtt, mosquitto), or in
-        simulation (None), whose broker models do not reproduce the live brokers' quirks."""
+        simulation (None: the model's own, `sim_broker`): where a broker strays, its
+        simulation strays the same way, and is expected to."""
         return {**self.expect, **self.expect_by_broker.get(broker or "", {})}
+
+    def expect_sim(self) -> dict[str, str]:
+        """What a simulation expects: the live broker's expectations where its model
+        reproduces them, the scenario's own where the scenario says it does not."""
+        model = self.sim_broker or ""
+        gaps = self.unmodelled.get(model, {})
+        return {**self.expect, **{k: v for k, v in self.expect_by_broker.get(model, {}).items()
+                                  if k not in gaps}}
+
+    @property
+    def sim_broker(self) -> str | None:
+        """The real broker a simulation of this scenario copies (None: generic 3.1.1)."""
+        model = self.topology.broker
+        return None if model is BrokerModel.GENERIC else model.value
+
+    def with_broker_model(self, model: str | None) -> Scenario:
+        """The same scenario with the simulated broker copying `model` (None: as it is)."""
+        if model is None or model == self.topology.broker.value:
+            return self
+        return replace(self, topology=replace(self.topology, broker=BrokerModel(model)))
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "source": self.source,
@@ -95,7 +119,8 @@ class Scenario:
                 "duration_s": self.duration_ms / 1000, "drain_s": self.drain_ms / 1000,
                 "auth": self.auth.to_json(), "workload": self.workload.to_json(),
                 "faults": [f.to_json() for f in self.faults], "expect": dict(self.expect),
-                "expect_by_broker": {b: dict(e) for b, e in self.expect_by_broker.items()}}
+                "expect_by_broker": {b: dict(e) for b, e in self.expect_by_broker.items()},
+                "unmodelled": {b: dict(e) for b, e in self.unmodelled.items()}}
 
 
 class _Table:
@@ -200,7 +225,7 @@ def load_topology(path: Path) -> Topology:
     raw = _read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes"})
     broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model"})
-    model = BrokerModel(broker.choice("model", tuple(m.value for m in BrokerModel), "amqtt"))
+    model = BrokerModel(broker.choice("model", tuple(m.value for m in BrokerModel), "generic"))
     link = _link(raw.get("link", {}), f"{f}: link")
     nodes_raw = raw.get("nodes")
     if not isinstance(nodes_raw, list) or not nodes_raw:
@@ -266,7 +291,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     raw = _read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "topology", "mode", "seed", "duration_s",
                                  "drain_s", "auth", "workload", "faults", "expect",
-                                 "sim_only"})
+                                 "sim_only", "unmodelled"})
     topo_name = topology or top.text("topology")
     try:
         topo_path = find(topo_name, TOPOLOGIES, "topology")
@@ -355,6 +380,11 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     for b, table in by_broker_raw.items():
         t = _Table(table, f"{f}: expect.{b}", checks)
         by_broker[b] = {k: t.choice(k, VERDICT_WORDS, "true") for k in t.raw}
+    gaps_t = _Table(raw.get("unmodelled", {}), f"{f}: unmodelled", set(EMBEDDED_BROKERS))
+    unmodelled = {}
+    for b in gaps_t.raw:
+        t = _Table(gaps_t.raw[b], f"{f}: unmodelled.{b}", checks)
+        unmodelled[b] = {k: t.text(k) for k in t.raw}
     drain_default = workload.request_timeout_ms / 1000 + 5
     mode = Mode(top.choice("mode", MODES, Mode.LIVE.value))
     return Scenario(
@@ -363,4 +393,4 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         duration_ms=duration_s * 1000, drain_ms=top.number("drain_s", drain_default) * 1000,
         auth=auth, workload=workload, faults=faults, expect=expect, source=f,
         sim_only=top.text("sim_only") if "sim_only" in raw else None,
-        expect_by_broker=by_broker)
+        expect_by_broker=by_broker, unmodelled=unmodelled)

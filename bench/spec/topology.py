@@ -17,10 +17,18 @@ class Role(StrEnum):
 
 
 class BrokerModel(StrEnum):
-    """Whose semantics the simulated broker copies where brokers differ (DESIGN §10)."""
+    """Whose semantics the simulated broker copies where brokers differ (DESIGN §10): a
+    row of `bench.spec.brokers.BEHAVIOURS`. A live run on a generic topology uses the
+    embedded broker (amqtt) unless told otherwise."""
 
-    AMQTT = "amqtt"          # one copy per matching filter for overlapping subscriptions
-    MOSQUITTO = "mosquitto"  # one copy per client (MQTT 3.1.1)
+    GENERIC = "generic"      # MQTT 3.1.1 as written
+    AMQTT = "amqtt"          # the embedded amqtt, quirks and all
+    MOSQUITTO = "mosquitto"  # Mosquitto 2.0
+
+    @property
+    def live_default(self) -> str:
+        """The broker a live run starts for this model."""
+        return "amqtt" if self is BrokerModel.GENERIC else self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +65,7 @@ class NodeSpec:
 class Topology:
     name: str
     nodes: tuple[NodeSpec, ...]
-    broker: BrokerModel = BrokerModel.AMQTT
+    broker: BrokerModel = BrokerModel.GENERIC
     link: LinkSpec = field(default_factory=LinkSpec)
     source: str = ""
 

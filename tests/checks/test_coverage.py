@@ -51,7 +51,7 @@ WITNESSES: dict[str, set[str]] = {
     "broker_restart": {"broker_restart_bit"},
     "partition": {"partition_bit"},
     "loss": {"loss_bit"},
-    "duplicate_client_id": {"duplicate_client_id_bit"},
+    "duplicate_client_id": {"duplicate_client_id_bit", "request_timed_out"},
     "missing_reply_node": {"missing_reply_node_bit", "request_timed_out"},
     "clock_skew": {"clock_skew_bit", "request_timed_out"},
     "stuck_agent": {"task_timed_out", "instance_ended_by_its_task", "request_timed_out"},

@@ -1,4 +1,5 @@
-"""The simulated broker's MQTT 3.1.1 semantics, against fake clients (no node)."""
+"""The simulated broker's MQTT 3.1.1 semantics, against fake clients (no node), and where
+brokers differ, each row of `bench.spec.brokers.BEHAVIOURS` doing what it says."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import simpy
 
 from bench.core.events import to_fields
+from bench.spec.brokers import BEHAVIOURS, CLIENT
 from bench.spec.distribution import fixed
 from bench.spec.topology import LinkSpec
 from bench.substrates.sim.broker import Connection, Message, Redelivery, SimBroker
@@ -30,10 +32,10 @@ class Fake:
         self.lost.append(reason)
 
 
-def setup(per_filter: bool = True) -> tuple[simpy.Environment, SimBroker, list[tuple[str, Any]]]:
+def setup(model: str = "generic") -> tuple[simpy.Environment, SimBroker, list[tuple[str, Any]]]:
     env = simpy.Environment()
     records: list[tuple[str, Any]] = []
-    broker = SimBroker(env, per_filter_copies=per_filter,
+    broker = SimBroker(env, behaviour=BEHAVIOURS[model],
                        record=lambda e: records.append((e.KIND.value, to_fields(e))))
     return env, broker, records
 
@@ -114,8 +116,8 @@ def test_will_on_ungraceful_disconnect_only() -> None:
 
 
 def test_overlapping_filters_amqtt_one_copy_per_filter_mosquitto_one_per_client() -> None:
-    for per_filter, copies in ((True, 2), (False, 1)):
-        env, broker, _ = setup(per_filter)
+    for model, copies in (("amqtt", 2), ("mosquitto", 1), ("generic", 2)):
+        env, broker, _ = setup(model)
         a = Fake()
         broker.subscribe(conn(broker, a, "a"), ("x/#", "x/+"), 1)
         broker.publish(Message("x/y", b"m", 1))
@@ -163,3 +165,75 @@ def test_delayed_redelivery_fault_resends_after_the_ack() -> None:
     assert [(p, d) for _, p, d, _ in a.got][:2] == [(b"m", False), (b"m", True)]
     fired = [f for k, f in records if k == "fault_fired"]
     assert fired and fired[0]["faultIndex"] == 3
+
+
+def test_a_takeover_publishes_the_will_its_row_says() -> None:
+    for model, wills in (("generic", []), ("mosquitto", []), ("amqtt", [b"new"])):
+        env, broker, records = setup(model)
+        w, a, b = Fake(), Fake(), Fake()
+        broker.subscribe(conn(broker, w, "watch"), ("w",), 1)
+        conn(broker, a, "same", will=Message("w", b"old", 1))
+        conn(broker, b, "same", will=Message("w", b"new", 1))
+        env.run(10)
+        assert [p for _, p, _, _ in w.got] == wills, model
+        whose = [f["will"] for k, f in records if k == "takeover_will"]
+        assert whose == (["new"] if wills else ["none"]), model
+
+
+def test_amqtt_loses_what_was_in_flight_when_a_session_resumes() -> None:
+    for model, again in (("generic", 1), ("mosquitto", 1), ("amqtt", 0)):
+        env, broker, _ = setup(model)
+        a = Fake()
+        a.auto_ack = False
+        c1 = conn(broker, a, "a")
+        broker.subscribe(c1, ("t",), 1)
+        broker.publish(Message("t", b"x", 1))
+        env.run(10)
+        broker.disconnect(c1, graceful=False)
+        conn(broker, a, "a")
+        env.run(20)
+        assert sum(d for _, _, d, _ in a.got) == again, model
+
+
+def test_a_graceful_stop_publishes_every_will_before_closing_where_the_row_says() -> None:
+    for model, graceful, wills in (("mosquitto", True, [b"gone"]), ("mosquitto", False, []),
+                                   ("generic", True, []), ("amqtt", True, [])):
+        env, broker, _ = setup(model)
+        w, a = Fake(), Fake()
+        broker.subscribe(conn(broker, w, "watch"), ("w",), 1)
+        conn(broker, a, "a", will=Message("w", b"gone", 1))
+        broker.crash(persistence=True, graceful=graceful)
+        env.run(10)   # the will was written before the close: it still arrives (FIN)
+        assert [p for _, p, _, _ in w.got] == wills, (model, graceful)
+
+
+def test_a_silent_client_is_closed_with_its_will_when_the_row_says() -> None:
+    for model in ("generic", "mosquitto", "amqtt"):
+        env, broker, _ = setup(model)
+        w, a = Fake(), Fake()
+        broker.subscribe(conn(broker, w, "watch"), ("w",), 1)
+        ca = conn(broker, a, "a", will=Message("w", b"gone", 1))
+        ca.link.up = False
+        ca.link.downs += 1
+        broker.silent(ca, ca.link.downs)
+        after = BEHAVIOURS[model].keepalive_close_ms(CLIENT.keepalive_s)
+        if after is None:
+            env.run(600_000)
+            assert ca.alive and not w.got, model     # amqtt: never
+            continue
+        env.run(after - 1)
+        assert ca.alive, model
+        env.run(after + 10)
+        assert not ca.alive and [p for _, p, _, _ in w.got] == [b"gone"], model
+
+
+def test_amqtt_keeps_nothing_over_a_restart_whatever_the_fault_asks() -> None:
+    env, broker, _ = setup("amqtt")
+    a = Fake()
+    broker.subscribe(conn(broker, a, "a"), ("t",), 1)
+    broker.crash(persistence=True, graceful=True)
+    broker.start()
+    conn(broker, a, "a")
+    broker.publish(Message("t", b"later", 1))
+    env.run(10)
+    assert a.got == []

@@ -21,6 +21,10 @@ long-lived broker others use. The facts:
 - `persistence`: a persistent session, disconnected, a QoS1 message queued for it, the
   broker restarted gracefully: is the session present, and the queued message delivered?
   Needs a way to restart the broker (the ones the bench starts, or a user's command).
+- `shutdown_wills`: a client with a (retained) will still connected when the broker is
+  stopped gracefully: is its will published — to a subscriber there at the stop, or kept
+  for one after the restart — or not at all? (3.1.1 says nothing; a broker that publishes
+  them tells every node that all the others went away.) Needs a restart too.
 
     a2a-bench brokers                       amqtt and Mosquitto, started here
     a2a-bench brokers --broker mqtt://host:1883 --json
@@ -58,6 +62,7 @@ def _packet(kind: int, flags: int, body: bytes) -> bytes:
 class Will:
     topic: str
     payload: bytes
+    retain: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ class RawClient:
         flags = (0x02 if clean else 0) | (0x80 if username else 0) | (0x40 if password else 0)
         payload = _str(client_id)
         if will is not None:
-            flags |= 0x04 | (1 << 3)      # will, QoS1, not retained
+            flags |= 0x04 | (1 << 3) | (0x20 if will.retain else 0)     # will, QoS1
             payload += _str(will.topic) + _str(will.payload)
         if username:
             payload += _str(username)
@@ -390,6 +395,32 @@ class Probe:
                     f"graceful restart; sessionPresent={present}, queued QoS1 delivered: "
                     f"{bool(queued)}")
 
+    async def shutdown_wills(self) -> Fact:
+        if self.restart is None:
+            return Fact("shutdown_wills", "not measured",
+                        "the bench cannot restart this broker (give --broker-restart-command)")
+        will_topic = self._topic("shutdown/will")
+        watcher = await self.client("s-w")
+        await watcher.subscribe(will_topic)
+        dying = await RawClient.connect(self.host, self.port, self._id("s-x"), clean=True,
+                                        will=Will(will_topic, b"gone", retain=True),
+                                        username=self.username or self._id("s-x"),
+                                        password=self.password, tls=self.tls)
+        seen = asyncio.ensure_future(watcher.publishes(30.0))   # until the stop closes it
+        await self.restart()
+        before = [p for p in await seen if p.topic == will_topic]
+        dying.abort()
+        late = await self.client("s-l")
+        await late.subscribe(will_topic)
+        after = [p for p in await late.publishes(1.0) if p.topic == will_topic]
+        if after:
+            await late.publish(will_topic, b"", retain=True)   # leave nothing retained
+        await late.disconnect()
+        value = ("published" if before or after else "none")
+        return Fact("shutdown_wills", value,
+                    f"graceful restart with a client connected: its will reached a subscriber "
+                    f"there: {bool(before)}; retained for one after the restart: {bool(after)}")
+
     async def all(self, say: Callable[[str], None] = lambda line: None) -> list[Fact]:
         """Every fact: the first six at once (their clients and topics are apart), then
         persistence, which restarts the broker."""
@@ -403,8 +434,8 @@ class Probe:
         facts = list(await asyncio.gather(*(one(p) for p in (
             self.redelivery, self.keepalive, self.keepalive_receiving, self.takeover_will,
             self.overlapping_filters, self.retain_flags))))
-        say("measuring persistence (a graceful restart) ...")
-        return [*facts, await one(self.persistence)]
+        say("measuring persistence and wills on shutdown (graceful restarts) ...")
+        return [*facts, await one(self.persistence), await one(self.shutdown_wills)]
 
 
 def measure(spec: str, workdir: Path, restart_command: str | None = None,

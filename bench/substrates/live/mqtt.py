@@ -21,6 +21,8 @@ from typing import Any
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 
+from bench.spec.brokers import CLIENT
+
 
 @dataclass(frozen=True, slots=True)
 class Tls:
@@ -51,7 +53,7 @@ class MqttLink:
                  on_disconnected: Callable[[str], None],
                  on_published: Callable[[int], None],
                  on_subscribed: Callable[[tuple[str, ...]], None] = lambda filters: None,
-                 keepalive_s: int = 5, clean_session: bool = False,
+                 keepalive_s: int = CLIENT.keepalive_s, clean_session: bool = False,
                  login: tuple[str, str | None] | None = None, tls: Tls | None = None) -> None:
         self.loop = loop
         self.host, self.port = host, port
@@ -66,7 +68,8 @@ class MqttLink:
             c.tls_set_context(tls.context())
         c.max_inflight_messages_set(1000)
         c.max_queued_messages_set(0)       # unlimited: publishes while down are queued
-        c.reconnect_delay_set(min_delay=1, max_delay=2)
+        # the same backoff the simulated clients use (one ClientConfig for both)
+        c.reconnect_delay_set(min_delay=CLIENT.backoff_min_s, max_delay=CLIENT.backoff_max_s)
         c.on_socket_open = self._socket_open
         c.on_connect = lambda _c, _u, flags, rc, _p: self._hand(
             on_connected if not rc.is_failure else (lambda _present: on_disconnected(f"CONNACK {rc}")),

@@ -1,8 +1,12 @@
 """A simpy model of an MQTT 3.1.1 broker, with the semantics the seeds' failures need:
 QoS0/QoS1, persistent and clean sessions, in-flight redelivery with DUP on reconnect,
-retained messages, Last Will, overlapping subscriptions (one copy per matching filter as
-amqtt does, or one per client as Mosquitto does for 3.1.1), session takeover on a
-duplicate client id, and a restart that keeps sessions only with persistence.
+retained messages, Last Will, overlapping subscriptions, session takeover on a duplicate
+client id, keepalive enforcement, and a stop that keeps sessions only with persistence.
+
+Where brokers differ, it does what its row of `bench.spec.brokers.BEHAVIOURS` says (a
+copy per filter or per client; whose will a takeover publishes; wills on a graceful
+stop; when a silent client is closed; whether a resumed session gets its in-flight
+messages again; whether anything survives a restart), so a simulation predicts a broker.
 
 The broker never looks inside payloads: duplicates are counted by the nodes, by
 messageId, never by the DUP flag (DESIGN §10).
@@ -19,6 +23,7 @@ from typing import Protocol
 import simpy
 
 from bench.core import events as ev
+from bench.spec.brokers import CLIENT, BrokerBehaviour, TakeoverWill
 from bench.spec.distribution import Distribution
 from bench.substrates.filters import matches
 from bench.substrates.sim.link import Link
@@ -50,6 +55,12 @@ class Connection:
     owner: str = ""          # the node that opened it
     alive: bool = True
     established: bool = False   # the broker accepted it (CONNACK): publishing may begin
+    #: a graceful close at this time: what the broker wrote before it still arrives (FIN)
+    flushed_at: float | None = None
+    #: the client's keepalive clock: its last packet in from, and out to, the broker
+    last_in_ms: float = 0.0
+    last_out_ms: float = 0.0
+    watched: bool = False      # the client is already timing its silence
     #: when the last packet sent each way ("up" to the broker, "down" to the client)
     #: arrives: TCP delivers in order, so no packet overtakes one sent before it
     last_arrival: dict[str, float] = field(default_factory=dict)
@@ -90,10 +101,10 @@ class Redelivery:
 
 
 class SimBroker:
-    def __init__(self, env: simpy.Environment, *, per_filter_copies: bool,
+    def __init__(self, env: simpy.Environment, *, behaviour: BrokerBehaviour,
                  record: Callable[[ev.Event], None]) -> None:
         self.env = env
-        self.per_filter_copies = per_filter_copies
+        self.behaviour = behaviour
         self.record = record
         self.sessions: dict[str, Session] = {}
         self.retained: dict[str, Message] = {}
@@ -125,9 +136,14 @@ class SimBroker:
             self.stats["takeovers"] += 1
             self.record(ev.SessionTakeover(conn.client_id, old.owner, conn.owner))
             self._drop(old, "session taken over by a new connection with the same client id",
-                       publish_will=True)
+                       publish_will=False)
+            whose = self.behaviour.takeover_will
+            will = {TakeoverWill.OLD: old.will, TakeoverWill.NEW: conn.will}.get(whose)
+            if will is not None:
+                self.stats["wills"] += 1
+                self.publish(will)
             self.record(ev.TakeoverWill(conn.client_id, old.owner, conn.owner,
-                                        ev.TakeoverWillOf.OLD if old.will is not None
+                                        ev.TakeoverWillOf(whose.value) if will is not None
                                         else ev.TakeoverWillOf.NONE))
         if conn.clean_session or session is None or session.clean:
             present = session is not None and not conn.clean_session and not session.clean
@@ -139,6 +155,10 @@ class SimBroker:
         session.conn = conn
         conn.established = True
         if present:  # MQTT 3.1.1 §4.4: resend unacknowledged QoS1 with DUP, then the queue
+            if not self.behaviour.resends_on_resume:
+                self.stats["lost_on_resume"] = self.stats.get("lost_on_resume", 0) + \
+                    len(session.inflight)
+                session.inflight.clear()
             for pid, msg in sorted(session.inflight.items()):
                 self.stats["redelivered"] += 1
                 self._transmit(session, conn, msg, pid, dup=True)
@@ -199,7 +219,7 @@ class SimBroker:
             else:
                 self.retained.pop(msg.topic, None)
         for session, granted in self._route(msg.topic):
-            copies = granted if self.per_filter_copies else [max(granted)]
+            copies = granted if self.behaviour.copy_per_filter else [max(granted)]
             for q in copies:
                 self._deliver(session, Message(msg.topic, msg.payload, min(msg.qos, q), False))
 
@@ -238,11 +258,12 @@ class SimBroker:
                            publish_will=True)
             return
         self.stats["delivered"] += 1
-        self.env.process(self._arrive(conn, msg, pid, dup, delay))
+        self.env.process(self._arrive(conn, msg, pid, dup, delay, self.env.now))
 
-    def _arrive(self, conn: Connection, msg: Message, pid: int, dup: bool, delay: float):  # type: ignore[no-untyped-def]
+    def _arrive(self, conn: Connection, msg: Message, pid: int, dup: bool, delay: float,  # type: ignore[no-untyped-def]
+                sent_at: float):
         yield self.env.timeout(delay)
-        if conn.alive and self.up:
+        if conn.alive and self.up or (conn.flushed_at is not None and sent_at <= conn.flushed_at):
             mitm = self.mitm.get(conn.client)
             conn.client.on_deliver(conn, mitm(msg) if mitm else msg, pid, dup)
 
@@ -269,25 +290,52 @@ class SimBroker:
             self.stats["redelivered"] += 1
             self._transmit(session, conn, msg, pid, dup=True)
 
-    def resend_inflight(self, client_id: str) -> int:
-        """A healed link under a live connection: TCP delivers what was in flight again."""
-        session = self.sessions.get(client_id)
-        if session is None or session.conn is None or not session.conn.alive:
-            return 0
-        for pid, msg in sorted(session.inflight.items()):
-            self.stats["redelivered"] += 1
-            self._transmit(session, session.conn, msg, pid, dup=True)
-        return len(session.inflight)
+    def silent(self, conn: Connection, link_downs: int) -> None:
+        """The link under `conn` went silent (a partition): the broker closes the
+        connection, and publishes its will, when its keepalive enforcement says — or never."""
+        after = self.behaviour.keepalive_close_ms(CLIENT.keepalive_s)
+        if after is None:
+            return
+
+        def expire() -> None:
+            if conn.alive and not conn.link.up and conn.link.downs == link_downs:
+                self._drop(conn, "keepalive expired at the broker", publish_will=True,
+                           notify=False)
+        self.env.process(self._later(after, expire))
+
+    def _later(self, delay: float, fn: Callable[[], None]):  # type: ignore[no-untyped-def]
+        yield self.env.timeout(delay)
+        fn()
+
+    def cut(self, client: Client) -> int:
+        """Every connection of `client` reset (the fault proxy's heal): wills published,
+        the client told by its own side. Returns how many the broker still had."""
+        conns = [s.conn for s in self.sessions.values()
+                 if s.conn is not None and s.conn.client is client and s.conn.alive]
+        for conn in conns:
+            self._drop(conn, "connection reset", publish_will=True, notify=False)
+        return len(conns)
 
     # -- broker faults ----------------------------------------------------------------------
-    def crash(self, persistence: bool) -> None:
-        """The broker process dies: every connection is gone (no wills: the broker is dead)."""
+    def crash(self, persistence: bool, graceful: bool = False) -> None:
+        """The broker stops: killed, every connection is gone (no wills: the broker is
+        dead); stopped gracefully, it first publishes the wills of every connection if its
+        row says so, and what it wrote before closing a connection still reaches the client."""
+        if graceful and self.behaviour.wills_on_shutdown:
+            for session in list(self.sessions.values()):
+                conn = session.conn
+                if conn is not None and conn.will is not None:
+                    self.stats["wills"] += 1
+                    self.publish(conn.will)
         for session in list(self.sessions.values()):
             conn = session.conn
             if conn is not None:
-                self._drop(conn, "broker crashed", publish_will=False)
+                if graceful:
+                    conn.flushed_at = self.env.now
+                self._drop(conn, "broker stopped" if graceful else "broker crashed",
+                           publish_will=False)
         self.up = False
-        if not persistence:
+        if not (persistence and self.behaviour.persistent):
             self.sessions.clear()
             self.retained.clear()
         self._routes.clear()

@@ -3,8 +3,10 @@ the topology, and the history they all write to. Virtual time is in milliseconds
 random draw comes from streams of the run's one seed (`bench.spec.distribution.rng_for`).
 
 It carries out every fault primitive on the model (`act`): a crash loses what the memory
-store had not committed, a partition takes the link down until a keepalive notices, the
-broker model redelivers, an attacker is one more client of the broker.
+store had not committed, a partition silences the link (each side finds out at its own
+keepalive, and the heal resets every connection, as the live fault proxy does), the
+broker model redelivers, an attacker is one more client of the broker. The broker model
+is the topology's row of `bench.spec.brokers.BEHAVIOURS`.
 """
 
 from __future__ import annotations
@@ -48,13 +50,13 @@ from bench.faults.primitives import (
     WithholdPuback,
 )
 from bench.history import Recorder
+from bench.spec.brokers import BEHAVIOURS
 from bench.spec.distribution import rng_for
 from bench.spec.scenario import Mode, Scenario
-from bench.spec.topology import BrokerModel
 from bench.substrates import node_configs, run_started
 from bench.substrates.log import RunLog
 from bench.substrates.sim.broker import Message, Redelivery, SimBroker
-from bench.substrates.sim.host import KEEPALIVE_DETECT_MS, SimHost
+from bench.substrates.sim.host import SimHost
 from bench.substrates.sim.link import Link
 from bench.variants import Variant
 from bench.workload import Behaviour, Op, op_input, op_kind
@@ -84,7 +86,7 @@ class SimDeployment:
         self.log = RunLog(recorder, lambda: round(self.env.now, 3))
         self.behaviour = Behaviour(scenario.workload, scenario.seed)
         self.broker = SimBroker(self.env,
-                                per_filter_copies=self.topology.broker is BrokerModel.AMQTT,
+                                behaviour=BEHAVIOURS[self.topology.broker.value],
                                 record=lambda event: self.record("broker", event))
         self.hosts: dict[str, SimHost] = {}
         self._counters: dict[tuple[int, str], int] = {}   # (fault, node) -> counter at arming
@@ -147,6 +149,9 @@ class SimDeployment:
 
     # -- fault primitives ------------------------------------------------------------------------
     def act(self, step: Primitive, done: Callable[[Outcome], None]) -> None:
+        if isinstance(step, BrokerStart):   # a broker takes a moment to listen again
+            self.call_later(self.broker.behaviour.start_ms, lambda: done(self._act(step)))
+            return
         done(self._act(step))
 
     def _act(self, step: Primitive) -> Outcome:
@@ -189,8 +194,12 @@ class SimDeployment:
                 self.hosts[step.node].refuse_publishes(step.fault, step.probability, step.seed)
                 return Done()
             case BrokerStop():
-                self.broker.crash(step.persistence)
-                return Done((Firing("broker crashed", details={"persistence": step.persistence}),))
+                self.broker.crash(step.persistence, step.graceful)
+                kept = step.persistence and self.broker.behaviour.persistent
+                return Done((Firing("broker stopped" if step.graceful else "broker crashed",
+                                    details={"persistence": step.persistence,
+                                             "graceful": step.graceful,
+                                             "brokerPersistence": "memory" if kept else "none"}),))
             case BrokerStart():
                 self.broker.start()
                 return Done((Firing("broker started"),))
@@ -237,16 +246,12 @@ class SimDeployment:
         for h in hosts:
             self._counters[(step.fault.index, h.node_id)] = h.link.lost
             h.link.up = False
-        self.call_later(KEEPALIVE_DETECT_MS, lambda: self._keepalive(step, hosts))
+            h.link.downs += 1
+            for conn in [h.conn, *h.extra]:
+                if conn is not None:
+                    self.broker.silent(conn, h.link.downs)
+            h.watch()
         return Done()
-
-    def _keepalive(self, step: LinkDown, hosts: list[SimHost]) -> None:
-        """The node's client notices the silent link at its keepalive and drops it."""
-        for h in hosts:
-            if not h.link.up and h.conn is not None:
-                self.record(h.node_id, ev.FaultFired(step.fault.kind, step.fault.index,
-                                                     "keepalive expired; connection dropped"))
-                h.drop_connection("keepalive timeout (partition)")
 
     def _link_up(self, step: LinkUp) -> Outcome:
         firings = []
@@ -254,10 +259,11 @@ class SimDeployment:
             h = self.hosts[node]
             h.link.up = True
             lost = h.link.lost - self._counters.pop((step.fault.index, node), h.link.lost)
-            if lost:
-                firings.append(Firing("packets lost in the partition", node, {"lost": lost}))
-            h.resend_unacked()
-            self.broker.resend_inflight(h.client_id)
+            cut = sum(c is not None and c.alive for c in [h.conn, *h.extra])
+            h.cut("partition healed: connections reset")
+            if lost or cut:
+                firings.append(Firing("partitioned", node, {"packetsBlackholed": lost,
+                                                            "connectionsCut": cut}))
         return Done(tuple(firings))
 
     def _link_change(self, step: Primitive, nodes: tuple[str, ...], counter: str,

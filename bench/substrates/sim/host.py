@@ -5,6 +5,11 @@ It carries out the core's commands the way the live host does: Persist first (on
 transaction per batch), QoS1 acknowledged only after the batch that handled the message
 is durable, publishes queued while the connection is down and resent (DUP) after a
 reconnect, re-subscription left to the core on every Connected.
+
+Its MQTT client keeps time the way paho does with the settings the live nodes use
+(`bench.spec.brokers.CLIENT`): a silent connection is declared dead at the keepalive
+check (a PINGREQ after one keepalive, the close after another), an unanswered CONNECT
+after one keepalive, and reconnect attempts wait 1 s, then 2 s, as paho's backoff does.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from bench.core.commands import Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import Connected, MessageReceived, PublishSettled, Started, Subscribed
 from bench.core.node import Node
+from bench.spec.brokers import CLIENT
 from bench.storage import restore
 from bench.storage.memory import MemoryStore
 from bench.substrates.host import NodeHost
@@ -28,9 +34,6 @@ from bench.substrates.sim.link import Link
 
 if TYPE_CHECKING:
     from bench.substrates.sim.deployment import SimDeployment
-
-RECONNECT_BACKOFF_MS = 1_000.0
-KEEPALIVE_DETECT_MS = 15_000.0  # 1.5 x a 10 s keepalive: how long until a dead link is noticed
 
 
 @dataclass
@@ -55,6 +58,7 @@ class SimHost(NodeHost):
         self.will: Message | None = None
         self.clean_session = False          # as the core's last Connect asked
         self._offline: list[Publish] = []
+        self._attempts = 0                 # reconnect attempts since the last CONNACK
         self._unacked: dict[int, _Pending] = {}
         # link-side faults acting on this node's client (the fault proxy's, live)
         self.withhold_puback = False
@@ -137,13 +141,17 @@ class SimHost(NodeHost):
         present = self.deployment.broker.connect(conn)
         if not conn.alive:
             return  # refused (broker down): on_connection_lost scheduled a retry
+        self._attempts = 0
+        conn.last_in_ms = self.env.now
         self.mqtt_connected(conn.client_id, present)
-        self.feed(Connected(self.now_ms(), present))
-        for pending in list(self._unacked.values()):   # resend unacknowledged, with DUP
+        # as paho does: what was in flight (with DUP) and what was queued goes out at the
+        # CONNACK, before the node hears of the connection and subscribes again
+        for pending in list(self._unacked.values()):
             self._send(pending.cmd, pending.payload)
         queued, self._offline = self._offline, []
         for cmd in queued:
             self.publish(cmd)
+        self.feed(Connected(self.now_ms(), present))
 
     def on_connection_lost(self, conn: Connection, reason: str) -> None:
         if conn in self.extra:
@@ -154,14 +162,26 @@ class SimHost(NodeHost):
         self.conn = None
         self.record(ev.MqttDisconnected(conn.client_id, reason))
         epoch = self.epoch
+        self._attempts += 1
 
         def reconnect() -> None:
             if epoch == self.epoch and self.conn is None and self.node is not None:
                 self._connect(clean=self.clean_session)
-        self.call_later(RECONNECT_BACKOFF_MS, reconnect)
+        self.call_later(CLIENT.backoff_s(self._attempts) * 1000.0, reconnect)
 
     def reconnect(self) -> None:
-        self.drop_connection("reconnecting as " + self.client_id)
+        """Close the connection cleanly (DISCONNECT: no will) and open a new one at once
+        with the core's last Connect (under another client id, for the duplicate-client-id
+        fault), as the live host does: what the old client had in flight or queued goes
+        with it."""
+        conn = self.conn
+        self.conn = None
+        self._unacked.clear()
+        self._offline.clear()
+        if conn is not None:
+            self.deployment.broker.disconnect(conn, graceful=True)
+        if self.node is not None:
+            self._connect(self.clean_session)
 
     def open_second_connection(self, client_id: str, filters: tuple[str, ...]) -> None:
         """A second MQTT connection in the same process (the double-subscription bug)."""
@@ -185,28 +205,63 @@ class SimHost(NodeHost):
         epoch = self.epoch
 
         def send(direction: str, then: Callable[[], None]) -> None:
+            if direction == "up":
+                conn.last_out_ms = self.env.now   # written to the socket, arriving or not
             delay = conn.transit_ms(self.env.now, direction)
             if delay is None:
-                if conn.alive and conn is self.conn:
-                    self._lose(conn, "link down")
+                if conn is self.conn:
+                    self._lose(conn)
                 return
-            self.call_later(delay, lambda: then() if epoch == self.epoch else None)
+
+            def arrived() -> None:
+                if epoch == self.epoch:
+                    if direction == "down":
+                        conn.last_in_ms = self.env.now
+                    then()
+            self.call_later(delay, arrived)
         send("up", (lambda: send("down", action)) if round_trip else action)
 
-    def _lose(self, conn: Connection, reason: str) -> None:
-        """The client notices a dead connection (keepalive) and drops it."""
-        epoch = self.epoch
+    def _lose(self, conn: Connection) -> None:
+        """A packet of `conn` was lost: over a link that is up, TCP gave up on it and the
+        connection is dead at once; over a partition nothing says so, and the client finds
+        out at its keepalive check."""
+        if self.link.up:
+            self.drop_connection("connection lost: TCP gave up retransmitting")
+        else:
+            self.watch(conn)
+
+    def watch(self, conn: Connection | None = None) -> None:
+        """The link went silent: time the client's keepalive (once per connection). An
+        unanswered CONNECT is given up after one keepalive; an established connection at
+        paho's keepalive check. Closing it sends nothing across the partition: the broker
+        finds out on its own, or at the heal."""
+        conn = conn or self.conn
+        if conn is None or conn.watched:
+            return
+        conn.watched = True
+        epoch, now = self.epoch, self.env.now
+        at = CLIENT.notice_ms(now, conn.last_in_ms, conn.last_out_ms) if conn.established \
+            else max(now, conn.last_out_ms + CLIENT.connect_timeout_ms())
 
         def notice() -> None:
-            if epoch == self.epoch and conn.alive:
-                self.deployment.broker.disconnect(conn, graceful=False)
-                self.on_connection_lost(conn, reason)
-        self.call_later(KEEPALIVE_DETECT_MS, notice)
+            conn.watched = False
+            if epoch != self.epoch or conn is not self.conn:
+                return
+            if self.link.up:
+                return   # healed meanwhile: the heal decided the connection's fate
+            self.on_connection_lost(conn, "keepalive timeout (partition)" if conn.established
+                                    else "CONNECT unanswered (partition)")
+        self.call_later(at - now, notice)
 
-    def resend_unacked(self) -> None:
-        """After a partition heals on a live TCP connection, what was lost is resent."""
-        for pending in list(self._unacked.values()):
-            self._send(pending.cmd, pending.payload)
+    def cut(self, reason: str) -> None:
+        """Every connection of this client reset at once (the fault proxy's heal): the
+        broker publishes the wills of those it still had; the client reconnects."""
+        self.deployment.broker.cut(self)
+        self.extra = [c for c in self.extra if c.alive]
+        conn = self.conn
+        if conn is not None:
+            conn.alive = False
+            self.on_connection_lost(conn, reason)
 
     def drop_connection(self, reason: str) -> None:
         """The connection is declared dead (keepalive) or closed to reconnect elsewhere."""
@@ -235,9 +290,10 @@ class SimHost(NodeHost):
         if cmd.qos >= 1:
             self._unacked[key] = _Pending(cmd, payload)
         msg = Message(cmd.topic, payload, cmd.qos, cmd.retain)
+        conn.last_out_ms = self.env.now
         there = conn.transit_ms(self.env.now, "up")
         if there is None:
-            self._lose(conn, "link down")
+            self._lose(conn)
             return  # stays unacked; resent after the reconnect
         self.env.process(self._deliver_publish(conn, cmd, key, msg, there))
 
@@ -255,6 +311,7 @@ class SimHost(NodeHost):
         yield self.env.timeout(back)
         if epoch != self.epoch or not conn.alive:
             return  # no PUBACK on a closed connection: resent after the reconnect
+        conn.last_in_ms = self.env.now
         if cmd.qos >= 1 and self._unacked.pop(key, None) is None:
             return  # already acknowledged through an earlier copy
         if cmd.message_id is not None:
@@ -263,6 +320,7 @@ class SimHost(NodeHost):
     def on_deliver(self, conn: Connection, msg: Message, pid: int, dup: bool) -> None:
         if self.node is None:
             return  # the process is dead; the broker keeps it in flight
+        conn.last_in_ms = self.env.now
         if conn.label != "primary":
             self.second_delivery(conn.label, msg.topic)
         copies = 1

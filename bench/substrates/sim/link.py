@@ -19,6 +19,7 @@ class Link:
         self.base = spec
         self.rng = rng
         self.up = True
+        self.downs = 0      # how many times it went down (a partition's identity)
         self.packets = 0
         self.lost = 0
         self.retransmissions = 0

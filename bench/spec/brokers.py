@@ -1,0 +1,112 @@
+"""What the simulator assumes of the MQTT layer, in one place, read by every substrate.
+
+- `CLIENT`: how a node's MQTT client keeps its connection: the keepalive it asks for, how
+  long it waits between reconnect attempts, how long a connect may go unanswered. The
+  live nodes configure paho from it; the simulated hosts time their keepalive, retries
+  and connect timeouts from it, the way paho does.
+- `BEHAVIOURS`: what a broker does where MQTT 3.1.1 leaves room or brokers stray, one row
+  per broker model a topology can name (`[broker] model = "amqtt" | "mosquitto" |
+  "generic"`). The amqtt and Mosquitto rows are what `a2a-bench brokers` measured on the
+  brokers the bench starts (amqtt 0.12.1, Mosquitto 2.0.11; `tests/live/test_brokers.py`
+  measures them again and fails where a row no longer holds); "generic" is MQTT 3.1.1 as
+  written, where the standard says what happens.
+
+So `--mode sim --broker mosquitto` predicts a live run on Mosquitto, and a topology's
+default ("generic") shows what a conforming broker would do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """A node's MQTT client (paho's settings, live; the same timings in simulation)."""
+
+    keepalive_s: int = 5
+    #: paho's reconnect_delay_set: the first retry after min, each next one doubled up to max
+    backoff_min_s: int = 1
+    backoff_max_s: int = 2
+
+    def backoff_s(self, attempt: int) -> float:
+        """The wait before reconnect attempt `attempt` (1 = the first after a loss)."""
+        return float(min(self.backoff_min_s * 2 ** (attempt - 1), self.backoff_max_s))
+
+    def notice_ms(self, now_ms: float, last_in_ms: float, last_out_ms: float) -> float:
+        """When the client declares a silent connection dead (paho's keepalive check): a
+        PINGREQ once `keepalive` passed since the last packet either way (an idle client
+        pings every keepalive, so that is never later than now + keepalive), then the
+        close once another keepalive passes without a byte from the broker."""
+        ka = self.keepalive_s * 1000.0
+        quiet_since = max(min(last_in_ms, last_out_ms), now_ms - ka)
+        return max(now_ms, quiet_since + ka) + ka
+
+    def connect_timeout_ms(self) -> float:
+        """An unanswered CONNECT: paho closes it at its keepalive check, keepalive after."""
+        return self.keepalive_s * 1000.0
+
+
+CLIENT = ClientConfig()
+
+
+class TakeoverWill(StrEnum):
+    """Whose will a broker publishes when a second connection takes a client id over."""
+
+    NONE = "none"    # 3.1.1: the server closed it, not a network failure or a protocol error
+    OLD = "old"      # the displaced connection's, as for any connection the server closes
+    NEW = "new"      # the new, still open, connection's (a defect)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerBehaviour:
+    name: str
+    #: overlapping subscriptions of one client: a copy per matching filter, or one per client
+    copy_per_filter: bool
+    takeover_will: TakeoverWill
+    #: a graceful stop (SIGTERM) publishes the wills of every connection it closes
+    wills_on_shutdown: bool
+    #: a silent client is closed (and its will published) after factor x keepalive + offset
+    #: seconds; None: never ([MQTT-3.1.2-24] says 1.5 x)
+    keepalive_close: tuple[float, float] | None
+    #: a resumed session gets its unacknowledged QoS1 messages again, with DUP=1
+    resends_on_resume: bool
+    #: sessions, queued messages and retained messages survive a graceful restart
+    persistent: bool
+    #: how long a started broker takes to listen (a reconnect sooner is refused)
+    start_ms: float
+    #: where the row comes from
+    source: str
+
+    def keepalive_close_ms(self, keepalive_s: float) -> float | None:
+        if self.keepalive_close is None:
+            return None
+        factor, offset_s = self.keepalive_close
+        return (factor * keepalive_s + offset_s) * 1000.0
+
+
+BEHAVIOURS: dict[str, BrokerBehaviour] = {b.name: b for b in (
+    BrokerBehaviour(
+        "generic", copy_per_filter=True, takeover_will=TakeoverWill.NONE,
+        wills_on_shutdown=False, keepalive_close=(1.5, 0.0), resends_on_resume=True,
+        persistent=True, start_ms=0.0,
+        source="MQTT 3.1.1: [MQTT-3.1.2-24] 1.5 x keepalive, [MQTT-4.4.0-1] resend on "
+               "resume; a copy per filter is allowed ([MQTT-3.3.5-1]) and the harder case"),
+    BrokerBehaviour(
+        "amqtt", copy_per_filter=True, takeover_will=TakeoverWill.NEW,
+        wills_on_shutdown=False, keepalive_close=None, resends_on_resume=False,
+        persistent=False, start_ms=250.0,
+        source="a2a-bench brokers, amqtt 0.12.1 embedded: 2 copies, the new client's will, no "
+               "will on a graceful stop, never closes a silent client, resends nothing, "
+               "keeps nothing over a restart; listening 0.25 s after its start (the "
+               "broker_restart scenario's history, live)"),
+    BrokerBehaviour(
+        "mosquitto", copy_per_filter=False, takeover_will=TakeoverWill.NONE,
+        wills_on_shutdown=True, keepalive_close=(2.1, 1.1), resends_on_resume=True,
+        persistent=True, start_ms=50.0,
+        source="a2a-bench brokers, Mosquitto 2.0.11 (persistence on): 1 copy, no will at a "
+               "takeover, every will on SIGTERM, a silent client closed after 5.3 s at "
+               "keepalive 2 s and 11.1-12.0 s at 5 s, resent with DUP=1, sessions kept; "
+               "listening 0.05 s after its start"),
+)}

@@ -1,0 +1,64 @@
+"""The simulated MQTT client keeps time as paho does with the live nodes' settings (one
+`ClientConfig` for both), and a partition plays out on each side's own clock: the
+client's keepalive check, the broker's keepalive enforcement (its row), the heal that
+resets every connection (as the live fault proxy does) and the reconnect backoff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.core import events as ev
+from bench.history import History
+from bench.run import run_scenario
+from bench.spec.brokers import BEHAVIOURS, CLIENT, ClientConfig
+from bench.spec.scenario import load_scenario
+from bench.variants import REFERENCE
+
+
+def test_paho_keepalive_check_timing() -> None:
+    c = ClientConfig(keepalive_s=5)
+    # a busy link (a packet each way just now): PINGREQ after 5 s, the close 5 s later
+    assert c.notice_ms(1000.0, 1000.0, 1000.0) == 11_000.0
+    # quiet for 4 s already: PINGREQ in 1 s, the close 5 s after it
+    assert c.notice_ms(10_000.0, 6_000.0, 6_000.0) == 16_000.0
+    # nothing for ages (an idle client pings every keepalive, so one is due now at the
+    # latest): the close one keepalive later
+    assert c.notice_ms(10_000.0, 0.0, 0.0) == 15_000.0
+    assert [c.backoff_s(n) for n in (1, 2, 3, 9)] == [1.0, 2.0, 2.0, 2.0]
+
+
+def _partition(tmp: Path, model: str) -> History:
+    path = tmp / "p.toml"
+    path.write_text("\n".join([
+        'topology = "star"', "seed = 2", "duration_s = 40", "drain_s = 10",
+        "[workload]", "rate_per_s = 2",
+        "[[faults]]", 'kind = "partition"', 'nodes = ["exec-2"]', "at_s = 5",
+        "duration_s = 25", ""]))
+    scenario = load_scenario(path).with_broker_model(model)
+    run_scenario(scenario, REFERENCE, tmp / model, mode="sim")
+    return History.read(tmp / model / "history.jsonl")
+
+
+@pytest.mark.parametrize("model", ["generic", "mosquitto", "amqtt"])
+def test_a_partition_plays_out_on_each_sides_clock(tmp_path: Path, model: str) -> None:
+    h = _partition(tmp_path, model)
+    origin = h.of(ev.WorkloadStarted)[0].t_ms
+    start, heal = origin + 5_000, origin + 30_000
+    ka = CLIENT.keepalive_s * 1000
+    lost = [e.t_ms for e in h.of(ev.MqttDisconnected) if e.node == "exec-2"]
+    # the client's keepalive check: between one and two keepalives into the silence
+    assert lost and start + ka <= lost[0] <= start + 2 * ka + 1, lost
+    # the broker's: the peers learn the node is gone (its will) when the row says
+    gone = min((u.t_ms for u in h.of(ev.DirectoryUpdated)
+                if u.node_id == "exec-2" and not u.online and u.node != "exec-2"), default=None)
+    close_ms = BEHAVIOURS[model].keepalive_close_ms(CLIENT.keepalive_s)
+    if close_ms is None:   # amqtt never times it out: its will goes out at the heal's reset
+        assert gone is not None and heal <= gone < heal + 100
+    else:
+        assert gone is not None and start + close_ms <= gone < start + close_ms + 100
+    # the heal resets the connection attempt hanging in the partition: back within the
+    # backoff (1-2 s) and a round trip, not a keepalive later
+    back = min(e.t_ms for e in h.of(ev.MqttConnected) if e.node == "exec-2" and e.t_ms > heal)
+    assert back - heal <= CLIENT.backoff_max_s * 1000 + 50, back - heal
