@@ -83,6 +83,7 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
         "requests": len(h.of(ev.RequestSent)),
         "outcomes": dict(sorted(outcomes.items())),
         "latency_ms": exact_quantiles(completed),
+        "overhead_ms": exact_quantiles(overhead(h)),
         "latency_histogram": hist.to_json(),
         "throughput_per_s": round(outcomes.get("COMPLETED", 0) / (duration_ms / 1000), 3)
         if duration_ms else None,
@@ -96,6 +97,21 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
         "inbound_drops": dict(sorted(drops.items())),
         "faults_fired": len(h.of(ev.FaultFired)),
     }
+
+
+def overhead(h: History) -> list[float]:
+    """What the system adds to each completed request: its latency less the time its task
+    ran (first executed -> first COMPLETED on the executor), so transport, queues,
+    retries and restarts are compared without the workload's own task times."""
+    started: dict[str, float] = {}
+    for e in h.of(ev.TaskExecuted):
+        started.setdefault(e.task_id, e.t_ms)
+    ran: dict[str, float] = {}
+    for s in h.of(ev.TaskState):
+        if s.state == "COMPLETED" and s.task_id in started and s.task_id not in ran:
+            ran[s.task_id] = s.t_ms - started[s.task_id]
+    return [max(0.0, e.latency_ms - ran[e.request_id]) for e in h.of(ev.RequestSettled)
+            if e.outcome == "COMPLETED" and e.request_id in ran]
 
 
 def broker_outages(h: History) -> list[dict[str, Any]] | None:

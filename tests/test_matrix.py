@@ -71,7 +71,14 @@ def test_groups_cross_and_defects_pair_with_their_scenario(tmp_path: Path) -> No
     assert {c.topology for c in m.cells if c.group == "topologies"} == {"star", "split", "host-local"}
     live = load_matrix(write(tmp_path, "[[group]]\nscenarios=['quickstart']\nmodes=['sim','live']\n"
                                        "brokers=['amqtt','mosquitto']\nseeds=[1,2]"))
-    assert len(live.cells) == 2 * (1 + 2)   # seeds x (sim + live on two brokers)
+    # brokers named: the simulation copies each broker too (sim and live, per broker)
+    assert sorted(c.id for c in live.cells if c.seed == 1) == [
+        "quickstart.reference.own.s1.live.amqtt", "quickstart.reference.own.s1.live.mosquitto",
+        "quickstart.reference.own.s1.sim.amqtt", "quickstart.reference.own.s1.sim.mosquitto"]
+    assert len(live.cells) == 2 * 4
+    own = load_matrix(write(tmp_path, "[[group]]\nscenarios=['quickstart']\nmodes=['sim','live']"))
+    assert sorted(c.id for c in own.cells) == [     # not named: the topology's own model
+        "quickstart.reference.own.s1.live.amqtt", "quickstart.reference.own.s1.sim"]
 
 
 def test_a_matrix_runs_filters_writes_junit_and_does_not_redo_finished_cells(tmp_path: Path) -> None:

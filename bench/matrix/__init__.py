@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.spec.distribution import SpecError
-from bench.spec.scenario import SCENARIOS, find, load_scenario
+from bench.spec.scenario import SCENARIOS, Scenario, find, load_scenario
 from bench.variants import VARIANTS
 
 MODES = ("sim", "live")
@@ -38,7 +38,8 @@ class Cell:
     topology: str | None      # None: the scenario's own
     seed: int
     mode: str
-    broker: str               # "sim" in simulation
+    #: live: the broker; sim: the broker model it copies, or "sim" for the topology's own
+    broker: str
     nodes: str = "inproc"     # live: on the bench's loop or one OS process each
     #: the scenario file (a name in scenarios/ is scenarios/<name>.toml)
     path: str = ""
@@ -46,6 +47,8 @@ class Cell:
     @property
     def id(self) -> str:
         parts = [self.scenario, self.variant, self.topology or "own", f"s{self.seed}", self.mode]
+        if self.mode == "sim" and self.broker != "sim":
+            parts.append(self.broker)
         if self.mode == "live":
             parts.append(self.broker)
             if self.nodes != "inproc":
@@ -142,6 +145,9 @@ def load_matrix(path: Path) -> Matrix:
             raise SpecError(f"{at}.seeds={seeds!r} must be integers")
         modes = _texts(g, "modes", at, ["sim"])
         brokers = _texts(g, "brokers", at, ["amqtt"])
+        # brokers named: the simulation copies each of them too (a fidelity matrix); not
+        # named: it runs the topology's own model
+        sim_brokers = [str(b) for b in brokers] if "brokers" in g else ["sim"]
         for m in modes:
             if m not in MODES:
                 raise SpecError(f"{at}.modes: {m!r} must be one of {list(MODES)}")
@@ -168,7 +174,7 @@ def load_matrix(path: Path) -> Matrix:
                     for mode in modes:
                         if mode == "live" and scenario in sim_only:
                             continue
-                        for broker in (brokers if mode == "live" else ["sim"]):
+                        for broker in (brokers if mode == "live" else sim_brokers):
                             for hosting in (hostings if mode == "live" else ["inproc"]):
                                 cells.append(Cell(name, scenario, variant,
                                                   None if topo == "own" else str(topo),
@@ -200,10 +206,17 @@ def expectation(cell: Cell) -> dict[str, str]:
     expectations (true unless it says)."""
     if cell.variant != "reference":
         return {VARIANTS[cell.variant].caught_by: "false"}
-    scenario = load_scenario(cell.source)
+    scenario = _scenario(cell)
     from bench.checks import checkers
-    expect = scenario.expect_for(cell.broker if cell.mode == "live" else None)
+    expect = scenario.expect_for(cell.broker) if cell.mode == "live" else scenario.expect_sim()
     return {name: expect.get(name, "true") for name in checkers()}
+
+
+def _scenario(cell: Cell) -> Scenario:
+    scenario = load_scenario(cell.source, topology=cell.topology, seed=cell.seed)
+    if cell.mode == "sim" and cell.broker != "sim":
+        scenario = scenario.with_broker_model(cell.broker)
+    return scenario
 
 
 def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
@@ -215,7 +228,7 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
     scratch = final.with_name(final.name + f".partial-{os.getpid()}")
     for stale in final.parent.glob(final.name + ".partial-*"):   # left by a killed run
         shutil.rmtree(stale, ignore_errors=True)
-    scenario = load_scenario(cell.source, topology=cell.topology, seed=cell.seed)
+    scenario = _scenario(cell)
     t0 = time.perf_counter()
     options = Options(broker=cell.broker, hosting=Hosting(cell.nodes)) \
         if cell.mode == "live" else Options()
@@ -235,6 +248,9 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
                           "messages_per_task": m["messages_per_task"],
                           "faults_fired": m["faults_fired"]},
               "situations": result.summary.get("situations", {}),
+              # what the simulation of this broker's model is declared not to show
+              "unmodelled": dict(scenario.unmodelled.get(cell.broker, {}))
+              if cell.mode == "sim" else {},
               "topology": result.summary["topology"], "replay": result.summary["replay"]}
     shutil.rmtree(final, ignore_errors=True)
     final.parent.mkdir(parents=True, exist_ok=True)

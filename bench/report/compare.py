@@ -2,7 +2,12 @@
 quantiles — e.g. the same scenario in sim and live, on amqtt and Mosquitto, or on several
 topologies. Matrix folders compare too: one matrix shows, for each scenario, variant and
 seed it ran on more than one topology, substrate or broker, those cells side by side; two
-or more matrices are compared cell by cell."""
+or more matrices are compared cell by cell.
+
+Against the first run, each other run gets its fidelity: how its outcome counts differ
+(identical or not) and the ratios of its latency quantiles (p50, p90, p99 of completed
+requests, and of their transport overhead: latency less the task's own run time) — how
+well a simulation predicted a live run, or one broker another."""
 
 from __future__ import annotations
 
@@ -24,7 +29,8 @@ def load(run_dir: Path) -> dict[str, Any]:
 
 def _parts(run: dict[str, Any]) -> list[str]:
     s = run["summary"]
-    where = s["mode"] if s["mode"] == "sim" else f"live/{s.get('broker')}/{s.get('nodes')}"
+    where = (f"sim/{s['model']}" if s.get("model") else "sim") if s["mode"] == "sim" else \
+        f"live/{s.get('broker')}/{s.get('nodes')}"
     return [s["scenario"], s["variant"], s["topology"], where, f"s{s['seed']}"]
 
 
@@ -65,6 +71,8 @@ def rows(runs: list[dict[str, Any]]) -> list[list[str]]:
     for label, path in (("requests", "requests"), *outcomes,
                         ("latency p50 ms", "latency_ms.p50"), ("latency p90 ms", "latency_ms.p90"),
                         ("latency p99 ms", "latency_ms.p99"), ("latency max ms", "latency_ms.max"),
+                        ("overhead p50 ms", "overhead_ms.p50"), ("overhead p90 ms", "overhead_ms.p90"),
+                        ("overhead p99 ms", "overhead_ms.p99"),
                         ("messages published", "messages_published"),
                         ("messages per task", "messages_per_task"),
                         ("duplicates delivered", "duplicates_delivered"),
@@ -72,6 +80,49 @@ def rows(runs: list[dict[str, Any]]) -> list[list[str]]:
         table.append([label, *metric(path)])
     table.append(["seed", *(str(r["summary"]["seed"]) for r in runs)])
     return table
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    """b / a, or None where either is missing (a 0 ms quantile counts as 1 ms)."""
+    if not isinstance(a, int | float) or not isinstance(b, int | float):
+        return None
+    return max(float(b), 1.0) / max(float(a), 1.0)
+
+
+def fidelity(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run after the first against the first: outcome-count differences (run minus
+    first) and latency ratios (run / first) of completed requests and of their overhead."""
+    base = runs[0]["metrics"]
+    out = []
+    for label, r in zip(labels(runs)[1:], runs[1:], strict=True):
+        m = r["metrics"]
+        a, b = base.get("outcomes") or {}, m.get("outcomes") or {}
+        diff = {k: b.get(k, 0) - a.get(k, 0) for k in sorted(set(a) | set(b))
+                if b.get(k, 0) != a.get(k, 0)}
+        out.append({"run": label, "outcomes_identical": not diff, "outcome_diff": diff,
+                    "latency_ratio": {q: _ratio((base.get("latency_ms") or {}).get(q),
+                                                (m.get("latency_ms") or {}).get(q))
+                                      for q in ("p50", "p90", "p99")},
+                    "overhead_ratio": {q: _ratio((base.get("overhead_ms") or {}).get(q),
+                                                 (m.get("overhead_ms") or {}).get(q))
+                                       for q in ("p50", "p90", "p99")}})
+    return out
+
+
+def _ratios(r: dict[str, float | None]) -> str:
+    return " ".join(f"{q} {'–' if v is None else f'x{v:.2f}'}" for q, v in r.items())
+
+
+def render_fidelity(runs: list[dict[str, Any]]) -> list[str]:
+    first = labels(runs)[0]
+    lines = [f"against {first}:"]
+    for f in fidelity(runs):
+        diff = ", ".join(f"{k} {n:+d}" for k, n in f["outcome_diff"].items())
+        lines.append(f"  {f['run']}: outcomes " + ("identical" if f["outcomes_identical"]
+                                                    else f"differ ({diff})"))
+        lines.append(f"    latency  {_ratios(f['latency_ratio'])}")
+        lines.append(f"    overhead {_ratios(f['overhead_ratio'])}")
+    return lines
 
 
 def render(runs: list[dict[str, Any]]) -> str:
@@ -85,7 +136,7 @@ def render(runs: list[dict[str, Any]]) -> str:
     differing = [row[0] for row in table[1:] if row[0].startswith("verdict") and len(set(row[1:])) > 1]
     if differing:
         lines += ["", "verdicts that differ: " + ", ".join(d.removeprefix("verdict ") for d in differing)]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *render_fidelity(runs)])
 
 
 def is_matrix(folder: Path) -> bool:

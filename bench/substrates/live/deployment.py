@@ -271,6 +271,7 @@ class LiveDeployment:
         self._broker_up = asyncio.Event()
         self._broker_gone = asyncio.Event()
         self._planned = False
+        self._replays_due = 0      # redeliveries the nemesis scheduled, still to come
         self._restart: asyncio.subprocess.Process | None = None
         self.takeovers = TakeoverWatch(self.record, self.call_later)
         self.log.observers.append(self.takeovers.observe)
@@ -334,8 +335,11 @@ class LiveDeployment:
 
     def settled(self) -> bool:
         """Quiet, and for a moment: the lines of one batch of a node process arrive one
-        by one, and between two of them the history can look quiet when it is not."""
-        return self.log.quiet and self.clock.now_ms() - self.log.last_recorded_ms >= QUIET_MS
+        by one, and between two of them the history can look quiet when it is not. Never
+        while a redelivery the nemesis scheduled is still to come (the simulator's broker
+        makes those within the drain too)."""
+        return not self._replays_due and self.log.quiet and \
+            self.clock.now_ms() - self.log.last_recorded_ms >= QUIET_MS
 
     def close(self) -> dict[str, Any]:
         """Nodes, proxies, the nemesis's clients and the broker are stopped, whatever
@@ -721,6 +725,7 @@ class LiveDeployment:
         holder: list[MqttLink] = []
 
         def replay(topic: str, payload: bytes) -> None:
+            self._replays_due -= 1
             if holder and not holder[0].closed:
                 holder[0].publish(topic, payload, 1, False)
                 self.record("nemesis", ev.FaultFired(step.fault.kind, index, "replayed",
@@ -729,6 +734,7 @@ class LiveDeployment:
         def on_message(d: Delivery) -> None:
             holder[0].ack(d.mid, d.qos)
             if rng.random() < p:
+                self._replays_due += 1     # the run is not settled before they happen
                 self.loop.call_later(delay_ms.sample(rng) / 1000, replay, d.topic, d.payload)
 
         link = await self._client(index, on_message)

@@ -1,0 +1,134 @@
+"""How well a simulation predicted the live runs of a matrix (the fidelity matrix,
+`scenarios/fidelity.matrix.toml`): for every scenario run both ways, the simulation with a
+broker's model against the live run on that broker, and live inproc nodes against one OS
+process per node. Per pair: do the verdicts agree, are the outcome counts identical, and
+how far apart are the p99 latencies of completed requests (live / sim).
+
+The targets are issue 15's: identical verdicts wherever a verdict is judged, identical
+outcome counts sim vs Mosquitto on at least 95 % of scenarios, p99 within x1.5 on at least
+90 %, and inproc = process outcome counts on the restart scenarios.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+P99_WITHIN = 1.5
+
+
+@dataclass(frozen=True)
+class Pair:
+    scenario: str
+    kind: str             # "sim vs live, amqtt", "inproc vs process, mosquitto"
+    a: dict[str, Any]     # the cell record the other is held against (the prediction)
+    b: dict[str, Any]
+    #: checker -> why the simulation does not show this broker's verdict (the scenario's
+    #: [unmodelled.<broker>]): such a difference is declared, not counted
+    declared: dict[str, str] = field(default_factory=dict)
+
+    def _differ(self) -> list[str]:
+        va, vb = self.a["verdicts"], self.b["verdicts"]
+        return [k for k in va if k in vb and va[k] != vb[k] and "unknown" not in (va[k], vb[k])]
+
+    @property
+    def verdicts_differ(self) -> list[str]:
+        """Verdicts that differ where both sides judged (UNKNOWN on either side is not a
+        disagreement about the system, but about what was exercised: counted apart), and
+        that the scenario does not declare out of the model's reach."""
+        return [k for k in self._differ() if k not in self.declared]
+
+    @property
+    def declared_differ(self) -> list[str]:
+        return [k for k in self._differ() if k in self.declared]
+
+    @property
+    def unknown_differ(self) -> list[str]:
+        va, vb = self.a["verdicts"], self.b["verdicts"]
+        return [k for k in va if k in vb and va[k] != vb[k] and "unknown" in (va[k], vb[k])]
+
+    @property
+    def outcome_diff(self) -> dict[str, int]:
+        oa = self.a["metrics"].get("outcomes") or {}
+        ob = self.b["metrics"].get("outcomes") or {}
+        return {k: ob.get(k, 0) - oa.get(k, 0) for k in sorted(set(oa) | set(ob))
+                if ob.get(k, 0) != oa.get(k, 0)}
+
+    @property
+    def p99_ratio(self) -> float | None:
+        pa = (self.a["metrics"].get("latency_ms") or {}).get("p99")
+        pb = (self.b["metrics"].get("latency_ms") or {}).get("p99")
+        if pa is None or pb is None:
+            return None
+        return max(float(pb), 1.0) / max(float(pa), 1.0)
+
+    @property
+    def p99_close(self) -> bool:
+        r = self.p99_ratio
+        return r is None or 1 / P99_WITHIN <= r <= P99_WITHIN
+
+
+def pairs(records: list[dict[str, Any]]) -> list[Pair]:
+    by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in records:
+        c = r["cell"]
+        by_key[(c["scenario"], c["variant"], c["topology"], c["seed"], c["mode"], c["broker"],
+                c.get("nodes", "inproc"))] = r
+    out = []
+    for (scenario, variant, topo, seed, mode, broker, nodes), rec in sorted(
+            by_key.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        if mode == "sim" and broker != "sim":
+            live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc"))
+            if live is not None:
+                out.append(Pair(scenario, f"sim vs live, {broker}", rec, live,
+                                dict(rec.get("unmodelled") or {})))
+        if mode == "live" and nodes == "process":
+            inproc = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc"))
+            if inproc is not None:
+                out.append(Pair(scenario, f"inproc vs process, {broker}", inproc, rec))
+    return out
+
+
+def _share(n: int, of: int) -> str:
+    return f"{n}/{of} ({100 * n / of:.0f} %)" if of else "0/0"
+
+
+def summary(ps: list[Pair]) -> list[str]:
+    """One line per comparison kind: how many pairs meet each target."""
+    lines = []
+    for kind in sorted({p.kind for p in ps}):
+        group = [p for p in ps if p.kind == kind]
+        same_v = sum(not p.verdicts_differ for p in group)
+        same_o = sum(not p.outcome_diff for p in group)
+        close = sum(p.p99_close for p in group)
+        lines.append(f"{kind}: verdicts agree {_share(same_v, len(group))}; outcome counts "
+                     f"identical {_share(same_o, len(group))}; p99 within x{P99_WITHIN:g} "
+                     f"{_share(close, len(group))}")
+    return lines
+
+
+def table(ps: list[Pair]) -> list[str]:
+    """A Markdown table: one row per pair."""
+    rows = ["| scenario | compared | verdicts | outcome counts (2nd - 1st) | p99 ratio |",
+            "|---|---|---|---|---|"]
+    for p in ps:
+        verdicts = ("differ: " + ", ".join(p.verdicts_differ) if p.verdicts_differ else "agree") \
+            + "".join(f" (declared: {k} — {p.declared[k]})" for k in p.declared_differ) \
+            + (f" (unknown on one side: {', '.join(p.unknown_differ)})" if p.unknown_differ else "")
+        diff = ", ".join(f"{k} {n:+d}" for k, n in p.outcome_diff.items()) or "identical"
+        ratio = p.p99_ratio
+        shown = "–" if ratio is None else f"x{ratio:.2f}" + ("" if p.p99_close else " **far**")
+        rows.append(f"| {p.scenario} | {p.kind} | {verdicts} | {diff} | {shown} |")
+    return rows
+
+
+def render(folder: Path) -> str | None:
+    """The fidelity report of a matrix folder, or None if it has no pair to compare."""
+    records = json.loads((folder / "matrix.json").read_text())["records"]
+    ps = pairs(records)
+    if not ps:
+        return None
+    return "\n".join(["## Fidelity: the simulation against the live run", "", *summary(ps), "",
+                      *table(ps)])
