@@ -663,7 +663,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _print_result(result: RunResult, as_json: bool) -> None:
-    from bench.checks import NOTHING
+    from bench.checks import NOTHING, as_expected
     s, m = result.summary, result.metrics
     if as_json:
         print(json.dumps({"summary": s, "verdicts": [v.to_json() for v in result.verdicts],
@@ -714,7 +714,7 @@ def _print_result(result: RunResult, as_json: bool) -> None:
     print("  verdicts:")
     for v in result.verdicts:
         want = s["expect"].get(v.name, "true")
-        flag = "" if v.value.value == want else f"   <-- expected {want}"
+        flag = "" if as_expected(v.value.value, want) else f"   <-- expected {want}"
         print(f"    {v.name:<20} {v.value.value.upper():<8}{flag}".rstrip())
         for c in v.counterexamples[:3]:
             print(f"      {c['rule']}: seq {','.join(map(str, c['seq']))}: {c['why']}")

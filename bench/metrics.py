@@ -66,6 +66,9 @@ def exact_quantiles(values: list[float]) -> dict[str, float | None]:
 def compute(h: History, duration_ms: float) -> dict[str, Any]:
     settled = h.of(ev.RequestSettled)
     outcomes = Counter(e.outcome for e in settled)
+    # settled, as the restarted requester read back, though a kill cut the journal's record
+    from bench.checks.delivery import restored_settled
+    outcomes.update(outcome for _t, outcome in h.memo(restored_settled).values())
     completed = [float(e.latency_ms) for e in settled if e.outcome == "COMPLETED"]
     hist = Histogram()
     for v in completed:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.checks import Value, Verdict, fault_firings, interrupted_at_s, judge
+from bench.checks import Value, Verdict, as_expected, fault_firings, interrupted_at_s, judge
 from bench.checks.coverage import reached
 from bench.core.events import HarnessError, RunFinished, RunInterrupted
 from bench.faults import CATALOGUE
@@ -83,7 +83,7 @@ def exit_code(verdicts: list[Verdict], expect: dict[str, str]) -> int:
     worst = EXIT_OK
     for v in verdicts:
         wanted = expect.get(v.name, "true")
-        if v.value.value == wanted:
+        if as_expected(v.value.value, wanted):
             continue
         if v.value is Value.UNKNOWN:
             worst = max(worst, EXIT_UNKNOWN) if worst != EXIT_FALSE else worst

@@ -51,3 +51,11 @@ def test_a_difference_the_scenario_declares_out_of_the_models_reach_is_listed_no
     assert p.verdicts_differ == [] and p.declared_differ == ["silent_loss"]
     assert "verdicts agree 1/1" in summary([p])[0]
     assert "(declared: silent_loss — not in the model)" in table([p])[2]
+
+
+def test_a_verdict_the_scenario_takes_either_way_on_a_broker_is_declared_not_counted() -> None:
+    sim = record("sim", "amqtt", verdicts={"qos1_delivery": "false"})
+    live = record("live", "amqtt", verdicts={"qos1_delivery": "true"}) | {
+        "expect": {"qos1_delivery": "either"}}
+    [p] = pairs([sim, live])
+    assert p.verdicts_differ == [] and p.declared_differ == ["qos1_delivery"]

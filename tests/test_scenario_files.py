@@ -8,7 +8,7 @@ import pytest
 
 from bench.cli import EXIT_INVALID, main
 from bench.spec.distribution import SpecError
-from bench.spec.scenario import load_scenario, load_topology
+from bench.spec.scenario import SCENARIOS, load_scenario, load_topology
 
 GOOD_TOPOLOGY = """
 name = "t"
@@ -140,3 +140,16 @@ def test_a_simulation_only_scenario_says_so_live_and_runs_in_simulation(
     ids = {c.id for c in load_matrix(path).cells}
     assert "replay_stale.reference.own.s1.sim" in ids
     assert not any(i.startswith("replay_stale") and ".live." in i for i in ids)
+
+
+def test_either_takes_a_judged_verdict_of_both_values_and_not_an_unknown() -> None:
+    from bench.checks import Value, Verdict, as_expected
+    from bench.run import EXIT_OK, EXIT_UNKNOWN, exit_code
+    assert as_expected("true", "either") and as_expected("false", "either")
+    assert not as_expected("unknown", "either") and not as_expected("false", "true")
+    for value, code in ((Value.TRUE, EXIT_OK), (Value.FALSE, EXIT_OK),
+                        (Value.UNKNOWN, EXIT_UNKNOWN)):
+        v = Verdict("qos1_delivery", value)
+        assert exit_code([v], {"qos1_delivery": "either"}) == code, value
+    s = load_scenario(SCENARIOS / "streaming_home_restart.toml")
+    assert s.expect_for("amqtt")["qos1_delivery"] == "either"

@@ -173,6 +173,17 @@ def checkers() -> dict[str, Checker]:
     return {c.name: c for c in found}
 
 
+#: An expectation that takes a judged verdict either way: the scenario says the verdict
+#: depends on timing it does not control (e.g. what a broker that resends nothing had in
+#: flight when a node died), and why, in a comment beside it.
+EITHER = "either"
+
+
+def as_expected(value: str, wanted: str) -> bool:
+    """Whether a verdict value ("true", "false", "unknown") is what was expected."""
+    return value == wanted or (wanted == EITHER and value in ("true", "false"))
+
+
 def fault_firings(history: History) -> list[dict[str, Any]]:
     fired: dict[int, int] = defaultdict(int)
     for e in history.of(FaultFired):

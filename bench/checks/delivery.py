@@ -29,6 +29,7 @@ from bench.core.events import (
     RelaySent,
     RequestSent,
     RequestSettled,
+    RequestsRestored,
     ResponseUnmatched,
     RosterLoaded,
     TaskExecuted,
@@ -67,14 +68,35 @@ def _settled(h: History) -> dict[tuple[str, str], list[RequestSettled]]:
     return settled
 
 
+def restored_settled(h: History) -> dict[tuple[str, str], tuple[float, str]]:
+    """(node, request) -> (when, outcome) for each settlement a restarted requester read
+    back (requests_restored) that its journal never showed: written, then a kill cut the
+    record, which follows the write."""
+    journaled = _settled(h)
+    out: dict[tuple[str, str], tuple[float, str]] = {}
+    for r in h.of(RequestsRestored):
+        for request_id, outcome in r.settled.items():
+            key = (r.node, request_id)
+            if key not in journaled:
+                out.setdefault(key, (r.t_ms, outcome))
+    return out
+
+
 @rule("DESIGN §3 Tasks: the requester's pending future ends once")
 def settles_once(h: History, c: Collector) -> None:
     """Every request ends in exactly one outcome, by its deadline (one still pending when
-    the run ends is undecided)."""
+    the run ends is undecided). A settlement the journal lacks counts if the requester,
+    restarted, read it back settled (requests_restored): the kill cut its record."""
     settled = _settled(h)
+    restored = h.memo(restored_settled)
     for sent in h.of(RequestSent):
         c.count("requests")
         outcomes = settled.get((sent.node, sent.request_id), [])
+        if not outcomes and (back := restored.get((sent.node, sent.request_id))) is not None \
+                and back[0] > sent.t_ms:
+            c.count("settled_unjournaled_before_a_crash")
+            c.count(f"outcome_{back[1].lower()}")
+            continue
         if not outcomes:
             if sent.t_ms + sent.timeout_ms > h.end_ms:   # the deadline is on the node's clock
                 c.unknown("pending_at_end")

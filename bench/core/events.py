@@ -273,6 +273,17 @@ class TasksRestored(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class RequestsRestored(Event):
+    """After a restart: the requester's request table read back. `settled` names the
+    requests found already settled (with their outcome) whose deadline is still ahead — a
+    settlement persisted just before a kill may never have reached the journal (the
+    record follows the write)."""
+    KIND = EventKind.REQUESTS_RESTORED
+    requests: int
+    settled: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class TaskExecuted(Event):
     KIND = EventKind.TASK_EXECUTED
     task_id: str
@@ -716,7 +727,7 @@ CORE: tuple[type[Event], ...] = (
     NodeStarted, Connected, RosterLoaded, RosterRotated, DefaultExecutorRegistered,
     ExecutorsRegistered, DirectoryUpdated, DirectoryRejected, InboundAdmitted, InboundDropped,
     AuthVerdict, KeysRotated, GroupEventReceived, OutboundSettled, RequestSent, RequestSettled,
-    ResponseUnmatched, TaskState, TasksRestored, TaskExecuted, TaskDuplicate, TaskLateResult,
+    ResponseUnmatched, TaskState, TasksRestored, RequestsRestored, TaskExecuted, TaskDuplicate, TaskLateResult,
     SubscriberAttached, SubscriberDetached, FlowEmitted, RelayFrame, RelaySent, RelayAccepted,
     RelayDuplicate, RelayGap, RelayDelivered, RelayDropped, InstanceStarted, InstanceState,
     InstancePersisted, InstanceRehydrated, InstancesRestored, StepStarted, StepFinished,
@@ -1071,6 +1082,9 @@ def _valid(base: str, value: object) -> bool:
             return isinstance(value, bool)
         case "list[str]":
             return isinstance(value, list) and all(isinstance(x, str) for x in value)
+        case "dict[str, str]":
+            return isinstance(value, dict) and all(isinstance(k, str) and isinstance(x, str)
+                                                   for k, x in value.items())
         case "Json":
             return True
         case _ if base in _ENUMS:

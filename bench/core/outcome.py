@@ -90,6 +90,7 @@ class EventKind(StrEnum):
     WORKLOAD_STARTED = "workload_started"
     RUN_STOPPING = "run_stopping"
     TASKS_RESTORED = "tasks_restored"
+    REQUESTS_RESTORED = "requests_restored"
     NODE_CRASHED = "node_crashed"
     OP_NOT_ISSUED = "op_not_issued"
     OP_FAILED = "op_failed"

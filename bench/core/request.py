@@ -123,6 +123,7 @@ class Requests:
 
     def recover(self, fx: Effects, restored: Mapping[str, Json]) -> list[str]:
         problems: list[str] = []
+        recent: dict[str, str] = {}
         for key, raw in sorted(restored.items()):
             if not isinstance(raw, dict):
                 problems.append(f"request record {key!r} is not an object")
@@ -134,12 +135,16 @@ class Requests:
                 continue
             if p.outcome is not None:
                 self.settled[p.request_id] = p.outcome
+                if p.deadline_ms > fx.now_ms:
+                    recent[p.request_id] = p.outcome.value
             elif p.deadline_ms <= fx.now_ms:
                 self.pending[p.request_id] = p
                 self._settle(fx, p.request_id, RequestOutcome.NO_RESPONSE, None)
             else:
                 self.pending[p.request_id] = p
                 fx.add(StartTimer(_timer(p.request_id), p.deadline_ms))
+        if restored:
+            fx.record(ev.RequestsRestored(requests=len(restored), settled=recent))
         return problems
 
     def _store(self, fx: Effects, p: Pending) -> None:

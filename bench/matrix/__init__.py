@@ -220,6 +220,7 @@ def _scenario(cell: Cell) -> Scenario:
 
 
 def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
+    from bench.checks import as_expected
     """Run one cell into a scratch folder, then move it into place and write cell.json:
     a cell killed half-way leaves nothing that looks finished."""
     from bench.run import run_scenario
@@ -237,7 +238,8 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     verdicts = {v.name: v.value.value for v in result.verdicts}
     expect = expectation(cell)
-    wrong = {k: verdicts.get(k) for k, want in expect.items() if verdicts.get(k) != want}
+    wrong = {k: verdicts.get(k) for k, want in expect.items()
+             if not as_expected(str(verdicts.get(k)), want)}
     m = result.metrics
     record = {"cell": cell.to_json(), "verdicts": verdicts, "expect": expect, "wrong": wrong,
               "passed": not wrong, "wall_s": round(wall, 3),

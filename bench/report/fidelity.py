@@ -82,8 +82,10 @@ def pairs(records: list[dict[str, Any]]) -> list[Pair]:
         if mode == "sim" and broker != "sim":
             live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc"))
             if live is not None:
+                either = {k: "the scenario expects either verdict on this broker (timing)"
+                          for k, w in (live.get("expect") or {}).items() if w == "either"}
                 out.append(Pair(scenario, f"sim vs live, {broker}", rec, live,
-                                dict(rec.get("unmodelled") or {})))
+                                either | dict(rec.get("unmodelled") or {})))
         if mode == "live" and nodes == "process":
             inproc = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc"))
             if inproc is not None:

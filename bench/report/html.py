@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from bench.checks import as_expected
+
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;
 color:#222;padding:0 1em}
@@ -73,7 +75,7 @@ def run_html(run_dir: Path, plots: dict[str, dict[str, Path]]) -> str:
     for v in verdicts["verdicts"]:
         want = summary["expect"].get(v["name"], "true")
         counts = ", ".join(f"{k} {n}" for k, n in v["counts"].items() if n)
-        off = "" if v["value"] == want else " class='off'"
+        off = "" if as_expected(v["value"], want) else " class='off'"
         body.append(f"<tr{off}><td>{_e(v['name'])}</td><td class='{v['value']}'>"
                     f"{v['value'].upper()}</td><td>{want}</td><td>{_e(counts)}"
                     + (f"<br><span class='muted'>{_e(v['note'].splitlines()[0])}</span>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.checks import Verdict
+from bench.checks import Verdict, as_expected
 
 
 def _fmt(v: Any) -> str:
@@ -26,7 +26,7 @@ def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, 
            "| checker | verdict | expected | counts |", "|---|---|---|---|"]
     for v in verdicts:
         counts = ", ".join(f"{k} {n}" for k, n in v.counts.items() if n)
-        mark = "" if v.value.value == summary["expect"].get(v.name, "true") else " ⚠"
+        mark = "" if as_expected(v.value.value, summary["expect"].get(v.name, "true")) else " ⚠"
         out.append(f"| {v.name} | **{v.value.value.upper()}**{mark} | "
                    f"{summary['expect'].get(v.name, 'true')} | {counts} |")
     for v in verdicts:

@@ -44,7 +44,7 @@ OPTIONAL_SUBJECTS: dict[str, Any] = {
     "gate_integrity": lambda w: w.process_fraction > 0 and w.gate_fraction > 0,
     "context_isolation": lambda w: w.process_fraction > 0,
 }
-VERDICT_WORDS = ("true", "false", "unknown")
+VERDICT_WORDS = ("true", "false", "unknown", "either")   # either: judged, TRUE or FALSE
 #: The brokers the bench starts: a scenario may expect other verdicts live on one of them.
 EMBEDDED_BROKERS = ("amqtt", "mosquitto")
 

@@ -536,3 +536,30 @@ def test_a_broker_gone_without_a_fault_leaves_no_true_verdict(runs: dict[str, Li
     assert not [v.name for v in verdicts if v.value is Value.TRUE]
     assert all("the broker went down" in v.note for v in verdicts if v.value is Value.UNKNOWN
                and "nothing to judge" not in v.note)
+
+
+def test_a_settlement_the_kill_cut_from_the_journal_is_not_called_lost(tmp_path: Path) -> None:
+    """Seen live with process nodes: the requester committed a request's settlement, then
+    SIGKILL cut its record (the journal follows the write); after the restart the response
+    came again and was 'already settled'. The restarted node reads the settlement back
+    and says so in requests_restored: settled, with its outcome. Without that, a request
+    that never settled is still FALSE."""
+    from bench.metrics import compute
+    lines = run_lines(tmp_path, "streaming_home_restart")
+    crash = next(e for e in lines if e["kind"] == "node_crashed" and e["node"] == "orch-1")
+    boot = where(lines, "requests_restored", lambda e: e["node"] == "orch-1"
+                 and e["seq"] > crash["seq"])
+    restored = lines[boot]["settled"]
+    cut = next(e for e in reversed(lines[:lines.index(crash)]) if e["kind"] == "request_settled"
+               and e["node"] == "orch-1" and e["requestId"] in restored)
+    before = compute(from_lines(lines), 15_000)["outcomes"]
+    lines.remove(cut)
+    h = from_lines(renumbered(lines))
+    v = checkers()["silent_loss"](h)
+    assert v.rules["settles_once"]["violations"] == 0, v.counterexamples[:2]
+    assert v.counts.get("settled_unjournaled_before_a_crash") == 1, v.counts
+    assert compute(h, 15_000)["outcomes"] == before    # counted once, with its outcome
+    lines[[e["kind"] for e in lines].index("requests_restored", boot - 1)]["settled"] = {
+        k: o for k, o in restored.items() if k != cut["requestId"]}
+    v = checkers()["silent_loss"](from_lines(renumbered(lines)))
+    assert v.rules["settles_once"]["violations"] == 1, v.rules
