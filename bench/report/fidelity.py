@@ -126,6 +126,34 @@ def table(ps: list[Pair]) -> list[str]:
     return rows
 
 
+def _cell(p: Pair) -> str:
+    """One comparison in a few characters: = for agreement, else what differs."""
+    verdicts = "=" if not p.verdicts_differ else "≠ " + ", ".join(p.verdicts_differ)
+    if p.declared_differ:
+        verdicts += "*"
+    outcomes = "=" if not p.outcome_diff else \
+        " ".join(f"{k.lower().replace('_', ' ')} {n:+d}" for k, n in p.outcome_diff.items())
+    ratio = p.p99_ratio
+    p99 = "–" if ratio is None else f"x{ratio:.2f}" + ("" if p.p99_close else " (far)")
+    return f"{verdicts} / {outcomes} / {p99}"
+
+
+def wide_table(ps: list[Pair]) -> list[str]:
+    """One row per scenario, one column per comparison: verdicts / outcome counts / p99
+    ratio, "=" where they agree; * where a verdict difference is declared (listed below)."""
+    kinds = sorted({p.kind for p in ps})
+    rows = ["| scenario | " + " | ".join(kinds) + " |", "|---|" + "---|" * len(kinds)]
+    by = {(p.scenario, p.kind): p for p in ps}
+    notes = []
+    for scenario in sorted({p.scenario for p in ps}):
+        cells = [_cell(by[(scenario, k)]) if (scenario, k) in by else "" for k in kinds]
+        rows.append(f"| {scenario} | " + " | ".join(cells) + " |")
+        notes += [f"- {scenario}, {p.kind}: {k} differs, declared: {p.declared[k]}"
+                  for k in sorted({p.kind for p in ps}) for p in [by.get((scenario, k))]
+                  if p is not None for k in p.declared_differ]
+    return rows + ([""] + notes if notes else [])
+
+
 def render(folder: Path) -> str | None:
     """The fidelity report of a matrix folder, or None if it has no pair to compare."""
     records = json.loads((folder / "matrix.json").read_text())["records"]
@@ -133,4 +161,5 @@ def render(folder: Path) -> str | None:
     if not ps:
         return None
     return "\n".join(["## Fidelity: the simulation against the live run", "", *summary(ps), "",
-                      *table(ps)])
+                      "Each cell: verdicts / outcome counts (second minus first) / p99 of "
+                      "completed requests, second over first.", "", *wide_table(ps)])

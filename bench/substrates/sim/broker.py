@@ -120,7 +120,8 @@ class SimBroker:
         # of subscriptions, which happens at connect time, not per message.
         self._routes: dict[str, list[tuple[Session, list[int]]]] = {}
         self.stats = {"published": 0, "delivered": 0, "redelivered": 0, "queued": 0,
-                      "dropped_offline_qos0": 0, "takeovers": 0, "wills": 0}
+                      "dropped_offline_qos0": 0, "takeovers": 0, "wills": 0,
+                      "lost_on_resume": 0}
 
     # -- connections ------------------------------------------------------------------------
     def connect(self, conn: Connection) -> bool:
@@ -156,8 +157,7 @@ class SimBroker:
         conn.established = True
         if present:  # MQTT 3.1.1 §4.4: resend unacknowledged QoS1 with DUP, then the queue
             if not self.behaviour.resends_on_resume:
-                self.stats["lost_on_resume"] = self.stats.get("lost_on_resume", 0) + \
-                    len(session.inflight)
+                self.stats["lost_on_resume"] += len(session.inflight)
                 session.inflight.clear()
             for pid, msg in sorted(session.inflight.items()):
                 self.stats["redelivered"] += 1
