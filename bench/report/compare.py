@@ -110,12 +110,13 @@ def fidelity(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _ratios(r: dict[str, float | None]) -> str:
-    return " ".join(f"{q} {'–' if v is None else f'x{v:.2f}'}" for q, v in r.items())
+    return " ".join(f"{q} {'–' if v is None else f'x{v:.3g}'}" for q, v in r.items())
 
 
 def render_fidelity(runs: list[dict[str, Any]]) -> list[str]:
     first = labels(runs)[0]
-    lines = [f"against {first}:"]
+    lines = [f"against {first} (outcomes: this run minus it; ratios: this run over it; "
+             "overhead: latency less the task's own run time):"]
     for f in fidelity(runs):
         diff = ", ".join(f"{k} {n:+d}" for k, n in f["outcome_diff"].items())
         lines.append(f"  {f['run']}: outcomes " + ("identical" if f["outcomes_identical"]

@@ -60,6 +60,30 @@ class TakeoverWill(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class KeepaliveCheck:
+    """How a broker gives a silent client up ([MQTT-3.1.2-24]: after 1.5 x its keepalive
+    without a packet from it). Mosquitto 2.0 compares whole seconds (more than
+    keepalive*3/2 in integer arithmetic) in a sweep over all clients every 6 s
+    (`last_keepalive_check + 5 < now`), so a silent client goes 8-14 s after its last
+    packet at keepalive 5 s."""
+
+    whole_seconds: bool = False
+    sweep_s: float | None = None      # None: checked continuously
+
+    def threshold_s(self, keepalive_s: int) -> float:
+        return keepalive_s * 3 // 2 + 1 if self.whole_seconds else 1.5 * keepalive_s
+
+    def close_at_ms(self, last_in_ms: float, keepalive_s: int, origin_ms: float = 0.0) -> float:
+        """When a client silent since `last_in_ms` is closed (sweeps counted from the
+        broker's start, `origin_ms`)."""
+        due = last_in_ms + self.threshold_s(keepalive_s) * 1000.0
+        if self.sweep_s is None:
+            return due
+        period = self.sweep_s * 1000.0
+        return origin_ms + -(-(due - origin_ms) // period) * period   # the first sweep at or after
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerBehaviour:
     name: str
     #: overlapping subscriptions of one client: a copy per matching filter, or one per client
@@ -67,9 +91,8 @@ class BrokerBehaviour:
     takeover_will: TakeoverWill
     #: a graceful stop (SIGTERM) publishes the wills of every connection it closes
     wills_on_shutdown: bool
-    #: a silent client is closed (and its will published) after factor x keepalive + offset
-    #: seconds; None: never ([MQTT-3.1.2-24] says 1.5 x)
-    keepalive_close: tuple[float, float] | None
+    #: how a silent client is closed (and its will published); None: never
+    keepalive_close: KeepaliveCheck | None
     #: a resumed session gets its unacknowledged QoS1 messages again, with DUP=1
     resends_on_resume: bool
     #: sessions, queued messages and retained messages survive a graceful restart
@@ -79,17 +102,20 @@ class BrokerBehaviour:
     #: where the row comes from
     source: str
 
-    def keepalive_close_ms(self, keepalive_s: float) -> float | None:
-        if self.keepalive_close is None:
+    def keepalive_close_ms(self, keepalive_s: int) -> tuple[float, float] | None:
+        """The earliest and latest time after a client's last packet that it is closed
+        (None: never)."""
+        check = self.keepalive_close
+        if check is None:
             return None
-        factor, offset_s = self.keepalive_close
-        return (factor * keepalive_s + offset_s) * 1000.0
+        low = check.threshold_s(keepalive_s) * 1000.0
+        return low, low + (check.sweep_s or 0.0) * 1000.0
 
 
 BEHAVIOURS: dict[str, BrokerBehaviour] = {b.name: b for b in (
     BrokerBehaviour(
         "generic", copy_per_filter=True, takeover_will=TakeoverWill.NONE,
-        wills_on_shutdown=False, keepalive_close=(1.5, 0.0), resends_on_resume=True,
+        wills_on_shutdown=False, keepalive_close=KeepaliveCheck(), resends_on_resume=True,
         persistent=True, start_ms=0.0,
         source="MQTT 3.1.1: [MQTT-3.1.2-24] 1.5 x keepalive, [MQTT-4.4.0-1] resend on "
                "resume; a copy per filter is allowed ([MQTT-3.3.5-1]) and the harder case"),
@@ -103,10 +129,12 @@ BEHAVIOURS: dict[str, BrokerBehaviour] = {b.name: b for b in (
                "broker_restart scenario's history, live)"),
     BrokerBehaviour(
         "mosquitto", copy_per_filter=False, takeover_will=TakeoverWill.NONE,
-        wills_on_shutdown=True, keepalive_close=(2.1, 1.1), resends_on_resume=True,
+        wills_on_shutdown=True, keepalive_close=KeepaliveCheck(whole_seconds=True, sweep_s=6.0),
+        resends_on_resume=True,
         persistent=True, start_ms=50.0,
         source="a2a-bench brokers, Mosquitto 2.0.11 (persistence on): 1 copy, no will at a "
-               "takeover, every will on SIGTERM, a silent client closed after 5.3 s at "
-               "keepalive 2 s and 11.1-12.0 s at 5 s, resent with DUP=1, sessions kept; "
+               "takeover, every will on SIGTERM, a silent client closed by a 6 s sweep once "
+               "more than keepalive*3/2 whole seconds passed (measured 5.3-6.0 s at keepalive "
+               "2 s, 11.1-12.0 s at 5 s), resent with DUP=1, sessions kept; "
                "listening 0.05 s after its start"),
 )}

@@ -95,10 +95,12 @@ def _scenario(name: str) -> str | None:
         "every verdict TRUE"
     out.append(f"  expects: {expect}")
     for broker, differs in sorted(s.expect_by_broker.items()):
+        gaps = s.unmodelled.get(broker, {})
         out.append(f"  on {broker} (live, and simulated with its model): " + ", ".join(
-            f"{k} {v.upper()}" for k, v in sorted(differs.items())))
-    for broker, gaps in sorted(s.unmodelled.items()):
-        out += [f"  simulated {broker} does not show {k}: {why}" for k, why in sorted(gaps.items())]
+            f"{k} {v.upper()}" + (" (live only)" if k in gaps else "")
+            for k, v in sorted(differs.items())))
+        out += [f"    simulated, {k} is expected as without [expect.{broker}]: the model does "
+                f"not show it: {why}" for k, why in sorted(gaps.items())]
     if s.sim_only:
         out.append(f"  simulation only: {s.sim_only}")
     out.append(f"  run: a2a-bench run {path}" + ("   (--mode sim for the simulator)"

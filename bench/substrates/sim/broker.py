@@ -109,6 +109,7 @@ class SimBroker:
         self.sessions: dict[str, Session] = {}
         self.retained: dict[str, Message] = {}
         self.up = True
+        self.started_ms = env.now         # a broker's periodic sweeps count from its start
         self.redelivery: Redelivery | None = None
         #: Observers of every accepted PUBLISH (an attacker subscribed to everything).
         self.taps: list[Callable[[Message], None]] = []
@@ -293,9 +294,14 @@ class SimBroker:
     def silent(self, conn: Connection, link_downs: int) -> None:
         """The link under `conn` went silent (a partition): the broker closes the
         connection, and publishes its will, when its keepalive enforcement says — or never."""
-        after = self.behaviour.keepalive_close_ms(CLIENT.keepalive_s)
-        if after is None:
+        check = self.behaviour.keepalive_close
+        if check is None:
             return
+        # the broker times the silence from the last packet it got: the client's last
+        # publish, or the PINGREQ an idle client sends every keepalive after it
+        ka, now = CLIENT.keepalive_s * 1000.0, self.env.now
+        last = conn.last_out_ms + max(0.0, (now - conn.last_out_ms) // ka) * ka
+        after = max(0.0, check.close_at_ms(last, CLIENT.keepalive_s, self.started_ms) - now)
 
         def expire() -> None:
             if conn.alive and not conn.link.up and conn.link.downs == link_downs:
@@ -342,3 +348,4 @@ class SimBroker:
 
     def start(self) -> None:
         self.up = True
+        self.started_ms = self.env.now
