@@ -81,9 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "replays the run are printed.")
     run.add_argument("scenario", help="scenario file or name (see `a2a-bench list`)")
     run.add_argument("--topology", help="topology file or name, replacing the scenario's")
-    run.add_argument("--mode", choices=["live", "sim"], default=None,
-                     help="substrate: live (real broker and nodes) or sim (simpy, virtual time); "
-                          "default: the scenario's mode key, else live")
+    run.add_argument("--mode", choices=["live", "sim", "docker"], default=None,
+                     help="substrate: live (real broker and nodes), sim (simpy, virtual time) "
+                          "or docker (the broker and every node in containers on a network of "
+                          "their own; needs a Docker Engine); default: the scenario's mode key, "
+                          "else live")
     run.add_argument("--broker",
                      help="live: amqtt (embedded), mosquitto, mqtt://[user:password@]host[:port] "
                           "(1883 by default) or mqtts://… (default: the topology's [broker] "
@@ -394,6 +396,14 @@ def _run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return EXIT_INVALID
         scenario = scenario.with_broker_model(args.broker)
+    if mode == "docker" and (args.broker or "amqtt") not in ("amqtt", "mosquitto"):
+        print(f"a2a-bench: --broker={args.broker}: --mode docker runs its broker in a "
+              "container: amqtt or mosquitto", file=sys.stderr)
+        return EXIT_INVALID
+    if mode == "docker" and args.nodes:
+        print("a2a-bench: --nodes applies to --mode live; in docker every node is a container",
+              file=sys.stderr)
+        return EXIT_INVALID
     if mode == "live" and args.broker == BrokerModel.GENERIC.value:
         print("a2a-bench: --broker=generic is a simulated broker model; live, give amqtt, "
               "mosquitto or an mqtt:// URL", file=sys.stderr)
@@ -409,7 +419,7 @@ def _run(args: argparse.Namespace) -> int:
               f"in its own loop",
               file=sys.stderr)
         return EXIT_INVALID
-    if mode == "live" and scenario.sim_only:
+    if mode in ("live", "docker") and scenario.sim_only:
         print(f"a2a-bench: {scenario.source}: simulation only ({scenario.sim_only}); run it "
               "with --mode sim", file=sys.stderr)
         return EXIT_INVALID
@@ -428,6 +438,7 @@ def _run(args: argparse.Namespace) -> int:
               f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
               f"seed {scenario.seed}, {mode}" +
               (f" on {shown_url(args.broker)} with {args.nodes} nodes" if mode == "live" else
+               f" on {args.broker}, every node in a container" if mode == "docker" else
                f" (broker model {scenario.topology.broker.value})"))
 
     def terminated(_signum: int, _frame: object) -> None:
@@ -435,7 +446,7 @@ def _run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, terminated)   # as Ctrl-C: keep and judge what was recorded
     # a status line on a terminal; piped, the simulator's sparse progress lines, live nothing
     status = Status(sys.stderr, mode) if sys.stderr.isatty() and not args.json else None
-    progress = status.tick if status else None if args.json or mode == "live" else \
+    progress = status.tick if status else None if args.json or mode != "sim" else \
         print_progress()
     try:
         options = Options(broker=args.broker, hosting=Hosting(args.nodes),

@@ -100,6 +100,8 @@ def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bo
     if mode is Mode.LIVE:
         options = options or Options()
         argv += ["--broker", options.shown_broker, "--nodes", options.hosting.value]
+    if mode is Mode.DOCKER:
+        argv += ["--broker", (options or Options()).shown_broker]
     if topology_overridden:
         argv += ["--topology", scenario.topology.source]
     if variant.name != "reference":
@@ -150,19 +152,21 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
     options = options or Options()
     out_dir.mkdir(parents=True, exist_ok=True)
     resolved = scenario.to_json() | {"variant": variant.name, "mode": mode.value}
-    if mode is Mode.LIVE:
-        resolved |= {"broker": options.shown_broker, "nodes": options.hosting.value}
+    if mode.real:
+        resolved |= {"broker": options.shown_broker,
+                     "nodes": "container" if mode is Mode.DOCKER else options.hosting.value}
     write_json(out_dir / "scenario.json", resolved)
     write_json(out_dir / "topology.json", scenario.topology.to_json())
     recorder = Recorder(out_dir / "history.jsonl")
     if observe is not None:
         recorder.observers.append(observe)
     wall0 = time.perf_counter()
-    live = mode is Mode.LIVE
+    live = mode.real
     summary = {"scenario": scenario.name, "variant": variant.name, "seed": scenario.seed,
                "topology": scenario.topology.name, "mode": mode.value,
                "broker": options.shown_broker if live else "sim",
-               "nodes": options.hosting.value if live else "sim",
+               "nodes": ("container" if mode is Mode.DOCKER else options.hosting.value)
+               if live else "sim",
                "model": None if live else scenario.topology.broker.value,
                "expect": scenario.expect_for(options.broker) if live else scenario.expect_sim(),
                "replay": replay_command(scenario, variant, topology_overridden, mode, options)}

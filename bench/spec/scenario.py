@@ -31,6 +31,12 @@ class Mode(StrEnum):
 
     LIVE = "live"   # real brokers and nodes, wall-clock time
     SIM = "sim"     # the simpy model, virtual time, seeded and exactly replayable
+    DOCKER = "docker"   # the live run with the broker and every node in containers
+
+    @property
+    def real(self) -> bool:
+        """Real brokers and nodes in wall-clock time (live and docker alike)."""
+        return self is not Mode.SIM
 
 
 MODES = tuple(m.value for m in Mode)

@@ -164,4 +164,7 @@ def open_deployment(mode: Mode, scenario: Scenario, variant: Variant, recorder: 
     if mode is Mode.LIVE:
         from bench.substrates.live.deployment import LiveDeployment
         return LiveDeployment(scenario, variant, recorder, workdir, options, say)
+    if mode is Mode.DOCKER:
+        from bench.substrates.docker.deployment import DockerDeployment
+        return DockerDeployment(scenario, variant, recorder, workdir, options, say)
     raise ValueError(f"no substrate for mode {mode!r}")

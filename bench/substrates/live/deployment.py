@@ -256,6 +256,11 @@ class LiveDeployment:
     mode = Mode.LIVE
     jitter_ms = 50.0
     poll_ms = 50.0
+    proxy_host = "127.0.0.1"     # where the fault proxies listen for their nodes
+
+    @property
+    def node_hosting(self) -> str:
+        return self.options.hosting.value
 
     def __init__(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
                  options: Options, say: Callable[[str], None] = lambda line: None) -> None:
@@ -307,10 +312,10 @@ class LiveDeployment:
         self.log.nodes = {n.id for n in self.topology.nodes}
         self.record("bench", run_started(
             self.scenario, self.variant, self.mode, broker=self.broker.kind,
-            broker_url=self.broker.url, node_hosting=self.options.hosting.value,
+            broker_url=self.broker.url, node_hosting=self.node_hosting,
             run_id=self.run_id))
         specs = [LaunchSpec(config, self.variant.name, self.workdir / "data" / node_id,
-                            (self.broker.host, self.broker.port), self.clock.t0, self.seed,
+                            self._node_broker(), self.clock.t0, self.seed,
                             self.scenario.workload.to_json(), login=self._login(),
                             tls=self.broker.tls)
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
@@ -441,20 +446,26 @@ class LiveDeployment:
         for spec in specs:
             node_id = spec.config.node_id
             proxy = FaultProxy((self.broker.host, self.broker.port),
-                               rng_for(self.seed, f"proxy/{node_id}"), self.broker.tls)
+                               rng_for(self.seed, f"proxy/{node_id}"), self.broker.tls,
+                               host=self.proxy_host)
             await proxy.start()
             self.proxies[node_id] = proxy
             self.record(node_id, ev.FaultProxy(f"{proxy.host}:{proxy.port}", self.broker.url))
             out.append(replace(spec, broker=(proxy.host, proxy.port), tls=None))
         return out
 
+    def _node_broker(self) -> tuple[str, int]:
+        """Where the nodes reach the broker (the docker substrate: inside its network)."""
+        return self.broker.host, self.broker.port
+
+    def _make_node(self, spec: LaunchSpec) -> LiveNode:
+        return InprocNode(spec, self.log) if self.options.hosting is Hosting.INPROC \
+            else ProcessNode(spec, self.log)
+
     async def _start_nodes(self, specs: list[LaunchSpec]) -> list[str]:
         """Start every node and wait for its self-check; returns the lines, or raises."""
-        hosting = self.options.hosting
         for spec in specs:
-            node: LiveNode = InprocNode(spec, self.log) if hosting is Hosting.INPROC \
-                else ProcessNode(spec, self.log)
-            self.nodes[spec.config.node_id] = node
+            self.nodes[spec.config.node_id] = self._make_node(spec)
         ready = {n: self._watch(_registered(n)) for n in self.nodes}
         for node in self.nodes.values():
             await node.start()

@@ -1,0 +1,247 @@
+"""The docker substrate (`--mode docker`): the broker and every node in a container of its
+own on a user network made for the run, faults done the way an operator's world does them.
+
+It is the live deployment with three things in containers instead of on this machine —
+the broker (`DockerBroker`), each node (`ContainerNode`, the same node process and core as
+`--nodes process`, its launch spec on stdin and its history on stdout, its data dir a bind
+mount at the same absolute path) and the fault proxies' listening side (the network's
+gateway, which the containers reach). Everything else — the run loop, the nemesis and its
+own clients, the broker watch, the history — is the live substrate's, unchanged.
+
+Everything the run creates carries the label `a2a-bench.run=<run id>` and the pid of the
+bench that made it; the run removes it all at the end whatever happens, and a run removes
+what dead runs left (the engine allows only about 30 user networks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from bench.history import Recorder
+from bench.spec.scenario import Mode, Scenario
+from bench.substrates import Options
+from bench.substrates.docker.image import LABEL, PROJECT, ensure
+from bench.substrates.live.brokers import Broker, BrokerError, free_port, wait_listening
+from bench.substrates.live.control import LaunchSpec
+from bench.substrates.live.deployment import LiveDeployment, LiveNode, ProcessNode
+from bench.substrates.log import RunLog
+from bench.variants import Variant
+
+BROKER_PORT = 1883       # inside the network
+RUN = f"{LABEL}.run"     # label: the run id
+PID = f"{LABEL}.pid"     # label: the bench process that made it
+
+
+def engine() -> Any:
+    """The Docker Engine DOCKER_HOST names (default: the local socket), or BrokerError."""
+    import docker
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - any way of not reaching it
+        raise BrokerError(f"no Docker Engine answers ({type(exc).__name__}: {exc}); "
+                          "--mode docker needs one (DOCKER_HOST, or the local socket)") from None
+    return client
+
+
+def sweep(client: Any, run_id: str | None = None) -> int:
+    """Remove the containers and networks of `run_id`, or (None) of every run whose bench
+    process is gone. Returns how many things were removed."""
+    import docker
+    n = 0
+
+    def ours(labels: dict[str, str]) -> bool:
+        if RUN not in labels:
+            return False
+        if run_id is not None:
+            return labels[RUN] == run_id
+        try:
+            pid = int(labels.get(PID, "0"))
+            if pid > 0:
+                os.kill(pid, 0)
+                return False      # its bench is alive (the engine is on this machine)
+        except (ValueError, ProcessLookupError):
+            pass
+        except PermissionError:
+            return False          # alive, another user's
+        return True
+    for c in client.containers.list(all=True, filters={"label": RUN}):
+        if ours(c.labels):
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                c.remove(force=True)
+                n += 1
+    for net in client.networks.list(filters={"label": RUN}):
+        if ours(net.attrs.get("Labels") or {}):
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                net.remove()
+                n += 1
+    return n
+
+
+class _Exited:
+    """What the live broker watch polls (`proc.poll()`): the container's state, read at
+    most every half second."""
+
+    def __init__(self, container: Any) -> None:
+        self.container = container
+        self.returncode: int | None = None
+        self._at = 0.0
+
+    def poll(self) -> int | None:
+        import time
+
+        import docker
+        now = time.monotonic()
+        if now - self._at >= 0.5:
+            self._at = now
+            try:
+                self.container.reload()
+                state = self.container.attrs["State"]
+                if not state.get("Running") and not state.get("Paused"):
+                    self.returncode = int(state.get("ExitCode", -1))
+            except docker.errors.NotFound:
+                self.returncode = -1
+        return self.returncode
+
+
+class DockerBroker(Broker):
+    """amqtt or Mosquitto in a container on the run's network, its port published on
+    127.0.0.1 for the bench's own clients (the watch, the nemesis); the nodes reach it by
+    the container's name."""
+
+    def __init__(self, kind: str, workdir: Path, client: Any, image: str, network: str,
+                 labels: dict[str, str], name: str) -> None:
+        super().__init__(kind, "127.0.0.1", free_port(), workdir)
+        self.client, self.image, self.network, self.labels = client, image, network, labels
+        self.name = name
+        self.container: Any = None
+
+    def _container_command(self) -> list[str]:
+        if self.kind == "amqtt":
+            return ["python", "-m", "bench.substrates.live.amqtt_server", str(BROKER_PORT),
+                    "0.0.0.0"]
+        data = self.workdir / "mosquitto-data"
+        data.mkdir(parents=True, exist_ok=True)
+        conf = self.workdir / "mosquitto.conf"
+        conf.write_text("\n".join([
+            f"listener {BROKER_PORT} 0.0.0.0", "allow_anonymous true", "user root",
+            "persistence true", f"persistence_location {data}/", "autosave_interval 1",
+            "max_queued_messages 100000", "max_inflight_messages 0", "set_tcp_nodelay true",
+            "log_dest stderr", "log_type error", "log_type warning", ""]))
+        return ["mosquitto", "-c", str(conf)]
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.container is None:
+            self.container = self.client.containers.create(
+                self.image, self._container_command(), name=self.name, labels=self.labels,
+                network=self.network, ports={f"{BROKER_PORT}/tcp": ("127.0.0.1", self.port)},
+                volumes={str(PROJECT): {"bind": str(PROJECT), "mode": "ro"},
+                         str(self.workdir): {"bind": str(self.workdir), "mode": "rw"}},
+                environment={"PYTHONPATH": str(PROJECT)}, working_dir=str(self.workdir))
+        self.container.start()
+        self.proc = _Exited(self.container)  # type: ignore[assignment]
+        wait_listening(self.host, self.port, timeout_s, None, None)
+
+    def stop(self) -> None:
+        if self.container is not None:
+            with contextlib.suppress(Exception):
+                self.container.stop(timeout=3)      # SIGTERM, then SIGKILL
+        self.proc = None
+
+    def kill(self) -> None:
+        if self.container is not None:
+            with contextlib.suppress(Exception):
+                self.container.kill()
+                self.container.wait(timeout=10)
+        self.proc = None
+
+
+class ContainerNode(ProcessNode):
+    """A node process in its own container: `docker start -ai` carries its stdin and
+    stdout as a pipe does for `--nodes process`. A crash kills the container (SIGKILL);
+    the next start is the same container on the same data dir, started at once and
+    waiting, loaded, for its launch spec (as a process node's next process does)."""
+
+    def __init__(self, spec: LaunchSpec, log: RunLog, client: Any, image: str, network: str,
+                 labels: dict[str, str], name: str) -> None:
+        super().__init__(spec, log)
+        self.client, self.image, self.network, self.labels = client, image, network, labels
+        self.name = name
+        self.container: Any = None
+
+    async def _spawn(self) -> asyncio.subprocess.Process:  # type: ignore[override]
+        if self.container is None:
+            data = self.spec.data_dir
+            data.mkdir(parents=True, exist_ok=True)
+            self.container = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: self.client.containers.create(
+                    self.image, ["python", "-m", "bench.substrates.live.node_process"],
+                    name=self.name, labels=self.labels, network=self.network,
+                    stdin_open=True, environment={"PYTHONPATH": str(PROJECT)},
+                    volumes={str(PROJECT): {"bind": str(PROJECT), "mode": "ro"},
+                             str(data): {"bind": str(data), "mode": "rw"}}))
+        return await asyncio.create_subprocess_exec(
+            "docker", "start", "--attach", "--interactive", self.name,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None)
+
+    async def crash(self) -> str:
+        if self.proc is not None and self.proc.returncode is None and self.container is not None:
+            container = self.container
+            await asyncio.get_running_loop().run_in_executor(None, container.kill)
+        await super().crash()
+        return "SIGKILL (docker kill)"
+
+
+class DockerDeployment(LiveDeployment):
+    mode = Mode.DOCKER
+    node_hosting = "container"
+
+    def __init__(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
+                 options: Options, say: Any = lambda line: None) -> None:
+        if options.broker not in ("amqtt", "mosquitto"):
+            raise BrokerError(f"--mode docker runs its own broker in a container: --broker "
+                              f"amqtt or mosquitto, not {options.broker!r}")
+        workdir = workdir.resolve()   # bind-mounted at the same absolute paths
+        self.client = engine()
+        removed = sweep(self.client)
+        if removed:
+            say(f"removed {removed} container(s)/network(s) left by earlier runs")
+        self.image = ensure(self.client, say)
+        self.docker_run = secrets.token_hex(4)
+        self.labels = {LABEL: "run", RUN: self.docker_run, PID: str(os.getpid())}
+        self.network = self.client.networks.create(f"a2a-bench-{self.docker_run}",
+                                                   driver="bridge", labels=self.labels)
+        self.network.reload()
+        try:
+            config = self.network.attrs["IPAM"]["Config"][0]
+            self.proxy_host = config.get("Gateway") or config["Subnet"].rsplit(".", 1)[0] + ".1"
+            super().__init__(scenario, variant, recorder, workdir, options, say)
+            self.broker = DockerBroker(options.broker, workdir / "broker", self.client,
+                                       self.image, self.network.name, self.labels,
+                                       f"a2a-bench-{self.docker_run}-broker")
+        except BaseException:
+            sweep(self.client, self.docker_run)
+            raise
+
+    def _node_broker(self) -> tuple[str, int]:
+        return (self.broker.name, BROKER_PORT) if isinstance(self.broker, DockerBroker) \
+            else super()._node_broker()
+
+    def _make_node(self, spec: LaunchSpec) -> LiveNode:
+        return ContainerNode(spec, self.log, self.client, self.image, self.network.name,
+                             self.labels, f"a2a-bench-{self.docker_run}-{spec.config.node_id}")
+
+    def close(self) -> dict[str, Any]:
+        try:
+            return super().close()
+        finally:
+            sweep(self.client, self.docker_run)
+
+
+__all__ = ["DockerDeployment", "sweep", "engine", "wait_listening"]

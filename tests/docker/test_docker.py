@@ -1,0 +1,83 @@
+"""The docker substrate: the broker and every node in containers on a network of the run's
+own, judged from the same history as live and sim. Needs a Docker Engine (.ci/run builds
+the image first); without one these tests skip, except under CI, where they fail."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bench.run import EXIT_OK, run_scenario
+from bench.spec.scenario import Mode
+from bench.substrates import Options
+from bench.variants import REFERENCE, VARIANTS
+from tests.live.conftest import compressed
+
+
+def _engine() -> object | None:
+    try:
+        from bench.substrates.docker.deployment import engine
+        return engine()
+    except Exception:  # noqa: BLE001 - no engine, in any way
+        return None
+
+
+ENGINE = _engine()
+pytestmark = pytest.mark.skipif(ENGINE is None and not os.environ.get("CI"),
+                                reason="no Docker Engine answers (DOCKER_HOST or the local socket)")
+
+
+def leftovers(run_id: str | None = None) -> list[str]:
+    from bench.substrates.docker.deployment import RUN
+    client = ENGINE
+    assert client is not None
+    found = [c.name for c in client.containers.list(all=True, filters={"label": RUN})]  # type: ignore[attr-defined]
+    found += [n.name for n in client.networks.list(filters={"label": RUN})]  # type: ignore[attr-defined]
+    return found
+
+
+@pytest.mark.parametrize("broker", ["amqtt", "mosquitto"])
+def test_the_quickstart_runs_in_containers_and_leaves_nothing_behind(tmp_path: Path,
+                                                                    broker: str) -> None:
+    result = run_scenario(compressed("quickstart", 4), REFERENCE, tmp_path, mode=Mode.DOCKER,
+                          options=Options(broker=broker))
+    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
+                                         for v in result.verdicts]
+    assert result.summary["nodes"] == "container" and result.metrics["outcomes"]["COMPLETED"]
+    assert not leftovers()
+
+
+def test_a_restart_kills_the_container_and_starts_it_again_on_its_data_dir(tmp_path: Path) -> None:
+    result = run_scenario(compressed("restart", 8), REFERENCE, tmp_path, mode=Mode.DOCKER,
+                          options=Options(broker="mosquitto"))
+    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
+                                         for v in result.verdicts]
+    history = (tmp_path / "history.jsonl").read_text()
+    assert '"how":"SIGKILL (docker kill)"' in history and '"restarted"' in history
+    assert not leftovers()
+
+
+def test_a_seeded_defect_fails_in_docker_as_in_simulation(tmp_path: Path) -> None:
+    defect = VARIANTS["memory_dedup_60s"]
+    scenario = compressed(defect.scenario, 8)
+    result = run_scenario(scenario, defect, tmp_path, mode=Mode.DOCKER,
+                          options=Options(broker="amqtt"))
+    verdicts = {v.name: v.value.value for v in result.verdicts}
+    assert verdicts[defect.caught_by] == "false", verdicts
+
+
+def test_what_a_dead_run_left_is_removed_by_the_next(tmp_path: Path) -> None:
+    from bench.substrates.docker.deployment import LABEL, PID, RUN, sweep
+    client = ENGINE
+    assert client is not None
+    net = client.networks.create("a2a-bench-deadbeef", labels={  # type: ignore[attr-defined]
+        LABEL: "run", RUN: "deadbeef", PID: "999999999"})
+    try:
+        assert sweep(client) >= 1
+        assert "a2a-bench-deadbeef" not in leftovers()
+    finally:
+        import contextlib
+        with contextlib.suppress(Exception):
+            net.remove()
