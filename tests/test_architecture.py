@@ -48,8 +48,11 @@ LAYERS = {
     "substrates.live": {"core", "storage", "history", "spec", "workload", "variants",
                         "faults.primitives", "substrates.host", "substrates.log",
                         "substrates.tcp", "substrates.live"},
+    # docker is the live deployment with its broker and nodes in containers: it builds on live
+    "substrates.docker": {"core", "history", "spec", "variants", "substrates", "substrates.log",
+                          "substrates.live", "substrates.docker"},
     "substrates": {"core", "history", "spec", "workload", "variants", "faults.primitives",
-                   "substrates.log", "substrates.sim", "substrates.live"},
+                   "substrates.log", "substrates.sim", "substrates.live", "substrates.docker"},
     "loop": {"core", "faults", "substrates", "workload", "loop"},
     "spec": {"spec"},
     # `validate` and `describe`: read every kind of input and the catalogue, run nothing
