@@ -424,7 +424,7 @@ def _run(args: argparse.Namespace) -> int:
               "with --mode sim", file=sys.stderr)
         return EXIT_INVALID
     args.broker = args.broker or scenario.topology.broker.live_default
-    args.nodes = args.nodes or "inproc"
+    args.nodes = args.nodes or scenario.live_nodes or "inproc"
     if mode == "live" and _unusable_broker(args, scenario):
         return EXIT_INVALID
     try:

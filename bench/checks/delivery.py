@@ -224,7 +224,8 @@ def _drained(h: History, node: str, healed_ms: float) -> float:
 
 
 #: Faults on the nodes' links (DESIGN §6): the nodes named lose or delay what crosses them.
-LINK_FAULTS = frozenset({"partition", "latency", "loss"})
+#: Faults that silence or slow a node's traffic for their window (a frozen node too).
+LINK_FAULTS = frozenset({"partition", "latency", "loss", "pause"})
 BROKER_DOWN = ("broker crashed", "broker stopped", "broker killed")
 
 

@@ -96,9 +96,20 @@ def admitted_once(h: History, c: Collector) -> None:
 @rule("DESIGN §3: the inbound ledger is flushed every 5 s")
 def ledger_flushed_on_time(h: History, c: Collector) -> None:
     """A durable ledger holding admissions it has not flushed yet is flushed within its
-    5 s interval (and two seconds of slack), while its node is up: a node that stops
-    flushing (its timer not re-armed, a flush that skips a dirty ledger) forgets, at its
-    next crash, everything it admitted since — redelivered copies would run again."""
+    5 s interval (and two seconds of slack), while its node is up and running (time it
+    spent frozen by the pause fault does not count): a node that stops flushing (its
+    timer not re-armed, a flush that skips a dirty ledger) forgets, at its next crash,
+    everything it admitted since — redelivered copies would run again."""
+    from bench.checks.delivery import fault_windows
+    frozen: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for f in h.memo(fault_windows):
+        if f.fault == "pause":
+            for n in f.nodes:
+                frozen[n].append((f.start_ms, f.end_ms))
+
+    def running(node: str, start: float, end: float) -> float:
+        return (end - start) - sum(max(0.0, min(end, b) - max(start, a))
+                                   for a, b in frozen[node])
     volatile = {r.node for r in h.of(LedgerRestored) if not r.durable}
     events: list[Event] = sorted([*h.of(InboundAdmitted), *h.of(LedgerFlushed),
                                   *h.of(NodeStarted), *h.of(NodeCrashed)], key=lambda e: e.seq)
@@ -111,7 +122,7 @@ def ledger_flushed_on_time(h: History, c: Collector) -> None:
     def check(node: str, now: float, at: Event) -> None:
         first = pending.get(node)
         if first is not None and node not in late_at \
-                and now - first.t_ms > LEDGER_FLUSH_MS + FLUSH_SLACK_MS:
+                and running(node, first.t_ms, now) > LEDGER_FLUSH_MS + FLUSH_SLACK_MS:
             late_at[node] = at
             c.violation(f"{node} admitted {first.message_id} at {first.t_ms:.0f} ms and had "
                         f"not flushed its ledger {now - first.t_ms:.0f} ms later", first, at)

@@ -86,6 +86,11 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
         "graceful": Param("bool", "stop with SIGTERM so the broker can save its state "
                           "(false: SIGKILL, a crash)", True)},
         scripts.broker_restart, disrupts=True),
+    FaultKind("pause", "freeze a node: alive and connected, handling and sending nothing (the "
+              "cgroup freezer in docker, SIGSTOP for a node process, a frozen host in "
+              "simulation); the broker finds out at its keepalive, or never", {
+                  "node": Param("node", "the node frozen", required=True)},
+              scripts.pause, disrupts=True),
     FaultKind("partition", "cut nodes off the broker; connections die after the keepalive",
               {"nodes": Param("nodes", "the nodes cut off", required=True)},
               scripts.partition, disrupts=True, on_link=_always),

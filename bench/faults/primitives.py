@@ -189,6 +189,16 @@ class LinkLoss:
 
 
 @dataclass(frozen=True, slots=True)
+class Freeze:
+    """The node's process is frozen (on): alive, its connections open, handling nothing and
+    sending nothing — a gray failure; off thaws it and it goes on where it stopped."""
+
+    fault: FaultRef
+    node: str
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
 class WithholdPuback:
     """The node's PUBACKs never reach the broker (on); off lets them pass again and cuts
     the node's connection, so the broker must redeliver what it never saw acknowledged."""
@@ -241,7 +251,7 @@ class Capture:
 Primitive = (Crash | Boot | WipeRoster | SkewClock | RotateKeys | SecondConnection | UseClientId
              | StripReplyNode | FailPublishes | BrokerStop | BrokerStart | Redeliver | LinkDown
              | LinkUp | LinkLatency | LinkLoss | WithholdPuback | DuplicatePublish | Intercept
-             | Inject | Capture)
+             | Inject | Capture | Freeze)
 
 
 @dataclass(frozen=True, slots=True)

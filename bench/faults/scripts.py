@@ -40,6 +40,7 @@ from bench.faults.primitives import (
     FailPublishes,
     FaultRef,
     Firing,
+    Freeze,
     Inject,
     Intercept,
     LinkDown,
@@ -243,6 +244,13 @@ def qos1_redelivery(spec: FaultSpec, ctx: Context) -> Script:
         yield DuplicatePublish(ref, node, p, ctx.seed)
         yield HEAL
         yield DuplicatePublish(ref, node, 0.0, ctx.seed)
+
+
+def pause(spec: FaultSpec, ctx: Context) -> Script:
+    node = spec.params["node"]
+    yield Freeze(_ref(spec), node, True)
+    yield HEAL
+    yield Freeze(_ref(spec), node, False)
 
 
 def partition(spec: FaultSpec, ctx: Context) -> Script:

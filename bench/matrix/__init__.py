@@ -155,10 +155,12 @@ def load_matrix(path: Path) -> Matrix:
             if b not in BROKERS:
                 raise SpecError(f"{at}.brokers: {b!r} must be one of {list(BROKERS)}")
         sim_only: set[str] = set()    # "@all" leaves these out of live cells
+        nodes_of: dict[str, str | None] = {}
         if "live" in modes:
             for s in scenarios:
-                only = load_scenario(Path(files[s]) if s in files else
-                                     SCENARIOS / f"{s}.toml").sim_only
+                loaded = load_scenario(Path(files[s]) if s in files else SCENARIOS / f"{s}.toml")
+                only = loaded.sim_only
+                nodes_of[s] = loaded.live_nodes
                 if only and g.get("scenarios", ["@all"]) != ["@all"]:
                     raise SpecError(f"{at}: scenario {s!r} is simulation only ({only}); "
                                     "take it out of the live cells")
@@ -176,6 +178,9 @@ def load_matrix(path: Path) -> Matrix:
                             continue
                         for broker in (brokers if mode == "live" else sim_brokers):
                             for hosting in (hostings if mode == "live" else ["inproc"]):
+                                if mode == "live" and hosting == "inproc" and \
+                                        nodes_of.get(scenario) == "process":
+                                    hosting = "process"   # its fault needs a node process
                                 cells.append(Cell(name, scenario, variant,
                                                   None if topo == "own" else str(topo),
                                                   int(seed), str(mode), str(broker),

@@ -80,7 +80,8 @@ def pairs(records: list[dict[str, Any]]) -> list[Pair]:
     for (scenario, variant, topo, seed, mode, broker, nodes), rec in sorted(
             by_key.items(), key=lambda kv: tuple(map(str, kv[0]))):
         if mode == "sim" and broker != "sim":
-            live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc"))
+            live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc")) or \
+                by_key.get((scenario, variant, topo, seed, "live", broker, "process"))
             if live is not None:
                 either = {k: "the scenario expects either verdict on this broker (timing)"
                           for k, w in (live.get("expect") or {}).items() if w == "either"}

@@ -89,6 +89,9 @@ class Scenario:
     expect_by_broker: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: why the scenario can only run in simulation (a fault hours after the workload), or None
     sim_only: str | None = None
+    #: how its live nodes run unless told (`live_nodes = "process"`: a fault an inproc node cannot
+    #: take, such as pause); None: inproc
+    live_nodes: str | None = None
     #: [unmodelled.amqtt]: checker -> why a simulation with that broker's model does not
     #: show the verdict the live broker gives (its expectation there is the [expect] one)
     unmodelled: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -297,7 +300,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     raw = _read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "topology", "mode", "seed", "duration_s",
                                  "drain_s", "auth", "workload", "faults", "expect",
-                                 "sim_only", "unmodelled"})
+                                 "sim_only", "unmodelled", "live_nodes"})
     topo_name = topology or top.text("topology")
     try:
         topo_path = find(topo_name, TOPOLOGIES, "topology")
@@ -399,4 +402,6 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         duration_ms=duration_s * 1000, drain_ms=top.number("drain_s", drain_default) * 1000,
         auth=auth, workload=workload, faults=faults, expect=expect, source=f,
         sim_only=top.text("sim_only") if "sim_only" in raw else None,
-        expect_by_broker=by_broker, unmodelled=unmodelled)
+        expect_by_broker=by_broker, unmodelled=unmodelled,
+        live_nodes=top.choice("live_nodes", ("inproc", "process"), "inproc")
+        if "live_nodes" in raw else None)

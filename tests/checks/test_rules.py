@@ -563,3 +563,17 @@ def test_a_settlement_the_kill_cut_from_the_journal_is_not_called_lost(tmp_path:
         k: o for k, o in restored.items() if k != cut["requestId"]}
     v = checkers()["silent_loss"](from_lines(renumbered(lines)))
     assert v.rules["settles_once"]["violations"] == 1, v.rules
+
+
+def test_a_frozen_node_is_not_late_to_flush_for_the_time_it_was_frozen(tmp_path: Path) -> None:
+    """The pause fault freezes exec-2 for 15 s with admissions in its ledger: the flush
+    after the thaw is on time (the frozen time does not count). Remove the flushes after
+    the thaw and it is late again: the window excuses the freeze, not a dead timer."""
+    lines = run_lines(tmp_path, "pause")
+    v = checkers()["duplicate_execution"](from_lines(lines))
+    assert v.rules["ledger_flushed_on_time"]["violations"] == 0, v.counterexamples[:2]
+    healed = next(e for e in lines if e["kind"] == "fault_healed" and e["fault"] == "pause")
+    kept = [e for e in lines if not (e["kind"] == "ledger_flushed" and e["node"] == "exec-2"
+                                     and e["seq"] > healed["seq"])]
+    v = checkers()["duplicate_execution"](from_lines(renumbered(kept)))
+    assert v.rules["ledger_flushed_on_time"]["violations"] == 1, v.rules

@@ -81,3 +81,22 @@ def test_what_a_dead_run_left_is_removed_by_the_next(tmp_path: Path) -> None:
         import contextlib
         with contextlib.suppress(Exception):
             net.remove()
+
+
+@pytest.mark.parametrize(("name", "seconds"), [("pause", 8), ("latency", 8), ("partition", 20)])
+def test_faults_by_the_engine_and_through_the_gateway_proxy_give_the_expected_verdicts(
+        tmp_path: Path, name: str, seconds: float) -> None:
+    """pause is the cgroup freezer (docker pause); latency and partition go through the
+    fault proxy, listening on the run network's gateway for the containers."""
+    scenario = compressed(name, seconds)
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode=Mode.DOCKER,
+                          options=Options(broker="mosquitto"))
+    wrong = {v.name: (v.value.value, v.counterexamples[:1]) for v in result.verdicts
+             if v.value.value != scenario.expect_for("mosquitto").get(v.name, "true")}
+    assert not wrong
+    fired = [line for line in (tmp_path / "history.jsonl").read_text().splitlines()
+             if '"fault_fired"' in line]
+    assert fired, "the fault never fired"
+    if name == "pause":
+        assert "docker pause" in "".join(fired)
+    assert not leftovers()

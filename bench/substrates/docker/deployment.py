@@ -190,6 +190,16 @@ class ContainerNode(ProcessNode):
             "docker", "start", "--attach", "--interactive", self.name,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None)
 
+    freezer = "docker pause: the cgroup freezer"
+
+    async def freeze(self, on: bool) -> str | None:
+        """The cgroup freezer (docker pause): alive, its sockets open, doing nothing."""
+        if self.container is None or self.proc is None or self.proc.returncode is not None:
+            return f"{self.node_id} is down"
+        await asyncio.get_running_loop().run_in_executor(
+            None, self.container.pause if on else self.container.unpause)
+        return None
+
     async def crash(self) -> str:
         if self.proc is not None and self.proc.returncode is None and self.container is not None:
             container = self.container

@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import sys
 import time
 import traceback
@@ -41,6 +42,7 @@ from bench.faults.primitives import (
     DuplicatePublish,
     FailPublishes,
     Firing,
+    Freeze,
     Inject,
     Intercept,
     LinkDown,
@@ -95,6 +97,15 @@ class LiveNode(Protocol):
     async def stop(self) -> None: ...
     def send(self, op: dict[str, Any]) -> bool: ...
 
+    async def freeze(self, on: bool) -> str | None:
+        """Freeze (on) or thaw the node's process; a reason if this hosting cannot."""
+        ...
+
+    @property
+    def freezer(self) -> str:
+        """How it freezes (journaled with the fault)."""
+        ...
+
 
 class InprocNode:
     """A node on the deployment's event loop; a crash discards the node object and the next
@@ -125,6 +136,12 @@ class InprocNode:
         if self.host is not None:
             self.host.stop()
         self.host = None
+
+    freezer = "-"
+
+    async def freeze(self, on: bool) -> str | None:
+        return ("an inproc node shares the bench's process and event loop: freezing it "
+                "would freeze the run; pause needs --nodes process (or --mode docker)")
 
     def send(self, op: dict[str, Any]) -> bool:
         if self.host is None or self.host.node is None:
@@ -218,6 +235,15 @@ class ProcessNode:
         if self._reader is not None:
             await self._reader
         self.proc = None
+
+    freezer = "SIGSTOP"
+
+    async def freeze(self, on: bool) -> str | None:
+        """SIGSTOP / SIGCONT: the process keeps its sockets and does nothing."""
+        if self.proc is None or self.proc.returncode is not None:
+            return f"{self.node_id} is down"
+        os.kill(self.proc.pid, signal.SIGSTOP if on else signal.SIGCONT)
+        return None
 
     def send(self, op: dict[str, Any]) -> bool:
         if self.proc is None or self.proc.returncode is not None or self.proc.stdin is None:
@@ -577,6 +603,13 @@ class LiveDeployment:
                 return Done()
             case Capture():
                 return await self._capture(step)
+            case Freeze():
+                node = self.nodes[step.node]
+                refused = await node.freeze(step.on)
+                if refused:
+                    return Refused(refused)
+                return Done((Firing(f"frozen ({node.freezer})" if step.on else "thawed",
+                                   step.node),))
             case _:
                 assert_never(step)
 

@@ -291,9 +291,11 @@ class SimBroker:
             self.stats["redelivered"] += 1
             self._transmit(session, conn, msg, pid, dup=True)
 
-    def silent(self, conn: Connection, link_downs: int) -> None:
-        """The link under `conn` went silent (a partition): the broker closes the
-        connection, and publishes its will, when its keepalive enforcement says — or never."""
+    def silent(self, conn: Connection, still: Callable[[], bool], *, notify: bool) -> None:
+        """The client of `conn` went silent (its link cut, or its process frozen): while
+        `still()` holds, the broker closes the connection, and publishes its will, when its
+        keepalive enforcement says — or never. The client hears of it (`notify`) unless
+        the close cannot reach it (a partition: no FIN crosses)."""
         check = self.behaviour.keepalive_close
         if check is None:
             return
@@ -304,9 +306,9 @@ class SimBroker:
         after = max(0.0, check.close_at_ms(last, CLIENT.keepalive_s, self.started_ms) - now)
 
         def expire() -> None:
-            if conn.alive and not conn.link.up and conn.link.downs == link_downs:
+            if conn.alive and still():
                 self._drop(conn, "keepalive expired at the broker", publish_will=True,
-                           notify=False)
+                           notify=notify)
         self.env.process(self._later(after, expire))
 
     def _later(self, delay: float, fn: Callable[[], None]):  # type: ignore[no-untyped-def]

@@ -31,6 +31,7 @@ from bench.faults.primitives import (
     DuplicatePublish,
     FailPublishes,
     Firing,
+    Freeze,
     Inject,
     Intercept,
     LinkDown,
@@ -69,6 +70,12 @@ SIM_EPOCH_SPREAD_MS = 5 * 365 * 86_400_000
 
 def clock_origin(seed: int) -> int:
     return SIM_EPOCH_MS + rng_for(seed, "clock").randrange(SIM_EPOCH_SPREAD_MS)
+
+
+def _still_down(link: Link) -> Callable[[], bool]:
+    """Whether this partition of `link` still holds (not healed, not another one)."""
+    downs = link.downs
+    return lambda: not link.up and link.downs == downs
 
 
 class SimDeployment:
@@ -219,6 +226,8 @@ class SimDeployment:
                     h.link.spec, loss=loss or h.link.base.loss), loss == 0)
             case WithholdPuback():
                 return self._withhold(step)
+            case Freeze():
+                return self._freeze(step)
             case DuplicatePublish():
                 return self._duplicate(step)
             case Intercept():
@@ -249,7 +258,7 @@ class SimDeployment:
             h.link.downs += 1
             for conn in [h.conn, *h.extra]:
                 if conn is not None:
-                    self.broker.silent(conn, h.link.downs)
+                    self.broker.silent(conn, _still_down(h.link), notify=False)
             h.watch()
         return Done()
 
@@ -281,6 +290,20 @@ class SimDeployment:
             if n:
                 firings.append(Firing(f"{counter} under the fault", node, {"count": n}))
         return Done(tuple(firings))
+
+    def _freeze(self, step: Freeze) -> Outcome:
+        h = self.hosts[step.node]
+        if h.node is None:
+            return Refused(f"{step.node} is down")
+        if not step.on:
+            h.thaw()
+            return Done((Firing("thawed", step.node),))
+        h.freeze()
+        n = h.freezes
+        for conn in [h.conn, *h.extra]:
+            if conn is not None:   # the broker hears nothing from it: its keepalive decides
+                self.broker.silent(conn, lambda: h.frozen and h.freezes == n, notify=True)
+        return Done((Firing("frozen (simulated: it runs nothing until thawed)", step.node),))
 
     def _withhold(self, step: WithholdPuback) -> Outcome:
         h = self.hosts[step.node]

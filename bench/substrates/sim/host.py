@@ -23,7 +23,14 @@ import simpy
 from bench.core import events as ev
 from bench.core.commands import Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
-from bench.core.inputs import Connected, MessageReceived, PublishSettled, Started, Subscribed
+from bench.core.inputs import (
+    Connected,
+    Input,
+    MessageReceived,
+    PublishSettled,
+    Started,
+    Subscribed,
+)
 from bench.core.node import Node
 from bench.spec.brokers import CLIENT
 from bench.storage import restore
@@ -59,6 +66,10 @@ class SimHost(NodeHost):
         self.clean_session = False          # as the core's last Connect asked
         self._offline: list[Publish] = []
         self._attempts = 0                 # reconnect attempts since the last CONNACK
+        #: the pause fault: the process is frozen, and what would have run waits for the thaw
+        self.frozen = False
+        self.freezes = 0
+        self._held: list[Callable[[], None]] = []
         self._unacked: dict[int, _Pending] = {}
         # link-side faults acting on this node's client (the fault proxy's, live)
         self.withhold_puback = False
@@ -72,7 +83,34 @@ class SimHost(NodeHost):
         return self.env.now
 
     def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
-        self.env.process(self._after(delay_ms, fn))
+        self.env.process(self._after(delay_ms, lambda: self._unless_frozen(fn)))
+
+    def _unless_frozen(self, fn: Callable[[], None]) -> None:
+        """A frozen process runs nothing — timers, client threads, arriving packets — until
+        it is thawed; then it runs what waited, in order (the kernel kept the bytes)."""
+        if self.frozen:
+            self._held.append(fn)
+        else:
+            fn()
+
+    def feed(self, event: Input) -> None:
+        if self.frozen:
+            self._held.append(lambda: NodeHost.feed(self, event))
+        else:
+            super().feed(event)
+
+    def freeze(self) -> None:
+        self.frozen = True
+        self.freezes += 1
+
+    def thaw(self) -> None:
+        self.frozen = False
+        held, self._held = self._held, []
+        for fn in held:
+            if self.frozen:          # frozen again by something that ran: keep the rest
+                self._held.append(fn)
+            else:
+                fn()
 
     def _after(self, delay_ms: float, fn: Callable[[], None]) -> Generator[simpy.Event, Any, None]:
         yield self.env.timeout(delay_ms)
@@ -92,6 +130,8 @@ class SimHost(NodeHost):
     def crash(self) -> int:
         """Kill the process: memory, timers, client queues and connections are gone; the
         store keeps what was committed. Returns how many store writes were lost."""
+        self.frozen = False
+        self._held.clear()
         self.forget_process()
         self.crashed_at_ms = self.env.now
         self._offline.clear()
@@ -154,6 +194,9 @@ class SimHost(NodeHost):
         self.feed(Connected(self.now_ms(), present))
 
     def on_connection_lost(self, conn: Connection, reason: str) -> None:
+        if self.frozen:
+            self._held.append(lambda: self.on_connection_lost(conn, reason))
+            return
         if conn in self.extra:
             self.extra.remove(conn)
             return
@@ -318,6 +361,9 @@ class SimHost(NodeHost):
             self.feed(PublishSettled(self.now_ms(), cmd.message_id, True))
 
     def on_deliver(self, conn: Connection, msg: Message, pid: int, dup: bool) -> None:
+        if self.frozen:
+            self._held.append(lambda: self.on_deliver(conn, msg, pid, dup))
+            return
         if self.node is None:
             return  # the process is dead; the broker keeps it in flight
         conn.last_in_ms = self.env.now
