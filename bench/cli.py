@@ -126,6 +126,22 @@ def build_parser() -> argparse.ArgumentParser:
                                       "by cell.")
     cmp_.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     cmp_.add_argument("--json", action="store_true")
+    dp = sub.add_parser(
+        "deploy", help="write a topology's docker deployment as a Compose file",
+        description="Write TOPOLOGY's deployment — the broker and one container per node, the "
+                    "same image and node process as --mode docker — as a Compose file, with "
+                    "each node's launch spec and data dir beside it. Bring it up with "
+                    "`docker-compose -f FILE up -d` (or `docker compose`), look at it, point "
+                    "`a2a-bench run SCENARIO --broker mqtt://127.0.0.1:1883` at its broker, "
+                    "and take it down with `docker-compose -f FILE down`.",
+        epilog="example:\n  a2a-bench deploy star --broker mosquitto --compose deploy/star.yml",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    dp.add_argument("topology", help="topology file or name (see `a2a-bench list`)")
+    dp.add_argument("--broker", choices=["amqtt", "mosquitto"], default="amqtt")
+    dp.add_argument("--compose", metavar="FILE", required=True, type=Path,
+                    help="the Compose file to write (specs/ and data/ go beside it)")
+    dp.add_argument("--port", type=int, default=1883,
+                    help="the broker's port published on 127.0.0.1 (default 1883)")
     sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants")
     runs = sub.add_parser(
         "runs", help="the run folders under results/, newest first, and how each was judged",
@@ -295,6 +311,8 @@ def _dispatch(argv: list[str] | None) -> int:
         return _report(args)
     if args.command == "explore":
         return _explore(args)
+    if args.command == "deploy":
+        return _deploy(args)
     if args.command == "brokers":
         return _brokers(args)
     parser.error(f"unknown command {args.command}")
@@ -322,6 +340,27 @@ def _exchange(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"a2a-bench exchange: auth={args.auth} signature=v{args.signature} run={out}")
         print(render(summary))
     return EXIT_OK if summary.ok else EXIT_FALSE
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from bench.spec.distribution import SpecError
+    from bench.substrates.docker.compose import compose
+    from bench.substrates.docker.image import tag
+    try:
+        doc = compose(args.topology, args.broker, args.compose, args.port)
+    except SpecError as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except OSError as exc:
+        print(f"a2a-bench: --compose={args.compose}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"wrote {args.compose}: {len(doc['services']) - 1} nodes and the {args.broker} "
+          f"broker on 127.0.0.1:{args.port}, image {tag()} (build it with "
+          "`python -m bench.substrates.docker.image` if it is not there)\n"
+          f"  up:   docker-compose -f {args.compose} up -d\n"
+          f"  run:  a2a-bench run quickstart --broker mqtt://127.0.0.1:{args.port}\n"
+          f"  down: docker-compose -f {args.compose} down")
+    return EXIT_OK
 
 
 def _brokers(args: argparse.Namespace) -> int:

@@ -100,3 +100,35 @@ def test_faults_by_the_engine_and_through_the_gateway_proxy_give_the_expected_ve
     if name == "pause":
         assert "docker pause" in "".join(fired)
     assert not leftovers()
+
+
+def test_deploy_writes_a_compose_file_that_comes_up_and_goes_down(tmp_path: Path) -> None:
+    """`a2a-bench deploy star --compose FILE`: Compose accepts it, every node comes up and
+    registers on the broker it names, and `down` leaves nothing."""
+    import shutil
+    import subprocess
+    import time
+
+    from bench.cli import main
+    tool = ["docker-compose"] if shutil.which("docker-compose") else ["docker", "compose"]
+    path = tmp_path / "star.yml"
+    assert main(["deploy", "star", "--broker", "mosquitto", "--compose", str(path),
+                 "--port", "18831"]) == EXIT_OK
+    config = subprocess.run([*tool, "-f", str(path), "config"], capture_output=True, text=True)
+    if config.returncode and "unknown command" in config.stderr:
+        pytest.skip("neither docker-compose nor the compose plugin is installed")
+    assert config.returncode == 0, config.stderr
+    try:
+        subprocess.run([*tool, "-f", str(path), "up", "-d"], check=True, capture_output=True)
+        deadline = time.monotonic() + 60      # four nodes start and register on a loaded box
+        logs = ""
+        while time.monotonic() < deadline and logs.count("executors_registered") < 4:
+            logs = subprocess.run([*tool, "-f", str(path), "logs", "--no-color"],
+                                  capture_output=True, text=True).stdout
+            time.sleep(0.5)
+        assert logs.count('"kind":"executors_registered"') >= 4, logs[-2000:]
+    finally:
+        subprocess.run([*tool, "-f", str(path), "down"], capture_output=True, timeout=120)
+    ours = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project="
+                           f"{tmp_path.name.lower()}"], capture_output=True, text=True).stdout
+    assert not ours.strip()

@@ -4,6 +4,9 @@ Its launch spec (with its keys) is the first line on stdin; further stdin lines 
 operations (`bench.substrates.live.control`); every history event goes to stdout as one JSON line
 `{"node", "kind", "tMs", "fields"}`. Killed with SIGKILL by the restart fault, started
 again from the same data dir.
+
+`--spec FILE` reads the launch spec from a file instead, and the node then runs until
+SIGTERM whether or not anything is on stdin (a deployment `a2a-bench deploy` wrote).
 """
 
 from __future__ import annotations
@@ -21,9 +24,18 @@ from bench.substrates.live.host import Clock
 async def main() -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    spec = LaunchSpec.from_json(json.loads(await reader.readline()))
+    standalone = len(sys.argv) == 3 and sys.argv[1] == "--spec"
+    if standalone:
+        with open(sys.argv[2]) as fh:
+            first = fh.read()
+    else:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        first = (await reader.readline()).decode()
+    spec = LaunchSpec.from_json(json.loads(first))
     clock = Clock(spec.t0)
+    if standalone:   # nobody drives it: it stops when told to (docker compose down)
+        stop = asyncio.Event()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
     out = sys.stdout
 
     def sink(node: str, event: Event) -> None:
@@ -34,6 +46,10 @@ async def main() -> None:
 
     host = spec.host(sink, clock)
     host.boot()
+    if standalone:
+        await stop.wait()
+        host.stop()
+        return
     while True:
         line = await reader.readline()
         if not line:

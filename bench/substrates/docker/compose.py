@@ -1,0 +1,67 @@
+"""`a2a-bench deploy TOPOLOGY --compose FILE`: the docker substrate's deployment as a Compose
+file, to bring up, look at, and point `a2a-bench run --broker mqtt://127.0.0.1:1883` at.
+
+Same image, same node process as `--mode docker`: the broker (`broker`, published on
+127.0.0.1) and one service per node, each reading its launch spec from a file written
+beside the Compose file (`--spec`), its data dir under `data/` there. The file is JSON,
+which YAML reads as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.substrates import node_configs
+from bench.substrates.docker.image import LABEL, PROJECT, tag
+from bench.substrates.live.control import LaunchSpec
+from bench.variants import REFERENCE
+
+BROKER_PORT = 1883
+
+
+def compose(topology: str, broker: str, path: Path, port: int = BROKER_PORT) -> dict[str, Any]:
+    """Write the Compose file at `path` (and the launch specs beside it); returns it."""
+    scenario = load_scenario(SCENARIOS / "quickstart.toml", topology=topology)
+    where = path.resolve().parent
+    specs, data = where / "specs", where / "data"
+    specs.mkdir(parents=True, exist_ok=True)
+    mount = {"type": "bind", "source": str(PROJECT), "target": str(PROJECT), "read_only": True}
+    env = {"PYTHONPATH": str(PROJECT), "PYTHONUNBUFFERED": "1"}
+    labels = {LABEL: "deploy", f"{LABEL}.topology": scenario.topology.name}
+    if broker == "amqtt":
+        command = ["python", "-m", "bench.substrates.live.amqtt_server", str(BROKER_PORT),
+                   "0.0.0.0"]
+    else:
+        conf = where / "mosquitto.conf"
+        conf.write_text("\n".join([f"listener {BROKER_PORT} 0.0.0.0", "allow_anonymous true",
+                                   "user root", "persistence true",
+                                   f"persistence_location {where / 'mosquitto-data'}/",
+                                   "set_tcp_nodelay true", ""]))
+        (where / "mosquitto-data").mkdir(exist_ok=True)
+        command = ["mosquitto", "-c", str(conf)]
+    services: dict[str, Any] = {"broker": {
+        "image": tag(), "command": command, "environment": env, "labels": labels,
+        "ports": [f"127.0.0.1:{port}:{BROKER_PORT}"],
+        "volumes": [mount, {"type": "bind", "source": str(where), "target": str(where)}]}}
+    t0 = time.time()
+    for node_id, config in node_configs(scenario).items():
+        node_data = data / node_id
+        node_data.mkdir(parents=True, exist_ok=True)
+        spec = LaunchSpec(config, REFERENCE.name, node_data, ("broker", BROKER_PORT), t0,
+                          scenario.seed, scenario.workload.to_json())
+        (specs / f"{node_id}.json").write_text(json.dumps(spec.to_json()))
+        services[node_id] = {
+            "image": tag(), "depends_on": ["broker"], "environment": env, "labels": labels,
+            "command": ["python", "-m", "bench.substrates.live.node_process", "--spec",
+                        str(specs / f"{node_id}.json")],
+            "volumes": [mount,
+                        {"type": "bind", "source": str(specs), "target": str(specs),
+                         "read_only": True},
+                        {"type": "bind", "source": str(node_data), "target": str(node_data)}]}
+    doc = {"version": "3.8", "services": services}
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return doc
