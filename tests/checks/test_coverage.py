@@ -50,6 +50,7 @@ WITNESSES: dict[str, set[str]] = {
     "stale_roster": {"stale_roster_bit"},
     "broker_restart": {"broker_restart_bit"},
     "partition": {"partition_bit"},
+    "pause": {"pause_bit"},
     "loss": {"loss_bit"},
     "duplicate_client_id": {"duplicate_client_id_bit", "request_timed_out"},
     "missing_reply_node": {"missing_reply_node_bit", "request_timed_out"},
