@@ -24,7 +24,7 @@ from bench.spec.distribution import SpecError
 from bench.spec.scenario import SCENARIOS, Scenario, find, load_scenario
 from bench.variants import VARIANTS
 
-MODES = ("sim", "live")
+MODES = ("sim", "live", "docker")
 BROKERS = ("amqtt", "mosquitto")
 HOSTINGS = ("inproc", "process")
 _GROUP_KEYS = {"name", "scenarios", "topologies", "variants", "seeds", "modes", "brokers", "nodes"}
@@ -48,6 +48,8 @@ class Cell:
     def id(self) -> str:
         parts = [self.scenario, self.variant, self.topology or "own", f"s{self.seed}", self.mode]
         if self.mode == "sim" and self.broker != "sim":
+            parts.append(self.broker)
+        if self.mode == "docker":
             parts.append(self.broker)
         if self.mode == "live":
             parts.append(self.broker)
@@ -156,7 +158,7 @@ def load_matrix(path: Path) -> Matrix:
                 raise SpecError(f"{at}.brokers: {b!r} must be one of {list(BROKERS)}")
         sim_only: set[str] = set()    # "@all" leaves these out of live cells
         nodes_of: dict[str, str | None] = {}
-        if "live" in modes:
+        if "live" in modes or "docker" in modes:
             for s in scenarios:
                 loaded = load_scenario(Path(files[s]) if s in files else SCENARIOS / f"{s}.toml")
                 only = loaded.sim_only
@@ -174,10 +176,11 @@ def load_matrix(path: Path) -> Matrix:
             for topo in topologies:
                 for seed in seeds:
                     for mode in modes:
-                        if mode == "live" and scenario in sim_only:
+                        if mode != "sim" and scenario in sim_only:
                             continue
-                        for broker in (brokers if mode == "live" else sim_brokers):
-                            for hosting in (hostings if mode == "live" else ["inproc"]):
+                        for broker in (sim_brokers if mode == "sim" else brokers):
+                            for hosting in (hostings if mode == "live" else
+                                            ["container" if mode == "docker" else "inproc"]):
                                 if mode == "live" and hosting == "inproc" and \
                                         nodes_of.get(scenario) == "process":
                                     hosting = "process"   # its fault needs a node process
@@ -213,7 +216,7 @@ def expectation(cell: Cell) -> dict[str, str]:
         return {VARIANTS[cell.variant].caught_by: "false"}
     scenario = _scenario(cell)
     from bench.checks import checkers
-    expect = scenario.expect_for(cell.broker) if cell.mode == "live" else scenario.expect_sim()
+    expect = scenario.expect_sim() if cell.mode == "sim" else scenario.expect_for(cell.broker)
     return {name: expect.get(name, "true") for name in checkers()}
 
 
@@ -237,7 +240,8 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
     scenario = _scenario(cell)
     t0 = time.perf_counter()
     options = Options(broker=cell.broker, hosting=Hosting(cell.nodes)) \
-        if cell.mode == "live" else Options()
+        if cell.mode == "live" else Options(broker=cell.broker) if cell.mode == "docker" \
+        else Options()
     result = run_scenario(scenario, VARIANTS[cell.variant], scratch, mode=cell.mode,
                           options=options, topology_overridden=cell.topology is not None)
     wall = time.perf_counter() - t0

@@ -132,3 +132,26 @@ def test_deploy_writes_a_compose_file_that_comes_up_and_goes_down(tmp_path: Path
     ours = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project="
                            f"{tmp_path.name.lower()}"], capture_output=True, text=True).stdout
     assert not ours.strip()
+
+
+def test_a_matrix_runs_docker_cells_and_compare_puts_the_three_substrates_side_by_side(
+        tmp_path: Path) -> None:
+    """modes = ["sim", "live", "docker"]: one scenario on the three substrates, and
+    `compare` on the matrix shows them in one table, each against the simulation."""
+    import subprocess
+    import sys
+    (tmp_path / "three.matrix.toml").write_text(
+        '[[group]]\nscenarios = ["quickstart"]\nmodes = ["sim", "live", "docker"]\n'
+        'brokers = ["mosquitto"]\n')
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-m", "bench", "matrix", "three.matrix.toml"],
+                          cwd=tmp_path, env=env, text=True, capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:]
+    cells = sorted(p.name for p in (tmp_path / "results" / "three" / "cells").iterdir())
+    assert cells == ["quickstart.reference.own.s1.docker.mosquitto",
+                     "quickstart.reference.own.s1.live.mosquitto",
+                     "quickstart.reference.own.s1.sim.mosquitto"], cells
+    out = subprocess.run([sys.executable, "-m", "bench", "compare", "results/three"],
+                         cwd=tmp_path, env=env, text=True, capture_output=True).stdout
+    assert "docker/mosquitto" in out and "live/mosquitto/inproc" in out and "sim/mosquitto" in out
+    assert not leftovers()
