@@ -48,7 +48,7 @@ def matrix_cli(tmp_path: Path, *args: str, wait: bool = True) -> subprocess.Comp
 @pytest.mark.parametrize("body, needle", [
     ("[[group]]\nscenarios = ['nope']", "group[0].scenarios: 'nope' is neither a scenario"),
     ("[[group]]\nvariants = ['nope']", "group[0].variants: 'nope' is not a variant"),
-    ("[[group]]\nmodes = ['docker']", "group[0].modes: 'docker' must be one of"),
+    ("[[group]]\nmodes = ['swarm']", "group[0].modes: 'swarm' must be one of"),
     ("[[group]]\nseeds = ['one']", "group[0].seeds=['one'] must be integers"),
     ("[[group]]\nwhat = 1", "group[0]: unknown key(s) ['what']"),
     ("name = 'x'", "group must be a non-empty array"),
