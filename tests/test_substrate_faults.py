@@ -34,6 +34,7 @@ PARAMS: dict[str, dict[str, object]] = {
     "restart": {"node": "exec-1", "down_ms": 200},
     "broker_restart": {"down_ms": 300},
     "partition": {"nodes": ["exec-1"]},
+    "partition:unplug": {"nodes": ["exec-1"], "how": "unplug"},
     "pause": {"node": "exec-1"},
     "latency": {"nodes": ["exec-1"], "latency_ms": 20},
     "loss": {"nodes": ["exec-1"], "probability": 0.5},

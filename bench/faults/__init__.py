@@ -92,7 +92,11 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "node": Param("node", "the node frozen", required=True)},
               scripts.pause, disrupts=True),
     FaultKind("partition", "cut nodes off the broker; connections die after the keepalive",
-              {"nodes": Param("nodes", "the nodes cut off", required=True)},
+              {"nodes": Param("nodes", "the nodes cut off", required=True),
+               "how": Param("choice", "blackhole (packets vanish, the interface stays: a new "
+                            "connection hangs until its timeout) or unplug (the cable is out: "
+                            "a new connection fails at once; docker: network disconnect)",
+                            "blackhole", choices=("blackhole", "unplug"))},
               scripts.partition, disrupts=True, on_link=_always),
     FaultKind("latency", "slow the links of nodes down", {
         "nodes": Param("nodes", "the nodes", required=True),

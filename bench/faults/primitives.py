@@ -158,10 +158,12 @@ class Redeliver:
 @dataclass(frozen=True, slots=True)
 class LinkDown:
     """Blackhole the nodes' links (a partition): nothing passes, connections die when a
-    keepalive notices; `LinkUp` heals and reports what was lost."""
+    keepalive notices; `LinkUp` heals and reports what was lost. `unplug`: the interface
+    is gone too, so a new connection fails at once instead of hanging."""
 
     fault: FaultRef
     nodes: tuple[str, ...]
+    unplug: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -255,7 +255,7 @@ def pause(spec: FaultSpec, ctx: Context) -> Script:
 
 def partition(spec: FaultSpec, ctx: Context) -> Script:
     nodes = tuple(spec.params["nodes"])
-    yield LinkDown(_ref(spec), nodes)
+    yield LinkDown(_ref(spec), nodes, spec.params["how"] == "unplug")
     yield HEAL
     yield LinkUp(_ref(spec), nodes)
 

@@ -155,3 +155,21 @@ def test_a_matrix_runs_docker_cells_and_compare_puts_the_three_substrates_side_b
                          cwd=tmp_path, env=env, text=True, capture_output=True).stdout
     assert "docker/mosquitto" in out and "live/mosquitto/inproc" in out and "sim/mosquitto" in out
     assert not leftovers()
+
+
+def test_an_unplugged_cable_takes_the_container_off_the_network_and_back(tmp_path: Path) -> None:
+    """partition with how = "unplug": docker network disconnect, then connect at the heal;
+    the verdicts are the blackhole's."""
+    from dataclasses import replace
+    scenario = compressed("partition", 20)
+    fault = scenario.faults[0]
+    scenario = replace(scenario, faults=(replace(fault, params={**fault.params,
+                                                                "how": "unplug"}),))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode=Mode.DOCKER,
+                          options=Options(broker="mosquitto"))
+    wrong = {v.name: (v.value.value, v.counterexamples[:1]) for v in result.verdicts
+             if v.value.value != scenario.expect_for("mosquitto").get(v.name, "true")}
+    assert not wrong
+    history = (tmp_path / "history.jsonl").read_text()
+    assert '"network disconnected (unplugged)"' in history and '"network connected"' in history
+    assert not leftovers()

@@ -29,13 +29,13 @@ def test_paho_keepalive_check_timing() -> None:
     assert [c.backoff_s(n) for n in (1, 2, 3, 9)] == [1.0, 2.0, 2.0, 2.0]
 
 
-def _partition(tmp: Path, model: str) -> History:
+def _partition(tmp: Path, model: str, how: str = "blackhole") -> History:
     path = tmp / "p.toml"
     path.write_text("\n".join([
         'topology = "star"', "seed = 2", "duration_s = 40", "drain_s = 10",
         "[workload]", "rate_per_s = 2",
         "[[faults]]", 'kind = "partition"', 'nodes = ["exec-2"]', "at_s = 5",
-        "duration_s = 25", ""]))
+        "duration_s = 25", f'how = "{how}"', ""]))
     scenario = load_scenario(path).with_broker_model(model)
     run_scenario(scenario, REFERENCE, tmp / model, mode="sim")
     return History.read(tmp / model / "history.jsonl")
@@ -63,3 +63,19 @@ def test_a_partition_plays_out_on_each_sides_clock(tmp_path: Path, model: str) -
     # backoff (1-2 s) and a round trip, not a keepalive later
     back = min(e.t_ms for e in h.of(ev.MqttConnected) if e.node == "exec-2" and e.t_ms > heal)
     assert back - heal <= CLIENT.backoff_max_s * 1000 + 50, back - heal
+
+
+def test_an_unplugged_node_fails_its_connects_at_once_where_a_blackholed_one_waits(
+        tmp_path: Path) -> None:
+    """Blackhole: a CONNECT into the partition hangs until paho gives it up (a keepalive).
+    Unplugged (no interface): it fails at once, and the client retries at its backoff."""
+    def reasons(how: str) -> list[str]:
+        (tmp_path / how).mkdir()
+        h = _partition(tmp_path / how, "generic", how)
+        return [e.reason for e in h.of(ev.MqttDisconnected) if e.node == "exec-2"]
+    blackhole, unplugged = reasons("blackhole"), reasons("unplug")
+    assert "network unreachable (unplugged)" not in blackhole
+    assert any(r.startswith("CONNECT unanswered") for r in blackhole), blackhole
+    fails = [r for r in unplugged if r == "network unreachable (unplugged)"]
+    # 25 s cut, noticed within 10 s, then a try every 2 s: several refusals, none hanging
+    assert len(fails) >= 4 and not any(r.startswith("CONNECT unanswered") for r in unplugged)

@@ -22,6 +22,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from bench.core import events as ev
+from bench.faults.primitives import LinkDown, LinkUp, Outcome, Refused
 from bench.history import Recorder
 from bench.spec.scenario import Mode, Scenario
 from bench.substrates import Options
@@ -224,6 +226,7 @@ class DockerDeployment(LiveDeployment):
             say(f"removed {removed} container(s)/network(s) left by earlier runs")
         self.image = ensure(self.client, say)
         self.docker_run = secrets.token_hex(4)
+        self._unplugged: dict[int, tuple[str, ...]] = {}   # fault -> nodes off the network
         self.labels = {LABEL: "run", RUN: self.docker_run, PID: str(os.getpid())}
         self.network = self.client.networks.create(f"a2a-bench-{self.docker_run}",
                                                    driver="bridge", labels=self.labels)
@@ -242,6 +245,42 @@ class DockerDeployment(LiveDeployment):
     def _node_broker(self) -> tuple[str, int]:
         return (self.broker.name, BROKER_PORT) if isinstance(self.broker, DockerBroker) \
             else super()._node_broker()
+
+    def _link_down(self, step: LinkDown) -> Outcome:
+        """A partition as the proxy makes it; unplugged, the container is also taken off
+        the run's network (only lo remains), as an operator pulling the cable would."""
+        outcome = super()._link_down(step)
+        if step.unplug and not isinstance(outcome, Refused):
+            self._network_task(step, connect=False)
+        return outcome
+
+    def _link_up(self, step: LinkUp) -> Outcome:
+        outcome = super()._link_up(step)
+        if self._unplugged.pop(step.fault.index, None):
+            self._network_task(step, connect=True)
+        return outcome
+
+    def _network_task(self, step: LinkDown | LinkUp, connect: bool) -> None:
+        """docker network connect/disconnect (70-100 ms each) off the event loop, which
+        carries every proxied packet; journaled when it took effect."""
+        if not connect:
+            self._unplugged[step.fault.index] = step.nodes
+        containers = [c for n in step.nodes
+                      if (c := getattr(self.nodes.get(n), "container", None)) is not None]
+
+        def act() -> None:
+            for c in containers:
+                with contextlib.suppress(Exception):
+                    (self.network.connect if connect else self.network.disconnect)(c)
+
+        async def run() -> None:
+            await self.loop.run_in_executor(None, act)
+            self.record("nemesis", ev.FaultFired(step.fault.kind, step.fault.index,
+                                                 "network connected" if connect else
+                                                 "network disconnected (unplugged)",
+                                                 {"nodes": list(step.nodes)}))
+        task = self.loop.create_task(run())
+        self._tasks.add(task)
 
     def _make_node(self, spec: LaunchSpec) -> LiveNode:
         return ContainerNode(spec, self.log, self.client, self.image, self.network.name,

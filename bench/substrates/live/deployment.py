@@ -841,6 +841,7 @@ class LiveDeployment:
         for node, p in zip(step.nodes, proxies, strict=True):
             self._counters[(step.fault.index, node)] = (p.counters.blackholed, p.counters.unanswered)
             p.faults.partitioned = True
+            p.faults.unplugged = step.unplug
         return Done()
 
     def _link_up(self, step: LinkUp) -> Outcome:
@@ -851,6 +852,7 @@ class LiveDeployment:
         for node, p in zip(step.nodes, proxies, strict=True):
             bh, rf = self._counters.pop((step.fault.index, node), (0, 0))
             p.faults.partitioned = False
+            p.faults.unplugged = False
             cut = p.drop_all()   # connections that lost bytes cannot be trusted again
             lost, unanswered = p.counters.blackholed - bh, p.counters.unanswered - rf
             if lost or unanswered or cut:

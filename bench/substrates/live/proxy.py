@@ -45,6 +45,7 @@ class Faults:
     latency_ms: Distribution | None = None
     loss: float = 0.0
     partitioned: bool = False
+    unplugged: bool = False       # partitioned with no interface: a new connection fails at once
     withhold_puback: bool = False
     duplicate_publish: float = 0.0
     #: (topic, payload) -> new payload, or None to leave it: applied to PUBLISHes to the node
@@ -134,6 +135,10 @@ class FaultProxy:
         return n
 
     async def _accept(self, c_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter) -> None:
+        if self.faults.partitioned and self.faults.unplugged:
+            self.counters.unanswered += 1
+            c_writer.transport.abort()   # no route to the broker: refused at once
+            return
         if self.faults.partitioned:
             # its SYN would go unanswered: the client hears nothing until the heal ends it
             self.counters.unanswered += 1

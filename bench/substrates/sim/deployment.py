@@ -255,6 +255,7 @@ class SimDeployment:
         for h in hosts:
             self._counters[(step.fault.index, h.node_id)] = h.link.lost
             h.link.up = False
+            h.link.unplugged = step.unplug
             h.link.downs += 1
             for conn in [h.conn, *h.extra]:
                 if conn is not None:
@@ -267,6 +268,7 @@ class SimDeployment:
         for node in step.nodes:
             h = self.hosts[node]
             h.link.up = True
+            h.link.unplugged = False
             lost = h.link.lost - self._counters.pop((step.fault.index, node), h.link.lost)
             cut = sum(c is not None and c.alive for c in [h.conn, *h.extra])
             h.cut("partition healed: connections reset")

@@ -270,6 +270,9 @@ class SimHost(NodeHost):
         out at its keepalive check."""
         if self.link.up:
             self.drop_connection("connection lost: TCP gave up retransmitting")
+        elif self.link.unplugged and not conn.established:
+            conn.alive = False     # no route: the connect fails at once (ENETUNREACH)
+            self.on_connection_lost(conn, "network unreachable (unplugged)")
         else:
             self.watch(conn)
 

@@ -20,6 +20,7 @@ class Link:
         self.rng = rng
         self.up = True
         self.downs = 0      # how many times it went down (a partition's identity)
+        self.unplugged = False   # down with no interface: a connect fails at once
         self.packets = 0
         self.lost = 0
         self.retransmissions = 0
