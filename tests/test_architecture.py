@@ -49,7 +49,8 @@ LAYERS = {
                         "faults.primitives", "substrates.host", "substrates.log",
                         "substrates.tcp", "substrates.live"},
     # docker is the live deployment with its broker and nodes in containers: it builds on live
-    "substrates.docker": {"core", "history", "spec", "variants", "substrates", "substrates.log",
+    "substrates.docker": {"core", "history", "spec", "variants", "faults.primitives",
+                          "substrates", "substrates.log",
                           "substrates.live", "substrates.docker"},
     "substrates": {"core", "history", "spec", "workload", "variants", "faults.primitives",
                    "substrates.log", "substrates.sim", "substrates.live", "substrates.docker"},
