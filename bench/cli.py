@@ -728,7 +728,7 @@ def _print_result(result: RunResult, as_json: bool) -> None:
         print(f"  {s['events']} events; simulated {s['simulated_s']:.1f} s in {s['wall_s']:.2f} s "
               f"wall = {s['sim_s_per_wall_s']:.1f} simulated s per wall s")
     else:
-        print(f"  {s['events']} events; live on {s['broker']} ({s['nodes']} nodes) for "
+        print(f"  {s['events']} events; {s['mode']} on {s['broker']} ({s['nodes']} nodes) for "
               f"{s['simulated_s']:.1f} s")
     unsettled = m["requests"] - sum(m["outcomes"].values())
     print(f"  requests {m['requests']}: " + ", ".join(

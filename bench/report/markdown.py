@@ -20,7 +20,7 @@ def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, 
            f"- topology: `{summary['topology']}`, mode `{summary['mode']}`",
            (f"- simulated {summary['simulated_s']:.1f} s in {summary['wall_s']:.2f} s wall "
             f"({summary['sim_s_per_wall_s']:.1f} simulated s per wall s)" if summary["mode"] == "sim"
-            else f"- live on {summary['broker']} with {summary['nodes']} nodes: "
+            else f"- {summary['mode']} on {summary['broker']} with {summary['nodes']} nodes: "
                  f"{summary['simulated_s']:.1f} s of run time"),
            f"- replay: `{summary['replay']}`", "", "## Verdicts", "",
            "| checker | verdict | expected | counts |", "|---|---|---|---|"]

@@ -57,8 +57,8 @@ def find_runs(results: Path) -> list[RunInfo]:
             value = str(v.get("value", "?")).upper()
             tally[value] = tally.get(value, 0) + 1
         mode = scenario.get("mode", "?")
-        substrate = mode if mode != "live" else \
-            f"live on {scenario.get('broker', '?')} ({scenario.get('nodes', '?')} nodes)"
+        substrate = mode if mode == "sim" else \
+            f"{mode} on {scenario.get('broker', '?')} ({scenario.get('nodes', '?')} nodes)"
         runs.append(RunInfo(folder, scenario_file.stat().st_mtime, scenario.get("name", "?"),
                             scenario.get("variant", "?"), scenario.get("seed"), substrate,
                             tally, summary.get("exit_code"), "interrupted" in summary))
