@@ -289,7 +289,10 @@ def test_a_simulation_copies_the_broker_it_is_told_to_and_expects_what_that_brok
      "--broker=mqtt://127.0.0.1:1883: a simulation takes a broker model, one of generic, amqtt, "
      "mosquitto"),
     (["--mode", "live", "--broker", "generic"], "--broker=generic is a simulated broker model"),
-    (["--mode", "sim", "--nodes", "process"], "--nodes applies to live runs only")])
+    (["--mode", "sim", "--nodes", "process"], "--nodes applies to live runs only"),
+    (["--mode", "docker", "--broker", "mqtt://127.0.0.1:1883"],
+     "--mode docker runs its broker in a container: amqtt or mosquitto"),
+    (["--mode", "docker", "--nodes", "process"], "in docker every node is a container")])
 def test_a_broker_that_does_not_fit_the_mode_is_one_line_exit_3(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         argv: list[str], says: str) -> None:
