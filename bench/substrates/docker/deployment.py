@@ -62,16 +62,7 @@ def sweep(client: Any, run_id: str | None = None) -> int:
             return False
         if run_id is not None:
             return labels[RUN] == run_id
-        try:
-            pid = int(labels.get(PID, "0"))
-            if pid > 0:
-                os.kill(pid, 0)
-                return False      # its bench is alive (the engine is on this machine)
-        except (ValueError, ProcessLookupError):
-            pass
-        except PermissionError:
-            return False          # alive, another user's
-        return True
+        return not _bench_alive(labels.get(PID, ""))
     for c in client.containers.list(all=True, filters={"label": RUN}):
         if ours(c.labels):
             with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
@@ -83,6 +74,24 @@ def sweep(client: Any, run_id: str | None = None) -> int:
                 net.remove()
                 n += 1
     return n
+
+
+def _bench_alive(pid_label: str) -> bool:
+    """Whether the bench that labelled something still runs (the engine is on this
+    machine): a label that names no process, or a process that is gone, is a dead run."""
+    try:
+        pid = int(pid_label)
+    except ValueError:
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True               # alive, another user's
+    return True
 
 
 class _Exited:
