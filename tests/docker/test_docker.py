@@ -29,12 +29,19 @@ pytestmark = pytest.mark.skipif(ENGINE is None and not os.environ.get("CI"),
                                 reason="no Docker Engine answers (DOCKER_HOST or the local socket)")
 
 
-def leftovers(run_id: str | None = None) -> list[str]:
-    from bench.substrates.docker.deployment import RUN
+def leftovers() -> list[str]:
+    """What this test process's runs left, or a run whose bench is gone (a matrix's
+    subprocess): not the runs other xdist workers have up right now."""
+    from bench.substrates.docker.deployment import PID, RUN, _bench_alive
     client = ENGINE
     assert client is not None
-    found = [c.name for c in client.containers.list(all=True, filters={"label": RUN})]  # type: ignore[attr-defined]
-    found += [n.name for n in client.networks.list(filters={"label": RUN})]  # type: ignore[attr-defined]
+
+    def left(labels: dict[str, str]) -> bool:
+        return labels.get(PID) == str(os.getpid()) or not _bench_alive(labels.get(PID, ""))
+    found = [c.name for c in client.containers.list(all=True, filters={"label": RUN})  # type: ignore[attr-defined]
+             if left(c.labels)]
+    found += [n.name for n in client.networks.list(filters={"label": RUN})  # type: ignore[attr-defined]
+              if left(n.attrs.get("Labels") or {})]
     return found
 
 
