@@ -16,11 +16,10 @@ from typing import Any
 
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import node_configs
+from bench.substrates.docker.deployment import BROKER_PORT, broker_command
 from bench.substrates.docker.image import LABEL, PROJECT, tag
 from bench.substrates.live.control import LaunchSpec
 from bench.variants import REFERENCE
-
-BROKER_PORT = 1883
 
 
 def compose(topology: str, broker: str, path: Path, port: int = BROKER_PORT) -> dict[str, Any]:
@@ -32,19 +31,8 @@ def compose(topology: str, broker: str, path: Path, port: int = BROKER_PORT) -> 
     mount = {"type": "bind", "source": str(PROJECT), "target": str(PROJECT), "read_only": True}
     env = {"PYTHONPATH": str(PROJECT), "PYTHONUNBUFFERED": "1"}
     labels = {LABEL: "deploy", f"{LABEL}.topology": scenario.topology.name}
-    if broker == "amqtt":
-        command = ["python", "-m", "bench.substrates.live.amqtt_server", str(BROKER_PORT),
-                   "0.0.0.0"]
-    else:
-        conf = where / "mosquitto.conf"
-        conf.write_text("\n".join([f"listener {BROKER_PORT} 0.0.0.0", "allow_anonymous true",
-                                   "user root", "persistence true",
-                                   f"persistence_location {where / 'mosquitto-data'}/",
-                                   "set_tcp_nodelay true", ""]))
-        (where / "mosquitto-data").mkdir(exist_ok=True)
-        command = ["mosquitto", "-c", str(conf)]
     services: dict[str, Any] = {"broker": {
-        "image": tag(), "command": command, "environment": env, "labels": labels,
+        "image": tag(), "command": broker_command(broker, where), "environment": env, "labels": labels,
         "ports": [f"127.0.0.1:{port}:{BROKER_PORT}"],
         "volumes": [mount, {"type": "bind", "source": str(where), "target": str(where)}]}}
     t0 = time.time()

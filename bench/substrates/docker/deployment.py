@@ -28,7 +28,13 @@ from bench.history import Recorder
 from bench.spec.scenario import Mode, Scenario
 from bench.substrates import Options
 from bench.substrates.docker.image import LABEL, PROJECT, ensure
-from bench.substrates.live.brokers import Broker, BrokerError, free_port, wait_listening
+from bench.substrates.live.brokers import (
+    Broker,
+    BrokerError,
+    free_port,
+    mosquitto_conf,
+    wait_listening,
+)
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.deployment import LiveDeployment, LiveNode, ProcessNode
 from bench.substrates.log import RunLog
@@ -94,6 +100,15 @@ def _bench_alive(pid_label: str) -> bool:
     return True
 
 
+def broker_command(kind: str, workdir: Path) -> list[str]:
+    """The command of a broker container listening on BROKER_PORT (workdir bind-mounted at
+    the same path: Mosquitto's configuration and persistence are there)."""
+    if kind == "amqtt":
+        return ["python", "-m", "bench.substrates.live.amqtt_server", str(BROKER_PORT),
+                "0.0.0.0"]
+    return ["mosquitto", "-c", str(mosquitto_conf(workdir, "0.0.0.0", BROKER_PORT, user="root"))]
+
+
 class _Exited:
     """What the live broker watch polls (`proc.poll()`): the container's state, read at
     most every half second."""
@@ -132,25 +147,11 @@ class DockerBroker(Broker):
         self.name = name
         self.container: Any = None
 
-    def _container_command(self) -> list[str]:
-        if self.kind == "amqtt":
-            return ["python", "-m", "bench.substrates.live.amqtt_server", str(BROKER_PORT),
-                    "0.0.0.0"]
-        data = self.workdir / "mosquitto-data"
-        data.mkdir(parents=True, exist_ok=True)
-        conf = self.workdir / "mosquitto.conf"
-        conf.write_text("\n".join([
-            f"listener {BROKER_PORT} 0.0.0.0", "allow_anonymous true", "user root",
-            "persistence true", f"persistence_location {data}/", "autosave_interval 1",
-            "max_queued_messages 100000", "max_inflight_messages 0", "set_tcp_nodelay true",
-            "log_dest stderr", "log_type error", "log_type warning", ""]))
-        return ["mosquitto", "-c", str(conf)]
-
     def start(self, timeout_s: float = 30.0) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.container is None:
             self.container = self.client.containers.create(
-                self.image, self._container_command(), name=self.name, labels=self.labels,
+                self.image, broker_command(self.kind, self.workdir), name=self.name, labels=self.labels,
                 network=self.network, ports={f"{BROKER_PORT}/tcp": ("127.0.0.1", self.port)},
                 volumes={str(PROJECT): {"bind": str(PROJECT), "mode": "ro"},
                          str(self.workdir): {"bind": str(self.workdir), "mode": "rw"}},

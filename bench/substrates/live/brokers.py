@@ -80,19 +80,10 @@ class Broker:
             exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
             if not Path(exe).exists():
                 raise BrokerError("mosquitto is not installed (Debian: apt-get install mosquitto)")
-            conf = self.workdir / "mosquitto.conf"
-            data = self.workdir / "mosquitto-data"
-            data.mkdir(parents=True, exist_ok=True)
-            conf.write_text("\n".join([
-                f"listener {self.port} {self.host}", "allow_anonymous true",
-                # started as root, Mosquitto drops to user `mosquitto`, which cannot write
-                # its persistence file in our (root's) folder: it would keep nothing
-                *([f"user {_user()}"] if os.geteuid() == 0 else []),
-                f"persistence {'true' if self.persistence else 'false'}",
-                f"persistence_location {data}/", "autosave_interval 1",
-                "max_queued_messages 100000", "max_inflight_messages 0",
-                "set_tcp_nodelay true",  # else Nagle + delayed ACK: ~44 ms round trips
-                "log_dest stderr", "log_type error", "log_type warning", ""]))
+            # started as root, Mosquitto drops to user `mosquitto`, which cannot write its
+            # persistence file in our (root's) folder: it would keep nothing
+            conf = mosquitto_conf(self.workdir, self.host, self.port, self.persistence,
+                                  _user() if os.geteuid() == 0 else None)
             return [exe, "-c", str(conf)]
         raise BrokerError(f"cannot start a broker of kind {self.kind!r}")
 
@@ -152,6 +143,24 @@ class Broker:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
         self.proc = None
+
+
+def mosquitto_conf(workdir: Path, host: str, port: int, persistence: bool = True,
+                   user: str | None = None) -> Path:
+    """Write the Mosquitto configuration every broker the bench starts uses (here, in a
+    container, in a Compose deployment) into `workdir`, its persistence beside it."""
+    data = workdir / "mosquitto-data"
+    data.mkdir(parents=True, exist_ok=True)
+    conf = workdir / "mosquitto.conf"
+    conf.write_text("\n".join([
+        f"listener {port} {host}", "allow_anonymous true",
+        *([f"user {user}"] if user else []),
+        f"persistence {'true' if persistence else 'false'}",
+        f"persistence_location {data}/", "autosave_interval 1",
+        "max_queued_messages 100000", "max_inflight_messages 0",
+        "set_tcp_nodelay true",  # else Nagle + delayed ACK: ~44 ms round trips
+        "log_dest stderr", "log_type error", "log_type warning", ""]))
+    return conf
 
 
 def _user() -> str:
