@@ -83,7 +83,7 @@ def rows(runs: list[dict[str, Any]]) -> list[list[str]]:
     return table
 
 
-def _ratio(a: Any, b: Any) -> float | None:
+def ratio(a: Any, b: Any) -> float | None:
     """b / a, or None where either is missing (a 0 ms quantile counts as 1 ms)."""
     if not isinstance(a, int | float) or not isinstance(b, int | float):
         return None
@@ -101,10 +101,10 @@ def fidelity(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         diff = {k: b.get(k, 0) - a.get(k, 0) for k in sorted(set(a) | set(b))
                 if b.get(k, 0) != a.get(k, 0)}
         out.append({"run": label, "outcomes_identical": not diff, "outcome_diff": diff,
-                    "latency_ratio": {q: _ratio((base.get("latency_ms") or {}).get(q),
+                    "latency_ratio": {q: ratio((base.get("latency_ms") or {}).get(q),
                                                 (m.get("latency_ms") or {}).get(q))
                                       for q in ("p50", "p90", "p99")},
-                    "overhead_ratio": {q: _ratio((base.get("overhead_ms") or {}).get(q),
+                    "overhead_ratio": {q: ratio((base.get("overhead_ms") or {}).get(q),
                                                  (m.get("overhead_ms") or {}).get(q))
                                        for q in ("p50", "p90", "p99")}})
     return out

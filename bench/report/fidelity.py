@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.report.compare import ratio
+
 P99_WITHIN = 1.5
 
 
@@ -58,11 +60,8 @@ class Pair:
 
     @property
     def p99_ratio(self) -> float | None:
-        pa = (self.a["metrics"].get("latency_ms") or {}).get("p99")
-        pb = (self.b["metrics"].get("latency_ms") or {}).get("p99")
-        if pa is None or pb is None:
-            return None
-        return max(float(pb), 1.0) / max(float(pa), 1.0)
+        return ratio((self.a["metrics"].get("latency_ms") or {}).get("p99"),
+                     (self.b["metrics"].get("latency_ms") or {}).get("p99"))
 
     @property
     def p99_close(self) -> bool:
