@@ -50,6 +50,14 @@ class ClientConfig:
 
 CLIENT = ClientConfig()
 
+#: A live workload starts this long (mod the broker's sweep) after the whole second its
+#: broker started in, on a whole second of the monotonic clock, where the broker counts
+#: whole seconds (see `KeepaliveCheck`); the simulated broker starts this long before the
+#: workload does. So a periodic sweep has one phase in both — every fault and request is
+#: timed from the workload's start — and the sim predicts the second a silent node is given
+#: up in, not a 6 s window. 2 s leaves the nodes time to come up first.
+WORKLOAD_AFTER_BROKER_MS = 2000.0
+
 
 class TakeoverWill(StrEnum):
     """Whose will a broker publishes when a second connection takes a client id over."""
@@ -63,9 +71,15 @@ class TakeoverWill(StrEnum):
 class KeepaliveCheck:
     """How a broker gives a silent client up ([MQTT-3.1.2-24]: after 1.5 x its keepalive
     without a packet from it). Mosquitto 2.0 compares whole seconds (more than
-    keepalive*3/2 in integer arithmetic) in a sweep over all clients every 6 s
-    (`last_keepalive_check + 5 < now`), so a silent client goes 8-14 s after its last
-    packet at keepalive 5 s."""
+    keepalive*3/2 in integer arithmetic) of its monotonic clock, in a sweep over all
+    clients at the broker's start and every 6 s after (`last_keepalive_check + 5 < now`,
+    on the whole second), so a silent client goes 7-14 s after its last packet at
+    keepalive 5 s.
+
+    Whole seconds are the workload's: the live bench starts a workload on a whole second
+    of the broker's monotonic clock, `WORKLOAD_AFTER_BROKER_MS` (mod the sweep) after the
+    second the broker started in, and the simulated broker starts that long before the
+    workload does."""
 
     whole_seconds: bool = False
     sweep_s: float | None = None      # None: checked continuously
@@ -73,9 +87,16 @@ class KeepaliveCheck:
     def threshold_s(self, keepalive_s: int) -> float:
         return keepalive_s * 3 // 2 + 1 if self.whole_seconds else 1.5 * keepalive_s
 
+    def started_ms(self, now_ms: float) -> float:
+        """Where a broker started at `now_ms` counts its sweeps from: the whole second
+        it started in, when it counts whole seconds."""
+        return now_ms // 1000.0 * 1000.0 if self.whole_seconds else now_ms
+
     def close_at_ms(self, last_in_ms: float, keepalive_s: int, origin_ms: float = 0.0) -> float:
         """When a client silent since `last_in_ms` is closed (sweeps counted from the
         broker's start, `origin_ms`)."""
+        if self.whole_seconds:      # the second of the last packet is what the broker keeps
+            last_in_ms = last_in_ms // 1000.0 * 1000.0
         due = last_in_ms + self.threshold_s(keepalive_s) * 1000.0
         if self.sweep_s is None:
             return due
@@ -108,7 +129,7 @@ class BrokerBehaviour:
         check = self.keepalive_close
         if check is None:
             return None
-        low = check.threshold_s(keepalive_s) * 1000.0
+        low = (check.threshold_s(keepalive_s) - (1 if check.whole_seconds else 0)) * 1000.0
         return low, low + (check.sweep_s or 0.0) * 1000.0
 
 

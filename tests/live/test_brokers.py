@@ -340,3 +340,46 @@ def test_a_ca_file_it_cannot_use_is_refused_in_one_line(
         assert main(command) == EXIT_INVALID
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and says in err[0], err
+
+
+def test_mosquitto_gives_a_silent_client_up_in_the_second_the_simulator_predicts(
+        tmp_path: Path) -> None:
+    """The sweep's phase, not a 6 s window: started on a whole second, Mosquitto sweeps in
+    phase with the simulated broker, counted from a workload started `in_phase`, so
+    `close_at_ms` names the sweep that closes each silent client. Clients fall silent 0.3,
+    1.4 and 5.3 s into the workload at keepalive 2 s (closed once more than 3 whole seconds
+    passed; sweeps at 4, 10, 16 s): the first at the sweep at 4 s, only because the broker
+    keeps whole seconds (0.3 + 4 is after it), the others at 10 s. Waits for the phase and
+    those closes, 16 s at most, and allows each 0.6 s late on a loaded machine."""
+    if MOSQUITTO is None and not os.environ.get("CI"):
+        pytest.skip("mosquitto not installed (apt-get install mosquitto; .ci/run does)")
+    import asyncio
+
+    from bench.spec.brokers import WORKLOAD_AFTER_BROKER_MS
+    from bench.substrates.live.brokers import make_broker
+    from bench.substrates.live.facts import RawClient
+
+    broker = make_broker("mosquitto", tmp_path)
+    broker.start(on_second=True)
+    try:
+        assert broker.start_second is not None, "the start straddled a second (loaded?)"
+        origin = broker.in_phase()
+        assert origin is not None
+        check = BEHAVIOURS["mosquitto"].keepalive_close
+        assert check is not None
+
+        async def silent(after_s: float) -> tuple[float, float]:
+            await asyncio.sleep(max(0.0, origin + after_s - time.monotonic()))
+            client = await RawClient.connect(broker.host, broker.port, f"silent-{after_s}",
+                                             keepalive_s=2)
+            last = time.monotonic() - origin
+            assert await client.closed_within(20.0)
+            return last, time.monotonic() - origin
+
+        async def all_of() -> list[tuple[float, float]]:
+            return await asyncio.gather(*(silent(s) for s in (0.3, 1.4, 5.3)))
+        for last, closed in asyncio.run(all_of()):
+            want = check.close_at_ms(last * 1000, 2, check.started_ms(-WORKLOAD_AFTER_BROKER_MS))
+            assert want / 1000 <= closed + 0.05 <= want / 1000 + 0.65, (last, closed, want)
+    finally:
+        broker.stop()

@@ -147,7 +147,7 @@ class DockerBroker(Broker):
         self.name = name
         self.container: Any = None
 
-    def start(self, timeout_s: float = 30.0) -> None:
+    def start(self, timeout_s: float = 30.0, *, on_second: bool = False) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.container is None:
             self.container = self.client.containers.create(
@@ -156,9 +156,13 @@ class DockerBroker(Broker):
                 volumes={str(PROJECT): {"bind": str(PROJECT), "mode": "ro"},
                          str(self.workdir): {"bind": str(self.workdir), "mode": "rw"}},
                 environment={"PYTHONPATH": str(PROJECT)}, working_dir=str(self.workdir))
-        self.container.start()
-        self.proc = _Exited(self.container)  # type: ignore[assignment]
-        wait_listening(self.host, self.port, timeout_s, None, None)
+
+        def launch() -> None:
+            self.container.start()
+            self.proc = _Exited(self.container)  # type: ignore[assignment]
+            wait_listening(self.host, self.port, timeout_s, None, None)
+        # containers share the host's monotonic clock: the same phase as a process broker
+        self._launch(launch, on_second)
 
     def stop(self) -> None:
         if self.container is not None:

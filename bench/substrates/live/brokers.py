@@ -12,10 +12,12 @@ import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from bench.spec.brokers import BEHAVIOURS, WORKLOAD_AFTER_BROKER_MS
 from bench.substrates.live.mqtt import Tls
 
 #: MQTT 3.1.1 §3.2.2.3: why a broker refused a connection.
@@ -63,6 +65,9 @@ class Broker:
     username: str | None = None          # external brokers only (mqtt://user:pass@host)
     password: str | None = None
     tls: Tls | None = None               # external brokers only (mqtts://)
+    #: the whole second of the monotonic clock the broker started in, where its row says it
+    #: counts whole seconds and a start `on_second` did not straddle one (else None)
+    start_second: int | None = None
 
     @property
     def url(self) -> str:
@@ -87,17 +92,46 @@ class Broker:
             return [exe, "-c", str(conf)]
         raise BrokerError(f"cannot start a broker of kind {self.kind!r}")
 
-    def start(self, timeout_s: float = 15.0) -> None:
+    def start(self, timeout_s: float = 15.0, *, on_second: bool = False) -> None:
+        """Start the broker and wait until it listens. `on_second`: where the broker counts
+        whole seconds (Mosquitto's keepalive sweep), start it just after one, and keep
+        which in `start_second` so that a run can start its clock in phase with it."""
         if self.kind == "external":
             wait_listening(self.host, self.port, timeout_s, None, None)
             self._hello(timeout_s)
             return
         self.workdir.mkdir(parents=True, exist_ok=True)
         log = self.workdir / f"{self.kind}.log"
-        with open(log, "ab") as fh:
-            self.proc = subprocess.Popen(self._command(), stdout=fh, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        wait_listening(self.host, self.port, timeout_s, self.proc, log)
+
+        def launch() -> None:
+            with open(log, "ab") as fh:
+                self.proc = subprocess.Popen(self._command(), stdout=fh,
+                                             stderr=subprocess.STDOUT, start_new_session=True)
+            wait_listening(self.host, self.port, timeout_s, self.proc, log)
+        self._launch(launch, on_second)
+
+    def _launch(self, launch: Callable[[], None], on_second: bool) -> None:
+        check = BEHAVIOURS[self.kind].keepalive_close if self.kind in BEHAVIOURS else None
+        counts = on_second and check is not None and check.whole_seconds
+        if counts:
+            time.sleep(1.0 - time.monotonic() % 1.0 + 0.005)
+        began = time.monotonic()
+        launch()
+        # the broker's first sweep ran between the launch and now: which second, if one
+        self.start_second = int(began) if counts and int(time.monotonic()) == int(began) \
+            else None
+
+    def in_phase(self) -> float | None:
+        """When (monotonic) a workload starting now-or-later is in phase with the broker's
+        sweep as the simulated broker's is: `WORKLOAD_AFTER_BROKER_MS` after the second it
+        started in, mod its sweep; None where that is unknown or does not matter."""
+        check = BEHAVIOURS[self.kind].keepalive_close if self.kind in BEHAVIOURS else None
+        if self.start_second is None or check is None or check.sweep_s is None:
+            return None
+        at = self.start_second + WORKLOAD_AFTER_BROKER_MS / 1000.0
+        while at < time.monotonic():
+            at += check.sweep_s
+        return at
 
     def _hello(self, timeout_s: float) -> None:
         """Speak MQTT to an external broker once, as every client of the run will (its TLS,

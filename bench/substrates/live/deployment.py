@@ -331,7 +331,8 @@ class LiveDeployment:
     # -- the Deployment interface ----------------------------------------------------------------
     def start(self) -> list[str]:
         self._started = True
-        self.loop.run_until_complete(self.loop.run_in_executor(None, self.broker.start))
+        self.loop.run_until_complete(self.loop.run_in_executor(
+            None, lambda: self.broker.start(on_second=True)))
         self._broker_up.set()
         self.clock.t0 = time.time()   # the run's clock starts with the broker up
         self.loop.run_until_complete(self._watch_broker())
@@ -350,6 +351,8 @@ class LiveDeployment:
         lines = self.loop.run_until_complete(self._start_nodes(specs))
         for line in lines:
             self.say(line)
+        if (at := self.broker.in_phase()) is not None:   # the workload starts next, in phase
+            self.loop.run_until_complete(asyncio.sleep(max(0.0, at - time.monotonic())))
         return lines
 
     def now_ms(self) -> float:

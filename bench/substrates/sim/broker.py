@@ -23,7 +23,7 @@ from typing import Protocol
 import simpy
 
 from bench.core import events as ev
-from bench.spec.brokers import CLIENT, BrokerBehaviour, TakeoverWill
+from bench.spec.brokers import CLIENT, WORKLOAD_AFTER_BROKER_MS, BrokerBehaviour, TakeoverWill
 from bench.spec.distribution import Distribution
 from bench.substrates.filters import matches
 from bench.substrates.sim.link import Link
@@ -109,7 +109,9 @@ class SimBroker:
         self.sessions: dict[str, Session] = {}
         self.retained: dict[str, Message] = {}
         self.up = True
-        self.started_ms = env.now         # a broker's periodic sweeps count from its start
+        # a broker's periodic sweeps count from its start, which precedes the workload's as
+        # live (the simulated nodes are up at once: the workload starts at 0)
+        self.started_ms = self._start_second(env.now - WORKLOAD_AFTER_BROKER_MS)
         self.redelivery: Redelivery | None = None
         #: Observers of every accepted PUBLISH (an attacker subscribed to everything).
         self.taps: list[Callable[[Message], None]] = []
@@ -291,6 +293,10 @@ class SimBroker:
             self.stats["redelivered"] += 1
             self._transmit(session, conn, msg, pid, dup=True)
 
+    def _start_second(self, now_ms: float) -> float:
+        check = self.behaviour.keepalive_close
+        return now_ms if check is None else check.started_ms(now_ms)
+
     def silent(self, conn: Connection, still: Callable[[], bool], *, notify: bool) -> None:
         """The client of `conn` went silent (its link cut, or its process frozen): while
         `still()` holds, the broker closes the connection, and publishes its will, when its
@@ -350,4 +356,4 @@ class SimBroker:
 
     def start(self) -> None:
         self.up = True
-        self.started_ms = self.env.now
+        self.started_ms = self._start_second(self.env.now)
