@@ -102,6 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
                           "prefix as they are (by default a run adds its run id to both and "
                           "clears its sessions and retained messages at the end, so runs on a "
                           "long-lived broker never see each other)")
+    run.add_argument("--keep", action="store_true",
+                     help="docker: leave the deployment up after the run — the broker "
+                          "container (its port printed) and every node, restarted on its data "
+                          "dir once judged, on the run's network — and print the command "
+                          "that removes it. Later runs leave it alone")
+    run.add_argument("--swarm", action="store_true",
+                     help="docker: the run's network is an attachable overlay network of the "
+                          "engine's swarm (docker swarm init first) instead of a bridge: "
+                          "the network multi-host deployments use")
     run.add_argument("--nodes", choices=["inproc", "process"],
                      help="live: nodes on this process's event loop, or one OS process each")
     run.add_argument("--seed", type=int, help="seed for every random draw (default: the scenario's)")
@@ -439,6 +448,14 @@ def _run(args: argparse.Namespace) -> int:
         print(f"a2a-bench: --broker={args.broker}: --mode docker runs its broker in a "
               "container: amqtt or mosquitto", file=sys.stderr)
         return EXIT_INVALID
+    if mode != "docker" and args.keep:
+        print("a2a-bench: --keep applies to --mode docker (a live run's broker and nodes are "
+              "this process's children and end with it)", file=sys.stderr)
+        return EXIT_INVALID
+    if mode != "docker" and args.swarm:
+        print("a2a-bench: --swarm applies to --mode docker (it chooses the containers' "
+              "network)", file=sys.stderr)
+        return EXIT_INVALID
     if mode == "docker" and args.nodes:
         print("a2a-bench: --nodes applies to --mode live; in docker every node is a container",
               file=sys.stderr)
@@ -477,7 +494,8 @@ def _run(args: argparse.Namespace) -> int:
               f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
               f"seed {scenario.seed}, {mode}" +
               (f" on {shown_url(args.broker)} with {args.nodes} nodes" if mode == "live" else
-               f" on {args.broker}, every node in a container" if mode == "docker" else
+               f" on {args.broker}, every node in a container" +
+               (" on a swarm's overlay network" if args.swarm else "") if mode == "docker" else
                f" (broker model {scenario.topology.broker.value})"))
 
     def terminated(_signum: int, _frame: object) -> None:
@@ -490,7 +508,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         options = Options(broker=args.broker, hosting=Hosting(args.nodes),
                           restart_command=args.broker_restart_command,
-                          isolate=not args.no_isolation, broker_ca=args.broker_ca)
+                          isolate=not args.no_isolation, broker_ca=args.broker_ca,
+                          keep=args.keep, swarm=args.swarm)
         try:
             result = run_scenario(
                 scenario, chosen, out, topology_overridden=args.topology is not None,

@@ -55,6 +55,8 @@ class Options:
     #: and its sessions and retained messages cleared at the end
     isolate: bool = True
     broker_ca: str | None = None           # an mqtts:// broker: the CA file to verify it by
+    keep: bool = False                     # docker: leave the deployment up after the run
+    swarm: bool = False                    # docker: the run's network an overlay of a swarm
 
     @property
     def shown_broker(self) -> str:

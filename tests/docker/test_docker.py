@@ -90,11 +90,12 @@ def test_what_a_dead_run_left_is_removed_by_the_next(tmp_path: Path) -> None:
             net.remove()
 
 
-@pytest.mark.parametrize(("name", "seconds"), [("pause", 8), ("latency", 8), ("partition", 20)])
+@pytest.mark.parametrize(("name", "seconds"), [("pause", 8), ("latency", 8), ("loss", 8),
+                                               ("partition", 20)])
 def test_faults_by_the_engine_and_through_the_gateway_proxy_give_the_expected_verdicts(
         tmp_path: Path, name: str, seconds: float) -> None:
-    """pause is the cgroup freezer (docker pause); latency and partition go through the
-    fault proxy, listening on the run network's gateway for the containers."""
+    """pause is the cgroup freezer (docker pause); latency, loss and partition go through
+    the fault proxy, listening on the run network's gateway for the containers."""
     scenario = compressed(name, seconds)
     result = run_scenario(scenario, REFERENCE, tmp_path, mode=Mode.DOCKER,
                           options=Options(broker="mosquitto"))
@@ -179,4 +180,90 @@ def test_an_unplugged_cable_takes_the_container_off_the_network_and_back(tmp_pat
     assert not wrong
     history = (tmp_path / "history.jsonl").read_text()
     assert '"network disconnected (unplugged)"' in history and '"network connected"' in history
+    assert not leftovers()
+
+
+def test_keep_leaves_the_deployment_up_and_says_how_to_remove_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--keep`: the run is judged as ever; then the broker is still up on the port it
+    prints, every node runs again on its data dir (registered on that broker), a later
+    run's sweep of dead runs leaves it alone, and the printed command removes it all."""
+    import subprocess
+    import time
+
+    from bench.cli import main
+    from bench.substrates.docker.deployment import RUN, sweep
+    assert main(["run", "quickstart", "--mode", "docker", "--broker", "mosquitto", "--keep",
+                 "--no-plots", "--out", str(tmp_path / "run")]) == EXIT_OK
+    err = capsys.readouterr().err
+    kept = next(line for line in err.splitlines() if "kept: broker" in line)
+    remove = next(line for line in err.splitlines() if "remove it: " in line)
+    run = kept.split("container a2a-bench-")[1].split("-broker")[0]
+    client = ENGINE
+    assert client is not None
+    try:
+        ours = client.containers.list(filters={"label": f"{RUN}={run}"})  # type: ignore[attr-defined]
+        assert len(ours) == 5, [c.name for c in ours]   # the broker and four nodes, running
+        sweep(client)          # what dead runs left: not a kept deployment
+        assert len(client.containers.list(filters={"label": f"{RUN}={run}"})) == 5  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 60     # four nodes start and register on a loaded box
+        logs = ""
+        while time.monotonic() < deadline and logs.count("executors_registered") < 4:
+            logs = "".join(c.logs().decode() for c in client.containers.list(  # type: ignore[attr-defined]
+                filters={"label": f"{RUN}={run}"}) if not c.name.endswith("-broker"))
+            time.sleep(0.5)
+        assert logs.count('"kind":"executors_registered"') >= 4, logs[-2000:]
+    finally:
+        subprocess.run(remove.split("remove it: ", 1)[1], shell=True, capture_output=True,
+                       timeout=120)
+    assert not client.containers.list(all=True, filters={"label": f"{RUN}={run}"})  # type: ignore[attr-defined]
+    assert not client.networks.list(filters={"label": f"{RUN}={run}"})  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def swarm():  # type: ignore[no-untyped-def]
+    """A one-node swarm: the engine's, or one made here (advertised on this host's first
+    global address) and left again afterwards."""
+    import subprocess
+    client = ENGINE
+    assert client is not None
+    if (client.info().get("Swarm") or {}).get("LocalNodeState") == "active":  # type: ignore[attr-defined]
+        yield
+        return
+    addrs = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"],
+                           capture_output=True, text=True).stdout.split("\n")
+    addr = next((line.split()[3].split("/")[0] for line in addrs if line.strip()
+                 and not line.split()[1].startswith(("docker", "br-", "veth"))), None)
+    if addr is None:
+        pytest.skip("no global IPv4 address to advertise a swarm on")
+    made = subprocess.run(["docker", "swarm", "init", "--advertise-addr", addr],
+                          capture_output=True, text=True)
+    if made.returncode:
+        pytest.skip(f"docker swarm init failed: {made.stderr.strip()[:200]}")
+    try:
+        yield
+    finally:
+        subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True, timeout=60)
+
+
+def test_on_a_swarm_the_run_network_is_an_overlay_and_the_proxy_faults_reach_it(
+        tmp_path: Path, swarm: None) -> None:
+    """--swarm: the broker and nodes on an attachable overlay network (the driver a
+    multi-host deployment uses), the fault proxies reached through docker_gwbridge; the
+    latency scenario judged as on a bridge, and nothing left behind."""
+    from bench.substrates.docker.deployment import RUN
+    scenario = compressed("latency", 8)
+    seen: list[str] = []
+
+    def look(_line: str) -> None:
+        for net in ENGINE.networks.list(filters={"label": RUN}):  # type: ignore[attr-defined]
+            seen.append(net.attrs.get("Driver", ""))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode=Mode.DOCKER,
+                          options=Options(broker="mosquitto", swarm=True), say=look)
+    wrong = {v.name: (v.value.value, v.counterexamples[:1]) for v in result.verdicts
+             if v.value.value != scenario.expect_for("mosquitto").get(v.name, "true")}
+    assert not wrong
+    assert "overlay" in seen
+    history = (tmp_path / "history.jsonl").read_text()
+    assert '"fault_fired"' in history and '"kind":"fault_proxy"' in history
     assert not leftovers()

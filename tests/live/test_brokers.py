@@ -345,17 +345,18 @@ def test_a_ca_file_it_cannot_use_is_refused_in_one_line(
 def test_mosquitto_gives_a_silent_client_up_in_the_second_the_simulator_predicts(
         tmp_path: Path) -> None:
     """The sweep's phase, not a 6 s window: started on a whole second, Mosquitto sweeps in
-    phase with the simulated broker, counted from a workload started `in_phase`, so
+    phase with the simulated broker, counted from a run started `in_phase`, so
     `close_at_ms` names the sweep that closes each silent client. Clients fall silent 0.3,
-    1.4 and 5.3 s into the workload at keepalive 2 s (closed once more than 3 whole seconds
-    passed; sweeps at 4, 10, 16 s): the first at the sweep at 4 s, only because the broker
-    keeps whole seconds (0.3 + 4 is after it), the others at 10 s. Waits for the phase and
-    those closes, 16 s at most, and allows each 0.6 s late on a loaded machine."""
+    1.3 and 2.4 s into the run at keepalive 2 s (closed once more than 3 whole seconds
+    passed; sweeps at 5, 11, 17 s): the first two at the sweep at 5 s — the second only
+    because the broker keeps whole seconds (1.3 + 4 is after it) — the third at 11 s. Waits
+    for the phase and those closes, 12 s at most, and allows each 0.6 s late on a loaded
+    machine."""
     if MOSQUITTO is None and not os.environ.get("CI"):
         pytest.skip("mosquitto not installed (apt-get install mosquitto; .ci/run does)")
     import asyncio
 
-    from bench.spec.brokers import WORKLOAD_AFTER_BROKER_MS
+    from bench.spec.brokers import RUN_AFTER_BROKER_MS
     from bench.substrates.live.brokers import make_broker
     from bench.substrates.live.facts import RawClient
 
@@ -377,9 +378,9 @@ def test_mosquitto_gives_a_silent_client_up_in_the_second_the_simulator_predicts
             return last, time.monotonic() - origin
 
         async def all_of() -> list[tuple[float, float]]:
-            return await asyncio.gather(*(silent(s) for s in (0.3, 1.4, 5.3)))
+            return await asyncio.gather(*(silent(s) for s in (0.3, 1.3, 2.4)))
         for last, closed in asyncio.run(all_of()):
-            want = check.close_at_ms(last * 1000, 2, check.started_ms(-WORKLOAD_AFTER_BROKER_MS))
+            want = check.close_at_ms(last * 1000, 2, check.started_ms(-RUN_AFTER_BROKER_MS))
             assert want / 1000 <= closed + 0.05 <= want / 1000 + 0.65, (last, closed, want)
     finally:
         broker.stop()

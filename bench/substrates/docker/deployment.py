@@ -43,6 +43,7 @@ from bench.variants import Variant
 BROKER_PORT = 1883       # inside the network
 RUN = f"{LABEL}.run"     # label: the run id
 PID = f"{LABEL}.pid"     # label: the bench process that made it
+KEEP = f"{LABEL}.keep"   # label: left up on purpose (--keep): no later run removes it
 
 
 def engine() -> Any:
@@ -68,7 +69,7 @@ def sweep(client: Any, run_id: str | None = None) -> int:
             return False
         if run_id is not None:
             return labels[RUN] == run_id
-        return not _bench_alive(labels.get(PID, ""))
+        return KEEP not in labels and not _bench_alive(labels.get(PID, ""))
     for c in client.containers.list(all=True, filters={"label": RUN}):
         if ours(c.labels):
             with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
@@ -98,6 +99,17 @@ def _bench_alive(pid_label: str) -> bool:
     except PermissionError:
         return True               # alive, another user's
     return True
+
+
+def _swarm_manager(client: Any) -> None:
+    """--swarm needs the engine to manage a swarm (an attachable overlay network is made
+    there); BrokerError saying how, else."""
+    swarm = client.info().get("Swarm") or {}
+    if swarm.get("LocalNodeState") != "active" or not swarm.get("ControlAvailable"):
+        raise BrokerError("--swarm runs on an attachable overlay network, which needs the "
+                          "engine to be a swarm manager (state "
+                          f"{swarm.get('LocalNodeState', '?')}): docker swarm init "
+                          "--advertise-addr <this host's address>")
 
 
 def broker_command(kind: str, workdir: Path) -> list[str]:
@@ -164,8 +176,10 @@ class DockerBroker(Broker):
         # containers share the host's monotonic clock: the same phase as a process broker
         self._launch(launch, on_second)
 
+    keep_running = False    # --keep: the end of the run leaves it up
+
     def stop(self) -> None:
-        if self.container is not None:
+        if self.container is not None and not self.keep_running:
             with contextlib.suppress(Exception):
                 self.container.stop(timeout=3)      # SIGTERM, then SIGKILL
         self.proc = None
@@ -241,13 +255,19 @@ class DockerDeployment(LiveDeployment):
         self.image = ensure(self.client, say)
         self.docker_run = secrets.token_hex(4)
         self._unplugged: dict[int, tuple[str, ...]] = {}   # fault -> nodes off the network
-        self.labels = {LABEL: "run", RUN: self.docker_run, PID: str(os.getpid())}
-        self.network = self.client.networks.create(f"a2a-bench-{self.docker_run}",
-                                                   driver="bridge", labels=self.labels)
+        self.labels = {LABEL: "run", RUN: self.docker_run, PID: str(os.getpid()),
+                       **({KEEP: "1"} if options.keep else {})}
+        if options.swarm:
+            _swarm_manager(self.client)
+        self.network = self.client.networks.create(
+            f"a2a-bench-{self.docker_run}", driver="overlay" if options.swarm else "bridge",
+            attachable=options.swarm, labels=self.labels)
         self.network.reload()
         try:
-            config = self.network.attrs["IPAM"]["Config"][0]
-            self.proxy_host = config.get("Gateway") or config["Subnet"].rsplit(".", 1)[0] + ".1"
+            if not options.swarm:
+                config = self.network.attrs["IPAM"]["Config"][0]
+                self.proxy_host = config.get("Gateway") or \
+                    config["Subnet"].rsplit(".", 1)[0] + ".1"
             super().__init__(scenario, variant, recorder, workdir, options, say)
             self.broker = DockerBroker(options.broker, workdir / "broker", self.client,
                                        self.image, self.network.name, self.labels,
@@ -255,6 +275,14 @@ class DockerDeployment(LiveDeployment):
         except BaseException:
             sweep(self.client, self.docker_run)
             raise
+
+    async def _start_proxies(self, specs: list[LaunchSpec]) -> list[LaunchSpec]:
+        if self.options.swarm:
+            # this host is not on an overlay network: its containers reach it by the
+            # docker_gwbridge gateway, which exists once one (the broker) has joined one
+            bridge = self.client.networks.get("docker_gwbridge")
+            self.proxy_host = bridge.attrs["IPAM"]["Config"][0]["Gateway"]
+        return await super()._start_proxies(specs)
 
     def _node_broker(self) -> tuple[str, int]:
         return (self.broker.name, BROKER_PORT) if isinstance(self.broker, DockerBroker) \
@@ -301,10 +329,56 @@ class DockerDeployment(LiveDeployment):
                              self.labels, f"a2a-bench-{self.docker_run}-{spec.config.node_id}")
 
     def close(self) -> dict[str, Any]:
+        keep = self.options.keep and self._started
+        if keep and isinstance(self.broker, DockerBroker):
+            self.broker.keep_running = True
         try:
-            return super().close()
-        finally:
+            stats = super().close()
+        except BaseException:
             sweep(self.client, self.docker_run)
+            raise
+        if not keep:
+            sweep(self.client, self.docker_run)
+            return stats
+        try:
+            self._keep()
+        except BaseException:
+            sweep(self.client, self.docker_run)
+            raise
+        return stats
+
+    def _keep(self) -> None:
+        """--keep: the run's nodes were stopped (their history is complete); each is started
+        again, in a container of the same name on its data dir, from its launch spec in a
+        file (as `a2a-bench deploy` runs nodes: until SIGTERM, its history to `docker
+        logs`), beside the broker left running."""
+        import json
+        specs = self.workdir / "kept"
+        specs.mkdir(parents=True, exist_ok=True)
+        for node_id, node in self.nodes.items():
+            assert isinstance(node, ContainerNode)
+            path = specs / f"{node_id}.json"
+            path.write_text(json.dumps(node.spec.to_json()))
+            path.chmod(0o600)
+            if node.container is not None:
+                with contextlib.suppress(Exception):
+                    node.container.remove(force=True)
+            self.client.containers.run(
+                self.image, ["python", "-m", "bench.substrates.live.node_process", "--spec",
+                             str(path)],
+                name=node.name, labels=self.labels, network=self.network.name, detach=True,
+                environment={"PYTHONPATH": str(PROJECT), "PYTHONUNBUFFERED": "1"},
+                volumes={str(PROJECT): {"bind": str(PROJECT), "mode": "ro"},
+                         str(specs): {"bind": str(specs), "mode": "ro"},
+                         str(node.spec.data_dir): {"bind": str(node.spec.data_dir),
+                                                   "mode": "rw"}})
+        run = self.docker_run
+        self.say(f"kept: broker {self.broker.url} (container a2a-bench-{run}-broker), "
+                 f"{len(self.nodes)} nodes running again on their data dirs (containers "
+                 f"a2a-bench-{run}-<node>; their history: docker logs), network "
+                 f"a2a-bench-{run}")
+        self.say(f"remove it: docker rm -f $(docker ps -aq --filter label={RUN}={run}) "
+                 f"&& docker network rm a2a-bench-{run}")
 
 
 __all__ = ["DockerDeployment", "sweep", "engine", "wait_listening"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from bench.spec.brokers import BEHAVIOURS, WORKLOAD_AFTER_BROKER_MS
+from bench.spec.brokers import BEHAVIOURS, RUN_AFTER_BROKER_MS
 from bench.substrates.live.mqtt import Tls
 
 #: MQTT 3.1.1 §3.2.2.3: why a broker refused a connection.
@@ -122,13 +122,14 @@ class Broker:
             else None
 
     def in_phase(self) -> float | None:
-        """When (monotonic) a workload starting now-or-later is in phase with the broker's
-        sweep as the simulated broker's is: `WORKLOAD_AFTER_BROKER_MS` after the second it
-        started in, mod its sweep; None where that is unknown or does not matter."""
+        """When (monotonic), now or later, a run's nodes and workload may start in phase
+        with the broker's sweep as the simulated broker's is: `RUN_AFTER_BROKER_MS` after
+        the second it started in, mod its sweep; None where that is unknown or does not
+        matter."""
         check = BEHAVIOURS[self.kind].keepalive_close if self.kind in BEHAVIOURS else None
         if self.start_second is None or check is None or check.sweep_s is None:
             return None
-        at = self.start_second + WORKLOAD_AFTER_BROKER_MS / 1000.0
+        at = self.start_second + RUN_AFTER_BROKER_MS / 1000.0
         while at < time.monotonic():
             at += check.sweep_s
         return at

@@ -348,11 +348,14 @@ class LiveDeployment:
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
         if self.options.link_faults:
             specs = self.loop.run_until_complete(self._start_proxies(specs))
+        if (at := self.broker.in_phase()) is not None:
+            # the nodes start in phase with the broker's sweep, and the workload as soon as
+            # they are up (0.1 s inproc, 0.5 s process): waiting for the phase after they
+            # came up would put their own timers (flush windows) out of the simulator's phase
+            self.loop.run_until_complete(asyncio.sleep(max(0.0, at - time.monotonic())))
         lines = self.loop.run_until_complete(self._start_nodes(specs))
         for line in lines:
             self.say(line)
-        if (at := self.broker.in_phase()) is not None:   # the workload starts next, in phase
-            self.loop.run_until_complete(asyncio.sleep(max(0.0, at - time.monotonic())))
         return lines
 
     def now_ms(self) -> float:

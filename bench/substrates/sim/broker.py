@@ -23,7 +23,7 @@ from typing import Protocol
 import simpy
 
 from bench.core import events as ev
-from bench.spec.brokers import CLIENT, WORKLOAD_AFTER_BROKER_MS, BrokerBehaviour, TakeoverWill
+from bench.spec.brokers import CLIENT, RUN_AFTER_BROKER_MS, BrokerBehaviour, TakeoverWill
 from bench.spec.distribution import Distribution
 from bench.substrates.filters import matches
 from bench.substrates.sim.link import Link
@@ -109,9 +109,9 @@ class SimBroker:
         self.sessions: dict[str, Session] = {}
         self.retained: dict[str, Message] = {}
         self.up = True
-        # a broker's periodic sweeps count from its start, which precedes the workload's as
-        # live (the simulated nodes are up at once: the workload starts at 0)
-        self.started_ms = self._start_second(env.now - WORKLOAD_AFTER_BROKER_MS)
+        # a broker's periodic sweeps count from its start, which precedes the nodes' and
+        # the workload's (at 0) as live
+        self.started_ms = self._start_second(env.now - RUN_AFTER_BROKER_MS)
         self.redelivery: Redelivery | None = None
         #: Observers of every accepted PUBLISH (an attacker subscribed to everything).
         self.taps: list[Callable[[Message], None]] = []
