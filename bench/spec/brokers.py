@@ -50,13 +50,14 @@ class ClientConfig:
 
 CLIENT = ClientConfig()
 
-#: A live run starts its nodes this long (mod the broker's sweep) after the whole second its
-#: broker started in, on a whole second of the monotonic clock, where the broker counts
-#: whole seconds (see `KeepaliveCheck`), and its workload as soon as they are up; the
-#: simulated broker starts this long before its nodes and workload do (at 0). So a periodic
-#: sweep has one phase in both, to within the nodes' start-up (0.1 s inproc, 0.5 s as
-#: processes) — every fault and request is timed from the workload's start — and the sim
-#: predicts the second a silent node is given up in, not a 6 s window.
+#: A live run's workload starts this long (mod the broker's sweep) after the whole second
+#: its broker started in, on a whole second of the monotonic clock, where the broker counts
+#: whole seconds (see `KeepaliveCheck`) — its nodes start early by about the time they take
+#: to come up, and the workload as soon as they are up; the simulated broker starts this
+#: long before its nodes and workload do (at 0). So a periodic sweep has one phase in both,
+#: to within the error of that estimate (tens of ms) — every fault and request is timed
+#: from the workload's start — and the sim predicts the second a silent node is given up
+#: in, not a 6 s window.
 RUN_AFTER_BROKER_MS = 1000.0
 
 
@@ -77,9 +78,10 @@ class KeepaliveCheck:
     on the whole second), so a silent client goes 7-14 s after its last packet at
     keepalive 5 s.
 
-    Whole seconds are the run's: the live bench starts the nodes on a whole second of the
-    broker's monotonic clock, `RUN_AFTER_BROKER_MS` (mod the sweep) after the second
-    the broker started in, and the simulated broker starts that long before its nodes."""
+    Whole seconds are the workload's: the live bench starts a workload on (about) a whole
+    second of the broker's monotonic clock, `RUN_AFTER_BROKER_MS` (mod the sweep) after
+    the second the broker started in, and the simulated broker starts that long before
+    the workload."""
 
     whole_seconds: bool = False
     sweep_s: float | None = None      # None: checked continuously

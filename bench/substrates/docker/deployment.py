@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -284,6 +285,10 @@ class DockerDeployment(LiveDeployment):
             self.proxy_host = bridge.attrs["IPAM"]["Config"][0]["Gateway"]
         return await super()._start_proxies(specs)
 
+    def _startup_s(self, nodes: int) -> float:
+        """Containers started side by side: 10 / 30 / 60 up in 2.7 / 8.6 / 19.9 s here."""
+        return 0.3 * nodes
+
     def _node_broker(self) -> tuple[str, int]:
         return (self.broker.name, BROKER_PORT) if isinstance(self.broker, DockerBroker) \
             else super()._node_broker()
@@ -358,7 +363,9 @@ class DockerDeployment(LiveDeployment):
         for node_id, node in self.nodes.items():
             assert isinstance(node, ContainerNode)
             path = specs / f"{node_id}.json"
-            path.write_text(json.dumps(node.spec.to_json()))
+            # straight to the broker: the run's fault proxies ended with it
+            spec = replace(node.spec, broker=self._node_broker(), tls=None)
+            path.write_text(json.dumps(spec.to_json()))
             path.chmod(0o600)
             if node.container is not None:
                 with contextlib.suppress(Exception):

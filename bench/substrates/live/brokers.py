@@ -95,7 +95,7 @@ class Broker:
     def start(self, timeout_s: float = 15.0, *, on_second: bool = False) -> None:
         """Start the broker and wait until it listens. `on_second`: where the broker counts
         whole seconds (Mosquitto's keepalive sweep), start it just after one, and keep
-        which in `start_second` so that a run can start its clock in phase with it."""
+        which in `start_second` so that a run can start its nodes in phase with it."""
         if self.kind == "external":
             wait_listening(self.host, self.port, timeout_s, None, None)
             self._hello(timeout_s)
@@ -110,9 +110,14 @@ class Broker:
             wait_listening(self.host, self.port, timeout_s, self.proc, log)
         self._launch(launch, on_second)
 
-    def _launch(self, launch: Callable[[], None], on_second: bool) -> None:
+    @property
+    def sweeps(self) -> bool:
+        """Whether the broker gives silent clients up in a periodic sweep on whole seconds."""
         check = BEHAVIOURS[self.kind].keepalive_close if self.kind in BEHAVIOURS else None
-        counts = on_second and check is not None and check.whole_seconds
+        return check is not None and check.whole_seconds and check.sweep_s is not None
+
+    def _launch(self, launch: Callable[[], None], on_second: bool) -> None:
+        counts = on_second and self.sweeps
         if counts:
             time.sleep(1.0 - time.monotonic() % 1.0 + 0.005)
         began = time.monotonic()
@@ -121,15 +126,15 @@ class Broker:
         self.start_second = int(began) if counts and int(time.monotonic()) == int(began) \
             else None
 
-    def in_phase(self) -> float | None:
-        """When (monotonic), now or later, a run's nodes and workload may start in phase
-        with the broker's sweep as the simulated broker's is: `RUN_AFTER_BROKER_MS` after
-        the second it started in, mod its sweep; None where that is unknown or does not
-        matter."""
+    def in_phase(self, lead_s: float = 0.0) -> float | None:
+        """When (monotonic), now or later, to start something that takes `lead_s` before a
+        run's workload begins, for the workload to begin in phase with the broker's sweep
+        as the simulated broker's is: `RUN_AFTER_BROKER_MS` after the second it started in,
+        mod its sweep. None where that is unknown or does not matter."""
         check = BEHAVIOURS[self.kind].keepalive_close if self.kind in BEHAVIOURS else None
         if self.start_second is None or check is None or check.sweep_s is None:
             return None
-        at = self.start_second + RUN_AFTER_BROKER_MS / 1000.0
+        at = self.start_second + RUN_AFTER_BROKER_MS / 1000.0 - lead_s
         while at < time.monotonic():
             at += check.sweep_s
         return at

@@ -348,11 +348,16 @@ class LiveDeployment:
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
         if self.options.link_faults:
             specs = self.loop.run_until_complete(self._start_proxies(specs))
-        if (at := self.broker.in_phase()) is not None:
-            # the nodes start in phase with the broker's sweep, and the workload as soon as
-            # they are up (0.1 s inproc, 0.5 s process): waiting for the phase after they
-            # came up would put their own timers (flush windows) out of the simulator's phase
+        if (at := self.broker.in_phase(lead_s=self._startup_s(len(specs)))) is not None:
+            # the workload starts as soon as the nodes are up: they start early by about
+            # how long they take, so that the workload starts in phase with the broker's
+            # sweep. (Waiting for the phase after they came up would put their own timers,
+            # counted from their boot, out of the simulator's phase: flush windows.)
             self.loop.run_until_complete(asyncio.sleep(max(0.0, at - time.monotonic())))
+        elif self.broker.sweeps:
+            self.say(f"{self.broker.kind}'s start straddled a second: its keepalive sweep is "
+                     "not in the simulator's phase in this run (a silent node may be given "
+                     "up up to 6 s apart from a simulation's)")
         lines = self.loop.run_until_complete(self._start_nodes(specs))
         for line in lines:
             self.say(line)
@@ -489,6 +494,12 @@ class LiveDeployment:
     def _node_broker(self) -> tuple[str, int]:
         """Where the nodes reach the broker (the docker substrate: inside its network)."""
         return self.broker.host, self.broker.port
+
+    def _startup_s(self, nodes: int) -> float:
+        """About how long `nodes` nodes take to come up here (measured on this machine:
+        inproc 0.04 s for 4, 3.0 s for 100; processes 0.6 s for 4, started side by side)."""
+        per = 0.03 * nodes
+        return per if self.options.hosting is Hosting.INPROC else 0.5 + per
 
     def _make_node(self, spec: LaunchSpec) -> LiveNode:
         return InprocNode(spec, self.log) if self.options.hosting is Hosting.INPROC \
