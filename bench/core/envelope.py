@@ -7,6 +7,7 @@ an unknown `messageType` is rejected, never re-typed. No I/O.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -125,16 +126,28 @@ def decode(data: bytes, *, max_bytes: int = MAX_ENVELOPE_BYTES) -> Envelope | Re
     except UnicodeDecodeError as exc:
         return Rejection(RejectCode.NOT_UTF8, f"invalid UTF-8 at byte {exc.start}")
     try:
-        raw: Any = json.loads(text, parse_constant=_reject_constant)
+        raw: Any = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+        if "\\u" in text:
+            # a lone surrogate escape ("\ud800") parses but is no character: what is
+            # accepted must be writable again (signed, relayed), or it is not accepted
+            canonical_json(raw)
     except (ValueError, RecursionError) as exc:
-        # ValueError covers JSONDecodeError and the NaN/Infinity constants refused below;
-        # RecursionError is a pathological nesting depth. Both are the peer's fault.
+        # ValueError covers JSONDecodeError, the NaN/Infinity constants and the numbers too
+        # large for a float refused below, and a lone surrogate (UnicodeEncodeError);
+        # RecursionError is a pathological nesting depth. All are the peer's fault.
         return Rejection(RejectCode.NOT_JSON, str(exc)[:200])
     return from_json(raw)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:32]} does not fit a double")
+    return value
 
 
 def from_json(raw: object) -> Envelope | Rejection:

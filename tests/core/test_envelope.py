@@ -94,6 +94,12 @@ def test_unknown_type_is_rejected_not_retyped() -> None:
     (b"\xff\xfe", RejectCode.NOT_UTF8),
     (b"{not json", RejectCode.NOT_JSON),
     (b'{"a": NaN}', RejectCode.NOT_JSON),
+    # found by reading the code for PROTOCOL.md: both parsed, then crashed the signature
+    # check (UnicodeEncodeError, ValueError) instead of being rejected
+    (b'{"messageId": "\\ud800", "fromAgentId": "x.y", "messageType": "EVENT", '
+     b'"timestamp": 1}', RejectCode.NOT_JSON),
+    (b'{"messageId": "m", "fromAgentId": "x.y", "messageType": "EVENT", "timestamp": 1, '
+     b'"payload": 1e400}', RejectCode.NOT_JSON),
     (b"[1,2]", RejectCode.NOT_OBJECT),
     (b"[" * 100_000, RejectCode.NOT_JSON),
 ])
@@ -105,3 +111,10 @@ def test_bad_bytes(data: bytes, code: RejectCode) -> None:
 def test_too_large() -> None:
     result = decode(b" " * 100, max_bytes=10)
     assert isinstance(result, Rejection) and result.code is RejectCode.TOO_LARGE
+
+
+def test_an_escaped_pair_of_surrogates_is_one_character_and_accepted() -> None:
+    result = decode(b'{"messageId": "m\\ud83d\\ude00", "fromAgentId": "x.y", '
+                    b'"messageType": "EVENT", "timestamp": 1, "payload": 2.5}')
+    assert not isinstance(result, Rejection), result
+    assert result.message_id == "m\U0001F600" and result.payload == 2.5
