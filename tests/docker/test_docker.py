@@ -29,6 +29,18 @@ pytestmark = pytest.mark.skipif(ENGINE is None and not os.environ.get("CI"),
                                 reason="no Docker Engine answers (DOCKER_HOST or the local socket)")
 
 
+@pytest.fixture(autouse=True)
+def _engine_turn(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A test that makes a swarm changes the engine's networking (swarm init and leave):
+    it runs alone, while every other docker test may run beside the others (xdist
+    workers share a lock file)."""
+    import fcntl
+    import tempfile
+    with open(Path(tempfile.gettempdir()) / "a2a-bench-docker-tests.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX if "swarm" in request.fixturenames else fcntl.LOCK_SH)
+        yield
+
+
 def leftovers() -> list[str]:
     """What this test process's runs left, or a run whose bench is gone (a matrix's
     subprocess): not the runs other xdist workers have up right now."""
@@ -236,6 +248,7 @@ def swarm():  # type: ignore[no-untyped-def]
                  and not line.split()[1].startswith(("docker", "br-", "veth"))), None)
     if addr is None:
         pytest.skip("no global IPv4 address to advertise a swarm on")
+    had_gwbridge = bool(client.networks.list(names=["docker_gwbridge"]))  # type: ignore[attr-defined]
     made = subprocess.run(["docker", "swarm", "init", "--advertise-addr", addr],
                           capture_output=True, text=True)
     if made.returncode:
@@ -244,6 +257,8 @@ def swarm():  # type: ignore[no-untyped-def]
         yield
     finally:
         subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True, timeout=60)
+        if not had_gwbridge:   # made for the overlay; a network costs one of ~30 pools
+            subprocess.run(["docker", "network", "rm", "docker_gwbridge"], capture_output=True)
 
 
 def test_on_a_swarm_the_run_network_is_an_overlay_and_the_proxy_faults_reach_it(

@@ -77,11 +77,31 @@ def sweep(client: Any, run_id: str | None = None) -> int:
                 c.remove(force=True)
                 n += 1
     for net in client.networks.list(filters={"label": RUN}):
-        if ours(net.attrs.get("Labels") or {}):
-            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
-                net.remove()
-                n += 1
+        if ours(net.attrs.get("Labels") or {}) and _remove_network(net):
+            n += 1
     return n
+
+
+def _remove_network(net: Any) -> bool:
+    """An overlay network frees its endpoints a moment after its containers are gone
+    ("has active endpoints"), and the swarm removes it a moment after it was told to:
+    each waited for, up to 5 s."""
+    import time
+
+    import docker
+    removed = False
+    for _ in range(20):
+        try:
+            if not removed:
+                net.remove()
+                removed = True
+            net.reload()              # still there: the swarm has not got to it yet
+        except docker.errors.NotFound:
+            return removed
+        except docker.errors.APIError:
+            pass
+        time.sleep(0.25)
+    return removed
 
 
 def _bench_alive(pid_label: str) -> bool:
@@ -206,7 +226,7 @@ class ContainerNode(ProcessNode):
         self.name = name
         self.container: Any = None
 
-    async def _spawn(self) -> asyncio.subprocess.Process:  # type: ignore[override]
+    async def _spawn(self) -> asyncio.subprocess.Process:
         if self.container is None:
             data = self.spec.data_dir
             data.mkdir(parents=True, exist_ok=True)
@@ -232,6 +252,7 @@ class ContainerNode(ProcessNode):
         return None
 
     async def crash(self) -> str:
+        self._ending = True
         if self.proc is not None and self.proc.returncode is None and self.container is not None:
             container = self.container
             await asyncio.get_running_loop().run_in_executor(None, container.kill)
