@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 import traceback
@@ -102,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "prefix as they are (by default a run adds its run id to both and "
                           "clears its sessions and retained messages at the end, so runs on a "
                           "long-lived broker never see each other)")
+    run.add_argument("--node-command", action="append", default=[], metavar="ROLE=CMD",
+                     help="live: start every node of ROLE (orchestrator or executor) with CMD "
+                          "instead of the reference node — anyone's node speaking the "
+                          "node-process protocol (docs/PROTOCOL.md), e.g. executor=./my-node "
+                          "--flag; repeatable; such nodes run as processes. A topology names "
+                          "one per node with command = [...]")
     run.add_argument("--keep", action="store_true",
                      help="docker: leave the deployment up after the run — the broker "
                           "container (its port printed) and every node, restarted on its data "
@@ -436,6 +443,34 @@ def _run(args: argparse.Namespace) -> int:
         print(f"a2a-bench: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return EXIT_INVALID
     mode = args.mode or scenario.mode
+    for given in args.node_command:
+        role, _, command = given.partition("=")
+        try:
+            argv = tuple(shlex.split(command))
+        except ValueError as exc:
+            argv, why = (), str(exc)
+        else:
+            why = "an empty command"
+        if role not in ("orchestrator", "executor") or not argv:
+            got = why if role in ("orchestrator", "executor") else f"role {role!r}"
+            print(f"a2a-bench: --node-command={given}: expected ROLE=CMD, ROLE orchestrator "
+                  f"or executor and CMD a command line (got {got})", file=sys.stderr)
+            return EXIT_INVALID
+        if shutil.which(argv[0]) is None:
+            print(f"a2a-bench: --node-command={given}: {argv[0]!r} is not an executable file "
+                  "(nor a program on PATH)", file=sys.stderr)
+            return EXIT_INVALID
+        try:
+            scenario = scenario.with_node_command(role, argv)
+        except SpecError as exc:
+            print(f"a2a-bench: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+    if scenario.external_nodes and mode != "live":
+        print(f"a2a-bench: {', '.join(scenario.external_nodes)} run a command of their own "
+              f"(--node-command, or command = [...] in the topology): that is --mode live "
+              f"only (the simulator runs the reference core; docker runs the bench's image)",
+              file=sys.stderr)
+        return EXIT_INVALID
     if mode == "sim" and args.broker is not None:
         models = [m.value for m in BrokerModel]
         if args.broker not in models:
@@ -509,7 +544,8 @@ def _run(args: argparse.Namespace) -> int:
         options = Options(broker=args.broker, hosting=Hosting(args.nodes),
                           restart_command=args.broker_restart_command,
                           isolate=not args.no_isolation, broker_ca=args.broker_ca,
-                          keep=args.keep, swarm=args.swarm)
+                          keep=args.keep, swarm=args.swarm,
+                          node_commands=tuple(args.node_command))
         try:
             result = run_scenario(
                 scenario, chosen, out, topology_overridden=args.topology is not None,

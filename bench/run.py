@@ -104,6 +104,8 @@ def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bo
         argv += ["--broker", (options or Options()).shown_broker]
     if topology_overridden:
         argv += ["--topology", scenario.topology.source]
+    for given in (options.node_commands if options else ()):
+        argv += ["--node-command", given]
     if variant.name != "reference":
         argv += ["--variant", variant.name]
     return shlex.join(argv)

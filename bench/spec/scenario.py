@@ -116,6 +116,21 @@ class Scenario:
         model = self.topology.broker
         return None if model is BrokerModel.GENERIC else model.value
 
+    def with_node_command(self, role: str, command: tuple[str, ...]) -> Scenario:
+        """Every node of `role` started by `command` (anyone's node) instead of the
+        reference; SpecError if the topology has no node of that role."""
+        if not any(n.role.value == role for n in self.topology.nodes):
+            raise SpecError(f"--node-command {role}=…: topology {self.topology.name} has no "
+                            f"node of role {role!r}")
+        nodes = tuple(replace(n, command=command) if n.role.value == role else n
+                      for n in self.topology.nodes)
+        return replace(self, topology=replace(self.topology, nodes=nodes))
+
+    @property
+    def external_nodes(self) -> tuple[str, ...]:
+        """The nodes a command of their own starts (not the reference)."""
+        return tuple(n.id for n in self.topology.nodes if n.command)
+
     def with_broker_model(self, model: str | None) -> Scenario:
         """The same scenario with the simulated broker copying `model` (None: as it is)."""
         if model is None or model == self.topology.broker.value:
@@ -242,7 +257,7 @@ def load_topology(path: Path) -> Topology:
     nodes: list[NodeSpec] = []
     for i, n in enumerate(nodes_raw):
         t = _Table(n, f"{f}: nodes[{i}]", {"id", "role", "namespace", "agents", "scene_groups",
-                                           "client_id", "link", "count"})
+                                           "client_id", "link", "count", "command"})
         count = t.integer("count", 1, low=1)
         base_id = t.text("id")
         role = Role(t.choice("role", tuple(r.value for r in Role), "executor"))
@@ -251,6 +266,10 @@ def load_topology(path: Path) -> Topology:
             raise SpecError(f"{t.key('namespace')}={ns!r} must not contain '.'")
         agents_t, groups_t = t.texts("agents"), t.texts("scene_groups")
         node_link = _link(n["link"], t.key("link")) if "link" in n else None
+        command = t.texts("command") if "command" in n else ()
+        if "command" in n and not command:
+            raise SpecError(f"{t.key('command')}: a command is a non-empty list of strings "
+                            "(the program, then its arguments)")
         for k in range(1, count + 1):
             def expand(s: str, k: int = k, count: int = count) -> str:
                 return s.replace("{i}", str(k)) if count > 1 else s
@@ -264,7 +283,7 @@ def load_topology(path: Path) -> Topology:
             if not isinstance(client, str):
                 raise SpecError(f"{t.key('client_id')}={client!r} must be a string")
             nodes.append(NodeSpec(node_id, role, ns, agents, tuple(expand(g) for g in groups_t),
-                                  expand(client), node_link))
+                                  expand(client), node_link, tuple(command)))
     seen: set[str] = set()
     for n in nodes:
         if n.id in seen:

@@ -49,6 +49,9 @@ class NodeSpec:
     scene_groups: tuple[str, ...] = ()
     client_id: str = ""
     link: LinkSpec | None = None
+    #: the command that starts this node as a process speaking the node-process protocol
+    #: (docs/PROTOCOL.md, part 2); empty: the reference node
+    command: tuple[str, ...] = ()
 
     @property
     def requester_agent(self) -> str:
@@ -58,7 +61,8 @@ class NodeSpec:
         return {"id": self.id, "role": self.role.value, "namespace": self.namespace,
                 "agents": list(self.agents), "scene_groups": list(self.scene_groups),
                 "client_id": self.client_id or None,
-                "link": self.link.to_json() if self.link else None}
+                "link": self.link.to_json() if self.link else None,
+                **({"command": list(self.command)} if self.command else {})}
 
 
 @dataclass(frozen=True, slots=True)

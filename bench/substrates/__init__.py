@@ -57,6 +57,8 @@ class Options:
     broker_ca: str | None = None           # an mqtts:// broker: the CA file to verify it by
     keep: bool = False                     # docker: leave the deployment up after the run
     swarm: bool = False                    # docker: the run's network an overlay of a swarm
+    #: --node-command ROLE=CMD as given (the topology already carries them): for the replay
+    node_commands: tuple[str, ...] = ()
 
     @property
     def shown_broker(self) -> str:

@@ -151,32 +151,36 @@ class InprocNode:
 
 
 class ProcessNode:
-    """A node in its own OS process (`python -m bench.substrates.live.node_process`); a
-    crash is SIGKILL, and the next start is a new process on the same data dir.
+    """A node in its own OS process (`python -m bench.substrates.live.node_process`, or the
+    node's own `command`: anyone's node speaking the node-process protocol); a crash is
+    SIGKILL, and the next start is a new process on the same data dir. A process that
+    ends when the bench did not end it crashed: that is journaled (`node_crashed` with its
+    exit status), never lost.
 
     The next process is started as soon as the old one is dead and waits, its Python and
     modules loaded, for its launch spec: a restart then costs a node's boot, as in the
     simulator and inproc, not a Python start-up too (0.2-0.5 s more down time, which
     showed as extra UNDELIVERABLE requests on the restart scenarios)."""
 
-    def __init__(self, spec: LaunchSpec, log: RunLog) -> None:
+    def __init__(self, spec: LaunchSpec, log: RunLog, command: tuple[str, ...] = ()) -> None:
         self.node_id = spec.config.node_id
         self.spec = spec
         self.log = log
+        self.command = command or (sys.executable, "-m", "bench.substrates.live.node_process")
         self.proc: asyncio.subprocess.Process | None = None
         self._standby: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._ending = False     # the bench is ending this process (a crash fault, a stop)
 
     @property
     def up(self) -> bool:
         return self.proc is not None and self.proc.returncode is None
 
-    @staticmethod
-    async def _spawn() -> asyncio.subprocess.Process:
+    async def _spawn(self) -> asyncio.subprocess.Process:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.substrates.live.node_process",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None, env=env)
+            *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=None, env=env)
 
     async def _drop_standby(self) -> None:
         standby, self._standby = self._standby, None
@@ -188,6 +192,7 @@ class ProcessNode:
         standby, self._standby = self._standby, None
         self.proc = standby if standby is not None and standby.returncode is None \
             else await self._spawn()
+        self._ending = False
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps(self.spec.to_json()) + "\n").encode())
         await self.proc.stdin.drain()
@@ -198,6 +203,11 @@ class ProcessNode:
         while True:
             line = await proc.stdout.readline()
             if not line:
+                code = await proc.wait()
+                if not self._ending:
+                    self.log.record(self.node_id, ev.NodeCrashed(
+                        None, f"its process ended by itself (exit status {code})", None,
+                        f"exit status {code}"))
                 return
             try:   # the node-process protocol: one event per line, checked against the schema
                 e = json.loads(line)
@@ -211,6 +221,7 @@ class ProcessNode:
             self.log.record(node, event, t_ms)
 
     async def crash(self) -> str:
+        self._ending = True
         if self.proc is not None and self.proc.returncode is None:
             self.proc.kill()  # SIGKILL
             await self.proc.wait()
@@ -222,6 +233,7 @@ class ProcessNode:
         return "SIGKILL"
 
     async def stop(self) -> None:
+        self._ending = True
         await self._drop_standby()
         if self.proc is None:
             return
@@ -502,6 +514,9 @@ class LiveDeployment:
         return per if self.options.hosting is Hosting.INPROC else 0.5 + per
 
     def _make_node(self, spec: LaunchSpec) -> LiveNode:
+        command = self.topology.node(spec.config.node_id).command
+        if command:     # anyone's node: a process whatever --nodes says
+            return ProcessNode(spec, self.log, command)
         return InprocNode(spec, self.log) if self.options.hosting is Hosting.INPROC \
             else ProcessNode(spec, self.log)
 
