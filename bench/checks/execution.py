@@ -55,8 +55,10 @@ def executed_once(h: History, c: Collector) -> None:
 LEDGER_TTL_MS = 24 * 3600 * 1000.0
 LEDGER_FLUSH_MS = 5_000.0
 LEDGER_UNFLUSHED_MS = 2 * LEDGER_FLUSH_MS
-#: How late a flush may come on a busy host (a timer fires late, a batch waits its turn).
-FLUSH_SLACK_MS = 2_000.0
+#: How late a flush may come on a busy host (a timer fires late, a batch waits its turn):
+#: one interval, as LEDGER_UNFLUSHED_MS assumes. 2 s was too little: a node container on a
+#: loaded 2-core machine (two docker cells side by side) flushed 7.4 s after an admission.
+FLUSH_SLACK_MS = LEDGER_FLUSH_MS
 
 
 @rule("DESIGN §3 Inbound: the ledger deduplicates by messageId (TTL 24 h, flushed every 5 s)")
@@ -96,7 +98,7 @@ def admitted_once(h: History, c: Collector) -> None:
 @rule("DESIGN §3: the inbound ledger is flushed every 5 s")
 def ledger_flushed_on_time(h: History, c: Collector) -> None:
     """A durable ledger holding admissions it has not flushed yet is flushed within its
-    5 s interval (and two seconds of slack), while its node is up and running (time it
+    5 s interval (and one interval of slack), while its node is up and running (time it
     spent frozen by the pause fault does not count): a node that stops flushing (its
     timer not re-armed, a flush that skips a dirty ledger) forgets, at its next crash,
     everything it admitted since — redelivered copies would run again."""

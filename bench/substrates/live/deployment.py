@@ -528,7 +528,11 @@ class LiveDeployment:
         # side by side: a container or a process takes a moment to start, and a 60-node
         # deployment started one by one took 21 s in docker
         await asyncio.gather(*(node.start() for node in self.nodes.values()))
-        _done, pending = await asyncio.wait(ready.values(), timeout=SELF_CHECK_TIMEOUT_S)
+        # a start returns once the process or container is launched, not running: the
+        # self-check waits as long again as the nodes are expected to take to come up, twice
+        # (100 containers on a loaded machine came up over 37 s)
+        _done, pending = await asyncio.wait(
+            ready.values(), timeout=SELF_CHECK_TIMEOUT_S + 2 * self._startup_s(len(specs)))
         events = [e.to_json() for e in self.log.recorder.events]
         lines: list[str] = []
         failed = []
