@@ -59,3 +59,26 @@ def test_a_verdict_the_scenario_takes_either_way_on_a_broker_is_declared_not_cou
         "expect": {"qos1_delivery": "either"}}
     [p] = pairs([sim, live])
     assert p.verdicts_differ == [] and p.declared_differ == ["qos1_delivery"]
+
+
+def test_a_docker_cell_is_held_against_the_simulation_and_the_live_run_and_a_defect_is_a_row() -> None:
+    """The three-substrate matrix (scenarios/docker.matrix.toml): docker against sim and
+    against live, and a seeded defect's cells a row of their own, not folded into the
+    reference's."""
+    from bench.report.fidelity import wide_table
+    defect = {"variant": "clean_session"}
+    records = [record("sim", "mosquitto"), record("live", "mosquitto"),
+               record("docker", "mosquitto", p99=90.0),
+               *({**r, "cell": r["cell"] | defect} for r in (
+                   record("sim", "mosquitto", verdicts={"qos1_delivery": "false"}),
+                   record("docker", "mosquitto", verdicts={"qos1_delivery": "true"})))]
+    kinds = sorted((p.scenario, p.kind) for p in pairs(records))
+    assert kinds == [("restart", "live vs docker, mosquitto"),
+                     ("restart", "sim vs docker, mosquitto"),
+                     ("restart", "sim vs live, mosquitto"),
+                     ("restart · clean_session", "sim vs docker, mosquitto")]
+    defect_pair = next(p for p in pairs(records) if p.scenario == "restart · clean_session")
+    assert defect_pair.verdicts_differ == ["qos1_delivery"]
+    rows = wide_table(pairs(records))
+    assert any(r.startswith("| restart · clean_session |") and "≠ qos1_delivery" in r
+               for r in rows), rows

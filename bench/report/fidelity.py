@@ -1,7 +1,8 @@
 """How well a simulation predicted the live runs of a matrix (the fidelity matrix,
 `scenarios/fidelity.matrix.toml`): for every scenario run both ways, the simulation with a
-broker's model against the live run on that broker, and live inproc nodes against one OS
-process per node. Per pair: do the verdicts agree, are the outcome counts identical, and
+broker's model against the live run on that broker, live inproc nodes against one OS
+process per node, and the docker run against both (a matrix with `modes = ["docker"]`,
+`scenarios/docker.matrix.toml`). Per pair: do the verdicts agree, are the outcome counts identical, and
 how far apart are the p99 latencies of completed requests (live / sim).
 
 The targets are issue 15's: identical verdicts wherever a verdict is judged, identical
@@ -78,18 +79,31 @@ def pairs(records: list[dict[str, Any]]) -> list[Pair]:
     out = []
     for (scenario, variant, topo, seed, mode, broker, nodes), rec in sorted(
             by_key.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        # a seeded defect is a row of its own (it is meant to differ from the reference)
+        label = scenario if variant == "reference" else f"{scenario} · {variant}"
         if mode == "sim" and broker != "sim":
             live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc")) or \
                 by_key.get((scenario, variant, topo, seed, "live", broker, "process"))
             if live is not None:
                 either = {k: "the scenario expects either verdict on this broker (timing)"
                           for k, w in (live.get("expect") or {}).items() if w == "either"}
-                out.append(Pair(scenario, f"sim vs live, {broker}", rec, live,
+                out.append(Pair(label, f"sim vs live, {broker}", rec, live,
                                 either | dict(rec.get("unmodelled") or {})))
         if mode == "live" and nodes == "process":
             inproc = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc"))
             if inproc is not None:
-                out.append(Pair(scenario, f"inproc vs process, {broker}", inproc, rec))
+                out.append(Pair(label, f"inproc vs process, {broker}", inproc, rec))
+        if mode == "docker":     # the third substrate, against the other two
+            sim = by_key.get((scenario, variant, topo, seed, "sim", broker, "inproc"))
+            live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc")) or \
+                by_key.get((scenario, variant, topo, seed, "live", broker, "process"))
+            either = {k: "the scenario expects either verdict on this broker (timing)"
+                      for k, w in (rec.get("expect") or {}).items() if w == "either"}
+            if sim is not None:
+                out.append(Pair(label, f"sim vs docker, {broker}", sim, rec,
+                                either | dict(sim.get("unmodelled") or {})))
+            if live is not None:
+                out.append(Pair(label, f"live vs docker, {broker}", live, rec, either))
     return out
 
 
@@ -160,6 +174,6 @@ def render(folder: Path) -> str | None:
     ps = pairs(records)
     if not ps:
         return None
-    return "\n".join(["## Fidelity: the simulation against the live run", "", *summary(ps), "",
+    return "\n".join(["## Fidelity: the simulation against the live and docker runs", "", *summary(ps), "",
                       "Each cell: verdicts / outcome counts (second minus first) / p99 of "
                       "completed requests, second over first.", "", *wide_table(ps)])
