@@ -132,8 +132,9 @@ def test_deploy_writes_a_compose_file_that_comes_up_and_goes_down(tmp_path: Path
     from bench.cli import main
     tool = ["docker-compose"] if shutil.which("docker-compose") else ["docker", "compose"]
     path = tmp_path / "star.yml"
+    from bench.substrates.live.brokers import free_port
     assert main(["deploy", "star", "--broker", "mosquitto", "--compose", str(path),
-                 "--port", "18831"]) == EXIT_OK
+                 "--port", str(free_port())]) == EXIT_OK
     config = subprocess.run([*tool, "-f", str(path), "config"], capture_output=True, text=True)
     if config.returncode and "unknown command" in config.stderr:
         pytest.skip("neither docker-compose nor the compose plugin is installed")
