@@ -14,7 +14,7 @@ PKG = ROOT / "bench"
 
 #: What bench/core may import from outside itself: pure computation only.
 CORE_ALLOWED = {"__future__", "collections", "dataclasses", "enum", "typing", "json", "hashlib", "copy",
-                "cryptography"}
+                "math", "cryptography"}
 
 #: A module's layer (its dotted path under bench, longest prefix first) -> the layers it may
 #: import. Layering: core <- storage/history <- substrates/faults/workload <- matrix/report
