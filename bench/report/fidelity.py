@@ -2,8 +2,8 @@
 `scenarios/fidelity.matrix.toml`): for every scenario run both ways, the simulation with a
 broker's model against the live run on that broker, live inproc nodes against one OS
 process per node, and the docker run against both (a matrix with `modes = ["docker"]`,
-`scenarios/docker.matrix.toml`). Per pair: do the verdicts agree, are the outcome counts identical, and
-how far apart are the p99 latencies of completed requests (live / sim).
+`scenarios/docker.matrix.toml`). Per pair: do the verdicts agree, are the outcome counts
+identical, and how far apart are the p99 latencies of completed requests (second / first).
 
 The targets are issue 15's: identical verdicts wherever a verdict is judged, identical
 outcome counts sim vs Mosquitto on at least 95 % of scenarios, p99 within x1.5 on at least
