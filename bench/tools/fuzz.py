@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, sign
+from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion, sign
 from bench.core.commands import Record
 from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, MessageType, decode, encode
@@ -39,7 +39,8 @@ KEYS = KeyRing(Secret("fuzz-flat"), {"fin.orchestrator": Secret("fuzz-orch"),
 
 
 def seeds() -> list[bytes]:
-    """Real messages of every type, signed and unsigned, and a directory announcement."""
+    """Real messages of every type, unsigned and signed (v1 and v2), and a directory
+    announcement."""
     base = dict(from_agent_id="fin.orchestrator", timestamp_ms=1_000, to_agent_id="llm.tax",
                 target_node_id="exec-1", conversation_id="c1")
     payloads: dict[MessageType, Any] = {
@@ -58,7 +59,8 @@ def seeds() -> list[bytes]:
     for i, (kind, payload) in enumerate(payloads.items()):
         env = Envelope(f"m{i}", kind, payload=payload, headers={"requestId": f"r{i}",
                                                                 "replyNodeId": "orch-1"}, **base)
-        out += [encode(env), encode(sign(env, KEYS, "orch-1"))]
+        out += [encode(env), encode(sign(env, KEYS, "orch-1")),
+                encode(sign(env, KEYS, "orch-1", SignatureVersion.V2))]
     out.append(json.dumps({"nodeId": "exec-9", "online": True, "namespace": "llm",
                            "agents": [{"agentId": "llm.x"}]}).encode())
     return out
