@@ -283,3 +283,33 @@ def test_on_a_swarm_the_run_network_is_an_overlay_and_the_proxy_faults_reach_it(
     history = (tmp_path / "history.jsonl").read_text()
     assert '"fault_fired"' in history and '"kind":"fault_proxy"' in history
     assert not leftovers()
+
+
+def test_what_the_engine_will_not_remove_is_said_with_the_command_that_removes_it() -> None:
+    """A network the engine keeps refusing to remove (its endpoints never freed) is not
+    dropped silently: after 5 s of retries the sweep says which, and how by hand."""
+    import docker
+
+    from bench.substrates.docker.deployment import LABEL, PID, RUN, sweep
+
+    class Stuck:
+        name = "a2a-bench-stuck"
+        attrs = {"Labels": {LABEL: "run", RUN: "stuck", PID: "999999999"}}
+
+        def remove(self) -> None:
+            raise docker.errors.APIError("network has active endpoints")
+
+    class Engine:
+        class containers:  # noqa: N801 - the SDK's attribute name
+            @staticmethod
+            def list(**_kw: object) -> list[object]:
+                return []
+
+        class networks:  # noqa: N801
+            @staticmethod
+            def list(**_kw: object) -> list[object]:
+                return [Stuck()]
+    said: list[str] = []
+    assert sweep(Engine(), "stuck", said.append) == 0
+    assert said == ["could not remove network a2a-bench-stuck (network has active endpoints); "
+                    "by hand: docker network rm a2a-bench-stuck"], said

@@ -19,6 +19,8 @@ import asyncio
 import contextlib
 import os
 import secrets
+import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -59,9 +61,15 @@ def engine() -> Any:
     return client
 
 
-def sweep(client: Any, run_id: str | None = None) -> int:
+def _to_stderr(line: str) -> None:
+    print(f"a2a-bench: {line}", file=sys.stderr)
+
+
+def sweep(client: Any, run_id: str | None = None,
+          say: Callable[[str], None] = _to_stderr) -> int:
     """Remove the containers and networks of `run_id`, or (None) of every run whose bench
-    process is gone. Returns how many things were removed."""
+    process is gone. Returns how many things were removed; what the engine would not
+    remove is said (`say`), with the command that removes it by hand."""
     import docker
     n = 0
 
@@ -73,23 +81,35 @@ def sweep(client: Any, run_id: str | None = None) -> int:
         return KEEP not in labels and not _bench_alive(labels.get(PID, ""))
     for c in client.containers.list(all=True, filters={"label": RUN}):
         if ours(c.labels):
-            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+            try:
                 c.remove(force=True)
-                n += 1
-    for net in client.networks.list(filters={"label": RUN}):
-        if ours(net.attrs.get("Labels") or {}) and _remove_network(net):
+            except docker.errors.NotFound:
+                continue                 # gone already: what was wanted
+            except docker.errors.APIError as exc:
+                say(f"could not remove container {c.name} ({exc}); by hand: "
+                    f"docker rm -f {c.name}")
+                continue
             n += 1
+    for net in client.networks.list(filters={"label": RUN}):
+        if not ours(net.attrs.get("Labels") or {}):
+            continue
+        try:
+            n += _remove_network(net)
+        except docker.errors.APIError as exc:
+            say(f"could not remove network {net.name} ({exc}); by hand: "
+                f"docker network rm {net.name}")
     return n
 
 
 def _remove_network(net: Any) -> bool:
     """An overlay network frees its endpoints a moment after its containers are gone
     ("has active endpoints"), and the swarm removes it a moment after it was told to:
-    each waited for, up to 5 s."""
+    each waited for, up to 5 s. True once it is gone, False if it was gone already;
+    the engine's last refusal is raised if it stays."""
     import time
 
     import docker
-    removed = False
+    removed, refused = False, None
     for _ in range(20):
         try:
             if not removed:
@@ -98,10 +118,12 @@ def _remove_network(net: Any) -> bool:
             net.reload()              # still there: the swarm has not got to it yet
         except docker.errors.NotFound:
             return removed
-        except docker.errors.APIError:
-            pass
+        except docker.errors.APIError as exc:
+            refused = exc             # endpoints still active: tried again below
         time.sleep(0.25)
-    return removed
+    if refused is not None:
+        raise refused
+    return removed                    # told, and still listed after 5 s
 
 
 def _bench_alive(pid_label: str) -> bool:
@@ -131,6 +153,13 @@ def _swarm_manager(client: Any) -> None:
                           "engine to be a swarm manager (state "
                           f"{swarm.get('LocalNodeState', '?')}): docker swarm init "
                           "--advertise-addr <this host's address>")
+
+
+def _binds(ro: tuple[Path, ...] = (), rw: tuple[Path, ...] = ()) -> dict[str, dict[str, str]]:
+    """A container's bind mounts, each at its own absolute path: the project's code (read
+    only) always, then `ro` and `rw`."""
+    return {str(p): {"bind": str(p), "mode": mode}
+            for paths, mode in (((PROJECT, *ro), "ro"), (rw, "rw")) for p in paths}
 
 
 def broker_command(kind: str, workdir: Path) -> list[str]:
@@ -186,8 +215,7 @@ class DockerBroker(Broker):
             self.container = self.client.containers.create(
                 self.image, broker_command(self.kind, self.workdir), name=self.name, labels=self.labels,
                 network=self.network, ports={f"{BROKER_PORT}/tcp": ("127.0.0.1", self.port)},
-                volumes={str(PROJECT): {"bind": str(PROJECT), "mode": "ro"},
-                         str(self.workdir): {"bind": str(self.workdir), "mode": "rw"}},
+                volumes=_binds(rw=(self.workdir,)),
                 environment={"PYTHONPATH": str(PROJECT)}, working_dir=str(self.workdir))
 
         def launch() -> None:
@@ -235,8 +263,7 @@ class ContainerNode(ProcessNode):
                     self.image, ["python", "-m", "bench.substrates.live.node_process"],
                     name=self.name, labels=self.labels, network=self.network,
                     stdin_open=True, environment={"PYTHONPATH": str(PROJECT)},
-                    volumes={str(PROJECT): {"bind": str(PROJECT), "mode": "ro"},
-                             str(data): {"bind": str(data), "mode": "rw"}}))
+                    volumes=_binds(rw=(data,))))
         return await asyncio.create_subprocess_exec(
             "docker", "start", "--attach", "--interactive", self.name,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None)
@@ -271,7 +298,7 @@ class DockerDeployment(LiveDeployment):
                               f"amqtt or mosquitto, not {options.broker!r}")
         workdir = workdir.resolve()   # bind-mounted at the same absolute paths
         self.client = engine()
-        removed = sweep(self.client)
+        removed = sweep(self.client, say=say)
         if removed:
             say(f"removed {removed} container(s)/network(s) left by earlier runs")
         self.image = ensure(self.client, say)
@@ -295,7 +322,7 @@ class DockerDeployment(LiveDeployment):
                                        self.image, self.network.name, self.labels,
                                        f"a2a-bench-{self.docker_run}-broker")
         except BaseException:
-            sweep(self.client, self.docker_run)
+            sweep(self.client, self.docker_run, say)
             raise
 
     async def _start_proxies(self, specs: list[LaunchSpec]) -> list[LaunchSpec]:
@@ -361,15 +388,15 @@ class DockerDeployment(LiveDeployment):
         try:
             stats = super().close()
         except BaseException:
-            sweep(self.client, self.docker_run)
+            sweep(self.client, self.docker_run, self.say)
             raise
         if not keep:
-            sweep(self.client, self.docker_run)
+            sweep(self.client, self.docker_run, self.say)
             return stats
         try:
             self._keep()
         except BaseException:
-            sweep(self.client, self.docker_run)
+            sweep(self.client, self.docker_run, self.say)
             raise
         return stats
 
@@ -379,6 +406,8 @@ class DockerDeployment(LiveDeployment):
         file (as `a2a-bench deploy` runs nodes: until SIGTERM, its history to `docker
         logs`), beside the broker left running."""
         import json
+
+        import docker
         specs = self.workdir / "kept"
         specs.mkdir(parents=True, exist_ok=True)
         for node_id, node in self.nodes.items():
@@ -389,17 +418,14 @@ class DockerDeployment(LiveDeployment):
             path.write_text(json.dumps(spec.to_json()))
             path.chmod(0o600)
             if node.container is not None:
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(docker.errors.NotFound):   # gone: what was wanted
                     node.container.remove(force=True)
             self.client.containers.run(
                 self.image, ["python", "-m", "bench.substrates.live.node_process", "--spec",
                              str(path)],
                 name=node.name, labels=self.labels, network=self.network.name, detach=True,
                 environment={"PYTHONPATH": str(PROJECT), "PYTHONUNBUFFERED": "1"},
-                volumes={str(PROJECT): {"bind": str(PROJECT), "mode": "ro"},
-                         str(specs): {"bind": str(specs), "mode": "ro"},
-                         str(node.spec.data_dir): {"bind": str(node.spec.data_dir),
-                                                   "mode": "rw"}})
+                volumes=_binds(ro=(specs,), rw=(node.spec.data_dir,)))
         run = self.docker_run
         self.say(f"kept: broker {self.broker.url} (container a2a-bench-{run}-broker), "
                  f"{len(self.nodes)} nodes running again on their data dirs (containers "
