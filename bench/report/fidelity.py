@@ -70,6 +70,12 @@ class Pair:
         return r is None or 1 / P99_WITHIN <= r <= P99_WITHIN
 
 
+def _either(record: dict[str, Any]) -> dict[str, str]:
+    """The verdicts a cell's scenario takes either way on its broker: declared, not counted."""
+    return {k: "the scenario expects either verdict on this broker (timing)"
+            for k, w in (record.get("expect") or {}).items() if w == "either"}
+
+
 def pairs(records: list[dict[str, Any]]) -> list[Pair]:
     by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in records:
@@ -85,10 +91,8 @@ def pairs(records: list[dict[str, Any]]) -> list[Pair]:
             live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc")) or \
                 by_key.get((scenario, variant, topo, seed, "live", broker, "process"))
             if live is not None:
-                either = {k: "the scenario expects either verdict on this broker (timing)"
-                          for k, w in (live.get("expect") or {}).items() if w == "either"}
                 out.append(Pair(label, f"sim vs live, {broker}", rec, live,
-                                either | dict(rec.get("unmodelled") or {})))
+                                _either(live) | dict(rec.get("unmodelled") or {})))
         if mode == "live" and nodes == "process":
             inproc = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc"))
             if inproc is not None:
@@ -97,13 +101,11 @@ def pairs(records: list[dict[str, Any]]) -> list[Pair]:
             sim = by_key.get((scenario, variant, topo, seed, "sim", broker, "inproc"))
             live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc")) or \
                 by_key.get((scenario, variant, topo, seed, "live", broker, "process"))
-            either = {k: "the scenario expects either verdict on this broker (timing)"
-                      for k, w in (rec.get("expect") or {}).items() if w == "either"}
             if sim is not None:
                 out.append(Pair(label, f"sim vs docker, {broker}", sim, rec,
-                                either | dict(sim.get("unmodelled") or {})))
+                                _either(rec) | dict(sim.get("unmodelled") or {})))
             if live is not None:
-                out.append(Pair(label, f"live vs docker, {broker}", live, rec, either))
+                out.append(Pair(label, f"live vs docker, {broker}", live, rec, _either(rec)))
     return out
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from bench.spec.brokers import BEHAVIOURS, RUN_AFTER_BROKER_MS
+from bench.spec.brokers import BEHAVIOURS, RUN_AFTER_BROKER_MS, KeepaliveCheck
 from bench.substrates.live.mqtt import Tls
 
 #: MQTT 3.1.1 §3.2.2.3: why a broker refused a connection.
@@ -111,9 +111,14 @@ class Broker:
         self._launch(launch, on_second)
 
     @property
+    def _keepalive(self) -> KeepaliveCheck | None:
+        """How the simulator's row for this broker says it gives silent clients up."""
+        return BEHAVIOURS[self.kind].keepalive_close if self.kind in BEHAVIOURS else None
+
+    @property
     def sweeps(self) -> bool:
         """Whether the broker gives silent clients up in a periodic sweep on whole seconds."""
-        check = BEHAVIOURS[self.kind].keepalive_close if self.kind in BEHAVIOURS else None
+        check = self._keepalive
         return check is not None and check.whole_seconds and check.sweep_s is not None
 
     def _launch(self, launch: Callable[[], None], on_second: bool) -> None:
@@ -131,7 +136,7 @@ class Broker:
         run's workload begins, for the workload to begin in phase with the broker's sweep
         as the simulated broker's is: `RUN_AFTER_BROKER_MS` after the second it started in,
         mod its sweep. None where that is unknown or does not matter."""
-        check = BEHAVIOURS[self.kind].keepalive_close if self.kind in BEHAVIOURS else None
+        check = self._keepalive
         if self.start_second is None or check is None or check.sweep_s is None:
             return None
         at = self.start_second + RUN_AFTER_BROKER_MS / 1000.0 - lead_s
