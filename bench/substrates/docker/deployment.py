@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import events as ev
+from bench.core.envelope import Json
 from bench.faults.primitives import LinkDown, LinkUp, Outcome, Refused
 from bench.history import Recorder
 from bench.spec.scenario import Mode, Scenario
@@ -357,23 +358,34 @@ class DockerDeployment(LiveDeployment):
 
     def _network_task(self, step: LinkDown | LinkUp, connect: bool) -> None:
         """docker network connect/disconnect (70-100 ms each) off the event loop, which
-        carries every proxied packet; journaled when it took effect."""
+        carries every proxied packet; journaled when it took effect, for the nodes it
+        took effect on (what the engine refused is a harness error, not a fired fault)."""
         if not connect:
             self._unplugged[step.fault.index] = step.nodes
-        containers = [c for n in step.nodes
-                      if (c := getattr(self.nodes.get(n), "container", None)) is not None]
+        containers = {n: c for n in step.nodes
+                      if (c := getattr(self.nodes.get(n), "container", None)) is not None}
 
-        def act() -> None:
-            for c in containers:
-                with contextlib.suppress(Exception):
+        def act() -> dict[str, str]:
+            refused = {}
+            for n, c in containers.items():
+                try:
                     (self.network.connect if connect else self.network.disconnect)(c)
+                except Exception as exc:  # noqa: BLE001 - whatever the engine said, journaled
+                    refused[n] = repr(exc)[:300]
+            return refused
 
         async def run() -> None:
-            await self.loop.run_in_executor(None, act)
-            self.record("nemesis", ev.FaultFired(step.fault.kind, step.fault.index,
-                                                 "network connected" if connect else
-                                                 "network disconnected (unplugged)",
-                                                 {"nodes": list(step.nodes)}))
+            refused = await self.loop.run_in_executor(None, act)
+            for n, why in refused.items():
+                self.record("nemesis", ev.HarnessError(
+                    f"could not {'connect' if connect else 'disconnect'} {n}: {why}",
+                    {"fault": step.fault.kind, "faultIndex": step.fault.index}))
+            done = [n for n in step.nodes if n in containers and n not in refused]
+            if done:
+                self.record("nemesis", ev.FaultFired(step.fault.kind, step.fault.index,
+                                                     "network connected" if connect else
+                                                     "network disconnected (unplugged)",
+                                                     {"nodes": list[Json](done)}))
         task = self.loop.create_task(run())
         self._tasks.add(task)
 
