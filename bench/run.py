@@ -20,7 +20,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.checks import Value, Verdict, as_expected, fault_firings, interrupted_at_s, judge
+from bench.checks import (
+    Value,
+    Verdict,
+    as_expected,
+    fault_firings,
+    interrupted_at_s,
+    judge,
+    not_applicable,
+)
 from bench.checks.coverage import reached
 from bench.core.events import HarnessError, RunFinished, RunInterrupted
 from bench.faults import CATALOGUE
@@ -203,6 +211,7 @@ def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float,
     verdicts = judge(history)
     metrics = compute(history, duration_ms)
     faults = fault_firings(history)
+    summary = summary | {"expect": summary["expect"] | not_applicable(history, verdicts)}
     summary = summary | {"exit_code": exit_code(verdicts, summary["expect"]),
                          "situations": {k: n for k, n in reached(history).items() if n}}
     write_json(out_dir / "verdicts.json", {"verdicts": [v.to_json() for v in verdicts],

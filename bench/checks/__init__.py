@@ -26,6 +26,7 @@ from bench.core.events import (
     Event,
     FaultFired,
     FaultStart,
+    NodeStarted,
     RunInterrupted,
     WorkloadStarted,
 )
@@ -142,6 +143,9 @@ class Checker:
     summary: str
     rules: tuple[Rule, ...]
     vacuous: Callable[[History], str | None] = lambda h: None
+    #: the part of the protocol (FEATURES) a node must implement for this checker to have
+    #: something to judge
+    needs: str | None = None
 
     def __call__(self, h: History) -> Verdict:
         """Every rule over the history. A checker with nothing to judge says UNKNOWN and
@@ -171,6 +175,32 @@ def checkers() -> dict[str, Checker]:
              process.CONTEXT_ISOLATION, auth.AUTH_ADMISSION, directory.DIRECTORY_LIVENESS,
              directory.DEPLOYMENT, robustness.ROBUSTNESS]
     return {c.name: c for c in found}
+
+
+#: The parts of the protocol a node may leave out (PROTOCOL.md §2.8), declared in its
+#: node_started as `features`; a node that declares none implements them all.
+FEATURES = ("tasks", "relay", "processes", "gates", "requests")
+
+
+def not_applicable(history: History, verdicts: list[Verdict]) -> dict[str, str]:
+    """The verdicts that judged nothing because a node under test declared it leaves out
+    what they judge (a Rust executor with no process instances runs no gates): expected
+    UNKNOWN, with the reason in their note, rather than counted as untested."""
+    lacking: dict[str, set[str]] = defaultdict(set)
+    for e in history.of(NodeStarted):
+        if e.features is not None:
+            for f in set(FEATURES) - set(e.features):
+                lacking[f].add(e.node)
+    found = checkers()
+    out = {}
+    for v in verdicts:
+        needs = found[v.name].needs if v.name in found else None
+        if v.value is Value.UNKNOWN and v.note.startswith(NOTHING) and needs in lacking:
+            nodes = ", ".join(sorted(lacking[needs]))
+            v.note = (f"not applicable: {nodes} declare{'s' if len(lacking[needs]) == 1 else ''} "
+                      f"no {needs} (node_started.features); {v.note}")
+            out[v.name] = Value.UNKNOWN.value
+    return out
 
 
 #: An expectation that takes a judged verdict either way: the scenario says the verdict

@@ -386,7 +386,7 @@ GATE_INTEGRITY = Checker(
     (resumes_the_gates_instance, resumes_with_the_decision, turned_down_ends_the_instance,
      decided_once, resumes_once,
      paused_survives_restart, open_reaches_gate_store, timeout_policy_applied,
-     decision_resumes, every_click_answered, decision_acknowledged), _no_gate)
+     decision_resumes, every_click_answered, decision_acknowledged), _no_gate, needs="gates")
 
 
 # -- copy-on-write context ---------------------------------------------------------------------------
@@ -738,4 +738,4 @@ CONTEXT_ISOLATION = Checker(
      retry_starts_from_pre_attempt_snapshot, version_chain_unbroken, failed_work_never_merged,
      merge_is_snapshot_plus_writes, no_values_of_another_instance, failure_fails_the_instance,
      ends_once, ends_with_its_task),
-    _no_instance)
+    _no_instance, needs="processes")

@@ -87,6 +87,8 @@ class NodeStarted(Event):
     client_id: str
     auth_mode: str
     signature_version: str
+    #: what of the protocol a node not written here implements (FEATURES); absent = all
+    features: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -909,6 +911,18 @@ class HumanClicked(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class AgentCalled(Event):
+    """A node whose agents the bench plays handed a task to its agent: the bench's cue to
+    answer it (`task_finished`, and the stream as `flow` lines). A process instance's task
+    is never handed over whole: its steps are (`step_started`)."""
+
+    KIND = EventKind.AGENT_CALLED
+    task_id: str
+    agent_id: str
+    conversation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FaultStart(Event):
     """Journaled before the fault acts."""
 
@@ -995,7 +1009,7 @@ HARNESS: tuple[type[Event], ...] = (
     RunStarted, WorkloadStarted, RunFinished, RunInterrupted, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
     SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
     TakeoverWill,
-    HumanClicked, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
+    HumanClicked, AgentCalled, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
     BrokerDown, BrokerUp)
 
 #: Every kind's type: the schema the history is written and read with.

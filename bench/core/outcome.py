@@ -106,6 +106,7 @@ class EventKind(StrEnum):
     BROKER_DOWN = "broker_down"
     BROKER_UP = "broker_up"
     HUMAN_CLICKED = "human_clicked"
+    AGENT_CALLED = "agent_called"
     FAULT_START = "fault_start"
     FAULT_FIRED = "fault_fired"
     FAULT_REFUSED = "fault_refused"

@@ -12,11 +12,10 @@ say only how: how to connect, publish and wait.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
-from typing import assert_never
+from typing import Any, assert_never
 
 from bench.core import events as ev
 from bench.core.auth import KeyRing, sign
@@ -39,25 +38,20 @@ from bench.core.commands import (
 from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
 from bench.core.inputs import (
-    FlowEmitted,
-    HumanDecided,
     Input,
     KeysRotated,
     PublishSettled,
     Started,
-    StepFinished,
     SubscriberAttached,
     SubscriberDetached,
-    TaskFinished,
     TimerFired,
     TimerId,
 )
 from bench.core.node import Node
-from bench.core.vocabulary import FlowKind
 from bench.faults.primitives import FaultRef
 from bench.spec.distribution import rng_for
 from bench.storage import Store, apply
-from bench.workload import Behaviour
+from bench.workload import Behaviour, Plan, agent_input
 
 #: How long a supervisor waits before starting a node whose process died of an exception.
 RESTART_AFTER_RAISE_MS = 1_000.0
@@ -107,6 +101,8 @@ class NodeHost(ABC):
         #: they live in browsers, not in the node, so they outlive its process and attach
         #: again after it starts (a live substrate hands them to a new process)
         self.tabs: dict[str, str] = {}
+        #: the bench plays the agents and people, by lines (`agent_input`), not this host
+        self.agents_by_bench = False
 
     @property
     def node_id(self) -> str:
@@ -264,34 +260,32 @@ class NodeHost(ABC):
         self._armed.clear()
 
     # -- what the agents and people do (the one Behaviour, every substrate) ------------------------
+    # Unless the bench plays them (`agents_by_bench`: a node not written in this package
+    # cannot draw from the seed as Behaviour does): the bench then reads the node's
+    # task_executed, step_started and human_asked events and sends the same plans as lines.
     def execute(self, cmd: Execute) -> None:
-        duration, ok = self.behaviour.task(cmd.task_id)
-        if math.isinf(duration):
-            return   # the agent hangs: it never streams nor answers (the watchdog ends it)
-        for offset, kind, text in self.behaviour.flow(cmd.task_id, duration):
-            self.later(offset, lambda kind=kind, text=text:
-                       FlowEmitted(self.now_ms(), cmd.task_id, FlowKind(kind), text))
-        result = {"by": self.node_id, "agent": cmd.agent_id} if ok else None
-        self.later(duration, lambda: TaskFinished(self.now_ms(), cmd.task_id, ok, result,
-                                                  None if ok else "task failed"))
+        if self.agents_by_bench:
+            self.record(ev.AgentCalled(cmd.task_id, cmd.agent_id, cmd.conversation_id))
+        else:
+            self.follow(self.behaviour.task_plan(cmd.task_id, self.node_id, cmd.agent_id))
 
     def run_step(self, cmd: RunStep) -> None:
-        duration, ok, ops = self.behaviour.step(cmd.instance_id, cmd.path, cmd.attempt)
-        if math.isinf(duration):
-            return   # the agent hangs on this attempt
-        self.later(duration, lambda: StepFinished(self.now_ms(), cmd.instance_id, cmd.path,
-                                                  cmd.attempt, ok, tuple(ops)))
+        if not self.agents_by_bench:
+            self.follow(self.behaviour.step_plan(cmd.instance_id, cmd.path, cmd.attempt))
 
     def ask_human(self, cmd: AskHuman) -> None:
         """The people watching the conversation on this (home) node answer; if the node dies
         while they think, their click goes nowhere (the restored gate store asks again)."""
-        for k, (delay, decision) in enumerate(self.behaviour.human(cmd.gate_id, cmd.ask)):
-            click = f"{cmd.gate_id}/ask{cmd.ask}/click{k + 1}"
+        if not self.agents_by_bench:
+            self.follow(self.behaviour.human_plan(cmd.gate_id, cmd.ask))
 
-            def clicked(decision: str = decision, click: str = click) -> HumanDecided:
-                self.record(ev.HumanClicked(cmd.gate_id, decision, click))
-                return HumanDecided(self.now_ms(), cmd.gate_id, decision, click)
-            self.later(delay, clicked)
+    def follow(self, plan: Plan) -> None:
+        for delay, op in plan:
+            def told(op: dict[str, Any] = op) -> Input:
+                if op["op"] == "human_decided":   # the click is journaled as it is made
+                    self.record(ev.HumanClicked(op["gate_id"], op["decision"], op["click"]))
+                return agent_input(op, self.now_ms())
+            self.later(delay, told)
 
     # -- client-side faults ---------------------------------------------------------------------
     def outgoing(self, topic: str, payload: bytes) -> bytes:

@@ -16,12 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.core.inputs import (
+    FlowEmitted,
     GroupEventRequested,
+    HumanDecided,
     Input,
+    StepFinished,
     SubscriberAttached,
     SubscriberDetached,
+    TaskFinished,
     TaskRequested,
 )
+from bench.core.vocabulary import FlowKind
 from bench.spec.distribution import Distribution, fixed, rng_for
 from bench.spec.topology import Role, Topology
 
@@ -364,3 +369,70 @@ class Behaviour:
 
     def human(self, gate_id: str, ask: int) -> list[tuple[float, str]]:
         return human_clicks(self.spec, self.seed, gate_id, ask)
+
+    # -- the same, as what the agents and people tell the node, and when ---------------------
+    def task_plan(self, task_id: str, node_id: str, agent_id: str) -> Plan:
+        """A task's stream and its end, each after its delay from the task's start (an agent
+        that hangs says nothing: only the node's watchdog ends its task)."""
+        duration, ok = self.task(task_id)
+        if math.isinf(duration):
+            return []
+        plan: Plan = [(offset, {"op": "flow", "task_id": task_id, "kind": kind, "text": text})
+                      for offset, kind, text in self.flow(task_id, duration)]
+        plan.append((duration, {"op": "task_finished", "task_id": task_id, "ok": ok,
+                                "result": {"by": node_id, "agent": agent_id} if ok else None,
+                                "error": None if ok else "task failed"}))
+        return plan
+
+    def step_plan(self, instance_id: str, path: str, attempt: int) -> Plan:
+        duration, ok, ops = self.step(instance_id, path, attempt)
+        if math.isinf(duration):
+            return []   # the agent hangs on this attempt
+        return [(duration, {"op": "step_finished", "instance_id": instance_id, "path": path,
+                            "attempt": attempt, "ok": ok, "ops": ops})]
+
+    def human_plan(self, gate_id: str, ask: int) -> Plan:
+        """The clicks of the people asked at a gate; each is journaled (human_clicked) as
+        it is made, before the node hears of it."""
+        return [(delay, {"op": "human_decided", "gate_id": gate_id, "decision": decision,
+                         "click": f"{gate_id}/ask{ask}/click{k + 1}"})
+                for k, (delay, decision) in enumerate(self.human(gate_id, ask))]
+
+
+#: What the agents and people tell a node, as lines of the node-process protocol when the
+#: bench plays them (a node whose launch spec says `"agents_by": "bench"`), and what its
+#: host tells the core when the node plays them itself: one translation for both.
+AGENT_OPS = ("task_finished", "flow", "step_finished", "human_decided")
+Plan = list[tuple[float, dict[str, Any]]]
+
+
+def agent_input(op: dict[str, Any], now_ms: int) -> Input:
+    """One agent operation as the core's input; raises KeyError/TypeError/ValueError on a
+    bad line."""
+    def text(key: str) -> str:
+        value = op[key]
+        if not isinstance(value, str):
+            raise TypeError(f"{key} must be a string, not {value!r}")
+        return value
+
+    def flag(key: str) -> bool:
+        if not isinstance(op[key], bool):
+            raise TypeError(f"{key} must be true or false, not {op[key]!r}")
+        return bool(op[key])
+    match op["op"]:
+        case "task_finished":
+            error = op.get("error")
+            return TaskFinished(now_ms, text("task_id"), flag("ok"), op.get("result"),
+                                None if error is None else str(error))
+        case "flow":
+            return FlowEmitted(now_ms, text("task_id"), FlowKind(op["kind"]), text("text"))
+        case "step_finished":
+            attempt = op["attempt"]
+            if not isinstance(attempt, int) or isinstance(attempt, bool):
+                raise TypeError(f"attempt must be an integer, not {attempt!r}")
+            return StepFinished(now_ms, text("instance_id"), text("path"), attempt,
+                                flag("ok"), tuple(op.get("ops") or ()))
+        case "human_decided":
+            return HumanDecided(now_ms, text("gate_id"), text("decision"), text("click"))
+        case other:
+            raise ValueError(f"op={other!r} must be one of {list(AGENT_OPS)}")

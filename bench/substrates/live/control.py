@@ -14,7 +14,15 @@ from bench.core.config import NodeConfig
 from bench.faults.primitives import FaultRef
 from bench.substrates.live.host import Clock, LiveHost, Sink
 from bench.substrates.live.mqtt import Tls
-from bench.workload import OP_KINDS, Behaviour, op_from_json, op_input, workload_from_json
+from bench.workload import (
+    AGENT_OPS,
+    OP_KINDS,
+    Behaviour,
+    agent_input,
+    op_from_json,
+    op_input,
+    workload_from_json,
+)
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,10 @@ class LaunchSpec:
     #: an external broker's user and password (stdin only: never written to a file)
     login: tuple[str, str | None] | None = None
     tls: Tls | None = None        # an mqtts:// broker (never behind the fault proxy)
+    #: who plays the node's agents and people: "node" (drawn from `workload` and `seed` by
+    #: Behaviour, as every substrate does) or "bench" (the bench sends agent operations as
+    #: lines: a node not written in Python cannot draw from Python's random)
+    agents_by: str = "node"
 
     def to_json(self) -> dict[str, Any]:
         c, keys = self.config, self.config.auth.keys
@@ -50,7 +62,8 @@ class LaunchSpec:
             "t0": self.t0, "seed": self.seed, "workload": self.workload,
             "tabs": [list(t) for t in self.tabs],
             "login": list(self.login) if self.login else None,
-            "tls": {"ca_file": self.tls.ca_file} if self.tls else None}
+            "tls": {"ca_file": self.tls.ca_file} if self.tls else None,
+            "agents_by": self.agents_by}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LaunchSpec:
@@ -68,7 +81,8 @@ class LaunchSpec:
                           d["t0"], d["seed"], d["workload"],
                           tuple((str(s), str(c)) for s, c in d.get("tabs", [])),
                           (d["login"][0], d["login"][1]) if d.get("login") else None,
-                          Tls(d["tls"]["ca_file"]) if d.get("tls") else None)
+                          Tls(d["tls"]["ca_file"]) if d.get("tls") else None,
+                          d.get("agents_by", "node"))
 
     def host(self, sink: Sink, clock: Clock) -> LiveHost:
         """The node's host as this spec starts it, in-process or in a node process."""
@@ -76,6 +90,7 @@ class LaunchSpec:
         host = LiveHost(self.config, variant(self.variant).node_class, self.data_dir,
                         self.broker, sink, clock, self.behaviour(), self.login, self.tls)
         host.tabs = dict(self.tabs)
+        host.agents_by_bench = self.agents_by == "bench"
         return host
 
     def behaviour(self) -> Behaviour:
@@ -90,6 +105,9 @@ def apply_op(host: LiveHost, op: dict[str, Any]) -> None:
     kind = op["op"]
     if kind in OP_KINDS:
         host.feed(op_input(op_from_json(op), host.now_ms()))
+        return
+    if kind in AGENT_OPS:
+        host.feed(agent_input(op, host.now_ms()))
         return
     fault = FaultRef(*op["fault"]) if "fault" in op else None
     if kind == "keys":

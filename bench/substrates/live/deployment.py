@@ -167,6 +167,7 @@ class ProcessNode:
         self.spec = spec
         self.log = log
         self.command = command or (sys.executable, "-m", "bench.substrates.live.node_process")
+        self.agents = BenchAgents(self) if spec.agents_by == "bench" else None
         self.proc: asyncio.subprocess.Process | None = None
         self._standby: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -193,6 +194,8 @@ class ProcessNode:
         self.proc = standby if standby is not None and standby.returncode is None \
             else await self._spawn()
         self._ending = False
+        if self.agents is not None:
+            self.agents.forget()
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps(self.spec.to_json()) + "\n").encode())
         await self.proc.stdin.drain()
@@ -219,9 +222,13 @@ class ProcessNode:
                     {"why": str(exc)[:200], "line": line[:200].decode(errors="replace")}))
                 continue
             self.log.record(node, event, t_ms)
+            if self.agents is not None and node == self.node_id:
+                self.agents.saw(event)
 
     async def crash(self) -> str:
         self._ending = True
+        if self.agents is not None:
+            self.agents.forget()
         if self.proc is not None and self.proc.returncode is None:
             self.proc.kill()  # SIGKILL
             await self.proc.wait()
@@ -262,6 +269,49 @@ class ProcessNode:
             return False
         self.proc.stdin.write((json.dumps(op) + "\n").encode())
         return True
+
+
+class BenchAgents:
+    """The agents and people of a node that does not play them itself (its launch spec says
+    `agents_by = "bench"`: a node not written in this package cannot draw from the seed as
+    `Behaviour` does). Its `agent_called`, `step_started` and `human_asked` events cue the
+    same plans the reference follows in-process, sent as lines after their delays; a click
+    is journaled as it is made. A crash or a new boot of the node drops whatever was still
+    pending, as the node's own timers would die with it."""
+
+    def __init__(self, node: ProcessNode) -> None:
+        self.node = node
+        self.behaviour = node.spec.behaviour()
+        self.generation = 0
+
+    def forget(self) -> None:
+        self.generation += 1
+
+    def saw(self, event: ev.Event) -> None:
+        node_id = self.node.node_id
+        match event:
+            case ev.AgentCalled():
+                plan = self.behaviour.task_plan(event.task_id, node_id, event.agent_id)
+            case ev.StepStarted():
+                plan = self.behaviour.step_plan(event.process_inst_id, event.path, event.attempt)
+            case ev.HumanAsked():
+                plan = self.behaviour.human_plan(event.gate_id, event.ask)
+            case ev.NodeStarted() | ev.NodeCrashed():   # it started again inside its process
+                self.forget()
+                return
+            case _:
+                return
+        loop = asyncio.get_running_loop()
+        for delay_ms, op in plan:
+            loop.call_later(delay_ms / 1000.0, self._tell, self.generation, op)
+
+    def _tell(self, generation: int, op: dict[str, Any]) -> None:
+        if generation != self.generation:
+            return
+        if op["op"] == "human_decided":
+            self.node.log.record(self.node.node_id,
+                                 ev.HumanClicked(op["gate_id"], op["decision"], op["click"]))
+        self.node.send(op)
 
 
 def self_check_lines(events: list[dict[str, Any]], node: str) -> list[str]:
@@ -356,7 +406,8 @@ class LiveDeployment:
         specs = [LaunchSpec(config, self.variant.name, self.workdir / "data" / node_id,
                             self._node_broker(), self.clock.t0, self.seed,
                             self.scenario.workload.to_json(), login=self._login(),
-                            tls=self.broker.tls)
+                            tls=self.broker.tls,
+                            agents_by="bench" if self.topology.node(node_id).command else "node")
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
         if self.options.link_faults:
             specs = self.loop.run_until_complete(self._start_proxies(specs))
