@@ -109,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "node-process protocol (docs/PROTOCOL.md), e.g. executor=./my-node "
                           "--flag; repeatable; such nodes run as processes. A topology names "
                           "one per node with command = [...]")
+    run.add_argument("--wire-tap", action="store_true",
+                     help="live: record what crosses every node's connection (CONNECT, "
+                          "SUBSCRIBE, PUBLISH, PUBACK) as `wire` events, read off the packets "
+                          "by a proxy in front of it, and judge the wire_evidence checker from "
+                          "them (nodes started by --node-command are always tapped)")
     run.add_argument("--keep", action="store_true",
                      help="docker: leave the deployment up after the run — the broker "
                           "container (its port printed) and every node, restarted on its data "
@@ -465,6 +470,10 @@ def _run(args: argparse.Namespace) -> int:
         except SpecError as exc:
             print(f"a2a-bench: {exc}", file=sys.stderr)
             return EXIT_INVALID
+    if args.wire_tap and mode == "sim":
+        print("a2a-bench: --wire-tap: the simulator has no wire to tap (its broker's account "
+              "is the history); use --mode live", file=sys.stderr)
+        return EXIT_INVALID
     if scenario.external_nodes and mode != "live":
         print(f"a2a-bench: {', '.join(scenario.external_nodes)} run a command of their own "
               f"(--node-command, or command = [...] in the topology): that is --mode live "
@@ -545,7 +554,7 @@ def _run(args: argparse.Namespace) -> int:
                           restart_command=args.broker_restart_command,
                           isolate=not args.no_isolation, broker_ca=args.broker_ca,
                           keep=args.keep, swarm=args.swarm,
-                          node_commands=tuple(args.node_command))
+                          node_commands=tuple(args.node_command), wire_tap=args.wire_tap)
         try:
             result = run_scenario(
                 scenario, chosen, out, topology_overridden=args.topology is not None,

@@ -114,6 +114,8 @@ def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bo
         argv += ["--topology", scenario.topology.source]
     for given in (options.node_commands if options else ()):
         argv += ["--node-command", given]
+    if options is not None and options.wire_tap:
+        argv += ["--wire-tap"]
     if variant.name != "reference":
         argv += ["--variant", variant.name]
     return shlex.join(argv)

@@ -138,7 +138,7 @@ def test_a_run_with_no_request_and_an_empty_history_say_unknown(
     (tmp_path / "idle" / "history.jsonl").write_text("")
     assert main(["check", str(tmp_path / "idle")]) == EXIT_UNKNOWN
     out = capsys.readouterr().out
-    assert "TRUE" not in out and out.count("UNKNOWN") == 14
+    assert "TRUE" not in out and out.count("UNKNOWN") == 15
 
 
 # -- run folders ---------------------------------------------------------------------------

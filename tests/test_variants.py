@@ -38,7 +38,9 @@ def test_every_checker_is_guarded_by_some_defect_or_fault(tmp_path: Path) -> Non
         result = run_scenario(load_scenario(SCENARIOS / f"{name}.toml"), variant,
                               tmp_path / str(i), mode="sim")
         caught |= {v.name for v in result.verdicts if v.value is Value.FALSE}
-    assert set(checkers()) - caught == set()
+    # the simulator has no wire to tap: wire_evidence is shown FALSE on live runs of seeded
+    # defects (clean_session, agent_id_as_node_id, reply_to_from_agent) in tests/live
+    assert set(checkers()) - caught == {"wire_evidence"}
 
 
 def test_a_defect_leaves_nothing_behind_for_the_next_run_in_the_same_process(tmp_path: Path) -> None:

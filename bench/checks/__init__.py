@@ -168,23 +168,25 @@ class Checker:
 
 
 def checkers() -> dict[str, Checker]:
-    from bench.checks import auth, delivery, directory, execution, process, relay, robustness
+    from bench.checks import auth, delivery, directory, execution, process, relay, robustness, wire
     found = [execution.DUPLICATE_EXECUTION, execution.TASK_LIFECYCLE, delivery.SILENT_LOSS,
              delivery.TARGETED_DELIVERY, delivery.REPLY_ROUTING, delivery.QOS1_DELIVERY,
              relay.RELAY_INTEGRITY, relay.RELAY_LOCALITY, process.GATE_INTEGRITY,
              process.CONTEXT_ISOLATION, auth.AUTH_ADMISSION, directory.DIRECTORY_LIVENESS,
-             directory.DEPLOYMENT, robustness.ROBUSTNESS]
+             directory.DEPLOYMENT, robustness.ROBUSTNESS, wire.WIRE_EVIDENCE]
     return {c.name: c for c in found}
 
 
 #: The parts of the protocol a node may leave out (PROTOCOL.md §2.8), declared in its
-#: node_started as `features`; a node that declares none implements them all.
+#: node_started as `features`; a node that declares none implements them all. ("wire",
+#: which a checker may also need, is not the node's: it is whether the run tapped it.)
 FEATURES = ("tasks", "relay", "processes", "gates", "requests")
 
 
 def not_applicable(history: History, verdicts: list[Verdict]) -> dict[str, str]:
     """The verdicts that judged nothing because a node under test declared it leaves out
-    what they judge (a Rust executor with no process instances runs no gates): expected
+    what they judge (a Rust executor with no process instances runs no gates), or because
+    the run gathered no evidence of their kind (no node behind a wire tap): expected
     UNKNOWN, with the reason in their note, rather than counted as untested."""
     lacking: dict[str, set[str]] = defaultdict(set)
     for e in history.of(NodeStarted):
@@ -195,7 +197,11 @@ def not_applicable(history: History, verdicts: list[Verdict]) -> dict[str, str]:
     out = {}
     for v in verdicts:
         needs = found[v.name].needs if v.name in found else None
-        if v.value is Value.UNKNOWN and v.note.startswith(NOTHING) and needs in lacking:
+        if v.value is not Value.UNKNOWN or not v.note.startswith(NOTHING):
+            continue
+        if needs == "wire":   # the run gathered no wire evidence: nothing of a node's fault
+            out[v.name] = Value.UNKNOWN.value
+        elif needs in lacking:
             nodes = ", ".join(sorted(lacking[needs]))
             v.note = (f"not applicable: {nodes} declare{'s' if len(lacking[needs]) == 1 else ''} "
                       f"no {needs} (node_started.features); {v.note}")

@@ -923,6 +923,42 @@ class AgentCalled(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class Wire(Event):
+    """One MQTT packet that crossed a node's wire tap (the proxy in front of it), as the
+    bench read it off the wire, not as the node says: `out` from the node towards the
+    broker, `in` from the broker to the node. CONNECT, SUBSCRIBE, PUBLISH and PUBACK are
+    recorded; of a PUBLISH whose payload is a JSON object, the envelope's routing fields,
+    read by the tap's own parser (never the node's decoder)."""
+
+    JSON_NAMES = {"size_bytes": "bytes"}
+    KIND = EventKind.WIRE
+    direction: str
+    packet: str
+    packet_id: int | None = None
+    topic: str | None = None
+    qos: int | None = None
+    dup: bool | None = None
+    retain: bool | None = None
+    size_bytes: int | None = None
+    client_id: str | None = None          # CONNECT
+    clean_session: bool | None = None
+    will_topic: str | None = None
+    filters: list[str] | None = None      # SUBSCRIBE
+    message_id: str | None = None         # a PUBLISH's envelope
+    message_type: str | None = None
+    from_agent_id: str | None = None
+    to_agent_id: str | None = None
+    target_node_id: str | None = None
+    conversation_id: str | None = None
+    request_id: str | None = None
+    reply_node_id: str | None = None
+    origin_node_id: str | None = None
+    status: str | None = None             # a TASK_RESPONSE's payload.status
+    stream: str | None = None             # a FLOW_EVENT's payload.stream and .seq
+    stream_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FaultStart(Event):
     """Journaled before the fault acts."""
 
@@ -1009,7 +1045,7 @@ HARNESS: tuple[type[Event], ...] = (
     RunStarted, WorkloadStarted, RunFinished, RunInterrupted, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
     SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
     TakeoverWill,
-    HumanClicked, AgentCalled, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
+    HumanClicked, AgentCalled, Wire, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
     BrokerDown, BrokerUp)
 
 #: Every kind's type: the schema the history is written and read with.

@@ -107,6 +107,7 @@ class EventKind(StrEnum):
     BROKER_UP = "broker_up"
     HUMAN_CLICKED = "human_clicked"
     AGENT_CALLED = "agent_called"
+    WIRE = "wire"
     FAULT_START = "fault_start"
     FAULT_FIRED = "fault_fired"
     FAULT_REFUSED = "fault_refused"

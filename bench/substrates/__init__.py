@@ -59,6 +59,8 @@ class Options:
     swarm: bool = False                    # docker: the run's network an overlay of a swarm
     #: --node-command ROLE=CMD as given (the topology already carries them): for the replay
     node_commands: tuple[str, ...] = ()
+    #: a wire tap in front of every node, not only those a command of their own starts
+    wire_tap: bool = False
 
     @property
     def shown_broker(self) -> str:

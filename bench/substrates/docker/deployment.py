@@ -326,13 +326,13 @@ class DockerDeployment(LiveDeployment):
             sweep(self.client, self.docker_run, say)
             raise
 
-    async def _start_proxies(self, specs: list[LaunchSpec]) -> list[LaunchSpec]:
+    async def _start_proxies(self, specs: list[LaunchSpec], tapped: set[str]) -> list[LaunchSpec]:
         if self.options.swarm:
             # this host is not on an overlay network: its containers reach it by the
             # docker_gwbridge gateway, which exists once one (the broker) has joined one
             bridge = self.client.networks.get("docker_gwbridge")
             self.proxy_host = bridge.attrs["IPAM"]["Config"][0]["Gateway"]
-        return await super()._start_proxies(specs)
+        return await super()._start_proxies(specs, tapped)
 
     def _startup_s(self, nodes: int) -> float:
         """Containers started side by side: 10 / 30 / 60 up in 2.7 / 8.6 / 19.9 s here."""

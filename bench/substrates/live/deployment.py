@@ -66,6 +66,7 @@ from bench.spec.distribution import rng_for
 from bench.spec.scenario import Mode, Scenario
 from bench.spec.topology import Topology
 from bench.substrates import Hosting, Options, SelfCheckFailed, node_configs, run_started
+from bench.substrates.live import tap as wire_tap
 from bench.substrates.live.brokers import Broker, make_broker
 from bench.substrates.live.control import LaunchSpec, apply_op, keys_to_json
 from bench.substrates.live.host import Clock, LiveHost
@@ -409,8 +410,9 @@ class LiveDeployment:
                             tls=self.broker.tls,
                             agents_by="bench" if self.topology.node(node_id).command else "node")
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
-        if self.options.link_faults:
-            specs = self.loop.run_until_complete(self._start_proxies(specs))
+        tapped = {n.id for n in self.topology.nodes if n.command or self.options.wire_tap}
+        if self.options.link_faults or tapped:
+            specs = self.loop.run_until_complete(self._start_proxies(specs, tapped))
         if (at := self.broker.in_phase(lead_s=self._startup_s(len(specs)))) is not None:
             # the workload starts as soon as the nodes are up: they start early by about
             # how long they take, so that the workload starts in phase with the broker's
@@ -540,19 +542,32 @@ class LiveDeployment:
             {"where": "".join(traceback.format_exception(exc))[-800:] if exc else ""}))
 
     # -- start-up --------------------------------------------------------------------------------
-    async def _start_proxies(self, specs: list[LaunchSpec]) -> list[LaunchSpec]:
-        """A fault proxy in front of every node; each node connects to its proxy."""
+    async def _start_proxies(self, specs: list[LaunchSpec], tapped: set[str]) -> list[LaunchSpec]:
+        """A fault proxy in front of every node that a link fault may act on, or whose
+        wire is tapped (a node not written here, or every node with --wire-tap); each such
+        node connects to its proxy."""
         out = []
         for spec in specs:
             node_id = spec.config.node_id
+            if not self.options.link_faults and node_id not in tapped:
+                out.append(spec)
+                continue
             proxy = FaultProxy((self.broker.host, self.broker.port),
                                rng_for(self.seed, f"proxy/{node_id}"), self.broker.tls,
-                               host=self.proxy_host)
+                               host=self.proxy_host,
+                               tap=self._tap(node_id) if node_id in tapped else None)
             await proxy.start()
             self.proxies[node_id] = proxy
             self.record(node_id, ev.FaultProxy(f"{proxy.host}:{proxy.port}", self.broker.url))
             out.append(replace(spec, broker=(proxy.host, proxy.port), tls=None))
         return out
+
+    def _tap(self, node_id: str) -> Callable[[bool, bytes], None]:
+        def seen(to_broker: bool, packet: bytes) -> None:
+            event = wire_tap.read(packet, to_broker)
+            if event is not None:
+                self.record(node_id, event)
+        return seen
 
     def _node_broker(self) -> tuple[str, int]:
         """Where the nodes reach the broker (the docker substrate: inside its network)."""

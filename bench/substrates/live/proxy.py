@@ -113,6 +113,9 @@ class FaultProxy:
     port: int = 0
     faults: Faults = field(default_factory=Faults)
     counters: Counters = field(default_factory=Counters)
+    #: the wire tap: told of every packet as it is written to the other side (to_broker,
+    #: packet), so what it sees is what crossed, after every fault acted
+    tap: Callable[[bool, bytes], None] | None = None
     _server: asyncio.base_events.Server | None = None
     _links: set[asyncio.StreamWriter] = field(default_factory=set)
 
@@ -239,8 +242,12 @@ class FaultProxy:
                         self.counters.publishes_rewritten += 1
                         packet = rewritten
                 writer.write(packet)
+                if self.tap is not None:
+                    self.tap(to_broker, packet)
                 if not to_broker and kind == PUBLISH and f.duplicate_publish \
                         and self.rng.random() < f.duplicate_publish:
                     self.counters.publishes_duplicated += 1
                     writer.write(packet)
+                    if self.tap is not None:
+                        self.tap(to_broker, packet)
                 await writer.drain()
