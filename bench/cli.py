@@ -273,6 +273,25 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an external broker: a shell command that restarts it gracefully "
                          "(without it, persistence is not measured)")
     bk.add_argument("--json", action="store_true", help="print the facts as JSON")
+    cf = sub.add_parser(
+        "conform", help="judge anyone's node against docs/PROTOCOL.md, rule by rule",
+        description="Start CMD as every executor of a star beside the reference "
+                    "orchestrator, on the embedded broker and behind the wire tap, through a "
+                    "short run of each situation the protocol's rules are about (streamed "
+                    "tasks, malformed and forged input, QoS1 redelivery, a restart, a missing "
+                    "replyNodeId, an emptied roster), then print each rule of "
+                    "docs/PROTOCOL.md as PASS, FAIL or UNKNOWN with its evidence. Exit 0 all "
+                    "PASS, 1 some FAIL, 2 some UNKNOWN (a part the node declares it leaves "
+                    "out is UNKNOWN). About 3 minutes.",
+        epilog="example: a2a-bench conform examples/rust-node/target/release/a2a-rust-node\n"
+               "         a2a-bench conform 'python -m bench.substrates.live.node_process'",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    cf.add_argument("cmd", metavar="CMD", help="the node's command line (one argument; quote it)")
+    cf.add_argument("--broker", choices=["amqtt", "mosquitto"], default="amqtt",
+                    help="the embedded broker to run on (default: amqtt)")
+    cf.add_argument("--out", type=Path, default=None,
+                    help="where the runs go (default: results/conform-<utc time>)")
+    cf.add_argument("--json", action="store_true", help="print the rows as JSON")
     ex = sub.add_parser(
         "exchange", help="two reference cores back to back (no broker), the seeds' failure shapes",
         description="Run two reference nodes back to back (no broker; each with its own data "
@@ -293,6 +312,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_line(command: str, given: str, role: str = "executor") -> tuple[str, ...] | None:
+    """A node's command line, or None once the one line saying why not is printed."""
+    try:
+        argv = tuple(shlex.split(command))
+    except ValueError as exc:
+        argv, why = (), str(exc)
+    else:
+        why = "an empty command"
+    if role not in ("orchestrator", "executor") or not argv:
+        got = why if role in ("orchestrator", "executor") else f"role {role!r}"
+        print(f"a2a-bench: {given}: expected ROLE=CMD, ROLE orchestrator "
+              f"or executor and CMD a command line (got {got})", file=sys.stderr)
+        return None
+    if shutil.which(argv[0]) is None:
+        print(f"a2a-bench: {given}: {argv[0]!r} is not an executable file "
+              "(nor a program on PATH)", file=sys.stderr)
+        return None
+    return argv
+
+
+def _conform(args: argparse.Namespace) -> int:
+    from bench.conform import SUITE, conform, render
+    argv = _command_line(args.cmd, f"conform {args.cmd!r}")
+    if argv is None:
+        return EXIT_INVALID
+    try:
+        out = claim_named(args.out) if args.out else claim(Path("results"), f"conform-{utc_stamp()}")
+    except FolderTaken as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if not args.json:
+        print(f"conform {shlex.join(argv)}: every executor of a star, beside the reference "
+              f"orchestrator, on {args.broker}; {len(SUITE)} short runs into {out}/")
+    rows = conform(argv, out, args.broker, say=(lambda line: None) if args.json else print)
+    if args.json:
+        print(json.dumps([r.to_json() for r in rows], indent=2))
+    else:
+        print(render(rows))
+    return EXIT_FALSE if any(r.status == "FAIL" for r in rows) else \
+        EXIT_UNKNOWN if any(r.status == "UNKNOWN" for r in rows) else EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(argv)
@@ -310,6 +371,8 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_INVALID
+    if args.command == "conform":
+        return _conform(args)
     if args.command == "exchange":
         return _exchange(parser, args)
     if args.command == "run":
@@ -450,20 +513,8 @@ def _run(args: argparse.Namespace) -> int:
     mode = args.mode or scenario.mode
     for given in args.node_command:
         role, _, command = given.partition("=")
-        try:
-            argv = tuple(shlex.split(command))
-        except ValueError as exc:
-            argv, why = (), str(exc)
-        else:
-            why = "an empty command"
-        if role not in ("orchestrator", "executor") or not argv:
-            got = why if role in ("orchestrator", "executor") else f"role {role!r}"
-            print(f"a2a-bench: --node-command={given}: expected ROLE=CMD, ROLE orchestrator "
-                  f"or executor and CMD a command line (got {got})", file=sys.stderr)
-            return EXIT_INVALID
-        if shutil.which(argv[0]) is None:
-            print(f"a2a-bench: --node-command={given}: {argv[0]!r} is not an executable file "
-                  "(nor a program on PATH)", file=sys.stderr)
+        argv = _command_line(command, f"--node-command={given}", role)
+        if argv is None:
             return EXIT_INVALID
         try:
             scenario = scenario.with_node_command(role, argv)

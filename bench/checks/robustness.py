@@ -94,7 +94,9 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     grammar rules out (a human step inside a branch, an unknown kind, retries outside
     0..10, duplicate ids — judged here from the attack, not by the node's parser) starts
     no instance and ends its task FAILED; an answer whose replyNodeId is not one topic
-    segment is never published (UNDELIVERABLE, with its reason)."""
+    segment is never published (UNDELIVERABLE, with its reason). A node that declares it
+    runs no process instances (node_started.features) reads no definition: to it the
+    payload is opaque, and its answer is judged only as an answer."""
     # a man in the middle that replaced the payload on the way took the definition out
     altered = {a.message_id for a in h.of(AttackSent) if a.attack == "tamper_payload"}
     attacks = [a for a in h.of(AttackSent) if a.attack == "hostile_input"]
@@ -111,11 +113,16 @@ def hostile_input_refused(h: History, c: Collector) -> None:
         if o.message_type == "TASK_RESPONSE" and o.request_id:
             answers.setdefault((o.node, o.request_id), o)
     crashed = {e.node for e in h.of(NodeCrashed)}
+    no_processes = {e.node for e in h.of(NodeStarted)
+                    if e.features is not None and "processes" not in e.features}
     late = h.end_ms - 3_000
     for a in attacks:
         node, rid = a.target_node_id or "", a.request_id or ""
         if (node, a.message_id) not in admitted:
             c.count("not_admitted")
+            continue
+        if node in no_processes and a.how not in HOSTILE_REPLY:
+            c.count("definition_opaque_to_a_node_without_processes")
             continue
         if a.message_id in altered and a.how not in HOSTILE_REPLY:
             c.count("definition_replaced_in_flight")

@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.core.auth import AuthMode, SignatureVersion
 from bench.faults import FaultSpec, parse_fault
-from bench.spec.distribution import SpecError, parse_distribution
+from bench.spec.distribution import Distribution, SpecError, parse_distribution
 from bench.spec.topology import BrokerModel, LinkSpec, NodeSpec, Role, Topology
 from bench.workload import WorkloadSpec
 
@@ -125,6 +125,32 @@ class Scenario:
         nodes = tuple(replace(n, command=command) if n.role.value == role else n
                       for n in self.topology.nodes)
         return replace(self, topology=replace(self.topology, nodes=nodes))
+
+    def squeezed(self, duration_s: float, timeout_ms: int | None = None) -> Scenario:
+        """The scenario shortened to `duration_s` for a quick live run (the tests,
+        `a2a-bench conform`): fault times, windows and redelivery delays scale with the
+        duration; requests time out sooner (4 s) so the drain is short — longer where
+        people decide at gates: 6 s, or 15 s where some of them think for up to 8 s."""
+        gated = self.workload.process_fraction > 0 and self.workload.gate_fraction > 0
+        slow = any(kind == "slow" and weight > 0 for kind, weight in self.workload.humans)
+        timeout_ms = timeout_ms or (15_000 if gated and slow else 6_000 if gated else 4_000)
+        f = min(1.0, duration_s * 1000 / self.duration_ms)
+        faults = []
+        for spec in self.faults:
+            params = dict(spec.params)
+            delay = params.get("delay_ms")
+            if isinstance(delay, Distribution) and delay.kind == "uniform":
+                lo, hi = delay.params
+                params["delay_ms"] = Distribution("uniform", (lo * f, hi * f))
+            faults.append(replace(spec, at_ms=spec.at_ms * f, params=params,
+                                  duration_ms=None if spec.duration_ms is None
+                                  else spec.duration_ms * f))
+        # the live drain stops at quiescence, so a generous bound costs nothing when all is
+        # well and keeps a long-tail task on a loaded machine from ending the run UNKNOWN
+        return replace(self, duration_ms=self.duration_ms * f, drain_ms=timeout_ms + 15_000,
+                       faults=tuple(faults),
+                       workload=replace(self.workload, request_timeout_ms=timeout_ms,
+                                        gate_timeout_ms=max(3_000, int(self.workload.gate_timeout_ms * f))))
 
     @property
     def external_nodes(self) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """A second implementation under test (issue 17): the Rust executor of examples/rust-node,
 written from docs/PROTOCOL.md alone, as the executors of a mesh whose orchestrator is the
 reference. It must pass where the reference passes, and the bench must catch the bug its
-`--bug tasks-in-memory` flag switches on. `.ci/run` builds it; a machine without the
+`--bug memory-dedup` flag switches on. `.ci/run` builds it; a machine without the
 binary skips these tests and says how to build it."""
 
 from __future__ import annotations
@@ -62,13 +62,14 @@ def test_rust_executor_restarts_from_its_data_dir(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("flags", "exit_code", "duplicate_execution"), [
     ((), EXIT_OK, "true"),
-    (("--bug", "tasks-in-memory"), EXIT_FALSE, "false"),
+    (("--bug", "memory-dedup"), EXIT_FALSE, "false"),
 ])
 def test_the_bench_catches_the_rust_nodes_bug_and_only_with_it(
         tmp_path: Path, flags: tuple[str, ...], exit_code: int, duplicate_execution: str) -> None:
-    """redelivery_restart: requests redelivered to exec-1 after it restarts before its
-    ledger's next flush. With the task table on disk they are duplicates of a known task;
-    with it in memory only they run a second time, and duplicate_execution says so."""
+    """redelivery_restart: the broker redelivers requests to exec-1, some after it
+    restarted. With its ledger and task table on disk they are duplicates; with them in
+    memory only (as it says: its ledger is not durable) they run a second time, and
+    duplicate_execution says so."""
     scenario = compressed("redelivery_restart", 12).with_node_command(
         "executor", (str(RUST_NODE), *flags))
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live", options=Options(broker="mosquitto"))

@@ -11,8 +11,9 @@
 //! Not implemented: process instances and gates, the requester side, browser tabs and the
 //! client-side fault ops (each is refused as a `harness_error` line, the node going on).
 //!
-//! `--bug tasks-in-memory` switches on a realistic bug: the task table lives in memory
-//! only, so after a crash a request redelivered before the ledger's next flush runs again.
+//! `--bug memory-dedup` switches on a realistic bug (seed 000 §3.2, A9): the ledger and
+//! the task table live in memory only (the node says so: its ledger is not durable), so
+//! after a restart a QoS1 redelivery of a request it already ran runs it again.
 
 mod mqtt;
 mod store;
@@ -144,7 +145,7 @@ struct Node {
     t0_ms: f64,
     username: String,
     password: Option<String>,
-    bug_tasks_in_memory: bool,
+    bug_memory_dedup: bool,
     // state
     boot_id: String,
     sent: u64,
@@ -300,6 +301,11 @@ impl Node {
     }
 
     fn load_ledger(&mut self) {
+        if self.bug_memory_dedup {
+            self.emit("ledger_restored", json!({"entries": 0, "problem": null, "durable": false,
+                                                "ttlMs": LEDGER_TTL_MS}));
+            return;
+        }
         let (entries, problem) = match store::read_result(&self.data_dir, store::LEDGER) {
             Ok(None) => (0, None),
             Ok(Some(v)) => {
@@ -319,7 +325,7 @@ impl Node {
     /// W-TASK-6: what was running when the node died ends FAILED "interrupted", and its
     /// requester is told.
     fn load_tasks(&mut self) {
-        if self.bug_tasks_in_memory {
+        if self.bug_memory_dedup {
             return;
         }
         let Some(v) = store::read(&self.data_dir, store::TASKS) else { return };
@@ -356,7 +362,7 @@ impl Node {
     }
 
     fn save_tasks(&mut self) {
-        if self.bug_tasks_in_memory {
+        if self.bug_memory_dedup {
             return;   // the bug: idempotence that a crash forgets
         }
         let m: Map<String, Value> = self.tasks.iter().map(|(k, t)| (k.clone(), t.to_json())).collect();
@@ -365,7 +371,7 @@ impl Node {
 
     fn flush_ledger(&mut self) {
         self.next_flush = Instant::now() + LEDGER_FLUSH;
-        if !self.ledger_dirty {
+        if !self.ledger_dirty || self.bug_memory_dedup {
             return;
         }
         let now = self.now_ms();
@@ -1160,9 +1166,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let bug = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         [] => false,
-        ["--bug", "tasks-in-memory"] => true,
+        ["--bug", "memory-dedup"] => true,
         _ => {
-            eprintln!("usage: a2a-rust-node [--bug tasks-in-memory]\n\
+            eprintln!("usage: a2a-rust-node [--bug memory-dedup]\n\
                        The launch spec is the first line on stdin, operations follow (docs/PROTOCOL.md).");
             std::process::exit(2);
         }
@@ -1232,7 +1238,7 @@ fn main() {
         t0_ms: s(&["t0"]).as_f64().unwrap_or_else(|| spec_error("t0 must be a number")) * 1000.0,
         username,
         password,
-        bug_tasks_in_memory: bug,
+        bug_memory_dedup: bug,
         boot_id: boot_id(),
         sent: 0,
         skew_ms: 0.0,

@@ -1,0 +1,234 @@
+"""`a2a-bench conform CMD`: anyone's node judged against docs/PROTOCOL.md, rule by rule.
+
+CMD is started as every executor of a star (the orchestrator stays the reference), on the
+embedded broker, behind the wire tap, through a short run of each scenario of SUITE — the
+situations the protocol's rules are about: streamed tasks, a malformed envelope, forged and
+tampered signatures, QoS1 redelivery, a restart in the ledger's flush window, a request
+without a replyNodeId, an emptied roster. Each protocol rule of RULES is then PASS (the
+checker rules that judge it found cases, and no violation), FAIL (one of them found a
+violation: the evidence is its first counterexample, naming the node), or UNKNOWN (no run
+exercised it, or the node declared it leaves that part out). It is the compliance report
+A2A's TCK gives for HTTP, here for MQTT.
+
+The verdicts judge the whole mesh, the reference orchestrator included; a counterexample
+names the node it is about.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.checks import NOTHING, Verdict
+from bench.run import run_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.substrates import Options
+from bench.variants import REFERENCE
+
+#: (scenario, seconds it is squeezed to, what it exercises)
+SUITE: tuple[tuple[str, float, str], ...] = (
+    ("quickstart", 5, "tasks, streams, gates, the directory, loose signatures"),
+    ("hostile_input", 10, "malformed envelopes, in strict mode"),
+    ("attacks", 12, "forged senders against strict admission"),
+    ("tampering_v2", 12, "tampered payloads and routing under signature v2"),
+    ("qos1_redelivery", 15, "QoS1 redelivery with DUP: the ledger and idempotent tasks"),
+    ("restart", 12, "a SIGKILL in the ledger's flush window and a restart from the data dir"),
+    ("redelivery_restart", 12, "QoS1 redelivery across a restart: what was run is not rerun"),
+    ("missing_reply_node", 10, "requests without a replyNodeId"),
+    ("empty_directory", 12, "a restart with an emptied roster: the default executor"),
+)
+
+
+@dataclass(frozen=True)
+class ProtocolRule:
+    ids: str            # the rule ids of docs/PROTOCOL.md
+    what: str
+    judged_by: tuple[str, ...]   # checker.rule
+    #: the runs of the suite that put the node in the rule's situation: it PASSes only if
+    #: each of them judged it (a restart rule is not passed by a run with no restart), and
+    #: FAILs on a violation in any run
+    where: tuple[str, ...]
+
+
+RULES: tuple[ProtocolRule, ...] = (
+    ProtocolRule("W-MQTT-2, W-MQTT-3", "a persistent session and a will on the own directory topic",
+                 ("wire_evidence.connects_with_its_session_and_will",
+                  "qos1_delivery.session_kept_as_promised"),
+                 ("quickstart", "restart")),
+    ProtocolRule("W-TOP-4", "subscribes its own inbox, never another node's",
+                 ("wire_evidence.subscribes_to_its_own_inbox",),
+                 ("quickstart",)),
+    ProtocolRule("W-MQTT-5", "every QoS1 message taken is acknowledged",
+                 ("wire_evidence.acknowledges_what_it_takes",),
+                 ("quickstart", "qos1_redelivery")),
+    ProtocolRule("W-MQTT-6, W-LED-1..3", "a copy is dropped by type|messageId, by a durable ledger",
+                 ("duplicate_execution.admitted_once", "duplicate_execution.ledger_flushed_on_time",
+                  "qos1_delivery.redelivery_marked_dup"),
+                 ("qos1_redelivery", "redelivery_restart")),
+    ProtocolRule("W-TASK-1", "a requestId runs once, across redeliveries and restarts",
+                 ("duplicate_execution.executed_once",),
+                 ("qos1_redelivery", "redelivery_restart", "restart")),
+    ProtocolRule("W-TASK-2, W-TASK-3", "task states in order; the watchdog",
+                 ("task_lifecycle.legal_transitions", "task_lifecycle.times_out_on_time"),
+                 ("quickstart",)),
+    ProtocolRule("W-TASK-6", "a restart ends the tasks it interrupted",
+                 ("task_lifecycle.reaches_terminal",),
+                 ("restart",)),
+    ProtocolRule("W-TASK-4, W-TASK-5", "a response goes to the request's replyNodeId, or nowhere",
+                 ("reply_routing.response_echoes_request", "reply_routing.response_to_reply_node",
+                  "reply_routing.missing_reply_node_explicit",
+                  "wire_evidence.responses_return_to_the_requester"),
+                 ("quickstart", "missing_reply_node")),
+    ProtocolRule("W-TOP-1, W-OUT-1..3", "targeted to the inbox it names; UNDELIVERABLE, never a broadcast",
+                 ("targeted_delivery.published_to_a_node", "targeted_delivery.own_messages_stay_local",
+                  "targeted_delivery.consumed_by_addressee",
+                  "wire_evidence.publishes_to_the_inbox_it_names",
+                  "directory_liveness.undeliverable_only_when_unknown"),
+                 ("quickstart",)),
+    ProtocolRule("W-ROS-1, W-ROS-2, W-ROS-4", "never a mute receiver; only its own namespace",
+                 ("directory_liveness.no_mute_receiver", "directory_liveness.roster_of_own_namespace",
+                  "targeted_delivery.no_foreign_namespace"),
+                 ("empty_directory",)),
+    ProtocolRule("W-DIR-3", "announced after the SUBACK, with every executor registered",
+                 ("directory_liveness.registers_all_expected",),
+                 ("quickstart",)),
+    ProtocolRule("W-ENV-1, W-ENV-4", "malformed input is refused with a true reason, never a crash",
+                 ("robustness.hostile_input_refused", "robustness.never_raises",
+                  "silent_loss.drops_are_true"),
+                 ("hostile_input",)),
+    ProtocolRule("W-ID-4, W-TOP-5", "publishes only to topics of the scheme",
+                 ("robustness.topics_well_formed",),
+                 ("quickstart", "hostile_input")),
+    ProtocolRule("W-SIG-1..6, W-AUTH-1..4", "signatures and admission as an honest verifier says",
+                 ("auth_admission.mode_keeps_the_matrix", "auth_admission.attack_has_an_outcome",
+                  "auth_admission.verdict_is_honest"),
+                 ("attacks", "tampering_v2")),
+    ProtocolRule("W-REQ-2", "every request ends once, and no answer is lost unexplained",
+                 ("silent_loss.settles_once", "silent_loss.no_response_explained",
+                  "silent_loss.no_response_not_early"),
+                 ("quickstart", "restart")),
+    ProtocolRule("W-REL-1..4", "a stream's frames: its task's, seq 1..n, never repeated",
+                 ("relay_integrity.frames_carry_the_flow", "relay_integrity.seqs_are_one_to_n",
+                  "relay_integrity.streams_of_their_tasks_conversation",
+                  "wire_evidence.frames_never_repeat_a_seq"),
+                 ("quickstart",)),
+    ProtocolRule("W-REL-7, W-REL-8", "the receiver: in order, once, to its conversation",
+                 ("relay_integrity.delivered_in_order_once",
+                  "relay_integrity.delivered_to_its_conversation"),
+                 ("quickstart",)),
+    ProtocolRule("§1.14 gates", "a decided gate resumes its own instance once",
+                 ("gate_integrity.resumes_the_gates_instance", "gate_integrity.decided_once",
+                  "gate_integrity.every_click_answered"),
+                 ("quickstart",)),
+    ProtocolRule("§1.14 context", "copy-on-write context: nothing leaks, failures never merged",
+                 ("context_isolation.no_values_of_another_instance",
+                  "context_isolation.failed_work_never_merged"),
+                 ("quickstart",)),
+    ProtocolRule("D§10 client ids", "one client id per node",
+                 ("deployment.unique_client_ids",),
+                 ("quickstart",)),
+    ProtocolRule("P-OUT-1..4", "what the node reports of its traffic is what crossed its wire",
+                 ("wire_evidence.reports_match_the_wire",),
+                 ("quickstart", "qos1_redelivery", "restart")),
+)
+
+
+@dataclass
+class Row:
+    rule: ProtocolRule
+    status: str          # PASS FAIL UNKNOWN
+    evidence: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule.ids, "what": self.rule.what, "status": self.status,
+                "evidence": self.evidence, "judgedBy": list(self.rule.judged_by)}
+
+
+def _vacuous(v: Verdict) -> bool:
+    return v.note.startswith(NOTHING) or v.note.startswith("not applicable")
+
+
+def judge_rules(runs: dict[str, list[Verdict]]) -> list[Row]:
+    """One row per protocol rule, from the verdicts of the runs of the suite: FAIL on a
+    violation of one of its checker rules in any run; PASS when every run of its `where`
+    judged it without one; else UNKNOWN, saying which run did not."""
+    rows = []
+    for rule in RULES:
+        failed: list[str] = []
+        missing: list[str] = []
+        for scenario, verdicts in runs.items():
+            outcome = _judged(rule, scenario, verdicts)
+            if outcome.startswith("FAIL "):
+                failed.append(outcome[5:])
+            elif scenario in rule.where and outcome != "PASS":
+                missing.append(outcome)
+        missing += [f"{s}: not run" for s in rule.where if s not in runs]
+        if failed:
+            more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+            rows.append(Row(rule, "FAIL", failed[0] + more))
+        elif missing:
+            rows.append(Row(rule, "UNKNOWN", missing[0]))
+        else:
+            rows.append(Row(rule, "PASS", "judged in " + ", ".join(rule.where)))
+    return rows
+
+
+def _judged(rule: ProtocolRule, scenario: str, verdicts: list[Verdict]) -> str:
+    """PASS, "FAIL <evidence>", or why the run did not judge the rule."""
+    by_name = {v.name: v for v in verdicts}
+    why_not = f"{scenario}: no checker rule of it judged anything"
+    judged = False
+    for ref in rule.judged_by:
+        checker, rule_id = ref.split(".")
+        v = by_name.get(checker)
+        if v is None or rule_id not in v.rules:
+            continue
+        counts = v.rules[rule_id]
+        if counts["violations"]:
+            case = next((c for c in v.counterexamples if c["rule"] == rule_id), None)
+            return f"FAIL {scenario}: {ref}: {case['why'] if case else 'violated'}"
+        if _vacuous(v):
+            why_not = f"{scenario}: {v.note.splitlines()[0]}"
+        elif counts["unknown"]:
+            why_not = f"{scenario}: {ref} could not decide {counts['unknown']} case(s)"
+        else:
+            judged = True
+    return "PASS" if judged else why_not
+
+
+def conform(command: tuple[str, ...], out: Path, broker: str = "amqtt",
+            say: Callable[[str], None] = print,
+            suite: tuple[tuple[str, float, str], ...] = SUITE) -> list[Row]:
+    """Run the suite with `command` as every executor; the rows of the report."""
+    runs: dict[str, list[Verdict]] = {}
+    for name, seconds, what in suite:
+        scenario = load_scenario(SCENARIOS / f"{name}.toml").squeezed(seconds) \
+            .with_node_command("executor", command)
+        t0 = time.perf_counter()
+        result = run_scenario(scenario, REFERENCE, out / name, mode="live",
+                              options=Options(broker=broker))
+        runs[name] = result.verdicts
+        off = [v.name for v in result.verdicts if v.value.value == "false"]
+        say(f"  {name:<20} {time.perf_counter() - t0:5.1f} s  {what}"
+            + (f"  FALSE: {', '.join(off)}" if off else ""))
+    rows = judge_rules(runs)
+    (out / "conform.json").write_text(json.dumps(
+        {"command": list(command), "broker": broker, "suite": [s for s, _t, _w in suite],
+         "rules": [r.to_json() for r in rows]}, indent=2) + "\n")
+    return rows
+
+
+def render(rows: list[Row], width: int = 100) -> str:
+    lines = [f"{'rule':<26} {'status':<8} evidence"]
+    for r in rows:
+        evidence = r.evidence if len(r.evidence) <= width else r.evidence[:width - 1] + "…"
+        lines.append(f"{r.rule.ids:<26} {r.status:<8} {r.rule.what}")
+        lines.append(f"{'':<26} {'':<8} {evidence}")
+    counts = {s: sum(r.status == s for r in rows) for s in ("PASS", "FAIL", "UNKNOWN")}
+    lines.append(f"{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['UNKNOWN']} UNKNOWN "
+                 f"of {len(rows)} rules")
+    return "\n".join(lines)

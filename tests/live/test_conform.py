@@ -1,0 +1,70 @@
+"""`a2a-bench conform`: anyone's node judged rule by rule (issue 17). The whole suite on the
+reference and on the Rust node is measured in the closing note (about 2 minutes each);
+here one short run of it, and the verdict-to-rule mapping on its own."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.checks import Value, Verdict, checkers
+from bench.cli import EXIT_INVALID, main
+from bench.conform import RULES, SUITE, conform, judge_rules
+from bench.spec.scenario import SCENARIOS
+
+REFERENCE_COMMAND = (sys.executable, "-m", "bench.substrates.live.node_process")
+
+
+def test_every_rule_is_judged_by_checker_rules_that_exist_and_every_run_is_a_scenario() -> None:
+    known = {f"{name}.{r.id}" for name, c in checkers().items() for r in c.rules}
+    assert {ref for rule in RULES for ref in rule.judged_by} <= known
+    assert all((SCENARIOS / f"{name}.toml").exists() for name, _s, _w in SUITE)
+
+
+def _verdict(name: str, rules: dict[str, tuple[int, int]], note: str = "",
+             cases: list[dict[str, object]] | None = None) -> Verdict:
+    return Verdict(name, Value.TRUE, note=note, counterexamples=cases or [],
+                   rules={r: {"violations": v, "unknown": u} for r, (v, u) in rules.items()})
+
+
+def test_a_rule_fails_on_any_violation_passes_where_judged_and_else_is_unknown() -> None:
+    rows = {r.rule.ids: r for r in judge_rules({
+        "restart": [_verdict("duplicate_execution", {"executed_once": (0, 0)}),
+                    _verdict("task_lifecycle", {"reaches_terminal": (0, 0)})],
+        "quickstart": [
+            _verdict("wire_evidence", {"reports_match_the_wire": (1, 0),
+                                       "subscribes_to_its_own_inbox": (0, 0)},
+                     cases=[{"rule": "reports_match_the_wire", "why": "exec-1 lied"}]),
+            _verdict("gate_integrity", {"decided_once": (0, 0)},
+                     note="not applicable: exec-1 declares no gates (node_started.features)")],
+    })}
+    assert rows["W-TASK-6"].status == "PASS" and rows["W-TASK-6"].evidence == "judged in restart"
+    # judged in the restart, but its other situation (a redelivery) never ran
+    assert rows["W-TASK-1"].status == "UNKNOWN"
+    assert rows["W-TASK-1"].evidence == "qos1_redelivery: not run"
+    assert rows["P-OUT-1..4"].status == "FAIL"
+    assert rows["P-OUT-1..4"].evidence == "quickstart: wire_evidence.reports_match_the_wire: exec-1 lied"
+    assert rows["§1.14 gates"].status == "UNKNOWN" and "declares no gates" in rows["§1.14 gates"].evidence
+    assert rows["W-TOP-4"].status == "PASS"
+
+
+def test_one_short_run_gives_the_table_with_its_evidence(tmp_path: Path) -> None:
+    rows = conform(REFERENCE_COMMAND, tmp_path, say=lambda line: None,
+                   suite=(("quickstart", 4, "streamed tasks"),))
+    by = {r.rule.ids: r.status for r in rows}
+    assert by["W-TOP-4"] == "PASS" and by["§1.14 gates"] == "PASS", by
+    assert by["W-TASK-6"] == "UNKNOWN"    # nothing restarted in the quickstart
+    assert "FAIL" not in by.values(), [(r.rule.ids, r.evidence) for r in rows if r.status == "FAIL"]
+    saved = json.loads((tmp_path / "conform.json").read_text())
+    assert [r["status"] for r in saved["rules"]] == [r.status for r in rows]
+
+
+@pytest.mark.parametrize("cmd", ["/no/such/node", ""])
+def test_a_command_conform_cannot_start_is_one_line_and_exit_3(
+        cmd: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", cmd]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert err.startswith("a2a-bench: conform") and len(err.strip().splitlines()) == 1, err
