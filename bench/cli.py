@@ -312,6 +312,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _missing_images(scenario: Scenario) -> list[str]:
+    """The nodes' own images this engine does not have (none, if no engine answers: the
+    docker substrate then says so itself)."""
+    try:
+        import docker
+
+        from bench.substrates.docker.deployment import engine
+        client = engine()
+    except Exception:
+        return []
+    missing = []
+    for image in sorted({n.image for n in scenario.topology.nodes if n.image}):
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound:
+            missing.append(image)
+    return missing
+
+
 def _command_line(command: str, given: str, role: str = "executor") -> tuple[str, ...] | None:
     """A node's command line, or None once the one line saying why not is printed."""
     try:
@@ -524,6 +543,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.wire_tap and mode == "sim":
         print("a2a-bench: --wire-tap: the simulator has no wire to tap (its broker's account "
               "is the history); use --mode live", file=sys.stderr)
+        return EXIT_INVALID
+    if scenario.image_nodes and mode != "docker":
+        print(f"a2a-bench: {', '.join(scenario.image_nodes)} are images of their own (image = "
+              f"\"…\" in the topology): that is --mode docker only", file=sys.stderr)
+        return EXIT_INVALID
+    if scenario.image_nodes and (missing := _missing_images(scenario)):
+        print(f"a2a-bench: image {missing[0]!r} (image = in the topology) is not on this "
+              f"Docker engine: build it first (docker build -t {missing[0]} …); "
+              f"`docker images` lists what is", file=sys.stderr)
         return EXIT_INVALID
     if scenario.external_nodes and mode != "live":
         print(f"a2a-bench: {', '.join(scenario.external_nodes)} run a command of their own "

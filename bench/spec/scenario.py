@@ -157,6 +157,11 @@ class Scenario:
         """The nodes a command of their own starts (not the reference)."""
         return tuple(n.id for n in self.topology.nodes if n.command)
 
+    @property
+    def image_nodes(self) -> tuple[str, ...]:
+        """The nodes an image of their own is (--mode docker; not the reference)."""
+        return tuple(n.id for n in self.topology.nodes if n.image)
+
     def with_broker_model(self, model: str | None) -> Scenario:
         """The same scenario with the simulated broker copying `model` (None: as it is)."""
         if model is None or model == self.topology.broker.value:
@@ -283,7 +288,7 @@ def load_topology(path: Path) -> Topology:
     nodes: list[NodeSpec] = []
     for i, n in enumerate(nodes_raw):
         t = _Table(n, f"{f}: nodes[{i}]", {"id", "role", "namespace", "agents", "scene_groups",
-                                           "client_id", "link", "count", "command"})
+                                           "client_id", "link", "count", "command", "image"})
         count = t.integer("count", 1, low=1)
         base_id = t.text("id")
         role = Role(t.choice("role", tuple(r.value for r in Role), "executor"))
@@ -296,6 +301,11 @@ def load_topology(path: Path) -> Topology:
         if "command" in n and not command:
             raise SpecError(f"{t.key('command')}: a command is a non-empty list of strings "
                             "(the program, then its arguments)")
+        image = t.text("image") if "image" in n else None
+        if image is not None and (not image.strip() or command):
+            raise SpecError(f"{t.key('image')}={image!r}: expected an image name (docker images "
+                            "lists them), and not beside a command (one is --mode live's, the "
+                            "other --mode docker's)")
         for k in range(1, count + 1):
             def expand(s: str, k: int = k, count: int = count) -> str:
                 return s.replace("{i}", str(k)) if count > 1 else s
@@ -309,7 +319,7 @@ def load_topology(path: Path) -> Topology:
             if not isinstance(client, str):
                 raise SpecError(f"{t.key('client_id')}={client!r} must be a string")
             nodes.append(NodeSpec(node_id, role, ns, agents, tuple(expand(g) for g in groups_t),
-                                  expand(client), node_link, tuple(command)))
+                                  expand(client), node_link, tuple(command), image))
     seen: set[str] = set()
     for n in nodes:
         if n.id in seen:

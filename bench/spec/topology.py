@@ -52,6 +52,14 @@ class NodeSpec:
     #: the command that starts this node as a process speaking the node-process protocol
     #: (docs/PROTOCOL.md, part 2); empty: the reference node
     command: tuple[str, ...] = ()
+    #: --mode docker: the image whose container is this node (its own entrypoint speaks
+    #: the node-process protocol on the attached stdin/stdout); None: the reference
+    image: str | None = None
+
+    @property
+    def external(self) -> bool:
+        """Anyone's node, not the reference: the bench plays its agents and taps its wire."""
+        return bool(self.command or self.image)
 
     @property
     def requester_agent(self) -> str:
@@ -62,7 +70,8 @@ class NodeSpec:
                 "agents": list(self.agents), "scene_groups": list(self.scene_groups),
                 "client_id": self.client_id or None,
                 "link": self.link.to_json() if self.link else None,
-                **({"command": list(self.command)} if self.command else {})}
+                **({"command": list(self.command)} if self.command else {}),
+                **({"image": self.image} if self.image else {})}
 
 
 @dataclass(frozen=True, slots=True)

@@ -313,3 +313,32 @@ def test_what_the_engine_will_not_remove_is_said_with_the_command_that_removes_i
     assert sweep(Engine(), "stuck", said.append) == 0
     assert said == ["could not remove network a2a-bench-stuck (network has active endpoints); "
                     "by hand: docker network rm a2a-bench-stuck"], said
+
+
+def test_a_node_of_its_own_image_runs_as_the_executors_of_a_docker_deployment(
+        tmp_path: Path) -> None:
+    """image = "…" on a topology's node group (issue 17): the Rust node of examples/, in an
+    image built FROM the bench's own, is every executor; its stdin and stdout are the
+    container's, attached, and its wire is tapped as any foreign node's."""
+    from tests.live.test_rust_node import RUST_NODE
+    if not RUST_NODE.exists():
+        pytest.skip("the Rust node is not built (cargo build --release in examples/rust-node)")
+    from bench.spec.scenario import SCENARIOS, load_scenario
+    from bench.substrates.docker.image import LABEL, ensure
+    client = ENGINE
+    base = ensure(client)
+    tag = "a2a-bench-rust-node:test"
+    client.images.build(path=str(RUST_NODE.parents[2]), tag=tag, buildargs={"BASE": base},  # type: ignore[attr-defined]
+                        labels={LABEL: "example"}, rm=True)
+    topology = tmp_path / "star-rust.toml"
+    topology.write_text((SCENARIOS.parent / "topologies" / "star.toml").read_text().replace(
+        'role = "executor"', f'role = "executor"\nimage = "{tag}"'))
+    scenario = load_scenario(SCENARIOS / "quickstart.toml", topology=str(topology)).squeezed(4)
+    assert scenario.image_nodes == ("exec-1", "exec-2", "exec-3")
+    result = run_scenario(scenario, REFERENCE, tmp_path / "run", mode=Mode.DOCKER,
+                          options=Options(broker="mosquitto"), topology_overridden=True)
+    verdicts = {v.name: v.value.value for v in result.verdicts}
+    assert result.exit_code == EXIT_OK, verdicts
+    assert verdicts["wire_evidence"] == "true" and verdicts["gate_integrity"] == "unknown"
+    assert result.metrics["outcomes"].get("COMPLETED", 0) >= 10
+    assert leftovers() == []

@@ -74,3 +74,22 @@ def test_a_topology_names_a_command_per_node_group(tmp_path: Path) -> None:
     from bench.spec.distribution import SpecError
     with pytest.raises(SpecError, match="command"):
         load_scenario(SCENARIOS / "quickstart.toml", topology=str(topology))
+
+
+def test_a_node_image_is_docker_only_and_must_be_on_the_engine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    topology = tmp_path / "own.toml"
+    topology.write_text((SCENARIOS.parent / "topologies" / "star.toml").read_text().replace(
+        'role = "executor"', 'role = "executor"\nimage = "no-such-node:never-built"'))
+    assert main(["run", "quickstart", "--topology", str(topology), "--mode", "live"]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "--mode docker only" in err and len(err.strip().splitlines()) == 1, err
+    try:
+        from bench.substrates.docker.deployment import engine
+        engine()
+    except Exception:  # noqa: BLE001 - no engine: the docker substrate says so itself
+        return
+    assert main(["run", "quickstart", "--topology", str(topology), "--mode", "docker"]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "'no-such-node:never-built'" in err and "not on this Docker engine" in err, err
+    assert len(err.strip().splitlines()) == 1, err

@@ -249,9 +249,12 @@ class ContainerNode(ProcessNode):
     waiting, loaded, for its launch spec (as a process node's next process does)."""
 
     def __init__(self, spec: LaunchSpec, log: RunLog, client: Any, image: str, network: str,
-                 labels: dict[str, str], name: str) -> None:
+                 labels: dict[str, str], name: str, own_image: str | None = None) -> None:
         super().__init__(spec, log)
-        self.client, self.image, self.network, self.labels = client, image, network, labels
+        self.client, self.network, self.labels = client, network, labels
+        #: anyone's node: a container of its own image, run as its entrypoint says
+        self.own_image = own_image
+        self.image = own_image or image
         self.name = name
         self.container: Any = None
 
@@ -259,12 +262,13 @@ class ContainerNode(ProcessNode):
         if self.container is None:
             data = self.spec.data_dir
             data.mkdir(parents=True, exist_ok=True)
+            reference = {"command": ["python", "-m", "bench.substrates.live.node_process"],
+                         "environment": {"PYTHONPATH": str(PROJECT)}}
             self.container = await asyncio.get_running_loop().run_in_executor(
                 None, lambda: self.client.containers.create(
-                    self.image, ["python", "-m", "bench.substrates.live.node_process"],
-                    name=self.name, labels=self.labels, network=self.network,
-                    stdin_open=True, environment={"PYTHONPATH": str(PROJECT)},
-                    volumes=_binds(rw=(data,))))
+                    self.image, name=self.name, labels=self.labels, network=self.network,
+                    stdin_open=True, volumes=_binds(rw=(data,)),
+                    **({} if self.own_image else reference)))
         return await asyncio.create_subprocess_exec(
             "docker", "start", "--attach", "--interactive", self.name,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None)
@@ -391,7 +395,8 @@ class DockerDeployment(LiveDeployment):
 
     def _make_node(self, spec: LaunchSpec) -> LiveNode:
         return ContainerNode(spec, self.log, self.client, self.image, self.network.name,
-                             self.labels, f"a2a-bench-{self.docker_run}-{spec.config.node_id}")
+                             self.labels, f"a2a-bench-{self.docker_run}-{spec.config.node_id}",
+                             own_image=self.topology.node(spec.config.node_id).image)
 
     def close(self) -> dict[str, Any]:
         keep = self.options.keep and self._started
@@ -422,8 +427,12 @@ class DockerDeployment(LiveDeployment):
         import docker
         specs = self.workdir / "kept"
         specs.mkdir(parents=True, exist_ok=True)
+        own = []
         for node_id, node in self.nodes.items():
             assert isinstance(node, ContainerNode)
+            if node.own_image:   # the --spec FILE form is the reference's (PROTOCOL P-RUN-3)
+                own.append(node_id)
+                continue
             path = specs / f"{node_id}.json"
             # straight to the broker: the run's fault proxies ended with it
             spec = replace(node.spec, broker=self._node_broker(), tls=None)
@@ -439,8 +448,11 @@ class DockerDeployment(LiveDeployment):
                 environment={"PYTHONPATH": str(PROJECT), "PYTHONUNBUFFERED": "1"},
                 volumes=_binds(ro=(specs,), rw=(node.spec.data_dir,)))
         run = self.docker_run
+        if own:
+            self.say(f"kept: not {', '.join(own)} (images of their own: their containers "
+                     "stay, stopped; `docker start -ai` one and give it a launch spec)")
         self.say(f"kept: broker {self.broker.url} (container a2a-bench-{run}-broker), "
-                 f"{len(self.nodes)} nodes running again on their data dirs (containers "
+                 f"{len(self.nodes) - len(own)} nodes running again on their data dirs (containers "
                  f"a2a-bench-{run}-<node>; their history: docker logs), network "
                  f"a2a-bench-{run}")
         self.say(f"remove it: docker rm -f $(docker ps -aq --filter label={RUN}={run}) "

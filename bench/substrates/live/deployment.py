@@ -408,9 +408,9 @@ class LiveDeployment:
                             self._node_broker(), self.clock.t0, self.seed,
                             self.scenario.workload.to_json(), login=self._login(),
                             tls=self.broker.tls,
-                            agents_by="bench" if self.topology.node(node_id).command else "node")
+                            agents_by="bench" if self.topology.node(node_id).external else "node")
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
-        tapped = {n.id for n in self.topology.nodes if n.command or self.options.wire_tap}
+        tapped = {n.id for n in self.topology.nodes if n.external or self.options.wire_tap}
         if self.options.link_faults or tapped:
             specs = self.loop.run_until_complete(self._start_proxies(specs, tapped))
         if (at := self.broker.in_phase(lead_s=self._startup_s(len(specs)))) is not None:
