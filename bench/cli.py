@@ -56,6 +56,9 @@ examples:
   a2a-bench explore --variant memory_dedup_60s --minutes 5 -j 2
                                                      random scenarios until one fails, then shrink it
   a2a-bench brokers --broker mqtt://user:pw@host     what a broker does where MQTT leaves room
+  a2a-bench run quickstart --node-command executor=./my-node
+                                                     your own node as every executor (docs/PROTOCOL.md)
+  a2a-bench conform ./my-node                         your node against every protocol rule: PASS/FAIL/UNKNOWN
 
 exit codes: 0 every verdict as expected (true unless the scenario expects otherwise),
 1 some verdict false, 2 some verdict unknown or a harness error, 3 invalid input files or arguments
@@ -275,14 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
     bk.add_argument("--json", action="store_true", help="print the facts as JSON")
     cf = sub.add_parser(
         "conform", help="judge anyone's node against docs/PROTOCOL.md, rule by rule",
-        description="Start CMD as every executor of a star beside the reference "
-                    "orchestrator, on the embedded broker and behind the wire tap, through a "
-                    "short run of each situation the protocol's rules are about (streamed "
-                    "tasks, malformed and forged input, QoS1 redelivery, a restart, a missing "
-                    "replyNodeId, an emptied roster), then print each rule of "
-                    "docs/PROTOCOL.md as PASS, FAIL or UNKNOWN with its evidence. Exit 0 all "
-                    "PASS, 1 some FAIL, 2 some UNKNOWN (a part the node declares it leaves "
-                    "out is UNKNOWN). About 3 minutes.",
+        description="Start CMD as every executor of a star beside the reference orchestrator,\n"
+                    "on the embedded broker and behind the wire tap, through a short run of each\n"
+                    "situation the protocol's rules are about (streamed tasks, malformed and\n"
+                    "forged input, QoS1 redelivery, a restart, a missing replyNodeId, an emptied\n"
+                    "roster), then print each rule of docs/PROTOCOL.md as PASS, FAIL or UNKNOWN\n"
+                    "with its evidence. Exit 0 all PASS, 1 some FAIL, 2 some UNKNOWN (a part the\n"
+                    "node declares it leaves out is UNKNOWN). About 2 minutes.",
         epilog="example: a2a-bench conform examples/rust-node/target/release/a2a-rust-node\n"
                "         a2a-bench conform 'python -m bench.substrates.live.node_process'",
         formatter_class=argparse.RawDescriptionHelpFormatter)

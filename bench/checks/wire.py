@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from bench.checks import Checker, Collector, rule
 from bench.checks.delivery import fault_windows
 from bench.core.events import (
+    AttackSent,
     InboundAdmitted,
     InboundDropped,
     NodeCrashed,
@@ -225,6 +226,49 @@ def acknowledges_what_it_takes(h: History, c: Collector) -> None:
                             f"({e.message_id or e.topic}) but acknowledged a later one", e, ack)
 
 
+#: What each admission mode lets through (W-AUTH-1); audit admits every verdict.
+_ADMITS = {"strict": frozenset({"VERIFIED"}), "loose": frozenset({"VERIFIED", "UNSIGNED"})}
+
+
+@rule("W-AUTH-1, W-SIG-6: a request the mode must refuse is never answered")
+def refused_requests_get_no_answer(h: History, c: Collector) -> None:
+    """An attack request (forged, tampered on the way, replayed) whose honest verdict the
+    run's admission mode refuses gets no TASK_RESPONSE out of the tapped node it reached:
+    an answer on the wire shows it was admitted, whatever the node reports. Judged where
+    the attack is the only request with its requestId that reached the node (a replay of
+    a real request shares the original's answer)."""
+    runs = h.of(RunStarted)
+    mode = runs[0].auth_mode if runs else None
+    if mode not in _ADMITS:
+        return
+    tapped = set(_tapped(h))
+    reached: dict[tuple[str, str], set[str]] = defaultdict(set)
+    answers: dict[tuple[str, str], list[Wire]] = defaultdict(list)
+    for e in h.of(Wire):
+        if e.packet != "PUBLISH" or e.request_id is None:
+            continue
+        if e.direction == "in" and e.message_type == "TASK_REQUEST" and e.message_id:
+            reached[(e.node, e.request_id)].add(e.message_id)
+        elif e.direction == "out" and e.message_type == "TASK_RESPONSE":
+            answers[(e.node, e.request_id)].append(e)
+    for a in h.of(AttackSent):
+        if a.request_id is None or a.target_node_id not in tapped:
+            continue
+        key = (a.target_node_id, a.request_id)
+        if a.honest_verdict in _ADMITS[mode]:
+            c.count("admissible")
+        elif a.message_id not in reached[key]:
+            c.count("never_reached")
+        elif reached[key] - {a.message_id}:
+            c.count("shares_its_request_id")
+        else:
+            c.count("refusable")
+            for r in answers[key][:1]:
+                c.violation(f"{a.target_node_id} ({mode} mode) answered {a.request_id}, an "
+                            f"attack ({a.attack}: {a.how}) an honest verifier calls "
+                            f"{a.honest_verdict}: it was admitted", a, r)
+
+
 @rule("DESIGN §11: what a node reports of its own traffic is what crossed its wire")
 def reports_match_the_wire(h: History, c: Collector) -> None:
     """For every tapped node: each message it reports PUBLISHED went out over its wire,
@@ -280,9 +324,10 @@ WIRE_EVIDENCE = Checker(
     "wire_evidence", "Judged from the packets that crossed each tapped node's connection, not "
     "from what the node says: a persistent session and its own will, its own inbox only, "
     "targeted messages to the inbox they name, responses to the replyNodeId, stream seqs "
-    "that never repeat, every message taken acknowledged — and the node's own account of "
-    "its traffic true to the wire.",
+    "that never repeat, every message taken acknowledged, no answer to what its mode must "
+    "refuse — and the node's own account of its traffic true to the wire.",
     (connects_with_its_session_and_will, subscribes_to_its_own_inbox,
      publishes_to_the_inbox_it_names, responses_return_to_the_requester,
-     frames_never_repeat_a_seq, acknowledges_what_it_takes, reports_match_the_wire),
+     frames_never_repeat_a_seq, acknowledges_what_it_takes, refused_requests_get_no_answer,
+     reports_match_the_wire),
     _untapped, needs="wire")

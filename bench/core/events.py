@@ -754,6 +754,7 @@ class RunStarted(Event):
     node_hosting: str | None = None
     task_timeout_ms: int | None = None  # the task watchdog every node was configured with
     run_id: str | None = None          # an isolated run: in its client ids and topic prefix
+    auth_mode: str | None = None       # the admission mode every node was configured with
 
 
 @dataclass(frozen=True, slots=True)

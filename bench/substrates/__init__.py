@@ -157,7 +157,7 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
     """The first event of every run."""
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
-                      scenario.workload.task_timeout_ms, run_id)
+                      scenario.workload.task_timeout_ms, run_id, scenario.auth.mode.value)
 
 
 def open_deployment(mode: Mode, scenario: Scenario, variant: Variant, recorder: Recorder,

@@ -113,6 +113,54 @@ def test_each_wire_rule_fails_on_a_real_history_mutated_as_a_bug_would(
     assert {c["rule"] for c in v.counterexamples} == {rule}, v.counterexamples
 
 
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory: pytest.TempPathFactory) -> Lines:
+    """The attacks scenario (strict mode: forged senders, a replay) with every node tapped."""
+    out = tmp_path_factory.mktemp("attacked")
+    result = run_scenario(compressed("attacks", 12), REFERENCE, out, mode="live",
+                          options=Options(broker="amqtt", wire_tap=True))
+    [v] = [v for v in result.verdicts if v.name == "wire_evidence"]
+    assert v.value.value == "true" and v.counts.get("refusable", 0) > 0, v.counts
+    return [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+
+
+def _answer_a_refused_attack(lines: Lines) -> None:
+    """The node answered an attack its mode refuses (as if it had admitted it)."""
+    reached = {(e["node"], e.get("messageId")) for e in _wire(lines, packet="PUBLISH", direction="in")}
+    a = next(e for e in lines if e["kind"] == "attack_sent" and e["honestVerdict"] != "VERIFIED"
+             and e.get("requestId") and (e["targetNodeId"], e["messageId"]) in reached)
+    answer = copy.deepcopy(_wire(lines, packet="PUBLISH", direction="out",
+                                 messageType="TASK_RESPONSE")[0])
+    answer.update(node=a["targetNodeId"], requestId=a["requestId"], messageId="forged-answer")
+    lines.insert(lines.index(a) + 1, answer)
+
+
+#: the rules whose mutation needs the attacks scenario's history, not the quickstart's
+ATTACK_MUTATIONS: dict[str, tuple[Callable[[Lines], None], str]] = {
+    "an attack answered": (_answer_a_refused_attack, "refused_requests_get_no_answer"),
+}
+
+
+def test_an_answer_to_a_refused_attack_fails_the_wire(attacked: Lines) -> None:
+    mutate, rule = ATTACK_MUTATIONS["an attack answered"]
+    lines = copy.deepcopy(attacked)
+    mutate(lines)
+    [v] = judge(History.from_lines([{**e, "seq": i + 1} for i, e in enumerate(lines)]),
+                ["wire_evidence"])
+    assert v.value.value == "false" and v.rules[rule]["violations"] >= 1, v.rules
+    assert {c["rule"] for c in v.counterexamples} == {rule}, v.counterexamples
+
+
+def test_strict_mode_that_trusts_claims_answers_forgeries_on_the_wire(tmp_path: Path) -> None:
+    """The seeded defect strict_trusts_claims admits what claims to be signed: its answers
+    to forged requests cross the wire, whatever it says it admitted."""
+    result = run_scenario(compressed("attacks", 12), VARIANTS["strict_trusts_claims"], tmp_path,
+                          mode="live", options=Options(broker="amqtt", wire_tap=True))
+    [v] = [v for v in result.verdicts if v.name == "wire_evidence"]
+    rule = "refused_requests_get_no_answer"
+    assert v.value.value == "false" and v.rules[rule]["violations"] >= 1, (v.rules, v.counts)
+
+
 @pytest.mark.parametrize(("variant", "rule"), [
     ("agent_id_as_node_id", "publishes_to_the_inbox_it_names"),
     ("reply_to_from_agent", "responses_return_to_the_requester"),
