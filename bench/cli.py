@@ -285,8 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "roster), then print each rule of docs/PROTOCOL.md as PASS, FAIL or UNKNOWN\n"
                     "with its evidence. Exit 0 all PASS (or UNKNOWN only where the node declares\n"
                     "it leaves that part out), 1 some FAIL, 2 some other UNKNOWN. About 2 minutes.",
-        epilog="example: a2a-bench conform examples/rust-node/target/release/a2a-rust-node\n"
-               "         a2a-bench conform 'python -m bench.substrates.live.node_process'",
+        epilog="example: a2a-bench conform ./my-node\n"
+               "         a2a-bench conform './my-node --verbose'   (one argument: quote it)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     cf.add_argument("cmd", metavar="CMD", help="the node's command line (one argument; quote it)")
     cf.add_argument("--broker", choices=["amqtt", "mosquitto"], default="amqtt",

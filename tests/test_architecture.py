@@ -72,6 +72,8 @@ LAYERS = {
     "explore": {"spec", "faults", "workload", "variants", "checks", "run", "explore"},
     "run": {"core", "checks", "faults", "history", "loop", "metrics", "report", "spec", "substrates",
             "variants", "workload", "run"},
+    # conform runs scenarios as `run` would and reads only their verdicts
+    "conform": {"checks", "run", "spec", "substrates", "variants", "conform"},
 }
 
 

@@ -112,7 +112,7 @@ def test_faults_by_the_engine_and_through_the_gateway_proxy_give_the_expected_ve
     result = run_scenario(scenario, REFERENCE, tmp_path, mode=Mode.DOCKER,
                           options=Options(broker="mosquitto"))
     wrong = {v.name: (v.value.value, v.counterexamples[:1]) for v in result.verdicts
-             if v.value.value != scenario.expect_for("mosquitto").get(v.name, "true")}
+             if v.value.value != result.summary["expect"].get(v.name, "true")}
     assert not wrong
     fired = [line for line in (tmp_path / "history.jsonl").read_text().splitlines()
              if '"fault_fired"' in line]
@@ -189,7 +189,7 @@ def test_an_unplugged_cable_takes_the_container_off_the_network_and_back(tmp_pat
     result = run_scenario(scenario, REFERENCE, tmp_path, mode=Mode.DOCKER,
                           options=Options(broker="mosquitto"))
     wrong = {v.name: (v.value.value, v.counterexamples[:1]) for v in result.verdicts
-             if v.value.value != scenario.expect_for("mosquitto").get(v.name, "true")}
+             if v.value.value != result.summary["expect"].get(v.name, "true")}
     assert not wrong
     history = (tmp_path / "history.jsonl").read_text()
     assert '"network disconnected (unplugged)"' in history and '"network connected"' in history
@@ -277,7 +277,7 @@ def test_on_a_swarm_the_run_network_is_an_overlay_and_the_proxy_faults_reach_it(
     result = run_scenario(scenario, REFERENCE, tmp_path, mode=Mode.DOCKER,
                           options=Options(broker="mosquitto", swarm=True), say=look)
     wrong = {v.name: (v.value.value, v.counterexamples[:1]) for v in result.verdicts
-             if v.value.value != scenario.expect_for("mosquitto").get(v.name, "true")}
+             if v.value.value != result.summary["expect"].get(v.name, "true")}
     assert not wrong
     assert "overlay" in seen
     history = (tmp_path / "history.jsonl").read_text()

@@ -64,7 +64,7 @@ def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
                           options=Options(broker=broker, hosting=Hosting(nodes)))
     expect = {k: {"true", "false"} if v == "either" else {v}
-              for k, v in scenario.expect_for(broker).items()}
+              for k, v in result.summary["expect"].items()}
     wrong = {v.name: (v.value.value, v.counterexamples[:2], v.note) for v in result.verdicts
              if v.value.value not in expect.get(v.name, {"true"})}
     if broker == "amqtt" and wrong:

@@ -32,11 +32,26 @@ def test_executors_started_by_a_command_run_beside_an_inproc_orchestrator(tmp_pa
 
 
 def test_a_node_process_that_ends_by_itself_is_a_crash_in_the_history(tmp_path: Path) -> None:
-    """The executors' command runs the reference node for 2 s, then SIGKILLs it and exits 1
-    (a foreign node dying mid-run): each is journaled as node_crashed with the exit status,
-    and robustness names it — where before the history said nothing."""
-    script = tmp_path / "dies.sh"
-    script.write_text(f"#!/bin/sh\ntimeout -s KILL 2 {' '.join(REFERENCE_COMMAND)}\nexit 1\n")
+    """The executors' command runs the reference node until it has registered, then
+    SIGKILLs it and exits 1 (a foreign node dying mid-run): each is journaled as
+    node_crashed with the exit status, and robustness names it — where before the history
+    said nothing. (It waits for the registration, not for a time: on a loaded machine a
+    node may take seconds to come up.)"""
+    script = tmp_path / "dies.py"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import subprocess, sys, threading, time\n"
+        f"node = subprocess.Popen({list(REFERENCE_COMMAND)!r}, stdout=subprocess.PIPE)\n"
+        "def die():\n"
+        "    time.sleep(0.5)\n"
+        "    node.kill()\n"
+        "for line in node.stdout:\n"
+        "    sys.stdout.buffer.write(line)\n"
+        "    sys.stdout.flush()\n"
+        "    if b'executors_registered' in line:\n"
+        "        threading.Thread(target=die).start()\n"
+        "node.wait()\n"
+        "sys.exit(1)\n")
     script.chmod(0o755)
     scenario = compressed("quickstart", 4).with_node_command("executor", (str(script),))
     result = run_scenario(scenario, REFERENCE, tmp_path / "run", mode="live",
