@@ -77,7 +77,11 @@ from bench.substrates.log import RunLog
 from bench.variants import Variant
 from bench.workload import Op, RequestOp, TabOp, op_kind, op_to_json
 
-SELF_CHECK_TIMEOUT_S = 20.0
+#: How long a deployment waits for every node's self-check, beyond its expected start-up.
+#: It ends as soon as the last node registers, so only a node that never comes up costs
+#: it: 20 s was once too little for a container on a 2-core machine running the suite's
+#: eight workers beside docker (seen: memory_dedup_60s in docker, exec-3).
+SELF_CHECK_TIMEOUT_S = 45.0
 #: How long the history must have been quiet before a drain stops.
 QUIET_MS = 300
 #: How long a restarted node may take to register its executors again.
