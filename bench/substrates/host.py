@@ -261,8 +261,8 @@ class NodeHost(ABC):
 
     # -- what the agents and people do (the one Behaviour, every substrate) ------------------------
     # Unless the bench plays them (`agents_by_bench`: a node not written in this package
-    # cannot draw from the seed as Behaviour does): the bench then reads the node's
-    # task_executed, step_started and human_asked events and sends the same plans as lines.
+    # cannot draw from the seed as Behaviour does): the node then reports agent_called, and
+    # the bench, cued by it and by step_started and human_asked, sends the same plans as lines.
     def execute(self, cmd: Execute) -> None:
         if self.agents_by_bench:
             self.record(ev.AgentCalled(cmd.task_id, cmd.agent_id, cmd.conversation_id))
