@@ -625,6 +625,14 @@ def _run(args: argparse.Namespace) -> int:
                f" on {args.broker}, every node in a container" +
                (" on a swarm's overlay network" if args.swarm else "") if mode == "docker" else
                f" (broker model {scenario.topology.broker.value})"))
+        own: dict[str, list[str]] = {}
+        for n in scenario.topology.nodes:
+            if n.external:   # anyone's node: say so, or a user may think theirs never ran
+                own.setdefault(shlex.join(n.command) if n.command else f"image {n.image}",
+                               []).append(n.id)
+        for how, ids in own.items():
+            print(f"  {', '.join(ids)}: your node ({how}), not the reference; its agents "
+                  "played by the bench, its wire tapped")
 
     def terminated(_signum: int, _frame: object) -> None:
         raise Interrupted("SIGTERM")
