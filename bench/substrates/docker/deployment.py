@@ -48,6 +48,9 @@ BROKER_PORT = 1883       # inside the network
 RUN = f"{LABEL}.run"     # label: the run id
 PID = f"{LABEL}.pid"     # label: the bench process that made it
 KEEP = f"{LABEL}.keep"   # label: left up on purpose (--keep): no later run removes it
+#: How long a killed node's `docker start -ai` may take to pass on the last lines its node
+#: wrote, and end by itself, before the bench kills it too.
+ATTACH_DRAIN_S = 5.0
 
 
 def engine() -> Any:
@@ -288,6 +291,12 @@ class ContainerNode(ProcessNode):
         if self.proc is not None and self.proc.returncode is None and self.container is not None:
             container = self.container
             await asyncio.get_running_loop().run_in_executor(None, container.kill)
+            # what the node wrote before it died is still on its way through the attach
+            # stream: `docker start -ai` ends by itself once it has passed it all on.
+            # Killing it at once lost those lines on a loaded machine (a task's SUBMITTED
+            # and RUNNING, so the restored task looked as if it never started).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), ATTACH_DRAIN_S)
         await super().crash()
         return "SIGKILL (docker kill)"
 
