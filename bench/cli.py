@@ -333,15 +333,20 @@ def _missing_images(scenario: Scenario) -> list[str]:
     return missing
 
 
-def _command_line(command: str, given: str, role: str = "executor") -> tuple[str, ...] | None:
-    """A node's command line, or None once the one line saying why not is printed."""
+def _command_line(command: str, given: str, role: str | None = None) -> tuple[str, ...] | None:
+    """A node's command line (for `role`, when given as ROLE=CMD), or None once the one
+    line saying why not is printed."""
     try:
         argv = tuple(shlex.split(command))
     except ValueError as exc:
         argv, why = (), str(exc)
     else:
         why = "an empty command"
-    if role not in ("orchestrator", "executor") or not argv:
+    if role is None and not argv:
+        print(f"a2a-bench: {given}: expected a command line, the program then its "
+              f"arguments (got {why})", file=sys.stderr)
+        return None
+    if role is not None and (role not in ("orchestrator", "executor") or not argv):
         got = why if role in ("orchestrator", "executor") else f"role {role!r}"
         print(f"a2a-bench: {given}: expected ROLE=CMD, ROLE orchestrator "
               f"or executor and CMD a command line (got {got})", file=sys.stderr)
