@@ -12,7 +12,6 @@ accounts for, is caught however honest its report looks.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.delivery import fault_windows
@@ -63,22 +62,24 @@ def _matches(flt: str, t: list[str]) -> bool:
     return len(f) == len(t)
 
 
-def _connections(h: History, node: str) -> Iterator[list[Wire]]:
-    """The node's wire events, one list per connection (each starts at a CONNECT out)."""
-    current: list[Wire] = []
+def _by_connection(h: History) -> dict[str, list[list[Wire]]]:
+    """Each tapped node's wire events, one list per connection (each starts at a CONNECT
+    out), in one pass over the history (several rules walk them node by node)."""
+    out: dict[str, list[list[Wire]]] = defaultdict(list)
     for e in h.of(Wire):
-        if e.node != node:
-            continue
-        if e.packet == "CONNECT" and current:
-            yield current
-            current = []
-        current.append(e)
-    if current:
-        yield current
+        conns = out[e.node]
+        if not conns or (e.packet == "CONNECT" and conns[-1]):
+            conns.append([])
+        conns[-1].append(e)
+    return dict(out)
+
+
+def _connections(h: History, node: str) -> list[list[Wire]]:
+    return h.memo(_by_connection).get(node, [])
 
 
 def _tapped(h: History) -> list[str]:
-    return sorted({e.node for e in h.of(Wire)})
+    return sorted(h.memo(_by_connection))
 
 
 @rule("W-MQTT-2, W-MQTT-3: a persistent session, and a will on the node's own directory topic")
