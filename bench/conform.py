@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.checks import NOTHING, Verdict
+from bench.checks import NOT_APPLICABLE, NOTHING, Verdict
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import Options
@@ -144,13 +144,18 @@ class Row:
     status: str          # PASS FAIL UNKNOWN
     evidence: str
 
+    @property
+    def declared_out(self) -> bool:
+        """UNKNOWN only because the node declares it leaves that part out."""
+        return self.status == "UNKNOWN" and NOT_APPLICABLE in self.evidence
+
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule.ids, "what": self.rule.what, "status": self.status,
                 "evidence": self.evidence, "judgedBy": list(self.rule.judged_by)}
 
 
 def _vacuous(v: Verdict) -> bool:
-    return v.note.startswith(NOTHING) or v.note.startswith("not applicable")
+    return v.note.startswith((NOTHING, NOT_APPLICABLE))
 
 
 def judge_rules(runs: dict[str, list[Verdict]]) -> list[Row]:

@@ -181,6 +181,14 @@ def checkers() -> dict[str, Checker]:
 #: node_started as `features`; a node that declares none implements them all. ("wire",
 #: which a checker may also need, is not the node's: it is whether the run tapped it.)
 FEATURES = ("tasks", "relay", "processes", "gates", "requests")
+#: The note of a verdict that judged nothing because a node declared that part out.
+NOT_APPLICABLE = "not applicable: "
+
+
+def declared_without(history: History, feature: str) -> set[str]:
+    """The nodes whose node_started declares features that leave `feature` out."""
+    return {e.node for e in history.of(NodeStarted)
+            if e.features is not None and feature not in e.features}
 
 
 def not_applicable(history: History, verdicts: list[Verdict]) -> dict[str, str]:
@@ -188,11 +196,6 @@ def not_applicable(history: History, verdicts: list[Verdict]) -> dict[str, str]:
     what they judge (a Rust executor with no process instances runs no gates), or because
     the run gathered no evidence of their kind (no node behind a wire tap): expected
     UNKNOWN, with the reason in their note, rather than counted as untested."""
-    lacking: dict[str, set[str]] = defaultdict(set)
-    for e in history.of(NodeStarted):
-        if e.features is not None:
-            for f in set(FEATURES) - set(e.features):
-                lacking[f].add(e.node)
     found = checkers()
     out = {}
     for v in verdicts:
@@ -201,9 +204,9 @@ def not_applicable(history: History, verdicts: list[Verdict]) -> dict[str, str]:
             continue
         if needs == "wire":   # the run gathered no wire evidence: nothing of a node's fault
             out[v.name] = Value.UNKNOWN.value
-        elif needs in lacking:
-            nodes = ", ".join(sorted(lacking[needs]))
-            v.note = (f"not applicable: {nodes} declare{'s' if len(lacking[needs]) == 1 else ''} "
+        elif needs is not None and (lacking := declared_without(history, needs)):
+            nodes = ", ".join(sorted(lacking))
+            v.note = (f"{NOT_APPLICABLE}{nodes} declare{'s' if len(lacking) == 1 else ''} "
                       f"no {needs} (node_started.features); {v.note}")
             out[v.name] = Value.UNKNOWN.value
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from bench.checks import Checker, Collector, rule
+from bench.checks import Checker, Collector, declared_without, rule
 from bench.core.events import (
     AttackSent,
     Event,
@@ -113,8 +113,7 @@ def hostile_input_refused(h: History, c: Collector) -> None:
         if o.message_type == "TASK_RESPONSE" and o.request_id:
             answers.setdefault((o.node, o.request_id), o)
     crashed = {e.node for e in h.of(NodeCrashed)}
-    no_processes = {e.node for e in h.of(NodeStarted)
-                    if e.features is not None and "processes" not in e.features}
+    no_processes = declared_without(h, "processes")
     late = h.end_ms - 3_000
     for a in attacks:
         node, rid = a.target_node_id or "", a.request_id or ""
