@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.core.events import HumanClicked
 from bench.core.inputs import (
     FlowEmitted,
     GroupEventRequested,
@@ -404,6 +405,14 @@ class Behaviour:
 #: host tells the core when the node plays them itself: one translation for both.
 AGENT_OPS = ("task_finished", "flow", "step_finished", "human_decided")
 Plan = list[tuple[float, dict[str, Any]]]
+
+
+def click_of(op: dict[str, Any]) -> HumanClicked | None:
+    """What the journal says of an agent operation as it is made: a person's click (the
+    node never reports it; whoever plays the people does)."""
+    if op["op"] != "human_decided":
+        return None
+    return HumanClicked(op["gate_id"], op["decision"], op["click"])
 
 
 def agent_input(op: dict[str, Any], now_ms: int) -> Input:

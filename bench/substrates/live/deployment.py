@@ -75,7 +75,7 @@ from bench.substrates.live.proxy import FaultProxy
 from bench.substrates.live.takeovers import TakeoverWatch
 from bench.substrates.log import RunLog
 from bench.variants import Variant
-from bench.workload import Op, RequestOp, TabOp, op_kind, op_to_json
+from bench.workload import Op, RequestOp, TabOp, click_of, op_kind, op_to_json
 
 #: How long a deployment waits for every node's self-check, beyond its expected start-up.
 #: It ends as soon as the last node registers, so only a node that never comes up costs
@@ -199,8 +199,6 @@ class ProcessNode:
         self.proc = standby if standby is not None and standby.returncode is None \
             else await self._spawn()
         self._ending = False
-        if self.agents is not None:
-            self.agents.forget()
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps(self.spec.to_json()) + "\n").encode())
         await self.proc.stdin.drain()
@@ -313,9 +311,8 @@ class BenchAgents:
     def _tell(self, generation: int, op: dict[str, Any]) -> None:
         if generation != self.generation:
             return
-        if op["op"] == "human_decided":
-            self.node.log.record(self.node.node_id,
-                                 ev.HumanClicked(op["gate_id"], op["decision"], op["click"]))
+        if (click := click_of(op)) is not None:
+            self.node.log.record(self.node.node_id, click)
         self.node.send(op)
 
 
