@@ -563,8 +563,8 @@ def _run(args: argparse.Namespace) -> int:
               f"Docker engine: build it first (docker build -t {missing[0]} …); "
               f"`docker images` lists what is", file=sys.stderr)
         return EXIT_INVALID
-    if scenario.external_nodes and mode != "live":
-        print(f"a2a-bench: {', '.join(scenario.external_nodes)} run a command of their own "
+    if scenario.command_nodes and mode != "live":
+        print(f"a2a-bench: {', '.join(scenario.command_nodes)} run a command of their own "
               f"(--node-command, or command = [...] in the topology): that is --mode live "
               f"only (the simulator runs the reference core; docker runs the bench's image)",
               file=sys.stderr)

@@ -153,7 +153,7 @@ class Scenario:
                                         gate_timeout_ms=max(3_000, int(self.workload.gate_timeout_ms * f))))
 
     @property
-    def external_nodes(self) -> tuple[str, ...]:
+    def command_nodes(self) -> tuple[str, ...]:
         """The nodes a command of their own starts (not the reference)."""
         return tuple(n.id for n in self.topology.nodes if n.command)
 

@@ -28,7 +28,7 @@ def test_executors_started_by_a_command_run_beside_an_inproc_orchestrator(tmp_pa
     assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
                                          for v in result.verdicts]
     assert result.metrics["outcomes"].get("COMPLETED", 0) >= 10
-    assert scenario.external_nodes == ("exec-1", "exec-2", "exec-3")
+    assert scenario.command_nodes == ("exec-1", "exec-2", "exec-3")
 
 
 def test_a_node_process_that_ends_by_itself_is_a_crash_in_the_history(tmp_path: Path) -> None:
