@@ -582,3 +582,26 @@ def test_a_frozen_node_is_not_late_to_flush_for_the_time_it_was_frozen(tmp_path:
                                      and e["seq"] > healed["seq"])]
     v = checkers()["duplicate_execution"](from_lines(renumbered(kept)))
     assert v.rules["ledger_flushed_on_time"]["violations"] == 1, v.rules
+
+
+def test_a_bad_definition_is_judged_except_on_a_node_that_declares_no_process_instances(
+        runs: dict[str, Lines]) -> None:
+    """hostile_input_refused: a task whose process definition the grammar rules out must end
+    FAILED; the one exemption is a node whose node_started declares it runs no process
+    instances (to it the payload is opaque)."""
+    from bench.checks.robustness import HOSTILE_REPLY
+    lines = copy.deepcopy(runs["hostile_input"])
+    a = lines[where(lines, "attack_sent", lambda e: e["how"] not in HOSTILE_REPLY and any(
+        x["kind"] == "inbound_admitted" and x["messageId"] == e["messageId"] for x in lines))]
+    end = lines[where(lines, "task_state", lambda e: e["taskId"] == a["requestId"]
+                      and e["state"] == "FAILED")]
+    end["state"], end["error"] = "COMPLETED", None
+    checker = checkers()["robustness"]
+    v = checker(from_lines(renumbered(lines)))
+    assert v.rules["hostile_input_refused"]["violations"] >= 1, v.rules
+    for e in lines:
+        if e["kind"] == "node_started" and e["node"] == a["targetNodeId"]:
+            e["features"] = ["tasks", "relay"]
+    v = checker(from_lines(renumbered(lines)))
+    assert v.rules["hostile_input_refused"]["violations"] == 0, v.counterexamples
+    assert v.counts.get("definition_opaque_to_a_node_without_processes", 0) >= 1
