@@ -197,7 +197,7 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
     finally:
         recorder.close()  # whatever happened, the history recorded so far is on disk
     summary |= _timing(stats["simulated_ms"], time.perf_counter() - wall0,
-                       len(recorder.events)) | {"stats": stats}
+                       recorder.count) | {"stats": stats}
     return judge_run(out_dir, summary, scenario.duration_ms)
 
 

@@ -63,7 +63,7 @@ def run_exchange(out_dir: Path, mode: AuthMode, version: SignatureVersion, reque
                    agent_keys={"fin.orchestrator": Secret(secrets.token_hex(16)),
                                "llm.tax": Secret(secrets.token_hex(16))})
     auth = AuthConfig(mode, keys, version)
-    recorder = Recorder(out_dir / "history.jsonl")
+    recorder = Recorder(out_dir / "history.jsonl", keep=True)
 
     def executor(cmd: Execute) -> tuple[int, bool, Json, str | None]:
         slow = isinstance(cmd.payload, dict) and cmd.payload.get("slow")

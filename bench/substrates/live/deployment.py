@@ -61,7 +61,7 @@ from bench.faults.primitives import (
     WipeRoster,
     WithholdPuback,
 )
-from bench.history import Recorder
+from bench.history import Line, Recorder
 from bench.spec.distribution import rng_for
 from bench.spec.scenario import Mode, Scenario
 from bench.spec.topology import Topology
@@ -391,6 +391,13 @@ class LiveDeployment:
         self._restart: asyncio.subprocess.Process | None = None
         self.takeovers = TakeoverWatch(self.record, self.call_later)
         self.log.observers.append(self.takeovers.observe)
+        #: every client id a node connected with (an isolated run clears their sessions)
+        self.client_ids: set[str] = set()
+        self.log.observers.append(self._note_client)
+
+    def _note_client(self, _node: str, event: ev.Event, _t_ms: float) -> None:
+        if isinstance(event, ev.MqttConnected):
+            self.client_ids.add(event.client_id)
 
     # -- the Deployment interface ----------------------------------------------------------------
     def start(self) -> list[str]:
@@ -515,9 +522,9 @@ class LiveDeployment:
         the retained announcement of every node."""
         from bench.substrates.live.facts import RawClient
         b = self.broker
-        ids = {line.fields["clientId"] for line in self.log.recorder.of_kind("mqtt_connected")}
+        ids = set(self.client_ids)
         ids |= {link.client_id for link in self.links.values()}
-        retained = [n.spec.config.topics.directory(n.node_id) for n in self.nodes.values()]
+        retained = [n.spec.config.directory_topic for n in self.nodes.values()]
 
         async def clear(client_id: str, topics: list[str]) -> None:
             c = await RawClient.connect(b.host, b.port, client_id, clean=True,
@@ -592,15 +599,20 @@ class LiveDeployment:
         for spec in specs:
             self.nodes[spec.config.node_id] = self._make_node(spec)
         ready = {n: self._watch(_registered(n)) for n in self.nodes}
-        # side by side: a container or a process takes a moment to start, and a 60-node
-        # deployment started one by one took 21 s in docker
-        await asyncio.gather(*(node.start() for node in self.nodes.values()))
-        # a start returns once the process or container is launched, not running: the
-        # self-check waits as long again as the nodes are expected to take to come up, twice
-        # (100 containers on a loaded machine came up over 37 s)
-        _done, pending = await asyncio.wait(
-            ready.values(), timeout=SELF_CHECK_TIMEOUT_S + 2 * self._startup_s(len(specs)))
-        events = [e.to_json() for e in self.log.recorder.events]
+        seen: list[Line] = []    # the start-up's lines (the recorder keeps none)
+        self.log.recorder.observers.append(seen.append)
+        try:
+            # side by side: a container or a process takes a moment to start, and a 60-node
+            # deployment started one by one took 21 s in docker
+            await asyncio.gather(*(node.start() for node in self.nodes.values()))
+            # a start returns once the process or container is launched, not running: the
+            # self-check waits as long again as the nodes are expected to take to come up,
+            # twice (100 containers on a loaded machine came up over 37 s)
+            _done, pending = await asyncio.wait(
+                ready.values(), timeout=SELF_CHECK_TIMEOUT_S + 2 * self._startup_s(len(specs)))
+        finally:
+            self.log.recorder.observers.remove(seen.append)
+        events = [e.to_json() for e in seen]
         lines: list[str] = []
         failed = []
         for n in self.nodes:

@@ -1,0 +1,53 @@
+"""The history's text is what `json.dumps(sort_keys=True, separators=(",", ":"))` writes,
+byte for byte, though orjson writes it: wherever orjson would write otherwise, the stdlib
+does."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.history import dumps_line, loads_line
+
+
+def stdlib(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+TRICKY = [
+    {"tMs": 1e-05, "x": 1.5e-07, "y": -3e-300, "z": 0.0001},      # orjson: 0.00001, 1.5e-7
+    {"a": math.nan, "b": math.inf, "c": -math.inf},                # orjson: null
+    {"big": 2 ** 70, "neg": -(2 ** 64)},                           # orjson refuses
+    {"s": "caf\u00e9", "t": "\u2028", "u": "\U0001f600"},          # stdlib escapes non-ASCII
+    {"del": "a\x7fb", "ctl": "\x00\x1f\n"},                        # DEL: stdlib escapes it
+    {"lone": "\ud800"},                                            # orjson refuses
+    {"nested": {"z": [1, {"b": 2, "a": 1.0}], "a": None}, "t": (1, 2)},
+    {"s": "looks like :0.00001 or ,1e-7 inside a string"},
+    {"f": 1e16, "g": 123456789.125, "h": -0.0, "i": 1e22},
+]
+
+
+@pytest.mark.parametrize("value", TRICKY)
+def test_tricky_values_are_written_as_the_stdlib_writes_them(value: dict[str, object]) -> None:
+    assert dumps_line(value) == stdlib(value)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12)
+
+
+@given(st.dictionaries(st.text(), json_values, max_size=6))
+def test_any_line_is_written_as_the_stdlib_writes_it(value: dict[str, object]) -> None:
+    assert dumps_line(value) == stdlib(value)
+
+
+@given(st.dictionaries(st.text(), json_values, max_size=6))
+def test_a_line_reads_back_as_the_stdlib_reads_it(value: dict[str, object]) -> None:
+    text = stdlib(value)
+    assert stdlib(loads_line(text)) == stdlib(json.loads(text))
