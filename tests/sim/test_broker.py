@@ -6,14 +6,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import simpy
-
 from bench.core.events import to_fields
 from bench.spec.brokers import BEHAVIOURS, CLIENT
 from bench.spec.distribution import fixed
 from bench.spec.topology import LinkSpec
 from bench.substrates.sim.broker import Connection, Message, Redelivery, SimBroker
 from bench.substrates.sim.link import Link
+from bench.substrates.sim.timers import SimEnvironment
 
 
 class Fake:
@@ -32,8 +31,8 @@ class Fake:
         self.lost.append(reason)
 
 
-def setup(model: str = "generic") -> tuple[simpy.Environment, SimBroker, list[tuple[str, Any]]]:
-    env = simpy.Environment()
+def setup(model: str = "generic") -> tuple[SimEnvironment, SimBroker, list[tuple[str, Any]]]:
+    env = SimEnvironment()
     records: list[tuple[str, Any]] = []
     broker = SimBroker(env, behaviour=BEHAVIOURS[model],
                        record=lambda e: records.append((e.KIND.value, to_fields(e))))

@@ -11,11 +11,10 @@ is the topology's row of `bench.spec.brokers.BEHAVIOURS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+import gc
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, assert_never
-
-import simpy
 
 from bench.core import events as ev
 from bench.core.config import NodeConfig
@@ -59,6 +58,7 @@ from bench.substrates.log import RunLog
 from bench.substrates.sim.broker import Message, Redelivery, SimBroker
 from bench.substrates.sim.host import SimHost
 from bench.substrates.sim.link import Link
+from bench.substrates.sim.timers import SimEnvironment
 from bench.variants import Variant
 from bench.workload import Behaviour, Op, op_input, op_kind
 
@@ -89,7 +89,7 @@ class SimDeployment:
         self.seed = scenario.seed
         self.topology = scenario.topology
         self.clock_origin_ms = clock_origin(scenario.seed)
-        self.env = simpy.Environment()
+        self.env = SimEnvironment()
         self.log = RunLog(recorder, lambda: round(self.env.now, 3))
         self.behaviour = Behaviour(scenario.workload, scenario.seed)
         self.broker = SimBroker(self.env,
@@ -98,8 +98,9 @@ class SimDeployment:
         self.hosts: dict[str, SimHost] = {}
         self._counters: dict[tuple[int, str], int] = {}   # (fault, node) -> counter at arming
         self._taps: dict[int, Callable[[Message], None]] = {}   # fault -> its capture
+        specs = {n.id: n for n in self.topology.nodes}
         for node_id, config in node_configs(scenario).items():
-            self._add(config, self.topology.link_of(self.topology.node(node_id)))
+            self._add(config, self.topology.link_of(specs[node_id]))
         self.log.nodes = set(self.hosts)
 
     def _add(self, config: NodeConfig, link: Any) -> SimHost:
@@ -121,15 +122,19 @@ class SimDeployment:
         return self.env.now
 
     def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
-        self.env.process(self._after(delay_ms, fn))
-
-    def _after(self, delay_ms: float, fn: Callable[[], None]) -> Generator[simpy.Event, Any, None]:
-        yield self.env.timeout(delay_ms)
-        fn()
+        self.env.later(delay_ms, fn)
 
     def run_until(self, t_ms: float) -> None:
         if t_ms > self.env.now:
-            self.env.run(until=t_ms)
+            # A 1,000-node run holds millions of live objects (every node's directory, the
+            # packets in flight); the collector's default thresholds walked them all often
+            # enough to cost 40 % of the run. Nothing here makes garbage cycles quickly.
+            thresholds = gc.get_threshold()
+            gc.set_threshold(100_000, 50, 1000)
+            try:
+                self.env.run(until=t_ms)
+            finally:
+                gc.set_threshold(*thresholds)
 
     def issue(self, op: Op) -> None:
         host = self.hosts[op.node_id]

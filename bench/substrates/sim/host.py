@@ -14,11 +14,9 @@ after one keepalive, and reconnect attempts wait 1 s, then 2 s, as paho's backof
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import simpy
 
 from bench.core import events as ev
 from bench.core.commands import Connect, Publish, Subscribe
@@ -83,7 +81,7 @@ class SimHost(NodeHost):
         return self.env.now
 
     def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
-        self.env.process(self._after(delay_ms, lambda: self._unless_frozen(fn)))
+        self.env.later(delay_ms, lambda: self._unless_frozen(fn))
 
     def _unless_frozen(self, fn: Callable[[], None]) -> None:
         """A frozen process runs nothing — timers, client threads, arriving packets — until
@@ -111,10 +109,6 @@ class SimHost(NodeHost):
                 self._held.append(fn)
             else:
                 fn()
-
-    def _after(self, delay_ms: float, fn: Callable[[], None]) -> Generator[simpy.Event, Any, None]:
-        yield self.env.timeout(delay_ms)
-        fn()
 
     def record(self, event: ev.Event) -> None:
         self.deployment.record(self.node_id, event)
@@ -341,12 +335,11 @@ class SimHost(NodeHost):
         if there is None:
             self._lose(conn)
             return  # stays unacked; resent after the reconnect
-        self.env.process(self._deliver_publish(conn, cmd, key, msg, there))
-
-    def _deliver_publish(self, conn: Connection, cmd: Publish, key: int, msg: Message,
-                         there: float) -> Generator[simpy.Event, Any, None]:
         epoch = self.epoch
-        yield self.env.timeout(there)
+        self.env.later(there, lambda: self._at_broker(conn, cmd, key, msg, epoch))
+
+    def _at_broker(self, conn: Connection, cmd: Publish, key: int, msg: Message,
+                   epoch: int) -> None:
         broker = self.deployment.broker
         if epoch != self.epoch or not conn.alive or not broker.up:
             return
@@ -354,7 +347,9 @@ class SimHost(NodeHost):
         back = conn.transit_ms(self.env.now, "down")
         if back is None:
             return  # PUBACK lost with the link: resent after the reconnect (a duplicate)
-        yield self.env.timeout(back)
+        self.env.now_later(back, lambda: self._puback(conn, cmd, key, epoch))
+
+    def _puback(self, conn: Connection, cmd: Publish, key: int, epoch: int) -> None:
         if epoch != self.epoch or not conn.alive:
             return  # no PUBACK on a closed connection: resent after the reconnect
         conn.last_in_ms = self.env.now
