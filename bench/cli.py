@@ -899,6 +899,12 @@ def _print_result(result: RunResult, as_json: bool) -> None:
         print(f"  latency ms p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  "
               f"max {lat['max']:.1f}; duplicates delivered {m['duplicates_delivered']}, "
               f"executed {m['duplicates_executed']}")
+    d = m.get("directory")
+    if d and d["full_after_ms"]["p50"] is not None:
+        full = d["full_after_ms"]
+        print(f"  directory: {d['to_fill_per_node']['mean']:g} announcements per node to fill it "
+              f"(max {d['to_fill_per_node']['max']}, {d['announcements']} in all); full "
+              f"{full['p50']:.0f} ms after a node's start (p50), {full['max']:.0f} ms (max)")
     relay = m.get("relay")
     if relay and relay["event_latency_ms"]["p50"] is not None:
         el, ttft = relay["event_latency_ms"], relay["time_to_first_token_ms"]

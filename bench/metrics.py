@@ -79,6 +79,7 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
     dup_requests = len(h.of(ev.TaskDuplicate))
     drops = Counter(e.reason for e in h.of(ev.InboundDropped))
     return {
+        "directory": directory_metrics(h),
         "relay": relay_metrics(h),
         "gates": gate_metrics(h),
         "wills_after_silence": will_metrics(h),
@@ -100,6 +101,33 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
         "inbound_drops": dict(sorted(drops.items())),
         "faults_fired": len(h.of(ev.FaultFired)),
     }
+
+
+def directory_metrics(h: History) -> dict[str, Any] | None:
+    """How the mesh's directories filled as it started: for each node's first boot, the
+    announcements it took in until it knew as many nodes as it ever would in that boot, and
+    how long after its start that was. A global directory costs every node one message per
+    node (N² in all); a scoped one, one per node of the namespaces it reads."""
+    boots: dict[str, list[ev.NodeStarted]] = {}
+    for b in h.of(ev.NodeStarted):
+        boots.setdefault(b.node, []).append(b)
+    # node -> [messages so far, most known, messages when it first got there, at t]
+    fill: dict[str, list[float]] = {}
+    for e in h.of(ev.DirectoryUpdated):
+        mine = boots.get(e.node)
+        if not mine or (len(mine) > 1 and e.seq > mine[1].seq):
+            continue     # not the first boot
+        f = fill.setdefault(e.node, [0, -1, 0, 0.0])
+        f[0] += 1
+        if e.known > f[1]:
+            f[1], f[2], f[3] = e.known, f[0], e.t_ms - mine[0].t_ms
+    if not fill:
+        return None
+    taken = [f[2] for f in fill.values()]
+    return {"nodes": len(fill), "announcements": sum(int(f[0]) for f in fill.values()),
+            "to_fill_per_node": {"mean": round(sum(taken) / len(taken), 1),
+                                 "max": int(max(taken))},
+            "full_after_ms": exact_quantiles([f[3] for f in fill.values()])}
 
 
 def overhead(h: History) -> list[float]:

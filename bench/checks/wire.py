@@ -95,7 +95,10 @@ def connects_with_its_session_and_will(h: History, c: Collector) -> None:
         if e.clean_session:
             c.violation(f"{e.node} connected with a clean session: what the broker queued "
                         "for it while it was away is discarded", e)
-        if (e.will_topic or "").split("/")[-2:] != ["directory", e.node]:
+        will = (e.will_topic or "").split("/")
+        # `…/directory/{nodeId}`, or `…/directory/{namespace}/{nodeId}` in a scoped directory
+        if will[-2:] != ["directory", e.node] and (will[-3:-2] != ["directory"]
+                                                   or will[-1] != e.node):
             c.violation(f"{e.node} connected with will topic {e.will_topic!r}, not its own "
                         "directory topic: its peers never learn it went away", e)
 

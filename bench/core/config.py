@@ -23,6 +23,9 @@ class NodeConfig:
     task_timeout_ms: int = 60_000
     request_timeout_ms: int = 30_000
     qos: int = 1
+    #: the namespaces whose directory this node reads; empty: every node's (the default).
+    #: A scoped node announces under its own namespace's level (`Topics.directory`)
+    directory_scope: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         topics = Topics(self.prefix)  # validates the prefix
@@ -40,6 +43,25 @@ class NodeConfig:
             raise ValueError(f"node {self.node_id}: qos={self.qos} must be 0 or 1")
         if self.task_timeout_ms <= 0 or self.request_timeout_ms <= 0:
             raise ValueError(f"node {self.node_id}: timeouts must be > 0")
+        if self.directory_scope and self.namespace not in self.directory_scope:
+            raise ValueError(f"node {self.node_id}: a scoped directory must include the node's "
+                             f"own namespace {self.namespace!r}, got {list(self.directory_scope)}")
+        for ns in self.directory_scope:
+            topics.directory_filter(ns)
+
+    @property
+    def directory_topic(self) -> str:
+        """Where this node's retained announcement lives."""
+        return Topics(self.prefix).directory(self.node_id,
+                                             self.namespace if self.directory_scope else None)
+
+    @property
+    def directory_filters(self) -> tuple[str, ...]:
+        """What this node subscribes to for the directory."""
+        topics = Topics(self.prefix)
+        if not self.directory_scope:
+            return (topics.directory_filter(),)
+        return tuple(topics.directory_filter(ns) for ns in self.directory_scope)
 
     @property
     def effective_client_id(self) -> str:

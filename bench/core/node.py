@@ -114,6 +114,7 @@ class Node:
         self.config = config
         self.node_id = config.node_id
         self.topics = config.topics
+        self.directory_topic = config.directory_topic
         self.state = NodeState.CREATED
         self.boot_id = ""
         self._seq = 0
@@ -235,7 +236,7 @@ class Node:
                                     durable=self.ledger.config.durable,
                                     ttl_ms=self.ledger.config.ttl_ms))
         offline = announcement_for(self.roster, online=False)
-        fx.add(Connect(cfg.effective_client_id, self.topics.directory(self.node_id),
+        fx.add(Connect(cfg.effective_client_id, self.directory_topic,
                        _json_bytes(offline.to_json()), clean_session=not self.persistent_session))
         self.directory.apply(announcement_for(self.roster))
         self.relay.restore(fx, dict(event.restored.streams))
@@ -274,7 +275,7 @@ class Node:
                              "a mute receiver"))
 
     def _on_connected(self, fx: Effects, event: Connected) -> None:
-        filters = (self.topics.inbox(self.node_id), self.topics.directory_filter(),
+        filters = (self.topics.inbox(self.node_id), *self.config.directory_filters,
                    *(self.topics.group(g) for g in self.config.scene_groups))
         fx.add(Subscribe(filters, self.config.qos))
         fx.record(ev.Connected(client_id=self.config.effective_client_id,
@@ -291,7 +292,7 @@ class Node:
     def _announce(self, fx: Effects) -> None:
         ann = announcement_for(self.roster)
         self.directory.apply(ann)
-        fx.add(Publish(self.topics.directory(self.node_id), _json_bytes(ann.to_json()), 1, True,
+        fx.add(Publish(self.directory_topic, _json_bytes(ann.to_json()), 1, True,
                        None))
 
     def _on_timer(self, fx: Effects, timer: TimerId) -> None:

@@ -64,11 +64,19 @@ class Topics:
     def group(self, scene_group_id: str) -> str:
         return f"{self.prefix}/event/A2A/{_segment('sceneGroupId', scene_group_id)}"
 
-    def directory(self, node_id: str) -> str:
-        return f"{self.prefix}/directory/{_segment('nodeId', node_id)}"
+    def directory(self, node_id: str, namespace: str | None = None) -> str:
+        """A node's announcement: one level for every node, or — in a directory scoped by
+        namespace — under its namespace's level."""
+        if namespace is None:
+            return f"{self.prefix}/directory/{_segment('nodeId', node_id)}"
+        return f"{self.prefix}/directory/{_segment('namespace', namespace)}/" \
+            f"{_segment('nodeId', node_id)}"
 
-    def directory_filter(self) -> str:
-        return f"{self.prefix}/directory/+"
+    def directory_filter(self, namespace: str | None = None) -> str:
+        """Every node's announcement, or every one of one namespace."""
+        if namespace is None:
+            return f"{self.prefix}/directory/+"
+        return f"{self.prefix}/directory/{_segment('namespace', namespace)}/+"
 
     def parse(self, topic: str) -> ParsedTopic:
         head = self.prefix + "/"
@@ -81,4 +89,6 @@ class Topics:
             return ParsedTopic(TopicKind.GROUP, parts[2])
         if len(parts) == 2 and parts[0] == "directory" and parts[1]:
             return ParsedTopic(TopicKind.DIRECTORY, parts[1])
+        if len(parts) == 3 and parts[0] == "directory" and parts[1] and parts[2]:
+            return ParsedTopic(TopicKind.DIRECTORY, parts[2])    # scoped by namespace
         return ParsedTopic(TopicKind.FOREIGN, None)

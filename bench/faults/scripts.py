@@ -151,7 +151,7 @@ def empty_directory(spec: FaultSpec, ctx: Context) -> Script:
 
 def directory_wipe(spec: FaultSpec, ctx: Context) -> Script:
     node = spec.params["node"]
-    topic = ctx.config(node).topics.directory(node)
+    topic = ctx.config(node).directory_topic
     yield Inject(_ref(spec), topic, b"", retain=True)
     ctx.fired(Firing("announcement cleared", node, {"topic": topic}))
 

@@ -278,7 +278,8 @@ def _link(raw: Any, where: str) -> LinkSpec:
 def load_topology(path: Path) -> Topology:
     f = _display(path)
     raw = _read_toml(path)
-    top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes"})
+    top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes", "directory"})
+    directory = top.choice("directory", ("global", "namespace"), "global")
     broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model"})
     model = BrokerModel(broker.choice("model", tuple(m.value for m in BrokerModel), "generic"))
     link = _link(raw.get("link", {}), f"{f}: link")
@@ -327,7 +328,7 @@ def load_topology(path: Path) -> Topology:
         seen.add(n.id)
     if not any(n.role is Role.ORCHESTRATOR for n in nodes):
         raise SpecError(f"{f}: nodes: at least one node needs role = \"orchestrator\"")
-    return Topology(top.text("name", path.stem), tuple(nodes), model, link, f)
+    return Topology(top.text("name", path.stem), tuple(nodes), model, link, f, directory)
 
 
 # -- scenarios ---------------------------------------------------------------------------------

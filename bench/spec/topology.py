@@ -81,12 +81,25 @@ class Topology:
     broker: BrokerModel = BrokerModel.GENERIC
     link: LinkSpec = field(default_factory=LinkSpec)
     source: str = ""
+    #: who reads whose announcements: "global" (every node every node's: N² messages as a
+    #: mesh starts) or "namespace" (an executor its own namespace's, an orchestrator every
+    #: namespace it delegates to)
+    directory: str = "global"
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
             if n.id == node_id:
                 return n
         raise KeyError(f"topology {self.name}: no node {node_id!r}")
+
+    def directory_scope(self, node: NodeSpec) -> tuple[str, ...]:
+        """The namespaces whose directory `node` reads (empty: all, on one level)."""
+        if self.directory == "global":
+            return ()
+        if node.role is Role.ORCHESTRATOR:
+            others = sorted({n.namespace for n in self.nodes} - {node.namespace})
+            return (node.namespace, *others)
+        return (node.namespace,)
 
     def link_of(self, node: NodeSpec) -> LinkSpec:
         return node.link or self.link
@@ -97,4 +110,5 @@ class Topology:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "broker": {"model": self.broker.value},
-                "link": self.link.to_json(), "nodes": [n.to_json() for n in self.nodes]}
+                "link": self.link.to_json(), "nodes": [n.to_json() for n in self.nodes],
+                **({"directory": self.directory} if self.directory != "global" else {})}

@@ -143,7 +143,8 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
                       auth=AuthConfig(scenario.auth.mode, keys,
                                       scenario.auth.signature_of(node.id)),
                       task_timeout_ms=scenario.workload.task_timeout_ms,
-                      request_timeout_ms=scenario.workload.request_timeout_ms)
+                      request_timeout_ms=scenario.workload.request_timeout_ms,
+                      directory_scope=scenario.topology.directory_scope(node))
 
 
 def node_configs(scenario: Scenario, run_id: str | None = None) -> dict[str, NodeConfig]:

@@ -53,7 +53,8 @@ class LaunchSpec:
             "node": {"node_id": c.node_id, "namespace": c.namespace, "agents": list(c.agents),
                      "scene_groups": list(c.scene_groups), "client_id": c.client_id,
                      "prefix": c.prefix, "request_timeout_ms": c.request_timeout_ms,
-                     "task_timeout_ms": c.task_timeout_ms},
+                     "task_timeout_ms": c.task_timeout_ms,
+                     **({"directory_scope": list(c.directory_scope)} if c.directory_scope else {})},
             "auth": {"mode": c.auth.mode.value, "version": c.auth.version.value,
                      "max_skew_ms": c.auth.max_skew_ms,
                      "flat": keys.flat_token.reveal().hex() if keys.flat_token else None,
@@ -76,7 +77,8 @@ class LaunchSpec:
                             AuthConfig(AuthMode(a["mode"]), keys, SignatureVersion(a["version"]),
                                        a["max_skew_ms"]),
                             task_timeout_ms=n["task_timeout_ms"],
-                            request_timeout_ms=n["request_timeout_ms"])
+                            request_timeout_ms=n["request_timeout_ms"],
+                            directory_scope=tuple(n.get("directory_scope", ())))
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"],
                           tuple((str(s), str(c)) for s, c in d.get("tabs", [])),
