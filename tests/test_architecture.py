@@ -65,6 +65,7 @@ LAYERS = {
     "tools.exchange": {"core", "storage", "history", "substrates.wire", "tools.exchange"},
     "tools.benchmark": {"core", "spec.distribution", "workload", "substrates.live",
                         "tools.benchmark"},
+    "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools": {"tools"},
     "matrix": {"spec", "variants", "checks", "run", "report", "substrates", "matrix"},
