@@ -179,7 +179,13 @@ class NodeHost(ABC):
         except Exception as exc:   # the node under test failed: a finding, not a dead run
             self.node_raised(exc, event)
             return
-        apply(store, commands)  # write-ahead: durable before anything leaves the node
+        self.durably(store, commands)
+
+    def durably(self, store: Store, commands: list[Command]) -> None:
+        """Make the batch's Persist* commands durable in one transaction, then carry out
+        the rest in order (write-ahead: nothing leaves the node before its batch is on disk).
+        A substrate may commit several batches together (`LiveHost`), never out of order."""
+        apply(store, commands)
         for cmd in commands:
             self.carry_out(cmd)
 

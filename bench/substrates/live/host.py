@@ -2,6 +2,15 @@
 MQTT connection — run on an asyncio loop. The same contract as the simulator's host:
 a batch's Persist* commands are committed before its publishes leave, and a QoS1 message
 is acknowledged only after the batch that handled it is durable.
+
+Batches commit in groups: every batch the node handles in one turn of the loop goes into
+one transaction, committed (one fsync, ~0.6 ms on this machine's disk) when the turn ends;
+then each batch's commands are carried out, and each message acknowledged, in the order
+they came. Alone, a batch waits for nothing more than it did; under load, many batches
+share one fsync. A crash before the commit loses the group — nothing of it was published
+or acknowledged, so the broker redelivers what it handled. (Committing in a thread of its
+own, so that the fsync blocked nothing, measured worse: 284 round trips/s against 385, the
+thread's wake-ups and the GIL costing more than the overlap gave.)
 """
 
 from __future__ import annotations
@@ -13,12 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.core import events as ev
-from bench.core.commands import Connect, Publish, Subscribe
+from bench.core.commands import Command, Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import Connected, MessageReceived, PublishSettled, Started, Subscribed
 from bench.core.node import Node
-from bench.storage import restore
-from bench.storage.files import FileStore
+from bench.storage import Store, restore, stage
+from bench.storage.files import FileStore, FileTransaction
 from bench.substrates.host import NodeHost
 from bench.substrates.live.mqtt import Delivery, MqttLink, Tls
 from bench.workload import Behaviour
@@ -61,6 +70,11 @@ class LiveHost(NodeHost):
         # (link, paho mid) -> the Publish awaiting its PUBACK (mids restart with each client)
         self._pending_mids: dict[tuple[int, int], Publish] = {}
         self._last_connect: Connect | None = None
+        # the group commit: batches handled this turn of the loop, and what waits for them
+        self._txn: FileTransaction | None = None
+        self._group: list[list[Command] | Callable[[], None]] = []
+        self.groups = 0            # commits (a benchmark reads batches per commit)
+        self.batches = 0
 
     # -- what NodeHost asks of a substrate ---------------------------------------------------
     def clock_ms(self) -> float:
@@ -71,6 +85,37 @@ class LiveHost(NodeHost):
 
     def record(self, event: ev.Event) -> None:
         self.sink(self.node_id, event)
+
+    # -- the group commit ------------------------------------------------------------------------
+    def durably(self, store: Store, commands: list[Command]) -> None:
+        assert isinstance(store, FileStore)
+        if self._txn is None:
+            self._txn = store.begin()
+            self.loop.call_soon(self._commit_group, self.epoch, self._txn)
+        stage(self._txn, commands)
+        self._group.append(commands)
+        self.batches += 1
+
+    def after_durable(self, fn: Callable[[], None]) -> None:
+        """Call `fn` once every batch handled so far is on disk (at once if it is)."""
+        if self._txn is None:
+            fn()
+        else:
+            self._group.append(fn)
+
+    def _commit_group(self, epoch: int, txn: FileTransaction) -> None:
+        if epoch != self.epoch or txn is not self._txn:
+            return        # the process died first: nothing of the group reached the disk
+        group, self._group, self._txn = self._group, [], None
+        if txn.records or txn.documents:
+            txn.commit()
+        self.groups += 1
+        for item in group:
+            if callable(item):
+                item()
+            else:
+                for cmd in item:
+                    self.carry_out(cmd)
 
     # -- life -----------------------------------------------------------------------------------
     def boot(self) -> None:
@@ -84,8 +129,10 @@ class LiveHost(NodeHost):
 
     def crash(self) -> None:
         """In-process crash: the node object, its timers, tasks and connection are gone (the
-        broker sees the TCP connection drop and publishes the will); the files stay."""
+        broker sees the TCP connection drop and publishes the will); the files stay, without
+        the group not yet committed."""
         self.forget_process()
+        self._txn, self._group = None, []
         for link in [self.link, *self.extra]:
             if link is not None:
                 link.kill()
@@ -97,6 +144,8 @@ class LiveHost(NodeHost):
             self.store = None
 
     def stop(self) -> None:
+        if self._txn is not None:      # a graceful stop commits what it handled
+            self._commit_group(self.epoch, self._txn)
         self.forget_process()
         for link in [self.link, *self.extra]:
             if link is not None:
@@ -148,7 +197,8 @@ class LiveHost(NodeHost):
             self.second_delivery(link.client_id, d.topic)
         self.feed(MessageReceived(self.now_ms(), d.topic, d.payload, d.qos, d.dup, d.retain,
                                   d.mid))
-        link.ack(d.mid, d.qos)  # only now: the batch that handled it is on disk
+        # only once the batch that handled it is on disk
+        self.after_durable(lambda: link.ack(d.mid, d.qos))
 
     def _on_published(self, link: MqttLink, mid: int) -> None:
         cmd = self._pending_mids.pop((id(link), mid), None)
