@@ -210,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only cells whose id matches (pytest -k), e.g. 'gate and not live'")
     mx.add_argument("--lf", action="store_true", help="only the cells that failed last time")
     mx.add_argument("--junitxml", type=Path, metavar="PATH", help="also write JUnit XML")
+    mx.add_argument("--tx", action="append", default=[], metavar="GATEWAY",
+                    help="run cells on another machine: an execnet gateway, as pytest-xdist "
+                         "takes it (repeatable; '3*ssh=…' is three workers there). The host "
+                         "needs this project checked out and installed, and the gateway "
+                         "starts in that checkout: e.g. ssh=me@hostb//python=/opt/a2a-bench/"
+                         ".venv/bin/python//chdir=/opt/a2a-bench (README: Matrices across machines). Each "
+                         "finished cell comes back into this machine's results folder; -j "
+                         "is then ignored")
     rp = sub.add_parser("report", help="(re)draw plots and report.html for a run folder",
                         description="Draw the plots (PNG and SVG under plots/) and a "
                                     "self-contained report.html for RUN_DIR; for a matrix "
@@ -246,6 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default results/explore-<variant>-s<seed>-<utc>)")
     xp.add_argument("--keep-going", action="store_true",
                     help="spend the whole budget; shrink only the first failure")
+    xp.add_argument("--tx", action="append", default=[], metavar="GATEWAY",
+                    help="run scenarios on another machine, one at a time per gateway: an "
+                         "execnet gateway as for `matrix --tx` (repeatable, '3*ssh=…'); "
+                         "the host needs this project installed where the gateway starts. "
+                         "A failing run comes back into OUT; -j is then the gateway count")
     xp.add_argument("--json", action="store_true", help="print explore.json's summary as JSON")
     bk = sub.add_parser(
         "brokers", help="measure what a broker does where MQTT leaves room (redelivery, DUP, "
@@ -691,7 +704,7 @@ def _run(args: argparse.Namespace) -> int:
 def _matrix(args: argparse.Namespace) -> int:
     import pytest
 
-    from bench.matrix import load_matrix
+    from bench.matrix import finished, load_matrix
     from bench.spec.distribution import SpecError
     try:
         matrix = load_matrix(args.matrix_file)
@@ -715,7 +728,28 @@ def _matrix(args: argparse.Namespace) -> int:
     ini.write_text("[pytest]\nconsole_output_style = classic\n")
     argv = [str(copy), "-c", str(ini), "--rootdir", str(out), "-p", "bench.matrix.plugin",
             "--matrix-out", str(out), "--no-header", "-rfE"]
-    if args.jobs > 1:
+    if args.tx:
+        # every host reads the matrix file and the scenarios at the same place in its own
+        # checkout, runs into its own results folder and ships each cell back
+        source = args.matrix_file
+        if source.is_absolute() or ".." in source.parts or len(source.parts) < 2 \
+                or not source.exists():
+            print(f"a2a-bench: --tx: {args.matrix_file} must be a file in a folder of the "
+                  "project, named relative to it (scenarios/x.matrix.toml): pytest-xdist "
+                  "sends that folder, scenarios/ and topologies/ to every host",
+                  file=sys.stderr)
+            return EXIT_INVALID
+        sent = sorted(d for d in {source.parts[0], "scenarios", "topologies"} if Path(d).is_dir())
+        done = [c.id for c in matrix.cells if finished(out, c) is not None]
+        # one token per option: xdist rewrites every argument that names an existing path
+        # (the matrix file, absolute) relative to the folder it sends
+        argv = [str(source.resolve()), "-o", "console_output_style=classic", "--rootdir=.",
+                "-p", "bench.matrix.plugin", f"--matrix-out={out}", "--matrix-ship",
+                f"--matrix-skip={','.join(done)}", "--no-header", "-rfE", "--dist=load",
+                *(f"--tx={tx}" for tx in args.tx), *(f"--rsyncdir={d}" for d in sent)]
+        if done:
+            print(f"{len(done)} cells finished before: left out")
+    elif args.jobs > 1:
         argv += ["-n", str(args.jobs)]
     else:
         argv += ["-p", "no:xdist"]
@@ -725,8 +759,9 @@ def _matrix(args: argparse.Namespace) -> int:
         argv += ["--lf"]
     if args.junitxml:
         argv += ["--junitxml", str(args.junitxml)]
+    where = f"on {len(args.tx)} gateways" if args.tx else f"{args.jobs} at a time"
     print(f"a2a-bench matrix {args.matrix_file}: {len(matrix.cells)} cells in the file, "
-          f"{args.jobs} at a time -> {out}/")
+          f"{where} -> {out}/")
     return int(pytest.main(argv))
 
 
@@ -752,12 +787,17 @@ def _explore(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     budget = f"{args.runs} scenarios" if args.runs else f"{minutes:g} minutes"
     say = (lambda line: None) if args.json else (lambda line: print("  " + line, flush=True))
+    if args.tx:
+        from bench.explore.hosts import gateways
+        args.jobs = len(gateways(args.tx))
     if not args.json:
+        where = f"on {args.jobs} gateways" if args.tx else f"{args.jobs} at a time"
         print(f"a2a-bench explore: variant {args.variant}, seed {args.seed}, {budget}, "
-              f"{args.jobs} at a time -> {out}/", flush=True)
+              f"{where} -> {out}/", flush=True)
     try:
         e = explore(variant=args.variant, seed=args.seed, runs=args.runs, minutes=minutes,
-                    jobs=args.jobs, out=out, keep_going=args.keep_going, say=say)
+                    jobs=args.jobs, out=out, keep_going=args.keep_going, say=say,
+                    tx=args.tx or None)
     except KeyboardInterrupt:
         print(f"a2a-bench: explore interrupted; the failing runs so far are in {out}/runs",
               file=sys.stderr)

@@ -1,4 +1,5 @@
-"""Run folders: each run writes into a folder no other run ever shares.
+"""Run folders: each run writes into a folder no other run ever shares, and travels whole
+from the machine that ran it to the one that asked (`pack`, `unpack`).
 
 A default name is `<what>-<UTC second>`; two runs started in the same second (two
 terminals, two brokers side by side) must not meet, so a folder is claimed with an atomic
@@ -9,7 +10,10 @@ would restart its nodes from their old data and mix two histories in one file.
 
 from __future__ import annotations
 
+import base64
 import datetime
+import io
+import zipfile
 from pathlib import Path
 
 
@@ -42,3 +46,27 @@ def claim_named(path: Path, flag: str = "--out") -> Path:
                           "one: its nodes would restart from the old data)")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def pack(folder: Path) -> str:
+    """A cell's folder as text a report can carry (zip, base64)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in sorted(folder.rglob("*")):
+            if f.is_file():
+                z.write(f, f.relative_to(folder).as_posix())
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def unpack(text: str, folder: Path) -> None:
+    """Write a packed cell folder into `folder`; cell.json last, as `run_cell` does, so a
+    half-written folder never looks finished."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(io.BytesIO(base64.b64decode(text))) as z:
+        names = sorted(z.namelist(), key=lambda n: n == "cell.json")
+        for name in names:
+            target = (folder / name).resolve()
+            if not target.is_relative_to(folder.resolve()):
+                raise ValueError(f"a shipped cell names a file outside its folder: {name!r}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(z.read(name))

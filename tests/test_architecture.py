@@ -68,9 +68,9 @@ LAYERS = {
     "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools": {"tools"},
-    "matrix": {"spec", "variants", "checks", "run", "report", "substrates", "matrix"},
+    "matrix": {"spec", "variants", "checks", "run", "report", "substrates", "folders", "matrix"},
     # explore writes scenario files and runs them as `run` would: it never reaches into a node
-    "explore": {"spec", "faults", "workload", "variants", "checks", "run", "explore"},
+    "explore": {"spec", "faults", "workload", "variants", "checks", "run", "folders", "explore"},
     "run": {"core", "checks", "faults", "history", "loop", "metrics", "report", "spec", "substrates",
             "variants", "workload", "run"},
     # conform runs scenarios as `run` would and reads only their verdicts

@@ -103,6 +103,33 @@ def test_a_matrix_runs_filters_writes_junit_and_does_not_redo_finished_cells(tmp
     assert (tmp_path / "results" / "small" / "matrix.html").read_text().count("<svg") >= 1
 
 
+def test_cells_run_on_other_hosts_come_back_into_one_results_folder(tmp_path: Path) -> None:
+    """Two execnet gateways stand in for two machines: each starts in a folder of its own
+    (its checkout), runs cells into its own results, and ships each back."""
+    (tmp_path / "mx").mkdir()
+    write(tmp_path / "mx", SMALL)
+    hosts = [tmp_path / "host-a", tmp_path / "host-b"]
+    tx = [f"--tx=popen//python={sys.executable}//chdir={h}" for h in hosts]
+    for h in hosts:
+        h.mkdir()
+    first = matrix_cli(tmp_path, "mx/small.matrix.toml", *tx)
+    assert first.returncode == 0, first.stdout + first.stderr
+    here = tmp_path / "results" / "small" / "cells"
+    assert len([p for p in here.iterdir() if (p / "cell.json").exists()]) == 3
+    ran = {h.name: {p.parent.name for p in (h / "results" / "small" / "cells").glob("*/cell.json")}
+           for h in hosts if (h / "results").exists()}
+    assert sum(len(c) for c in ran.values()) == 3, ran
+    record = json.loads((here / "empty_directory.no_default_executor.own.s1.sim" / "cell.json")
+                        .read_text())
+    assert record["passed"]
+    assert "3 of 3 cells finished; 3 as expected" in \
+        (tmp_path / "results" / "small" / "matrix.md").read_text()
+    again = matrix_cli(tmp_path, "mx/small.matrix.toml", *tx)
+    assert "3 cells finished before: left out" in again.stdout
+    bad = matrix_cli(tmp_path, str(tmp_path / "mx" / "small.matrix.toml"), *tx)
+    assert bad.returncode == 3 and "must be a file in a folder of the project" in bad.stderr
+
+
 def test_a_failing_cell_fails_the_matrix_and_lf_reruns_only_it(tmp_path: Path) -> None:
     body = SMALL + '\n[[group]]\nname = "wrong"\nvariants = ["no_default_executor"]\nscenarios = ["quickstart"]\n'
     path = write(tmp_path, body)

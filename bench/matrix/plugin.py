@@ -4,6 +4,12 @@ runs the cells in parallel and `-k`, `--lf` and `--junitxml` work on cells.
 `a2a-bench matrix` loads it (`-p bench.matrix.plugin`); it can also be used directly:
 `pytest -p bench.matrix.plugin --matrix-out results/x path/to/x.matrix.toml -n 2`.
 A finished cell (its cell.json exists) is not run again: it reports its stored result.
+
+Across machines (`a2a-bench matrix --tx …`, pytest-xdist's own remote workers): each host
+runs its cells in its own checkout's results folder and sends each finished cell back with
+its report (`--matrix-ship`: the folder, zipped, as a report property); the controller
+unpacks it into its own results folder, where the report is drawn. The cells finished
+before are left out (`--matrix-skip`), since no host but this one has them.
 """
 
 from __future__ import annotations
@@ -16,13 +22,28 @@ from typing import Any
 
 import pytest
 
-from bench.matrix import Cell, finished, load_matrix, run_cell
+from bench.folders import pack, unpack
+from bench.matrix import Cell, cell_dir, finished, load_matrix, run_cell
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("a2a-bench matrix")
     group.addoption("--matrix-out", default=None,
                     help="the matrix's results folder (cells land in <it>/cells/)")
+    group.addoption("--matrix-ship", action="store_true",
+                    help="send each finished cell's folder back with its report (remote hosts)")
+    group.addoption("--matrix-skip", default="",
+                    help="cell ids, comma-separated, not to run (finished before)")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    skip = {s for s in str(config.getoption("matrix_skip") or "").split(",") if s}
+    if not skip:
+        return
+    keep = [i for i in items if not (isinstance(i, CellItem) and i.cell.id in skip)]
+    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+    items[:] = keep
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
@@ -64,6 +85,8 @@ class CellItem(pytest.Item):
         self.user_properties.append(("cell", json.dumps({
             "id": self.cell.id, "cached": cached, "passed": record["passed"], "verdicts": short,
             "wall_s": round(time.perf_counter() - t0, 2), "wrong": record["wrong"]})))
+        if self.config.getoption("matrix_ship"):
+            self.user_properties.append(("cell_files", pack(cell_dir(out, self.cell))))
         if not record["passed"]:
             raise CellFailed(record)
 
@@ -85,10 +108,17 @@ class _Progress:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        self._matrix: Path | None = None
         self.total = 0
         self.done = 0
         self.t0 = time.perf_counter()
         self.legend_shown = False
+
+    def matrix_file(self) -> Path:
+        """The matrix file this session runs (the first *.matrix.toml argument)."""
+        if self._matrix is None:
+            self._matrix = next(Path(a) for a in self.config.args if a.endswith(".matrix.toml"))
+        return self._matrix
 
     def _legend(self) -> None:
         """Once, before the first cell: what the letters of a cell's line stand for."""
@@ -120,6 +150,10 @@ class _Progress:
         if report.when != "call" or "cell" not in props:
             return
         info = json.loads(str(props["cell"]))
+        out = self.config.getoption("matrix_out")
+        if "cell_files" in props and out:     # a cell a host ran: into this results folder
+            cell = next(c for c in load_matrix(self.matrix_file()).cells if c.id == info["id"])
+            unpack(str(props["cell_files"]), cell_dir(Path(out), cell))
         self.done += 1
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is None:
