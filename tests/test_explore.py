@@ -87,6 +87,25 @@ def test_explore_stops_at_a_failure_and_writes_the_minimal_scenario(tmp_path: Pa
                  "--out", str(tmp_path / "reference")]) == EXIT_OK
 
 
+def test_explore_on_two_hosts_finds_and_shrinks_what_it_finds_at_home(tmp_path: Path) -> None:
+    """Two execnet gateways, each in a folder of its own, stand in for two machines: the
+    failing run comes back, and the same draft shrinks to the same minimal scenario."""
+    import sys
+    hosts = [tmp_path / "host-a", tmp_path / "host-b"]
+    for h in hosts:
+        h.mkdir()
+    tx = [f"popen//python={sys.executable}//chdir={h}" for h in hosts]
+    away = explore(variant="memory_dedup_60s", seed=1, runs=None, minutes=None, jobs=1,
+                   out=tmp_path / "away", drafts=iter([(1, FOUND)]), tx=tx)
+    assert away.found is not None and "duplicate_execution" in away.found.failing
+    assert (Path(away.found.folder) / "run" / "history.jsonl").exists()
+    assert Path(away.found.folder).is_relative_to(tmp_path / "away")
+    home = explore(variant="memory_dedup_60s", seed=1, runs=None, minutes=None, jobs=2,
+                   out=tmp_path / "home", drafts=iter([(1, FOUND)]))
+    assert away.shrunk == home.shrunk
+    assert not list(hosts[0].rglob("history.jsonl")) and not list(hosts[1].rglob("history.jsonl"))
+
+
 @pytest.mark.parametrize("argv", [["explore", "--variant", "nope"], ["explore", "-j", "0"],
                                   ["explore", "--runs", "0"],
                                   ["explore", "--runs", "3", "--minutes", "1"]])

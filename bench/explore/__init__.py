@@ -119,9 +119,11 @@ def _drafts(seed: int) -> Iterator[tuple[int, Draft]]:
 def explore(*, variant: str, seed: int, runs: int | None, minutes: float | None, jobs: int,
             out: Path, keep_going: bool = False,
             say: Callable[[str], None] = lambda line: None,
-            drafts: Iterator[tuple[int, Draft]] | None = None) -> Exploration:
+            drafts: Iterator[tuple[int, Draft]] | None = None,
+            tx: list[str] | None = None) -> Exploration:
     """Run drafts (by default drawn from `seed`) until one fails, or `runs` drafts or
-    `minutes` are spent (or `drafts` runs out), then shrink the first failure."""
+    `minutes` are spent (or `drafts` runs out), then shrink the first failure. With `tx`
+    (execnet gateway specs) the trials run on those hosts, one per gateway at a time."""
     found = Exploration()
     t0 = time.perf_counter()
     deadline = t0 + minutes * 60 if minutes is not None else float("inf")
@@ -130,7 +132,10 @@ def explore(*, variant: str, seed: int, runs: int | None, minutes: float | None,
     drafts = _drafts(seed) if drafts is None else drafts
     pending: dict[Future[Trial], Draft] = {}
     failures: list[tuple[Trial, Draft]] = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    if tx:
+        from bench.explore.hosts import GatewayPool, gateways
+        jobs = len(gateways(tx))
+    with GatewayPool(tx) if tx else ProcessPoolExecutor(max_workers=jobs) as pool:
         submitted = 0
         while True:
             stop = (bool(failures) and not keep_going) or submitted >= budget \
@@ -177,7 +182,7 @@ def explore(*, variant: str, seed: int, runs: int | None, minutes: float | None,
     return found
 
 
-def _shrink(pool: ProcessPoolExecutor, found: Exploration, d: Draft, checker: str,
+def _shrink(pool: Any, found: Exploration, d: Draft, checker: str,
             variant: str, jobs: int, out: Path, say: Callable[[str], None]) -> Draft:
     """Greedy: try the candidates in order, `jobs` at a time; take the first (in order)
     that still fails with `checker`, and start over from it."""
