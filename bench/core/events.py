@@ -11,7 +11,7 @@ Values only: no I/O, no behaviour. A change here is a change of the history form
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Protocol, cast
@@ -1121,25 +1121,37 @@ def to_fields(event: Event) -> dict[str, Json]:
     return out
 
 
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_str_list(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_str_dict(v: object) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str)
+                                       for k, x in v.items())
+
+
+#: field type -> whether a JSON value is one (a dict lookup per field: reading a history
+#: of a million lines checks some ten million)
+_CHECKS: dict[str, Callable[[object], bool]] = {
+    "str": lambda v: isinstance(v, str), "int": _is_int, "float": _is_number,
+    "bool": lambda v: isinstance(v, bool), "list[str]": _is_str_list,
+    "dict[str, str]": _is_str_dict, "Json": lambda v: True}
+
+
 def _valid(base: str, value: object) -> bool:
-    match base:
-        case "str":
-            return isinstance(value, str)
-        case "int":
-            return isinstance(value, int) and not isinstance(value, bool)
-        case "float":
-            return isinstance(value, (int, float)) and not isinstance(value, bool)
-        case "bool":
-            return isinstance(value, bool)
-        case "list[str]":
-            return isinstance(value, list) and all(isinstance(x, str) for x in value)
-        case "dict[str, str]":
-            return isinstance(value, dict) and all(isinstance(k, str) and isinstance(x, str)
-                                                   for k, x in value.items())
-        case "Json":
-            return True
-        case _ if base in _ENUMS:
-            return value in _ENUMS[base]._value2member_map_
+    check = _CHECKS.get(base)
+    if check is not None:
+        return check(value)
+    if base in _ENUMS:
+        return value in _ENUMS[base]._value2member_map_
     raise SchemaError(f"no reader for field type {base!r}")
 
 
