@@ -3,6 +3,7 @@ nodes kept to the admission matrix."""
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
@@ -27,12 +28,18 @@ ADMITTED = {"strict": {"VERIFIED"}, "loose": {"VERIFIED", "UNSIGNED"},
 IN_FLIGHT_AT_END_MS = 2_000
 
 
-def _boot_of(h: History, node: str, seq: int) -> NodeStarted | None:
-    current = None
+def _boots(h: History) -> dict[str, list[NodeStarted]]:
+    out: dict[str, list[NodeStarted]] = {}
     for e in h.of(NodeStarted):
-        if e.node == node and e.seq <= seq:
-            current = e
-    return current
+        out.setdefault(e.node, []).append(e)
+    return out
+
+
+def _boot_of(h: History, node: str, seq: int) -> NodeStarted | None:
+    """The node's boot current at history line `seq` (its boots are in seq order)."""
+    boots = h.memo(_boots).get(node, [])
+    i = bisect.bisect_right([b.seq for b in boots], seq)
+    return boots[i - 1] if i else None
 
 
 def _decisions(h: History) -> list[tuple[InboundAdmitted | InboundDropped, bool, str]]:

@@ -286,12 +286,14 @@ class SimBroker:
         route = self._routes.get(topic)
         if route is None:
             candidates = dict(self._exact.get(topic, {}))
+            matched = {topic} if candidates else set()    # the filters that match it
             for f, subscribed in self._wild.items():
                 if matches(f, topic):
                     candidates.update(subscribed)
+                    matched.add(f)
             route = []
             for session in sorted(candidates, key=lambda s: s.order):
-                granted = [q for f, q in session.subscriptions.items() if matches(f, topic)]
+                granted = [q for f, q in session.subscriptions.items() if f in matched]
                 if granted:
                     route.append((session, granted))
             self._routes[topic] = route
