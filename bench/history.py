@@ -7,6 +7,7 @@ that does not fit with the file, the line and what was expected.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -195,11 +196,11 @@ class History:
         self.end_ms = max((e.t_ms for e in self.events), default=0.0)
         self.namespace: dict[str, str] = {}           # the node's latest namespace
         self.client_ids: dict[str, str] = {}          # the node's configured client id
-        self._boots: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        self._boots: dict[str, list[NodeStarted]] = defaultdict(list)   # in seq order
         self._memo: dict[Any, Any] = {}
         for b in self.of(NodeStarted):
             self.namespace[b.node] = b.namespace
-            self._boots[b.node].append((b.seq, b.namespace))
+            self._boots[b.node].append(b)
             self.client_ids[b.node] = b.client_id
 
     @staticmethod
@@ -219,14 +220,20 @@ class History:
             self._memo[fn] = fn(self)
         return cast(T, self._memo[fn])
 
+    def boots(self, node: str) -> list[NodeStarted]:
+        """The node's boots, in order."""
+        return self._boots.get(node, [])
+
+    def boot_at(self, node: str, seq: int) -> NodeStarted | None:
+        """The node's boot that was current at history line `seq`."""
+        boots = self.boots(node)
+        i = bisect.bisect_right(boots, seq, key=lambda b: b.seq)
+        return boots[i - 1] if i else None
+
     def namespace_at(self, node: str, seq: int) -> str | None:
         """The node's namespace in the boot that was current at history line `seq`."""
-        current = None
-        for boot_seq, ns in self._boots.get(node, []):
-            if boot_seq > seq:
-                break
-            current = ns
-        return current
+        boot = self.boot_at(node, seq)
+        return boot.namespace if boot else None
 
     @property
     def nodes(self) -> set[str]:

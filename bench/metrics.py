@@ -108,13 +108,10 @@ def directory_metrics(h: History) -> dict[str, Any] | None:
     announcements it took in until it knew as many nodes as it ever would in that boot, and
     how long after its start that was. A global directory costs every node one message per
     node (N² in all); a scoped one, one per node of the namespaces it reads."""
-    boots: dict[str, list[ev.NodeStarted]] = {}
-    for b in h.of(ev.NodeStarted):
-        boots.setdefault(b.node, []).append(b)
     # node -> [messages so far, most known, messages when it first got there, at t]
     fill: dict[str, list[float]] = {}
     for e in h.of(ev.DirectoryUpdated):
-        mine = boots.get(e.node)
+        mine = h.boots(e.node)
         if not mine or (len(mine) > 1 and e.seq > mine[1].seq):
             continue     # not the first boot
         f = fill.setdefault(e.node, [0, -1, 0, 0.0])

@@ -3,7 +3,6 @@ nodes kept to the admission matrix."""
 
 from __future__ import annotations
 
-import bisect
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
@@ -16,7 +15,6 @@ from bench.core.events import (
     FaultRefused,
     InboundAdmitted,
     InboundDropped,
-    NodeStarted,
     TaskExecuted,
 )
 from bench.history import History
@@ -26,20 +24,6 @@ ADMITTED = {"strict": {"VERIFIED"}, "loose": {"VERIFIED", "UNSIGNED"},
             "audit": {"VERIFIED", "UNSIGNED", "BAD_SIGNATURE", "UNKNOWN_KID", "KID_MISMATCH",
                       "STALE"}}
 IN_FLIGHT_AT_END_MS = 2_000
-
-
-def _boots(h: History) -> dict[str, list[NodeStarted]]:
-    out: dict[str, list[NodeStarted]] = {}
-    for e in h.of(NodeStarted):
-        out.setdefault(e.node, []).append(e)
-    return out
-
-
-def _boot_of(h: History, node: str, seq: int) -> NodeStarted | None:
-    """The node's boot current at history line `seq` (its boots are in seq order)."""
-    boots = h.memo(_boots).get(node, [])
-    i = bisect.bisect_right([b.seq for b in boots], seq)
-    return boots[i - 1] if i else None
 
 
 def _decisions(h: History) -> list[tuple[InboundAdmitted | InboundDropped, bool, str]]:
@@ -59,7 +43,7 @@ def mode_keeps_the_matrix(h: History, c: Collector) -> None:
     """Every inbound decision keeps the node's mode: strict admits VERIFIED only, loose
     VERIFIED and UNSIGNED, audit everything."""
     for d, admitted, verdict in _decisions(h):
-        boot = _boot_of(h, d.node, d.seq)
+        boot = h.boot_at(d.node, d.seq)
         if boot is None:
             continue
         mode = boot.auth_mode
@@ -75,7 +59,7 @@ def audit_records_what_it_admits(h: History, c: Collector) -> None:
     with that verdict."""
     audit_log = {(e.node, e.message_id) for e in h.of(AuthVerdict)}
     for d, admitted, verdict in _decisions(h):
-        boot = _boot_of(h, d.node, d.seq)
+        boot = h.boot_at(d.node, d.seq)
         if boot is None or not admitted or boot.auth_mode != "audit" or verdict == "VERIFIED":
             continue
         if (d.node, d.message_id) not in audit_log:
@@ -84,7 +68,7 @@ def audit_records_what_it_admits(h: History, c: Collector) -> None:
 
 
 def _label(h: History, a: AttackSent) -> str:
-    boot = _boot_of(h, a.target_node_id or "", a.seq)
+    boot = h.boot_at(a.target_node_id or "", a.seq)
     attack = f"{a.attack}:{a.how}" if a.attack in ("forged_sender", "replay") else a.attack
     mode = boot.auth_mode if boot else "?"
     version = boot.signature_version if boot else "?"

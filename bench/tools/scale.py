@@ -33,8 +33,12 @@ NAMESPACE_NODES = 100
 RATE_PER_S = 1000
 
 
+def orchestrators_of(n: int) -> int:
+    return 10 if n >= 1000 else 4
+
+
 def topology_toml(n: int, directory: str) -> str:
-    orchestrators = 10 if n >= 1000 else 4
+    orchestrators = orchestrators_of(n)
     executors = n - orchestrators
     spaces = max(1, executors // NAMESPACE_NODES)
     blocks = [f'name = "scale-{n}"\ndirectory = "{directory}"\n[broker]\nmodel = "mosquitto"\n'
@@ -49,7 +53,7 @@ def topology_toml(n: int, directory: str) -> str:
 
 
 def scenario_toml(topology: Path, n: int, duration_s: float) -> str:
-    orchestrators = 10 if n >= 1000 else 4
+    orchestrators = orchestrators_of(n)
     return (f'topology = "{topology}"\nseed = 1\nmode = "sim"\nduration_s = {duration_s:g}\n'
             f'[workload]\nrate_per_s = {RATE_PER_S / orchestrators:g}\n'
             'task_duration_ms = { dist = "lognormal", median = 200, sigma = 0.6 }\n'
