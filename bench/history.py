@@ -8,6 +8,7 @@ that does not fit with the file, the line and what was expected.
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import math
 import re
@@ -16,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar, cast
+from typing import IO, Any, ClassVar, TypeVar, cast
 
 import orjson
 
@@ -24,6 +25,7 @@ from bench.core.events import Event, NodeStarted, SchemaError, from_fields, to_f
 
 E = TypeVar("E", bound=Event)
 T = TypeVar("T")
+F = TypeVar("F", bound="Fold")
 
 #: The names every line carries before the event's own fields.
 RESERVED = frozenset({"seq", "tMs", "node", "kind"})
@@ -185,11 +187,34 @@ def read_events(path: str | Path) -> Iterator[Event]:
         yield event_of(line, f"{path}:{n}")
 
 
+class Fold:
+    """Facts gathered in one pass over a history's events of `kinds`, in line order.
+
+    A checker or a metric reads a kind of line a history holds by the million (every node's
+    `directory_updated`: N² of them as a global directory fills) through a fold, so that
+    judging need not keep those lines. `History.read` steps the folds it is given while it
+    reads the file and keeps no line of a `streamed` kind; on a history built in memory
+    `History.fold` runs the same fold over the kept events on demand. One code path either
+    way, the same facts."""
+
+    kinds: ClassVar[tuple[type[Event], ...]] = ()
+
+    def step(self, e: Event) -> None:
+        raise NotImplementedError
+
+
 class History:
-    """The typed events of one run, indexed by type for checkers."""
+    """The typed events of one run, indexed by type for checkers.
+
+    `count` is how many lines the run recorded and `end_ms` when the last of them was; a
+    history read with `streamed` kinds keeps no event of those kinds (`of` refuses them) and
+    answers for them only through the folds it was read with."""
 
     def __init__(self, events: Iterable[Event]) -> None:
         self.events = list(events)
+        self.count = len(self.events)
+        self.streamed: frozenset[type[Event]] = frozenset()
+        self._folds: dict[type[Fold], Fold] = {}
         self._by_type: dict[type[Event], list[Event]] = defaultdict(list)
         for e in self.events:
             self._by_type[type(e)].append(e)
@@ -208,11 +233,57 @@ class History:
         return History(event_of(line, f"{where}:{n}") for n, line in enumerate(lines, 1))
 
     @staticmethod
-    def read(path: str | Path) -> History:
-        return History(read_events(path))
+    def read(path: str | Path, *, folds: Iterable[type[Fold]] = (),
+             streamed: Iterable[type[Event]] = ()) -> History:
+        """The history in a file. Each of `folds` sees the lines of its kinds as they are
+        read; a line of a `streamed` kind is kept by no one else (the folds must be all that
+        reads that kind: `of` and any other fold refuse it)."""
+        made = [fold() for fold in folds]
+        steps: dict[type[Event], list[Callable[[Event], None]]] = defaultdict(list)
+        for f in made:
+            for kind in f.kinds:
+                steps[kind].append(f.step)
+        dropped = frozenset(streamed)
+        kept: list[Event] = []
+        count, end = 0, 0.0
+        for e in read_events(path):
+            count += 1
+            end = max(end, e.t_ms)
+            for step in steps.get(type(e), ()):
+                step(e)
+            if type(e) not in dropped:
+                kept.append(e)
+        h = History(kept)
+        h.count, h.end_ms, h.streamed = count, end, dropped
+        h._folds = {type(f): f for f in made}
+        return h
+
+    def plus(self, e: Event) -> History:
+        """This history with one more event at its end (the record of an interruption);
+        its folds and what it streamed carry over (an event they would take is refused)."""
+        if any(type(e) in f.kinds for f in self._folds.values()) or type(e) in self.streamed:
+            raise ValueError(f"a folded history cannot take a {e.KIND.value} after reading")
+        h = History([*self.events, e])
+        h.count, h.end_ms = self.count + 1, max(self.end_ms, e.t_ms)
+        h.streamed, h._folds = self.streamed, dict(self._folds)
+        return h
 
     def of(self, kind: type[E]) -> list[E]:
+        if kind in self.streamed:
+            raise LookupError(f"{kind.KIND.value} lines were streamed through folds when this "
+                              "history was read, not kept: read them with a Fold")
         return self._by_type.get(kind, [])  # type: ignore[return-value]
+
+    def fold(self, kind: type[F]) -> F:
+        """The fold `kind` over this history: the one it was read with, or run now over the
+        kept events of its kinds."""
+        got = self._folds.get(kind)
+        if got is None:
+            got = kind()
+            for e in heapq.merge(*(self.of(k) for k in kind.kinds), key=lambda e: e.seq):
+                got.step(e)
+            self._folds[kind] = got
+        return cast(F, got)
 
     def memo(self, fn: Callable[[History], T]) -> T:
         """`fn(self)`, computed once per history (facts several rules share)."""

@@ -5,12 +5,12 @@ log-bucket histogram (so matrix cells and nodes can be merged) beside exact quan
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from bench.core import events as ev
-from bench.history import History
+from bench.history import Fold, History
 
 QUANTILES = (0.5, 0.9, 0.99)
 
@@ -103,21 +103,56 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
     }
 
 
+class DirectoryFill(Fold):
+    """For each node's first boot: announcements taken in, the most nodes known, and how
+    many announcements and how long after its start it took to first know that many."""
+
+    kinds = (ev.NodeStarted, ev.DirectoryUpdated)
+
+    def __init__(self) -> None:
+        self.started: dict[str, list[float]] = {}      # node -> [boots so far, first at]
+        # node -> [messages so far, most known, messages when it first got there, at t]
+        self.fill: dict[str, list[float]] = {}
+
+    def step(self, e: ev.Event) -> None:
+        if isinstance(e, ev.NodeStarted):
+            boot = self.started.setdefault(e.node, [0, e.t_ms])
+            boot[0] += 1
+            return
+        assert isinstance(e, ev.DirectoryUpdated)
+        boot = self.started.get(e.node)
+        if boot is None or boot[0] > 1:
+            return       # not the first boot
+        f = self.fill.setdefault(e.node, [0, -1, 0, 0.0])
+        f[0] += 1
+        if e.known > f[1]:
+            f[1], f[2], f[3] = e.known, f[0], e.t_ms - boot[1]
+
+
+class Offline(Fold):
+    """Every announcement of a node offline that a peer took in: node -> [(t, peer)]."""
+
+    kinds = (ev.DirectoryUpdated,)
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[tuple[float, str]]] = defaultdict(list)
+
+    def step(self, e: ev.Event) -> None:
+        assert isinstance(e, ev.DirectoryUpdated)
+        if not e.online and e.node != e.node_id:
+            self.seen[e.node_id].append((e.t_ms, e.node))
+
+
+#: what the metrics read of the lines a judging pass streams (`History.read`)
+FOLDS = (DirectoryFill, Offline)
+
+
 def directory_metrics(h: History) -> dict[str, Any] | None:
     """How the mesh's directories filled as it started: for each node's first boot, the
     announcements it took in until it knew as many nodes as it ever would in that boot, and
     how long after its start that was. A global directory costs every node one message per
     node (N² in all); a scoped one, one per node of the namespaces it reads."""
-    # node -> [messages so far, most known, messages when it first got there, at t]
-    fill: dict[str, list[float]] = {}
-    for e in h.of(ev.DirectoryUpdated):
-        mine = h.boots(e.node)
-        if not mine or (len(mine) > 1 and e.seq > mine[1].seq):
-            continue     # not the first boot
-        f = fill.setdefault(e.node, [0, -1, 0, 0.0])
-        f[0] += 1
-        if e.known > f[1]:
-            f[1], f[2], f[3] = e.known, f[0], e.t_ms - mine[0].t_ms
+    fill = h.fold(DirectoryFill).fill
     if not fill:
         return None
     taken = [f[2] for f in fill.values()]
@@ -157,12 +192,12 @@ def will_metrics(h: History) -> list[dict[str, Any]] | None:
     up after 1.5 x its keepalive; a broker that never does keeps routing to a dead link."""
     from bench.checks.delivery import fault_windows
     out = []
+    offline = h.fold(Offline).seen
     for f in h.memo(fault_windows):
         if f.fault != "partition":
             continue
         for node in f.nodes:
-            will = min((u.t_ms for u in h.of(ev.DirectoryUpdated) if u.node_id == node
-                        and not u.online and u.node != node and f.start_ms <= u.t_ms < f.end_ms),
+            will = min((t for t, _ in offline.get(node, ()) if f.start_ms <= t < f.end_ms),
                        default=None)
             out.append({"node": node, "partitionMs": round(f.end_ms - f.start_ms, 1),
                         "willAfterMs": None if will is None else round(will - f.start_ms, 1)})

@@ -25,15 +25,17 @@ from bench.checks import (
     Verdict,
     as_expected,
     fault_firings,
+    folds,
     interrupted_at_s,
     judge,
     not_applicable,
 )
 from bench.checks.coverage import reached
-from bench.core.events import HarnessError, RunFinished, RunInterrupted
+from bench.core.events import DirectoryUpdated, HarnessError, RunFinished, RunInterrupted
 from bench.faults import CATALOGUE
 from bench.history import History, Line, Recorder, cut_tail
 from bench.loop import Progress, run_loop
+from bench.metrics import FOLDS as METRIC_FOLDS
 from bench.metrics import compute
 from bench.report.markdown import render
 from bench.spec.scenario import Mode, Scenario
@@ -151,6 +153,17 @@ def execute(scenario: Scenario, variant: Variant, recorder: Recorder, workdir: P
     return stats
 
 
+#: The lines a judging pass keeps no copy of: a global directory's announcements, N² of
+#: them, which only folds read (`History.read`).
+STREAMED = (DirectoryUpdated,)
+
+
+def read_for_judging(path: Path) -> History:
+    """A stored history as the checkers and the metrics read it: every line through the
+    folds, those of a streamed kind kept by nothing else."""
+    return History.read(path, folds=(*folds(), *METRIC_FOLDS), streamed=STREAMED)
+
+
 def write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, indent=2, sort_keys=False) + "\n")
 
@@ -187,9 +200,9 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
     except KeyboardInterrupt as exc:
         recorder.close()   # everything recorded up to the interruption is on disk
         with _held(True):
-            history = History.read(out_dir / "history.jsonl")
+            history = read_for_judging(out_dir / "history.jsonl")
             summary |= _timing(history.end_ms, time.perf_counter() - wall0,
-                               len(history.events)) | {
+                               history.count) | {
                 "interrupted": {"at_s": interrupted_at_s(history),
                                 "planned_s": scenario.duration_ms / 1000, "how": _how(exc)}}
             result = judge_run(out_dir, summary, scenario.duration_ms, history)
@@ -209,7 +222,7 @@ def _timing(run_ms: float, wall: float, events: int) -> dict[str, Any]:
 
 def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float,
               history: History | None = None) -> RunResult:
-    history = history or History.read(out_dir / "history.jsonl")
+    history = history or read_for_judging(out_dir / "history.jsonl")
     verdicts = judge(history)
     metrics = compute(history, duration_ms)
     faults = fault_firings(history)
@@ -230,21 +243,21 @@ def rejudge(out_dir: Path) -> RunResult:
     judged on the lines it completed, as an interrupted run."""
     scenario = json.loads((out_dir / "scenario.json").read_text())
     duration_ms = float(scenario["duration_s"]) * 1000
-    history = History.read(out_dir / "history.jsonl")
+    history = read_for_judging(out_dir / "history.jsonl")
     path = out_dir / "summary.json"
     summary: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {
         "scenario": scenario.get("name", "?"), "variant": scenario.get("variant", "?"),
         "seed": scenario.get("seed"), "topology": scenario.get("topology", "?"),
         "mode": scenario.get("mode", "?"), "broker": scenario.get("broker", "sim"),
         "nodes": scenario.get("nodes", "sim"), "expect": scenario.get("expect", {}),
-        "replay": ""} | _timing(history.end_ms, 0.0, len(history.events))
+        "replay": ""} | _timing(history.end_ms, 0.0, history.count)
     cut = cut_tail(out_dir / "history.jsonl")
     if not history.of(RunFinished) and not history.of(RunInterrupted):
         how = "killed: the history ends without run_finished" + \
             (f", its last line cut after {cut} bytes" if cut else "")
-        history = History([*history.events, RunInterrupted(
-            how, duration_ms, seq=len(history.events) + 1, t_ms=history.end_ms, node="bench")])
-        summary |= _timing(history.end_ms, 0.0, len(history.events) - 1) | {
+        history = history.plus(RunInterrupted(
+            how, duration_ms, seq=history.count + 1, t_ms=history.end_ms, node="bench"))
+        summary |= _timing(history.end_ms, 0.0, history.count - 1) | {
             "interrupted": {"at_s": interrupted_at_s(history), "planned_s": duration_ms / 1000,
                             "how": how}}
     return judge_run(out_dir, summary, duration_ms, history)

@@ -30,7 +30,7 @@ from bench.core.events import (
     RunInterrupted,
     WorkloadStarted,
 )
-from bench.history import History
+from bench.history import Fold, History
 
 MAX_EXAMPLES = 5   # counterexamples kept per rule
 
@@ -165,6 +165,12 @@ class Checker:
             c.unknowns += 1
         notes = ([NOTHING + empty] if empty else []) + crashed
         return c.verdict("; ".join(notes))
+
+
+def folds() -> tuple[type[Fold], ...]:
+    """The folds the checkers and the coverage count read (`History.fold`)."""
+    from bench.checks.directory import Directories
+    return (Directories,)
 
 
 def checkers() -> dict[str, Checker]:

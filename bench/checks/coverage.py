@@ -13,10 +13,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bench.checks.directory import Directories
 from bench.checks.relay import frame_arrivals
 from bench.core.events import (
     AttackSent,
-    DirectoryUpdated,
     FaultFired,
     FaultStart,
     GateDecisionReceived,
@@ -227,7 +227,7 @@ SITUATIONS: tuple[Situation, ...] = (
     Situation("forged_sender", "a message claimed a sender it did not come from",
               lambda h: sum(a.attack == "forged_sender" for a in h.of(AttackSent))),
     Situation("announcement_cleared", "a running node's retained directory announcement was "
-              "cleared", lambda h: sum(bool(e.cleared) for e in h.of(DirectoryUpdated))),
+              "cleared", lambda h: len(h.fold(Directories).clears)),
     Situation("stream_without_conversation", "a task requested with no conversationId had "
               "a flow, which streamed nowhere", _stream_without_conversation),
     Situation("hostile_input_admitted", "a request an insider made hostile (a replyNodeId "

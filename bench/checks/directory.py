@@ -4,6 +4,7 @@ seed 002 §3.1, §11.1)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.delivery import Transit
@@ -21,7 +22,7 @@ from bench.core.events import (
     Warning,
     WarningKind,
 )
-from bench.history import History
+from bench.history import Fold, History
 
 #: DESIGN §3: the executor every node registers when its roster is empty.
 DEFAULT_EXECUTOR = "a2a-local-executor"
@@ -58,6 +59,46 @@ def roster_of_own_namespace(h: History, c: Collector) -> None:
             c.violation(f"{e.node} (namespace {ns!r}) registered foreign executors {foreign}", e)
 
 
+class Directories(Fold):
+    """Every node's directory, rebuilt from the announcements it recorded receiving and its
+    own roster since it last started, and what the rules need of it: what it held at each
+    UNDELIVERABLE and at each clear, and each node's last online announcement. (A global
+    directory's announcements are N² lines: judging streams them through here.)"""
+
+    kinds = (NodeStarted, RosterLoaded, ExecutorsRegistered, DirectoryUpdated, Warning)
+
+    def __init__(self) -> None:
+        self.view: dict[str, dict[str, tuple[str, ...]]] = defaultdict(dict)
+        self._agents: dict[tuple[str, ...], tuple[str, ...]] = {}   # one copy of each list
+        #: every clear, and whether that node's directory had the entry then
+        self.clears: list[tuple[DirectoryUpdated, bool]] = []
+        #: every UNDELIVERABLE naming an agent, and the entries that listed it then
+        self.undeliverable: list[tuple[Warning, list[str]]] = []
+        #: node -> the line of the latest announcement of it online
+        self.last_online: dict[str, int] = {}
+
+    def _shared(self, agents: Iterable[str]) -> tuple[str, ...]:
+        key = tuple(agents)
+        return self._agents.setdefault(key, key)
+
+    def step(self, e: Event) -> None:
+        match e:
+            case NodeStarted():
+                self.view[e.node].clear()
+            case RosterLoaded() | ExecutorsRegistered():
+                self.view[e.node][e.node] = self._shared(e.agents)
+            case DirectoryUpdated() if e.cleared:
+                self.clears.append((e, e.node_id in self.view[e.node]))
+                self.view[e.node].pop(e.node_id, None)
+            case DirectoryUpdated():
+                self.view[e.node][e.node_id] = self._shared(e.agents)
+                if e.online:
+                    self.last_online[e.node_id] = e.seq
+            case Warning() if e.what is WarningKind.UNDELIVERABLE and e.to_agent_id:
+                self.undeliverable.append((e, sorted(
+                    n for n, agents in self.view[e.node].items() if e.to_agent_id in agents)))
+
+
 @rule("DESIGN §3 Outbound: UNDELIVERABLE only when the directory has no entry for the agent")
 def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
     """A node calls a message for an agent undeliverable only when no entry of its
@@ -69,33 +110,22 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
     A cleared entry's record says truly whether that directory had it."""
     by_reply_node = {o.message_id for o in h.of(OutboundSettled)
                  if o.message_type in ("TASK_RESPONSE", "FLOW_EVENT")}
-    view: dict[str, dict[str, set[str]]] = defaultdict(dict)   # node -> entry -> agents
-    events: list[Event] = sorted([*h.of(NodeStarted), *h.of(RosterLoaded),
-                                  *h.of(ExecutorsRegistered), *h.of(DirectoryUpdated),
-                                  *h.of(Warning)], key=lambda e: e.seq)
-    for e in events:
+    seen = h.fold(Directories)
+    cases: list[tuple[Event, bool | list[str]]] = sorted(
+        [*seen.clears, *seen.undeliverable], key=lambda case: case[0].seq)
+    for e, had in cases:
         match e:
-            case NodeStarted():
-                view[e.node].clear()
-            case RosterLoaded() | ExecutorsRegistered():
-                view[e.node][e.node] = set(e.agents)
-            case DirectoryUpdated() if e.cleared:
-                c.count("clears")
-                if e.was_known is not None and e.was_known != (e.node_id in view[e.node]):
-                    had = "had" if e.node_id in view[e.node] else "had no"
-                    c.violation(f"{e.node} recorded the clear of {e.node_id}'s entry as "
-                                f"was_known={e.was_known}, but its directory {had} that entry", e)
-                view[e.node].pop(e.node_id, None)
             case DirectoryUpdated():
-                view[e.node][e.node_id] = set(e.agents)
-            case Warning() if e.what is WarningKind.UNDELIVERABLE and e.to_agent_id \
-                    and e.message_id not in by_reply_node:
+                c.count("clears")
+                if e.was_known is not None and e.was_known != had:
+                    c.violation(f"{e.node} recorded the clear of {e.node_id}'s entry as "
+                                f"was_known={e.was_known}, but its directory "
+                                f"{'had' if had else 'had no'} that entry", e)
+            case Warning() if e.message_id not in by_reply_node:
                 c.count("undeliverable")
-                holders = sorted(n for n, agents in view[e.node].items()
-                                 if e.to_agent_id in agents)
-                if holders:
+                if had:
                     c.violation(f"{e.node} called {e.message_id} for {e.to_agent_id} "
-                                f"undeliverable, but its directory had it on {holders}", e)
+                                f"undeliverable, but its directory had it on {had}", e)
 
 
 @rule("DESIGN §3 Directory: a node online is announced; seed 000 §3.3 (the mute receiver)")
@@ -111,13 +141,10 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
     for s in h.of(NodeStarted):
         boots[s.node].append(s.t_ms)
     crashes = transit.crashes
-    announced: dict[str, list[int]] = defaultdict(list)
-    for e in h.of(DirectoryUpdated):
-        if not e.cleared and e.online:
-            announced[e.node_id].append(e.seq)
+    seen = h.fold(Directories)
     judged: set[tuple[str, float]] = set()
-    for e in h.of(DirectoryUpdated):
-        if not e.cleared or e.t_ms > late:
+    for e, _ in seen.clears:
+        if e.t_ms > late:
             continue
         crash = min((t for t in crashes[e.node_id] if t >= e.t_ms - 1_000), default=None)
         if crash is not None and not any(b > crash for b in boots[e.node_id]):
@@ -127,7 +154,7 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
             continue
         judged.add(key)
         c.count("cleared")
-        if any(seq > e.seq for seq in announced[e.node_id]):
+        if seen.last_online.get(e.node_id, 0) > e.seq:
             continue
         if transit.cut_off_until_end(e.node_id, e.t_ms):
             c.unknown("cleared_while_cut_off_until_the_end")

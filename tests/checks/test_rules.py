@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from bench.checks import Value, checkers, judge, not_applicable
+from bench.history import dumps_line
+from bench.run import read_for_judging
 from tests.helpers import Lines, from_lines, run_lines
 
 Mutation = Callable[[Lines], None]
@@ -382,18 +384,25 @@ def test_the_unmutated_histories_are_as_their_scenarios_expect(runs: dict[str, L
 
 
 @pytest.mark.parametrize("rule_id", sorted(RECIPES))
-def test_rule_catches_its_mutation(runs: dict[str, Lines], rule_id: str) -> None:
+def test_rule_catches_its_mutation(runs: dict[str, Lines], rule_id: str,
+                                   tmp_path: Path) -> None:
+    """In memory and as a run is judged: read from its file, a global directory's
+    announcements streamed through folds, not kept."""
     scenario, mutate = RECIPES[rule_id]
     lines = copy.deepcopy(runs[scenario])
     mutate(lines)
+    lines = renumbered(lines)
     checker = checkers()[OWNER[rule_id]]
-    v = checker(from_lines(renumbered(lines)))
+    v = checker(from_lines(lines))
     found = v.rules[rule_id]
     if rule_id in UNDECIDED_ONLY:
         assert v.value is Value.UNKNOWN and found["unknown"] > 0, v.rules
     else:
         assert v.value is Value.FALSE and found["violations"] > 0, (v.rules, v.counterexamples[:2])
         assert any(c["rule"] == rule_id for c in v.counterexamples)
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(dumps_line(line) + "\n" for line in lines))
+    assert checker(read_for_judging(path)).to_json() == v.to_json()
 
 
 @pytest.mark.parametrize(("to_partitioned", "expected"), [(True, Value.TRUE),
