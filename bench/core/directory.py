@@ -9,6 +9,8 @@ rotates the persisted roster (seed 002 §3.1). No I/O.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -145,6 +147,19 @@ def announcement_for(roster: Roster, online: bool = True) -> Announcement:
     return Announcement(roster.node_id, online, roster.namespace, agents if online else ())
 
 
+@functools.lru_cache(maxsize=4096)
+def read_announcement(payload: bytes, topic_node_id: str) -> Announcement | str:
+    """The announcement a retained payload carries, or the reason it carries none. A pure
+    function of its arguments, and an announcement is frozen: where nodes share a process
+    (the simulator) one parse serves every node that takes in the same announcement — a
+    global directory delivers each to all N nodes, N² in all."""
+    try:
+        raw: object = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return f"not JSON: {exc}"[:200]
+    return parse_announcement(raw, topic_node_id)
+
+
 def parse_announcement(raw: object, topic_node_id: str) -> Announcement | str:
     """An announcement, or a string saying why not (recorded by the node)."""
     if not isinstance(raw, dict):
@@ -189,7 +204,9 @@ class Directory:
 
     def __init__(self) -> None:
         self._by_node: dict[str, Announcement] = {}
-        self._announcers: dict[str, set[str]] = {}   # agentId -> nodes announcing it
+        # agentId -> nodes announcing it: nearly always one, and a tuple of one is a fifth
+        # of a set (a global directory holds N of these on each of N nodes)
+        self._announcers: dict[str, tuple[str, ...]] = {}
         self._by_agent: dict[str, AgentDescriptor] = {}
 
     def apply(self, ann: Announcement) -> None:
@@ -207,10 +224,12 @@ class Directory:
         """Recompute the winner of every agent the change touches (not the whole index)."""
         touched = {a.agent_id for a in old.agents} if old else set()
         for agent in touched:
-            self._announcers[agent].discard(node_id)
+            self._announcers[agent] = tuple(n for n in self._announcers[agent] if n != node_id)
         if new is not None:
             for desc in new.agents:
-                self._announcers.setdefault(desc.agent_id, set()).add(node_id)
+                nodes = self._announcers.get(desc.agent_id, ())
+                if node_id not in nodes:
+                    self._announcers[desc.agent_id] = (*nodes, node_id)
                 touched.add(desc.agent_id)
         for agent in touched:
             nodes = self._announcers.get(agent)
@@ -221,8 +240,10 @@ class Directory:
             # Online announcers win over offline ones; among equals the later node id wins.
             winner = max(nodes, key=lambda n: (self._by_node[n].online, n))
             ann = self._by_node[winner]
-            role = next(d.role for d in ann.agents if d.agent_id == agent)
-            self._by_agent[agent] = AgentDescriptor(agent, winner, role, ann.online)
+            desc = next(d for d in ann.agents if d.agent_id == agent)
+            if desc.node_id != winner or desc.online != ann.online:   # not as parsed
+                desc = AgentDescriptor(agent, winner, desc.role, ann.online)
+            self._by_agent[agent] = desc
 
     def find(self, agent_id: str) -> AgentDescriptor | None:
         return self._by_agent.get(agent_id)

@@ -34,7 +34,7 @@ from bench.core.directory import (
     Route,
     announcement_for,
     load_roster,
-    parse_announcement,
+    read_announcement,
 )
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType, Rejection, decode
@@ -510,13 +510,7 @@ class Node:
                 # be online yet unknown to every peer (a mute receiver). Announce again.
                 self._announce(fx)
             return
-        try:
-            raw: object = json.loads(event.payload.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            fx.record(ev.DirectoryRejected(topic=event.topic, reason=f"not JSON: {exc}"[:200],
-                                           **_flags(event)))
-            return
-        ann = parse_announcement(raw, node_id)
+        ann = read_announcement(bytes(event.payload), node_id)
         if isinstance(ann, str):
             fx.record(ev.DirectoryRejected(topic=event.topic, reason=ann, **_flags(event)))
             return
