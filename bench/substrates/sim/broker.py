@@ -324,7 +324,7 @@ class SimBroker:
             return
         self.stats["delivered"] += 1
         sent_at = self.env.now
-        self.env.later(delay, lambda: self._arrive(conn, msg, pid, dup, sent_at))
+        self.env.later(delay, self._arrive, conn, msg, pid, dup, sent_at)
 
     def _arrive(self, conn: Connection, msg: Message, pid: int, dup: bool, sent_at: float) -> None:
         if conn.alive and self.up or (conn.flushed_at is not None and sent_at <= conn.flushed_at):

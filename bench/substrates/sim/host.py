@@ -14,6 +14,7 @@ after one keepalive, and reconnect attempts wait 1 s, then 2 s, as paho's backof
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -80,16 +81,16 @@ class SimHost(NodeHost):
     def clock_ms(self) -> float:
         return self.env.now
 
-    def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
-        self.env.later(delay_ms, lambda: self._unless_frozen(fn))
+    def call_later(self, delay_ms: float, fn: Callable[..., None], *args: Any) -> None:
+        self.env.later(delay_ms, self._unless_frozen, fn, args)
 
-    def _unless_frozen(self, fn: Callable[[], None]) -> None:
+    def _unless_frozen(self, fn: Callable[..., None], args: tuple[Any, ...] = ()) -> None:
         """A frozen process runs nothing — timers, client threads, arriving packets — until
         it is thawed; then it runs what waited, in order (the kernel kept the bytes)."""
         if self.frozen:
-            self._held.append(fn)
+            self._held.append(functools.partial(fn, *args) if args else fn)
         else:
-            fn()
+            fn(*args)
 
     def feed(self, event: Input) -> None:
         if self.frozen:
@@ -240,23 +241,29 @@ class SimHost(NodeHost):
     def _after_transit(self, conn: Connection, action: Callable[[], None],
                        round_trip: bool = False) -> None:
         epoch = self.epoch
+        then = functools.partial(self._packet, conn, "down", action, epoch) if round_trip \
+            else action
+        self._packet(conn, "up", then, epoch)
 
-        def send(direction: str, then: Callable[[], None]) -> None:
-            if direction == "up":
-                conn.last_out_ms = self.env.now   # written to the socket, arriving or not
-            delay = conn.transit_ms(self.env.now, direction)
-            if delay is None:
-                if conn is self.conn:
-                    self._lose(conn)
-                return
+    def _packet(self, conn: Connection, direction: str, then: Callable[[], None],
+                epoch: int) -> None:
+        """One packet of `conn` sent `direction`; `then` runs when it arrives, unless the
+        process restarted meanwhile."""
+        if direction == "up":
+            conn.last_out_ms = self.env.now   # written to the socket, arriving or not
+        delay = conn.transit_ms(self.env.now, direction)
+        if delay is None:
+            if conn is self.conn:
+                self._lose(conn)
+            return
+        self.call_later(delay, self._packet_arrived, conn, direction, then, epoch)
 
-            def arrived() -> None:
-                if epoch == self.epoch:
-                    if direction == "down":
-                        conn.last_in_ms = self.env.now
-                    then()
-            self.call_later(delay, arrived)
-        send("up", (lambda: send("down", action)) if round_trip else action)
+    def _packet_arrived(self, conn: Connection, direction: str, then: Callable[[], None],
+                 epoch: int) -> None:
+        if epoch == self.epoch:
+            if direction == "down":
+                conn.last_in_ms = self.env.now
+            then()
 
     def _lose(self, conn: Connection) -> None:
         """A packet of `conn` was lost: over a link that is up, TCP gave up on it and the
@@ -380,4 +387,4 @@ class SimHost(NodeHost):
             self.pubacks_withheld += 1
             return   # acknowledged, but the PUBACK never reaches the broker
         # acknowledged only now: the batch that handled it is durable
-        self._after_transit(conn, lambda: self.deployment.broker.puback(conn, pid))
+        self._after_transit(conn, functools.partial(self.deployment.broker.puback, conn, pid))

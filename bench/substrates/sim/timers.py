@@ -16,48 +16,54 @@ Two events due at the same instant therefore still run in the order they always 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import simpy
 from simpy.events import NORMAL
 
 
 class _Timer:
-    """One scheduled call: what simpy's `step()` needs of an event, and the function."""
+    """One scheduled call: what simpy's `step()` needs of an event, the function and its
+    arguments (kept here rather than in a closure: a global directory's start has a million
+    deliveries and their acknowledgements in flight at once, and a closure with its cells
+    is three times the size)."""
 
-    __slots__ = ("callbacks", "_ok", "fn")
+    __slots__ = ("callbacks", "_ok", "fn", "args")
 
-    def __init__(self, callbacks: list[Callable[[_Timer], None]], fn: Callable[[], None]) -> None:
+    def __init__(self, callbacks: list[Callable[[_Timer], None]], fn: Callable[..., None],
+                 args: tuple[Any, ...]) -> None:
         self.callbacks: list[Callable[[_Timer], None]] | None = callbacks
         self._ok = True
         self.fn = fn
+        self.args = args
 
 
 class SimEnvironment(simpy.Environment):
     def __init__(self) -> None:
         super().__init__()
-        self._held: list[tuple[float, Callable[[], None]]] = []
+        self._held: list[tuple[float, Callable[..., None], tuple[Any, ...]]] = []
         # every timer shares this list: simpy's step() takes it off the event, never changes it
         self._fire_list: list[Callable[[_Timer], None]] = [self._fire]
 
-    def later(self, delay_ms: float, fn: Callable[[], None]) -> None:
-        """Call `fn()` `delay_ms` from now; the timer starts once the current event is done
-        (as a process's first timeout did)."""
-        self._held.append((delay_ms, fn))
+    def later(self, delay_ms: float, fn: Callable[..., None], *args: Any) -> None:
+        """Call `fn(*args)` `delay_ms` from now; the timer starts once the current event is
+        done (as a process's first timeout did)."""
+        self._held.append((delay_ms, fn, args))
 
-    def now_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
-        """Call `fn()` `delay_ms` from now, scheduled at once (as a timeout created inside a
-        running process was)."""
-        self.schedule(_Timer(self._fire_list, fn), NORMAL, delay_ms)  # type: ignore[arg-type]
+    def now_later(self, delay_ms: float, fn: Callable[..., None], *args: Any) -> None:
+        """Call `fn(*args)` `delay_ms` from now, scheduled at once (as a timeout created
+        inside a running process was)."""
+        self.schedule(_Timer(self._fire_list, fn, args), NORMAL, delay_ms)  # type: ignore[arg-type]
 
     def _fire(self, timer: _Timer) -> None:
-        timer.fn()
+        timer.fn(*timer.args)
         if self._held:
             self._release()
 
     def _release(self) -> None:
         held, self._held = self._held, []
-        for delay_ms, fn in held:
-            self.schedule(_Timer(self._fire_list, fn), NORMAL, delay_ms)  # type: ignore[arg-type]
+        for delay_ms, fn, args in held:
+            self.schedule(_Timer(self._fire_list, fn, args), NORMAL, delay_ms)  # type: ignore[arg-type]
 
     def run(self, until: float | simpy.Event | None = None) -> object:
         if self._held:     # asked for before the run: their processes would start first
