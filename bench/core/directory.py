@@ -227,9 +227,9 @@ class Directory:
             self._announcers[agent] = tuple(n for n in self._announcers[agent] if n != node_id)
         if new is not None:
             for desc in new.agents:
-                nodes = self._announcers.get(desc.agent_id, ())
-                if node_id not in nodes:
-                    self._announcers[desc.agent_id] = (*nodes, node_id)
+                have = self._announcers.get(desc.agent_id, ())
+                if node_id not in have:
+                    self._announcers[desc.agent_id] = (*have, node_id)
                 touched.add(desc.agent_id)
         for agent in touched:
             nodes = self._announcers.get(agent)

@@ -1102,7 +1102,6 @@ def _plan(cls: type[Event]) -> tuple[_Slot, ...]:
 
 
 _PLANS: dict[type[Event], tuple[_Slot, ...]] = {}
-_NAMES: dict[type[Event], frozenset[str]] = {}
 
 
 def to_fields(event: Event) -> dict[str, Json]:
@@ -1146,39 +1145,65 @@ _CHECKS: dict[str, Callable[[object], bool]] = {
     "dict[str, str]": _is_str_dict, "Json": lambda v: True}
 
 
-def _valid(base: str, value: object) -> bool:
+def _check_of(base: str) -> tuple[Callable[[object], bool], Callable[[str], object] | None]:
+    """How a field of type `base` is checked, and made from its JSON string (an enum)."""
     check = _CHECKS.get(base)
     if check is not None:
-        return check(value)
+        return check, None
     if base in _ENUMS:
-        return value in _ENUMS[base]._value2member_map_
-    raise SchemaError(f"no reader for field type {base!r}")
+        enum = _ENUMS[base]
+        members = enum._value2member_map_
+
+        def is_member(v: object) -> bool:
+            try:
+                return v in members
+            except TypeError:       # a list or an object: unhashable, no member
+                return False
+        return is_member, enum
+
+    def unknown(v: object) -> bool:
+        raise SchemaError(f"no reader for field type {base!r}")
+    return unknown, None
+
+
+#: One field as a reader takes it: JSON name, attribute, check, enum or None, optional,
+#: required, type name. A history of a million lines reads some ten million fields.
+_Reading = tuple[str, str, Callable[[object], bool], Callable[[str], object] | None, bool,
+                 bool, str]
+_READERS: dict[str, tuple[type[Event], tuple[_Reading, ...], frozenset[str]]] = {}
+
+
+def _reader(kind: str) -> tuple[type[Event], tuple[_Reading, ...], frozenset[str]]:
+    got = _READERS.get(kind)
+    if got is None:
+        try:
+            cls = TYPES[EventKind(kind)]
+        except ValueError:
+            raise SchemaError(f"kind={kind!r} is not an event kind of this bench") from None
+        fields = tuple((s.json, s.attr, *_check_of(s.base), s.optional, s.required, s.base)
+                       for s in _plan(cls))
+        got = _READERS[kind] = (cls, fields, frozenset(s.json for s in _plan(cls)))
+    return got
 
 
 def from_fields(kind: str, fields: Mapping[str, Json], *, seq: int = 0, t_ms: float = 0.0,
                 node: str = "") -> Event:
     """The typed event of one history line; SchemaError names what does not fit."""
-    try:
-        cls = TYPES[EventKind(kind)]
-    except ValueError:
-        raise SchemaError(f"kind={kind!r} is not an event kind of this bench") from None
+    cls, reading, declared = _reader(kind)
     values: dict[str, object] = {}
-    for s in _plan(cls):
-        if s.json not in fields:
-            if s.required:
-                raise SchemaError(f"{kind}: the field {s.json!r} is missing")
+    for name, attr, check, enum, optional, required, base in reading:
+        if name not in fields:
+            if required:
+                raise SchemaError(f"{kind}: the field {name!r} is missing")
             continue
-        value = fields[s.json]
-        if value is None and s.optional:
-            values[s.attr] = None
-        elif _valid(s.base, value):
-            values[s.attr] = _ENUMS[s.base](str(value)) if s.base in _ENUMS else value
+        value = fields[name]
+        if value is None and optional:
+            values[attr] = None
+        elif check(value):
+            values[attr] = value if enum is None else enum(str(value))
         else:
-            raise SchemaError(f"{kind}: {s.json}={value!r} must be {s.base}"
-                              + (" or null" if s.optional else ""))
-    declared = _NAMES.get(cls)
-    if declared is None:
-        declared = _NAMES[cls] = frozenset(s.json for s in _plan(cls))
+            raise SchemaError(f"{kind}: {name}={value!r} must be {base}"
+                              + (" or null" if optional else ""))
     extra = {k: v for k, v in fields.items() if k not in declared}
     if cls.OPEN:
         values["details"] = extra
