@@ -259,7 +259,7 @@ class SimHost(NodeHost):
         self.call_later(delay, self._packet_arrived, conn, direction, then, epoch)
 
     def _packet_arrived(self, conn: Connection, direction: str, then: Callable[[], None],
-                 epoch: int) -> None:
+                        epoch: int) -> None:
         if epoch == self.epoch:
             if direction == "down":
                 conn.last_in_ms = self.env.now
