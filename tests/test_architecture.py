@@ -13,8 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "bench"
 
 #: What bench/core may import from outside itself: pure computation only.
+#: (functools for lru_cache: the directory's announcement parse, a pure function of its bytes,
+#: is shared by the nodes of one process)
 CORE_ALLOWED = {"__future__", "collections", "dataclasses", "enum", "typing", "json", "hashlib", "copy",
-                "math", "cryptography"}
+                "math", "cryptography", "functools"}
 
 #: A module's layer (its dotted path under bench, longest prefix first) -> the layers it may
 #: import. Layering: core <- storage/history <- substrates/faults/workload <- matrix/report
