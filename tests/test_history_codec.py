@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.history import dumps_line, loads_line
+from bench.history import dumps_line, event_of, loads_line
 
 
 def stdlib(value: object) -> str:
@@ -51,3 +52,17 @@ def test_any_line_is_written_as_the_stdlib_writes_it(value: dict[str, object]) -
 def test_a_line_reads_back_as_the_stdlib_reads_it(value: dict[str, object]) -> None:
     text = stdlib(value)
     assert stdlib(loads_line(text)) == stdlib(json.loads(text))
+
+
+@pytest.mark.parametrize(("fields", "says"), [
+    ({"what": ["undeliverable"]}, "warning: what=['undeliverable'] must be WarningKind"),
+    ({"what": "nonsense"}, "warning: what='nonsense' must be WarningKind"),
+    ({}, "warning: the field 'what' is missing"),
+    ({"what": "undeliverable", "extra": 1}, "warning: unknown field(s) ['extra']"),
+])
+def test_a_line_that_does_not_fit_is_refused_by_field(fields: dict[str, object],
+                                                      says: str) -> None:
+    """A value of the wrong shape for an enum field (unhashable included) is a SchemaError
+    naming the field, never a TypeError from the reader."""
+    with pytest.raises(ValueError, match=re.escape(says)):
+        event_of({"seq": 1, "tMs": 0, "node": "n", "kind": "warning", **fields}, "h.jsonl:1")
