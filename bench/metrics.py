@@ -116,8 +116,7 @@ class DirectoryFill(Fold):
 
     def step(self, e: ev.Event) -> None:
         if isinstance(e, ev.NodeStarted):
-            boot = self.started.setdefault(e.node, [0, e.t_ms])
-            boot[0] += 1
+            self.started.setdefault(e.node, [0, e.t_ms])[0] += 1
             return
         assert isinstance(e, ev.DirectoryUpdated)
         boot = self.started.get(e.node)
