@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import json
-import math
 import re
 import sys
 from collections import defaultdict
@@ -21,6 +20,7 @@ from typing import IO, Any, ClassVar, TypeVar, cast
 
 import orjson
 
+from bench.core.envelope import non_finite
 from bench.core.events import Event, NodeStarted, SchemaError, from_fields, to_fields
 
 E = TypeVar("E", bound=Event)
@@ -38,21 +38,11 @@ _STDLIB = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _SMALL_NUMBER = re.compile(rb"[:,\[]-?(?:0\.0000|[0-9.]+e-)")
 
 
-def _non_finite(value: object) -> bool:
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_non_finite(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_non_finite(v) for v in value)
-    return False
-
-
 def _unlike_stdlib(out: bytes, value: object) -> bool:
     """Whether orjson's bytes for `value` may differ from the stdlib's: non-ASCII (the stdlib
     escapes it, and DEL), a small float, or a NaN or infinity (orjson writes null)."""
     return (not out.isascii() or b"\x7f" in out or _SMALL_NUMBER.search(out) is not None
-            or (b"null" in out and _non_finite(value)))
+            or (b"null" in out and non_finite(value)))
 
 
 def dumps_line(value: dict[str, Any]) -> str:

@@ -107,6 +107,18 @@ def encode(envelope: Envelope) -> bytes:
     return canonical_json(envelope.to_json())
 
 
+def non_finite(value: object) -> bool:
+    """Whether a JSON-like value holds a NaN or an infinity anywhere (the stdlib writes them
+    as NaN/Infinity, orjson as null: a fast path must know)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(non_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(non_finite(v) for v in value)
+    return False
+
+
 def canonical_json(value: Json) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")

@@ -8,13 +8,12 @@ through JSON on the way in and out, so a caller can never alias durable state.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 
 import orjson
 
 from bench.core.commands import Table
-from bench.core.envelope import Json
+from bench.core.envelope import Json, non_finite
 from bench.storage import StoreError, check_document_name
 
 
@@ -25,21 +24,11 @@ def _copy(value: Json) -> Json:
         text = orjson.dumps(value)
     except TypeError:
         text = b""
-    if not text or (b"null" in text and _non_finite(value)):
+    if not text or (b"null" in text and non_finite(value)):
         copied: Json = json.loads(json.dumps(value))
         return copied
     fast: Json = orjson.loads(text)
     return fast
-
-
-def _non_finite(value: object) -> bool:
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_non_finite(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_non_finite(v) for v in value)
-    return False
 
 
 @dataclass
