@@ -129,17 +129,17 @@ class DirectoryFill(Fold):
 
 
 class Offline(Fold):
-    """Every announcement of a node offline that a peer took in: node -> [(t, peer)]."""
+    """When a peer took in an announcement of a node offline: node -> [t]."""
 
     kinds = (ev.DirectoryUpdated,)
 
     def __init__(self) -> None:
-        self.seen: dict[str, list[tuple[float, str]]] = defaultdict(list)
+        self.seen: dict[str, list[float]] = defaultdict(list)
 
     def step(self, e: ev.Event) -> None:
         assert isinstance(e, ev.DirectoryUpdated)
         if not e.online and e.node != e.node_id:
-            self.seen[e.node_id].append((e.t_ms, e.node))
+            self.seen[e.node_id].append(e.t_ms)
 
 
 #: what the metrics read of the lines a judging pass streams (`History.read`)
@@ -196,7 +196,7 @@ def will_metrics(h: History) -> list[dict[str, Any]] | None:
         if f.fault != "partition":
             continue
         for node in f.nodes:
-            will = min((t for t, _ in offline.get(node, ()) if f.start_ms <= t < f.end_ms),
+            will = min((t for t in offline.get(node, ()) if f.start_ms <= t < f.end_ms),
                        default=None)
             out.append({"node": node, "partitionMs": round(f.end_ms - f.start_ms, 1),
                         "willAfterMs": None if will is None else round(will - f.start_ms, 1)})

@@ -137,9 +137,6 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
     from then to the end (it may never have heard of the clear) is undecided."""
     late = h.end_ms - 3_000
     transit = h.memo(Transit)
-    boots: dict[str, list[float]] = defaultdict(list)
-    for s in h.of(NodeStarted):
-        boots[s.node].append(s.t_ms)
     crashes = transit.crashes
     seen = h.fold(Directories)
     judged: set[tuple[str, float]] = set()
@@ -147,7 +144,7 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
         if e.t_ms > late:
             continue
         crash = min((t for t in crashes[e.node_id] if t >= e.t_ms - 1_000), default=None)
-        if crash is not None and not any(b > crash for b in boots[e.node_id]):
+        if crash is not None and not any(b.t_ms > crash for b in h.boots(e.node_id)):
             continue                   # down from about then to the end
         key = (e.node_id, round(e.t_ms / 1_000))
         if key in judged:
