@@ -108,17 +108,19 @@ class _Progress:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self._matrix: Path | None = None
+        self._cells: dict[str, Cell] | None = None
         self.total = 0
         self.done = 0
         self.t0 = time.perf_counter()
         self.legend_shown = False
 
-    def matrix_file(self) -> Path:
-        """The matrix file this session runs (the first *.matrix.toml argument)."""
-        if self._matrix is None:
-            self._matrix = next(Path(a) for a in self.config.args if a.endswith(".matrix.toml"))
-        return self._matrix
+    def cell(self, cell_id: str) -> Cell:
+        """A cell of the matrix this session runs (the first *.matrix.toml argument), the
+        file read once for all the cells hosts send back."""
+        if self._cells is None:
+            path = next(Path(a) for a in self.config.args if a.endswith(".matrix.toml"))
+            self._cells = {c.id: c for c in load_matrix(path).cells}
+        return self._cells[cell_id]
 
     def _legend(self) -> None:
         """Once, before the first cell: what the letters of a cell's line stand for."""
@@ -152,8 +154,7 @@ class _Progress:
         info = json.loads(str(props["cell"]))
         out = self.config.getoption("matrix_out")
         if "cell_files" in props and out:     # a cell a host ran: into this results folder
-            cell = next(c for c in load_matrix(self.matrix_file()).cells if c.id == info["id"])
-            unpack(str(props["cell_files"]), cell_dir(Path(out), cell))
+            unpack(str(props["cell_files"]), cell_dir(Path(out), self.cell(info["id"])))
         self.done += 1
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is None:
