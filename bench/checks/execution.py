@@ -95,6 +95,18 @@ def admitted_once(h: History, c: Collector) -> None:
                         f"{a.t_ms - t0:.0f} ms after the first time", a)
 
 
+def _frozen(h: History) -> dict[str, list[tuple[float, float]]]:
+    """Each node's windows frozen by the pause fault: it ran nothing, its timers included,
+    until it was thawed."""
+    from bench.checks.delivery import fault_windows
+    frozen: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for f in h.memo(fault_windows):
+        if f.fault == "pause":
+            for n in f.nodes:
+                frozen[n].append((f.start_ms, f.end_ms))
+    return frozen
+
+
 @rule("DESIGN §3: the inbound ledger is flushed every 5 s")
 def ledger_flushed_on_time(h: History, c: Collector) -> None:
     """A durable ledger holding admissions it has not flushed yet is flushed within its
@@ -102,12 +114,7 @@ def ledger_flushed_on_time(h: History, c: Collector) -> None:
     spent frozen by the pause fault does not count): a node that stops flushing (its
     timer not re-armed, a flush that skips a dirty ledger) forgets, at its next crash,
     everything it admitted since — redelivered copies would run again."""
-    from bench.checks.delivery import fault_windows
-    frozen: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for f in h.memo(fault_windows):
-        if f.fault == "pause":
-            for n in f.nodes:
-                frozen[n].append((f.start_ms, f.end_ms))
+    frozen = h.memo(_frozen)
 
     def running(node: str, start: float, end: float) -> float:
         return (end - start) - sum(max(0.0, min(end, b) - max(start, a))
@@ -234,7 +241,7 @@ WATCHDOG_EARLY_MS = 50.0
 def times_out_on_time(h: History, c: Collector) -> None:
     """A task still running when its timeout has passed since it was submitted — the
     timeoutMs its request asked for, else the task timeout every node was configured with
-    — ends then, TIMEOUT (a node down at that moment ends it once it is back), and no task
+    — ends then, TIMEOUT (a node down or frozen at that moment ends it once it is back), and no task
     ends TIMEOUT before its timeout. An agent that hangs must not hold its task, and the
     requester waiting for it, forever. Left out: tasks no node's request asked for (an
     insider's hand-made message) and requests an attacker's tamper_payload rewrote on the
@@ -248,6 +255,7 @@ def times_out_on_time(h: History, c: Collector) -> None:
              if r.message_id not in altered}
     boots = h.memo(_boots)
     crashes = h.memo(Transit).crashes
+    frozen = h.memo(_frozen)
     # an end a kill cut from the journal, read back from disk by the next boot
     on_disk = {(r.node, t) for r in h.of(TasksRestored) for t in r.ended}
     for (node, task_id), events in sorted(_trails(h).items()):
@@ -272,6 +280,11 @@ def times_out_on_time(h: History, c: Collector) -> None:
                 c.count("node_down_at_its_deadline")
                 continue
             due = back
+        # a frozen node runs no timer: its watchdog fires once it is thawed
+        thawed = max((b for a, b in frozen[node] if a <= due <= b), default=None)
+        if thawed is not None:
+            c.count("frozen_at_its_deadline")
+            due = thawed
         if end is not None and end.t_ms <= due + WATCHDOG_LATE_MS:
             c.count("timed_out_on_time" if end.state == "TIMEOUT" else "ended_before_its_timeout")
         elif end is None and due + WATCHDOG_LATE_MS > h.end_ms:
