@@ -586,6 +586,15 @@ class Transit:
         self.crashes: dict[str, list[float]] = defaultdict(list)
         for x in h.of(NodeCrashed):
             self.crashes[x.node].append(x.t_ms)
+        # the duplicate-client-id fault gives its impostor a new client (under the stolen
+        # id) at its start, and another (its own again) at its heal
+        self.replaced: dict[str, list[float]] = defaultdict(list)
+        healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
+        for start in h.of(FaultStart):
+            impostor = start.params.get("impostor") if isinstance(start.params, dict) else None
+            if start.fault == "duplicate_client_id" and isinstance(impostor, str):
+                self.replaced[impostor] += [start.t_ms, *(
+                    [healed[start.fault_index]] if start.fault_index in healed else [])]
         self.lossy: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for f in h.memo(fault_windows):
             if f.fault == "loss":
@@ -596,6 +605,11 @@ class Transit:
         """The message, sent at `t_ms`, never got its PUBACK and its sender crashed after
         sending it: what its client still held died with the process."""
         return message_id not in self.published and any(t >= t_ms for t in self.crashes[sender])
+
+    def dropped_with_its_client(self, sender: str, t_ms: float, message_id: str) -> bool:
+        """The message, sent at `t_ms`, never got its PUBACK and the bench replaced its
+        sender's MQTT client after sending it: what the old client held went with it."""
+        return message_id not in self.published and any(t >= t_ms for t in self.replaced[sender])
 
     def stuck_at_sender(self, sender: str, t_ms: float, message_id: str) -> bool:
         """The message, sent at `t_ms`, never got its PUBACK, and its sender's link was

@@ -139,6 +139,8 @@ def _gates(h: History) -> _Gates:
             why = None
             if transit.died_with_sender(gate.node, gate.t_ms, gate.message_id):
                 why = "lost_in_sender_crash"     # its client's queue died with the process
+            elif transit.dropped_with_its_client(gate.node, gate.t_ms, gate.message_id):
+                why = "dropped_with_its_senders_client"
             elif gate.message_id not in transit.published:
                 if transit.out_until_end(gate.node, gate.t_ms) or \
                         transit.stuck_at_sender(gate.node, gate.t_ms, gate.message_id):

@@ -75,7 +75,8 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
     """Every relayed frame is accepted by the home node with the same text, or falls in a
     gap the home node declared explicitly, or its send failed and the sender said so, or
     the home node dropped it with a recorded reason (a signature under a stale key, say),
-    or the sender crashed before the broker acknowledged it, or the home crashed while it
+    or the sender crashed (or the bench replaced its MQTT client, as the duplicate-client-id
+    fault does) before the broker acknowledged it, or the home crashed while it
     held it behind a hole (or came back from a crash with its cursor already past it:
     UNKNOWN, the record of the acceptance died with the process), or the network lost it as the journal explains
     (delivery.Transit: a broker wipe, the home's client id taken over) or may still carry
@@ -121,6 +122,9 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
                 continue
             if transit.died_with_sender(e.node, e.t_ms, e.message_id):
                 c.count("relayed_lost_in_sender_crash")
+                continue
+            if transit.dropped_with_its_client(e.node, e.t_ms, e.message_id):
+                c.count("relayed_dropped_with_its_senders_client")
                 continue
             if transit.stuck_at_sender(e.node, e.t_ms, e.message_id):
                 c.unknown("relayed_retransmitting_at_its_sender")
