@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bench.core import events as ev
@@ -94,7 +94,9 @@ class SimHost(NodeHost):
 
     def feed(self, event: Input) -> None:
         if self.frozen:
-            self._held.append(lambda: NodeHost.feed(self, event))
+            # the process reads its clock when it gets to the input, after the thaw (a node
+            # handed a request while frozen arms its watchdog from then, not from before)
+            self._held.append(lambda: NodeHost.feed(self, replace(event, now_ms=self.now_ms())))
         else:
             super().feed(event)
 
