@@ -89,7 +89,11 @@ class Directories(Fold):
                 self.view[e.node][e.node] = self._shared(e.agents)
             case DirectoryUpdated() if e.cleared:
                 self.clears.append((e, e.node_id in self.view[e.node]))
-                self.view[e.node].pop(e.node_id, None)
+                own = self.view[e.node].pop(e.node_id, None)
+                if e.node_id == e.node and own is not None:
+                    # its own entry cleared: it announces itself again at once, and knows
+                    # itself from then as it did from its start (its roster)
+                    self.view[e.node][e.node] = own
             case DirectoryUpdated():
                 self.view[e.node][e.node_id] = self._shared(e.agents)
                 if e.online:
@@ -107,7 +111,8 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
     the broker queues for it). Otherwise it had the address and did not use it. (A
     response, and a task's relayed stream, go only where its request's replyNodeId says:
     never resolved through the directory.)
-    A cleared entry's record says truly whether that directory had it."""
+    A cleared entry's record says truly whether that directory had it. A node whose own
+    entry is cleared knows itself again at once: it announces itself anew."""
     by_reply_node = {o.message_id for o in h.of(OutboundSettled)
                  if o.message_type in ("TASK_RESPONSE", "FLOW_EVENT")}
     seen = h.fold(Directories)
@@ -120,7 +125,7 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
                 if e.was_known is not None and e.was_known != had:
                     c.violation(f"{e.node} recorded the clear of {e.node_id}'s entry as "
                                 f"was_known={e.was_known}, but its directory "
-                                f"{'had' if had else 'had no'} that entry", e)
+                                f"{'had' if had else 'had no such'} entry", e)
             case Warning() if e.message_id not in by_reply_node:
                 c.count("undeliverable")
                 if had:
@@ -140,7 +145,16 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
     crashes = transit.crashes
     seen = h.fold(Directories)
     judged: set[tuple[str, float]] = set()
+    cleared_before: set[tuple[str, str]] = set()     # (peer, node) a clear reached
     for e, _ in seen.clears:
+        again = e.dup and (e.node, e.node_id) in cleared_before
+        cleared_before.add((e.node, e.node_id))
+        if again:
+            # a QoS1 redelivery of a clear already recorded (the broker's re-send, maybe
+            # delayed past the node's new announcement): the same clear, judged at its first
+            # copy; a peer may be left with a stale directory, not the node unannounced
+            c.count("clear_redelivered")
+            continue
         if e.t_ms > late:
             continue
         crash = min((t for t in crashes[e.node_id] if t >= e.t_ms - 1_000), default=None)
