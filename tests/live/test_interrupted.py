@@ -27,6 +27,24 @@ def _start(out: Path) -> subprocess.Popen[str]:
                             start_new_session=True)
 
 
+def _nodes(proc: subprocess.Popen[str]) -> list[int]:
+    """The bench's node processes (its children running node_process)."""
+    found = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "node_process"],
+                           capture_output=True, text=True).stdout.split()
+    return [int(pid) for pid in found]
+
+
+def _alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        alive.append(pid)
+    return alive
+
+
 def _wait_for_requests(proc: subprocess.Popen[str], history: Path) -> None:
     """Waits until the run is under way: a request has been sent (so nodes are up)."""
     deadline = time.monotonic() + UP_WITHIN_S
@@ -47,6 +65,8 @@ def test_an_interrupted_live_run_says_one_line_and_stays_judgeable(
     out = tmp_path / "run"
     proc = _start(out)
     _wait_for_requests(proc, out / "history.jsonl")
+    nodes = _nodes(proc)
+    assert nodes
     if pgroup:
         os.killpg(proc.pid, sig)      # the terminal signals the whole foreground group
     else:
@@ -57,14 +77,32 @@ def test_an_interrupted_live_run_says_one_line_and_stays_judgeable(
     assert len(lines) == 1 and lines[0].startswith(f"a2a-bench: interrupted ({how}) at "), stderr
     assert proc.returncode in (1, 2)
     assert json.loads((out / "summary.json").read_text())["interrupted"]["how"] == how
-    # no node process outlives the bench
-    left = subprocess.run(["pgrep", "-f", f"node_process.*{out}"], capture_output=True,
-                          text=True)
-    assert not left.stdout.strip(), left.stdout
+    assert not _alive(nodes), "a node process outlived the bench"
     capsys.readouterr()
     assert main(["check", str(out)]) in (1, 2)
     printed = capsys.readouterr().out
     assert f"interrupted ({how}) at" in printed and "judged on what it recorded" in printed
+
+
+def test_ctrl_c_while_node_processes_start_blames_no_node(tmp_path: Path) -> None:
+    """A Ctrl-C as the first node processes start, while they are still importing: the
+    terminal signals the whole foreground group, but the nodes run in sessions of their
+    own, so none dies of it (it used to: four KeyboardInterrupt tracebacks and robustness
+    FALSE, "exec-2 ... ended by itself"). The bench stops them and says so in one line."""
+    out = tmp_path / "run"
+    proc = _start(out)
+    deadline = time.monotonic() + UP_WITHIN_S
+    while not _nodes(proc):      # waits for the first node process
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    _stdout, stderr = proc.communicate(timeout=60)
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.startswith("a2a-bench:")]
+    assert len(lines) == 1 and lines[0].startswith("a2a-bench: interrupted"), stderr
+    assert proc.returncode == 2, stderr
+    verdicts = json.loads((out / "verdicts.json").read_text())["verdicts"]
+    assert not [v for v in verdicts if v["value"] == "false"], verdicts
 
 
 def test_a_killed_run_with_its_last_line_cut_is_judged_on_the_lines_it_completed(

@@ -272,9 +272,12 @@ class ContainerNode(ProcessNode):
                     self.image, name=self.name, labels=self.labels, network=self.network,
                     stdin_open=True, volumes=_binds(rw=(data,)),
                     **({} if self.own_image else reference)))
+        # its own session, as a node process: the CLI would proxy a terminal's Ctrl-C into
+        # the container
         return await asyncio.create_subprocess_exec(
             "docker", "start", "--attach", "--interactive", self.name,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None)
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
+            start_new_session=True)
 
     freezer = "docker pause: the cgroup freezer"
 

@@ -184,9 +184,11 @@ class ProcessNode:
 
     async def _spawn(self) -> asyncio.subprocess.Process:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # a session of its own: a Ctrl-C at the terminal goes to the bench, which stops its
+        # nodes itself, and never kills a node it would then journal as a crash of the node
         return await asyncio.create_subprocess_exec(
             *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=None, env=env)
+            stderr=None, env=env, start_new_session=True)
 
     async def _drop_standby(self) -> None:
         standby, self._standby = self._standby, None
