@@ -405,6 +405,11 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    except KeyboardInterrupt:
+        # a Ctrl-C before a run took charge of it (loading files, importing the substrate):
+        # nothing was started, so nothing is left to stop or judge
+        print("a2a-bench: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_UNKNOWN
 
 
 def _dispatch(argv: list[str] | None) -> int:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 
 class FolderTaken(ValueError):
-    """`--out` names a folder that already holds something."""
+    """`--out` names a folder that already holds something, or one that cannot be made
+    (a path through a file, a parent without write permission)."""
 
 
 def utc_stamp() -> str:
@@ -27,13 +28,15 @@ def utc_stamp() -> str:
 
 def claim(parent: Path, name: str) -> Path:
     """A new folder `parent/name` (or `name-2`, `name-3`, ... if taken), created here."""
-    parent.mkdir(parents=True, exist_ok=True)
+    _mkdir(parent, "results folder")
     for k in range(1, 10_000):
         path = parent / (name if k == 1 else f"{name}-{k}")
         try:
             path.mkdir()     # atomic: of two runs racing for one name, exactly one wins
         except FileExistsError:
             continue         # the name is another run's: the loser takes the next one
+        except OSError as exc:
+            raise FolderTaken(f"{path}: cannot be created ({exc.strerror or exc})") from None
         return path
     raise FolderTaken(f"{parent}: no free folder named {name}-N")
 
@@ -44,8 +47,19 @@ def claim_named(path: Path, flag: str = "--out") -> Path:
         what = "is a file" if not path.is_dir() else "already holds a run or other files"
         raise FolderTaken(f"{flag}={path}: {what}; name a new folder (a run never reuses "
                           "one: its nodes would restart from the old data)")
-    path.mkdir(parents=True, exist_ok=True)
+    _mkdir(path, flag)
     return path
+
+
+def _mkdir(path: Path, what: str) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise FolderTaken(f"{what}={path}: is a file; name a folder") from None
+    except NotADirectoryError:
+        raise FolderTaken(f"{what}={path}: a parent of it is a file, not a folder") from None
+    except OSError as exc:
+        raise FolderTaken(f"{what}={path}: cannot be created ({exc.strerror or exc})") from None
 
 
 def pack(folder: Path) -> str:

@@ -313,3 +313,84 @@ def test_describe_takes_a_file_for_what_it_holds(capsys: pytest.CaptureFixture[s
         in text and "the model does not show it" in text
     assert main(["describe", "topologies/star.toml"]) == EXIT_OK
     assert capsys.readouterr().out.startswith("topology star")
+
+
+def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_bad_paths_are_one_line_exit_3_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: str) -> None:
+    """A scenario path that is a folder, an `--out` below a file: each was a traceback
+    (IsADirectoryError, NotADirectoryError) with exit 1, the code of a FALSE verdict."""
+    monkeypatch.chdir(tmp_path)
+    extra = ["--mode", "sim"] if command == "run" else []
+    assert main([command, str(tmp_path), *extra]) == EXIT_INVALID
+    assert f"{tmp_path}: is a directory; expected a TOML file" in _one_line(capsys)
+    if command == "run":
+        (tmp_path / "a-file").write_text("")
+        assert main(["run", "quickstart", "--mode", "sim", "--out",
+                     str(tmp_path / "a-file" / "run")]) == EXIT_INVALID
+        assert "a parent of it is a file" in _one_line(capsys)
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_an_unreadable_scenario_is_one_line_exit_3(tmp_path: Path, command: str) -> None:
+    """A file without read permission (PermissionError was a traceback). Root reads
+    anything: as root the CLI runs without the capabilities that let it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from bench.spec.scenario import SCENARIOS
+    scenario = tmp_path / "locked.toml"
+    scenario.write_text((SCENARIOS / "quickstart.toml").read_text())
+    scenario.chmod(0)
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")      # util-linux, on every Debian
+        if setpriv is None:
+            pytest.skip("running as root and no setpriv to drop CAP_DAC_OVERRIDE")
+        as_user = [setpriv, "--bounding-set", "-dac_override,-dac_read_search"]
+    done = subprocess.run([*as_user, sys.executable, "-m", "bench", command, str(scenario),
+                           *(["--mode", "sim", "--out", str(tmp_path / "out")]
+                             if command == "run" else [])],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == EXIT_INVALID, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [
+        f"a2a-bench: {scenario}: cannot be read (Permission denied)"]
+
+
+@pytest.mark.parametrize(("nodes", "says"), [
+    ('count = 1000000000', "nodes[1].count=1000000000: the topology would have 1,000,000,001 "
+                           "nodes, more than the 20,000"),
+    ('count = 3000', 'directory="global" with 3,001 nodes'),
+])
+def test_a_topology_no_machine_holds_is_refused_before_anything_is_built(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], nodes: str, says: str) -> None:
+    """`count = 1000000000` ran validate for 10 minutes at 3.4 GB and nothing said why."""
+    topology = tmp_path / "huge.toml"
+    topology.write_text('[[nodes]]\nid = "o"\nrole = "orchestrator"\nnamespace = "ops"\n'
+                        f'[[nodes]]\nid = "e"\nnamespace = "llm"\n{nodes}\n')
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'topology = "{topology}"\nduration_s = 5\n')
+    assert main(["validate", str(topology)]) == EXIT_INVALID
+    assert says in _one_line(capsys)
+    assert main(["run", str(scenario), "--mode", "sim", "--out",
+                 str(tmp_path / "run")]) == EXIT_INVALID
+    assert says in _one_line(capsys)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_workload_no_run_can_record_is_refused(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('topology = "star"\nduration_s = 1e9\n')
+    assert main(["validate", str(scenario)]) == EXIT_INVALID
+    assert "plans 2,000,000,000 requests and events, more than the 2,000,000" \
+        in _one_line(capsys)

@@ -15,13 +15,12 @@ import json
 import os
 import shutil
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.spec.distribution import SpecError
-from bench.spec.scenario import SCENARIOS, Scenario, find, load_scenario
+from bench.spec.scenario import SCENARIOS, Scenario, find, load_scenario, read_toml
 from bench.variants import VARIANTS
 
 MODES = ("sim", "live", "docker")
@@ -86,12 +85,7 @@ def _texts(raw: dict[str, Any], key: str, where: str, default: list[Any]) -> lis
 def load_matrix(path: Path) -> Matrix:
     """Read and expand a matrix file; a bad key names the file, the key and what it wants."""
     where = str(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise SpecError(f"{where}: no such matrix file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{where}: not valid TOML: {exc}") from None
+    raw = read_toml(path, "matrix file")
     unknown = set(raw) - {"name", "description", "group"}
     if unknown:
         raise SpecError(f"{where}: unknown key(s) {sorted(unknown)} (known: name, description, "

@@ -10,26 +10,19 @@ checker or variant — `list` shows one line of each.
 from __future__ import annotations
 
 import contextlib
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.spec.distribution import SpecError
-from bench.spec.scenario import SCENARIOS, TOPOLOGIES, load_scenario, load_topology
+from bench.spec.scenario import SCENARIOS, TOPOLOGIES, load_scenario, load_topology, read_toml
 
 
 def validate(path: Path, known_checks: tuple[str, ...]) -> str:
     """One line on what the file holds; SpecError (naming file and key) if it is wrong."""
-    if not path.is_file():
-        raise SpecError(f"{path}: no such file")
     if path.name.endswith(".matrix.toml"):
         from bench.matrix import load_matrix
         matrix = load_matrix(path)
         return f"{path}: matrix {matrix.name!r}, {len(matrix.cells)} cells"
-    try:
-        raw = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+    raw = read_toml(path)
     if "nodes" in raw:
         t = load_topology(path)
         return (f"{path}: topology {t.name!r}, {len(t.nodes)} nodes, broker model "
@@ -53,10 +46,7 @@ def describe(name: str) -> str | None:
 
 
 def _raw(path: Path) -> dict[str, object]:
-    try:
-        return tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+    return read_toml(path)
 
 
 def _wrap(text: str, indent: str = "  ", width: int = 92) -> str:
@@ -114,7 +104,7 @@ def _matrix(name: str) -> str | None:
         return None
     from bench.matrix import load_matrix
     m = load_matrix(path)
-    raw = tomllib.loads(path.read_text())
+    raw = read_toml(path)
     return "\n".join([f"matrix {m.name} ({path}), {len(m.cells)} cells",
                       _wrap(str(raw.get("description", ""))),
                       f"  run: a2a-bench matrix {path} -j 2"])
@@ -125,7 +115,7 @@ def _topology(name: str) -> str | None:
     if path is None:
         return None
     t = load_topology(path)
-    raw = tomllib.loads(path.read_text())
+    raw = read_toml(path)
     out = [f"topology {t.name} ({path}), broker model {t.broker.value}",
            _wrap(str(raw.get("description", "")))]
     for n in t.nodes:

@@ -54,6 +54,16 @@ VERDICT_WORDS = ("true", "false", "unknown", "either")   # either: judged, TRUE 
 #: The brokers the bench starts: a scenario may expect other verdicts live on one of them.
 EMBEDDED_BROKERS = ("amqtt", "mosquitto")
 
+#: What one machine can hold, refused before anything is built (issue: a topology with
+#: `count = 1000000000` ran for ten minutes at 3.4 GB before anyone knew). The simulator
+#: ran 10,000 nodes with a namespace-scoped directory in 1.2 GB and 1,000 with a global
+#: one (N² announcements as the mesh starts) in 0.94 GB (docs: "At scale").
+MAX_NODES = 20_000
+MAX_NODES_GLOBAL_DIRECTORY = 2_000
+#: Requests a run may plan in all (rate × duration × orchestrators): each is a few history
+#: lines and some checker state per line, and 1.3 M lines took 0.5 GB to judge.
+MAX_PLANNED_REQUESTS = 2_000_000
+
 
 @dataclass(frozen=True, slots=True)
 class AuthSpec:
@@ -235,13 +245,19 @@ class _Table:
         return tuple(v)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, what: str = "file") -> dict[str, Any]:
+    """The TOML file at `path`; SpecError, naming it, if it is missing, unreadable or not
+    TOML (a directory, a file without read permission, bytes that are not UTF-8)."""
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
     except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: no such {what}") from None
+    except IsADirectoryError:
+        raise SpecError(f"{path}: is a directory; expected a TOML {what}") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: not valid TOML ({exc})") from None
 
 
@@ -277,7 +293,7 @@ def _link(raw: Any, where: str) -> LinkSpec:
 
 def load_topology(path: Path) -> Topology:
     f = _display(path)
-    raw = _read_toml(path)
+    raw = read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes", "directory"})
     directory = top.choice("directory", ("global", "namespace"), "global")
     broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model"})
@@ -291,6 +307,10 @@ def load_topology(path: Path) -> Topology:
         t = _Table(n, f"{f}: nodes[{i}]", {"id", "role", "namespace", "agents", "scene_groups",
                                            "client_id", "link", "count", "command", "image"})
         count = t.integer("count", 1, low=1)
+        if len(nodes) + count > MAX_NODES:
+            raise SpecError(f"{t.key('count')}={count}: the topology would have "
+                            f"{len(nodes) + count:,} nodes, more than the {MAX_NODES:,} one "
+                            "machine holds (10,000 simulated nodes took 1.2 GB)")
         base_id = t.text("id")
         role = Role(t.choice("role", tuple(r.value for r in Role), "executor"))
         ns = t.text("namespace")
@@ -328,6 +348,11 @@ def load_topology(path: Path) -> Topology:
         seen.add(n.id)
     if not any(n.role is Role.ORCHESTRATOR for n in nodes):
         raise SpecError(f"{f}: nodes: at least one node needs role = \"orchestrator\"")
+    if directory == "global" and len(nodes) > MAX_NODES_GLOBAL_DIRECTORY:
+        raise SpecError(f"{f}: directory=\"global\" with {len(nodes):,} nodes: a global "
+                        f"directory sends N² = {len(nodes) ** 2:,} announcements as the mesh "
+                        f"starts; at most {MAX_NODES_GLOBAL_DIRECTORY:,} nodes share one "
+                        "(directory = \"namespace\" scopes it by namespace)")
     return Topology(top.text("name", path.stem), tuple(nodes), model, link, f, directory)
 
 
@@ -353,7 +378,7 @@ def _humans(raw: Any, where: str) -> tuple[tuple[str, float], ...]:
 def load_scenario(path: Path, *, topology: str | None = None, seed: int | None = None,
                   known_checks: tuple[str, ...] = ()) -> Scenario:
     f = _display(path)
-    raw = _read_toml(path)
+    raw = read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "topology", "mode", "seed", "duration_s",
                                  "drain_s", "auth", "workload", "faults", "expect",
                                  "sim_only", "unmodelled", "live_nodes"})
@@ -427,6 +452,13 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         raise SpecError(f"{f}: faults must be an array of tables ([[faults]])")
     faults = tuple(parse_fault(x, i, f"{f}: faults[{i}]", topo) for i, x in enumerate(faults_raw))
     duration_s = top.number("duration_s", 30, strict_low=True)
+    orchestrators = sum(n.role is Role.ORCHESTRATOR for n in topo.nodes)
+    planned = (workload.rate_per_s + workload.group_event_rate_per_s) * duration_s * orchestrators
+    if planned > MAX_PLANNED_REQUESTS:
+        raise SpecError(f"{f}: workload.rate_per_s={workload.rate_per_s:g} for "
+                        f"duration_s={duration_s:g} on {orchestrators} orchestrator(s) plans "
+                        f"{planned:,.0f} requests and events, more than the "
+                        f"{MAX_PLANNED_REQUESTS:,} one run can record and judge on one machine")
     for spec in faults:
         if spec.at_ms >= duration_s * 1000:
             raise SpecError(f"{f}: faults[{spec.index}].at_s={spec.at_ms / 1000:g} must be "

@@ -32,6 +32,7 @@ from bench.core.config import NodeConfig
 from bench.core.inputs import TaskRequested
 from bench.core.node import Node
 from bench.spec.distribution import fixed
+from bench.spec.scenario import MAX_NODES_GLOBAL_DIRECTORY
 from bench.substrates.live.brokers import Broker, make_broker
 from bench.substrates.live.host import Clock, LiveHost
 from bench.workload import Behaviour, WorkloadSpec
@@ -184,8 +185,11 @@ def scale_table(sizes: list[int], directories: list[str], global_limit: int) -> 
     for n in sizes:
         for directory in directories:
             if directory == "global" and n > global_limit:
+                more = (f"--global-limit {n} runs it" if n <= MAX_NODES_GLOBAL_DIRECTORY else
+                        f"a global directory is refused above {MAX_NODES_GLOBAL_DIRECTORY:,} "
+                        "nodes")
                 print(f"{n:>6} {directory:<10} not run: {n * n / 1e6:g} M announcements as it "
-                      f"starts (N²); --global-limit {n} runs it")
+                      f"starts (N²); {more}")
                 continue
             duration = 60 if n >= 10_000 else 30
             out = subprocess.run([sys.executable, "-m", "bench.tools.scale", str(n), directory,
