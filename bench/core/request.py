@@ -141,8 +141,11 @@ class Requests:
                 self.pending[p.request_id] = p
                 self._settle(fx, p.request_id, RequestOutcome.NO_RESPONSE, None)
             else:
+                # never longer than its whole timeout from now: a deadline taken from a clock
+                # that was set ahead (and since set right) would hold it far past its timeout
                 self.pending[p.request_id] = p
-                fx.add(StartTimer(_timer(p.request_id), p.deadline_ms))
+                fx.add(StartTimer(_timer(p.request_id),
+                                  min(p.deadline_ms, fx.now_ms + p.deadline_ms - p.sent_ms)))
         if restored:
             fx.record(ev.RequestsRestored(requests=len(restored), settled=recent))
         return problems

@@ -150,3 +150,19 @@ def test_stale_roster_variant_keeps_both_sets() -> None:
     w2.add(executor(namespace="llm", agents=("llm.tax",)), store=store, make_node=NoRotation)
     node = w2.start("exec-1")
     assert set(node.roster.agent_ids) == {"llm.tax", "fin.tax"}
+
+
+def test_a_restored_request_waits_no_longer_than_its_timeout_whatever_its_deadline_says(
+        pair: Pair) -> None:
+    """Sent while the requester's clock was 400 s ahead, restored after the clock was set
+    right: its deadline on disk is 430 s away, but it times out within its 30 s (explore:
+    restart + clock_skew, three requests never settled)."""
+    w = pair()
+    w.executor = lambda cmd: (1_000_000, True, "ok", None)
+    w.feed("orch-1", TaskRequested(w.now_ms + 400_000, "r1", "msg-r1", "fin.orchestrator",
+                                   "llm.tax", "r1"))
+    w.crash("orch-1")
+    node = w.start("orch-1")
+    assert "r1" in node.requests.pending
+    w.advance(w.now_ms + 30_001)
+    assert w.settled["r1"][0] is RequestOutcome.NO_RESPONSE
