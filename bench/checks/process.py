@@ -116,9 +116,11 @@ def _gates(h: History) -> _Gates:
                if d.message_type in kinds and d.reason != "DUPLICATE"}
     failed = unsent | {m for _, m in refused if m}     # for decisions, refused anywhere
     transit = h.memo(Transit)
-    reached: dict[str, float] = {}       # when a decision first reached its executor
+    # the line at which a decision first reached its executor (a line, not a time: a node
+    # thawed from a pause handles its watchdog and the decision in the same millisecond)
+    reached: dict[str, int] = {}
     for received in h.of(GateDecisionReceived):
-        reached.setdefault(received.gate_id, received.t_ms)
+        reached.setdefault(received.gate_id, received.seq)
     sends: dict[str, list[str]] = defaultdict(list)
     for sd in h.of(GateDecisionSent):
         sends[sd.gate_id].append(sd.message_id)
@@ -162,7 +164,7 @@ def _gates(h: History) -> _Gates:
         elif (any(e.t_ms < d.t_ms for e in ends.get(pi, [])) and not any(
                 e.cause is InstanceCause.INTERRUPTED for e in ends.get(pi, []) if e.t_ms < d.t_ms)) \
                 or any(e.cause is InstanceCause.TASK_ENDED
-                       and e.t_ms < reached.get(gate_id, math.inf) for e in ends.get(pi, [])):
+                       and e.seq < reached.get(gate_id, math.inf) for e in ends.get(pi, [])):
             # it ended before the decision, or its task was ended from outside (timed out)
             # before the decision reached the executor, if it ever did
             g.fate[gate_id] = (Fate.CLOSED_BEFORE, [gate, d])
