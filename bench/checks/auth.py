@@ -15,6 +15,7 @@ from bench.core.events import (
     FaultRefused,
     InboundAdmitted,
     InboundDropped,
+    KeysRotated,
     TaskExecuted,
 )
 from bench.history import History
@@ -153,10 +154,24 @@ def verdict_is_honest(h: History, c: Collector) -> None:
                 and any(a.target_node_id in f.nodes and f.start_ms <= first.t_ms <= f.end_ms
                         for f in skewed):
             c.count("freshness_judged_on_a_skewed_clock")
+        elif first is not None and recorded == "BAD_SIGNATURE" and a.kid is not None \
+                and _rotated_in_flight(h, a, first):
+            # signed under a key the target retired after the send and before the check:
+            # the honest verdict at the send no longer holds at the target
+            c.count("signed_under_a_key_rotated_in_flight")
         elif first is not None and recorded is not None and recorded != a.honest_verdict:
             c.violation(f"{a.target_node_id} recorded {recorded} for {a.attack} message "
                         f"{a.message_id} ({a.how}); an honest verifier says {a.honest_verdict}",
                         a, first)
+
+
+def _rotated_in_flight(h: History, a: AttackSent, checked: Event) -> bool:
+    """The target's last key rotation between the attack's send and its check retired the
+    attack's kid (no overlap kept the old key)."""
+    rotations = [k for k in h.of(KeysRotated)
+                 if k.node == a.target_node_id and a.seq < k.seq < checked.seq]
+    return bool(rotations) and a.kid in rotations[-1].kids \
+        and a.kid not in rotations[-1].overlap_kids
 
 
 def _nothing_signed(h: History) -> str | None:
