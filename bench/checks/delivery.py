@@ -315,10 +315,10 @@ def drops_are_true(h: History, c: Collector) -> None:
     """A drop explains a lost message only if its reason is true, so each is checked: a
     DUPLICATE had reached the node before (admitted or dropped), unless the node crashed
     since the message was first sent (the record may have died with it); a SELF_LOOP is
-    a message the node sent itself; a request addressed to the node is NOT_MINE only for
-    an agent it had not registered (its roster and executors, since it last started; one
-    addressed elsewhere reached it through a borrowed client id); nothing the bench
-    sends is MALFORMED."""
+    a message the node sent itself (it settled it, or another node took it in from it); a
+    request addressed to the node is NOT_MINE only for an agent it had not registered (its
+    roster and executors, since it last started; one addressed elsewhere reached it through
+    a borrowed client id); nothing the bench sends is MALFORMED."""
     sent_by: dict[str, set[str]] = defaultdict(set)    # message -> nodes that sent it
     first_sent: dict[str, float] = {}
     to_agent: dict[str, str | None] = {}
@@ -331,6 +331,11 @@ def drops_are_true(h: History, c: Collector) -> None:
     for s in h.of(RequestSent):
         first_sent[s.message_id] = min(first_sent.get(s.message_id, s.t_ms), s.t_ms)
     attacks = {a.message_id for a in h.of(AttackSent)}   # forged or replayed: judged by auth
+    # a message another node took in from its origin was sent by it, settled or not: its
+    # sender may have crashed, or lost its client, before the PUBACK came
+    for got in h.of(InboundAdmitted):
+        if got.origin_node_id is not None and got.message_id not in attacks:
+            sent_by[got.message_id].add(got.origin_node_id)
     seen: set[tuple[str, str]] = set()
     agents: dict[str, set[str]] = defaultdict(set)
     crashes: dict[str, list[float]] = defaultdict(list)
