@@ -22,11 +22,9 @@ from bench.folders import FolderTaken, claim, claim_named, utc_stamp
 
 if TYPE_CHECKING:
     from bench.run import Interrupted, RunResult
-    from bench.spec.scenario import Scenario
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
 #: How long `run` and `brokers` try to reach a broker named by URL before calling it wrong.
-EXTERNAL_REACH_S = 5.0
 
 DESCRIPTION = """\
 a2a-bench: find the failures of agent-to-agent systems over MQTT that only appear across
@@ -327,25 +325,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _missing_images(scenario: Scenario) -> list[str]:
-    """The nodes' own images this engine does not have (none, if no engine answers: the
-    docker substrate then says so itself)."""
-    try:
-        import docker
-
-        from bench.substrates.docker.deployment import engine
-        client = engine()
-    except Exception:
-        return []
-    missing = []
-    for image in sorted({n.image for n in scenario.topology.nodes if n.image}):
-        try:
-            client.images.get(image)
-        except docker.errors.ImageNotFound:
-            missing.append(image)
-    return missing
-
-
 def _command_line(command: str, given: str, role: str | None = None) -> tuple[str, ...] | None:
     """A node's command line (for `role`, when given as ROLE=CMD), or None once the one
     line saying why not is printed."""
@@ -497,6 +476,7 @@ def _deploy(args: argparse.Namespace) -> int:
 def _brokers(args: argparse.Namespace) -> int:
     import tempfile
 
+    from bench.substrates.live import broker_refusal
     from bench.substrates.live.brokers import BrokerError
     from bench.substrates.live.facts import measure, render
 
@@ -510,8 +490,8 @@ def _brokers(args: argparse.Namespace) -> int:
     def ca(spec: str) -> str | None:
         return args.broker_ca if spec.startswith("mqtts://") else None
     for spec in specs:   # every argument checked before anything is measured
-        if (refusal := _broker_refusal(spec, ca(spec))) is not None:
-            print(refusal, file=sys.stderr)
+        if (refusal := broker_refusal(spec, ca(spec))) is not None:
+            print(f"a2a-bench: {refusal}", file=sys.stderr)
             return EXIT_INVALID
     facts = {}
     for spec in specs:
@@ -544,8 +524,7 @@ def _run(args: argparse.Namespace) -> int:
     from bench.run import Interrupted, print_progress, run_scenario
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
-    from bench.spec.topology import BrokerModel
-    from bench.substrates import Hosting, Options, shown_url
+    from bench.substrates import Choice, substrate
     from bench.substrates.live.brokers import BrokerError
     from bench.variants import variant
 
@@ -568,72 +547,16 @@ def _run(args: argparse.Namespace) -> int:
         except SpecError as exc:
             print(f"a2a-bench: {exc}", file=sys.stderr)
             return EXIT_INVALID
-    if args.wire_tap and mode == "sim":
-        print("a2a-bench: --wire-tap: the simulator has no wire to tap (its broker's account "
-              "is the history); use --mode live", file=sys.stderr)
+    described = substrate(mode)
+    choice = Choice(broker=args.broker, nodes=args.nodes, broker_ca=args.broker_ca,
+                    restart_command=args.broker_restart_command,
+                    no_isolation=args.no_isolation, keep=args.keep, swarm=args.swarm,
+                    wire_tap=args.wire_tap, node_commands=tuple(args.node_command))
+    refusal = described.refusal(scenario, choice)
+    if refusal is not None:
+        print(f"a2a-bench: {refusal}", file=sys.stderr)
         return EXIT_INVALID
-    if scenario.image_nodes and mode != "docker":
-        print(f"a2a-bench: {', '.join(scenario.image_nodes)} are images of their own (image = "
-              f"\"…\" in the topology): that is --mode docker only", file=sys.stderr)
-        return EXIT_INVALID
-    if scenario.image_nodes and (missing := _missing_images(scenario)):
-        print(f"a2a-bench: image {missing[0]!r} (image = in the topology) is not on this "
-              f"Docker engine: build it first (docker build -t {missing[0]} …); "
-              f"`docker images` lists what is", file=sys.stderr)
-        return EXIT_INVALID
-    if scenario.command_nodes and mode != "live":
-        print(f"a2a-bench: {', '.join(scenario.command_nodes)} run a command of their own "
-              f"(--node-command, or command = [...] in the topology): that is --mode live "
-              f"only (the simulator runs the reference core; docker runs the bench's image)",
-              file=sys.stderr)
-        return EXIT_INVALID
-    if mode == "sim" and args.broker is not None:
-        models = [m.value for m in BrokerModel]
-        if args.broker not in models:
-            print(f"a2a-bench: --broker={args.broker}: a simulation takes a broker model, one "
-                  f"of {', '.join(models)} (a URL names a live broker: add --mode live)",
-                  file=sys.stderr)
-            return EXIT_INVALID
-        scenario = scenario.with_broker_model(args.broker)
-    if mode == "docker" and (args.broker or "amqtt") not in ("amqtt", "mosquitto"):
-        print(f"a2a-bench: --broker={args.broker}: --mode docker runs its broker in a "
-              "container: amqtt or mosquitto", file=sys.stderr)
-        return EXIT_INVALID
-    if mode != "docker" and args.keep:
-        print("a2a-bench: --keep applies to --mode docker (a live run's broker and nodes are "
-              "this process's children and end with it)", file=sys.stderr)
-        return EXIT_INVALID
-    if mode != "docker" and args.swarm:
-        print("a2a-bench: --swarm applies to --mode docker (it chooses the containers' "
-              "network)", file=sys.stderr)
-        return EXIT_INVALID
-    if mode == "docker" and args.nodes:
-        print("a2a-bench: --nodes applies to --mode live; in docker every node is a container",
-              file=sys.stderr)
-        return EXIT_INVALID
-    if mode == "live" and args.broker == BrokerModel.GENERIC.value:
-        print("a2a-bench: --broker=generic is a simulated broker model; live, give amqtt, "
-              "mosquitto or an mqtt:// URL", file=sys.stderr)
-        return EXIT_INVALID
-    live_only = [flag for flag, given in (
-        ("--nodes", args.nodes), ("--broker-ca", args.broker_ca),
-        ("--broker-restart-command", args.broker_restart_command),
-        ("--no-isolation", args.no_isolation)) if given]
-    if mode == "sim" and live_only:
-        print(f"a2a-bench: {', '.join(live_only)} appl{'ies' if len(live_only) == 1 else 'y'} "
-              f"to live runs only; a simulation runs the simulator's broker model "
-              f"({scenario.topology.broker.value}; --broker chooses another) and its nodes "
-              f"in its own loop",
-              file=sys.stderr)
-        return EXIT_INVALID
-    if mode in ("live", "docker") and scenario.sim_only:
-        print(f"a2a-bench: {scenario.source}: simulation only ({scenario.sim_only}); run it "
-              "with --mode sim", file=sys.stderr)
-        return EXIT_INVALID
-    args.broker = args.broker or scenario.topology.broker.live_default
-    args.nodes = args.nodes or scenario.live_nodes or "inproc"
-    if mode == "live" and _unusable_broker(args, scenario):
-        return EXIT_INVALID
+    scenario, options = described.prepare(scenario, choice)
     try:
         out = claim_named(args.out) if args.out else claim(
             Path("results"), f"{scenario.name}-{chosen.name}-s{scenario.seed}-{utc_stamp()}")
@@ -643,11 +566,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"a2a-bench run {scenario.source}: topology {scenario.topology.name} "
               f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
-              f"seed {scenario.seed}, {mode}" +
-              (f" on {shown_url(args.broker)} with {args.nodes} nodes" if mode == "live" else
-               f" on {args.broker}, every node in a container" +
-               (" on a swarm's overlay network" if args.swarm else "") if mode == "docker" else
-               f" (broker model {scenario.topology.broker.value})"))
+              f"seed {scenario.seed}, {mode}" + described.header(scenario, options))
         own: dict[str, list[str]] = {}
         for n in scenario.topology.nodes:
             if n.external:   # anyone's node: say so, or a user may think theirs never ran
@@ -661,15 +580,11 @@ def _run(args: argparse.Namespace) -> int:
         raise Interrupted("SIGTERM")
     signal.signal(signal.SIGTERM, terminated)   # as Ctrl-C: keep and judge what was recorded
     # a status line on a terminal; piped, the simulator's sparse progress lines, live nothing
-    status = Status(sys.stderr, mode) if sys.stderr.isatty() and not args.json else None
-    progress = status.tick if status else None if args.json or mode != "sim" else \
+    status = Status(sys.stderr, described.clock_word) \
+        if sys.stderr.isatty() and not args.json else None
+    progress = status.tick if status else None if args.json or described.wall_clock else \
         print_progress()
     try:
-        options = Options(broker=args.broker, hosting=Hosting(args.nodes),
-                          restart_command=args.broker_restart_command,
-                          isolate=not args.no_isolation, broker_ca=args.broker_ca,
-                          keep=args.keep, swarm=args.swarm,
-                          node_commands=tuple(args.node_command), wire_tap=args.wire_tap)
         try:
             result = run_scenario(
                 scenario, chosen, out, topology_overridden=args.topology is not None,
@@ -856,38 +771,6 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _unusable_broker(args: argparse.Namespace, scenario: Scenario) -> bool:
-    """Says in one line why a live run cannot use its broker (True), before anything is
-    written: a fault it cannot act without, a URL nobody answers at, a refused login, a
-    certificate nothing vouches for."""
-    external = args.broker not in ("amqtt", "mosquitto")
-    for spec in scenario.faults:
-        if external and spec.kind == "broker_restart" and not args.broker_restart_command:
-            print(f"a2a-bench: {scenario.source}: faults[{spec.index}] broker_restart needs "
-                  "--broker-restart-command to restart an external broker (the bench cannot "
-                  "restart what it did not start)", file=sys.stderr)
-            return True
-    refusal = _broker_refusal(args.broker, args.broker_ca)
-    if refusal is not None:
-        print(refusal, file=sys.stderr)
-    return refusal is not None
-
-
-def _broker_refusal(spec: str, ca_file: str | None) -> str | None:
-    """Why `--broker spec` cannot be used, in one line, or None: a value that names no
-    broker, or a broker named by URL that does not answer MQTT (it is spoken to once)."""
-    from bench.substrates import shown_url
-    from bench.substrates.live.brokers import BrokerError, make_broker
-    try:
-        broker = make_broker(spec, Path("."), ca_file=ca_file)
-        if broker.kind == "external":
-            broker.start(timeout_s=EXTERNAL_REACH_S)
-    except BrokerError as exc:
-        return (f"a2a-bench: --broker={shown_url(spec)}: {exc}" if "--broker" not in str(exc)
-                else f"a2a-bench: {exc}")
-    return None
-
-
 def _interrupted(exc: Interrupted, out: Path) -> int:
     """One line for a run stopped from outside: where, and what its partial history says."""
     result = exc.result
@@ -920,6 +803,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _print_result(result: RunResult, as_json: bool) -> None:
     from bench.checks import NOTHING, as_expected
+    from bench.substrates import substrate
     s, m = result.summary, result.metrics
     if as_json:
         print(json.dumps({"summary": s, "verdicts": [v.to_json() for v in result.verdicts],
@@ -930,12 +814,12 @@ def _print_result(result: RunResult, as_json: bool) -> None:
     if stop:
         print(f"  interrupted ({stop['how']}) at {stop['at_s']:.1f} s of {stop['planned_s']:.1f} s: "
               "judged on what it recorded")
-    if s["mode"] == "sim":
+    described = substrate(s["mode"])
+    if not described.wall_clock:
         print(f"  {s['events']} events; simulated {s['simulated_s']:.1f} s in {s['wall_s']:.2f} s "
               f"wall = {s['sim_s_per_wall_s']:.1f} simulated s per wall s")
     else:
-        print(f"  {s['events']} events; {s['mode']} on {s['broker']} ({s['nodes']} nodes) for "
-              f"{s['simulated_s']:.1f} s")
+        print(f"  {s['events']} events; {described.label(s)} for {s['simulated_s']:.1f} s")
     unsettled = m["requests"] - sum(m["outcomes"].values())
     print(f"  requests {m['requests']}: " + ", ".join(
         [f"{k} {n}" for k, n in m["outcomes"].items()] +

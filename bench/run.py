@@ -39,7 +39,7 @@ from bench.metrics import FOLDS as METRIC_FOLDS
 from bench.metrics import compute
 from bench.report.markdown import render
 from bench.spec.scenario import Mode, Scenario
-from bench.substrates import Options, open_deployment
+from bench.substrates import Choice, Options, open_deployment, substrate
 from bench.variants import Variant
 from bench.workload import plan
 
@@ -103,20 +103,14 @@ def exit_code(verdicts: list[Verdict], expect: dict[str, str]) -> int:
 
 
 def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bool,
-                   mode: Mode = Mode.SIM, options: Options | None = None) -> str:
-    argv = ["a2a-bench", "run", scenario.source, "--mode", mode.value, "--seed", str(scenario.seed)]
-    if mode is Mode.SIM:
-        argv += ["--broker", scenario.topology.broker.value]
-    if mode is Mode.LIVE:
-        options = options or Options()
-        argv += ["--broker", options.shown_broker, "--nodes", options.hosting.value]
-    if mode is Mode.DOCKER:
-        argv += ["--broker", (options or Options()).shown_broker]
+                   mode: Mode, options: Options) -> str:
+    argv = ["a2a-bench", "run", scenario.source, "--mode", mode.value, "--seed", str(scenario.seed),
+            *substrate(mode).replay(scenario, options)]
     if topology_overridden:
         argv += ["--topology", scenario.topology.source]
-    for given in (options.node_commands if options else ()):
+    for given in options.node_commands:
         argv += ["--node-command", given]
-    if options is not None and options.wire_tap:
+    if options.wire_tap:
         argv += ["--wire-tap"]
     if variant.name != "reference":
         argv += ["--variant", variant.name]
@@ -174,26 +168,23 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
                  say: Callable[[str], None] = lambda line: None,
                  observe: Callable[[Line], None] | None = None) -> RunResult:
     mode = Mode(mode) if mode else scenario.mode
-    options = options or Options()
+    described = substrate(mode)
+    options = options or described.prepare(scenario, Choice())[1]
     out_dir.mkdir(parents=True, exist_ok=True)
+    where = described.identity(scenario, options)
     resolved = scenario.to_json() | {"variant": variant.name, "mode": mode.value}
-    if mode.real:
-        resolved |= {"broker": options.shown_broker,
-                     "nodes": "container" if mode is Mode.DOCKER else options.hosting.value}
+    if described.wall_clock:
+        resolved |= {"broker": where.broker, "nodes": where.nodes}
     write_json(out_dir / "scenario.json", resolved)
     write_json(out_dir / "topology.json", scenario.topology.to_json())
     recorder = Recorder(out_dir / "history.jsonl")
     if observe is not None:
         recorder.observers.append(observe)
     wall0 = time.perf_counter()
-    live = mode.real
     summary = {"scenario": scenario.name, "variant": variant.name, "seed": scenario.seed,
                "topology": scenario.topology.name, "mode": mode.value,
-               "broker": options.shown_broker if live else "sim",
-               "nodes": ("container" if mode is Mode.DOCKER else options.hosting.value)
-               if live else "sim",
-               "model": None if live else scenario.topology.broker.value,
-               "expect": scenario.expect_for(options.broker) if live else scenario.expect_sim(),
+               "broker": where.broker, "nodes": where.nodes, "model": where.model,
+               "expect": described.expect(scenario, options),
                "replay": replay_command(scenario, variant, topology_overridden, mode, options)}
     try:
         stats = execute(scenario, variant, recorder, out_dir, mode, options, progress, say)

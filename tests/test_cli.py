@@ -184,7 +184,7 @@ def test_a_bad_broker_is_one_line_exit_3_and_leaves_nothing_behind(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         broker: str, says: str) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("bench.cli.EXTERNAL_REACH_S", 0.3)
+    monkeypatch.setattr("bench.substrates.live.EXTERNAL_REACH_S", 0.3)
     assert main(["run", "quickstart", "--broker", broker]) == EXIT_INVALID
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0], err

@@ -71,7 +71,7 @@ def test_the_status_line_counts_requests_and_names_faults_as_they_act(
     from bench.history import Line
     from bench.report.progress import Status
     out = io.StringIO()
-    status = Status(out, "live")
+    status = Status(out, "run")
     status.observe(Line(0, 400.0, "bench", "workload_started",
                         {"durationMs": 10_000.0, "drainMs": 35_000.0}))
     lines = [Line(1, 100.0, "orch", "request_sent", {}),

@@ -9,6 +9,7 @@ from bench.checks import Checker, Collector, rule
 from bench.checks.delivery import EVERY_NODE, Transit, fault_windows
 from bench.core.events import (
     AttackSent,
+    AuthMode,
     AuthVerdict,
     Event,
     FaultError,
@@ -21,9 +22,9 @@ from bench.core.events import (
 from bench.history import History
 
 #: DESIGN §5, written out again here (not imported from the core it judges).
-ADMITTED = {"strict": {"VERIFIED"}, "loose": {"VERIFIED", "UNSIGNED"},
-            "audit": {"VERIFIED", "UNSIGNED", "BAD_SIGNATURE", "UNKNOWN_KID", "KID_MISMATCH",
-                      "STALE"}}
+ADMITTED = {AuthMode.STRICT: {"VERIFIED"}, AuthMode.LOOSE: {"VERIFIED", "UNSIGNED"},
+            AuthMode.AUDIT: {"VERIFIED", "UNSIGNED", "BAD_SIGNATURE", "UNKNOWN_KID",
+                             "KID_MISMATCH", "STALE"}}
 IN_FLIGHT_AT_END_MS = 2_000
 
 
@@ -61,7 +62,7 @@ def audit_records_what_it_admits(h: History, c: Collector) -> None:
     audit_log = {(e.node, e.message_id) for e in h.of(AuthVerdict)}
     for d, admitted, verdict in _decisions(h):
         boot = h.boot_at(d.node, d.seq)
-        if boot is None or not admitted or boot.auth_mode != "audit" or verdict == "VERIFIED":
+        if boot is None or not admitted or boot.auth_mode is not AuthMode.AUDIT or verdict == "VERIFIED":
             continue
         if (d.node, d.message_id) not in audit_log:
             c.violation(f"{d.node} (audit mode) admitted {d.message_id} ({verdict}) without "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Protocol, cast
 
+from bench.core.auth import AuthMode as AuthMode  # a value checkers read
 from bench.core.envelope import Json
 from bench.core.outcome import EventKind
 
@@ -85,7 +86,7 @@ class NodeStarted(Event):
     boot_id: str
     namespace: str
     client_id: str
-    auth_mode: str
+    auth_mode: AuthMode
     signature_version: str
     #: what of the protocol a node not written here implements (FEATURES); absent = all
     features: list[str] | None = None
@@ -754,7 +755,7 @@ class RunStarted(Event):
     node_hosting: str | None = None
     task_timeout_ms: int | None = None  # the task watchdog every node was configured with
     run_id: str | None = None          # an isolated run: in its client ids and topic prefix
-    auth_mode: str | None = None       # the admission mode every node was configured with
+    auth_mode: AuthMode | None = None  # the admission mode every node was configured with
 
 
 @dataclass(frozen=True, slots=True)
@@ -1064,7 +1065,7 @@ def _camel(name: str) -> str:
 
 
 _ENUMS: dict[str, type[StrEnum]] = {"WarningKind": WarningKind, "InstanceCause": InstanceCause,
-                                     "TakeoverWillOf": TakeoverWillOf}
+                                     "TakeoverWillOf": TakeoverWillOf, "AuthMode": AuthMode}
 _META = frozenset({"seq", "t_ms", "node"})
 
 

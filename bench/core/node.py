@@ -228,7 +228,7 @@ class Node:
         self.boot_id = event.boot_id
         cfg = self.config
         fx.record(ev.NodeStarted(boot_id=event.boot_id, namespace=cfg.namespace,
-                                 client_id=cfg.effective_client_id, auth_mode=cfg.auth.mode.value,
+                                 client_id=cfg.effective_client_id, auth_mode=cfg.auth.mode,
                                  signature_version=cfg.auth.version.value))
         self._load_roster(fx, event)
         problem = self.ledger.restore(event.restored.ledger, fx.now_ms)

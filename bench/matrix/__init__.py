@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.spec.distribution import SpecError
-from bench.spec.scenario import SCENARIOS, Scenario, find, load_scenario, read_toml
+from bench.spec.scenario import MODES, SCENARIOS, Scenario, find, load_scenario, read_toml
+from bench.substrates import Options, substrate
 from bench.variants import VARIANTS
 
-MODES = ("sim", "live", "docker")
 BROKERS = ("amqtt", "mosquitto")
 HOSTINGS = ("inproc", "process")
 _GROUP_KEYS = {"name", "scenarios", "topologies", "variants", "seeds", "modes", "brokers", "nodes"}
@@ -46,15 +46,7 @@ class Cell:
     @property
     def id(self) -> str:
         parts = [self.scenario, self.variant, self.topology or "own", f"s{self.seed}", self.mode]
-        if self.mode == "sim" and self.broker != "sim":
-            parts.append(self.broker)
-        if self.mode == "docker":
-            parts.append(self.broker)
-        if self.mode == "live":
-            parts.append(self.broker)
-            if self.nodes != "inproc":
-                parts.append(self.nodes)
-        return ".".join(parts)
+        return ".".join(parts + substrate(self.mode).cell_name(self.broker, self.nodes))
 
     @property
     def source(self) -> Path:
@@ -152,7 +144,7 @@ def load_matrix(path: Path) -> Matrix:
                 raise SpecError(f"{at}.brokers: {b!r} must be one of {list(BROKERS)}")
         sim_only: set[str] = set()    # "@all" leaves these out of live cells
         nodes_of: dict[str, str | None] = {}
-        if "live" in modes or "docker" in modes:
+        if any(substrate(m).wall_clock for m in modes):
             for s in scenarios:
                 loaded = load_scenario(Path(files[s]) if s in files else SCENARIOS / f"{s}.toml")
                 only = loaded.sim_only
@@ -170,18 +162,16 @@ def load_matrix(path: Path) -> Matrix:
             for topo in topologies:
                 for seed in seeds:
                     for mode in modes:
-                        if mode != "sim" and scenario in sim_only:
+                        described = substrate(mode)
+                        if described.wall_clock and scenario in sim_only:
                             continue
-                        for broker in (sim_brokers if mode == "sim" else brokers):
-                            for hosting in (hostings if mode == "live" else
-                                            ["container" if mode == "docker" else "inproc"]):
-                                if mode == "live" and hosting == "inproc" and \
-                                        nodes_of.get(scenario) == "process":
-                                    hosting = "process"   # its fault needs a node process
-                                cells.append(Cell(name, scenario, variant,
-                                                  None if topo == "own" else str(topo),
-                                                  int(seed), str(mode), str(broker),
-                                                  str(hosting), files.get(scenario, "")))
+                        for broker, hosting in described.cells(
+                                list(map(str, brokers)), sim_brokers, list(map(str, hostings)),
+                                nodes_of.get(scenario)):
+                            cells.append(Cell(name, scenario, variant,
+                                              None if topo == "own" else str(topo),
+                                              int(seed), str(mode), broker, hosting,
+                                              files.get(scenario, "")))
     seen: dict[str, Cell] = {}
     for c in cells:
         seen.setdefault(c.id, c)   # the same cell in two groups runs once
@@ -208,17 +198,17 @@ def expectation(cell: Cell) -> dict[str, str]:
     expectations (true unless it says)."""
     if cell.variant != "reference":
         return {VARIANTS[cell.variant].caught_by: "false"}
-    scenario = _scenario(cell)
+    scenario, options = _deployed(cell)
     from bench.checks import checkers
-    expect = scenario.expect_sim() if cell.mode == "sim" else scenario.expect_for(cell.broker)
+    expect = substrate(cell.mode).expect(scenario, options)
     return {name: expect.get(name, "true") for name in checkers()}
 
 
-def _scenario(cell: Cell) -> Scenario:
+def _deployed(cell: Cell) -> tuple[Scenario, Options]:
+    """The cell's scenario as its substrate runs it, and the options it deploys with."""
+    described = substrate(cell.mode)
     scenario = load_scenario(cell.source, topology=cell.topology, seed=cell.seed)
-    if cell.mode == "sim" and cell.broker != "sim":
-        scenario = scenario.with_broker_model(cell.broker)
-    return scenario
+    return described.prepare(scenario, described.cell_choice(cell.broker, cell.nodes))
 
 
 def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
@@ -226,16 +216,12 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
     """Run one cell into a scratch folder, then move it into place and write cell.json:
     a cell killed half-way leaves nothing that looks finished."""
     from bench.run import run_scenario
-    from bench.substrates import Hosting, Options
     final = cell_dir(out, cell)
     scratch = final.with_name(final.name + f".partial-{os.getpid()}")
     for stale in final.parent.glob(final.name + ".partial-*"):   # left by a killed run
         shutil.rmtree(stale, ignore_errors=True)
-    scenario = _scenario(cell)
+    scenario, options = _deployed(cell)
     t0 = time.perf_counter()
-    options = Options(broker=cell.broker, hosting=Hosting(cell.nodes)) \
-        if cell.mode == "live" else Options(broker=cell.broker) if cell.mode == "docker" \
-        else Options()
     result = run_scenario(scenario, VARIANTS[cell.variant], scratch, mode=cell.mode,
                           options=options, topology_overridden=cell.topology is not None)
     wall = time.perf_counter() - t0
@@ -257,8 +243,7 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
                           "faults_fired": m["faults_fired"]},
               "situations": result.summary.get("situations", {}),
               # what the simulation of this broker's model is declared not to show
-              "unmodelled": dict(scenario.unmodelled.get(cell.broker, {}))
-              if cell.mode == "sim" else {},
+              "unmodelled": substrate(cell.mode).unmodelled(scenario, cell.broker),
               "topology": result.summary["topology"], "replay": result.summary["replay"]}
     shutil.rmtree(final, ignore_errors=True)
     final.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.commands import RequestOutcome
+from bench.substrates import substrate
 
 
 def load(run_dir: Path) -> dict[str, Any]:
@@ -29,9 +30,7 @@ def load(run_dir: Path) -> dict[str, Any]:
 
 def _parts(run: dict[str, Any]) -> list[str]:
     s = run["summary"]
-    where = (f"sim/{s['model']}" if s.get("model") else "sim") if s["mode"] == "sim" else \
-        f"docker/{s.get('broker')}" if s["mode"] == "docker" else \
-        f"live/{s.get('broker')}/{s.get('nodes')}"
+    where = substrate(s["mode"]).tag(s)
     return [s["scenario"], s["variant"], s["topology"], where, f"s{s['seed']}"]
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.report.compare import ratio
+from bench.substrates import substrate
+from bench.substrates.descriptor import COMPARED
 
 P99_WITHIN = 1.5
 
@@ -77,36 +79,35 @@ def _either(record: dict[str, Any]) -> dict[str, str]:
 
 
 def pairs(records: list[dict[str, Any]]) -> list[Pair]:
-    by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+    """The cells of one scenario, variant, topology, seed and broker on two places the
+    substrates compare (`bench.substrates.descriptor.COMPARED`), in a stable order."""
+    by_place: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in records:
         c = r["cell"]
-        by_key[(c["scenario"], c["variant"], c["topology"], c["seed"], c["mode"], c["broker"],
-                c.get("nodes", "inproc"))] = r
-    out = []
-    for (scenario, variant, topo, seed, mode, broker, nodes), rec in sorted(
-            by_key.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        place = substrate(c["mode"]).place(c["broker"], c.get("nodes", "inproc"))
+        # of two cells in one place (live inproc and live process on one broker are two
+        # places; nothing else is), the later one stands
+        by_place[(c["scenario"], c["variant"], c["topology"], c["seed"], c["broker"],
+                  place)] = r
+    out: list[tuple[tuple[str, ...], Pair]] = []
+    for key in {k[:5] for k in by_place}:
+        scenario, variant = key[0], key[1]
         # a seeded defect is a row of its own (it is meant to differ from the reference)
         label = scenario if variant == "reference" else f"{scenario} · {variant}"
-        if mode == "sim" and broker != "sim":
-            live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc")) or \
-                by_key.get((scenario, variant, topo, seed, "live", broker, "process"))
-            if live is not None:
-                out.append(Pair(label, f"sim vs live, {broker}", rec, live,
-                                _either(live) | dict(rec.get("unmodelled") or {})))
-        if mode == "live" and nodes == "process":
-            inproc = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc"))
-            if inproc is not None:
-                out.append(Pair(label, f"inproc vs process, {broker}", inproc, rec))
-        if mode == "docker":     # the third substrate, against the other two
-            sim = by_key.get((scenario, variant, topo, seed, "sim", broker, "inproc"))
-            live = by_key.get((scenario, variant, topo, seed, "live", broker, "inproc")) or \
-                by_key.get((scenario, variant, topo, seed, "live", broker, "process"))
-            if sim is not None:
-                out.append(Pair(label, f"sim vs docker, {broker}", sim, rec,
-                                _either(rec) | dict(sim.get("unmodelled") or {})))
-            if live is not None:
-                out.append(Pair(label, f"live vs docker, {broker}", live, rec, _either(rec)))
-    return out
+        for compared in COMPARED:
+            a = next((by_place[(*key, p)] for p in compared.model if (*key, p) in by_place),
+                     None)
+            b = next((by_place[(*key, p)] for p in compared.real if (*key, p) in by_place),
+                     None)
+            if a is None or b is None:
+                continue
+            declared = (_either(b) if compared.timing_declared else {}) \
+                | dict(a.get("unmodelled") or {})
+            cell = b["cell"]
+            # rows grouped by the cell that is compared with a model, as that cell sorts
+            order = tuple(map(str, (*key[:4], cell["mode"], key[4], cell.get("nodes", ""))))
+            out.append((order, Pair(label, f"{compared.name}, {key[4]}", a, b, declared)))
+    return [p for _, p in sorted(out, key=lambda o: o[0])]
 
 
 def _share(n: int, of: int) -> str:

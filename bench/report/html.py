@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.checks import as_expected
+from bench.substrates import substrate
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;
@@ -66,7 +67,7 @@ def run_html(run_dir: Path, plots: dict[str, dict[str, Path]]) -> str:
     title = f"{summary['scenario']} — {summary['variant']} (seed {summary['seed']})"
     body = [f"<h1>{_e(title)}</h1>",
             f"<p>topology <code>{_e(summary['topology'])}</code>, mode <code>{_e(summary['mode'])}"
-            f"</code>{', broker ' + _e(summary['broker']) if summary['mode'] == 'live' else ''}; "
+            f"</code>{', broker ' + _e(summary['broker']) if substrate(summary['mode']).wall_clock else ''}; "
             f"{summary['events']} events over {summary['simulated_s']:.1f} s "
             f"({summary['wall_s']:.2f} s wall). Exit code {summary.get('exit_code')}.</p>",
             f"<p>Replay: <code>{_e(summary['replay'])}</code></p>",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.checks import Verdict, as_expected
+from bench.substrates import substrate
 
 
 def _fmt(v: Any) -> str:
@@ -19,8 +20,9 @@ def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, 
     out = [f"# {summary['scenario']} — {summary['variant']} (seed {summary['seed']})", "",
            f"- topology: `{summary['topology']}`, mode `{summary['mode']}`",
            (f"- simulated {summary['simulated_s']:.1f} s in {summary['wall_s']:.2f} s wall "
-            f"({summary['sim_s_per_wall_s']:.1f} simulated s per wall s)" if summary["mode"] == "sim"
-            else f"- {summary['mode']} on {summary['broker']} with {summary['nodes']} nodes: "
+            f"({summary['sim_s_per_wall_s']:.1f} simulated s per wall s)"
+            if not substrate(summary["mode"]).wall_clock
+            else f"- {substrate(summary['mode']).label(summary)}: "
                  f"{summary['simulated_s']:.1f} s of run time"),
            f"- replay: `{summary['replay']}`", "", "## Verdicts", "",
            "| checker | verdict | expected | counts |", "|---|---|---|---|"]

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from bench.history import read_jsonl  # noqa: E402
+from bench.substrates import substrate
 
 PALETTE = ["#3366aa", "#dd7733", "#44aa77", "#aa4466", "#7766bb", "#999933", "#33aaaa",
            "#bb5522"]
@@ -308,7 +309,8 @@ def duplicates(cells: list[dict[str, Any]], title: str) -> Figure:
     seeds = len({c["cell"]["seed"] for c in rows}) > 1
     labels = [f"{c['cell']['scenario']} · {c['cell']['variant']}"
               + (f" · s{c['cell']['seed']}" if seeds else "")
-              + (f" · live {c['cell']['broker']}" if c["cell"].get("mode") == "live" else "")
+              + (f" · {substrate(c['cell']['mode']).tag(c['cell'])}"
+                 if substrate(c["cell"]["mode"]).wall_clock else "")
               for c in rows]
     delivered = [c["metrics"]["duplicates_delivered"] for c in rows]
     executed = [c["metrics"]["duplicates_executed"] for c in rows]

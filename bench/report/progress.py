@@ -20,9 +20,9 @@ REDRAW_S = 0.2
 
 
 class Status:
-    def __init__(self, stream: TextIO, mode: str) -> None:
+    def __init__(self, stream: TextIO, clock_word: str) -> None:
         self.stream = stream
-        self.mode = mode
+        self.clock_word = clock_word   # how the line names the run clock ("simulated", "run")
         self.sent = self.settled = self.completed = 0
         self.acting: dict[int, str] = {}          # fault index -> its kind, while it acts
         self.t_ms = self.end_ms = 0.0
@@ -68,7 +68,7 @@ class Status:
         self.stream.flush()
 
     def _line(self) -> str:
-        clock = "simulated" if self.mode == "sim" else "run"
+        clock = self.clock_word
         faults = ", ".join(f"{k}[{i}]" for i, k in sorted(self.acting.items())) or "none"
         planned = self.duration_ms if self.duration_ms is not None else self.end_ms
         where = (f"{self.t_ms / 1000:6.1f} / {planned / 1000:.1f} s" if self.t_ms <= planned

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.substrates import PACKAGES, substrate
+
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
@@ -57,10 +59,9 @@ def find_runs(results: Path) -> list[RunInfo]:
             value = str(v.get("value", "?")).upper()
             tally[value] = tally.get(value, 0) + 1
         mode = scenario.get("mode", "?")
-        substrate = mode if mode == "sim" else \
-            f"{mode} on {scenario.get('broker', '?')} ({scenario.get('nodes', '?')} nodes)"
+        where = substrate(mode).label(scenario) if mode in PACKAGES else str(mode)
         runs.append(RunInfo(folder, scenario_file.stat().st_mtime, scenario.get("name", "?"),
-                            scenario.get("variant", "?"), scenario.get("seed"), substrate,
+                            scenario.get("variant", "?"), scenario.get("seed"), where,
                             tally, summary.get("exit_code"), "interrupted" in summary))
     return sorted(runs, key=lambda r: (r.started, r.path.name), reverse=True)
 

@@ -33,13 +33,11 @@ class Mode(StrEnum):
     SIM = "sim"     # the simpy model, virtual time, seeded and exactly replayable
     DOCKER = "docker"   # the live run with the broker and every node in containers
 
-    @property
-    def real(self) -> bool:
-        """Real brokers and nodes in wall-clock time (live and docker alike)."""
-        return self is not Mode.SIM
-
 
 MODES = tuple(m.value for m in Mode)
+#: A scenario that names no mode runs live. What each mode means is its substrate's to say
+#: (`bench.substrates.substrate`): nothing here or above the substrates compares modes.
+DEFAULT_MODE = "live"
 
 #: Checkers whose subject a workload may not ask for at all: without it they have nothing
 #: to judge and say UNKNOWN, and a scenario expects exactly that of them unless its
@@ -483,7 +481,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         t = _Table(gaps_t.raw[b], f"{f}: unmodelled.{b}", checks)
         unmodelled[b] = {k: t.text(k) for k in t.raw}
     drain_default = workload.request_timeout_ms / 1000 + 5
-    mode = Mode(top.choice("mode", MODES, Mode.LIVE.value))
+    mode = Mode(top.choice("mode", MODES, DEFAULT_MODE))
     return Scenario(
         name=top.text("name", path.stem), description=str(raw.get("description", "")),
         topology=topo, mode=mode, seed=seed if seed is not None else top.integer("seed", 1),

@@ -23,12 +23,14 @@ from bench.history import Recorder
 from bench.spec.distribution import rng_for
 from bench.spec.scenario import Mode, Scenario
 from bench.spec.topology import NodeSpec, Topology
+from bench.substrates.descriptor import Choice, Identity, Substrate
 from bench.substrates.log import RunLog
 from bench.variants import Variant
 from bench.workload import Op
 
-__all__ = ["Deployment", "Hosting", "Mode", "Options", "RunLog", "SelfCheckFailed",
-           "keyring", "node_configs", "open_deployment"]
+__all__ = ["Choice", "Deployment", "Hosting", "Identity", "Mode", "Options", "RunLog",
+           "SelfCheckFailed", "Substrate", "keyring", "node_configs", "open_deployment",
+           "substrate"]
 
 
 class Hosting(StrEnum):
@@ -158,20 +160,24 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
     """The first event of every run."""
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
-                      scenario.workload.task_timeout_ms, run_id, scenario.auth.mode.value)
+                      scenario.workload.task_timeout_ms, run_id, scenario.auth.mode)
+
+
+#: The package that describes each substrate (its SUBSTRATE): one per Mode.
+PACKAGES = {"sim": "bench.substrates.sim", "live": "bench.substrates.live",
+            "docker": "bench.substrates.docker"}
+
+
+def substrate(mode: Mode | str) -> Substrate:
+    """The descriptor of `mode`'s substrate: what the layers above ask instead of comparing
+    modes (`bench.substrates.descriptor`)."""
+    import importlib
+    described: Substrate = importlib.import_module(PACKAGES[Mode(mode).value]).SUBSTRATE
+    return described
 
 
 def open_deployment(mode: Mode, scenario: Scenario, variant: Variant, recorder: Recorder,
                     workdir: Path, options: Options,
                     say: Callable[[str], None] = lambda line: None) -> Deployment:
     """The deployment of `scenario` on `mode`'s substrate (not started yet)."""
-    if mode is Mode.SIM:
-        from bench.substrates.sim.deployment import SimDeployment
-        return SimDeployment(scenario, variant, recorder)
-    if mode is Mode.LIVE:
-        from bench.substrates.live.deployment import LiveDeployment
-        return LiveDeployment(scenario, variant, recorder, workdir, options, say)
-    if mode is Mode.DOCKER:
-        from bench.substrates.docker.deployment import DockerDeployment
-        return DockerDeployment(scenario, variant, recorder, workdir, options, say)
-    raise ValueError(f"no substrate for mode {mode!r}")
+    return substrate(mode).open(scenario, variant, recorder, workdir, options, say)

@@ -1,3 +1,136 @@
 """The live substrate: real MQTT brokers on 127.0.0.1 (embedded amqtt, Mosquitto, or any
 broker URL), reference nodes on asyncio in-process or one OS process each, real sockets,
-real QoS1 and real SIGKILLs — driving the same core as the simulator."""
+real QoS1 and real SIGKILLs — driving the same core as the simulator.
+
+`SUBSTRATE` describes it to the layers above (`bench.substrates.descriptor`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.spec.scenario import Mode, Scenario
+from bench.spec.topology import BrokerModel
+from bench.substrates.descriptor import (
+    KEEP_IS_DOCKERS,
+    SWARM_IS_DOCKERS,
+    Choice,
+    Identity,
+    own_nodes_refusal,
+)
+
+if TYPE_CHECKING:
+    from bench.history import Recorder
+    from bench.substrates import Deployment, Options
+    from bench.variants import Variant
+
+#: How long a broker named by URL has to answer before a run is refused.
+EXTERNAL_REACH_S = 5.0
+EMBEDDED = ("amqtt", "mosquitto")
+
+
+def sim_only_refusal(scenario: Scenario) -> str | None:
+    """A scenario that declares itself simulation only, on a real substrate."""
+    if scenario.sim_only:
+        return f"{scenario.source}: simulation only ({scenario.sim_only}); run it with --mode sim"
+    return None
+
+
+def broker_refusal(spec: str, ca_file: str | None) -> str | None:
+    """Why `--broker spec` cannot be used, in one line, or None: a value that names no
+    broker, or a broker named by URL that does not answer MQTT (it is spoken to once)."""
+    from bench.substrates import shown_url
+    from bench.substrates.live.brokers import BrokerError, make_broker
+    try:
+        broker = make_broker(spec, Path("."), ca_file=ca_file)
+        if broker.kind == "external":
+            broker.start(timeout_s=EXTERNAL_REACH_S)
+    except BrokerError as exc:
+        return (f"--broker={shown_url(spec)}: {exc}" if "--broker" not in str(exc)
+                else str(exc))
+    return None
+
+
+class Live:
+    mode = Mode.LIVE
+    wall_clock = True
+    clock_word = "run"
+
+    def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
+        own = own_nodes_refusal(scenario, runs_commands=True, runs_images=False)
+        if own is not None:
+            return own
+        if choice.keep:
+            return KEEP_IS_DOCKERS
+        if choice.swarm:
+            return SWARM_IS_DOCKERS
+        if choice.broker == BrokerModel.GENERIC.value:
+            return ("--broker=generic is a simulated broker model; live, give amqtt, "
+                    "mosquitto or an mqtt:// URL")
+        only = sim_only_refusal(scenario)
+        if only is not None:
+            return only
+        broker = choice.broker or scenario.topology.broker.live_default
+        if broker not in EMBEDDED and not choice.restart_command:
+            for spec in scenario.faults:
+                if spec.kind == "broker_restart":
+                    return (f"{scenario.source}: faults[{spec.index}] broker_restart needs "
+                            "--broker-restart-command to restart an external broker (the "
+                            "bench cannot restart what it did not start)")
+        return broker_refusal(broker, choice.broker_ca)
+
+    def prepare(self, scenario: Scenario, choice: Choice) -> tuple[Scenario, Options]:
+        from bench.substrates import Hosting, Options
+        return scenario, Options(
+            broker=choice.broker or scenario.topology.broker.live_default,
+            hosting=Hosting(choice.nodes or scenario.live_nodes or "inproc"),
+            restart_command=choice.restart_command, isolate=not choice.no_isolation,
+            broker_ca=choice.broker_ca, node_commands=choice.node_commands,
+            wire_tap=choice.wire_tap)
+
+    def identity(self, scenario: Scenario, options: Options) -> Identity:
+        return Identity(options.shown_broker, options.hosting.value)
+
+    def expect(self, scenario: Scenario, options: Options) -> dict[str, str]:
+        return scenario.expect_for(options.broker)
+
+    def header(self, scenario: Scenario, options: Options) -> str:
+        return f" on {options.shown_broker} with {options.hosting.value} nodes"
+
+    def replay(self, scenario: Scenario, options: Options) -> list[str]:
+        return ["--broker", options.shown_broker, "--nodes", options.hosting.value]
+
+    def open(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
+             options: Options, say: Callable[[str], None]) -> Deployment:
+        from bench.substrates.live.deployment import LiveDeployment
+        return LiveDeployment(scenario, variant, recorder, workdir, options, say)
+
+    def cells(self, brokers: list[str], models: list[str], hostings: list[str],
+              scenario_nodes: str | None) -> list[tuple[str, str]]:
+        # a scenario whose fault needs a node process runs its "inproc" cells as processes
+        return [(b, "process" if h == "inproc" and scenario_nodes == "process" else h)
+                for b in brokers for h in hostings]
+
+    def cell_name(self, broker: str, nodes: str) -> list[str]:
+        return [broker] if nodes == "inproc" else [broker, nodes]
+
+    def cell_choice(self, broker: str, nodes: str) -> Choice:
+        return Choice(broker=broker, nodes=nodes)
+
+    def unmodelled(self, scenario: Scenario, broker: str) -> dict[str, str]:
+        return {}
+
+    def place(self, broker: str, nodes: str) -> str:
+        return "live" if nodes == "inproc" else f"live {nodes}"
+
+    def label(self, recorded: dict[str, object]) -> str:
+        return (f"live on {recorded.get('broker', '?')} "
+                f"({recorded.get('nodes', '?')} nodes)")
+
+    def tag(self, recorded: dict[str, object]) -> str:
+        return f"live/{recorded.get('broker')}/{recorded.get('nodes')}"
+
+
+SUBSTRATE = Live()
