@@ -1,0 +1,300 @@
+"""Running one scenario (`run`) and judging a stored run again (`check`)."""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import sys
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.cli.common import (
+    EXIT_INVALID,
+    EXIT_UNKNOWN,
+    Sub,
+    command_line,
+)
+from bench.folders import FolderTaken, claim, claim_named, utc_stamp
+
+if TYPE_CHECKING:
+    from bench.run import Interrupted, RunResult
+
+
+def add_run(sub: Sub) -> None:
+    run = sub.add_parser(
+        "run", help="run a scenario, check its history, write results/<run-id>/",
+        description="Run SCENARIO (a file, or a name in scenarios/) on its topology, inject its "
+                    "faults, record one history, judge it with every checker, and write the "
+                    "run folder: scenario.json, topology.json, history.jsonl, verdicts.json, "
+                    "metrics.json, summary.json, report.md. The seed and the command that "
+                    "replays the run are printed.")
+    run.add_argument("scenario", help="scenario file or name (see `a2a-bench list`)")
+    run.add_argument("--topology", help="topology file or name, replacing the scenario's")
+    run.add_argument("--mode", choices=["live", "sim", "docker"], default=None,
+                     help="substrate: live (real broker and nodes), sim (simpy, virtual time) "
+                          "or docker (the broker and every node in containers on a network of "
+                          "their own; needs a Docker Engine); default: the scenario's mode key, "
+                          "else live")
+    run.add_argument("--broker",
+                     help="live: amqtt (embedded), mosquitto, mqtt://[user:password@]host[:port] "
+                          "(1883 by default) or mqtts://… (default: the topology's [broker] "
+                          "model; amqtt for a generic one). sim: the broker model, generic "
+                          "(MQTT 3.1.1 as written), amqtt or mosquitto: the simulator then "
+                          "does what that broker was measured to do (a2a-bench brokers)")
+    run.add_argument("--broker-restart-command", metavar="CMD",
+                     help="live, external broker: shell command the broker_restart fault runs")
+    run.add_argument("--broker-ca", metavar="FILE",
+                     help="live, mqtts:// broker: the CA certificate (PEM) to verify it by "
+                          "(default: the system's CAs)")
+    run.add_argument("--no-isolation", action="store_true",
+                     help="live, external broker: keep the topology's client ids and the topic "
+                          "prefix as they are (by default a run adds its run id to both and "
+                          "clears its sessions and retained messages at the end, so runs on a "
+                          "long-lived broker never see each other)")
+    run.add_argument("--node-command", action="append", default=[], metavar="ROLE=CMD",
+                     help="live: start every node of ROLE (orchestrator or executor) with CMD "
+                          "instead of the reference node — anyone's node speaking the "
+                          "node-process protocol (docs/PROTOCOL.md), e.g. executor=./my-node "
+                          "--flag; repeatable; such nodes run as processes. A topology names "
+                          "one per node with command = [...]")
+    run.add_argument("--wire-tap", action="store_true",
+                     help="live: record what crosses every node's connection (CONNECT, "
+                          "SUBSCRIBE, PUBLISH, PUBACK) as `wire` events, read off the packets "
+                          "by a proxy in front of it, and judge the wire_evidence checker from "
+                          "them (nodes started by --node-command are always tapped)")
+    run.add_argument("--keep", action="store_true",
+                     help="docker: leave the deployment up after the run — the broker "
+                          "container (its port printed) and every node, restarted on its data "
+                          "dir once judged, on the run's network — and print the command "
+                          "that removes it. Later runs leave it alone")
+    run.add_argument("--swarm", action="store_true",
+                     help="docker: the run's network is an attachable overlay network of the "
+                          "engine's swarm (docker swarm init first) instead of a bridge: "
+                          "the network multi-host deployments use")
+    run.add_argument("--nodes", choices=["inproc", "process"],
+                     help="live: nodes on this process's event loop, or one OS process each")
+    run.add_argument("--seed", type=int, help="seed for every random draw (default: the scenario's)")
+    run.add_argument("--variant", default="reference",
+                     help="reference node or a seeded defect (see `a2a-bench list`)")
+    run.add_argument("--out", type=Path, help="run folder (default results/<scenario>-<variant>-s<seed>-<utc>)")
+    run.add_argument("--json", action="store_true", help="print the summary and verdicts as JSON")
+    run.add_argument("--no-plots", action="store_true",
+                     help="skip plots/ and report.html (report.md and the JSON files stay)")
+    run.set_defaults(handler=_run)
+
+
+def add_check(sub: Sub) -> None:
+    check = sub.add_parser("check", help="judge a stored run's history again",
+                           description="Re-run every checker over RUN_DIR/history.jsonl and "
+                                       "rewrite verdicts.json, metrics.json and report.md.")
+    check.add_argument("run_dir", type=Path)
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(handler=_check)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import signal
+
+    from bench.checks import checkers
+    from bench.report.progress import Status
+    from bench.run import Interrupted, print_progress, run_scenario
+    from bench.spec.distribution import SpecError
+    from bench.spec.scenario import SCENARIOS, find, load_scenario
+    from bench.substrates import Choice, substrate
+    from bench.substrates.live.brokers import BrokerError
+    from bench.variants import variant
+
+    try:
+        path = find(args.scenario, SCENARIOS, "scenario")
+        scenario = load_scenario(path, topology=args.topology, seed=args.seed,
+                                 known_checks=tuple(checkers()))
+        chosen = variant(args.variant)
+    except (SpecError, KeyError) as exc:
+        print(f"a2a-bench: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
+        return EXIT_INVALID
+    mode = args.mode or scenario.mode
+    for given in args.node_command:
+        role, _, command = given.partition("=")
+        argv = command_line(command, f"--node-command={given}", role)
+        if argv is None:
+            return EXIT_INVALID
+        try:
+            scenario = scenario.with_node_command(role, argv)
+        except SpecError as exc:
+            print(f"a2a-bench: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+    described = substrate(mode)
+    choice = Choice(broker=args.broker, nodes=args.nodes, broker_ca=args.broker_ca,
+                    restart_command=args.broker_restart_command,
+                    no_isolation=args.no_isolation, keep=args.keep, swarm=args.swarm,
+                    wire_tap=args.wire_tap, node_commands=tuple(args.node_command))
+    refusal = described.refusal(scenario, choice)
+    if refusal is not None:
+        print(f"a2a-bench: {refusal}", file=sys.stderr)
+        return EXIT_INVALID
+    scenario, options = described.prepare(scenario, choice)
+    try:
+        out = claim_named(args.out) if args.out else claim(
+            Path("results"), f"{scenario.name}-{chosen.name}-s{scenario.seed}-{utc_stamp()}")
+    except FolderTaken as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if not args.json:
+        print(f"a2a-bench run {scenario.source}: topology {scenario.topology.name} "
+              f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
+              f"seed {scenario.seed}, {mode}" + described.header(scenario, options))
+        own: dict[str, list[str]] = {}
+        for n in scenario.topology.nodes:
+            if n.external:   # anyone's node: say so, or a user may think theirs never ran
+                own.setdefault(shlex.join(n.command) if n.command else f"image {n.image}",
+                               []).append(n.id)
+        for how, ids in own.items():
+            print(f"  {', '.join(ids)}: your node ({how}), not the reference; its agents "
+                  "played by the bench, its wire tapped")
+
+    def terminated(_signum: int, _frame: object) -> None:
+        raise Interrupted("SIGTERM")
+    signal.signal(signal.SIGTERM, terminated)   # as Ctrl-C: keep and judge what was recorded
+    # a status line on a terminal; piped, the simulator's sparse progress lines, live nothing
+    status = Status(sys.stderr, described.clock_word) \
+        if sys.stderr.isatty() and not args.json else None
+    progress = status.tick if status else None if args.json or described.wall_clock else \
+        print_progress()
+    try:
+        try:
+            result = run_scenario(
+                scenario, chosen, out, topology_overridden=args.topology is not None,
+                mode=mode, options=options, progress=progress,
+                say=(lambda line: None) if args.json else
+                (lambda line: print("  " + line, file=sys.stderr)),
+                observe=status.observe if status else None)
+        finally:
+            if status:
+                status.close()
+    except Interrupted as exc:
+        return _interrupted(exc, out)
+    except KeyboardInterrupt:
+        print("a2a-bench: interrupted before the run began", file=sys.stderr)
+        return EXIT_UNKNOWN
+    except BrokerError as exc:   # not started or not reached: nothing ran to be judged
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"a2a-bench: broker: {exc}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    except Exception:
+        traceback.print_exc()
+        print(f"a2a-bench: harness error; what was recorded is in {out}/history.jsonl",
+              file=sys.stderr)
+        return EXIT_UNKNOWN
+    if not args.no_plots:
+        from bench.report.html import write_run_report
+        try:
+            write_run_report(result.out_dir)
+        except Exception:   # a plot must never cost the run its verdicts
+            traceback.print_exc()
+            print(f"a2a-bench: plots failed; the run's JSON and report.md are in {out}",
+                  file=sys.stderr)
+    _print_result(result, args.json)
+    return result.exit_code
+
+
+def _interrupted(exc: Interrupted, out: Path) -> int:
+    """One line for a run stopped from outside: where, and what its partial history says."""
+    result = exc.result
+    if result is None:
+        print(f"a2a-bench: interrupted ({exc.how}); what was recorded is in {out}/history.jsonl",
+              file=sys.stderr)
+        return EXIT_UNKNOWN
+    stop = result.summary["interrupted"]
+    tally = ", ".join(f"{n} {value}" for value, n in sorted(
+        Counter(v.value.value.upper() for v in result.verdicts).items()))
+    print(f"a2a-bench: interrupted ({exc.how}) at {stop['at_s']:.1f} s of {stop['planned_s']:.1f} s; "
+          f"judged what it recorded ({tally}): {out}/report.md", file=sys.stderr)
+    return result.exit_code
+
+
+def _check(args: argparse.Namespace) -> int:
+    from bench.run import rejudge
+    for name in ("history.jsonl", "scenario.json"):
+        if not (args.run_dir / name).exists():
+            print(f"a2a-bench: {args.run_dir}: no {name} (is it a run folder?)", file=sys.stderr)
+            return EXIT_INVALID
+    try:
+        result = rejudge(args.run_dir)
+    except ValueError as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    _print_result(result, args.json)
+    return result.exit_code
+
+
+def _print_result(result: RunResult, as_json: bool) -> None:
+    from bench.checks import NOTHING, as_expected
+    from bench.substrates import substrate
+    s, m = result.summary, result.metrics
+    if as_json:
+        print(json.dumps({"summary": s, "verdicts": [v.to_json() for v in result.verdicts],
+                          "metrics": m}, indent=2))
+        return
+    lat = m["latency_ms"]
+    stop = s.get("interrupted")
+    if stop:
+        print(f"  interrupted ({stop['how']}) at {stop['at_s']:.1f} s of {stop['planned_s']:.1f} s: "
+              "judged on what it recorded")
+    described = substrate(s["mode"])
+    if not described.wall_clock:
+        print(f"  {s['events']} events; simulated {s['simulated_s']:.1f} s in {s['wall_s']:.2f} s "
+              f"wall = {s['sim_s_per_wall_s']:.1f} simulated s per wall s")
+    else:
+        print(f"  {s['events']} events; {described.label(s)} for {s['simulated_s']:.1f} s")
+    unsettled = m["requests"] - sum(m["outcomes"].values())
+    print(f"  requests {m['requests']}: " + ", ".join(
+        [f"{k} {n}" for k, n in m["outcomes"].items()] +
+        ([f"{unsettled} unsettled"] if unsettled > 0 else [])))
+    if lat["p50"] is not None:
+        print(f"  latency ms p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  "
+              f"max {lat['max']:.1f}; duplicates delivered {m['duplicates_delivered']}, "
+              f"executed {m['duplicates_executed']}")
+    d = m.get("directory")
+    if d and d["full_after_ms"]["p50"] is not None:
+        full = d["full_after_ms"]
+        print(f"  directory: {d['to_fill_per_node']['mean']:g} announcements per node to fill it "
+              f"(max {d['to_fill_per_node']['max']}, {d['announcements']} in all); full "
+              f"{full['p50']:.0f} ms after a node's start (p50), {full['max']:.0f} ms (max)")
+    relay = m.get("relay")
+    if relay and relay["event_latency_ms"]["p50"] is not None:
+        el, ttft = relay["event_latency_ms"], relay["time_to_first_token_ms"]
+        print(f"  relay: {relay['frames']} frames, {relay['deliveries']} deliveries, "
+              f"{relay['gaps']} gaps; event latency ms p50 {el['p50']:.1f} p99 {el['p99']:.1f}; "
+              f"time to first token ms p50 {ttft['p50'] or 0:.1f} p99 {ttft['p99'] or 0:.1f}")
+    gates = m.get("gates")
+    if gates and gates["round_trip_ms"]["p50"] is not None:
+        rt, think = gates["round_trip_ms"], gates["think_ms"]
+        print(f"  gates: {gates['opened']} opened, {gates['decided_by_human']} decided by people, "
+              f"{gates['decided_by_timeout']} by timeout, {gates['already_decided']} extra clicks, "
+              f"{gates['rehydrated']} rehydrated; round trip without think time ms "
+              f"p50 {rt['p50']:.1f} p99 {rt['p99']:.1f} (think p50 {think['p50']:.0f})")
+    for o in m.get("broker_outages") or []:
+        print(f"  broker: down at {o['downMs'] / 1000:.1f} s ({o['how']}"
+              + ("" if o["planned"] else "; no fault did this") + "), "
+              + (f"back at {o['upMs'] / 1000:.1f} s" if o["upMs"] is not None
+                 else "not back by the end"))
+    for w in m.get("wills_after_silence") or []:
+        print(f"  broker keepalive: {w['node']} partitioned for {w['partitionMs'] / 1000:.1f} s; "
+              + (f"its will reached a peer after {w['willAfterMs'] / 1000:.1f} s"
+                 if w["willAfterMs"] is not None else "no will before the heal (the broker "
+                 "never gave the silent client up)"))
+    print("  verdicts:")
+    for v in result.verdicts:
+        want = s["expect"].get(v.name, "true")
+        flag = "" if as_expected(v.value.value, want) else f"   <-- expected {want}"
+        print(f"    {v.name:<20} {v.value.value.upper():<8}{flag}".rstrip())
+        for c in v.counterexamples[:3]:
+            print(f"      {c['rule']}: seq {','.join(map(str, c['seq']))}: {c['why']}")
+        if v.note and (v.value.value != "true" or v.note.startswith(NOTHING)):
+            print(f"      note: {v.note.splitlines()[0]}")
+    print(f"  seed {s['seed']}; replay: {s['replay']}")
+    html = result.out_dir / "report.html"
+    print(f"  results: {result.out_dir}/ (report.md" + (", report.html with plots)" if html.exists() else ")"))
