@@ -10,6 +10,7 @@ import pytest
 from bench.checks import checkers
 from bench.run import EXIT_OK, run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.tools.golden import differences, hashes_of, recorded
 from bench.variants import REFERENCE
 
 FILES = sorted(p for p in SCENARIOS.glob("*.toml") if not p.name.endswith(".matrix.toml"))
@@ -26,6 +27,9 @@ def test_scenario_passes_on_the_reference(tmp_path: Path, path: Path) -> None:
     for name in ("history.jsonl", "verdicts.json", "metrics.json", "summary.json", "report.md",
                  "scenario.json", "topology.json"):
         assert (tmp_path / name).exists()
+    # same seed, same bytes: a change that alters them says so in tests/data/golden-sim.json
+    assert differences(path.stem, hashes_of(tmp_path), recorded()) == [], \
+        "the simulation wrote other bytes; if that is meant, python -m bench.tools.golden --write"
 
 
 def test_the_fault_scenarios_cover_the_catalogue() -> None:
