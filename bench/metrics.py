@@ -189,7 +189,7 @@ def will_metrics(h: History) -> list[dict[str, Any]] | None:
     long after the partition began its will (the offline announcement) reached a peer —
     or that none did before the heal. MQTT 3.1.1 wants the broker to give a silent client
     up after 1.5 x its keepalive; a broker that never does keeps routing to a dead link."""
-    from bench.checks.delivery import fault_windows
+    from bench.checks.network import fault_windows
     out = []
     offline = h.fold(Offline).seen
     for f in h.memo(fault_windows):

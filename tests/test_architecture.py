@@ -281,3 +281,34 @@ def test_no_mode_is_compared_outside_the_substrates() -> None:
     found = {str(p.relative_to(ROOT)): mode_comparisons(p.read_text())
              for p in python_files(PKG) if p.relative_to(PKG).parts[0] != "substrates"}
     assert {p: hits for p, hits in found.items() if hits} == {}
+
+
+def action_prose_reads(source: str) -> list[str]:
+    """Where `source` reads a fault's action as text: compares `.action` with a string, or
+    calls a string method on it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(isinstance(o, ast.Attribute) and o.attr == "action" for o in operands) and \
+                    any(isinstance(o, ast.Constant) and isinstance(o.value, str) for o in operands):
+                found.append(f"line {node.lineno}: .action compared with a string")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "action":
+            found.append(f"line {node.lineno}: .action.{node.func.attr}()")
+    return found
+
+
+def test_the_action_finder_itself_finds_prose() -> None:
+    assert action_prose_reads('x = e.action == "broker started"') == [
+        "line 1: .action compared with a string"]
+    assert action_prose_reads('x = e.action.startswith(DOWN)') == ["line 1: .action.startswith()"]
+    assert action_prose_reads('x = e.action == FaultAction.BROKER_STARTED') == []
+
+
+def test_no_checker_parses_what_a_fault_did_from_prose() -> None:
+    """A fault's effects that a rule reads are `FaultAction` members, written by every
+    substrate from that one enum: a reworded message can never make a rule vacuous."""
+    found = {str(p.relative_to(ROOT)): action_prose_reads(p.read_text())
+             for p in [*python_files(PKG / "checks"), PKG / "metrics.py"]}
+    assert {p: hits for p, hits in found.items() if hits} == {}

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.delivery import EVERY_NODE, Transit, fault_windows
+from bench.checks.network import EVERY_NODE, Transit, fault_windows
+from bench.checks.terms import ADMITTED, IN_FLIGHT_AT_END_MS
 from bench.core.events import (
     AttackSent,
     AuthMode,
@@ -20,12 +21,6 @@ from bench.core.events import (
     TaskExecuted,
 )
 from bench.history import History
-
-#: DESIGN §5, written out again here (not imported from the core it judges).
-ADMITTED = {AuthMode.STRICT: {"VERIFIED"}, AuthMode.LOOSE: {"VERIFIED", "UNSIGNED"},
-            AuthMode.AUDIT: {"VERIFIED", "UNSIGNED", "BAD_SIGNATURE", "UNKNOWN_KID",
-                             "KID_MISMATCH", "STALE"}}
-IN_FLIGHT_AT_END_MS = 2_000
 
 
 def _decisions(h: History) -> list[tuple[InboundAdmitted | InboundDropped, bool, str]]:

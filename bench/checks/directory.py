@@ -7,7 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.delivery import Transit
+from bench.checks.network import Transit
+from bench.checks.terms import DEFAULT_EXECUTOR
 from bench.core.events import (
     DirectoryUpdated,
     Event,
@@ -23,9 +24,6 @@ from bench.core.events import (
     WarningKind,
 )
 from bench.history import Fold, History
-
-#: DESIGN §3: the executor every node registers when its roster is empty.
-DEFAULT_EXECUTOR = "a2a-local-executor"
 
 
 @rule("DESIGN §3: an empty roster still registers a default executor; seed 000 §3.3 (C3)")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.delivery import Transit
+from bench.checks.network import Transit
+from bench.checks.terms import TASK_ENDS, TASK_MOVES
 from bench.core.events import (
     AttackSent,
     Event,
@@ -24,14 +25,6 @@ from bench.core.events import (
     TaskState,
 )
 from bench.history import History
-
-# DESIGN §3, written out again (not read from the core's table): SUBMITTED → RUNNING →
-# COMPLETED | FAILED | TIMEOUT | CANCELLED; a request cancelled before it ran, and a task
-# found SUBMITTED or RUNNING after a restart ends FAILED("interrupted").
-TERMINAL = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"})
-LEGAL = frozenset({("SUBMITTED", "RUNNING"), ("SUBMITTED", "CANCELLED"), ("SUBMITTED", "FAILED"),
-                   ("RUNNING", "COMPLETED"), ("RUNNING", "FAILED"), ("RUNNING", "TIMEOUT"),
-                   ("RUNNING", "CANCELLED")})
 
 
 @rule("DESIGN §3 Tasks, §7; seed 002 §4; seed 000 §3.2 (A9)")
@@ -98,7 +91,7 @@ def admitted_once(h: History, c: Collector) -> None:
 def _frozen(h: History) -> dict[str, list[tuple[float, float]]]:
     """Each node's windows frozen by the pause fault: it ran nothing, its timers included,
     until it was thawed."""
-    from bench.checks.delivery import fault_windows
+    from bench.checks.network import fault_windows
     frozen: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for f in h.memo(fault_windows):
         if f.fault == "pause":
@@ -184,10 +177,10 @@ def legal_transitions(h: History, c: Collector) -> None:
                 c.violation(f"task {task_id} on {node} changed state after terminal "
                             f"{terminal_seen.state}", terminal_seen, cur)
                 break
-            if (prev.state, cur.state) not in LEGAL or cur.previous != prev.state:
+            if (prev.state, cur.state) not in TASK_MOVES or cur.previous != prev.state:
                 c.violation(f"task {task_id} on {node}: illegal {prev.state} -> {cur.state}",
                             prev, cur)
-            if cur.state in TERMINAL:
+            if cur.state in TASK_ENDS:
                 terminal_seen = cur
 
 
@@ -212,7 +205,7 @@ def reaches_terminal(h: History, c: Collector) -> None:
         restored_ended[r.node].append((r.t_ms, set(r.ended)))
     for (node, task_id), events in sorted(_trails(h).items()):
         last = events[-1]
-        if last.state in TERMINAL:
+        if last.state in TASK_ENDS:
             c.count(f"ended_{last.state.lower()}")
             continue
         crash = min((t for t in crashes[node] if t >= last.t_ms), default=None)
@@ -264,7 +257,7 @@ def times_out_on_time(h: History, c: Collector) -> None:
             continue
         timeout = asked[task_id] or default
         deadline = events[0].t_ms + timeout
-        end = next((e for e in events if e.state in TERMINAL), None)
+        end = next((e for e in events if e.state in TASK_ENDS), None)
         if end is None and (node, task_id) in on_disk:
             c.count("ended_unjournaled_before_a_crash")
             continue

@@ -18,8 +18,8 @@ from enum import Enum
 from typing import Any
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.delivery import Transit
-from bench.checks.execution import TERMINAL
+from bench.checks.network import Transit
+from bench.checks.terms import GATE_IN_FLIGHT_AT_END_MS, TASK_ENDS
 from bench.core.events import (
     ContextForked,
     ContextMerged,
@@ -49,8 +49,6 @@ from bench.core.events import (
     TaskState,
 )
 from bench.history import History
-
-IN_FLIGHT_AT_END_MS = 3_000
 
 # Events of one node are in history order; events of two nodes are compared by when each
 # node says they happened (tMs, one clock for the run): a node process's lines reach the
@@ -125,7 +123,7 @@ def _gates(h: History) -> _Gates:
     for sd in h.of(GateDecisionSent):
         sends[sd.gate_id].append(sd.message_id)
     g = _Gates(opens, stored, opened, decided, resumes, ends, nacks)
-    late = h.end_ms - IN_FLIGHT_AT_END_MS
+    late = h.end_ms - GATE_IN_FLIGHT_AT_END_MS
     for gate_id, gate in sorted(opens.items()):
         pi = gate.process_inst_id
         d = decided.get(gate_id)
@@ -328,7 +326,7 @@ def decision_acknowledged(h: History, c: Collector) -> None:
     undecided, not lost."""
     acked = {e.gate_id for e in h.of(GateAcked) if not e.duplicate}
     unacked = {e.gate_id for e in h.of(GateUnacked)}
-    late = h.end_ms - IN_FLIGHT_AT_END_MS
+    late = h.end_ms - GATE_IN_FLIGHT_AT_END_MS
     sent: dict[str, list[float]] = defaultdict(list)
     for s in h.of(GateDecisionSent):
         sent[s.gate_id].append(s.t_ms)
@@ -367,7 +365,7 @@ def turned_down_ends_the_instance(h: History, c: Collector) -> None:
             c.violation(f"instance {pi} ran step {ran[0].path} after its gate {r.gate_id} "
                         f"came back {r.decision!r}", r, ran[0])
         end = next((s for s in states[pi] if s.node == r.node and s.seq > r.seq), None)
-        if end is None and r.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
+        if end is None and r.t_ms > h.end_ms - GATE_IN_FLIGHT_AT_END_MS:
             c.unknown("turned_down_ending_at_end")
         elif end is None and any(t >= r.t_ms for t in crashes[r.node]):
             c.count("turned_down_then_crashed")
@@ -704,7 +702,7 @@ def ends_with_its_task(h: History, c: Collector) -> None:
     again, and a gate opened for it asks a person to approve what will never resume."""
     ended: dict[tuple[str, str], TaskState] = {}
     for s in h.of(TaskState):
-        if s.state in TERMINAL:
+        if s.state in TASK_ENDS:
             ended.setdefault((s.node, s.task_id), s)
     final = {(s.node, s.process_inst_id) for s in h.of(InstanceState)
              if s.status in ("COMPLETED", "FAILED")}

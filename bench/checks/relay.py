@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.delivery import Transit, fault_windows
+from bench.checks.network import Transit, fault_windows
+from bench.checks.terms import CLOCK_SLACK_MS, IN_FLIGHT_AT_END_MS
 from bench.core.events import (
     Event,
     FlowEmitted,
@@ -24,8 +25,6 @@ from bench.core.events import (
     SubscriberDetached,
 )
 from bench.history import History
-
-IN_FLIGHT_AT_END_MS = 2_000
 
 
 def _frames(h: History) -> dict[tuple[str, int], RelayFrame]:
@@ -275,8 +274,6 @@ def gaps_and_acceptances_consistent(h: History, c: Collector) -> None:
 #: DESIGN §3 FLOW-RELAY: the home holds a hole for a 500 ms reorder window before it declares
 #: the missing frames a gap.
 REORDER_WINDOW_MS = 500.0
-#: Node clocks read whole milliseconds; the bench's are floats.
-CLOCK_SLACK_MS = 1.0
 
 
 def frame_arrivals(h: History) -> dict[tuple[str, str], list[tuple[float, int]]]:

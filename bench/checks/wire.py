@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.delivery import fault_windows
+from bench.checks.network import fault_windows
+from bench.checks.terms import ADMITTED
 from bench.core.events import (
     AttackSent,
+    AuthMode,
     InboundAdmitted,
     InboundDropped,
     NodeCrashed,
@@ -231,7 +233,8 @@ def acknowledges_what_it_takes(h: History, c: Collector) -> None:
 
 
 #: What each admission mode lets through (W-AUTH-1); audit admits every verdict.
-_ADMITS = {"strict": frozenset({"VERIFIED"}), "loose": frozenset({"VERIFIED", "UNSIGNED"})}
+#: The modes that refuse something: under audit every message is admitted, nothing to judge.
+_REFUSING = {m: ADMITTED[m] for m in (AuthMode.STRICT, AuthMode.LOOSE)}
 
 
 @rule("W-AUTH-1, W-SIG-6: a request the mode must refuse is never answered")
@@ -243,7 +246,7 @@ def refused_requests_get_no_answer(h: History, c: Collector) -> None:
     a real request shares the original's answer)."""
     runs = h.of(RunStarted)
     mode = runs[0].auth_mode if runs else None
-    if mode not in _ADMITS:
+    if mode not in _REFUSING:
         return
     tapped = set(_tapped(h))
     reached: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -259,7 +262,7 @@ def refused_requests_get_no_answer(h: History, c: Collector) -> None:
         if a.request_id is None or a.target_node_id not in tapped:
             continue
         key = (a.target_node_id, a.request_id)
-        if a.honest_verdict in _ADMITS[mode]:
+        if a.honest_verdict in _REFUSING[mode]:
             c.count("admissible")
         elif a.message_id not in reached[key]:
             c.count("never_reached")

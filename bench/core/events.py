@@ -37,6 +37,23 @@ class WarningKind(StrEnum):
     PUBLISH_WITHOUT_CONNECTION = "publish without a connection"
 
 
+class FaultAction(StrEnum):
+    """The effects of a fault a checker reads off `fault_fired.action`, as every substrate
+    writes them (the values are the history's wording; other actions are told for people
+    and no checker parses them)."""
+
+    BROKER_CRASHED = "broker crashed"              # the simulated broker, its state gone
+    BROKER_KILLED = "broker killed (SIGKILL)"      # a real broker process
+    BROKER_STOPPED = "broker stopped"              # gracefully, or an external restart
+    BROKER_STARTED = "broker started"
+    SECOND_CONNECTION_DELIVERY = "delivered on the second connection"
+
+    @property
+    def broker_down(self) -> bool:
+        return self in (FaultAction.BROKER_CRASHED, FaultAction.BROKER_KILLED,
+                        FaultAction.BROKER_STOPPED)
+
+
 class InstanceCause(StrEnum):
     """Why a process instance changed status: a judge reads this, never the prose."""
 

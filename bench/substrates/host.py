@@ -381,5 +381,5 @@ class NodeHost(ABC):
         fault = self.second_connection_fault
         self.record(ev.FaultFired(fault.kind if fault else "double_subscription",
                                   fault.index if fault else None,
-                                  "delivered on the second connection",
+                                  ev.FaultAction.SECOND_CONNECTION_DELIVERY,
                                   {"connection": connection, "topic": topic}))

@@ -1,5 +1,5 @@
 """Losses the journal explains, shared by the delivery, gate, relay and attack rules
-(delivery.Transit), and freshness judged on a clock a fault set off."""
+(network.Transit), and freshness judged on a clock a fault set off."""
 
 from __future__ import annotations
 

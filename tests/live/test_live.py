@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench.checks import Value
-from bench.checks.delivery import PUBACK_WITHIN_MS
+from bench.checks.network import PUBACK_WITHIN_MS
 from bench.run import EXIT_OK, run_scenario
 from bench.substrates import Hosting, Options
 from bench.variants import REFERENCE, VARIANTS

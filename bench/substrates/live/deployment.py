@@ -810,7 +810,8 @@ class LiveDeployment:
         stop = broker.stop if step.graceful else broker.kill
         await self.loop.run_in_executor(None, stop)
         self._broker_went("stopped gracefully (SIGTERM)" if step.graceful else "killed (SIGKILL)")
-        return Done((Firing("broker stopped" if step.graceful else "broker killed (SIGKILL)",
+        return Done((Firing(ev.FaultAction.BROKER_STOPPED if step.graceful
+                              else ev.FaultAction.BROKER_KILLED,
                             details={"broker": broker.kind,
                                      "brokerPersistence": "none" if broker.kind == "amqtt"
                                      else "file"}),))
@@ -837,7 +838,7 @@ class LiveDeployment:
             return Refused(f"the restart command {'exited with ' + str(proc.returncode) if ended.done() else 'ran ' + str(RESTART_COMMAND_S) + ' s'}"
                            f" and the broker never went away (its watch client stayed "
                            f"connected){out}")
-        return Done((Firing("broker stopped", details={
+        return Done((Firing(ev.FaultAction.BROKER_STOPPED, details={
             "broker": "external", "how": "the user's restart command",
             "brokerPersistence": "unknown"}),))
 
@@ -863,7 +864,7 @@ class LiveDeployment:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._restart.wait(), 5.0)
         self._planned = False
-        return Done((Firing("broker started", details={"broker": self.broker.kind}),))
+        return Done((Firing(ev.FaultAction.BROKER_STARTED, details={"broker": self.broker.kind}),))
 
     async def _client(self, index: int,
                       on_message: Callable[[Delivery], None] | None = None) -> MqttLink:

@@ -208,13 +208,14 @@ class SimDeployment:
             case BrokerStop():
                 self.broker.crash(step.persistence, step.graceful)
                 kept = step.persistence and self.broker.behaviour.persistent
-                return Done((Firing("broker stopped" if step.graceful else "broker crashed",
+                return Done((Firing(ev.FaultAction.BROKER_STOPPED if step.graceful
+                                    else ev.FaultAction.BROKER_CRASHED,
                                     details={"persistence": step.persistence,
                                              "graceful": step.graceful,
                                              "brokerPersistence": "memory" if kept else "none"}),))
             case BrokerStart():
                 self.broker.start()
-                return Done((Firing("broker started"),))
+                return Done((Firing(ev.FaultAction.BROKER_STARTED),))
             case Redeliver():
                 return self._redeliver(step)
             case LinkDown():

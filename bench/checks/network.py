@@ -1,0 +1,311 @@
+"""The checkers' reading of the network, from the journal alone: when each node (or the
+broker) was out, the window each fault really had, what a link fault delayed, who held a
+borrowed client id, and what may have become of a message the broker accepted (`Transit`).
+
+Every checker that must tell a loss the network explains from one it does not reads it
+here; none writes its own. Judges from the history only, like every checker.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from bench.checks.terms import IN_FLIGHT_AT_END_MS
+from bench.core.events import (
+    BrokerDown,
+    BrokerUp,
+    Event,
+    ExecutorsRegistered,
+    FaultAction,
+    FaultFired,
+    FaultHealed,
+    FaultStart,
+    GateDecisionSent,
+    GateOpenSent,
+    MqttConnected,
+    MqttDisconnected,
+    NodeCrashed,
+    OutboundSettled,
+    RelaySent,
+    RequestSent,
+    TaskState,
+)
+from bench.history import History
+
+#: Every node: an outage of the broker reaches them all.
+EVERY_NODE = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """A span during which a node (or every node) could lose requests: its process down,
+    its link cut or slowed, the broker down, its client id taken over."""
+
+    node: str
+    start_ms: float
+    end_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class FaultWindow:
+    """One scheduled fault from its start to its heal (or the end of the history), with
+    the nodes it names (`nodes`, `node`, `impostor`)."""
+
+    fault: str
+    start_ms: float
+    end_ms: float
+    nodes: tuple[str, ...]
+
+
+def fault_windows(h: History) -> list[FaultWindow]:
+    """Every fault the journal started, with the window it really had."""
+    healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
+    out = []
+    for f in h.of(FaultStart):
+        params = f.params if isinstance(f.params, dict) else {}
+        many = params.get("nodes")
+        named = [*(many if isinstance(many, list) else []),
+                 *(params[k] for k in ("node", "impostor") if params.get(k) is not None)]
+        out.append(FaultWindow(f.fault, f.t_ms, healed.get(f.fault_index, h.end_ms),
+                               tuple(map(str, named))))
+    return out
+
+
+def _outages(h: History) -> list[Outage]:
+    """The real outages the journal shows, node by node — a crash or a lost connection
+    until the node's client is connected again, a partition or a link fault for its
+    window (and, if it cost the node its connection, on until it reconnected), the broker
+    from its stop to its start and, for each node, on until that node's client has
+    connected again — never "from the fault to the end of the run"."""
+    out: list[Outage] = []
+    connects: dict[str, list[float]] = defaultdict(list)
+    for m in h.of(MqttConnected):
+        connects[m.node].append(m.t_ms)
+    drops: dict[str, list[float]] = defaultdict(list)
+    for x in h.of(MqttDisconnected):
+        drops[x.node].append(x.t_ms)
+
+    def back_after(node: str, t_ms: float) -> float:
+        return next((t for t in connects[node] if t >= t_ms), h.end_ms)
+
+    for crash in h.of(NodeCrashed):
+        out.append(Outage(crash.node, crash.t_ms, back_after(crash.node, crash.t_ms)))
+    for node, times in drops.items():
+        out.extend(Outage(node, t, back_after(node, t)) for t in times)
+
+    for f in h.memo(fault_windows):
+        if f.fault in LINK_FAULTS:
+            for node in f.nodes:
+                # a connection the fault killed is back only once the node reconnected
+                lost = any(f.start_ms <= t <= f.end_ms for t in drops[node])
+                end = back_after(node, f.end_ms) if lost else f.end_ms
+                if f.fault == "loss":   # what it lost is sent again, and the rest waits
+                    end = max(end, _drained(h, node, f.end_ms))
+                out.append(Outage(node, f.start_ms, end))
+        elif f.fault == "duplicate_client_id":
+            out.extend(Outage(node, f.start_ms, f.end_ms) for node in f.nodes)
+    stops = broker_stops(h)
+    starts = [e.t_ms for e in h.of(FaultFired) if e.action == FaultAction.BROKER_STARTED]
+    # the bench's watch of the broker, planned or not (live: its process, or a probe client)
+    stops += [e.t_ms for e in h.of(BrokerDown)]
+    starts = sorted([*starts, *(e.t_ms for e in h.of(BrokerUp))])
+    for stop in stops:
+        start = next((t for t in starts if t >= stop), h.end_ms)
+        out.append(Outage(EVERY_NODE, stop, start))
+        for node in connects:
+            # a node's client is back only once it has reconnected, after its backoff
+            out.append(Outage(node, stop, back_after(node, start)))
+    return out
+
+
+def _round_trips(h: History) -> dict[str, list[tuple[float, float]]]:
+    """node -> (sent, acknowledged) of each message it published: a request, a relayed
+    frame, a gate message (their sent events) or a task's response (sent when the task
+    ended)."""
+    acked = {o.message_id: o.t_ms for o in h.of(OutboundSettled) if o.state == "PUBLISHED"}
+    answered = {(o.node, o.request_id): o.t_ms for o in h.of(OutboundSettled)
+                if o.state == "PUBLISHED" and o.message_type == "TASK_RESPONSE"}
+    trips: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    sends: list[RequestSent | RelaySent | GateOpenSent | GateDecisionSent] = [
+        *h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent), *h.of(GateDecisionSent)]
+    for s in sends:
+        if s.message_id in acked:
+            trips[s.node].append((s.t_ms, acked[s.message_id]))
+    for t in h.of(TaskState):
+        if (t.node, t.task_id) in answered and t.state in ("COMPLETED", "FAILED"):
+            trips[t.node].append((t.t_ms, answered[(t.node, t.task_id)]))
+    return trips
+
+
+def _drained(h: History, node: str, healed_ms: float) -> float:
+    """When `node`'s connection had caught up after a loss ended at `healed_ms`: TCP
+    retransmits what was lost in order, so what is sent later waits behind it — until
+    the first message sent after the heal is acknowledged, or TCP gave up."""
+    done = [acked for sent, acked in h.memo(_round_trips)[node] if sent >= healed_ms]
+    return float(min([*done, healed_ms + TCP_GIVE_UP_MS, h.end_ms]))
+
+
+#: Faults on the nodes' links (DESIGN §6): the nodes named lose or delay what crosses them.
+#: Faults that silence or slow a node's traffic for their window (a frozen node too).
+LINK_FAULTS = frozenset({"partition", "latency", "loss", "pause"})
+
+
+#: What a fault that stopped, crashed or killed the broker says it did.
+BROKER_DOWN = frozenset(a for a in FaultAction if a.broker_down)
+
+
+def broker_stops(h: History) -> list[float]:
+    """When a fault stopped, crashed or killed the broker."""
+    return [e.t_ms for e in h.of(FaultFired) if e.action in BROKER_DOWN]
+
+
+#: How long after the broker accepted a PUBLISH its PUBACK is back at the publisher, at
+#: most, on a link no fault slows (a loopback or LAN round trip, with room for a busy host).
+PUBACK_WITHIN_MS = 250.0
+#: How long a segment can stay in TCP's retransmission loop before the connection is given
+#: up: a timeout of 200 ms doubling up to 60 s (RFC 6298), 15 retransmissions (Linux's
+#: tcp_retries2) — about 462 s. A connection delivers in order, so a message sent behind
+#: such a segment, even after the loss ended, may arrive that late (head-of-line blocking).
+TCP_GIVE_UP_MS = sum(min(200.0 * 2 ** k, 60_000.0) for k in range(15))
+
+
+class Transit:
+    """What the network may have done with a message the broker accepted, from the
+    journal alone: lost it with a broker that forgot its sessions, handed it to another
+    node holding the target's client id, or still be carrying it when the run ended (the
+    target cut off, or its connection retransmitting what a lossy link lost — the message
+    itself or, in order behind it, whatever was sent earlier)."""
+
+    #: Reasons that leave the message's fate open (UNKNOWN), not explained.
+    UNDECIDED = frozenset({"target_out_until_end", "retransmitting_over_a_lossy_link"})
+
+    def __init__(self, h: History) -> None:
+        self.h = h
+        self.end_ms = h.end_ms
+        self.wipes = [0.0] + [f.t_ms for f in h.of(FaultStart) if f.fault == "broker_restart"
+                              and isinstance(f.params, dict)
+                              and not f.params.get("persistence", True)]
+        self.subscribed: dict[str, list[float]] = defaultdict(list)   # SUBACKs of inboxes
+        for r in h.of(ExecutorsRegistered):
+            self.subscribed[r.node].append(r.t_ms)
+        self.connects: dict[str, list[float]] = defaultdict(list)
+        for m in h.of(MqttConnected):
+            self.connects[m.node].append(m.t_ms)
+        self.hijacked = taken_over(h)
+        self.outages = _outages(h)
+        self.published = {o.message_id: o.t_ms for o in h.of(OutboundSettled)
+                          if o.state == "PUBLISHED"}
+        self.crashes: dict[str, list[float]] = defaultdict(list)
+        for x in h.of(NodeCrashed):
+            self.crashes[x.node].append(x.t_ms)
+        # the duplicate-client-id fault gives its impostor a new client (under the stolen
+        # id) at its start, and another (its own again) at its heal
+        self.replaced: dict[str, list[float]] = defaultdict(list)
+        healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
+        for start in h.of(FaultStart):
+            impostor = start.params.get("impostor") if isinstance(start.params, dict) else None
+            if start.fault == "duplicate_client_id" and isinstance(impostor, str):
+                self.replaced[impostor] += [start.t_ms, *(
+                    [healed[start.fault_index]] if start.fault_index in healed else [])]
+        self.lossy: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for f in h.memo(fault_windows):
+            if f.fault == "loss":
+                for node in f.nodes:
+                    self.lossy[node].append((f.start_ms, f.end_ms))
+
+    def died_with_sender(self, sender: str, t_ms: float, message_id: str) -> bool:
+        """The message, sent at `t_ms`, never got its PUBACK and its sender crashed after
+        sending it: what its client still held died with the process."""
+        return message_id not in self.published and any(t >= t_ms for t in self.crashes[sender])
+
+    def dropped_with_its_client(self, sender: str, t_ms: float, message_id: str) -> bool:
+        """The message, sent at `t_ms`, never got its PUBACK and the bench replaced its
+        sender's MQTT client after sending it: what the old client held went with it."""
+        return message_id not in self.published and any(t >= t_ms for t in self.replaced[sender])
+
+    def stuck_at_sender(self, sender: str, t_ms: float, message_id: str) -> bool:
+        """The message, sent at `t_ms`, never got its PUBACK, and its sender's link was
+        losing packets then (or had not caught up since): it may still be in the sender's
+        TCP retransmission queue, or behind what is."""
+        return message_id not in self.published and any(
+            start <= t_ms <= _drained(self.h, sender, end) for start, end in self.lossy[sender])
+
+    def out_between(self, node: str, from_ms: float, to_ms: float) -> bool:
+        """`node` (or the broker) was out the whole time from `from_ms` to `to_ms`."""
+        return any(o.node in (node, EVERY_NODE) and o.start_ms <= from_ms and o.end_ms >= to_ms
+                   for o in self.outages)
+
+    def out_until_end(self, node: str, t_ms: float) -> bool:
+        """`node` (or the broker) went out around `t_ms` and was still out at the end: what
+        it was sending or being sent then may still be on its way."""
+        return any(o.node in (node, EVERY_NODE) and o.end_ms >= self.end_ms
+                   and o.start_ms <= t_ms + IN_FLIGHT_AT_END_MS for o in self.outages)
+
+    def cut_off_until_end(self, node: str, t_ms: float) -> bool:
+        """From about `t_ms` to the end `node` may have heard nothing from the broker: it
+        was out, or behind a lossy link its connection had not caught up from."""
+        return self.out_until_end(node, t_ms) or any(
+            start <= t_ms and _drained(self.h, node, end) >= self.end_ms - IN_FLIGHT_AT_END_MS
+            for start, end in self.lossy[node])
+
+    def lost(self, publisher: str, t_ms: float, target: str) -> str | None:
+        """Why a message `publisher` had acknowledged at `t_ms` may never have reached
+        `target` (a count key), or None: nothing in the journal explains a loss."""
+        # the broker took it in at the earliest when the publisher's connection came up (and,
+        # unless a lossy link slowed the PUBACK, at most PUBACK_WITHIN_MS before it); the
+        # target's subscription took effect again at the latest at its SUBACK. A broker
+        # starts with no subscription.
+        connected = max([t for t in self.connects[publisher] if t <= t_ms], default=0.0)
+        slowed_since = min([start for start, end in self.lossy[publisher]
+                            if start <= t_ms <= _drained(self.h, publisher, end)],
+                           default=t_ms)
+        accepted_from = max(connected, slowed_since - PUBACK_WITHIN_MS)
+        # (a target that never subscribed again is not excused: that is a mute receiver)
+        for w in self.wipes:
+            resubscribed = next((s for s in self.subscribed[target] if s >= w), -math.inf)
+            if (w and t_ms <= w) or accepted_from <= resubscribed:
+                return "lost_with_non_persistent_broker" if w else "sent_before_the_target_subscribed"
+        # what the session still held unacknowledged when it was taken over goes to the
+        # new holder too: a message accepted just before the takeover may be among it, and
+        # so may one queued for a target that was out from then until the takeover
+        if any(start <= t_ms + IN_FLIGHT_AT_END_MS and t_ms <= end + IN_FLIGHT_AT_END_MS
+               or (start > t_ms and self.out_between(target, t_ms, start))
+               for start, end in self.hijacked[target]):
+            return "lost_to_client_id_takeover"
+        if self.out_until_end(target, t_ms):
+            return "target_out_until_end"
+        if any(start <= t_ms and _drained(self.h, target, end) >= accepted_from
+               for start, end in self.lossy[target]):
+            return "retransmitting_over_a_lossy_link"   # or queued behind what is
+        return None
+
+
+def taken_over(h: History) -> dict[str, list[tuple[float, float]]]:
+    """node -> the spans during which another node was connected with its client id, or it
+    with another's. MQTT delivers to a client id, not to a node: meanwhile what reaches
+    either node may be consumed by the other — the takeover's doing, which the deployment
+    checker flags as the cause. A span ends when the borrower's connection does; what is
+    lost after that (a broker that mixed the sessions up for good) is not excused."""
+    owners = {cid: n for n, cid in h.client_ids.items()}
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    borrowing: dict[str, tuple[str, float]] = {}      # borrower -> (owner, since)
+
+    def close(node: str, t_ms: float) -> None:
+        if node in borrowing:
+            owner, since = borrowing.pop(node)
+            spans[owner].append((since, t_ms))
+            spans[node].append((since, t_ms))
+
+    events: list[Event] = sorted([*h.of(MqttConnected), *h.of(MqttDisconnected)],
+                                 key=lambda e: e.seq)
+    for e in events:
+        close(e.node, e.t_ms)
+        if isinstance(e, MqttConnected):
+            owner = owners.get(e.client_id)
+            if owner is not None and owner != e.node:
+                borrowing[e.node] = (owner, e.t_ms)
+    for node in list(borrowing):
+        close(node, h.end_ms)
+    return spans
