@@ -68,14 +68,15 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
     outcomes = Counter(e.outcome for e in settled)
     # settled, as the restarted requester read back, though a kill cut the journal's record
     from bench.checks.delivery import restored_settled
-    outcomes.update(outcome for _t, outcome in h.memo(restored_settled).values())
-    completed = [float(e.latency_ms) for e in settled if e.outcome == "COMPLETED"]
+    outcomes.update(ev.RequestOutcome(outcome)
+                    for _t, outcome in h.memo(restored_settled).values())
+    completed = [float(e.latency_ms) for e in settled if e.outcome is ev.RequestOutcome.COMPLETED]
     hist = Histogram()
     for v in completed:
         hist.add(v)
     executed = Counter(e.task_id for e in h.of(ev.TaskExecuted))
-    published = sum(1 for e in h.of(ev.OutboundSettled) if e.state == "PUBLISHED")
-    dup_drops = sum(1 for e in h.of(ev.InboundDropped) if e.reason == "DUPLICATE")
+    published = sum(1 for e in h.of(ev.OutboundSettled) if e.state is ev.OutboundState.PUBLISHED)
+    dup_drops = sum(1 for e in h.of(ev.InboundDropped) if e.reason is ev.DropReason.DUPLICATE)
     dup_requests = len(h.of(ev.TaskDuplicate))
     drops = Counter(e.reason for e in h.of(ev.InboundDropped))
     return {
@@ -89,7 +90,8 @@ def compute(h: History, duration_ms: float) -> dict[str, Any]:
         "latency_ms": exact_quantiles(completed),
         "overhead_ms": exact_quantiles(overhead(h)),
         "latency_histogram": hist.to_json(),
-        "throughput_per_s": round(outcomes.get("COMPLETED", 0) / (duration_ms / 1000), 3)
+        "throughput_per_s":
+        round(outcomes.get(ev.RequestOutcome.COMPLETED, 0) / (duration_ms / 1000), 3)
         if duration_ms else None,
         "tasks_executed": sum(executed.values()),
         "messages_published": published,
@@ -170,10 +172,10 @@ def overhead(h: History) -> list[float]:
         started.setdefault(e.task_id, e.t_ms)
     ran: dict[str, float] = {}
     for s in h.of(ev.TaskState):
-        if s.state == "COMPLETED" and s.task_id in started and s.task_id not in ran:
+        if s.state == ev.TaskStatus.COMPLETED and s.task_id in started and s.task_id not in ran:
             ran[s.task_id] = s.t_ms - started[s.task_id]
     return [max(0.0, e.latency_ms - ran[e.request_id]) for e in h.of(ev.RequestSettled)
-            if e.outcome == "COMPLETED" and e.request_id in ran]
+            if e.outcome == ev.RequestOutcome.COMPLETED and e.request_id in ran]
 
 
 def broker_outages(h: History) -> list[dict[str, Any]] | None:
@@ -245,8 +247,8 @@ def gate_metrics(h: History) -> dict[str, Any] | None:
             round_trip.append((opened[gate] - t0) + (resumed[gate] - t_dec))
             think.append(t_dec - opened[gate])
     by = Counter(b for _t, b in decided.values())
-    return {"opened": len(sent), "decided_by_human": by.get("human", 0),
-            "decided_by_timeout": by.get("timeout", 0), "resumed": len(resumed),
+    return {"opened": len(sent), "decided_by_human": by.get(ev.DecidedBy.HUMAN, 0),
+            "decided_by_timeout": by.get(ev.DecidedBy.TIMEOUT, 0), "resumed": len(resumed),
             "already_decided": len(h.of(ev.GateAlreadyDecided)),
             "rehydrated": len(h.of(ev.InstanceRehydrated)),
             "round_trip_ms": exact_quantiles(round_trip), "think_ms": exact_quantiles(think)}

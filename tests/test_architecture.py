@@ -312,3 +312,47 @@ def test_no_checker_parses_what_a_fault_did_from_prose() -> None:
     found = {str(p.relative_to(ROOT)): action_prose_reads(p.read_text())
              for p in [*python_files(PKG / "checks"), PKG / "metrics.py"]}
     assert {p: hits for p, hits in found.items() if hits} == {}
+
+
+def _enum_typed_fields() -> set[str]:
+    """The names of the schema's fields typed with an enum on some event."""
+    import dataclasses
+
+    from bench.core import events
+    return {f.name for t in events.TYPES.values() for f in dataclasses.fields(t)
+            if str(f.type).removesuffix(" | None") in events._ENUMS}
+
+
+def bare_values(source: str, fields: set[str]) -> list[str]:
+    """Where `source` compares one of `fields` with a bare string (or a tuple of them)
+    rather than an enum member."""
+    def strings(n: ast.expr) -> bool:
+        if isinstance(n, ast.Constant):
+            return isinstance(n.value, str)
+        return isinstance(n, (ast.Tuple, ast.List, ast.Set)) and bool(n.elts) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.elts)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(isinstance(o, ast.Attribute) and o.attr in fields for o in operands) \
+                    and any(strings(o) for o in operands):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_bare_value_finder_itself_finds_them() -> None:
+    assert bare_values('x = e.state == "PUBLISHED"', {"state"}) == [
+        "line 1: e.state == 'PUBLISHED'"]
+    assert bare_values('x = e.state in ("A", "B")', {"state"}) == ["line 1: e.state in ('A', 'B')"]
+    assert bare_values('x = e.state is OutboundState.PUBLISHED', {"state"}) == []
+
+
+def test_checkers_compare_history_values_as_enum_members() -> None:
+    """The history's categorical values are enums of the schema; a checker that compares
+    one with a bare string would judge nothing, silently, once the value is renamed. With
+    members, a rename fails mypy (strict on the checkers)."""
+    fields = _enum_typed_fields()
+    found = {str(p.relative_to(ROOT)): bare_values(p.read_text(), fields)
+             for p in [*python_files(PKG / "checks"), PKG / "metrics.py"]}
+    assert {p: hits for p, hits in found.items() if hits} == {}

@@ -12,25 +12,28 @@ from bench.core.events import (
     AttackSent,
     AuthMode,
     AuthVerdict,
+    DropReason,
     Event,
     FaultError,
     FaultRefused,
     InboundAdmitted,
     InboundDropped,
     KeysRotated,
+    SignatureVerdict,
     TaskExecuted,
+    Via,
 )
 from bench.history import History
 
 
-def _decisions(h: History) -> list[tuple[InboundAdmitted | InboundDropped, bool, str]]:
+def _decisions(h: History) -> list[tuple[InboundAdmitted | InboundDropped, bool, SignatureVerdict]]:
     """Every admission decision on a message that came over MQTT: (event, admitted, verdict)."""
-    out: list[tuple[InboundAdmitted | InboundDropped, bool, str]] = []
+    out: list[tuple[InboundAdmitted | InboundDropped, bool, SignatureVerdict]] = []
     for a in h.of(InboundAdmitted):
-        if a.via == "mqtt" and a.verdict:
+        if a.via == Via.MQTT and a.verdict:
             out.append((a, True, a.verdict))
     for d in h.of(InboundDropped):
-        if d.reason == "AUTH_REJECTED" and d.verdict:
+        if d.reason == DropReason.AUTH_REJECTED and d.verdict:
             out.append((d, False, d.verdict))
     return out
 
@@ -57,7 +60,8 @@ def audit_records_what_it_admits(h: History, c: Collector) -> None:
     audit_log = {(e.node, e.message_id) for e in h.of(AuthVerdict)}
     for d, admitted, verdict in _decisions(h):
         boot = h.boot_at(d.node, d.seq)
-        if boot is None or not admitted or boot.auth_mode is not AuthMode.AUDIT or verdict == "VERIFIED":
+        if boot is None or not admitted or boot.auth_mode is not AuthMode.AUDIT \
+                or verdict == SignatureVerdict.VERIFIED:
             continue
         if (d.node, d.message_id) not in audit_log:
             c.violation(f"{d.node} (audit mode) admitted {d.message_id} ({verdict}) without "
@@ -146,11 +150,11 @@ def verdict_is_honest(h: History, c: Collector) -> None:
                 and b.target_node_id == a.target_node_id for b in attacks):
             c.count("outcome_of_a_later_attack_on_the_same_message")   # e.g. a replay tampered
         elif first is not None and recorded is not None and recorded != a.honest_verdict \
-                and "STALE" in (recorded, a.honest_verdict) \
+                and SignatureVerdict.STALE in (recorded, a.honest_verdict) \
                 and any(a.target_node_id in f.nodes and f.start_ms <= first.t_ms <= f.end_ms
                         for f in skewed):
             c.count("freshness_judged_on_a_skewed_clock")
-        elif first is not None and recorded == "BAD_SIGNATURE" and a.kid is not None \
+        elif first is not None and recorded == SignatureVerdict.BAD_SIGNATURE and a.kid is not None \
                 and _rotated_in_flight(h, a, first):
             # signed under a key the target retired after the send and before the check:
             # the honest verdict at the send no longer holds at the target

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from bench.checks.directory import Directories
 from bench.checks.relay import frame_arrivals
 from bench.core.events import (
+    AckStatus,
     AttackSent,
+    Decision,
+    DropReason,
     FaultFired,
     FaultStart,
     GateDecisionReceived,
@@ -27,8 +30,10 @@ from bench.core.events import (
     GateResumed,
     InboundAdmitted,
     InboundDropped,
+    InstanceCause,
     InstanceState,
     LedgerFlushed,
+    MessageType,
     NodeCrashed,
     NodeStarted,
     OutboundSettled,
@@ -37,12 +42,16 @@ from bench.core.events import (
     RelayDuplicate,
     RelayGap,
     RelaySent,
+    RequestOutcome,
     RequestSent,
     RequestSettled,
     RosterLoaded,
+    SignatureVerdict,
     SubflowFinished,
     SubscriberAttached,
     TaskState,
+    TaskStatus,
+    TimeoutPolicy,
 )
 from bench.history import History
 
@@ -69,13 +78,13 @@ def _crash_with_publishes_in_flight(h: History) -> int:
     response (sent when the task ended; its settlement names the request)."""
     settled = {o.message_id: o.t_ms for o in h.of(OutboundSettled)}
     answered = {(o.node, o.request_id): o.t_ms for o in h.of(OutboundSettled)
-                if o.message_type == "TASK_RESPONSE" and o.request_id}
+                if o.message_type == MessageType.TASK_RESPONSE and o.request_id}
     sends: list[RequestSent | RelaySent | GateOpenSent | GateDecisionSent] = [
         *h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent), *h.of(GateDecisionSent)]
     sent = [(s.node, s.t_ms, settled.get(s.message_id, float("inf")))   # sent, settled at
             for s in sends]
     sent += [(t.node, t.t_ms, answered.get((t.node, t.task_id), float("inf")))
-             for t in h.of(TaskState) if t.state in ("COMPLETED", "FAILED")]
+             for t in h.of(TaskState) if t.state in (TaskStatus.COMPLETED, TaskStatus.FAILED)]
     return sum(1 for crash, _ in h.memo(_crashes)
                if any(node == crash.node and at <= crash.t_ms < done for node, at, done in sent))
 
@@ -91,7 +100,7 @@ def _redelivered_after_flushes(h: History) -> int:
         flushes[f.node].append(f.t_ms)
     dups: dict[str, list[tuple[float, str | None]]] = defaultdict(list)
     for d in h.of(InboundDropped):
-        if d.reason == "DUPLICATE":
+        if d.reason == DropReason.DUPLICATE:
             dups[d.node].append((d.t_ms, d.message_id))
     n = 0
     for crash, up in h.memo(_crashes):
@@ -112,7 +121,7 @@ def _misaddressed_to_empty_roster(h: History) -> int:
         last = [empty for at, empty in loads[node] if at <= t]
         return bool(last) and last[-1]
     return sum(1 for d in h.of(InboundDropped)
-               if d.reason == "NOT_MINE" and empty_at(d.node, d.t_ms))
+               if d.reason == DropReason.NOT_MINE and empty_at(d.node, d.t_ms))
 
 
 def _gate_expired_after_home_restart(h: History) -> int:
@@ -132,7 +141,7 @@ def _home_restart_tabs_reattach(h: History) -> int:
 
 def _turned_down_instance_ends(h: History) -> int:
     ended = {(s.process_inst_id, s.status) for s in h.of(InstanceState)}
-    return sum(1 for r in h.of(GateResumed) if r.decision in ("reject", "expired")
+    return sum(1 for r in h.of(GateResumed) if r.decision in (Decision.REJECT, Decision.EXPIRED)
                and (r.process_inst_id, "FAILED") in ended)
 
 
@@ -186,15 +195,16 @@ SITUATIONS: tuple[Situation, ...] = (
               "was still accepted, in order", _reorder_repaired),
     Situation("executor_answered_already_decided",
               "an executor answered a re-sent decision ALREADY_DECIDED",
-              lambda h: sum(r.status == "ALREADY_DECIDED" for r in h.of(GateDecisionReceived))),
+              lambda h: sum(r.status == AckStatus.ALREADY_DECIDED
+                            for r in h.of(GateDecisionReceived))),
     Situation("decision_resent", "a gate decision was sent again, unacknowledged",
               lambda h: sum(s.attempt >= 2 for s in h.of(GateDecisionSent))),
     Situation("gate_expired_reject", "a gate expired under the reject policy",
-              lambda h: sum(e.policy == "reject" for e in h.of(GateExpired))),
+              lambda h: sum(e.policy == TimeoutPolicy.REJECT for e in h.of(GateExpired))),
     Situation("gate_expired_fail", "a gate expired under the fail policy",
-              lambda h: sum(e.policy == "fail" for e in h.of(GateExpired))),
+              lambda h: sum(e.policy == TimeoutPolicy.FAIL for e in h.of(GateExpired))),
     Situation("gate_on_timeout_fail", "a gate was opened with gate_on_timeout = fail",
-              lambda h: sum(g.on_timeout == "fail" for g in h.of(GateOpened))),
+              lambda h: sum(g.on_timeout == TimeoutPolicy.FAIL for g in h.of(GateOpened))),
     Situation("gate_expired_after_home_restart",
               "a gate expired on a home node that restarted after opening it",
               _gate_expired_after_home_restart),
@@ -204,11 +214,11 @@ SITUATIONS: tuple[Situation, ...] = (
     Situation("failed_subflow", "a sub-flow failed",
               lambda h: sum(not s.ok for s in h.of(SubflowFinished))),
     Situation("request_timed_out", "a requester gave a request up (NO_RESPONSE)",
-              lambda h: sum(s.outcome == "NO_RESPONSE" for s in h.of(RequestSettled))),
+              lambda h: sum(s.outcome == RequestOutcome.NO_RESPONSE for s in h.of(RequestSettled))),
     Situation("task_timed_out", "an executor's watchdog ended a task TIMEOUT",
-              lambda h: sum(s.state == "TIMEOUT" for s in h.of(TaskState))),
+              lambda h: sum(s.state == TaskStatus.TIMEOUT for s in h.of(TaskState))),
     Situation("instance_ended_by_its_task", "an instance was stopped because its task ended",
-              lambda h: sum(s.cause == "TASK_ENDED" for s in h.of(InstanceState))),
+              lambda h: sum(s.cause == InstanceCause.TASK_ENDED for s in h.of(InstanceState))),
     Situation("crash_with_publishes_in_flight",
               "a node crashed with a message sent and not yet settled", _crash_with_publishes_in_flight),
     Situation("redelivered_after_ledger_flushes",
@@ -222,7 +232,7 @@ SITUATIONS: tuple[Situation, ...] = (
     Situation("header_tampered", "a man in the middle altered a signed request",
               lambda h: sum(a.attack.startswith("tamper_") for a in h.of(AttackSent))),
     Situation("replay_outside_window", "a request was replayed after its timestamp window",
-              lambda h: sum(a.attack == "replay" and a.honest_verdict == "STALE"
+              lambda h: sum(a.attack == "replay" and a.honest_verdict == SignatureVerdict.STALE
                             for a in h.of(AttackSent))),
     Situation("forged_sender", "a message claimed a sender it did not come from",
               lambda h: sum(a.attack == "forged_sender" for a in h.of(AttackSent))),

@@ -12,20 +12,32 @@ from bench.checks.network import (
     EVERY_NODE,
     Transit,
 )
-from bench.checks.terms import CLOCK_SLACK_MS, DEFAULT_EXECUTOR, IN_FLIGHT_AT_END_MS, TASK_ENDS
+from bench.checks.terms import (
+    CLOCK_SLACK_MS,
+    DEFAULT_EXECUTOR,
+    IN_FLIGHT_AT_END_MS,
+    NOT_SENT,
+    TARGETED,
+    TASK_ENDS,
+)
 from bench.core.events import (
     AttackSent,
     BrokerDown,
+    DropReason,
     Event,
     ExecutorsRegistered,
     FaultAction,
     FaultFired,
     InboundAdmitted,
     InboundDropped,
+    MessageType,
     MqttConnected,
     NodeCrashed,
     NodeStarted,
+    NodeWarning,
     OutboundSettled,
+    OutboundState,
+    RequestOutcome,
     RequestSent,
     RequestSettled,
     RequestsRestored,
@@ -33,14 +45,9 @@ from bench.core.events import (
     RosterLoaded,
     TaskExecuted,
     TaskState,
-    Warning,
     WarningKind,
 )
 from bench.history import History
-
-#: Send states that say "we know it did not go out" (DESIGN §3 Outbound).
-EXPLAINING_STATES = frozenset({"UNDELIVERABLE", "FAILED"})
-TARGETED = frozenset({"TASK_REQUEST", "TASK_RESPONSE", "DATA_REQUEST", "DATA_RESPONSE"})
 
 
 def _namespace(agent_id: str) -> str:
@@ -113,7 +120,7 @@ def _target_of(h: History) -> dict[str, str]:
     target: dict[str, str] = {}
     for o in h.of(OutboundSettled):
         node = o.target_node_id or _inbox_of(o.topic)
-        if o.request_id and o.message_type == "TASK_REQUEST" and node:
+        if o.request_id and o.message_type == MessageType.TASK_REQUEST and node:
             target[o.request_id] = node
     return target
 
@@ -145,16 +152,17 @@ def no_response_explained(h: History, c: Collector) -> None:
     explained: set[str] = set()
     transit = h.memo(Transit)
     for o in h.of(OutboundSettled):
-        if o.request_id and o.state in EXPLAINING_STATES:
+        if o.request_id and o.state in NOT_SENT:
             explained.add(o.request_id)
-        elif o.request_id and o.state == "PUBLISHED" and o.target_node_id and \
-                o.message_type in ("TASK_REQUEST", "TASK_RESPONSE") and \
+        elif o.request_id and o.state == OutboundState.PUBLISHED and o.target_node_id and \
+                o.message_type in (MessageType.TASK_REQUEST, MessageType.TASK_RESPONSE) and \
                 transit.lost(o.node, o.t_ms, o.target_node_id) is not None:
             explained.add(o.request_id)   # the network lost it, as the journal explains
     requesters = {s.request_id: s.node for s in h.of(RequestSent)}
     for d in h.of(InboundDropped):
         rid = d.request_id
-        if rid and d.reason != "DUPLICATE" and d.node in (target.get(rid), requesters.get(rid)):
+        if rid and d.reason != DropReason.DUPLICATE \
+                and d.node in (target.get(rid), requesters.get(rid)):
             explained.add(rid)
     outages = transit.outages
     task_ended = _still_running(h)
@@ -165,7 +173,7 @@ def no_response_explained(h: History, c: Collector) -> None:
             and any(s.t_ms <= u.t_ms for s in settled.get((u.node, u.request_id), []))}
     for sent in h.of(RequestSent):
         outcomes = settled.get((sent.node, sent.request_id), [])
-        if not outcomes or outcomes[0].outcome != "NO_RESPONSE":
+        if not outcomes or outcomes[0].outcome != RequestOutcome.NO_RESPONSE:
             continue
         outcome = outcomes[0]
         if sent.request_id in explained:
@@ -235,17 +243,18 @@ def drops_are_true(h: History, c: Collector) -> None:
                 seen.add((e.node, mid))
                 if mid in attacks:
                     continue
-                if e.reason == "MALFORMED":
+                if e.reason == DropReason.MALFORMED:
                     c.violation(f"{e.node} dropped {mid or 'a message'} as MALFORMED "
                                 f"({e.detail}): nothing the bench sends is", e)
-                elif e.reason == "SELF_LOOP" and e.node not in sent_by.get(mid, set()):
+                elif e.reason == DropReason.SELF_LOOP and e.node not in sent_by.get(mid, set()):
                     c.violation(f"{e.node} dropped {mid} as its own message (SELF_LOOP) but "
                                 "never sent it", e)
-                elif e.reason == "DUPLICATE" and not before and not any(
+                elif e.reason == DropReason.DUPLICATE and not before and not any(
                         first_sent.get(mid, -math.inf) <= t <= e.t_ms for t in crashes[e.node]):
                     c.violation(f"{e.node} dropped {e.message_type} {mid} as a DUPLICATE it "
                                 "had never had", e)
-                elif e.reason == "NOT_MINE" and e.message_type == "TASK_REQUEST" \
+                elif e.reason == DropReason.NOT_MINE \
+                        and e.message_type == MessageType.TASK_REQUEST \
                         and target.get(mid) == e.node and to_agent.get(mid) in agents[e.node]:
                     c.violation(f"{e.node} refused {mid} for {to_agent[mid]} as NOT_MINE "
                                 "although it had registered that agent", e)
@@ -262,7 +271,8 @@ def no_response_not_early(h: History, c: Collector) -> None:
     sent = {(s.node, s.request_id): s for s in h.of(RequestSent)}
     for e in h.of(RequestSettled):
         s = sent.get((e.node, e.request_id))
-        if e.outcome == "NO_RESPONSE" and s is not None and e.latency_ms < s.timeout_ms \
+        if e.outcome == RequestOutcome.NO_RESPONSE and s is not None \
+                and e.latency_ms < s.timeout_ms \
                 and e.t_ms - s.t_ms < s.timeout_ms - CLOCK_SLACK_MS:
             c.violation(f"request {e.request_id} gave up after {e.latency_ms} ms, before its "
                         f"{s.timeout_ms} ms timeout", s, e)
@@ -275,7 +285,7 @@ def published_to_a_node(h: History, c: Collector) -> None:
     address is a node of the deployment."""
     nodes = h.nodes
     for e in h.of(OutboundSettled):
-        if e.state != "PUBLISHED" or e.message_type == "EVENT":
+        if e.state != OutboundState.PUBLISHED or e.message_type == MessageType.EVENT:
             continue
         c.count("targeted_published")
         target = e.target_node_id
@@ -295,7 +305,7 @@ def own_messages_stay_local(h: History, c: Collector) -> None:
         if e.target_node_id != e.node:
             continue
         c.count("to_itself")
-        if e.state == "PUBLISHED":
+        if e.state == OutboundState.PUBLISHED:
             c.violation(f"{e.node} published {e.message_type} {e.message_id} to its own inbox "
                         f"{e.topic!r} instead of consuming it locally", e)
 
@@ -317,7 +327,7 @@ def no_foreign_namespace(h: History, c: Collector) -> None:
     """A TASK_REQUEST is handled only by a node of the agent's namespace (or its default
     executor), never by a "helpful" node of another namespace."""
     for e in h.of(InboundAdmitted):
-        if e.message_type != "TASK_REQUEST":
+        if e.message_type != MessageType.TASK_REQUEST:
             continue
         to = e.to_agent_id or ""
         node_ns = h.namespace_at(e.node, e.seq)
@@ -330,13 +340,13 @@ def no_foreign_namespace(h: History, c: Collector) -> None:
 def _requests(h: History) -> dict[tuple[str, str], InboundAdmitted]:
     requests: dict[tuple[str, str], InboundAdmitted] = {}
     for e in h.of(InboundAdmitted):
-        if e.message_type == "TASK_REQUEST" and e.request_id:
+        if e.message_type == MessageType.TASK_REQUEST and e.request_id:
             requests.setdefault((e.node, e.request_id), e)
     return requests
 
 
 def _responses(h: History) -> list[OutboundSettled]:
-    return [e for e in h.of(OutboundSettled) if e.message_type == "TASK_RESPONSE"]
+    return [e for e in h.of(OutboundSettled) if e.message_type == MessageType.TASK_RESPONSE]
 
 
 @rule("DESIGN §3 Tasks: headers.requestId echoed")
@@ -370,14 +380,14 @@ def missing_reply_node_explicit(h: History, c: Collector) -> None:
     """A request without replyNodeId gets a warning and an UNDELIVERABLE response, never a
     guessed address."""
     requests = _requests(h)
-    warned = {(w.node, w.task_id) for w in h.of(Warning)
+    warned = {(w.node, w.task_id) for w in h.of(NodeWarning)
               if w.what is WarningKind.MISSING_REPLY_NODE}
     for e in _responses(h):
         req = requests.get((e.node, e.request_id)) if e.request_id else None
         if req is None or req.reply_node_id:
             continue
         ok_warned = (e.node, e.request_id) in warned
-        if e.state != "UNDELIVERABLE" or not ok_warned:
+        if e.state != OutboundState.UNDELIVERABLE or not ok_warned:
             c.violation(f"request {e.request_id} had no replyNodeId, yet its response was "
                         f"{e.state} to {e.target_node_id!r}"
                         + ("" if ok_warned else " without a warning"), req, e)
@@ -403,7 +413,7 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
     transit = h.memo(Transit)
     nodes = h.nodes
     for e in h.of(OutboundSettled):
-        if e.state != "PUBLISHED" or e.message_type == "EVENT":
+        if e.state != OutboundState.PUBLISHED or e.message_type == MessageType.EVENT:
             continue
         target = e.target_node_id
         if target not in nodes:
@@ -431,7 +441,8 @@ def _no_request(h: History) -> str | None:
 
 
 def _nothing_targeted(h: History) -> str | None:
-    sent = any(e.message_type != "EVENT" and e.state in ("PUBLISHED", "LOCAL_CONSUMED")
+    sent = any(e.message_type != MessageType.EVENT
+               and e.state in (OutboundState.PUBLISHED, OutboundState.LOCAL_CONSUMED)
                for e in h.of(OutboundSettled))
     return None if sent or h.of(InboundAdmitted) else "no targeted message went anywhere"
 
@@ -441,7 +452,7 @@ def _no_response(h: History) -> str | None:
 
 
 def _nothing_published(h: History) -> str | None:
-    published = any(e.state == "PUBLISHED" and e.message_type != "EVENT"
+    published = any(e.state == OutboundState.PUBLISHED and e.message_type != MessageType.EVENT
                     for e in h.of(OutboundSettled))
     return None if published else "no targeted message was published to the broker"
 

@@ -13,14 +13,15 @@ from bench.core.events import (
     DirectoryUpdated,
     Event,
     ExecutorsRegistered,
+    MessageType,
     MqttConnected,
     NodeStarted,
+    NodeWarning,
     OutboundSettled,
     RosterLoaded,
     SessionTakeover,
     TakeoverWill,
     TakeoverWillOf,
-    Warning,
     WarningKind,
 )
 from bench.history import Fold, History
@@ -63,7 +64,7 @@ class Directories(Fold):
     UNDELIVERABLE and at each clear, and each node's last online announcement. (A global
     directory's announcements are N² lines: judging streams them through here.)"""
 
-    kinds = (NodeStarted, RosterLoaded, ExecutorsRegistered, DirectoryUpdated, Warning)
+    kinds = (NodeStarted, RosterLoaded, ExecutorsRegistered, DirectoryUpdated, NodeWarning)
 
     def __init__(self) -> None:
         self.view: dict[str, dict[str, tuple[str, ...]]] = defaultdict(dict)
@@ -71,7 +72,7 @@ class Directories(Fold):
         #: every clear, and whether that node's directory had the entry then
         self.clears: list[tuple[DirectoryUpdated, bool]] = []
         #: every UNDELIVERABLE naming an agent, and the entries that listed it then
-        self.undeliverable: list[tuple[Warning, list[str]]] = []
+        self.undeliverable: list[tuple[NodeWarning, list[str]]] = []
         #: node -> the line of the latest announcement of it online
         self.last_online: dict[str, int] = {}
 
@@ -96,7 +97,7 @@ class Directories(Fold):
                 self.view[e.node][e.node_id] = self._shared(e.agents)
                 if e.online:
                     self.last_online[e.node_id] = e.seq
-            case Warning() if e.what is WarningKind.UNDELIVERABLE and e.to_agent_id:
+            case NodeWarning() if e.what is WarningKind.UNDELIVERABLE and e.to_agent_id:
                 self.undeliverable.append((e, sorted(
                     n for n, agents in self.view[e.node].items() if e.to_agent_id in agents)))
 
@@ -112,7 +113,7 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
     A cleared entry's record says truly whether that directory had it. A node whose own
     entry is cleared knows itself again at once: it announces itself anew."""
     by_reply_node = {o.message_id for o in h.of(OutboundSettled)
-                 if o.message_type in ("TASK_RESPONSE", "FLOW_EVENT")}
+                 if o.message_type in (MessageType.TASK_RESPONSE, MessageType.FLOW_EVENT)}
     seen = h.fold(Directories)
     cases: list[tuple[Event, bool | list[str]]] = sorted(
         [*seen.clears, *seen.undeliverable], key=lambda case: case[0].seq)
@@ -124,7 +125,7 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
                     c.violation(f"{e.node} recorded the clear of {e.node_id}'s entry as "
                                 f"was_known={e.was_known}, but its directory "
                                 f"{'had' if had else 'had no such'} entry", e)
-            case Warning() if e.message_id not in by_reply_node:
+            case NodeWarning() if e.message_id not in by_reply_node:
                 c.count("undeliverable")
                 if had:
                     c.violation(f"{e.node} called {e.message_id} for {e.to_agent_id} "

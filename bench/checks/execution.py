@@ -13,6 +13,7 @@ from bench.core.events import (
     Event,
     InboundAdmitted,
     InstanceState,
+    InstanceStatus,
     LedgerFlushed,
     LedgerRestored,
     NodeCrashed,
@@ -23,6 +24,8 @@ from bench.core.events import (
     TaskExecuted,
     TasksRestored,
     TaskState,
+    TaskStatus,
+    Via,
 )
 from bench.history import History
 
@@ -139,7 +142,7 @@ def ledger_flushed_on_time(h: History, c: Collector) -> None:
                 check(e.node, e.t_ms, e)
                 pending.pop(e.node, None)
                 c.count("flushes")
-            case InboundAdmitted() if e.via == "mqtt":
+            case InboundAdmitted() if e.via == Via.MQTT:
                 check(e.node, e.t_ms, e)
                 pending.setdefault(e.node, e)
     for node, first in pending.items():
@@ -169,7 +172,7 @@ def legal_transitions(h: History, c: Collector) -> None:
     c.count("tasks", len(trails))
     for (node, task_id), events in sorted(trails.items()):
         first = events[0]
-        if first.state != "SUBMITTED" or first.previous is not None:
+        if first.state != TaskStatus.SUBMITTED or first.previous is not None:
             c.violation(f"task {task_id} on {node} did not start SUBMITTED", first)
         terminal_seen: TaskState | None = None
         for prev, cur in zip(events, events[1:], strict=False):
@@ -211,7 +214,7 @@ def reaches_terminal(h: History, c: Collector) -> None:
         crash = min((t for t in crashes[node] if t >= last.t_ms), default=None)
         back = min((t for t in boots[node] if crash is not None and t > crash), default=None)
         states = [i for i in paused[task_id] if crash is not None and i.t_ms <= crash]
-        waiting = bool(states) and states[-1].status == "PAUSED"
+        waiting = bool(states) and states[-1].status == InstanceStatus.PAUSED
         if back is None or back > late or waiting:
             c.unknown("unfinished_at_end")
         elif task_id in next((ended for t, ended in restored_ended[node] if t >= back), ()):
@@ -234,8 +237,8 @@ WATCHDOG_EARLY_MS = 50.0
 def times_out_on_time(h: History, c: Collector) -> None:
     """A task still running when its timeout has passed since it was submitted — the
     timeoutMs its request asked for, else the task timeout every node was configured with
-    — ends then, TIMEOUT (a node down or frozen at that moment ends it once it is back), and no task
-    ends TIMEOUT before its timeout. An agent that hangs must not hold its task, and the
+    — ends then, TIMEOUT (a node down or frozen at that moment ends it once it is back), and
+    no task ends TIMEOUT before its timeout. An agent that hangs must not hold its task, and the
     requester waiting for it, forever. Left out: tasks no node's request asked for (an
     insider's hand-made message) and requests an attacker's tamper_payload rewrote on the
     way — what the executor was asked is not in the journal."""
@@ -261,7 +264,8 @@ def times_out_on_time(h: History, c: Collector) -> None:
         if end is None and (node, task_id) in on_disk:
             c.count("ended_unjournaled_before_a_crash")
             continue
-        if end is not None and end.state == "TIMEOUT" and end.t_ms < deadline - WATCHDOG_EARLY_MS:
+        if end is not None and end.state == TaskStatus.TIMEOUT \
+                and end.t_ms < deadline - WATCHDOG_EARLY_MS:
             c.violation(f"task {task_id} ended TIMEOUT on {node} {end.t_ms - events[0].t_ms:.0f} ms "
                         f"after it was submitted; its timeout is {timeout} ms", events[0], end)
             continue
@@ -279,7 +283,8 @@ def times_out_on_time(h: History, c: Collector) -> None:
             c.count("frozen_at_its_deadline")
             due = thawed
         if end is not None and end.t_ms <= due + WATCHDOG_LATE_MS:
-            c.count("timed_out_on_time" if end.state == "TIMEOUT" else "ended_before_its_timeout")
+            c.count("timed_out_on_time" if end.state == TaskStatus.TIMEOUT
+                    else "ended_before_its_timeout")
         elif end is None and due + WATCHDOG_LATE_MS > h.end_ms:
             c.count("deadline_after_the_end")
         else:

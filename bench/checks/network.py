@@ -24,13 +24,16 @@ from bench.core.events import (
     FaultStart,
     GateDecisionSent,
     GateOpenSent,
+    MessageType,
     MqttConnected,
     MqttDisconnected,
     NodeCrashed,
     OutboundSettled,
+    OutboundState,
     RelaySent,
     RequestSent,
     TaskState,
+    TaskStatus,
 )
 from bench.history import History
 
@@ -124,9 +127,11 @@ def _round_trips(h: History) -> dict[str, list[tuple[float, float]]]:
     """node -> (sent, acknowledged) of each message it published: a request, a relayed
     frame, a gate message (their sent events) or a task's response (sent when the task
     ended)."""
-    acked = {o.message_id: o.t_ms for o in h.of(OutboundSettled) if o.state == "PUBLISHED"}
+    acked = {o.message_id: o.t_ms for o in h.of(OutboundSettled)
+             if o.state == OutboundState.PUBLISHED}
     answered = {(o.node, o.request_id): o.t_ms for o in h.of(OutboundSettled)
-                if o.state == "PUBLISHED" and o.message_type == "TASK_RESPONSE"}
+                if o.state == OutboundState.PUBLISHED
+                and o.message_type == MessageType.TASK_RESPONSE}
     trips: dict[str, list[tuple[float, float]]] = defaultdict(list)
     sends: list[RequestSent | RelaySent | GateOpenSent | GateDecisionSent] = [
         *h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent), *h.of(GateDecisionSent)]
@@ -134,7 +139,7 @@ def _round_trips(h: History) -> dict[str, list[tuple[float, float]]]:
         if s.message_id in acked:
             trips[s.node].append((s.t_ms, acked[s.message_id]))
     for t in h.of(TaskState):
-        if (t.node, t.task_id) in answered and t.state in ("COMPLETED", "FAILED"):
+        if (t.node, t.task_id) in answered and t.state in (TaskStatus.COMPLETED, TaskStatus.FAILED):
             trips[t.node].append((t.t_ms, answered[(t.node, t.task_id)]))
     return trips
 
@@ -196,7 +201,7 @@ class Transit:
         self.hijacked = taken_over(h)
         self.outages = _outages(h)
         self.published = {o.message_id: o.t_ms for o in h.of(OutboundSettled)
-                          if o.state == "PUBLISHED"}
+                          if o.state == OutboundState.PUBLISHED}
         self.crashes: dict[str, list[float]] = defaultdict(list)
         for x in h.of(NodeCrashed):
             self.crashes[x.node].append(x.t_ms)

@@ -19,10 +19,14 @@ from typing import Any
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import Transit
-from bench.checks.terms import GATE_IN_FLIGHT_AT_END_MS, TASK_ENDS
+from bench.checks.terms import GATE_IN_FLIGHT_AT_END_MS, INSTANCE_ENDS, NOT_SENT, TASK_ENDS
 from bench.core.events import (
+    AckStatus,
     ContextForked,
     ContextMerged,
+    DecidedBy,
+    Decision,
+    DropReason,
     Event,
     GateAcked,
     GateAlreadyDecided,
@@ -42,6 +46,7 @@ from bench.core.events import (
     InstanceRehydrated,
     InstanceStarted,
     InstanceState,
+    InstanceStatus,
     OutboundSettled,
     StepFinished,
     StepStarted,
@@ -99,19 +104,19 @@ def _gates(h: History) -> _Gates:
         resumes[r.gate_id].append(r)
     ends: dict[str, list[InstanceState]] = defaultdict(list)
     for s in h.of(InstanceState):
-        if s.status in ("FAILED", "COMPLETED"):
+        if s.status in (InstanceStatus.FAILED, InstanceStatus.COMPLETED):
             ends[s.process_inst_id].append(s)
     nacks: dict[str, list[str]] = defaultdict(list)
     for received in h.of(GateDecisionReceived):
-        if received.status in ("UNKNOWN_INSTANCE", "NOT_WAITING"):
+        if received.status in (AckStatus.UNKNOWN_INSTANCE, AckStatus.NOT_WAITING):
             nacks[received.gate_id].append(received.status)
     # a gate message whose send failed, or that was dropped with a reason (not as a
     # duplicate), reached its fate with a record of why (e.g. a signature under a stale key)
     kinds = ("GATE_OPEN", "GATE_DECISION")
     unsent = {o.message_id for o in h.of(OutboundSettled)
-              if o.message_type in kinds and o.state in ("UNDELIVERABLE", "FAILED")}
+              if o.message_type in kinds and o.state in NOT_SENT}
     refused = {(d.node, d.message_id) for d in h.of(InboundDropped)
-               if d.message_type in kinds and d.reason != "DUPLICATE"}
+               if d.message_type in kinds and d.reason != DropReason.DUPLICATE}
     failed = unsent | {m for _, m in refused if m}     # for decisions, refused anywhere
     transit = h.memo(Transit)
     # the line at which a decision first reached its executor (a line, not a time: a node
@@ -195,7 +200,7 @@ def resumes_with_the_decision(h: History, c: Collector) -> None:
     """A gate resumes only after it was decided, and with that decision."""
     g = h.memo(_gates)
     c.count("gates_decided", len(g.decided))
-    c.count("by_timeout", sum(1 for d in g.decided.values() if d.decided_by == "timeout"))
+    c.count("by_timeout", sum(1 for d in g.decided.values() if d.decided_by == DecidedBy.TIMEOUT))
     for gate_id, rs in sorted(g.resumes.items()):
         d = g.decided.get(gate_id)
         for r in rs:
@@ -356,7 +361,7 @@ def turned_down_ends_the_instance(h: History, c: Collector) -> None:
     for st in h.of(StepStarted):
         steps[st.process_inst_id].append(st)
     for r in h.of(GateResumed):
-        if r.decision == "approve":
+        if r.decision == Decision.APPROVE:
             continue
         c.count("turned_down")
         pi = r.process_inst_id
@@ -369,7 +374,7 @@ def turned_down_ends_the_instance(h: History, c: Collector) -> None:
             c.unknown("turned_down_ending_at_end")
         elif end is None and any(t >= r.t_ms for t in crashes[r.node]):
             c.count("turned_down_then_crashed")
-        elif end is None or end.status != "FAILED" \
+        elif end is None or end.status != InstanceStatus.FAILED \
                 or end.cause is not InstanceCause.DECIDED_AGAINST:
             got = "never ended" if end is None else f"went {end.status} ({end.cause.value})"
             c.violation(f"instance {pi} {got} after its gate {r.gate_id} came back "
@@ -677,7 +682,7 @@ def ends_once(h: History, c: Collector) -> None:
     """An instance ends once: after its first COMPLETED or FAILED nothing of it starts,
     merges or changes state again — not a second end after a restart that found it still
     RUNNING on disk (its end never persisted), not a step of a branch still in flight."""
-    c.count("ended", sum(1 for s in h.of(InstanceState) if s.status in ("COMPLETED", "FAILED")))
+    c.count("ended", sum(1 for s in h.of(InstanceState) if s.status in INSTANCE_ENDS))
     _report(h, c)
 
 
@@ -705,7 +710,7 @@ def ends_with_its_task(h: History, c: Collector) -> None:
         if s.state in TASK_ENDS:
             ended.setdefault((s.node, s.task_id), s)
     final = {(s.node, s.process_inst_id) for s in h.of(InstanceState)
-             if s.status in ("COMPLETED", "FAILED")}
+             if s.status in (InstanceStatus.COMPLETED, InstanceStatus.FAILED)}
     later: dict[tuple[str, str], list[StepStarted | GateOpenSent]] = defaultdict(list)
     steps_and_gates: list[StepStarted | GateOpenSent] = [*h.of(StepStarted), *h.of(GateOpenSent)]
     for e in steps_and_gates:

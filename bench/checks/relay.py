@@ -6,8 +6,9 @@ from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import Transit, fault_windows
-from bench.checks.terms import CLOCK_SLACK_MS, IN_FLIGHT_AT_END_MS
+from bench.checks.terms import CLOCK_SLACK_MS, IN_FLIGHT_AT_END_MS, NOT_SENT
 from bench.core.events import (
+    DropReason,
     Event,
     FlowEmitted,
     InboundAdmitted,
@@ -84,12 +85,13 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
     frames = _frames(h)
     # its send failed, or the sender found no way to its home (a replyNodeId that is no
     # node id): either way the sender said so
-    failed = {o.message_id for o in h.of(OutboundSettled) if o.state in ("FAILED", "UNDELIVERABLE")}
+    failed = {o.message_id for o in h.of(OutboundSettled) if o.state in NOT_SENT}
     accepted = {(e.stream, e.stream_seq): e for e in h.of(RelayAccepted)}
     last_accepted: dict[str, int] = {}
     for stream, seq in accepted:
         last_accepted[stream] = max(seq, last_accepted.get(stream, 0))
-    dropped = {(d.node, d.message_id) for d in h.of(InboundDropped) if d.reason != "DUPLICATE"}
+    dropped = {(d.node, d.message_id) for d in h.of(InboundDropped)
+               if d.reason != DropReason.DUPLICATE}
     reached_home = {(a.node, a.message_id): a.t_ms for a in h.of(InboundAdmitted)}
     transit = h.memo(Transit)
     published, crashes = transit.published, transit.crashes

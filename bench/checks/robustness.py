@@ -7,18 +7,22 @@ from __future__ import annotations
 import re
 
 from bench.checks import Checker, Collector, declared_without, rule
+from bench.checks.terms import NOT_SENT, TASK_ENDS
 from bench.core.events import (
     AttackSent,
     Event,
     InboundAdmitted,
     InstanceStarted,
+    MessageType,
     MqttConnected,
     MqttDisconnected,
     NodeCrashed,
     NodeStarted,
+    NodeWarning,
     OutboundSettled,
+    OutboundState,
     TaskState,
-    Warning,
+    TaskStatus,
     WarningKind,
 )
 from bench.history import History
@@ -57,7 +61,7 @@ def warnings_are_true(h: History, c: Collector) -> None:
                        if a.attack == "hostile_input" and a.how not in HOSTILE_REPLY}
     connected: dict[str, bool] = {}
     events: list[Event] = sorted([*h.of(MqttConnected), *h.of(MqttDisconnected),
-                                  *h.of(NodeCrashed), *h.of(NodeStarted), *h.of(Warning)],
+                                  *h.of(NodeCrashed), *h.of(NodeStarted), *h.of(NodeWarning)],
                                  key=lambda e: e.seq)
     for e in events:
         match e:
@@ -65,7 +69,7 @@ def warnings_are_true(h: History, c: Collector) -> None:
                 connected[e.node] = True
             case MqttDisconnected() | NodeCrashed() | NodeStarted():
                 connected[e.node] = False
-            case Warning():
+            case NodeWarning():
                 c.count("warnings")
                 if e.what in NEVER_PROVOKED:
                     c.violation(f"{e.node} warned {e.what.value!r}: {e.reason or e.message_id}", e)
@@ -106,11 +110,11 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     started = {(s.node, s.task_id) for s in h.of(InstanceStarted)}
     ended: dict[tuple[str, str], TaskState] = {}
     for s in h.of(TaskState):
-        if s.state in ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"):
+        if s.state in TASK_ENDS:
             ended.setdefault((s.node, s.task_id), s)
     answers: dict[tuple[str, str], OutboundSettled] = {}
     for o in h.of(OutboundSettled):
-        if o.message_type == "TASK_RESPONSE" and o.request_id:
+        if o.message_type == MessageType.TASK_RESPONSE and o.request_id:
             answers.setdefault((o.node, o.request_id), o)
     crashed = {e.node for e in h.of(NodeCrashed)}
     no_processes = declared_without(h, "processes")
@@ -129,14 +133,14 @@ def hostile_input_refused(h: History, c: Collector) -> None:
         c.count(a.how)
         end, answer = ended.get((node, rid)), answers.get((node, rid))
         if a.how in HOSTILE_REPLY:
-            if answer is not None and answer.state not in ("UNDELIVERABLE", "FAILED"):
+            if answer is not None and answer.state not in NOT_SENT:
                 c.violation(f"{node} answered {rid}, whose replyNodeId is no topic segment, "
                             f"as {answer.state} on {answer.topic!r}", a, answer)
             continue
         if (node, rid) in started:
             c.violation(f"{node} started an instance for {rid}, whose process definition "
                         f"has {a.how.replace('_', ' ')}", a)
-        elif end is not None and end.state != "FAILED":
+        elif end is not None and end.state is not TaskStatus.FAILED:
             c.violation(f"{node} ended {rid} (process definition with "
                         f"{a.how.replace('_', ' ')}) {end.state}", a, end)
         elif end is None and a.t_ms < late and node not in crashed:
@@ -150,7 +154,7 @@ def topics_well_formed(h: History, c: Collector) -> None:
     inbox`, `<prefix>/event/A2A/<group>` or `<prefix>/directory/<id>` — whose named part is
     one segment with no wildcard: never to a topic a peer's field spelled out."""
     for o in h.of(OutboundSettled):
-        if o.state != "PUBLISHED" or o.topic is None:
+        if o.state != OutboundState.PUBLISHED or o.topic is None:
             continue
         c.count("published")
         parts = o.topic.split("/")

@@ -8,7 +8,14 @@ value in the core must make a rule fail, not follow along silently.
 
 from __future__ import annotations
 
-from bench.core.events import AuthMode
+from bench.core.events import (
+    AuthMode,
+    InstanceStatus,
+    MessageType,
+    OutboundState,
+    SignatureVerdict,
+    TaskStatus,
+)
 
 #: DESIGN §3: the executor every node registers when its roster is empty.
 DEFAULT_EXECUTOR = "a2a-local-executor"
@@ -16,17 +23,31 @@ DEFAULT_EXECUTOR = "a2a-local-executor"
 #: DESIGN §3 Tasks: SUBMITTED → RUNNING → COMPLETED | FAILED | TIMEOUT | CANCELLED; a
 #: request cancelled before it ran, and a task found SUBMITTED or RUNNING after a restart,
 #: end FAILED("interrupted").
-TASK_ENDS = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"})
-TASK_MOVES = frozenset({("SUBMITTED", "RUNNING"), ("SUBMITTED", "CANCELLED"),
-                        ("SUBMITTED", "FAILED"), ("RUNNING", "COMPLETED"), ("RUNNING", "FAILED"),
-                        ("RUNNING", "TIMEOUT"), ("RUNNING", "CANCELLED")})
+_T = TaskStatus
+TASK_ENDS = frozenset({_T.COMPLETED, _T.FAILED, _T.TIMEOUT, _T.CANCELLED})
+TASK_MOVES = frozenset({(_T.SUBMITTED, _T.RUNNING), (_T.SUBMITTED, _T.CANCELLED),
+                        (_T.SUBMITTED, _T.FAILED), (_T.RUNNING, _T.COMPLETED),
+                        (_T.RUNNING, _T.FAILED), (_T.RUNNING, _T.TIMEOUT),
+                        (_T.RUNNING, _T.CANCELLED)})
+#: The ends a task answers its requester with (a TIMEOUT and a CANCELLED are told too,
+#: DESIGN §3; these two carry a result or an error).
+TASK_ANSWERS = frozenset({_T.COMPLETED, _T.FAILED})
+#: How a process instance ends.
+INSTANCE_ENDS = frozenset({InstanceStatus.COMPLETED, InstanceStatus.FAILED})
+
+#: DESIGN §3 Outbound: the send states that say "we know it did not go out".
+NOT_SENT = frozenset({OutboundState.UNDELIVERABLE, OutboundState.FAILED})
+#: The message types sent to one node (every other is multicast, a stream or a gate's).
+TARGETED = frozenset({MessageType.TASK_REQUEST, MessageType.TASK_RESPONSE,
+                      MessageType.DATA_REQUEST, MessageType.DATA_RESPONSE})
 
 #: DESIGN §5: strict admits VERIFIED only; loose also UNSIGNED; audit everything.
-ADMITTED: dict[AuthMode, frozenset[str]] = {
-    AuthMode.STRICT: frozenset({"VERIFIED"}),
-    AuthMode.LOOSE: frozenset({"VERIFIED", "UNSIGNED"}),
-    AuthMode.AUDIT: frozenset({"VERIFIED", "UNSIGNED", "BAD_SIGNATURE", "UNKNOWN_KID",
-                               "KID_MISMATCH", "STALE"})}
+_V = SignatureVerdict
+ADMITTED: dict[AuthMode, frozenset[SignatureVerdict]] = {
+    AuthMode.STRICT: frozenset({_V.VERIFIED}),
+    AuthMode.LOOSE: frozenset({_V.VERIFIED, _V.UNSIGNED}),
+    AuthMode.AUDIT: frozenset({_V.VERIFIED, _V.UNSIGNED, _V.BAD_SIGNATURE, _V.UNKNOWN_KID,
+                               _V.KID_MISMATCH, _V.STALE})}
 
 #: A message published this close to the end of the history may still be on its way.
 IN_FLIGHT_AT_END_MS = 2_000

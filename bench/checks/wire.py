@@ -21,9 +21,12 @@ from bench.core.events import (
     AuthMode,
     InboundAdmitted,
     InboundDropped,
+    MessageType,
     NodeCrashed,
     OutboundSettled,
+    OutboundState,
     RunStarted,
+    Via,
     Wire,
 )
 from bench.history import History
@@ -158,11 +161,13 @@ def responses_return_to_the_requester(h: History, c: Collector) -> None:
     wire); a request without a replyNodeId gets no published response at all."""
     asked: dict[tuple[str, str], set[str | None]] = defaultdict(set)
     for e in h.of(Wire):
-        if e.packet == "PUBLISH" and e.direction == "in" and e.message_type == "TASK_REQUEST":
+        if e.packet == "PUBLISH" and e.direction == "in" \
+                and e.message_type == MessageType.TASK_REQUEST:
             asked[(e.node, e.request_id or e.message_id or "")].add(
                 (e.reply_node_id or "").strip() or None)
     for e in h.of(Wire):
-        if e.packet != "PUBLISH" or e.direction != "out" or e.message_type != "TASK_RESPONSE":
+        if e.packet != "PUBLISH" or e.direction != "out" \
+                or e.message_type != MessageType.TASK_RESPONSE:
             continue
         replies = asked.get((e.node, e.request_id or ""))
         if replies is None:
@@ -186,7 +191,8 @@ def frames_never_repeat_a_seq(h: History, c: Collector) -> None:
     last: dict[tuple[str, str], tuple[int, Wire]] = {}
     seen: set[tuple[str, str]] = set()
     for e in h.of(Wire):
-        if e.packet != "PUBLISH" or e.direction != "out" or e.message_type != "FLOW_EVENT" \
+        if e.packet != "PUBLISH" or e.direction != "out" \
+                or e.message_type != MessageType.FLOW_EVENT \
                 or e.stream is None or e.stream_seq is None or e.message_id is None:
             continue
         if (e.node, e.message_id) in seen:
@@ -254,9 +260,9 @@ def refused_requests_get_no_answer(h: History, c: Collector) -> None:
     for e in h.of(Wire):
         if e.packet != "PUBLISH" or e.request_id is None:
             continue
-        if e.direction == "in" and e.message_type == "TASK_REQUEST" and e.message_id:
+        if e.direction == "in" and e.message_type == MessageType.TASK_REQUEST and e.message_id:
             reached[(e.node, e.request_id)].add(e.message_id)
-        elif e.direction == "out" and e.message_type == "TASK_RESPONSE":
+        elif e.direction == "out" and e.message_type == MessageType.TASK_RESPONSE:
             answers[(e.node, e.request_id)].append(e)
     for a in h.of(AttackSent):
         if a.request_id is None or a.target_node_id not in tapped:
@@ -290,7 +296,7 @@ def reports_match_the_wire(h: History, c: Collector) -> None:
         if e.packet == "PUBLISH" and e.message_id is not None:
             (out_ids if e.direction == "out" else in_ids)[e.node].add(e.message_id)
     for s in h.of(OutboundSettled):
-        if s.node in tapped and s.state == "PUBLISHED":
+        if s.node in tapped and s.state == OutboundState.PUBLISHED:
             c.count("published")
             if s.message_id not in out_ids[s.node]:
                 c.violation(f"{s.node} reports {s.message_id} PUBLISHED, but it never crossed "
@@ -298,7 +304,7 @@ def reports_match_the_wire(h: History, c: Collector) -> None:
     accounted: dict[str, set[str]] = defaultdict(set)
     for a in h.of(InboundAdmitted):
         accounted[a.node].add(a.message_id)
-        if a.node in tapped and a.via == "mqtt":
+        if a.node in tapped and a.via == Via.MQTT:
             c.count("admitted")
             if a.message_id not in in_ids[a.node]:
                 c.violation(f"{a.node} reports {a.message_id} admitted from MQTT, but it never "

@@ -10,12 +10,12 @@ import argparse
 import shlex
 import shutil
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
 
 if TYPE_CHECKING:
-    Sub = argparse._SubParsersAction[argparse.ArgumentParser]
+    Sub = argparse._SubParsersAction[Any]
 else:
     Sub = argparse._SubParsersAction
 

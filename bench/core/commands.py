@@ -15,6 +15,7 @@ from bench.core.envelope import Json
 from bench.core.events import Event, to_fields
 from bench.core.inputs import TimerId
 from bench.core.outcome import EventKind
+from bench.core.vocabulary import RequestOutcome as RequestOutcome
 
 
 class Table(StrEnum):
@@ -26,18 +27,6 @@ class Table(StrEnum):
     STREAMS = "streams"     # FLOW-RELAY: last seq sent and receiver cursor, per stream
     INSTANCES = "instances"  # process instance snapshots (executor side)
     GATES = "gates"         # the gate store (orchestrator side)
-
-
-class RequestOutcome(StrEnum):
-    """How a delegated request ended for the requester. NO_RESPONSE is unknown (INFO)."""
-
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    TIMEOUT = "TIMEOUT"
-    CANCELLED = "CANCELLED"
-    UNDELIVERABLE = "UNDELIVERABLE"
-    SEND_FAILED = "SEND_FAILED"
-    NO_RESPONSE = "NO_RESPONSE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +76,7 @@ class Execute:
 
 @dataclass(frozen=True, slots=True)
 class RunStep:
-    """Run one attempt of a process step; the driver answers later with StepFinished."""
+    """Run one attempt of a process step; the driver answers later with StepReturned."""
 
     instance_id: str
     task_id: str

@@ -16,9 +16,28 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Protocol, cast
 
-from bench.core.auth import AuthMode as AuthMode  # a value checkers read
+# the values of the history's categorical fields: checkers read them from here
+from bench.core.auth import AuthMode as AuthMode
+from bench.core.auth import SignatureVerdict as SignatureVerdict
+from bench.core.auth import SignatureVersion as SignatureVersion
+from bench.core.context import Merge as Merge
 from bench.core.envelope import Json
+from bench.core.envelope import MessageType as MessageType
+from bench.core.outcome import DropReason as DropReason
 from bench.core.outcome import EventKind
+from bench.core.vocabulary import AckStatus as AckStatus
+from bench.core.vocabulary import DecidedBy as DecidedBy
+from bench.core.vocabulary import Decision as Decision
+from bench.core.vocabulary import FlowKind as FlowKind
+from bench.core.vocabulary import GateState as GateState
+from bench.core.vocabulary import Handler as Handler
+from bench.core.vocabulary import InstanceStatus as InstanceStatus
+from bench.core.vocabulary import OutboundState as OutboundState
+from bench.core.vocabulary import RequestOutcome as RequestOutcome
+from bench.core.vocabulary import TaskStatus as TaskStatus
+from bench.core.vocabulary import TimeoutPolicy as TimeoutPolicy
+from bench.core.vocabulary import Trust as Trust
+from bench.core.vocabulary import Via as Via
 
 
 class WarningKind(StrEnum):
@@ -104,7 +123,7 @@ class NodeStarted(Event):
     namespace: str
     client_id: str
     auth_mode: AuthMode
-    signature_version: str
+    signature_version: SignatureVersion
     #: what of the protocol a node not written here implements (FEATURES); absent = all
     features: list[str] | None = None
 
@@ -172,30 +191,30 @@ class DirectoryRejected(Delivered):
 class InboundAdmitted(Delivered):
     KIND = EventKind.INBOUND_ADMITTED
     message_id: str
-    message_type: str
+    message_type: MessageType
     from_agent_id: str
     to_agent_id: str | None
     target_node_id: str | None
     request_id: str | None
     origin_node_id: str | None
     reply_node_id: str | None
-    verdict: str | None                # None: delivered locally, no signature to judge
-    via: str                           # mqtt | local
-    handler: str
+    verdict: SignatureVerdict | None                # None: delivered locally, no signature to judge
+    via: Via                           # mqtt | local
+    handler: Handler
 
 
 @dataclass(frozen=True, slots=True)
 class InboundDropped(Delivered):
     KIND = EventKind.INBOUND_DROPPED
     JSON_NAMES = {"size_bytes": "bytes"}
-    reason: str                        # DropReason
+    reason: DropReason                        # DropReason
     detail: str
     topic: str | None
     message_id: str | None
-    message_type: str | None
+    message_type: MessageType | None
     from_agent_id: str | None
     request_id: str | None
-    verdict: str | None
+    verdict: SignatureVerdict | None
     size_bytes: int | None
 
 
@@ -203,8 +222,8 @@ class InboundDropped(Delivered):
 class AuthVerdict(Event):
     KIND = EventKind.AUTH_VERDICT
     message_id: str
-    verdict: str
-    mode: str
+    verdict: SignatureVerdict
+    mode: AuthMode
     admitted: bool
     from_agent_id: str
     kid: str | None
@@ -232,8 +251,8 @@ class GroupEventReceived(Event):
 class OutboundSettled(Event):
     KIND = EventKind.OUTBOUND_SETTLED
     message_id: str
-    message_type: str
-    state: str                         # OutboundState, terminal
+    message_type: MessageType
+    state: OutboundState                         # OutboundState, terminal
     reason: str
     to_agent_id: str | None
     target_node_id: str | None
@@ -258,7 +277,7 @@ class RequestSent(Event):
 class RequestSettled(Event):
     KIND = EventKind.REQUEST_SETTLED
     request_id: str
-    outcome: str                       # RequestOutcome
+    outcome: RequestOutcome                       # RequestOutcome
     latency_ms: int
     response_message_id: str | None
 
@@ -277,8 +296,8 @@ class TaskState(Event):
     KIND = EventKind.TASK_STATE
     task_id: str
     agent_id: str
-    state: str
-    previous: str | None
+    state: TaskStatus
+    previous: TaskStatus | None
     error: str | None
 
 
@@ -317,7 +336,7 @@ class TaskDuplicate(Event):
     KIND = EventKind.TASK_DUPLICATE
     task_id: str
     message_id: str
-    state: str
+    state: TaskStatus
     action: str
 
 
@@ -326,7 +345,7 @@ class TaskLateResult(Event):
     KIND = EventKind.TASK_LATE_RESULT
     task_id: str
     ok: bool
-    state: str | None
+    state: TaskStatus | None
     reason: str
 
 
@@ -352,7 +371,7 @@ class FlowEmitted(Event):
     conversation_id: str | None        # None only from a node that streams a task without one
     agent_id: str
     task_id: str
-    flow_kind: str
+    flow_kind: FlowKind
     text: str
 
 
@@ -361,7 +380,7 @@ class RelayFrame(Event):
     KIND = EventKind.RELAY_FRAME
     stream: str
     stream_seq: int
-    flow_kind: str
+    flow_kind: FlowKind
     text: str
     conversation_id: str | None        # as in FlowEmitted
     task_id: str
@@ -412,10 +431,10 @@ class RelayDelivered(Event):
     conversation_id: str | None        # as in FlowEmitted
     stream: str
     stream_seq: int
-    flow_kind: str
+    flow_kind: FlowKind
     text: str
     lane: str
-    trust: str
+    trust: Trust
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,7 +446,7 @@ class RelayDropped(Event):
     reason: str
     message_id: str | None = None
     task_id: str | None = None
-    flow_kind: str | None = None
+    flow_kind: FlowKind | None = None
     stream: str | None = None
     stream_seq: int | None = None
 
@@ -450,8 +469,8 @@ class InstanceState(Event):
     KIND = EventKind.INSTANCE_STATE
     process_inst_id: str
     task_id: str | None
-    status: str
-    previous: str
+    status: InstanceStatus
+    previous: InstanceStatus
     reason: str | None
     version: int | None
     cause: InstanceCause
@@ -461,7 +480,7 @@ class InstanceState(Event):
 class InstancePersisted(Event):
     KIND = EventKind.INSTANCE_PERSISTED
     process_inst_id: str
-    status: str
+    status: InstanceStatus
     version: int
     reason: str
     gate_id: str | None
@@ -472,7 +491,7 @@ class InstanceRehydrated(Event):
     KIND = EventKind.INSTANCE_REHYDRATED
     process_inst_id: str
     task_id: str
-    status: str
+    status: InstanceStatus
     version: int
     gate_id: str | None
     digest: str
@@ -549,7 +568,7 @@ class ContextMerged(Event):
     scope: str
     path: str
     attempt: int
-    operator: str
+    operator: Merge
     from_version: int
     version: int
     snapshot_id: str
@@ -585,10 +604,10 @@ class GateDecisionReceived(Event):
     KIND = EventKind.GATE_DECISION_RECEIVED
     gate_id: str
     process_inst_id: str
-    decision: str
-    status: str
+    decision: Decision
+    status: AckStatus
     message_id: str
-    instance_status: str | None
+    instance_status: InstanceStatus | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -597,7 +616,7 @@ class GateResumed(Event):
     gate_id: str
     process_inst_id: str
     instance_gate: str | None
-    decision: str
+    decision: Decision
     task_id: str
 
 
@@ -612,7 +631,7 @@ class GateOpened(Event):
     executor_node_id: str | None
     conversation_id: str | None
     deadline_ms: int                   # on the executor node's clock
-    on_timeout: str
+    on_timeout: TimeoutPolicy
     message_id: str
     timeout_ms: int = 0                # how long from its opening it may stay undecided
 
@@ -621,7 +640,7 @@ class GateOpened(Event):
 class GateOpenDuplicate(Event):
     KIND = EventKind.GATE_OPEN_DUPLICATE
     gate_id: str
-    state: str
+    state: GateState
     message_id: str
 
 
@@ -648,24 +667,24 @@ class GateAlreadyDecided(Event):
     gate_id: str
     click: str
     decision: str
-    state: str
-    decided: str | None
+    state: GateState
+    decided: Decision | None
 
 
 @dataclass(frozen=True, slots=True)
 class GateExpired(Event):
     KIND = EventKind.GATE_EXPIRED
     gate_id: str
-    policy: str
-    decision: str
+    policy: TimeoutPolicy
+    decision: Decision
 
 
 @dataclass(frozen=True, slots=True)
 class GateDecided(Event):
     KIND = EventKind.GATE_DECIDED
     gate_id: str
-    decision: str
-    decided_by: str
+    decision: Decision
+    decided_by: DecidedBy
     click: str | None
     process_inst_id: str
     think_ms: int
@@ -677,7 +696,7 @@ class GateDecisionSent(Event):
     gate_id: str
     message_id: str
     attempt: int
-    decision: str | None
+    decision: Decision | None
     agent_id: str
 
 
@@ -685,7 +704,7 @@ class GateDecisionSent(Event):
 class GateAcked(Event):
     KIND = EventKind.GATE_ACKED
     gate_id: str
-    status: str
+    status: AckStatus
     negative: bool
     duplicate: bool
     message_id: str
@@ -728,7 +747,7 @@ class LedgerRestored(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class Warning(Event):
+class NodeWarning(Event):
     """Something worth a human's attention that is not a failure of the run."""
 
     KIND = EventKind.WARNING
@@ -754,7 +773,7 @@ CORE: tuple[type[Event], ...] = (
     StepLate, AttemptDiscarded, ContextForked, ContextMerged, SubflowFinished, GateOpenSent,
     GateDecisionReceived, GateResumed, GateOpened, GateOpenDuplicate, HumanAsked,
     GateClickRejected, GateAlreadyDecided, GateExpired, GateDecided, GateDecisionSent,
-    GateAcked, GateUnacked, GatesRestored, LedgerFlushed, LedgerRestored, Warning)
+    GateAcked, GateUnacked, GatesRestored, LedgerFlushed, LedgerRestored, NodeWarning)
 
 
 # -- what the harness records around the nodes ------------------------------------------------------
@@ -1056,7 +1075,7 @@ class AttackSent(Event):
     to_agent_id: str | None
     claimed_sender: str
     kid: str | None
-    honest_verdict: str
+    honest_verdict: SignatureVerdict
     age_ms: int | None = None
 
 
@@ -1081,8 +1100,12 @@ def _camel(name: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-_ENUMS: dict[str, type[StrEnum]] = {"WarningKind": WarningKind, "InstanceCause": InstanceCause,
-                                     "TakeoverWillOf": TakeoverWillOf, "AuthMode": AuthMode}
+#: Every enum a field of the schema is typed with, by the name its annotation gives.
+_ENUMS: dict[str, type[StrEnum]] = {e.__name__: e for e in (
+    WarningKind, InstanceCause, TakeoverWillOf, AuthMode, SignatureVerdict, SignatureVersion,
+    Merge, MessageType, DropReason, AckStatus, DecidedBy, Decision, FlowKind, GateState,
+    Handler, InstanceStatus, OutboundState, RequestOutcome, TaskStatus, TimeoutPolicy, Trust,
+    Via)}
 _META = frozenset({"seq", "t_ms", "node"})
 
 

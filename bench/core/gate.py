@@ -25,14 +25,7 @@ from bench.core.inputs import TimerId, TimerKind
 from bench.core.machine import Machine
 from bench.core.outbox import Sender
 from bench.core.payloads import GateAckBody, GateOpenBody
-from bench.core.vocabulary import AckStatus, DecidedBy, Decision, TimeoutPolicy
-
-
-class GateState(StrEnum):
-    OPEN = "OPEN"
-    DECIDED = "DECIDED"     # decision sent, no ACK yet
-    ACKED = "ACKED"
-    UNACKED = "UNACKED"     # gave up after the last attempt (explicit)
+from bench.core.vocabulary import AckStatus, DecidedBy, Decision, GateState, TimeoutPolicy
 
 
 class GateEvent(StrEnum):
@@ -143,7 +136,7 @@ class Gates:
     def on_open(self, fx: Effects, env: Envelope, body: GateOpenBody) -> None:
         known = self.gates.get(body.gate_id)
         if known is not None:
-            fx.record(ev.GateOpenDuplicate(gate_id=body.gate_id, state=known.state.value,
+            fx.record(ev.GateOpenDuplicate(gate_id=body.gate_id, state=known.state,
                                            message_id=env.message_id))
             return
         gate = Gate(body.gate_id, body.process_inst_id, body.activity_id, body.agent_id,
@@ -153,7 +146,7 @@ class Gates:
                                 activity_id=gate.activity_id, agent_id=gate.agent_id,
                                 executor_node_id=gate.executor_node_id,
                                 conversation_id=env.conversation_id, deadline_ms=gate.deadline_ms,
-                                on_timeout=gate.on_timeout.value, message_id=env.message_id,
+                                on_timeout=gate.on_timeout, message_id=env.message_id,
                                 timeout_ms=body.timeout_ms))
         fx.add(StartTimer(_expiry(gate.gate_id), gate.deadline_ms))
         self._ask(fx, gate)
@@ -175,8 +168,8 @@ class Gates:
             return
         if gate.state is not GateState.OPEN:
             fx.record(ev.GateAlreadyDecided(
-                gate_id=gate_id, click=click, decision=decision, state=gate.state.value,
-                decided=gate.decision.value if gate.decision else None))
+                gate_id=gate_id, click=click, decision=decision, state=gate.state,
+                decided=gate.decision))
             return
         self._decide(fx, gate, Decision(decision), DecidedBy.HUMAN, click)
 
@@ -185,16 +178,16 @@ class Gates:
         if gate is None or gate.state is not GateState.OPEN:
             return
         decision = gate.on_timeout.decision
-        fx.record(ev.GateExpired(gate_id=gate_id, policy=gate.on_timeout.value,
-                                 decision=decision.value))
+        fx.record(ev.GateExpired(gate_id=gate_id, policy=gate.on_timeout,
+                                 decision=decision))
         self._decide(fx, gate, decision, DecidedBy.TIMEOUT, None)
 
     def _decide(self, fx: Effects, gate: Gate, decision: Decision, by: DecidedBy,
                 click: str | None) -> None:
         fx.add(CancelTimer(_expiry(gate.gate_id)))
         gate = gate.move(GateEvent.DECIDE, decision=decision, decided_by=by)
-        fx.record(ev.GateDecided(gate_id=gate.gate_id, decision=decision.value,
-                                 decided_by=by.value, click=click,
+        fx.record(ev.GateDecided(gate_id=gate.gate_id, decision=decision,
+                                 decided_by=by, click=click,
                                  process_inst_id=gate.process_inst_id,
                                  think_ms=fx.now_ms - gate.opened_ms))
         self._send_decision(fx, gate)
@@ -211,7 +204,7 @@ class Gates:
                                 "decidedBy": gate.decided_by.value if gate.decided_by else None})
         fx.record(ev.GateDecisionSent(gate_id=gate.gate_id, message_id=env.message_id,
                                       attempt=gate.attempts,
-                                      decision=gate.decision.value if gate.decision else None,
+                                      decision=gate.decision,
                                       agent_id=gate.agent_id))
         fx.add(StartTimer(_retry(gate.gate_id), fx.now_ms + self.config.retry_ms * gate.attempts))
         self.send(fx, env, False)
@@ -232,12 +225,12 @@ class Gates:
         gate_id, status = body.gate_id, body.status
         gate = self.gates.get(gate_id)
         if gate is None or gate.state is not GateState.DECIDED:
-            fx.record(ev.GateAcked(gate_id=gate_id, status=status.value, negative=status.negative,
+            fx.record(ev.GateAcked(gate_id=gate_id, status=status, negative=status.negative,
                                    duplicate=True, message_id=env.message_id))
             return
         fx.add(CancelTimer(_retry(gate_id)))
         self._store(fx, gate.move(GateEvent.ACK, ack=status))
-        fx.record(ev.GateAcked(gate_id=gate_id, status=status.value, negative=status.negative,
+        fx.record(ev.GateAcked(gate_id=gate_id, status=status, negative=status.negative,
                                duplicate=False, message_id=env.message_id,
                                attempts=gate.attempts))
 
@@ -252,7 +245,7 @@ class Gates:
             try:
                 gate = Gate.from_json(raw)
             except (KeyError, TypeError, ValueError) as exc:
-                fx.record(ev.Warning(what=ev.WarningKind.GATE_RECORD_UNREADABLE, gate_id=key,
+                fx.record(ev.NodeWarning(what=ev.WarningKind.GATE_RECORD_UNREADABLE, gate_id=key,
                                      reason=str(exc)[:200]))
                 continue
             self.gates[gate.gate_id] = gate

@@ -55,7 +55,7 @@ class Started:
 
 
 @dataclass(frozen=True, slots=True)
-class Connected:
+class ConnectionUp:
     """The MQTT connection is up (first time or after a reconnect)."""
 
     now_ms: int
@@ -141,7 +141,7 @@ class GroupEventRequested:
 
 
 @dataclass(frozen=True, slots=True)
-class SubscriberAttached:
+class SubscriberJoined:
     """A browser tab (SSE emitter) on this node starts watching a conversation."""
 
     now_ms: int
@@ -150,13 +150,13 @@ class SubscriberAttached:
 
 
 @dataclass(frozen=True, slots=True)
-class SubscriberDetached:
+class SubscriberLeft:
     now_ms: int
     subscriber_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class FlowEmitted:
+class AgentEmitted:
     """The flow running a task on this node produced an event (token, thinking, ...)."""
 
     now_ms: int
@@ -166,7 +166,7 @@ class FlowEmitted:
 
 
 @dataclass(frozen=True, slots=True)
-class StepFinished:
+class StepReturned:
     """One attempt of a process step ended: what it wrote to its working copy (`ops`, JSON
     writes: set/append at a path) and whether it succeeded."""
 
@@ -189,7 +189,7 @@ class HumanDecided:
 
 
 @dataclass(frozen=True, slots=True)
-class KeysRotated:
+class KeysReplaced:
     """New keys for this node (a key rotation rolled out to it): sign with `keys` from now
     on; `keys.previous` lists the old keys still accepted until the overlap ends."""
 
@@ -197,6 +197,6 @@ class KeysRotated:
     keys: KeyRing
 
 
-Input = (Started | Connected | Subscribed | MessageReceived | TimerFired | PublishSettled
-         | TaskRequested | TaskFinished | GroupEventRequested | SubscriberAttached
-         | SubscriberDetached | FlowEmitted | StepFinished | HumanDecided | KeysRotated)
+Input = (Started | ConnectionUp | Subscribed | MessageReceived | TimerFired | PublishSettled
+         | TaskRequested | TaskFinished | GroupEventRequested | SubscriberJoined
+         | SubscriberLeft | AgentEmitted | StepReturned | HumanDecided | KeysReplaced)

@@ -13,13 +13,7 @@ from bench.core.context import Snapshot, Write, deep_copy
 from bench.core.envelope import Json
 from bench.core.machine import Machine
 from bench.core.steps import StepDef, parse_steps
-
-
-class InstanceStatus(StrEnum):
-    RUNNING = "RUNNING"
-    PAUSED = "PAUSED"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
+from bench.core.vocabulary import InstanceStatus as InstanceStatus
 
 
 class InstanceEvent(StrEnum):

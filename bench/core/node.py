@@ -40,19 +40,19 @@ from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType, Rejection, decode
 from bench.core.gate import GateConfig, Gates
 from bench.core.inputs import (
-    Connected,
-    FlowEmitted,
+    AgentEmitted,
+    ConnectionUp,
     GroupEventRequested,
     HumanDecided,
     Input,
-    KeysRotated,
+    KeysReplaced,
     MessageReceived,
     PublishSettled,
     Started,
-    StepFinished,
+    StepReturned,
     Subscribed,
-    SubscriberAttached,
-    SubscriberDetached,
+    SubscriberJoined,
+    SubscriberLeft,
     TaskFinished,
     TaskRequested,
     TimerFired,
@@ -77,7 +77,7 @@ from bench.core.relay import Flow, Relay, RelayConfig
 from bench.core.request import Requests
 from bench.core.task import TaskRecord, TaskService
 from bench.core.topics import TopicKind
-from bench.core.vocabulary import FlowKind
+from bench.core.vocabulary import FlowKind, Handler, Via
 
 LEDGER_FLUSH = TimerId(TimerKind.LEDGER_FLUSH)
 
@@ -162,7 +162,7 @@ class Node:
         match event:
             case Started():
                 self._on_started(fx, event)
-            case Connected():
+            case ConnectionUp():
                 self._on_connected(fx, event)
             case Subscribed():
                 self._on_subscribed(fx, event)
@@ -178,20 +178,20 @@ class Node:
                 self.requests.send(fx, event)
             case TaskFinished():
                 self._task_finished(fx, event.task_id, event.ok, event.result, event.error)
-            case StepFinished():
+            case StepReturned():
                 self.processes.on_step_finished(fx, event.instance_id, event.path, event.attempt,
                                                 event.ok, list(event.ops))
             case HumanDecided():
                 self.gates.on_human(fx, event.gate_id, event.decision, event.click)
-            case KeysRotated():
+            case KeysReplaced():
                 self._rotate_keys(fx, event.keys)
             case GroupEventRequested():
                 self._send_group_event(fx, event)
-            case SubscriberAttached():
+            case SubscriberJoined():
                 self.relay.attach(fx, event.subscriber_id, event.conversation_id)
-            case SubscriberDetached():
+            case SubscriberLeft():
                 self.relay.detach(fx, event.subscriber_id)
-            case FlowEmitted():
+            case AgentEmitted():
                 self._on_flow(fx, event)
             case _:
                 assert_never(event)
@@ -229,7 +229,7 @@ class Node:
         cfg = self.config
         fx.record(ev.NodeStarted(boot_id=event.boot_id, namespace=cfg.namespace,
                                  client_id=cfg.effective_client_id, auth_mode=cfg.auth.mode,
-                                 signature_version=cfg.auth.version.value))
+                                 signature_version=cfg.auth.version))
         self._load_roster(fx, event)
         problem = self.ledger.restore(event.restored.ledger, fx.now_ms)
         fx.record(ev.LedgerRestored(entries=len(self.ledger), problem=problem,
@@ -249,7 +249,7 @@ class Node:
         for what, problems in ((ev.WarningKind.RESTORE_REQUESTS, requests),
                                (ev.WarningKind.RESTORE_TASKS, tasks)):
             for p in problems:
-                fx.record(ev.Warning(what=what, reason=p))
+                fx.record(ev.NodeWarning(what=what, reason=p))
         fx.add(StartTimer(LEDGER_FLUSH, fx.now_ms + self.ledger.config.flush_interval_ms))
 
     def _load_roster(self, fx: Effects, event: Started) -> None:
@@ -259,7 +259,7 @@ class Node:
                              register_default=self.registers_default_executor)
         self.roster = loaded.roster
         for p in loaded.problems:
-            fx.record(ev.Warning(what=ev.WarningKind.ROSTER_UNREADABLE, reason=p))
+            fx.record(ev.NodeWarning(what=ev.WarningKind.ROSTER_UNREADABLE, reason=p))
         if loaded.rotated_from is not None:
             fx.add(PersistDocument(f"{ROSTER_DOCUMENT}.bak-{loaded.rotated_from}",
                                    event.restored.roster))
@@ -274,7 +274,7 @@ class Node:
                                                    reason="roster is empty; a default executor keeps the node from being "
                              "a mute receiver"))
 
-    def _on_connected(self, fx: Effects, event: Connected) -> None:
+    def _on_connected(self, fx: Effects, event: ConnectionUp) -> None:
         filters = (self.topics.inbox(self.node_id), *self.config.directory_filters,
                    *(self.topics.group(g) for g in self.config.scene_groups))
         fx.add(Subscribe(filters, self.config.qos))
@@ -380,8 +380,8 @@ class Node:
 
     def record_audit(self, fx: Effects, env: Envelope, verdict: SignatureVerdict) -> None:
         """Audit mode admits everything and records every verdict (variants override)."""
-        fx.record(ev.AuthVerdict(message_id=env.message_id, verdict=verdict.value,
-                                 mode=AuthMode.AUDIT.value, admitted=True,
+        fx.record(ev.AuthVerdict(message_id=env.message_id, verdict=verdict,
+                                 mode=AuthMode.AUDIT, admitted=True,
                                  from_agent_id=env.from_agent_id, kid=env.header(Header.KID),
                                  signer_node=env.header(Header.NODE)))
 
@@ -396,7 +396,7 @@ class Node:
                                                  "(only EVENT is multicast)")
             if key not in self.config.scene_groups:
                 return Drop(DropReason.NOT_MINE, f"scene group {key!r} is not one of this node's")
-            self._admitted(fx, env, verdict, came, handler="group")
+            self._admitted(fx, env, verdict, came, handler=Handler.GROUP)
             fx.record(ev.GroupEventReceived(message_id=env.message_id, scene_group_id=key,
                                             from_agent_id=env.from_agent_id))
             return None
@@ -411,23 +411,23 @@ class Node:
                     return Drop(DropReason.NOT_MINE, f"{route.value}: toAgentId {to_agent!r} is not "
                                                      f"handled here (namespace {self.roster.namespace!r}, "
                                                      f"executors {list(self.roster.executor_ids)})")
-                self._admitted(fx, env, verdict, came, handler=route.value)
+                self._admitted(fx, env, verdict, came, handler=Handler(route.value))
                 self.tasks.on_request(fx, env, to_agent)
                 self._track_flow(env, to_agent)
             case TaskResponseBody():
-                self._admitted(fx, env, verdict, came, handler="requests")
+                self._admitted(fx, env, verdict, came, handler=Handler.REQUESTS)
                 self.requests.on_response(fx, env, body)
             case FlowEventBody():
-                self._admitted(fx, env, verdict, came, handler="relay")
+                self._admitted(fx, env, verdict, came, handler=Handler.RELAY)
                 self.relay.receive(fx, env, body, local=came is None)
             case GateOpenBody():
-                self._admitted(fx, env, verdict, came, handler="gates")
+                self._admitted(fx, env, verdict, came, handler=Handler.GATES)
                 self.gates.on_open(fx, env, body)
             case GateDecisionBody():
-                self._admitted(fx, env, verdict, came, handler="gates")
+                self._admitted(fx, env, verdict, came, handler=Handler.GATES)
                 self.processes.on_decision(fx, env, body)
             case GateAckBody():
-                self._admitted(fx, env, verdict, came, handler="gates")
+                self._admitted(fx, env, verdict, came, handler=Handler.GATES)
                 self.gates.on_ack(fx, env, body)
             case _:
                 return Drop(DropReason.NOT_MINE, f"no handler for {env.message_type.value} on this "
@@ -442,7 +442,7 @@ class Node:
                                        env.header(Header.REPLY_NODE_ID), env.from_agent_id,
                                        f"pi-{task_id}")
 
-    def _on_flow(self, fx: Effects, event: FlowEmitted) -> None:
+    def _on_flow(self, fx: Effects, event: AgentEmitted) -> None:
         flow = self.flows.get(event.task_id)
         try:
             kind = FlowKind(event.kind)
@@ -452,7 +452,7 @@ class Node:
         if flow is None:
             task = self.tasks.tasks.get(event.task_id)
             fx.record(ev.RelayDropped(
-                task_id=event.task_id, flow_kind=kind.value,
+                task_id=event.task_id, flow_kind=kind,
                 reason="no running task with that id on this node" if task is None else
                 "its task has no conversation to stream to"))
             return
@@ -468,15 +468,15 @@ class Node:
             self._drop(fx, None, env, drop)
 
     def _admitted(self, fx: Effects, env: Envelope, verdict: SignatureVerdict | None,
-                  came: MessageReceived | None, handler: str) -> None:
-        fx.record(ev.InboundAdmitted(message_id=env.message_id, message_type=env.message_type.value,
+                  came: MessageReceived | None, handler: Handler) -> None:
+        fx.record(ev.InboundAdmitted(message_id=env.message_id, message_type=env.message_type,
                                      from_agent_id=env.from_agent_id, to_agent_id=env.to_agent_id,
                                      target_node_id=env.target_node_id,
                                      request_id=env.header(Header.REQUEST_ID),
                                      origin_node_id=env.header(Header.ORIGIN_NODE_ID),
                                      reply_node_id=env.header(Header.REPLY_NODE_ID),
-                                     verdict=verdict.value if verdict else None,
-                                     via="mqtt" if came else "local", handler=handler,
+                                     verdict=verdict,
+                                     via=Via.MQTT if came else Via.LOCAL, handler=handler,
                                      **_flags(came)))
         fx.add(PersistRecord(Table.MESSAGES, f"RECV|{env.message_id}", {
             "direction": "RECV", "messageId": env.message_id,
@@ -488,13 +488,13 @@ class Node:
     def _drop(self, fx: Effects, event: MessageReceived | None, env: Envelope | None, drop: Drop,
               verdict: SignatureVerdict | None = None) -> None:
         self.drops[drop.reason] += 1
-        fx.record(ev.InboundDropped(reason=drop.reason.value, detail=drop.detail,
+        fx.record(ev.InboundDropped(reason=drop.reason, detail=drop.detail,
                                     topic=event.topic if event else None,
                                     message_id=env.message_id if env else None,
-                                    message_type=env.message_type.value if env else None,
+                                    message_type=env.message_type if env else None,
                                     from_agent_id=env.from_agent_id if env else None,
                                     request_id=env.header(Header.REQUEST_ID) if env else None,
-                                    verdict=verdict.value if verdict else None,
+                                    verdict=verdict,
                                     size_bytes=len(event.payload) if event else None,
                                     **_flags(event)))
 

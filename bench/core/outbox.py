@@ -19,15 +19,7 @@ from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, encode
 from bench.core.machine import Machine
 from bench.core.topics import TopicError, Topics
-
-
-class OutboundState(StrEnum):
-    NEW = "NEW"
-    SENDING = "SENDING"
-    LOCAL_CONSUMED = "LOCAL_CONSUMED"
-    PUBLISHED = "PUBLISHED"
-    UNDELIVERABLE = "UNDELIVERABLE"
-    FAILED = "FAILED"
+from bench.core.vocabulary import OutboundState as OutboundState
 
 
 class OutboundEvent(StrEnum):
@@ -114,7 +106,7 @@ class Outbox:
     def on_unresolved(self, fx: Effects, msg: Outbound, reason: str) -> OutboundState:
         """Never a broadcast: the message is UNDELIVERABLE, with its reason and a warning."""
         env = msg.envelope
-        fx.record(ev.Warning(what=ev.WarningKind.UNDELIVERABLE, message_id=env.message_id,
+        fx.record(ev.NodeWarning(what=ev.WarningKind.UNDELIVERABLE, message_id=env.message_id,
                              to_agent_id=env.to_agent_id, reason=reason))
         return self._move(fx, msg, OutboundEvent.UNRESOLVED, reason)
 
@@ -143,7 +135,7 @@ class Outbox:
     def settle(self, fx: Effects, message_id: str, ok: bool, error: str | None) -> None:
         msg = self.in_flight.get(message_id)
         if msg is None:
-            fx.record(ev.Warning(what=ev.WarningKind.UNKNOWN_SETTLEMENT,
+            fx.record(ev.NodeWarning(what=ev.WarningKind.UNKNOWN_SETTLEMENT,
                                  message_id=message_id, ok=ok))
             return
         if ok:
@@ -159,7 +151,7 @@ class Outbox:
             self.in_flight.pop(env.message_id, None)
             self.counts[state] += 1
             fx.record(ev.OutboundSettled(message_id=env.message_id,
-                                         message_type=env.message_type.value, state=state.value,
+                                         message_type=env.message_type, state=state,
                                          reason=reason, to_agent_id=env.to_agent_id,
                                          target_node_id=env.target_node_id,
                                          request_id=env.header(Header.REQUEST_ID), topic=msg.topic))

@@ -99,12 +99,12 @@ class ProcessEngine:
         try:
             inst = Instance.from_json(raw)
         except (KeyError, TypeError, ValueError) as exc:
-            fx.record(ev.Warning(what=ev.WarningKind.SNAPSHOT_UNREADABLE,
+            fx.record(ev.NodeWarning(what=ev.WarningKind.SNAPSHOT_UNREADABLE,
                                  process_inst_id=process_inst_id, reason=str(exc)[:200]))
             return None
         self.instances[inst.instance_id] = inst
         fx.record(ev.InstanceRehydrated(process_inst_id=inst.instance_id, task_id=inst.task_id,
-                                        status=inst.status.value, version=inst.version,
+                                        status=inst.status, version=inst.version,
                                         gate_id=inst.gate_id, digest=digest(inst.context)))
         return inst
 
@@ -124,7 +124,7 @@ class ProcessEngine:
         try:
             steps = parse_steps(definition)
         except ValueError as exc:
-            fx.record(ev.Warning(what=ev.WarningKind.BAD_PROCESS_DEFINITION, task_id=task_id, reason=str(exc)))
+            fx.record(ev.NodeWarning(what=ev.WarningKind.BAD_PROCESS_DEFINITION, task_id=task_id, reason=str(exc)))
             self.finish(fx, task_id, False, None, f"bad process definition: {exc}")
             return
         inst = Instance(f"pi-{task_id}", task_id, agent_id, conversation_id, home_node_id,
@@ -279,7 +279,7 @@ class ProcessEngine:
         target.parent_snapshot_id = target.snapshot_id
         target.snapshot_id = f"{inst.instance_id}:{scope}:v{target.version}"
         fx.record(ev.ContextMerged(process_inst_id=inst.instance_id, scope=scope, path=path,
-                                   attempt=attempt, operator=operator.value, from_version=before,
+                                   attempt=attempt, operator=operator, from_version=before,
                                    version=target.version, snapshot_id=target.snapshot_id,
                                    parent_snapshot_id=target.parent_snapshot_id,
                                    ops=deep_copy(cast(Json, ops)),
@@ -295,7 +295,7 @@ class ProcessEngine:
         inst.running.clear()
         self.persist(fx, inst, "end")
         fx.record(ev.InstanceState(process_inst_id=inst.instance_id, task_id=inst.task_id,
-                                   status=status.value, previous=previous.value, reason=error,
+                                   status=status, previous=previous, reason=error,
                                    version=inst.version, cause=cause))
         ok = status is InstanceStatus.COMPLETED
         self.finish(fx, inst.task_id, ok,
@@ -306,7 +306,7 @@ class ProcessEngine:
         snap = inst.to_json()
         fx.add(PersistRecord(Table.INSTANCES, inst.instance_id, snap))
         fx.record(ev.InstancePersisted(process_inst_id=inst.instance_id,
-                                       status=cast(str, snap["status"]), version=inst.version,
+                                       status=inst.status, version=inst.version,
                                        reason=reason, gate_id=inst.gate_id))
 
     # -- gates (executor side) -------------------------------------------------------------------
@@ -319,7 +319,7 @@ class ProcessEngine:
             return
         self.pause(fx, inst, gate_id)
         fx.record(ev.InstanceState(process_inst_id=inst.instance_id, task_id=inst.task_id,
-                                   status=inst.status.value, previous=InstanceStatus.RUNNING.value,
+                                   status=inst.status, previous=InstanceStatus.RUNNING,
                                    reason=f"waiting at gate {gate_id}", version=inst.version,
                                    cause=ev.InstanceCause.WAITING_AT_GATE))
         env = Envelope(self.new_id(), MessageType.GATE_OPEN, inst.agent_id, fx.now_ms,
@@ -346,9 +346,9 @@ class ProcessEngine:
             status = AckStatus.NOT_WAITING
         else:
             status = AckStatus.RESUMED
-        fx.record(ev.GateDecisionReceived(gate_id=gate_id, process_inst_id=pi, decision=decision.value,
-                                          status=status.value, message_id=env.message_id,
-                                          instance_status=inst.status.value if inst else None))
+        fx.record(ev.GateDecisionReceived(gate_id=gate_id, process_inst_id=pi, decision=decision,
+                                          status=status, message_id=env.message_id,
+                                          instance_status=inst.status if inst else None))
         self._ack(fx, env, gate_id, pi, status)
         if inst is not None and status is AckStatus.RESUMED:
             self._resume(fx, inst, gate_id, decision)
@@ -364,7 +364,7 @@ class ProcessEngine:
     def _resume(self, fx: Effects, inst: Instance, gate_id: str, decision: Decision) -> None:
         step = inst.steps[inst.pc]
         fx.record(ev.GateResumed(gate_id=gate_id, process_inst_id=inst.instance_id,
-                                 instance_gate=inst.gate_id, decision=decision.value,
+                                 instance_gate=inst.gate_id, decision=decision,
                                  task_id=inst.task_id))
         inst.decided_gates.append(gate_id)
         if inst.gate_id is not None and inst.gate_id != gate_id:
@@ -390,7 +390,7 @@ class ProcessEngine:
         waiting: set[str] = set()
         for key, raw in sorted(records.items()):
             if not isinstance(raw, dict):
-                fx.record(ev.Warning(what=ev.WarningKind.SNAPSHOT_UNREADABLE, process_inst_id=key,
+                fx.record(ev.NodeWarning(what=ev.WarningKind.SNAPSHOT_UNREADABLE, process_inst_id=key,
                                      reason="not an object"))
                 continue
             status = raw.get("status")
@@ -401,7 +401,7 @@ class ProcessEngine:
                 task_id, version = raw.get("taskId"), raw.get("version")
                 fx.record(ev.InstanceState(
                     process_inst_id=key, task_id=task_id if isinstance(task_id, str) else None,
-                    status=ended.value, previous=InstanceStatus.RUNNING.value,
+                    status=ended, previous=InstanceStatus.RUNNING,
                     reason="interrupted: the node restarted mid-step",
                     version=version if isinstance(version, int) else None,
                     cause=ev.InstanceCause.INTERRUPTED))
@@ -423,7 +423,7 @@ class ProcessEngine:
             inst.running.clear()
             self.persist(fx, inst, "end")
             fx.record(ev.InstanceState(process_inst_id=inst.instance_id, task_id=task_id,
-                                       status=inst.status.value, previous=previous.value,
+                                       status=inst.status, previous=previous,
                                        reason=why, version=inst.version,
                                        cause=ev.InstanceCause.TASK_ENDED))
 

@@ -142,7 +142,7 @@ class Relay:
     # -- sender side -------------------------------------------------------------------------
     def emit(self, fx: Effects, flow: Flow, kind: FlowKind, text: str) -> None:
         fx.record(ev.FlowEmitted(stream=flow.stream, conversation_id=flow.conversation_id,
-                                 agent_id=flow.agent_id, task_id=flow.task_id, flow_kind=kind.value,
+                                 agent_id=flow.agent_id, task_id=flow.task_id, flow_kind=kind,
                                  text=text))
         if kind is FlowKind.THINKING:
             pending = self.thinking.get(flow.stream)
@@ -168,7 +168,7 @@ class Relay:
         seq = self.out_seq.get(flow.stream, 0) + 1
         self.out_seq[flow.stream] = seq
         fx.add(PersistRecord(Table.STREAMS, f"out|{flow.stream}", {"seq": seq}))
-        fx.record(ev.RelayFrame(stream=flow.stream, stream_seq=seq, flow_kind=kind.value, text=text,
+        fx.record(ev.RelayFrame(stream=flow.stream, stream_seq=seq, flow_kind=kind, text=text,
                                 conversation_id=flow.conversation_id, task_id=flow.task_id))
         local = self.local_watchers(flow.conversation_id)
         if local:   # someone watches here: deliver locally, nothing crosses the network
@@ -276,7 +276,7 @@ class Relay:
         fx.record(ev.RelayDelivered(subscriber_id=subscriber,
                                     subscriber_conversation=self.subscribers.get(subscriber),
                                     conversation_id=conversation, stream=stream, stream_seq=seq,
-                                    flow_kind=kind, text=text, lane=lane, trust=trust.value))
+                                    flow_kind=FlowKind(kind), text=text, lane=lane, trust=trust))
 
     # -- restart ---------------------------------------------------------------------------------
     def restore(self, fx: Effects, records: dict[str, Json]) -> None:
@@ -288,7 +288,7 @@ class Relay:
                 if isinstance(raw, dict) else None
             if not isinstance(value, int) or isinstance(value, bool) or not stream \
                     or direction not in ("out", "in"):
-                fx.record(ev.Warning(what=ev.WarningKind.STREAM_RECORD_UNREADABLE,
+                fx.record(ev.NodeWarning(what=ev.WarningKind.STREAM_RECORD_UNREADABLE,
                                      reason=f"record {key!r}: {str(raw)[:120]}"))
             elif direction == "out":
                 self.out_seq[stream] = value

@@ -161,7 +161,7 @@ class Requests:
         self.settled[request_id] = outcome
         self._store(fx, replace(p, outcome=outcome))
         fx.add(CancelTimer(_timer(request_id)))
-        fx.record(ev.RequestSettled(request_id=request_id, outcome=outcome.value,
+        fx.record(ev.RequestSettled(request_id=request_id, outcome=outcome,
                                     latency_ms=fx.now_ms - p.sent_ms,
                                     response_message_id=response_message_id))
         fx.add(SettleRequest(request_id, outcome, response))

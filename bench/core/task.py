@@ -21,15 +21,7 @@ from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TimerId, TimerKind
 from bench.core.machine import Machine
 from bench.core.outbox import Outbox
-
-
-class TaskState(StrEnum):
-    SUBMITTED = "SUBMITTED"
-    RUNNING = "RUNNING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    TIMEOUT = "TIMEOUT"
-    CANCELLED = "CANCELLED"
+from bench.core.vocabulary import TaskStatus
 
 
 class TaskEvent(StrEnum):
@@ -45,8 +37,8 @@ class TaskEvent(StrEnum):
 # handed to the executor. The watchdog, the executor's result and a cancel race; the first
 # to arrive wins and the others find a terminal state (a late result is recorded, not
 # applied). INTERRUPT is what a restart does to anything not terminal.
-_S, _E = TaskState, TaskEvent
-TASK = Machine[TaskState, TaskEvent]("task", {
+_S, _E = TaskStatus, TaskEvent
+TASK = Machine[TaskStatus, TaskEvent]("task", {
     (_S.SUBMITTED, _E.START): _S.RUNNING,
     (_S.SUBMITTED, _E.CANCEL): _S.CANCELLED,
     (_S.SUBMITTED, _E.INTERRUPT): _S.FAILED,
@@ -62,7 +54,7 @@ TASK = Machine[TaskState, TaskEvent]("task", {
 class TaskRecord:
     task_id: str
     agent_id: str
-    state: TaskState
+    state: TaskStatus
     requester_agent_id: str
     reply_node_id: str | None
     conversation_id: str | None
@@ -87,7 +79,7 @@ class TaskRecord:
         if not isinstance(raw, dict):
             raise TypeError("task record is not an object")
         return TaskRecord(text(raw, "taskId"), text(raw, "agentId"),
-                          TaskState(text(raw, "state")), text(raw, "requesterAgentId"),
+                          TaskStatus(text(raw, "state")), text(raw, "requesterAgentId"),
                           optional_text(raw, "replyNodeId"), optional_text(raw, "conversationId"),
                           text(raw, "requestMessageId"), integer(raw, "submittedMs"),
                           integer(raw, "deadlineMs"), raw.get("payload"), raw.get("result"),
@@ -119,7 +111,7 @@ class TaskService:
         if existing is not None:
             finished = existing.state in TASK.terminal
             fx.record(ev.TaskDuplicate(task_id=request_id, message_id=env.message_id,
-                                       state=existing.state.value,
+                                       state=existing.state,
                                        action="resend stored result" if finished else "still running; not re-run"))
             if finished:
                 self._respond(fx, existing)
@@ -130,12 +122,12 @@ class TaskService:
             asked = env.payload.get("timeoutMs")
             if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0:
                 timeout_ms = asked
-        task = TaskRecord(request_id, agent_id, TaskState.SUBMITTED, env.from_agent_id,
+        task = TaskRecord(request_id, agent_id, TaskStatus.SUBMITTED, env.from_agent_id,
                           reply_node.strip() if reply_node and reply_node.strip() else None,
                           env.conversation_id, env.message_id, fx.now_ms,
                           fx.now_ms + timeout_ms, env.payload)
         if task.reply_node_id is None:
-            fx.record(ev.Warning(what=ev.WarningKind.MISSING_REPLY_NODE, task_id=request_id,
+            fx.record(ev.NodeWarning(what=ev.WarningKind.MISSING_REPLY_NODE, task_id=request_id,
                                  message_id=env.message_id,
                                  reason="request has no headers.replyNodeId: its TASK_RESPONSE cannot be "
                              "routed back across nodes"))
@@ -156,7 +148,7 @@ class TaskService:
         task = self.tasks.get(task_id)
         if task is None or task.state in TASK.terminal:
             fx.record(ev.TaskLateResult(task_id=task_id, ok=ok,
-                                        state=task.state.value if task else None,
+                                        state=task.state if task else None,
                                         reason="unknown task" if task is None else "task already terminal"))
             return
         fx.add(CancelTimer(_watchdog(task_id)))
@@ -190,7 +182,7 @@ class TaskService:
                 t.task_id for t in self.tasks.values()
                 if t.state in TASK.terminal and t.deadline_ms > fx.now_ms)))
         for task in sorted(self.tasks.values(), key=lambda t: t.submitted_ms):
-            if task.state is TaskState.RUNNING and task.task_id in waiting:
+            if task.state is TaskStatus.RUNNING and task.task_id in waiting:
                 fx.add(StartTimer(_watchdog(task.task_id), task.deadline_ms))
             elif task.state not in TASK.terminal:
                 done = self._move(fx, task, TaskEvent.INTERRUPT, error="interrupted")
@@ -206,11 +198,11 @@ class TaskService:
         self._store(fx, moved, task.state)
         return moved
 
-    def _store(self, fx: Effects, task: TaskRecord, previous: TaskState | None) -> None:
+    def _store(self, fx: Effects, task: TaskRecord, previous: TaskStatus | None) -> None:
         self.tasks[task.task_id] = task
         fx.add(PersistRecord(Table.TASKS, task.task_id, task.to_json()))
-        fx.record(ev.TaskState(task_id=task.task_id, agent_id=task.agent_id, state=task.state.value,
-                               previous=previous.value if previous else None, error=task.error))
+        fx.record(ev.TaskState(task_id=task.task_id, agent_id=task.agent_id, state=task.state,
+                               previous=previous, error=task.error))
 
     def response_target(self, task: TaskRecord) -> str | None:
         """Where the response goes: the node the request named in headers.replyNodeId."""

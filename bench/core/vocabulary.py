@@ -73,3 +73,74 @@ class FlowKind(StrEnum):
 class Trust(StrEnum):
     VERIFIED = "verified"   # produced on this node
     CLAIMED = "claimed"     # relayed: the sender says so
+
+
+class TaskStatus(StrEnum):
+    """Where a task is in its state machine (DESIGN §3 Tasks; `bench.core.task`)."""
+
+    SUBMITTED = "SUBMITTED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TIMEOUT = "TIMEOUT"
+    CANCELLED = "CANCELLED"
+
+
+class OutboundState(StrEnum):
+    """Where an outgoing message is (DESIGN §3 Outbound; `bench.core.outbox`)."""
+
+    NEW = "NEW"
+    SENDING = "SENDING"
+    LOCAL_CONSUMED = "LOCAL_CONSUMED"
+    PUBLISHED = "PUBLISHED"
+    UNDELIVERABLE = "UNDELIVERABLE"
+    FAILED = "FAILED"
+
+
+class RequestOutcome(StrEnum):
+    """How a delegated request ended for the requester. NO_RESPONSE is unknown (INFO)."""
+
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TIMEOUT = "TIMEOUT"
+    CANCELLED = "CANCELLED"
+    UNDELIVERABLE = "UNDELIVERABLE"
+    SEND_FAILED = "SEND_FAILED"
+    NO_RESPONSE = "NO_RESPONSE"
+
+
+class InstanceStatus(StrEnum):
+    """Where a process instance is (`bench.core.instance`)."""
+
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
+class GateState(StrEnum):
+    """Where a gate is in the orchestrator's gate store (`bench.core.gate`)."""
+
+    OPEN = "OPEN"
+    DECIDED = "DECIDED"     # decision sent, no ACK yet
+    ACKED = "ACKED"
+    UNACKED = "UNACKED"     # gave up after the last attempt (explicit)
+
+
+class Handler(StrEnum):
+    """Which part of a node took an admitted message in: a task executor (by how the agent
+    was routed), or the group, requests, relay or gates service."""
+
+    EXACT = "EXACT"                        # a roster executor with this agentId
+    DEFAULT_EXECUTOR = "DEFAULT_EXECUTOR"  # same namespace, served by a2a-local-executor
+    GROUP = "group"
+    REQUESTS = "requests"
+    RELAY = "relay"
+    GATES = "gates"
+
+
+class Via(StrEnum):
+    """How a message reached the node: over MQTT, or from itself without the network."""
+
+    MQTT = "mqtt"
+    LOCAL = "local"

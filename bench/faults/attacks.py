@@ -25,7 +25,7 @@ from typing import Any
 
 from bench import oracle
 from bench.core.auth import KeyRing, SignatureVersion
-from bench.core.events import AttackSent
+from bench.core.events import AttackSent, SignatureVerdict
 from bench.core.topics import Topics
 
 FORGE_HOW = ("unsigned", "flat_token", "other_agent_key")
@@ -65,7 +65,7 @@ def forged_request(how: str, n: int, index: int, *, victim_agent: str, victim_no
         raise ValueError(f"forged_sender how={how!r} must be one of {list(FORGE_HOW)}")
     if kid is not None:
         message = oracle.sign(message, kid, key.reveal(), version.value)
-    honest = oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms)
+    honest = SignatureVerdict(oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms))
     return AttackMessage(Topics(prefix).inbox(target_node), _wire(message), AttackSent(
         "forged_sender", how, index, message["messageId"], rid, target_node, target_agent,
         victim_agent, kid, honest))
@@ -105,7 +105,7 @@ def replayed(payload: bytes, index: int, *, keys: KeyRing, now_ms: int,
     message = _request(payload)
     if message is None:
         return None
-    honest = oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms)
+    honest = SignatureVerdict(oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms))
     age = now_ms - message["timestamp"]
     how = ("fresh" if honest != "STALE" else
            "expired" if age > oracle.LEDGER_TTL_MS else "stale")   # past the dedup ledger's TTL
@@ -148,7 +148,7 @@ def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str
         altered = {**message, "toAgentId": others[0]}
     else:
         raise ValueError(f"tamper what={what!r} must be one of {list(TAMPER_WHAT)}")
-    honest = oracle.verdict(altered, accepted_keys(keys), now_ms, max_skew_ms)
+    honest = SignatureVerdict(oracle.verdict(altered, accepted_keys(keys), now_ms, max_skew_ms))
     headers = message["headers"]
     return _wire(altered), AttackSent(
         f"tamper_{what}", what, index, message["messageId"], headers.get("requestId"), node,
@@ -204,7 +204,8 @@ def hostile_request(what: str, n: int, index: int, *, insider: str, insider_node
         kid, key = oracle.FLAT, keys.flat_token
     if kid is not None:
         message = oracle.sign(message, kid, key.reveal(), version.value)
-    honest = oracle.verdict(message, accepted_keys(judge_keys), now_ms, max_skew_ms)
+    honest = SignatureVerdict(oracle.verdict(message, accepted_keys(judge_keys), now_ms,
+                                             max_skew_ms))
     return AttackMessage(Topics(prefix).inbox(target_node), _wire(message), AttackSent(
         "hostile_input", what, index, message["messageId"], rid, target_node, target_agent,
         insider, kid, honest))

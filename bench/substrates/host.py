@@ -39,11 +39,11 @@ from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
 from bench.core.inputs import (
     Input,
-    KeysRotated,
+    KeysReplaced,
     PublishSettled,
     Started,
-    SubscriberAttached,
-    SubscriberDetached,
+    SubscriberJoined,
+    SubscriberLeft,
     TimerFired,
     TimerId,
 )
@@ -168,9 +168,9 @@ class NodeHost(ABC):
             self.record(ev.InputLost(type(event).__name__, "node is down"))
             return
         match event:
-            case SubscriberAttached():
+            case SubscriberJoined():
                 self.tabs[event.subscriber_id] = event.conversation_id
-            case SubscriberDetached():
+            case SubscriberLeft():
                 self.tabs.pop(event.subscriber_id, None)
             case Started() if self.tabs:
                 self._tabs_come_back()
@@ -237,7 +237,7 @@ class NodeHost(ABC):
         later, as a browser does when its event stream breaks."""
         for subscriber, conversation in sorted(self.tabs.items()):
             self.later(TAB_RECONNECT_MS, lambda s=subscriber, c=conversation:
-                       SubscriberAttached(self.now_ms(), s, c))
+                       SubscriberJoined(self.now_ms(), s, c))
 
     def later(self, delay_ms: float, make: Callable[[], Input]) -> None:
         """Feed an input after a delay, unless the node died or restarted meanwhile."""
@@ -339,7 +339,7 @@ class NodeHost(ABC):
     def rotate_keys(self, keys: KeyRing) -> None:
         self.config = replace(self.config, auth=replace(self.config.auth, keys=keys))
         if self.node is not None:
-            self.feed(KeysRotated(self.now_ms(), keys))
+            self.feed(KeysReplaced(self.now_ms(), keys))
 
     def use_client_id(self, fault: FaultRef, client_id: str | None) -> None:
         self.client_id_override = client_id

@@ -37,12 +37,12 @@ from bench.core.commands import (
 from bench.core.config import NodeConfig
 from bench.core.envelope import Json
 from bench.core.inputs import (
-    Connected,
+    ConnectionUp,
     Input,
     MessageReceived,
     PublishSettled,
     Started,
-    StepFinished,
+    StepReturned,
     Subscribed,
     TaskFinished,
     TimerFired,
@@ -97,7 +97,7 @@ class Wire:
         self.retained: dict[str, bytes] = {}
         self.on_publish: PublishHook | None = None
         self._queue: deque[tuple[str, Input]] = deque()
-        self._timers: list[tuple[int, int, str, TimerId | TaskFinished | StepFinished]] = []
+        self._timers: list[tuple[int, int, str, TimerId | TaskFinished | StepReturned]] = []
         self._armed: dict[tuple[str, TimerId], int] = {}  # the live arming of each timer
         self._tick = itertools.count()
 
@@ -179,7 +179,7 @@ class Wire:
                 case PersistDocument() | PersistRecord():
                     pass  # already applied above
                 case Connect():
-                    self._queue.append((node_id, Connected(self.now_ms, host.boots > 1)))
+                    self._queue.append((node_id, ConnectionUp(self.now_ms, host.boots > 1)))
                 case Subscribe():
                     host.filters.update(cmd.filters)
                     self._queue.append((node_id, Subscribed(self.now_ms, cmd.filters)))
@@ -202,7 +202,7 @@ class Wire:
                     heapq.heappush(self._timers, (done.now_ms, next(self._tick), node_id, done))
                 case RunStep():
                     delay, ok, ops = self.stepper(cmd)
-                    step = StepFinished(self.now_ms + delay, cmd.instance_id, cmd.path,
+                    step = StepReturned(self.now_ms + delay, cmd.instance_id, cmd.path,
                                         cmd.attempt, ok, tuple(ops))
                     heapq.heappush(self._timers, (step.now_ms, next(self._tick), node_id, step))
                 case AskHuman():

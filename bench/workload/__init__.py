@@ -17,13 +17,13 @@ from typing import Any
 
 from bench.core.events import HumanClicked
 from bench.core.inputs import (
-    FlowEmitted,
+    AgentEmitted,
     GroupEventRequested,
     HumanDecided,
     Input,
-    StepFinished,
-    SubscriberAttached,
-    SubscriberDetached,
+    StepReturned,
+    SubscriberJoined,
+    SubscriberLeft,
     TaskFinished,
     TaskRequested,
 )
@@ -164,8 +164,8 @@ def op_input(op: Op, now_ms: int) -> Input:
                                        op.conversation_id)
         case TabOp():
             if op.attach:
-                return SubscriberAttached(now_ms, op.subscriber_id, op.conversation_id)
-            return SubscriberDetached(now_ms, op.subscriber_id)
+                return SubscriberJoined(now_ms, op.subscriber_id, op.conversation_id)
+            return SubscriberLeft(now_ms, op.subscriber_id)
 
 
 OP_KINDS: dict[str, type[RequestOp] | type[EventOp] | type[TabOp]] = {
@@ -434,12 +434,12 @@ def agent_input(op: dict[str, Any], now_ms: int) -> Input:
             return TaskFinished(now_ms, text("task_id"), flag("ok"), op.get("result"),
                                 None if error is None else str(error))
         case "flow":
-            return FlowEmitted(now_ms, text("task_id"), FlowKind(op["kind"]), text("text"))
+            return AgentEmitted(now_ms, text("task_id"), FlowKind(op["kind"]), text("text"))
         case "step_finished":
             attempt = op["attempt"]
             if not isinstance(attempt, int) or isinstance(attempt, bool):
                 raise TypeError(f"attempt must be an integer, not {attempt!r}")
-            return StepFinished(now_ms, text("instance_id"), text("path"), attempt,
+            return StepReturned(now_ms, text("instance_id"), text("path"), attempt,
                                 flag("ok"), tuple(op.get("ops") or ()))
         case "human_decided":
             return HumanDecided(now_ms, text("gate_id"), text("decision"), text("click"))

@@ -200,7 +200,7 @@ def test_reply_routing() -> None:
     assert rules_of(REPLY_ROUTING(history(req, response("orch-1", rid=None)))) == \
         {"response_echoes_request"}
     no_reply = admitted("exec-1", "llm.tax", "exec-1", request_id="r1")
-    warn = at("exec-1", ev.Warning(ev.WarningKind.MISSING_REPLY_NODE, task_id="r1"))
+    warn = at("exec-1", ev.NodeWarning(ev.WarningKind.MISSING_REPLY_NODE, task_id="r1"))
     assert REPLY_ROUTING(history(no_reply, warn, response(None, "UNDELIVERABLE"))).value \
         is Value.TRUE
     assert rules_of(REPLY_ROUTING(history(no_reply, response(None, "UNDELIVERABLE")))) == \
@@ -290,16 +290,16 @@ def test_warnings_are_true_only_when_the_history_confirms_them() -> None:
 
     def warned(*events: ev.Event) -> int:
         return ROBUSTNESS(history(*events)).rules["warnings_are_true"]["violations"]
-    no_reply = ev.Warning(ev.WarningKind.MISSING_REPLY_NODE, task_id="r1", node="exec-1")
+    no_reply = ev.NodeWarning(ev.WarningKind.MISSING_REPLY_NODE, task_id="r1", node="exec-1")
     assert warned(admitted("exec-1", "llm.tax", "exec-1", request_id="r1"), no_reply) == 0
     assert warned(admitted("exec-1", "llm.tax", "exec-1", request_id="r1",
                            reply_node_id="orch-1"), no_reply) == 1
-    offline = ev.Warning(ev.WarningKind.PUBLISH_WITHOUT_CONNECTION, topic="t", node="exec-1")
+    offline = ev.NodeWarning(ev.WarningKind.PUBLISH_WITHOUT_CONNECTION, topic="t", node="exec-1")
     up = ev.MqttConnected("exec-1", False, node="exec-1")
     down = ev.MqttDisconnected("exec-1", "keepalive", node="exec-1")
     assert warned(up, down, offline) == 0
     assert warned(up, offline) == 1
-    assert warned(ev.Warning(ev.WarningKind.GATE_RECORD_UNREADABLE, node="orch-1")) == 1
+    assert warned(ev.NodeWarning(ev.WarningKind.GATE_RECORD_UNREADABLE, node="orch-1")) == 1
 
 
 def test_a_drop_explains_only_with_its_true_reason() -> None:

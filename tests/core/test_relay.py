@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 from bench.core.envelope import Envelope, MessageType, decode, encode
 from bench.core.inputs import (
-    FlowEmitted,
+    AgentEmitted,
     MessageReceived,
-    SubscriberAttached,
-    SubscriberDetached,
+    SubscriberJoined,
+    SubscriberLeft,
     TaskRequested,
 )
 from bench.substrates.wire import Wire
@@ -26,7 +26,7 @@ def start_stream(w: Wire, conversation: str = "c1", rid: str = "r1") -> None:
 
 
 def emit(w: Wire, kind: str, text: str, rid: str = "r1", node: str = "exec-1") -> None:
-    w.feed(node, FlowEmitted(w.now_ms, rid, kind, text))
+    w.feed(node, AgentEmitted(w.now_ms, rid, kind, text))
 
 
 def delivered(w: Wire) -> list[tuple[str, int, str, str, str]]:
@@ -35,9 +35,9 @@ def delivered(w: Wire) -> list[tuple[str, int, str, str, str]]:
 
 def test_relayed_events_reach_the_conversations_subscribers_in_order_as_claimed(pair: Pair) -> None:
     w = pair()
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab-1", "c1"))
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab-2", "c1"))
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "other", "c2"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "tab-1", "c1"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "tab-2", "c1"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "other", "c2"))
     start_stream(w)
     for t in ("Hel", "lo"):
         emit(w, "token", t)
@@ -66,7 +66,7 @@ INBOX = "ooder/node/orch-1/inbox"
 def withheld_stream(w: Wire, texts: list[str]) -> list[bytes]:
     """A tab watches c1 on orch-1 and the executor streams `texts` as tokens; every
     FLOW_EVENT is withheld, for the test to hand over (`arrive`) in its own order."""
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "tab", "c1"))
     start_stream(w)
     flows = capture_flow(w)
     for text in texts:
@@ -103,7 +103,7 @@ def test_duplicates_are_dropped_reordering_is_repaired_and_gaps_are_explicit(pai
 
 def test_thinking_is_coalesced_and_flushed_before_a_token(pair: Pair) -> None:
     w = pair()
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "tab", "c1"))
     start_stream(w)
     emit(w, "thinking", "I ")
     emit(w, "thinking", "think")
@@ -116,7 +116,7 @@ def test_thinking_is_coalesced_and_flushed_before_a_token(pair: Pair) -> None:
 
 def test_thinking_frames_are_capped_in_bytes(pair: Pair) -> None:
     w = pair()
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "tab", "c1"))
     start_stream(w)
     for _ in range(5):
         emit(w, "thinking", "x" * 1000)
@@ -128,7 +128,7 @@ def test_a_local_subscriber_means_no_relay_traffic_and_verified_trust() -> None:
     w = Wire()
     w.add(orchestrator(agents=("fin.orchestrator", "fin.tax")))
     w.start("orch-1")
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "tab", "c1"))
     w.executor = lambda cmd: (60_000, True, "ok", None)
     w.feed("orch-1", TaskRequested(w.now_ms, "r1", "m1", "fin.orchestrator", "fin.tax", {},
                                    conversation_id="c1"))
@@ -139,7 +139,7 @@ def test_a_local_subscriber_means_no_relay_traffic_and_verified_trust() -> None:
 
 def test_no_subscriber_of_that_conversation_means_no_delivery(pair: Pair) -> None:
     w = pair()
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "someone-else", "c2"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "someone-else", "c2"))
     start_stream(w)
     emit(w, "token", "secret")
     assert delivered(w) == []
@@ -148,7 +148,7 @@ def test_no_subscriber_of_that_conversation_means_no_delivery(pair: Pair) -> Non
 
 def test_the_stream_ends_with_complete_and_seq_survives_an_executor_restart(pair: Pair) -> None:
     w = pair()
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "tab", "c1"))
     w.executor = lambda cmd: (100, True, "ok", None)
     w.feed("orch-1", TaskRequested(w.now_ms, "r1", "m1", "fin.orchestrator", "llm.tax", {},
                                    conversation_id="c1"))
@@ -165,12 +165,12 @@ def test_the_stream_ends_with_complete_and_seq_survives_an_executor_restart(pair
 
 def test_detached_tabs_get_nothing(pair: Pair) -> None:
     w = pair()
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "tab", "c1"))
     start_stream(w)
     emit(w, "token", "a")
-    w.feed("orch-1", SubscriberDetached(w.now_ms, "tab"))
+    w.feed("orch-1", SubscriberLeft(w.now_ms, "tab"))
     emit(w, "token", "b")
-    w.feed("orch-1", SubscriberAttached(w.now_ms, "tab", "c1"))
+    w.feed("orch-1", SubscriberJoined(w.now_ms, "tab", "c1"))
     emit(w, "token", "c")
     assert [(s, t) for _, s, _, t, _ in delivered(w)] == [(1, "a"), (3, "c")]
     assert json.dumps([e.to_json() for e in w.history.events])  # all JSON

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.core.commands import PersistDocument, PersistRecord, Record, Table
-from bench.core.events import Warning, WarningKind
+from bench.core.events import NodeWarning, WarningKind
 from bench.storage import Store, StoreError, apply, restore, stage
 from bench.storage.files import FileStore
 from bench.storage.memory import MemoryStore
@@ -24,7 +24,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
 def test_round_trip(store: Store) -> None:
     n = apply(store, [PersistDocument("a2a-agents.json", {"agents": ["llm.tax"]}),
                       PersistRecord(Table.TASKS, "r1", {"taskId": "r1", "state": "RUNNING"}),
-                      Record(Warning(WarningKind.UNDELIVERABLE))])
+                      Record(NodeWarning(WarningKind.UNDELIVERABLE))])
     assert n == 2
     assert store.load_document("a2a-agents.json") == {"agents": ["llm.tax"]}
     assert store.records(Table.TASKS) == {"r1": {"taskId": "r1", "state": "RUNNING"}}

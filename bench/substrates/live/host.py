@@ -24,7 +24,7 @@ from pathlib import Path
 from bench.core import events as ev
 from bench.core.commands import Command, Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
-from bench.core.inputs import Connected, MessageReceived, PublishSettled, Started, Subscribed
+from bench.core.inputs import ConnectionUp, MessageReceived, PublishSettled, Started, Subscribed
 from bench.core.node import Node
 from bench.storage import Store, restore, stage
 from bench.storage.files import FileStore, FileTransaction
@@ -180,7 +180,7 @@ class LiveHost(NodeHost):
         if epoch != self.epoch or link is not self.link:
             return
         self.mqtt_connected(link.client_id, present, broker=f"{self.broker[0]}:{self.broker[1]}")
-        self.feed(Connected(self.now_ms(), present))
+        self.feed(ConnectionUp(self.now_ms(), present))
 
     def _on_subscribed(self, link: MqttLink, epoch: int, filters: tuple[str, ...]) -> None:
         if epoch == self.epoch and link is self.link and filters:
@@ -209,7 +209,7 @@ class LiveHost(NodeHost):
         if self.refused(cmd):
             return
         if self.link is None:   # no client at all: the message did not go out, and says so
-            self.record(ev.Warning(ev.WarningKind.PUBLISH_WITHOUT_CONNECTION, topic=cmd.topic))
+            self.record(ev.NodeWarning(ev.WarningKind.PUBLISH_WITHOUT_CONNECTION, topic=cmd.topic))
             self.send_failed(cmd, "publish without an MQTT connection")
             return
         payload = self.outgoing(cmd.topic, cmd.payload)

@@ -4,7 +4,7 @@ crash model), and its MQTT connection(s) to the simulated broker.
 It carries out the core's commands the way the live host does: Persist first (one
 transaction per batch), QoS1 acknowledged only after the batch that handled the message
 is durable, publishes queued while the connection is down and resent (DUP) after a
-reconnect, re-subscription left to the core on every Connected.
+reconnect, re-subscription left to the core on every ConnectionUp.
 
 Its MQTT client keeps time the way paho does with the settings the live nodes use
 (`bench.spec.brokers.CLIENT`): a silent connection is declared dead at the keepalive
@@ -23,7 +23,7 @@ from bench.core import events as ev
 from bench.core.commands import Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import (
-    Connected,
+    ConnectionUp,
     Input,
     MessageReceived,
     PublishSettled,
@@ -188,7 +188,7 @@ class SimHost(NodeHost):
         queued, self._offline = self._offline, []
         for cmd in queued:
             self.publish(cmd)
-        self.feed(Connected(self.now_ms(), present))
+        self.feed(ConnectionUp(self.now_ms(), present))
 
     def on_connection_lost(self, conn: Connection, reason: str) -> None:
         if self.frozen:
