@@ -52,6 +52,19 @@ class Histogram:
         return {"total": self.total, "max": self.max_value,
                 "buckets": {str(k): v for k, v in sorted(self.counts.items())}}
 
+    @staticmethod
+    def from_json(raw: dict[str, Any]) -> Histogram:
+        """A histogram as `to_json` wrote it (a cell's metrics.json, a matrix record)."""
+        return Histogram(Counter({int(k): int(v) for k, v in raw["buckets"].items()}),
+                         int(raw["total"]), float(raw["max"]))
+
+    @staticmethod
+    def merged(histograms: list[Histogram]) -> Histogram:
+        out = Histogram()
+        for h in histograms:
+            out = out.merge(h)
+        return out
+
 
 def exact_quantiles(values: list[float]) -> dict[str, float | None]:
     if not values:

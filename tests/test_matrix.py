@@ -204,3 +204,32 @@ def test_a_matrix_names_scenario_files_of_its_own_and_live_node_processes(
     path.write_text('[[group]]\nnodes = ["docker"]\n')
     with pytest.raises(SpecError, match="nodes: 'docker' must be one of"):
         load_matrix(path)
+
+
+def test_the_matrix_report_merges_each_scenarios_histograms_into_one_p50_and_p99() -> None:
+    """Two cells of one scenario (two seeds): the report's quantiles are those of all their
+    completed requests together, as one histogram of them all gives, not a p50 per cell."""
+    import random
+
+    from bench.matrix.report import latency_groups, latency_md
+    from bench.metrics import Histogram
+    rng = random.Random(3)
+    fast = [rng.lognormvariate(3, 0.3) for _ in range(200)]     # ~20 ms
+    slow = [rng.lognormvariate(6, 0.3) for _ in range(50)]      # ~400 ms
+
+    def record(seed: int, values: list[float]) -> dict[str, object]:
+        h = Histogram()
+        for v in values:
+            h.add(v)
+        return {"cell": {"scenario": "restart", "variant": "reference", "seed": seed,
+                         "mode": "sim", "broker": "sim", "nodes": "inproc"},
+                "metrics": {"latency_histogram": h.to_json()}}
+    both = Histogram()
+    for v in fast + slow:
+        both.add(v)
+    [g] = latency_groups([record(1, fast), record(2, slow)])
+    assert g["cells"] == 2 and g["completed"] == 250 and g["without_histogram"] == 0
+    assert g["p50"] == round(both.quantile(0.5), 1) and g["p99"] == round(both.quantile(0.99), 1)
+    assert g["p50"] < 50 < 300 < g["p99"]     # neither cell's own p50 or p99 alone
+    assert "| restart | reference | sim | 2 | 250 |" in latency_md([record(1, fast),
+                                                                    record(2, slow)])

@@ -237,6 +237,8 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
               "passed": not wrong, "wall_s": round(wall, 3),
               "metrics": {"requests": m["requests"], "outcomes": m["outcomes"],
                           "latency_ms": m["latency_ms"],
+                          # mergeable: the matrix report's quantiles over many cells
+                          "latency_histogram": m["latency_histogram"],
                           "duplicates_delivered": m["duplicates_delivered"],
                           "duplicates_executed": m["duplicates_executed"],
                           "messages_per_task": m["messages_per_task"],

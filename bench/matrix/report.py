@@ -47,6 +47,65 @@ def table_md(matrix: Matrix, records: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def latency_groups(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Latency per scenario, variant and place (sim, live on a broker, ...): the cells'
+    histograms merged, so a scenario run at several seeds or on several topologies gets
+    one p50 / p99 over all its completed requests (±9 %: the histograms' buckets), not a
+    p50 per cell. A cell recorded without its histogram is left out and counted."""
+    from bench.metrics import QUANTILES, Histogram
+    from bench.substrates import substrate
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        c = r["cell"]
+        where = " ".join([c["mode"], *substrate(c["mode"]).cell_name(c["broker"], c["nodes"])])
+        groups[(c["scenario"], c["variant"], where)].append(r)
+    out = []
+    for (scenario, variant, where), rs in sorted(groups.items()):
+        have = [r for r in rs if r["metrics"].get("latency_histogram")]
+        h = Histogram.merged([Histogram.from_json(r["metrics"]["latency_histogram"])
+                              for r in have])
+        out.append({"scenario": scenario, "variant": variant, "where": where,
+                    "cells": len(rs), "without_histogram": len(rs) - len(have),
+                    "completed": h.total,
+                    **{f"p{round(q * 100)}": None if not h.total else round(h.quantile(q), 1)
+                       for q in QUANTILES},
+                    "max": h.max_value if h.total else None})
+    return out
+
+
+def latency_md(records: list[dict[str, Any]]) -> str:
+    rows = latency_groups(records)
+    out = ["## Latency per scenario", "",
+           "Each scenario's completed requests over all its cells (seeds, topologies), from "
+           "the cells' merged histograms: ±9 %.", "",
+           "| scenario | variant | where | cells | completed | p50 ms | p90 ms | p99 ms | max ms |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for g in rows:
+        def ms(v: float | None) -> str:
+            return "–" if v is None else f"{v:.0f}"
+        out.append(f"| {g['scenario']} | {g['variant']} | {g['where']} | {g['cells']}"
+                   + (f" ({g['without_histogram']} without a histogram)"
+                      if g["without_histogram"] else "")
+                   + f" | {g['completed']} | {ms(g['p50'])} | {ms(g['p90'])} | {ms(g['p99'])} "
+                     f"| {ms(g['max'])} |")
+    return "\n".join(out) + "\n"
+
+
+def _latency_html(records: list[dict[str, Any]]) -> list[str]:
+    from bench.report.html import _e
+    rows = ["<h2>Latency per scenario</h2><p>Each scenario's completed requests over all its "
+            "cells (seeds, topologies), from the cells' merged histograms (±9 %).</p>"
+            "<table><tr><th>scenario</th><th>variant</th><th>where</th><th>cells</th>"
+            "<th>completed</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>max ms</th></tr>"]
+    for g in latency_groups(records):
+        cells = [g["p50"], g["p90"], g["p99"], g["max"]]
+        rows.append(f"<tr><td>{_e(g['scenario'])}</td><td>{_e(g['variant'])}</td>"
+                    f"<td>{_e(g['where'])}</td><td>{g['cells']}</td><td>{g['completed']}</td>"
+                    + "".join(f"<td>{'–' if v is None else f'{v:.0f}'}</td>" for v in cells)
+                    + "</tr>")
+    return [*rows, "</table>"]
+
+
 def coverage(records: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Situation -> the cells that reached it, for every catalogued situation (an empty
     list: none did). A cell recorded before situations were counted reached nothing known."""
@@ -121,8 +180,8 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
     (out / "matrix.json").write_text(json.dumps(
         {"name": matrix.name, "cells": len(matrix.cells), "finished": len(records),
          "as_expected": sum(r["passed"] for r in records), "coverage": coverage(records),
-         "records": records}, indent=2))
-    md = table_md(matrix, records) + "\n" + coverage_md(records)
+         "latency": latency_groups(records), "records": records}, indent=2))
+    md = table_md(matrix, records) + "\n" + latency_md(records) + "\n" + coverage_md(records)
     plots: dict[str, dict[str, Path]] = {}
     captions = {}
     if records:
@@ -167,6 +226,7 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
             f"<td>{r['wall_s']:.1f}</td></tr>")
     body.append("</table><p class='muted'>Columns: " + ", ".join(
         f"{i + 1} {_e(c)}" for i, c in enumerate(checkers)) + "</p>")
+    body += _latency_html(records)
     body += _coverage_html(records)
     body += _plots(plots, captions, out)
     (out / "matrix.html").write_text(page(f"matrix {matrix.name}", body))
