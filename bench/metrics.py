@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from bench.core import events as ev
 from bench.history import Fold, History
@@ -66,7 +66,82 @@ class Histogram:
         return out
 
 
-def exact_quantiles(values: list[float]) -> dict[str, float | None]:
+class Quantiles(TypedDict):
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    max: float | None
+
+
+class FillPerNode(TypedDict):
+    mean: float
+    max: int
+
+
+class DirectoryMetrics(TypedDict):
+    nodes: int
+    announcements: int
+    to_fill_per_node: FillPerNode
+    full_after_ms: Quantiles
+
+
+class RelayMetrics(TypedDict):
+    frames: int
+    deliveries: int
+    gaps: int
+    duplicates_dropped: int
+    event_latency_ms: Quantiles
+    time_to_first_token_ms: Quantiles
+
+
+class GateMetrics(TypedDict):
+    opened: int
+    decided_by_human: int
+    decided_by_timeout: int
+    resumed: int
+    already_decided: int
+    rehydrated: int
+    round_trip_ms: Quantiles
+    think_ms: Quantiles
+
+
+class BrokerOutage(TypedDict):
+    downMs: float
+    upMs: float | None
+    how: str
+    planned: bool
+class WillAfterSilence(TypedDict):
+    node: str
+    partitionMs: float
+    willAfterMs: float | None
+
+
+class Metrics(TypedDict):
+    """metrics.json: what `compute` measures of a run (the keys are the file's)."""
+
+    directory: DirectoryMetrics | None
+    relay: RelayMetrics | None
+    gates: GateMetrics | None
+    wills_after_silence: list[WillAfterSilence] | None
+    broker_outages: list[BrokerOutage] | None
+    requests: int
+    outcomes: dict[str, int]
+    latency_ms: Quantiles
+    overhead_ms: Quantiles
+    latency_histogram: dict[str, Any]
+    throughput_per_s: float | None
+    tasks_executed: int
+    messages_published: int
+    messages_per_task: float | None
+    duplicates_delivered: int
+    duplicates_dropped_by_ledger: int
+    duplicates_caught_by_task_table: int
+    duplicates_executed: int
+    inbound_drops: dict[str, int]
+    faults_fired: int
+
+
+def exact_quantiles(values: list[float]) -> Quantiles:
     if not values:
         return {"p50": None, "p90": None, "p99": None, "max": None}
     s = sorted(values)
@@ -76,7 +151,7 @@ def exact_quantiles(values: list[float]) -> dict[str, float | None]:
     return {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": s[-1]}
 
 
-def compute(h: History, duration_ms: float) -> dict[str, Any]:
+def compute(h: History, duration_ms: float) -> Metrics:
     settled = h.of(ev.RequestSettled)
     outcomes = Counter(e.outcome for e in settled)
     # settled, as the restarted requester read back, though a kill cut the journal's record
@@ -161,7 +236,7 @@ class Offline(Fold):
 FOLDS = (DirectoryFill, Offline)
 
 
-def directory_metrics(h: History) -> dict[str, Any] | None:
+def directory_metrics(h: History) -> DirectoryMetrics | None:
     """How the mesh's directories filled as it started: for each node's first boot, the
     announcements it took in until it knew as many nodes as it ever would in that boot, and
     how long after its start that was. A global directory costs every node one message per
@@ -191,21 +266,21 @@ def overhead(h: History) -> list[float]:
             if e.outcome == ev.RequestOutcome.COMPLETED and e.request_id in ran]
 
 
-def broker_outages(h: History) -> list[dict[str, Any]] | None:
+def broker_outages(h: History) -> list[BrokerOutage] | None:
     """When the bench's watch saw the broker go and come back (live), planned or not."""
     ups = sorted(u.t_ms for u in h.of(ev.BrokerUp))
-    out = [{"downMs": d.t_ms, "upMs": next((u for u in ups if u >= d.t_ms), None),
-            "how": d.how, "planned": d.planned} for d in h.of(ev.BrokerDown)]
+    out = [BrokerOutage(downMs=d.t_ms, upMs=next((u for u in ups if u >= d.t_ms), None),
+                        how=d.how, planned=d.planned) for d in h.of(ev.BrokerDown)]
     return out or None
 
 
-def will_metrics(h: History) -> list[dict[str, Any]] | None:
+def will_metrics(h: History) -> list[WillAfterSilence] | None:
     """The broker's keepalive, as the run saw it: for each node a partition silenced, how
     long after the partition began its will (the offline announcement) reached a peer —
     or that none did before the heal. MQTT 3.1.1 wants the broker to give a silent client
     up after 1.5 x its keepalive; a broker that never does keeps routing to a dead link."""
     from bench.checks.network import fault_windows
-    out = []
+    out: list[WillAfterSilence] = []
     offline = h.fold(Offline).seen
     for f in h.memo(fault_windows):
         if f.fault != "partition":
@@ -213,12 +288,13 @@ def will_metrics(h: History) -> list[dict[str, Any]] | None:
         for node in f.nodes:
             will = min((t for t in offline.get(node, ()) if f.start_ms <= t < f.end_ms),
                        default=None)
-            out.append({"node": node, "partitionMs": round(f.end_ms - f.start_ms, 1),
-                        "willAfterMs": None if will is None else round(will - f.start_ms, 1)})
+            out.append(WillAfterSilence(
+                node=node, partitionMs=round(f.end_ms - f.start_ms, 1),
+                willAfterMs=None if will is None else round(will - f.start_ms, 1)))
     return out or None
 
 
-def relay_metrics(h: History) -> dict[str, Any] | None:
+def relay_metrics(h: History) -> RelayMetrics | None:
     """FLOW-RELAY: frame-to-tab latency (frame made on the executor -> pushed to a tab),
     and time to first token (request sent -> first frame of its task on any tab)."""
     frames = {(e.stream, e.stream_seq): e for e in h.of(ev.RelayFrame)}
@@ -241,7 +317,7 @@ def relay_metrics(h: History) -> dict[str, Any] | None:
             "time_to_first_token_ms": exact_quantiles(list(first.values()))}
 
 
-def gate_metrics(h: History) -> dict[str, Any] | None:
+def gate_metrics(h: History) -> GateMetrics | None:
     """Human gates: the round trip the system adds — GATE_OPEN sent on the executor ->
     gate opened in the store, plus decision -> instance resumed — without the person's
     think time (opened -> decided), which is reported on its own."""

@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bench.checks import (
     Value,
@@ -36,8 +36,9 @@ from bench.faults import CATALOGUE
 from bench.history import History, Line, Recorder, cut_tail
 from bench.loop import Progress, run_loop
 from bench.metrics import FOLDS as METRIC_FOLDS
-from bench.metrics import compute
+from bench.metrics import Metrics, compute
 from bench.report.markdown import render
+from bench.report.summary import Summary
 from bench.spec.scenario import Mode, Scenario
 from bench.substrates import Choice, Options, open_deployment, substrate
 from bench.variants import Variant
@@ -79,8 +80,8 @@ def _held(hold: bool) -> Iterator[None]:
 class RunResult:
     out_dir: Path
     verdicts: list[Verdict]
-    metrics: dict[str, Any]
-    summary: dict[str, Any]
+    metrics: Metrics
+    summary: Summary
 
     @property
     def exit_code(self) -> int:
@@ -224,8 +225,10 @@ def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float,
                                            "faults": faults})
     write_json(out_dir / "metrics.json", metrics)
     write_json(out_dir / "summary.json", summary)
-    (out_dir / "report.md").write_text(render(summary, verdicts, metrics, faults))
-    return RunResult(out_dir, verdicts, metrics, summary)
+    # built up as the run went (where, then how long, then how it was judged): whole now
+    whole = cast(Summary, summary)
+    (out_dir / "report.md").write_text(render(whole, verdicts, metrics, faults))
+    return RunResult(out_dir, verdicts, metrics, whole)
 
 
 def rejudge(out_dir: Path) -> RunResult:

@@ -67,7 +67,7 @@ LAYERS = {
     # `validate` and `describe`: read every kind of input and the catalogue, run nothing
     "spec.describe": {"spec", "checks", "faults", "matrix", "variants"},
     "folders": {"folders"},
-    "report": {"core", "history", "checks", "substrates", "report"},
+    "report": {"core", "history", "checks", "metrics", "substrates", "report"},
     "tools.fuzz": {"core", "tools.fuzz"},
     "tools.attack_table": {"core", "run", "spec", "variants", "tools.attack_table"},
     "tools.exchange": {"core", "storage", "history", "substrates.wire", "tools.exchange"},
@@ -77,7 +77,8 @@ LAYERS = {
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools.golden": {"run", "spec", "variants", "tools.golden"},   # runs every shipped scenario
     "tools": {"tools"},
-    "matrix": {"spec", "variants", "checks", "run", "report", "substrates", "folders", "matrix"},
+    "matrix": {"spec", "variants", "checks", "metrics", "run", "report", "substrates", "folders",
+               "matrix"},
     # explore writes scenario files and runs them as `run` would: it never reaches into a node
     "explore": {"spec", "faults", "workload", "variants", "checks", "run", "folders", "explore"},
     "run": {"core", "checks", "faults", "history", "loop", "metrics", "report", "spec", "substrates",
@@ -167,7 +168,8 @@ def test_layering() -> None:
 #: What mypy checks strictly (pyproject.toml's [[tool.mypy.overrides]] with strict = true).
 STRICT = ["bench/core", "bench/storage", "bench/checks", "bench/history.py", "bench/oracle.py",
           "bench/substrates/descriptor.py", "bench/substrates/sim/__init__.py",
-          "bench/substrates/live/__init__.py", "bench/substrates/docker/__init__.py"]
+          "bench/substrates/live/__init__.py", "bench/substrates/docker/__init__.py",
+          "bench/metrics.py", "bench/report/text.py", "bench/report/summary.py"]
 
 
 def test_mypy_strict_on_core_storage_history_checks_and_substrate_descriptors() -> None:

@@ -232,60 +232,33 @@ def _check(args: argparse.Namespace) -> int:
 
 def _print_result(result: RunResult, as_json: bool) -> None:
     from bench.checks import NOTHING, as_expected
-    from bench.substrates import substrate
     s, m = result.summary, result.metrics
     if as_json:
         print(json.dumps({"summary": s, "verdicts": [v.to_json() for v in result.verdicts],
                           "metrics": m}, indent=2))
         return
-    lat = m["latency_ms"]
+    from bench.report import text
     stop = s.get("interrupted")
     if stop:
         print(f"  interrupted ({stop['how']}) at {stop['at_s']:.1f} s of {stop['planned_s']:.1f} s: "
               "judged on what it recorded")
-    described = substrate(s["mode"])
-    if not described.wall_clock:
-        print(f"  {s['events']} events; simulated {s['simulated_s']:.1f} s in {s['wall_s']:.2f} s "
-              f"wall = {s['sim_s_per_wall_s']:.1f} simulated s per wall s")
-    else:
-        print(f"  {s['events']} events; {described.label(s)} for {s['simulated_s']:.1f} s")
-    unsettled = m["requests"] - sum(m["outcomes"].values())
-    print(f"  requests {m['requests']}: " + ", ".join(
-        [f"{k} {n}" for k, n in m["outcomes"].items()] +
-        ([f"{unsettled} unsettled"] if unsettled > 0 else [])))
-    if lat["p50"] is not None:
-        print(f"  latency ms p50 {lat['p50']:.1f}  p90 {lat['p90']:.1f}  p99 {lat['p99']:.1f}  "
-              f"max {lat['max']:.1f}; duplicates delivered {m['duplicates_delivered']}, "
-              f"executed {m['duplicates_executed']}")
-    d = m.get("directory")
+    print(f"  {s['events']} events; {text.clock(s)}")
+    print(f"  requests {m['requests']}: {text.outcomes(m)}")
+    if m["latency_ms"]["p50"] is not None:
+        print(f"  latency ms {text.latency(m['latency_ms'])}; {text.duplicates(m)}")
+    d = m["directory"]
     if d and d["full_after_ms"]["p50"] is not None:
-        full = d["full_after_ms"]
-        print(f"  directory: {d['to_fill_per_node']['mean']:g} announcements per node to fill it "
-              f"(max {d['to_fill_per_node']['max']}, {d['announcements']} in all); full "
-              f"{full['p50']:.0f} ms after a node's start (p50), {full['max']:.0f} ms (max)")
-    relay = m.get("relay")
+        print(f"  directory: {text.directory(d)}")
+    relay = m["relay"]
     if relay and relay["event_latency_ms"]["p50"] is not None:
-        el, ttft = relay["event_latency_ms"], relay["time_to_first_token_ms"]
-        print(f"  relay: {relay['frames']} frames, {relay['deliveries']} deliveries, "
-              f"{relay['gaps']} gaps; event latency ms p50 {el['p50']:.1f} p99 {el['p99']:.1f}; "
-              f"time to first token ms p50 {ttft['p50'] or 0:.1f} p99 {ttft['p99'] or 0:.1f}")
-    gates = m.get("gates")
+        print(f"  relay: {text.relay(relay)}")
+    gates = m["gates"]
     if gates and gates["round_trip_ms"]["p50"] is not None:
-        rt, think = gates["round_trip_ms"], gates["think_ms"]
-        print(f"  gates: {gates['opened']} opened, {gates['decided_by_human']} decided by people, "
-              f"{gates['decided_by_timeout']} by timeout, {gates['already_decided']} extra clicks, "
-              f"{gates['rehydrated']} rehydrated; round trip without think time ms "
-              f"p50 {rt['p50']:.1f} p99 {rt['p99']:.1f} (think p50 {think['p50']:.0f})")
-    for o in m.get("broker_outages") or []:
-        print(f"  broker: down at {o['downMs'] / 1000:.1f} s ({o['how']}"
-              + ("" if o["planned"] else "; no fault did this") + "), "
-              + (f"back at {o['upMs'] / 1000:.1f} s" if o["upMs"] is not None
-                 else "not back by the end"))
-    for w in m.get("wills_after_silence") or []:
-        print(f"  broker keepalive: {w['node']} partitioned for {w['partitionMs'] / 1000:.1f} s; "
-              + (f"its will reached a peer after {w['willAfterMs'] / 1000:.1f} s"
-                 if w["willAfterMs"] is not None else "no will before the heal (the broker "
-                 "never gave the silent client up)"))
+        print(f"  gates: {text.gates(gates)}")
+    for o in m["broker_outages"] or []:
+        print(f"  broker: {text.broker_outage(o)}")
+    for w in m["wills_after_silence"] or []:
+        print(f"  broker keepalive: {text.will_after_silence(w)}")
     print("  verdicts:")
     for v in result.verdicts:
         want = s["expect"].get(v.name, "true")

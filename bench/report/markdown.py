@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from bench.checks import Verdict, as_expected
-from bench.substrates import substrate
+from bench.metrics import Metrics
+from bench.report import text
+from bench.report.summary import Summary
 
 
 def _fmt(v: Any) -> str:
@@ -15,15 +17,11 @@ def _fmt(v: Any) -> str:
     return "–" if v is None else str(v)
 
 
-def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, Any],
+def render(summary: Summary, verdicts: list[Verdict], metrics: Metrics,
            faults: list[dict[str, Any]]) -> str:
     out = [f"# {summary['scenario']} — {summary['variant']} (seed {summary['seed']})", "",
            f"- topology: `{summary['topology']}`, mode `{summary['mode']}`",
-           (f"- simulated {summary['simulated_s']:.1f} s in {summary['wall_s']:.2f} s wall "
-            f"({summary['sim_s_per_wall_s']:.1f} simulated s per wall s)"
-            if not substrate(summary["mode"]).wall_clock
-            else f"- {substrate(summary['mode']).label(summary)}: "
-                 f"{summary['simulated_s']:.1f} s of run time"),
+           f"- {text.clock(summary)}",
            f"- replay: `{summary['replay']}`", "", "## Verdicts", "",
            "| checker | verdict | expected | counts |", "|---|---|---|---|"]
     for v in verdicts:
@@ -46,30 +44,25 @@ def render(summary: dict[str, Any], verdicts: list[Verdict], metrics: dict[str, 
     lat = metrics["latency_ms"]
     out += ["", "## Metrics", "", "| metric | value |", "|---|---|",
             f"| requests | {metrics['requests']} |",
-            f"| outcomes | {', '.join(f'{k} {n}' for k, n in metrics['outcomes'].items())} |",
-            f"| latency p50 / p90 / p99 / max (ms) | {_fmt(lat['p50'])} / {_fmt(lat['p90'])} / "
-            f"{_fmt(lat['p99'])} / {_fmt(lat['max'])} |",
+            f"| outcomes | {text.outcomes(metrics)} |",
+            f"| latency (ms) | {text.latency(lat)} |",
             f"| throughput (completed/s) | {_fmt(metrics['throughput_per_s'])} |",
             f"| messages per task | {_fmt(metrics['messages_per_task'])} |",
-            f"| duplicates delivered / executed | {metrics['duplicates_delivered']} / "
-            f"{metrics['duplicates_executed']} |",
+            f"| duplicates | {text.duplicates(metrics)} |",
             f"| inbound drops | {', '.join(f'{k} {n}' for k, n in metrics['inbound_drops'].items()) or 'none'} |"]
-    relay = metrics.get("relay")
+    relay = metrics["relay"]
     if relay:
-        el, ttft = relay["event_latency_ms"], relay["time_to_first_token_ms"]
-        out += [f"| relay frames / deliveries / gaps / duplicates dropped | {relay['frames']} / "
-                f"{relay['deliveries']} / {relay['gaps']} / {relay['duplicates_dropped']} |",
-                f"| relay event latency p50 / p99 (ms) | {_fmt(el['p50'])} / {_fmt(el['p99'])} |",
-                f"| time to first token p50 / p99 (ms) | {_fmt(ttft['p50'])} / {_fmt(ttft['p99'])} |"]
-    gates = metrics.get("gates")
+        out.append(f"| relay | {text.relay(relay)} |")
+    gates = metrics["gates"]
     if gates:
-        rt, think = gates["round_trip_ms"], gates["think_ms"]
-        out += [f"| gates opened / by people / by timeout / extra clicks / rehydrated | "
-                f"{gates['opened']} / {gates['decided_by_human']} / {gates['decided_by_timeout']} / "
-                f"{gates['already_decided']} / {gates['rehydrated']} |",
-                f"| gate round trip without think time p50 / p99 (ms) | {_fmt(rt['p50'])} / "
-                f"{_fmt(rt['p99'])} |",
-                f"| human think time p50 / p99 (ms) | {_fmt(think['p50'])} / {_fmt(think['p99'])} |"]
+        out.append(f"| gates | {text.gates(gates)} |")
+    directory = metrics["directory"]
+    if directory and directory["full_after_ms"]["p50"] is not None:
+        out.append(f"| directory | {text.directory(directory)} |")
+    for o in metrics["broker_outages"] or []:
+        out.append(f"| broker | {text.broker_outage(o)} |")
+    for w in metrics["wills_after_silence"] or []:
+        out.append(f"| broker keepalive | {text.will_after_silence(w)} |")
     if faults:
         out += ["", "## Faults", "", "| # | fault | start seq | fired |", "|---|---|---|---|"]
         out += [f"| {f['index']} | {f['kind']} | {f['seq']} | {f['fired']} |" for f in faults]

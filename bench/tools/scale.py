@@ -74,12 +74,12 @@ def bench_row(n: int, directory: str, duration_s: float) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     s, m = result.summary, result.metrics
     delivered = s["stats"]["delivered"]
-    d = m["directory"] or {}
+    d = m["directory"]
     row = {"nodes": n, "directory": directory, "simulated_s": s["simulated_s"],
            "run_wall_s": s["wall_s"], "wall_s": wall, "events": s["events"],
            "deliveries": delivered, "deliveries_per_s": delivered / s["wall_s"],
-           "announcements": d.get("announcements"),
-           "full_after_ms": (d.get("full_after_ms") or {}).get("max"),
+           "announcements": d["announcements"] if d else None,
+           "full_after_ms": d["full_after_ms"]["max"] if d else None,
            "exit_code": s["exit_code"], "outcomes": m["outcomes"],
            "history_bytes": (work / "run" / "history.jsonl").stat().st_size}
     shutil.rmtree(work, ignore_errors=True)
