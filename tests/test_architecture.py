@@ -358,3 +358,38 @@ def test_checkers_compare_history_values_as_enum_members() -> None:
     found = {str(p.relative_to(ROOT)): bare_values(p.read_text(), fields)
              for p in [*python_files(PKG / "checks"), PKG / "metrics.py"]}
     assert {p: hits for p, hits in found.items() if hits} == {}
+
+
+def _substrate_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["bench", "substrates"] else None
+
+
+def test_no_substrate_overrides_a_private_method_of_another_substrates_class() -> None:
+    """Live and docker share one deployment through a named contract (a `Placement`, a
+    node `Launcher`), not by one substrate's class overriding another's private methods."""
+    classes: dict[tuple[str, str], tuple[list[str], set[str]]] = {}   # (module, name) -> bases, methods
+    imported: dict[str, dict[str, str]] = {}                          # module -> name -> its module
+    for path in python_files(PKG / "substrates"):
+        module = "bench." + ".".join(path.relative_to(PKG).with_suffix("").parts).removesuffix(
+            ".__init__")
+        tree = ast.parse(path.read_text())
+        imported[module] = {a.asname or a.name: node.module for node in ast.walk(tree)
+                            if isinstance(node, ast.ImportFrom) and node.module
+                            for a in node.names}
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+                methods = {f.name for f in node.body
+                           if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                classes[(module, node.name)] = (bases, methods)
+    found = []
+    for (module, name), (bases, methods) in classes.items():
+        for base in bases:
+            origin = imported[module].get(base)
+            if origin is None or _substrate_of(origin) in (None, _substrate_of(module)):
+                continue
+            _, inherited = classes.get((origin, base), ([], set()))
+            found += [f"{module}.{name}.{m} overrides {origin}.{base}.{m}" for m in methods
+                      & inherited if m.startswith("_") and not m.startswith("__")]
+    assert found == []

@@ -82,8 +82,15 @@ class Docker:
 
     def open(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
              options: Options, say: Callable[[str], None]) -> Deployment:
-        from bench.substrates.docker.deployment import DockerDeployment
-        return DockerDeployment(scenario, variant, recorder, workdir, options, say)
+        from bench.substrates.docker.deployment import ContainerPlacement
+        from bench.substrates.live.deployment import LiveDeployment
+        workdir = workdir.resolve()   # bind-mounted at the same absolute paths
+        placement = ContainerPlacement(options, workdir, say)
+        try:
+            return LiveDeployment(scenario, variant, recorder, workdir, options, say, placement)
+        except BaseException:
+            placement.abandon()
+            raise
 
     def cells(self, brokers: list[str], models: list[str], hostings: list[str],
               scenario_nodes: str | None) -> list[tuple[str, str]]:

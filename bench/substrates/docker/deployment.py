@@ -1,12 +1,12 @@
 """The docker substrate (`--mode docker`): the broker and every node in a container of its
 own on a user network made for the run, faults done the way an operator's world does them.
 
-It is the live deployment with three things in containers instead of on this machine —
-the broker (`DockerBroker`), each node (`ContainerNode`, the same node process and core as
-`--nodes process`, its launch spec on stdin and its history on stdout, its data dir a bind
-mount at the same absolute path) and the fault proxies' listening side (the network's
-gateway, which the containers reach). Everything else — the run loop, the nemesis and its
-own clients, the broker watch, the history — is the live substrate's, unchanged.
+It is the one live deployment with a placement of its own (`ContainerPlacement`): the
+broker (`DockerBroker`), each node (a `ContainerLauncher` starts the same node process and
+core as `--nodes process`, its launch spec on stdin and its history on stdout, its data dir
+a bind mount at the same absolute path) and the fault proxies' listening side (the
+network's gateway, which the containers reach). Everything else — the run loop, the
+nemesis and its own clients, the broker watch, the history — is the live deployment's.
 
 Everything the run creates carries the label `a2a-bench.run=<run id>` and the pid of the
 bench that made it; the run removes it all at the end whatever happens, and a run removes
@@ -23,13 +23,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.core import events as ev
 from bench.core.envelope import Json
-from bench.faults.primitives import LinkDown, LinkUp, Outcome, Refused
-from bench.history import Recorder
-from bench.spec.scenario import Mode, Scenario
+from bench.faults.primitives import FaultRef
+from bench.spec.scenario import Mode
+from bench.spec.topology import NodeSpec
 from bench.substrates import Options
 from bench.substrates.docker.image import LABEL, PROJECT, ensure
 from bench.substrates.live.brokers import (
@@ -40,9 +40,11 @@ from bench.substrates.live.brokers import (
     wait_listening,
 )
 from bench.substrates.live.control import LaunchSpec
-from bench.substrates.live.deployment import LiveDeployment, LiveNode, ProcessNode
+from bench.substrates.live.nodes import LiveNode, ProcessNode
 from bench.substrates.log import RunLog
-from bench.variants import Variant
+
+if TYPE_CHECKING:
+    from bench.substrates.live.deployment import LiveDeployment
 
 BROKER_PORT = 1883       # inside the network
 RUN = f"{LABEL}.run"     # label: the run id
@@ -227,7 +229,7 @@ class DockerBroker(Broker):
             self.proc = _Exited(self.container)  # type: ignore[assignment]
             wait_listening(self.host, self.port, timeout_s, None, None)
         # containers share the host's monotonic clock: the same phase as a process broker
-        self._launch(launch, on_second)
+        self.launch_in_phase(launch, on_second)
 
     keep_running = False    # --keep: the end of the run leaves it up
 
@@ -245,32 +247,33 @@ class DockerBroker(Broker):
         self.proc = None
 
 
-class ContainerNode(ProcessNode):
-    """A node process in its own container: `docker start -ai` carries its stdin and
-    stdout as a pipe does for `--nodes process`. A crash kills the container (SIGKILL);
-    the next start is the same container on the same data dir, started at once and
-    waiting, loaded, for its launch spec (as a process node's next process does)."""
+class ContainerLauncher:
+    """A node process in its own container: `docker start -ai` carries its stdin and stdout
+    as a pipe does for `--nodes process`. A crash kills the container (SIGKILL); the next
+    start is the same container on the same data dir, started at once and waiting, loaded,
+    for its launch spec (as a process node's next process does)."""
 
-    def __init__(self, spec: LaunchSpec, log: RunLog, client: Any, image: str, network: str,
-                 labels: dict[str, str], name: str, own_image: str | None = None) -> None:
-        super().__init__(spec, log)
+    freezer = "docker pause: the cgroup freezer"
+
+    def __init__(self, client: Any, image: str, network: str, labels: dict[str, str],
+                 name: str, data_dir: Path, own_image: str | None = None) -> None:
         self.client, self.network, self.labels = client, network, labels
         #: anyone's node: a container of its own image, run as its entrypoint says
         self.own_image = own_image
         self.image = own_image or image
         self.name = name
+        self.data_dir = data_dir
         self.container: Any = None
 
-    async def _spawn(self) -> asyncio.subprocess.Process:
+    async def spawn(self) -> asyncio.subprocess.Process:
         if self.container is None:
-            data = self.spec.data_dir
-            data.mkdir(parents=True, exist_ok=True)
+            self.data_dir.mkdir(parents=True, exist_ok=True)
             reference = {"command": ["python", "-m", "bench.substrates.live.node_process"],
                          "environment": {"PYTHONPATH": str(PROJECT)}}
             self.container = await asyncio.get_running_loop().run_in_executor(
                 None, lambda: self.client.containers.create(
                     self.image, name=self.name, labels=self.labels, network=self.network,
-                    stdin_open=True, volumes=_binds(rw=(data,)),
+                    stdin_open=True, volumes=_binds(rw=(self.data_dir,)),
                     **({} if self.own_image else reference)))
         # its own session, as a node process: the CLI would proxy a terminal's Ctrl-C into
         # the container
@@ -279,107 +282,122 @@ class ContainerNode(ProcessNode):
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
             start_new_session=True)
 
-    freezer = "docker pause: the cgroup freezer"
-
-    async def freeze(self, on: bool) -> str | None:
+    async def freeze(self, proc: asyncio.subprocess.Process, on: bool) -> None:
         """The cgroup freezer (docker pause): alive, its sockets open, doing nothing."""
-        if self.container is None or self.proc is None or self.proc.returncode is not None:
-            return f"{self.node_id} is down"
         await asyncio.get_running_loop().run_in_executor(
             None, self.container.pause if on else self.container.unpause)
-        return None
 
-    async def crash(self) -> str:
-        self._ending = True
-        if self.proc is not None and self.proc.returncode is None and self.container is not None:
-            container = self.container
-            await asyncio.get_running_loop().run_in_executor(None, container.kill)
+    async def kill(self, proc: asyncio.subprocess.Process) -> str:
+        if self.container is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.container.kill)
             # what the node wrote before it died is still on its way through the attach
             # stream: `docker start -ai` ends by itself once it has passed it all on.
             # Killing it at once lost those lines on a loaded machine (a task's SUBMITTED
             # and RUNNING, so the restored task looked as if it never started).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.proc.wait(), ATTACH_DRAIN_S)
-        await super().crash()
+                await asyncio.wait_for(proc.wait(), ATTACH_DRAIN_S)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
         return "SIGKILL (docker kill)"
 
 
-class DockerDeployment(LiveDeployment):
-    mode = Mode.DOCKER
-    node_hosting = "container"
+class ContainerPlacement:
+    """The broker and every node in a container of its own on a user network made for the
+    run (a bridge, or with --swarm an attachable overlay network), the fault proxies on the
+    network's gateway, which the containers reach; an unplugged partition also takes the
+    container off the network. Everything made carries the run's labels and is removed at
+    the end (--keep: left up, the nodes restarted on their data dirs)."""
 
-    def __init__(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
-                 options: Options, say: Any = lambda line: None) -> None:
+    mode = Mode.DOCKER
+    hosting = "container"
+
+    def __init__(self, options: Options, workdir: Path, say: Callable[[str], None]) -> None:
         if options.broker not in ("amqtt", "mosquitto"):
             raise BrokerError(f"--mode docker runs its own broker in a container: --broker "
                               f"amqtt or mosquitto, not {options.broker!r}")
-        workdir = workdir.resolve()   # bind-mounted at the same absolute paths
+        self.options, self.workdir, self.say = options, workdir, say
         self.client = engine()
         removed = sweep(self.client, say=say)
         if removed:
             say(f"removed {removed} container(s)/network(s) left by earlier runs")
         self.image = ensure(self.client, say)
         self.docker_run = secrets.token_hex(4)
-        self._unplugged: dict[int, tuple[str, ...]] = {}   # fault -> nodes off the network
         self.labels = {LABEL: "run", RUN: self.docker_run, PID: str(os.getpid()),
                        **({KEEP: "1"} if options.keep else {})}
+        self.launchers: dict[str, ContainerLauncher] = {}
+        self._unplugged: dict[int, tuple[str, ...]] = {}   # fault -> nodes off the network
+        self.keep = False
+        self.broker_container: DockerBroker | None = None
         if options.swarm:
             _swarm_manager(self.client)
         self.network = self.client.networks.create(
             f"a2a-bench-{self.docker_run}", driver="overlay" if options.swarm else "bridge",
             attachable=options.swarm, labels=self.labels)
-        self.network.reload()
         try:
+            self.network.reload()
+            self.proxy_host = "127.0.0.1"
             if not options.swarm:
                 config = self.network.attrs["IPAM"]["Config"][0]
                 self.proxy_host = config.get("Gateway") or \
                     config["Subnet"].rsplit(".", 1)[0] + ".1"
-            super().__init__(scenario, variant, recorder, workdir, options, say)
-            self.broker = DockerBroker(options.broker, workdir / "broker", self.client,
-                                       self.image, self.network.name, self.labels,
-                                       f"a2a-bench-{self.docker_run}-broker")
         except BaseException:
-            sweep(self.client, self.docker_run, say)
+            self.abandon()
             raise
 
-    async def _start_proxies(self, specs: list[LaunchSpec], tapped: set[str]) -> list[LaunchSpec]:
+    def abandon(self) -> None:
+        """The deployment could not be built: what was made for it goes."""
+        sweep(self.client, self.docker_run, self.say)
+
+    def broker(self, options: Options, workdir: Path) -> Broker:
+        self.broker_container = DockerBroker(options.broker, workdir / "broker", self.client,
+                                             self.image, self.network.name, self.labels,
+                                             f"a2a-bench-{self.docker_run}-broker")
+        return self.broker_container
+
+    def node_broker(self, broker: Broker) -> tuple[str, int]:
+        return (broker.name, BROKER_PORT) if isinstance(broker, DockerBroker) \
+            else (broker.host, broker.port)
+
+    def startup_s(self, nodes: int) -> float:
+        """Containers started side by side: 10 / 30 / 60 up in 2.7 / 8.6 / 19.9 s here."""
+        return 0.3 * nodes
+
+    def node(self, spec: LaunchSpec, log: RunLog, given: NodeSpec) -> LiveNode:
+        launcher = ContainerLauncher(self.client, self.image, self.network.name, self.labels,
+                                     f"a2a-bench-{self.docker_run}-{spec.config.node_id}",
+                                     spec.data_dir, own_image=given.image)
+        self.launchers[spec.config.node_id] = launcher
+        return ProcessNode(spec, log, launcher)
+
+    async def proxies_starting(self) -> None:
         if self.options.swarm:
             # this host is not on an overlay network: its containers reach it by the
             # docker_gwbridge gateway, which exists once one (the broker) has joined one
             bridge = self.client.networks.get("docker_gwbridge")
             self.proxy_host = bridge.attrs["IPAM"]["Config"][0]["Gateway"]
-        return await super()._start_proxies(specs, tapped)
 
-    def _startup_s(self, nodes: int) -> float:
-        """Containers started side by side: 10 / 30 / 60 up in 2.7 / 8.6 / 19.9 s here."""
-        return 0.3 * nodes
+    def link_cut(self, dep: LiveDeployment, fault: FaultRef, nodes: tuple[str, ...],
+                 unplug: bool) -> None:
+        """Unplugged, the container is also taken off the run's network (only lo remains),
+        as an operator pulling the cable would."""
+        if unplug:
+            self._unplugged[fault.index] = nodes
+            self._network(dep, fault, nodes, connect=False)
 
-    def _node_broker(self) -> tuple[str, int]:
-        return (self.broker.name, BROKER_PORT) if isinstance(self.broker, DockerBroker) \
-            else super()._node_broker()
+    def link_restored(self, dep: LiveDeployment, fault: FaultRef,
+                      nodes: tuple[str, ...]) -> None:
+        if self._unplugged.pop(fault.index, None):
+            self._network(dep, fault, nodes, connect=True)
 
-    def _link_down(self, step: LinkDown) -> Outcome:
-        """A partition as the proxy makes it; unplugged, the container is also taken off
-        the run's network (only lo remains), as an operator pulling the cable would."""
-        outcome = super()._link_down(step)
-        if step.unplug and not isinstance(outcome, Refused):
-            self._network_task(step, connect=False)
-        return outcome
-
-    def _link_up(self, step: LinkUp) -> Outcome:
-        outcome = super()._link_up(step)
-        if self._unplugged.pop(step.fault.index, None):
-            self._network_task(step, connect=True)
-        return outcome
-
-    def _network_task(self, step: LinkDown | LinkUp, connect: bool) -> None:
+    def _network(self, dep: LiveDeployment, fault: FaultRef, nodes: tuple[str, ...],
+                 connect: bool) -> None:
         """docker network connect/disconnect (70-100 ms each) off the event loop, which
         carries every proxied packet; journaled when it took effect, for the nodes it
         took effect on (what the engine refused is a harness error, not a fired fault)."""
-        if not connect:
-            self._unplugged[step.fault.index] = step.nodes
-        containers = {n: c for n in step.nodes
-                      if (c := getattr(self.nodes.get(n), "container", None)) is not None}
+        containers = {n: launcher.container for n in nodes
+                      if (launcher := self.launchers.get(n)) is not None
+                      and launcher.container is not None}
 
         def act() -> dict[str, str]:
             refused = {}
@@ -391,45 +409,35 @@ class DockerDeployment(LiveDeployment):
             return refused
 
         async def run() -> None:
-            refused = await self.loop.run_in_executor(None, act)
+            refused = await dep.loop.run_in_executor(None, act)
             for n, why in refused.items():
-                self.record("nemesis", ev.HarnessError(
+                dep.record("nemesis", ev.HarnessError(
                     f"could not {'connect' if connect else 'disconnect'} {n}: {why}",
-                    {"fault": step.fault.kind, "faultIndex": step.fault.index}))
-            done = [n for n in step.nodes if n in containers and n not in refused]
+                    {"fault": fault.kind, "faultIndex": fault.index}))
+            done = [n for n in nodes if n in containers and n not in refused]
             if done:
-                self.record("nemesis", ev.FaultFired(step.fault.kind, step.fault.index,
-                                                     "network connected" if connect else
-                                                     "network disconnected (unplugged)",
-                                                     {"nodes": list[Json](done)}))
-        task = self.loop.create_task(run())
-        self._tasks.add(task)
+                dep.record("nemesis", ev.FaultFired(fault.kind, fault.index,
+                                                    "network connected" if connect else
+                                                    "network disconnected (unplugged)",
+                                                    {"nodes": list[Json](done)}))
+        dep.spawn(run())
 
-    def _make_node(self, spec: LaunchSpec) -> LiveNode:
-        return ContainerNode(spec, self.log, self.client, self.image, self.network.name,
-                             self.labels, f"a2a-bench-{self.docker_run}-{spec.config.node_id}",
-                             own_image=self.topology.node(spec.config.node_id).image)
+    def closing(self, dep: LiveDeployment) -> None:
+        self.keep = self.options.keep
+        if self.keep and self.broker_container is not None:
+            self.broker_container.keep_running = True
 
-    def close(self) -> dict[str, Any]:
-        keep = self.options.keep and self._started
-        if keep and isinstance(self.broker, DockerBroker):
-            self.broker.keep_running = True
+    def closed(self, dep: LiveDeployment, completely: bool) -> None:
+        if not (completely and self.keep):
+            sweep(self.client, self.docker_run, self.say)
+            return
         try:
-            stats = super().close()
+            self._keep(dep)
         except BaseException:
             sweep(self.client, self.docker_run, self.say)
             raise
-        if not keep:
-            sweep(self.client, self.docker_run, self.say)
-            return stats
-        try:
-            self._keep()
-        except BaseException:
-            sweep(self.client, self.docker_run, self.say)
-            raise
-        return stats
 
-    def _keep(self) -> None:
+    def _keep(self, dep: LiveDeployment) -> None:
         """--keep: the run's nodes were stopped (their history is complete); each is started
         again, in a container of the same name on its data dir, from its launch spec in a
         file (as `a2a-bench deploy` runs nodes: until SIGTERM, its history to `docker
@@ -440,35 +448,35 @@ class DockerDeployment(LiveDeployment):
         specs = self.workdir / "kept"
         specs.mkdir(parents=True, exist_ok=True)
         own = []
-        for node_id, node in self.nodes.items():
-            assert isinstance(node, ContainerNode)
-            if node.own_image:   # the --spec FILE form is the reference's (PROTOCOL P-RUN-3)
+        for node_id, node in dep.nodes.items():
+            launcher = self.launchers[node_id]
+            if launcher.own_image:   # the --spec FILE form is the reference's (PROTOCOL P-RUN-3)
                 own.append(node_id)
                 continue
             path = specs / f"{node_id}.json"
             # straight to the broker: the run's fault proxies ended with it
-            spec = replace(node.spec, broker=self._node_broker(), tls=None)
+            spec = replace(node.spec, broker=self.node_broker(dep.broker), tls=None)
             path.write_text(json.dumps(spec.to_json()))
             path.chmod(0o600)
-            if node.container is not None:
+            if launcher.container is not None:
                 with contextlib.suppress(docker.errors.NotFound):   # gone: what was wanted
-                    node.container.remove(force=True)
+                    launcher.container.remove(force=True)
             self.client.containers.run(
                 self.image, ["python", "-m", "bench.substrates.live.node_process", "--spec",
                              str(path)],
-                name=node.name, labels=self.labels, network=self.network.name, detach=True,
+                name=launcher.name, labels=self.labels, network=self.network.name, detach=True,
                 environment={"PYTHONPATH": str(PROJECT), "PYTHONUNBUFFERED": "1"},
                 volumes=_binds(ro=(specs,), rw=(node.spec.data_dir,)))
         run = self.docker_run
         if own:
             self.say(f"kept: not {', '.join(own)} (images of their own: their containers "
                      "stay, stopped; `docker start -ai` one and give it a launch spec)")
-        self.say(f"kept: broker {self.broker.url} (container a2a-bench-{run}-broker), "
-                 f"{len(self.nodes) - len(own)} nodes running again on their data dirs (containers "
+        self.say(f"kept: broker {dep.broker.url} (container a2a-bench-{run}-broker), "
+                 f"{len(dep.nodes) - len(own)} nodes running again on their data dirs (containers "
                  f"a2a-bench-{run}-<node>; their history: docker logs), network "
                  f"a2a-bench-{run}")
         self.say(f"remove it: docker rm -f $(docker ps -aq --filter label={RUN}={run}) "
                  f"&& docker network rm a2a-bench-{run}")
 
 
-__all__ = ["DockerDeployment", "sweep", "engine", "wait_listening"]
+__all__ = ["ContainerPlacement", "sweep", "engine", "wait_listening"]

@@ -108,7 +108,7 @@ class Broker:
                 self.proc = subprocess.Popen(self._command(), stdout=fh,
                                              stderr=subprocess.STDOUT, start_new_session=True)
             wait_listening(self.host, self.port, timeout_s, self.proc, log)
-        self._launch(launch, on_second)
+        self.launch_in_phase(launch, on_second)
 
     @property
     def _keepalive(self) -> KeepaliveCheck | None:
@@ -121,7 +121,9 @@ class Broker:
         check = self._keepalive
         return check is not None and check.whole_seconds and check.sweep_s is not None
 
-    def _launch(self, launch: Callable[[], None], on_second: bool) -> None:
+    def launch_in_phase(self, launch: Callable[[], None], on_second: bool) -> None:
+        """Run `launch` (which starts the broker and waits until it listens), where the
+        broker counts whole seconds just after one, and keep which (`start_second`)."""
         counts = on_second and self.sweeps
         if counts:
             time.sleep(1.0 - time.monotonic() % 1.0 + 0.005)

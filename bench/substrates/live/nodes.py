@@ -1,0 +1,272 @@
+"""A live deployment's nodes: on its event loop (`InprocNode`), or a node process each
+(`ProcessNode`) started by a `Launcher` — here (`LocalProcess`) or in a container (the
+docker substrate's). Also what a node must print as it comes up (seed 002 §11.3's four
+start-up lines), read off its events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from bench.core import events as ev
+from bench.core.events import from_fields
+from bench.substrates.live.agents import BenchAgents
+from bench.substrates.live.control import LaunchSpec, apply_op
+from bench.substrates.live.host import Clock, LiveHost
+from bench.substrates.log import RunLog
+
+
+class LiveNode(Protocol):
+    node_id: str
+    spec: LaunchSpec
+
+    @property
+    def up(self) -> bool: ...
+
+    async def start(self) -> None: ...
+    async def crash(self) -> str: ...
+    async def stop(self) -> None: ...
+    def send(self, op: dict[str, Any]) -> bool: ...
+
+    async def freeze(self, on: bool) -> str | None:
+        """Freeze (on) or thaw the node's process; a reason if this hosting cannot."""
+        ...
+
+    @property
+    def freezer(self) -> str:
+        """How it freezes (journaled with the fault)."""
+        ...
+
+
+class InprocNode:
+    """A node on the deployment's event loop; a crash discards the node object and the next
+    start rebuilds it from the files in its data dir."""
+
+    def __init__(self, spec: LaunchSpec, log: RunLog) -> None:
+        self.node_id = spec.config.node_id
+        self.spec = spec
+        self.log = log
+        self.host: LiveHost | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.host is not None
+
+    async def start(self) -> None:
+        self.host = self.spec.host(lambda node, event: self.log.record(node, event),
+                                   Clock(self.spec.t0))
+        self.host.boot()
+
+    async def crash(self) -> str:
+        if self.host is not None:
+            self.host.crash()
+        self.host = None
+        return "node object discarded"
+
+    async def stop(self) -> None:
+        if self.host is not None:
+            self.host.stop()
+        self.host = None
+
+    freezer = "-"
+
+    async def freeze(self, on: bool) -> str | None:
+        return ("an inproc node shares the bench's process and event loop: freezing it "
+                "would freeze the run; pause needs --nodes process (or --mode docker)")
+
+    def send(self, op: dict[str, Any]) -> bool:
+        if self.host is None or self.host.node is None:
+            return False
+        apply_op(self.host, op)
+        return True
+
+
+class Launcher(Protocol):
+    """How a node process is started, frozen and killed where it runs: a child process of
+    the bench (`LocalProcess`), or a container (the docker substrate's). Whatever starts
+    it, the process speaks the node-process protocol on its stdin and stdout."""
+
+    #: how it freezes a node (journaled with the pause fault)
+    freezer: str
+
+    async def spawn(self) -> asyncio.subprocess.Process:
+        """A new node process, its stdin and stdout piped, waiting for its launch spec."""
+
+    async def freeze(self, proc: asyncio.subprocess.Process, on: bool) -> None: ...
+
+    async def kill(self, proc: asyncio.subprocess.Process) -> str:
+        """Kill it outright (the crash fault) and wait for it; says how."""
+
+
+class LocalProcess:
+    """A node process on this machine: the reference node process, or anyone's `command`."""
+
+    freezer = "SIGSTOP"
+
+    def __init__(self, command: tuple[str, ...] = ()) -> None:
+        self.command = command or (sys.executable, "-m", "bench.substrates.live.node_process")
+
+    async def spawn(self) -> asyncio.subprocess.Process:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # a session of its own: a Ctrl-C at the terminal goes to the bench, which stops its
+        # nodes itself, and never kills a node it would then journal as a crash of the node
+        return await asyncio.create_subprocess_exec(
+            *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=None, env=env, start_new_session=True)
+
+    async def freeze(self, proc: asyncio.subprocess.Process, on: bool) -> None:
+        """SIGSTOP / SIGCONT: the process keeps its sockets and does nothing."""
+        os.kill(proc.pid, signal.SIGSTOP if on else signal.SIGCONT)
+
+    async def kill(self, proc: asyncio.subprocess.Process) -> str:
+        proc.kill()   # SIGKILL
+        await proc.wait()
+        return "SIGKILL"
+
+
+class ProcessNode:
+    """A node in its own OS process (`python -m bench.substrates.live.node_process`, or the
+    node's own `command`: anyone's node speaking the node-process protocol); a crash is
+    SIGKILL, and the next start is a new process on the same data dir. A process that
+    ends when the bench did not end it crashed: that is journaled (`node_crashed` with its
+    exit status), never lost.
+
+    The next process is started as soon as the old one is dead and waits, its Python and
+    modules loaded, for its launch spec: a restart then costs a node's boot, as in the
+    simulator and inproc, not a Python start-up too (0.2-0.5 s more down time, which
+    showed as extra UNDELIVERABLE requests on the restart scenarios)."""
+
+    def __init__(self, spec: LaunchSpec, log: RunLog, launcher: Launcher) -> None:
+        self.node_id = spec.config.node_id
+        self.spec = spec
+        self.log = log
+        self.launcher = launcher
+        self.agents = BenchAgents(self) if spec.agents_by == "bench" else None
+        self.proc: asyncio.subprocess.Process | None = None
+        self._standby: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._ending = False     # the bench is ending this process (a crash fault, a stop)
+
+    @property
+    def up(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def _drop_standby(self) -> None:
+        standby, self._standby = self._standby, None
+        if standby is not None and standby.returncode is None:
+            standby.kill()
+            await standby.wait()
+
+    async def start(self) -> None:
+        standby, self._standby = self._standby, None
+        self.proc = standby if standby is not None and standby.returncode is None \
+            else await self.launcher.spawn()
+        self._ending = False
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(self.spec.to_json()) + "\n").encode())
+        await self.proc.stdin.drain()
+        self._reader = asyncio.create_task(self._read(self.proc))
+
+    async def _read(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        while True:
+            line = await proc.stdout.readline()
+            if not line:
+                code = await proc.wait()
+                if not self._ending:
+                    self.log.record(self.node_id, ev.NodeCrashed(
+                        None, f"its process ended by itself (exit status {code})", None,
+                        f"exit status {code}"))
+                return
+            try:   # the node-process protocol: one event per line, checked against the schema
+                e = json.loads(line)
+                event = from_fields(e["kind"], e["fields"])
+                node, t_ms = str(e["node"]), float(e["tMs"])
+            except (ValueError, KeyError, TypeError) as exc:
+                self.log.record(self.node_id, ev.HarnessError(
+                    "unparsable output line",
+                    {"why": str(exc)[:200], "line": line[:200].decode(errors="replace")}))
+                continue
+            self.log.record(node, event, t_ms)
+            if self.agents is not None and node == self.node_id:
+                self.agents.saw(event)
+
+    async def crash(self) -> str:
+        self._ending = True
+        if self.agents is not None:
+            self.agents.forget()
+        how = "already ended"
+        if self.proc is not None and self.proc.returncode is None:
+            how = await self.launcher.kill(self.proc)
+        if self._reader is not None:
+            await self._reader
+        self.proc = None
+        if self._standby is None:
+            self._standby = await self.launcher.spawn()   # loads while the node is down
+        return how
+
+    async def stop(self) -> None:
+        self._ending = True
+        await self._drop_standby()
+        if self.proc is None:
+            return
+        if self.proc.returncode is None and self.proc.stdin is not None:
+            self.send({"op": "stop"})
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        if self._reader is not None:
+            await self._reader
+        self.proc = None
+
+    @property
+    def freezer(self) -> str:
+        return self.launcher.freezer
+
+    async def freeze(self, on: bool) -> str | None:
+        """Alive, its sockets open, doing nothing (as its launcher freezes it)."""
+        if self.proc is None or self.proc.returncode is not None:
+            return f"{self.node_id} is down"
+        await self.launcher.freeze(self.proc, on)
+        return None
+
+    def send(self, op: dict[str, Any]) -> bool:
+        if self.proc is None or self.proc.returncode is not None or self.proc.stdin is None:
+            return False
+        self.proc.stdin.write((json.dumps(op) + "\n").encode())
+        return True
+
+
+def self_check_lines(events: list[dict[str, Any]], node: str) -> list[str]:
+    """Seed 002 §11.3's four start-up lines for one node, from its recorded events."""
+    def last(kind: str) -> dict[str, Any] | None:
+        found = [e for e in events if e["node"] == node and e["kind"] == kind]
+        return found[-1] if found else None
+    lines = []
+    roster, store = last("roster_loaded"), last("self_check")
+    conn, execs = last("connected"), last("executors_registered")
+    if roster:
+        lines.append(f"[AgentRoster] executors: ids={roster['agents']}, nodeId={node}, "
+                     f"domain={roster['namespace']}")
+    if store:
+        lines.append(f"[A2AMessageStore] ready: sqlite:{store['store']}")
+    if conn:
+        lines.append(f"[A2A-MQTT] connected: clientId={conn['clientId']}, localNodeId={node}, "
+                     f"subscribed {conn['subscriptions']}")
+    if execs:
+        lines.append(f"[A2aRegistrar] executors registered: {execs['registered']} / "
+                     f"{execs['expected']} (nodeId={node})")
+    return lines
+
+
+def registered(node_id: str) -> Callable[[str, ev.Event], bool]:
+    """Matches the event that says `node_id` registered its executors (it is up)."""
+    return lambda node, event: node == node_id and isinstance(event, ev.ExecutorsRegistered)
