@@ -318,6 +318,18 @@ class Variant:
         return " ".join(doc.split())
 
 
+class InterruptedUnanswered(Node):
+    """DESIGN §3 Tasks: a task found RUNNING after a restart ends FAILED("interrupted") in
+    the task table, and its requester is never told: it waits for its timeout (and a
+    restart overlapping the request seems to excuse the silence)."""
+
+    class _Mute(TaskService):
+        def tell_interrupted(self, fx: Effects, task: TaskRecord) -> None:
+            return
+
+    task_service_class = _Mute
+
+
 REFERENCE = Variant("reference", Node, "-", "-", "quickstart")
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -358,6 +370,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "attacks"),
     Variant("audit_without_record", AuditWithoutRecord, "DESIGN §5", "auth_admission",
             "attacks_audit"),
+    Variant("interrupted_unanswered", InterruptedUnanswered, "DESIGN §3 Tasks",
+            "reply_routing", "process_restart"),
 )}
 
 

@@ -358,6 +358,48 @@ def response_echoes_request(h: History, c: Collector) -> None:
             c.violation(f"response {e.message_id} does not echo a requestId", e)
 
 
+#: How long after a task ended its response may still be in the executor's client: a crash
+#: that soon may have taken it (an outbound is recorded once it settles).
+ANSWER_IN_FLIGHT_MS = 2_000
+
+
+@rule("DESIGN §3 Tasks: a task found RUNNING after a restart ends FAILED(\"interrupted\") "
+      "and the requester is told; every end is answered")
+def ended_task_answered(h: History, c: Collector) -> None:
+    """Every task an executor ended — COMPLETED, FAILED (an interrupted one too, after a
+    restart), TIMEOUT — answers its requester: a TASK_RESPONSE for its requestId leaves that
+    executor, settled one way or the other (published, consumed locally, or explicitly
+    UNDELIVERABLE or FAILED). A requester's timeout, or a restart overlapping the request,
+    does not excuse an executor that decided the task and never said so. Excused: an end
+    whose response may have died in the executor's MQTT client — the process crashed, or
+    the bench replaced its client (duplicate-client-id), within ANSWER_IN_FLIGHT_MS of the
+    end or after an outage that held the response since; undecided: an executor cut off
+    from then to the end, and an end in the run's last moments (its response on its way)."""
+    answered = {(o.node, o.request_id) for o in h.of(OutboundSettled)
+                if o.message_type == MessageType.TASK_RESPONSE and o.request_id}
+    transit = h.memo(Transit)
+    ended: dict[tuple[str, str], TaskState] = {}
+    for t in h.of(TaskState):
+        if t.state in TASK_ENDS:
+            ended.setdefault((t.node, t.task_id), t)
+    for (node, task_id), end in sorted(ended.items()):
+        c.count("ended")
+        if (node, task_id) in answered:
+            c.count("answered")
+        elif any(t >= end.t_ms and (t <= end.t_ms + ANSWER_IN_FLIGHT_MS
+                                    or transit.out_between(node, end.t_ms, t))
+                 for t in [*transit.crashes[node], *transit.replaced[node]]):
+            c.count("answer_died_with_its_executors_client")
+        elif transit.cut_off_until_end(node, end.t_ms):
+            c.unknown("executor_cut_off_until_the_end")
+        elif end.t_ms > h.end_ms - IN_FLIGHT_AT_END_MS:
+            c.unknown("ended_at_the_end")
+        else:
+            c.violation(f"{node} ended task {task_id} {end.state}"
+                        + (f" ({end.error})" if end.error else "")
+                        + " and never answered its requester", end)
+
+
 @rule("DESIGN §3 Tasks; seed 002 §3.2 (D14: reply to replyNodeId, never to fromAgentId)")
 def response_to_reply_node(h: History, c: Collector) -> None:
     """A TASK_RESPONSE goes to the node the request named in headers.replyNodeId."""
@@ -470,8 +512,8 @@ TARGETED_DELIVERY = Checker(
 REPLY_ROUTING = Checker(
     "reply_routing", "A TASK_RESPONSE goes to the request's headers.replyNodeId with the "
     "requestId echoed; without replyNodeId: a warning and an UNDELIVERABLE response.",
-    (response_echoes_request, response_to_reply_node, missing_reply_node_explicit),
-    _no_response)
+    (response_echoes_request, response_to_reply_node, missing_reply_node_explicit,
+     ended_task_answered), _no_response)
 @rule("MQTT 3.1.1 §3.2.2.2 (Session Present), §4.1 (session state); DESIGN §10")
 def session_kept_as_promised(h: History, c: Collector) -> None:
     """A node that connects again with its client id finds its persistent session there

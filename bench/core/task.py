@@ -186,8 +186,13 @@ class TaskService:
                 fx.add(StartTimer(_watchdog(task.task_id), task.deadline_ms))
             elif task.state not in TASK.terminal:
                 done = self._move(fx, task, TaskEvent.INTERRUPT, error="interrupted")
-                self._respond(fx, done)
+                self.tell_interrupted(fx, done)
         return problems
+
+    def tell_interrupted(self, fx: Effects, task: TaskRecord) -> None:
+        """A task a restart found unfinished has ended FAILED("interrupted"): its requester
+        is told, as for any end (DESIGN §3)."""
+        self._respond(fx, task)
 
     # -- internals --------------------------------------------------------------------------
     def _move(self, fx: Effects, task: TaskRecord, event: TaskEvent, *, result: Json = None,

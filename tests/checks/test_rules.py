@@ -70,6 +70,15 @@ def drop_terminal_state(lines: Lines) -> None:
     lines.pop(i)
 
 
+def interrupted_unanswered(lines: Lines) -> None:
+    """A task a restart ended FAILED("interrupted"), its requester never told: the
+    response's settlement is gone (nothing left the executor)."""
+    task = lines[where(lines, "task_state", lambda e: e.get("error") == "interrupted")]
+    lines.pop(where(lines, "outbound_settled",
+                    lambda e: response(e) and e["requestId"] == task["taskId"]
+                    and e["node"] == task["node"]))
+
+
 def unsettle(lines: Lines) -> None:
     """The requester forgets the first request: it never settles, past its deadline."""
     lines.pop(where(lines, "request_settled"))
@@ -257,6 +266,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
                                                          lambda e: e.get("dup") is True,
                                                          dup=False)),
     "times_out_on_time": ("stuck_agent", drop("task_state", lambda e: e["state"] == "TIMEOUT")),
+    "ended_task_answered": ("process_restart", interrupted_unanswered),
     # silent_loss
     "settles_once": ("quickstart", unsettle),
     "no_response_explained": ("quickstart", alter("request_settled", outcome="NO_RESPONSE",
