@@ -8,6 +8,7 @@ must catch it; `tests/test_variants.py` runs each against its scenario.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,11 +22,12 @@ from bench.core.auth import (
     _mac,
     sign,
     signed_string,
+    verify,
 )
 from bench.core.commands import Publish
 from bench.core.directory import Resolution, Route, Target
 from bench.core.effects import Effects
-from bench.core.envelope import Envelope, Header, Json, encode
+from bench.core.envelope import Envelope, Header, Json, canonical_json, encode
 from bench.core.instance import Instance, InstanceEvent, InstanceStatus
 from bench.core.ledger import LedgerConfig
 from bench.core.node import Node
@@ -318,6 +320,33 @@ class Variant:
         return " ".join(doc.split())
 
 
+def _v2_without_headers(envelope: Envelope, version: SignatureVersion) -> bytes:
+    """Signature v2 over the envelope less its headers: replyNodeId and requestId go
+    unsigned (v1 as it is)."""
+    if version is SignatureVersion.V1:
+        return signed_string(envelope, version)
+    body = envelope.to_json()
+    body["headers"] = {}
+    return b"v2|" + hashlib.sha256(canonical_json(body)).hexdigest().encode("ascii")
+
+
+class V2HeadersUnsigned(Node):
+    """DESIGN §5: a "stronger" signature v2 whose digest covers the payload and the routing
+    fields but not the headers: a man in the middle rewrites headers.replyNodeId and the
+    answer goes to him, under a signature that still verifies."""
+
+    class _Outbox(Outbox):
+        def sign(self, envelope: Envelope) -> Envelope:
+            return sign(envelope, self.auth.keys, self.node_id, self.auth.version,
+                        _v2_without_headers)
+
+    outbox_class = _Outbox
+
+    def verify_envelope(self, env: Envelope, now_ms: int) -> SignatureVerdict:
+        return verify(env, self.config.auth.keys, now_ms, self.config.auth.max_skew_ms,
+                      _v2_without_headers)
+
+
 class InterruptedUnanswered(Node):
     """DESIGN §3 Tasks: a task found RUNNING after a restart ends FAILED("interrupted") in
     the task table, and its requester is never told: it waits for its timeout (and a
@@ -372,6 +401,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "attacks_audit"),
     Variant("interrupted_unanswered", InterruptedUnanswered, "DESIGN §3 Tasks",
             "reply_routing", "process_restart"),
+    Variant("v2_headers_unsigned", V2HeadersUnsigned, "DESIGN §5", "auth_admission",
+            "tampering_v2"),
 )}
 
 

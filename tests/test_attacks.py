@@ -49,3 +49,5 @@ def test_the_readme_table_is_the_measured_one() -> None:
         assert measured[(mode, "1")]["tamper_payload"][2] > 0
         assert measured[(mode, "2")]["tamper_payload"][1] == 0
         assert measured[(mode, "2")]["tamper_routing"][1] == 0
+        assert measured[(mode, "1")]["tamper_headers"][1] > 0    # v1 signs no header
+        assert measured[(mode, "2")]["tamper_headers"][1] == 0

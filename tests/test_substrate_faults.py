@@ -44,6 +44,7 @@ PARAMS: dict[str, dict[str, object]] = {
     "hostile_input": {"interval_ms": 200},
     "tamper_payload": {"node": "exec-1"},
     "tamper_routing": {"node": "exec-1"},
+    "tamper_headers": {"node": "exec-1"},
     "clock_skew": {"node": "exec-1", "skew_ms": 1000},
     "key_rotation": {"agent": "llm.tax1", "overlap_ms": 400},
     "missing_reply_node": {"node": "orch-1"},

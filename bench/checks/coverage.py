@@ -175,8 +175,8 @@ def _hostile_admitted(h: History) -> int:
 FAULT_KINDS = ("qos1_redelivery", "double_subscription", "empty_directory", "directory_wipe",
                "stale_roster", "restart", "broker_restart", "pause", "partition", "latency", "loss",
                "duplicate_client_id", "missing_reply_node", "publish_failure", "forged_sender",
-               "hostile_input", "replay", "tamper_payload", "tamper_routing", "clock_skew",
-               "key_rotation")
+               "hostile_input", "replay", "tamper_payload", "tamper_routing", "tamper_headers",
+               "clock_skew", "key_rotation")
 
 
 def _bit(kind: str) -> Callable[[History], int]:

@@ -146,8 +146,9 @@ def no_response_explained(h: History, c: Collector) -> None:
     network as the journal explains (Transit); or the requester,
     the target or the broker was out (down, cut off, slowed, taken over) during its
     lifetime; or the task it started was still running when the requester gave up, or
-    its response reached the requester after that (it shows as unmatched). Otherwise it
-    was lost silently."""
+    its response reached the requester after that (it shows as unmatched); or a man in
+    the middle rewrote its replyNodeId (the answer went to him). Otherwise it was lost
+    silently."""
     target = _target_of(h)
     explained: set[str] = set()
     transit = h.memo(Transit)
@@ -158,6 +159,9 @@ def no_response_explained(h: History, c: Collector) -> None:
                 o.message_type in (MessageType.TASK_REQUEST, MessageType.TASK_RESPONSE) and \
                 transit.lost(o.node, o.t_ms, o.target_node_id) is not None:
             explained.add(o.request_id)   # the network lost it, as the journal explains
+    # an attacker rewrote the request's replyNodeId: its answer went where he sent it
+    explained |= {a.request_id for a in h.of(AttackSent)
+                  if a.attack == "tamper_headers" and a.request_id}
     requesters = {s.request_id: s.node for s in h.of(RequestSent)}
     for d in h.of(InboundDropped):
         rid = d.request_id
@@ -282,14 +286,20 @@ def no_response_not_early(h: History, c: Collector) -> None:
 @rule("DESIGN §3 Topics and Outbound; seed 000 §2.2 (toAgentId used as nodeId)")
 def published_to_a_node(h: History, c: Collector) -> None:
     """A targeted message is published to the inbox of the node it addresses, and that
-    address is a node of the deployment."""
+    address is a node of the deployment — unless a man in the middle gave it that address
+    (a response to a request whose replyNodeId he rewrote goes to his node)."""
     nodes = h.nodes
+    redirected = {a.request_id for a in h.of(AttackSent)
+                  if a.attack == "tamper_headers" and a.request_id}
     for e in h.of(OutboundSettled):
         if e.state != OutboundState.PUBLISHED or e.message_type == MessageType.EVENT:
             continue
         c.count("targeted_published")
         target = e.target_node_id
-        if target not in nodes:
+        if target not in nodes and e.message_type == MessageType.TASK_RESPONSE \
+                and e.request_id in redirected:
+            c.count("answered_where_an_attacker_redirected_it")
+        elif target not in nodes:
             c.violation(f"{e.message_type} {e.message_id} was published to {e.topic!r}: "
                         f"targetNodeId {target!r} is not a node", e)
         elif _inbox_of(e.topic) != target:

@@ -10,7 +10,7 @@ whose repr never shows them; nothing here puts a key into a record. No I/O, no c
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -131,8 +131,14 @@ def signed_string(envelope: Envelope, version: SignatureVersion) -> bytes:
     return b"v2|" + hashlib.sha256(canonical_json(body)).hexdigest().encode("ascii")
 
 
+#: What a signature is computed over, for a version (`signed_string`; a variant may give
+#: another).
+SignatureInput = Callable[[Envelope, SignatureVersion], bytes]
+
+
 def sign(envelope: Envelope, keys: KeyRing, node_id: str,
-         version: SignatureVersion = SignatureVersion.V1) -> Envelope:
+         version: SignatureVersion = SignatureVersion.V1,
+         signed: SignatureInput = signed_string) -> Envelope:
     """Stamp the signature headers; with no key at all the message leaves unsigned."""
     chosen = keys.signing_key(envelope.from_agent_id)
     if chosen is None:
@@ -145,11 +151,12 @@ def sign(envelope: Envelope, keys: KeyRing, node_id: str,
         Header.SIG_VERSION.value: None if version is SignatureVersion.V1 else version.value,
         Header.SIG.value: None,
     })
-    sig = _mac(key, signed_string(stamped, version)).finalize().hex()
+    sig = _mac(key, signed(stamped, version)).finalize().hex()
     return stamped.with_headers(**{Header.SIG.value: sig})
 
 
-def verify(envelope: Envelope, keys: KeyRing, now_ms: int, max_skew_ms: int) -> SignatureVerdict:
+def verify(envelope: Envelope, keys: KeyRing, now_ms: int, max_skew_ms: int,
+           signed: SignatureInput = signed_string) -> SignatureVerdict:
     """What the envelope's signature proves. Never raises."""
     sig = envelope.header(Header.SIG)
     if sig is None:
@@ -166,7 +173,7 @@ def verify(envelope: Envelope, keys: KeyRing, now_ms: int, max_skew_ms: int) -> 
         given = bytes.fromhex(sig)
     except ValueError:
         return SignatureVerdict.BAD_SIGNATURE
-    data = signed_string(envelope, version)
+    data = signed(envelope, version)
     try:
         _mac(key, data).verify(given)  # constant-time
     except InvalidSignature:

@@ -74,6 +74,10 @@ class Outbox:
         self.in_flight: dict[str, Outbound] = {}
         self.counts: dict[OutboundState, int] = {s: 0 for s in OUTBOUND.terminal}
 
+    def sign(self, envelope: Envelope) -> Envelope:
+        """The envelope as it leaves: signed with this node's key (variants override)."""
+        return sign(envelope, self.auth.keys, self.node_id, self.auth.version)
+
     def send(self, fx: Effects, envelope: Envelope, *, explicit_target_only: bool = False) -> OutboundState:
         """Send a targeted message; returns the state it is in when this call returns."""
         envelope = envelope.with_headers(**{Header.ORIGIN_NODE_ID.value: self.node_id})
@@ -120,7 +124,7 @@ class Outbox:
                              "group multicast")
 
     def _publish(self, fx: Effects, msg: Outbound, topic: str, reason: str) -> OutboundState:
-        signed = sign(msg.envelope, self.auth.keys, self.node_id, self.auth.version)
+        signed = self.sign(msg.envelope)
         try:
             payload = encode(signed)
         except (TypeError, ValueError) as exc:

@@ -22,8 +22,8 @@ Table = dict[str, Any]
 SELF_HEALING = frozenset({"restart", "empty_directory", "stale_roster", "broker_restart",
                           "key_rotation"})
 #: What each security fault needs of the scenario's keys to have anything to do.
-NEEDS_KEYS = {"tamper_payload": "flat", "tamper_routing": "flat", "replay": "flat",
-              "key_rotation": "per-agent"}
+NEEDS_KEYS = {"tamper_payload": "flat", "tamper_routing": "flat", "tamper_headers": "flat",
+              "replay": "flat", "key_rotation": "per-agent"}
 KEY_RANK = {"none": 0, "flat": 1, "per-agent": 2}
 
 

@@ -142,6 +142,12 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "node": _node("the node whose incoming requests are altered"),
                   "probability": Param("probability", "share of requests altered", 1.0)},
               scripts.tamper_routing, on_link=_always),
+    FaultKind("tamper_headers", "a man in the middle on the node's link rewrites the "
+              "headers.replyNodeId of validly signed TASK_REQUESTs in flight to a node of "
+              "its own, so that the answer goes to the attacker", {
+                  "node": _node("the node whose incoming requests are altered"),
+                  "probability": Param("probability", "share of requests altered", 1.0)},
+              scripts.tamper_headers, on_link=_always),
     FaultKind("clock_skew", "the node's clock runs off by a fixed offset: what it signs carries "
               "its time, and it judges others' timestamps by it", {
                   "node": _node(),

@@ -126,15 +126,19 @@ def victim_and_targets(nodes: list[tuple[str, str, tuple[str, ...]]]) -> tuple[s
     return orch[2][0], orch[0], targets, compromised
 
 
-TAMPER_WHAT = ("payload", "routing")
+TAMPER_WHAT = ("payload", "routing", "headers")
+#: Where a man in the middle sends the response to a request whose replyNodeId it rewrote:
+#: a node of its own (one topic segment), whose inbox it reads.
+ATTACKER_NODE = "mitm"
 
 
 def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str, ...],
              keys: KeyRing, now_ms: int, max_skew_ms: int,
              node: str) -> tuple[bytes, AttackSent] | None:
     """A man in the middle (the node's side of the broker) alters a validly signed
-    TASK_REQUEST in flight: its payload, or its toAgentId (to the node's other agent). The
-    signature is left as it was. None: not a request worth altering."""
+    TASK_REQUEST in flight: its payload, its toAgentId (to the node's other agent), or its
+    headers (replyNodeId to the attacker's own node: the answer goes to the attacker).
+    The signature is left as it was. None: not a request worth altering."""
     message = _request(payload)
     if message is None or message["headers"].get(oracle.SIG) is None:
         return None   # nothing to defeat: an unsigned message is forged_sender's business
@@ -146,6 +150,8 @@ def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str
         if not others:
             return None
         altered = {**message, "toAgentId": others[0]}
+    elif what == "headers":
+        altered = {**message, "headers": {**message["headers"], "replyNodeId": ATTACKER_NODE}}
     else:
         raise ValueError(f"tamper what={what!r} must be one of {list(TAMPER_WHAT)}")
     honest = SignatureVerdict(oracle.verdict(altered, accepted_keys(keys), now_ms, max_skew_ms))

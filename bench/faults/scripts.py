@@ -401,3 +401,7 @@ def tamper_payload(spec: FaultSpec, ctx: Context) -> Script:
 
 def tamper_routing(spec: FaultSpec, ctx: Context) -> Script:
     yield from _tamper(spec, ctx, "routing")
+
+
+def tamper_headers(spec: FaultSpec, ctx: Context) -> Script:
+    yield from _tamper(spec, ctx, "headers")

@@ -23,7 +23,8 @@ ATTACKS = [("forged_sender:unsigned", "forged, unsigned"),
            ("replay:stale", "replayed after the timestamp window (6 min)"),
            ("replay:expired", "replayed after the ledger's 24 h TTL (25 h)"),
            ("tamper_payload", "payload altered in flight"),
-           ("tamper_routing", "toAgentId altered in flight")]
+           ("tamper_routing", "toAgentId altered in flight"),
+           ("tamper_headers", "replyNodeId altered in flight")]
 SCENARIO_FILES = ("attacks", "tampering", "replay_stale", "replay_expired")
 
 

@@ -27,7 +27,8 @@ def situations(tmp_path: Path, name: str) -> dict[str, int]:
 WITNESSES: dict[str, set[str]] = {
     "gates": {"gate_expired_reject", "turned_down_instance_followed_to_its_end",
               "failed_subflow", "qos1_redelivery_bit"},
-    "tampering": {"header_tampered", "tamper_payload_bit", "tamper_routing_bit"},
+    "tampering": {"header_tampered", "tamper_payload_bit", "tamper_routing_bit",
+                  "tamper_headers_bit", "request_timed_out"},
     "replay_expired": {"replay_outside_window", "replay_bit"},
     "quickstart": set(),
     "gate_timeout_fail": {"gate_expired_fail", "gate_on_timeout_fail", "restart_bit",
@@ -57,6 +58,8 @@ WITNESSES: dict[str, set[str]] = {
     "clock_skew": {"clock_skew_bit", "request_timed_out"},
     "stuck_agent": {"task_timed_out", "instance_ended_by_its_task", "request_timed_out"},
     "key_rotation": {"key_rotation_bit", "request_timed_out"},
+    "tampering_v2": {"header_tampered", "tamper_payload_bit", "tamper_routing_bit",
+                     "tamper_headers_bit", "request_timed_out"},
 }
 
 

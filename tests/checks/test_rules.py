@@ -24,7 +24,7 @@ from tests.helpers import Lines, from_lines, run_lines
 Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
-             "broker_redelivery", "duplicate_client_id")
+             "broker_redelivery", "duplicate_client_id", "tampering_v2")
 
 
 @pytest.fixture(scope="module")
@@ -624,3 +624,25 @@ def test_a_bad_definition_is_judged_except_on_a_node_that_declares_no_process_in
     v = checker(from_lines(renumbered(lines)))
     assert v.rules["hostile_input_refused"]["violations"] == 0, v.counterexamples
     assert v.counts.get("definition_opaque_to_a_node_without_processes", 0) >= 1
+
+
+def test_a_v2_signature_that_leaves_the_headers_out_is_caught_on_a_real_history(
+        runs: dict[str, Lines]) -> None:
+    """tampering_v2: a man in the middle rewrites replyNodeId on v2-signed requests to
+    exec-3, and exec-3 refuses them (BAD_SIGNATURE). Recorded as a node whose v2 digest
+    leaves the headers out would have — the altered request admitted, VERIFIED — the
+    auth checker names it (verdict_is_honest)."""
+    lines = copy.deepcopy(runs["tampering_v2"])
+    attack = lines[where(lines, "attack_sent", lambda e: e["attack"] == "tamper_headers")]
+    i = where(lines, "inbound_dropped", lambda e: e["messageId"] == attack["messageId"]
+              and e["node"] == attack["targetNodeId"])
+    d = lines[i]
+    lines[i] = {"seq": d["seq"], "tMs": d["tMs"], "node": d["node"], "kind": "inbound_admitted",
+                "messageId": d["messageId"], "messageType": "TASK_REQUEST",
+                "fromAgentId": d["fromAgentId"], "toAgentId": attack["toAgentId"],
+                "targetNodeId": d["node"], "requestId": d["requestId"],
+                "originNodeId": "orch-1", "replyNodeId": "mitm", "verdict": "VERIFIED",
+                "via": "mqtt", "handler": "EXACT", "dup": False, "packetId": d["packetId"],
+                "qos": 1, "retain": False}
+    v = checkers()["auth_admission"](from_lines(renumbered(lines)))
+    assert v.value is Value.FALSE and v.rules["verdict_is_honest"]["violations"] == 1, v.rules
