@@ -34,6 +34,7 @@ from bench.core.node import Node
 from bench.core.outbox import Outbound, OutboundState, Outbox
 from bench.core.process import ProcessEngine
 from bench.core.relay import Relay
+from bench.core.steps import StepDef
 from bench.core.task import TaskRecord, TaskService
 
 
@@ -347,6 +348,18 @@ class V2HeadersUnsigned(Node):
                       _v2_without_headers)
 
 
+class MergeInCompletionOrder(Node):
+    """Seed 004 (copy-on-write, merged by the scheduler): a parallel step's branches are
+    merged as they finish, not in branch order: list-growing merges give each run its own
+    context, depending on which branch was faster."""
+
+    class _AsTheyCome(ProcessEngine):
+        def merge_order(self, step: StepDef, finished: list[str]) -> list[str]:
+            return finished
+
+    process_engine_class = _AsTheyCome
+
+
 class InterruptedUnanswered(Node):
     """DESIGN §3 Tasks: a task found RUNNING after a restart ends FAILED("interrupted") in
     the task table, and its requester is never told: it waits for its timeout (and a
@@ -403,6 +416,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "reply_routing", "process_restart"),
     Variant("v2_headers_unsigned", V2HeadersUnsigned, "DESIGN §5", "auth_admission",
             "tampering_v2"),
+    Variant("merge_in_completion_order", MergeInCompletionOrder, "004 (copy-on-write)",
+            "context_isolation", "context"),
 )}
 
 

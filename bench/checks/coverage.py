@@ -31,6 +31,7 @@ from bench.core.events import (
     InboundAdmitted,
     InboundDropped,
     InstanceCause,
+    InstanceStarted,
     InstanceState,
     LedgerFlushed,
     MessageType,
@@ -47,6 +48,7 @@ from bench.core.events import (
     RequestSettled,
     RosterLoaded,
     SignatureVerdict,
+    StepFinished,
     SubflowFinished,
     SubscriberAttached,
     TaskState,
@@ -163,6 +165,20 @@ def _stream_without_conversation(h: History) -> int:
     return len({d.task_id for d in h.of(RelayDropped) if d.task_id in none})
 
 
+def _branches_out_of_order(h: History) -> int:
+    """Parallel steps whose branches' successful attempts ended out of the order their
+    definition lists them in."""
+    from bench.checks.process import parallel_branches
+    order = {i.process_inst_id: parallel_branches(i.definition) for i in h.of(InstanceStarted)}
+    ends: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for f in h.of(StepFinished):
+        step, _, branch = f.path.partition("/")
+        if f.ok and f.scope == "main" and branch and step in order.get(f.process_inst_id, {}):
+            ends[(f.process_inst_id, step)].append(branch)
+    return sum(got != sorted(got, key=order[pi][step].index) for (pi, step), got in ends.items()
+               if set(got) <= set(order[pi][step]))
+
+
 def _hostile_admitted(h: History) -> int:
     admitted = {(a.node, a.message_id) for a in h.of(InboundAdmitted)}
     return sum(a.attack == "hostile_input" and (a.target_node_id, a.message_id) in admitted
@@ -213,6 +229,9 @@ SITUATIONS: tuple[Situation, ...] = (
               _turned_down_instance_ends),
     Situation("failed_subflow", "a sub-flow failed",
               lambda h: sum(not s.ok for s in h.of(SubflowFinished))),
+    Situation("branches_finished_out_of_order",
+              "a parallel step's branches finished in another order than the definition's",
+              _branches_out_of_order),
     Situation("request_timed_out", "a requester gave a request up (NO_RESPONSE)",
               lambda h: sum(s.outcome == RequestOutcome.NO_RESPONSE for s in h.of(RequestSettled))),
     Situation("task_timed_out", "an executor's watchdog ended a task TIMEOUT",

@@ -652,6 +652,47 @@ def retry_starts_from_pre_attempt_snapshot(h: History, c: Collector) -> None:
     _report(h, c)
 
 
+def parallel_branches(definition: Any) -> dict[str, list[str]]:
+    """A definition's parallel steps (at the top level, where a process has them): step id
+    -> its branch ids, in the order the definition gives them."""
+    out: dict[str, list[str]] = {}
+    for step in definition if isinstance(definition, list) else []:
+        if isinstance(step, dict) and step.get("kind") == "parallel":
+            out[str(step.get("id"))] = [str(b.get("id")) for b in step.get("branches") or []
+                                        if isinstance(b, dict)]
+    return out
+
+
+@rule("DESIGN §3 context: a parallel step's branches are merged in branch order; seed 004")
+def branches_merged_in_branch_order(h: History, c: Collector) -> None:
+    """A parallel step's branches are merged into their parent in the order the definition
+    lists them, whatever order they finished in: with list-growing merges (seed 004's
+    `append`) another order gives another context, run by run. Judged where the branches
+    really finished out of order (their attempts' ends); elsewhere every order agrees."""
+    branches: dict[str, dict[str, list[str]]] = {
+        i.process_inst_id: parallel_branches(i.definition) for i in h.of(InstanceStarted)}
+    merged: dict[tuple[str, str], list[ContextMerged]] = defaultdict(list)
+    for m in h.of(ContextMerged):
+        step, _, branch = m.path.partition("/")
+        if m.scope == "main" and branch and step in branches.get(m.process_inst_id, {}):
+            merged[(m.process_inst_id, step)].append(m)
+    finished: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for f in h.of(StepFinished):
+        step, _, branch = f.path.partition("/")
+        if f.ok and f.scope == "main" and branch \
+                and step in branches.get(f.process_inst_id, {}):
+            finished[(f.process_inst_id, step)].append(branch)
+    for (pi, step), ms in sorted(merged.items()):
+        order = branches[pi][step]
+        got = [m.path.partition("/")[2] for m in ms]
+        c.count("parallel_steps_merged")
+        if finished.get((pi, step), got) != sorted(got, key=order.index):
+            c.count("finished_out_of_branch_order")
+        if got != sorted(got, key=lambda b: order.index(b) if b in order else len(order)):
+            c.violation(f"{pi} merged the branches of {step} in the order {got}; the "
+                        f"definition lists them {order}", *ms)
+
+
 @rule("seed 004: versioned, parent-linked snapshots")
 def version_chain_unbroken(h: History, c: Collector) -> None:
     """Each merge makes the next version of its scope, linked to the one before."""
@@ -744,5 +785,5 @@ CONTEXT_ISOLATION = Checker(
     (fresh_context_is_empty, attempt_starts_from_its_snapshot,
      retry_starts_from_pre_attempt_snapshot, version_chain_unbroken, failed_work_never_merged,
      merge_is_snapshot_plus_writes, no_values_of_another_instance, failure_fails_the_instance,
-     ends_once, ends_with_its_task),
+     ends_once, ends_with_its_task, branches_merged_in_branch_order),
     _no_instance, needs="processes")

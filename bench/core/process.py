@@ -231,9 +231,9 @@ class ProcessEngine:
             if inst.running:
                 return
             step = inst.steps[inst.pc]
-            for b in step.inner:   # merge in branch order, whatever order they finished in
-                done = inst.branches_done.pop(f"{step.id}/{b.id}")
-                self._merge(fx, inst, "main", f"{step.id}/{b.id}", done.number, step.merge,
+            for branch in self.merge_order(step, list(inst.branches_done)):
+                done = inst.branches_done.pop(branch)
+                self._merge(fx, inst, "main", branch, done.number, step.merge,
                             done.snapshot.data, done.work, done.ops)
             inst.pc += 1
         elif attempt.scope == "main":
@@ -248,6 +248,12 @@ class ProcessEngine:
             sub.ops.extend(ops)
             sub.pc += 1
         self._advance(fx, inst)
+
+    def merge_order(self, step: StepDef, finished: list[str]) -> list[str]:
+        """The order a parallel step's branches (`finished`: their paths, in the order they
+        finished) are merged in: the definition's, whatever order they finished in (seed
+        004: with list-growing merges another order gives another context)."""
+        return [f"{step.id}/{b.id}" for b in step.inner]
 
     def _failed_attempt(self, fx: Effects, inst: Instance, path: str, attempt: Attempt) -> None:
         fx.record(ev.AttemptDiscarded(process_inst_id=inst.instance_id, path=path,

@@ -26,6 +26,7 @@ def situations(tmp_path: Path, name: str) -> dict[str, int]:
 #: reaches. Together they reach every situation; a new situation needs its witness here.
 WITNESSES: dict[str, set[str]] = {
     "gates": {"gate_expired_reject", "turned_down_instance_followed_to_its_end",
+              "branches_finished_out_of_order",
               "failed_subflow", "qos1_redelivery_bit"},
     "tampering": {"header_tampered", "tamper_payload_bit", "tamper_routing_bit",
                   "tamper_headers_bit", "request_timed_out"},

@@ -79,6 +79,15 @@ def interrupted_unanswered(lines: Lines) -> None:
                     and e["node"] == task["node"]))
 
 
+def merged_out_of_branch_order(lines: Lines) -> None:
+    """A parallel step's first two branch merges written the other way round (as a node
+    that merges branches as they finish would, when the second finished first)."""
+    i = where(lines, "context_merged", lambda e: e["path"].endswith("/b1") and e["scope"] == "main")
+    j = where(lines, "context_merged", lambda e: e["path"].endswith("/b2")
+              and e["processInstId"] == lines[i]["processInstId"])
+    lines[i], lines[j] = lines[j], lines[i]
+
+
 def unsettle(lines: Lines) -> None:
     """The requester forgets the first request: it never settles, past its deadline."""
     lines.pop(where(lines, "request_settled"))
@@ -267,6 +276,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
                                                          dup=False)),
     "times_out_on_time": ("stuck_agent", drop("task_state", lambda e: e["state"] == "TIMEOUT")),
     "ended_task_answered": ("process_restart", interrupted_unanswered),
+    "branches_merged_in_branch_order": ("context", merged_out_of_branch_order),
     # silent_loss
     "settles_once": ("quickstart", unsettle),
     "no_response_explained": ("quickstart", alter("request_settled", outcome="NO_RESPONSE",
