@@ -28,8 +28,9 @@ from bench.core.commands import Publish
 from bench.core.directory import Resolution, Route, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, canonical_json, encode
+from bench.core.inputs import MessageReceived
 from bench.core.instance import Instance, InstanceEvent, InstanceStatus
-from bench.core.ledger import LedgerConfig
+from bench.core.ledger import LedgerConfig, dedup_key
 from bench.core.node import Node
 from bench.core.outbox import Outbound, OutboundState, Outbox
 from bench.core.process import ProcessEngine
@@ -360,6 +361,19 @@ class MergeInCompletionOrder(Node):
     process_engine_class = _AsTheyCome
 
 
+class LedgerBeforeAuth(Node):
+    """DESIGN §3 Inbound (the pipeline's order: auth admission, then ledger dedup): a node
+    that records a message in its inbound ledger before it checks its signature. An
+    attacker on the broker forges envelopes under the messageIds a sender will use next
+    (they are predictable); each is refused, and the genuine message is then dropped as
+    its DUPLICATE."""
+
+    def on_refused(self, fx: Effects, event: MessageReceived, env: Envelope,
+                   verdict: SignatureVerdict) -> None:
+        self.ledger.admit(dedup_key(env), fx.now_ms)
+        super().on_refused(fx, event, env, verdict)
+
+
 class InterruptedUnanswered(Node):
     """DESIGN §3 Tasks: a task found RUNNING after a restart ends FAILED("interrupted") in
     the task table, and its requester is never told: it waits for its timeout (and a
@@ -418,6 +432,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "tampering_v2"),
     Variant("merge_in_completion_order", MergeInCompletionOrder, "004 (copy-on-write)",
             "context_isolation", "context"),
+    Variant("ledger_before_auth", LedgerBeforeAuth, "DESIGN §3 Inbound", "auth_admission",
+            "attacks_ledger"),
 )}
 
 

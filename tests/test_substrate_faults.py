@@ -40,6 +40,7 @@ PARAMS: dict[str, dict[str, object]] = {
     "loss": {"nodes": ["exec-1"], "probability": 0.5},
     "duplicate_client_id": {"node": "exec-1", "impostor": "exec-2"},
     "forged_sender": {"how": "unsigned", "interval_ms": 300},
+    "ledger_poisoning": {"ahead": 3, "interval_ms": 300},
     "replay": {"probability": 1.0, "delay_ms": {"dist": "uniform", "low": 100, "high": 300}},
     "hostile_input": {"interval_ms": 200},
     "tamper_payload": {"node": "exec-1"},

@@ -174,6 +174,37 @@ def _rotated_in_flight(h: History, a: AttackSent, checked: Event) -> bool:
         and a.kid not in rotations[-1].overlap_kids
 
 
+@rule("DESIGN §3 Inbound: auth admission before ledger dedup; DESIGN §5")
+def refusal_leaves_no_trace(h: History, c: Collector) -> None:
+    """A message refused at admission leaves nothing behind: a later message under the
+    same messageId is judged on its own, never dropped as a DUPLICATE of the refused one.
+    Otherwise anyone on the broker who can guess messageIds (they are predictable) silences
+    a sender by forging its next ones ahead of it (ledger_poisoning). Undecided where an
+    attack forged messageIds ahead and no genuine message ever followed a forgery."""
+    admitted: set[tuple[str, str]] = set()
+    refused: set[tuple[str, str]] = set()
+    followed = 0
+    events: list[InboundAdmitted | InboundDropped] = sorted(
+        [*h.of(InboundAdmitted), *h.of(InboundDropped)], key=lambda e: e.seq)
+    for e in events:
+        if e.message_id is None:
+            continue
+        key = (e.node, e.message_id)
+        if isinstance(e, InboundAdmitted):
+            followed += key in refused and key not in admitted
+            admitted.add(key)
+        elif e.reason is DropReason.AUTH_REJECTED:
+            refused.add(key)
+        elif e.reason is DropReason.DUPLICATE and key in refused and key not in admitted:
+            followed += 1
+            c.violation(f"{e.node} dropped {e.message_id} as a DUPLICATE of a message it had "
+                        "refused at admission (its ledger learned a refused messageId)", e)
+    c.count("genuine_after_a_refused_one", followed)
+    ahead = any(a.attack == "ledger_poisoning" for a in h.of(AttackSent))
+    if ahead and not followed:
+        c.unknown("no_genuine_message_followed_a_forgery_of_its_id")
+
+
 def _nothing_signed(h: History) -> str | None:
     if _decisions(h) or h.of(AttackSent):
         return None
@@ -184,4 +215,4 @@ AUTH_ADMISSION = Checker(
     "auth_admission", "Every inbound decision keeps the mode's admission matrix; every attack "
     "message gets the verdict an honest verifier gives it; audit mode records what it admits.",
     (mode_keeps_the_matrix, audit_records_what_it_admits, attack_has_an_outcome,
-     verdict_is_honest), _nothing_signed)
+     verdict_is_honest, refusal_leaves_no_trace), _nothing_signed)

@@ -165,6 +165,20 @@ def _stream_without_conversation(h: History) -> int:
     return len({d.task_id for d in h.of(RelayDropped) if d.task_id in none})
 
 
+def _genuine_after_a_forgery(h: History) -> int:
+    """Messages a node took in (or dropped as a duplicate) after a forgery under their
+    messageId had reached it first (ledger_poisoning's bite)."""
+    first: dict[tuple[str, str], int] = {}
+    for a in h.of(AttackSent):
+        if a.attack == "ledger_poisoning":
+            first.setdefault((a.target_node_id or "", a.message_id), a.seq)
+    later: list[InboundAdmitted | InboundDropped] = [
+        *h.of(InboundAdmitted),
+        *(d for d in h.of(InboundDropped) if d.reason is DropReason.DUPLICATE)]
+    return len([e for e in later if e.message_id is not None
+                and e.seq > first.get((e.node, e.message_id), e.seq)])
+
+
 def _branches_out_of_order(h: History) -> int:
     """Parallel steps whose branches' successful attempts ended out of the order their
     definition lists them in."""
@@ -191,7 +205,7 @@ def _hostile_admitted(h: History) -> int:
 FAULT_KINDS = ("qos1_redelivery", "double_subscription", "empty_directory", "directory_wipe",
                "stale_roster", "restart", "broker_restart", "pause", "partition", "latency", "loss",
                "duplicate_client_id", "missing_reply_node", "publish_failure", "forged_sender",
-               "hostile_input", "replay", "tamper_payload", "tamper_routing", "tamper_headers",
+               "hostile_input", "ledger_poisoning", "replay", "tamper_payload", "tamper_routing", "tamper_headers",
                "clock_skew", "key_rotation")
 
 
@@ -229,6 +243,9 @@ SITUATIONS: tuple[Situation, ...] = (
               _turned_down_instance_ends),
     Situation("failed_subflow", "a sub-flow failed",
               lambda h: sum(not s.ok for s in h.of(SubflowFinished))),
+    Situation("forged_ahead_then_genuine",
+              "a message came in under a messageId a forgery ahead of it had used",
+              _genuine_after_a_forgery),
     Situation("branches_finished_out_of_order",
               "a parallel step's branches finished in another order than the definition's",
               _branches_out_of_order),

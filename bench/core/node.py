@@ -353,9 +353,7 @@ class Node:
         if mode is AuthMode.AUDIT:
             self.record_audit(fx, env, verdict)
         if not self.admits(mode, verdict):
-            self._drop(fx, event, env, Drop(DropReason.AUTH_REJECTED,
-                                            f"{verdict.value} not admitted in {mode.value} mode"),
-                       verdict)
+            self.on_refused(fx, event, env, verdict)
             return
         if not self.ledger.admit(dedup_key(env), fx.now_ms):
             self.on_duplicate(fx, event, env, verdict)
@@ -363,6 +361,14 @@ class Node:
         drop = self._route(fx, env, body, parsed.kind, parsed.key, verdict, event)
         if drop is not None:
             self._drop(fx, event, env, drop, verdict)
+
+    def on_refused(self, fx: Effects, event: MessageReceived, env: Envelope,
+                   verdict: SignatureVerdict) -> None:
+        """A message the mode does not admit: a recorded AUTH_REJECTED drop, and nothing
+        else — the inbound ledger never learns its messageId (variants override)."""
+        self._drop(fx, event, env, Drop(DropReason.AUTH_REJECTED,
+                                        f"{verdict.value} not admitted in "
+                                        f"{self.config.auth.mode.value} mode"), verdict)
 
     def on_duplicate(self, fx: Effects, event: MessageReceived, env: Envelope,
                      verdict: SignatureVerdict) -> None:

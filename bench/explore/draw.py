@@ -177,6 +177,8 @@ def _param(rng: random.Random, kind: str, name: str, pkind: str, choices: tuple[
             return rng.choice((200, 1000, 3000))
         case "offset_ms":
             return rng.choice((-1, 1)) * rng.choice((2_000, 60_000, 400_000))
+        case "count":
+            return rng.choice((1, 5, 20))
         case "choice":
             return rng.choice(choices)
         case "text":

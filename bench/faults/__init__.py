@@ -119,6 +119,14 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                "unsigned", choices=("unsigned", "flat_token", "other_agent_key")),
                   "interval_ms": Param("ms", "time between rounds", 1000.0)},
               scripts.forged_sender),
+    FaultKind("ledger_poisoning", "an attacker on the broker sends unsigned TASK_REQUESTs to "
+              "every executor under the messageIds the orchestrator will use next ({node}-m{k}: "
+              "predictable), ahead of the genuine ones: refused, they must leave no trace in "
+              "the inbound ledger", {
+                  "ahead": Param("count", "messageIds forged per round, each to every executor",
+                                 10),
+                  "interval_ms": Param("ms", "time between rounds", 1000.0)},
+              scripts.ledger_poisoning),
     FaultKind("hostile_input", "an insider (a compromised executor agent signing as itself, so "
               "it passes admission) sends other executors TASK_REQUESTs a node must refuse, "
               "not act on: a replyNodeId with '/' or a wildcard (its answer would go to a topic "

@@ -71,6 +71,27 @@ def forged_request(how: str, n: int, index: int, *, victim_agent: str, victim_no
         victim_agent, kid, honest))
 
 
+def predicted_forgery(k: int, index: int, *, victim_agent: str, victim_node: str,
+                      target_node: str, target_agent: str, keys: KeyRing, now_ms: int,
+                      prefix: str, max_skew_ms: int) -> AttackMessage:
+    """A forged, unsigned TASK_REQUEST under the messageId the victim will give its k-th
+    request (`{node}-m{k}`: message ids are predictable), sent ahead of it: a node whose
+    inbound ledger learns a messageId before admission refuses the forgery, then drops the
+    genuine request as its duplicate."""
+    rid = f"attack{index}-ahead-{k}"
+    message: dict[str, Any] = {
+        "messageId": f"{victim_node}-m{k}", "conversationId": f"attack-{index}",
+        "sceneGroupId": None, "fromAgentId": victim_agent, "toAgentId": target_agent,
+        "targetNodeId": target_node, "messageType": "TASK_REQUEST", "timestamp": now_ms,
+        "payload": {"ask": f"forged ahead of the genuine request {k}"},
+        "headers": {"requestId": rid, "replyNodeId": victim_node, "originNodeId": victim_node,
+                    "x-a2a-node": victim_node}}
+    honest = SignatureVerdict(oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms))
+    return AttackMessage(Topics(prefix).inbox(target_node), _wire(message), AttackSent(
+        "ledger_poisoning", "predicted_message_id", index, message["messageId"], rid,
+        target_node, target_agent, victim_agent, None, honest))
+
+
 def accepted_keys(keys: KeyRing) -> dict[str, list[bytes]]:
     """The keyring as the oracle reads it: kid -> the keys accepted for it."""
     out = {kid: [key.reveal()] for kid, key in keys.agent_keys.items()}

@@ -24,6 +24,7 @@ from bench.faults.attacks import (
     AttackMessage,
     forged_request,
     hostile_request,
+    predicted_forgery,
     replayed,
     rotated,
     tampered,
@@ -305,6 +306,26 @@ def forged_sender(spec: FaultSpec, ctx: Context) -> Script:
                 return
             yield _inject(spec, ctx, msg)
             _attacked(ctx, msg)
+        yield Wait(spec.params["interval_ms"])
+
+
+def ledger_poisoning(spec: FaultSpec, ctx: Context) -> Script:
+    config = _any_config(ctx)
+    victim, victim_node, targets, _ = victim_and_targets(
+        [(n.id, n.role.value, n.agents) for n in ctx.topology.nodes])
+    nodes = dict(reversed(targets))    # each executor node once, with its first agent
+    k = 0
+    while ctx.now_ms() < ctx.end_ms:
+        for _ in range(int(spec.params["ahead"])):
+            k += 1
+            for node, agent in sorted(nodes.items()):
+                msg = predicted_forgery(k, spec.index, victim_agent=victim,
+                                        victim_node=victim_node, target_node=node,
+                                        target_agent=agent, keys=config.auth.keys,
+                                        now_ms=ctx.wall_ms(), prefix=config.prefix,
+                                        max_skew_ms=config.auth.max_skew_ms)
+                yield _inject(spec, ctx, msg)
+                _attacked(ctx, msg)
         yield Wait(spec.params["interval_ms"])
 
 

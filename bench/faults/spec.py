@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Param:
-    kind: str   # node | nodes | probability | distribution | bool | ms | offset_ms | text | texts | choice
+    kind: str   # node | nodes | probability | distribution | bool | ms | offset_ms | count | text | texts | choice
     help: str
     default: Any = None
     required: bool = False
@@ -129,6 +129,10 @@ def _value(p: Param, v: Any, key: str, node_ids: set[str], topo: str) -> Any:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
                 raise SpecError(f"{key}={v!r} must be a number of milliseconds >= 0")
             return float(v)
+        case "count":
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise SpecError(f"{key}={v!r} must be a whole number >= 1")
+            return v
         case "choice":
             if v not in p.choices:
                 raise SpecError(f"{key}={v!r} must be one of {list(p.choices)}")

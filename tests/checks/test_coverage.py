@@ -59,6 +59,7 @@ WITNESSES: dict[str, set[str]] = {
     "clock_skew": {"clock_skew_bit", "request_timed_out"},
     "stuck_agent": {"task_timed_out", "instance_ended_by_its_task", "request_timed_out"},
     "key_rotation": {"key_rotation_bit", "request_timed_out"},
+    "attacks_ledger": {"ledger_poisoning_bit", "forged_ahead_then_genuine"},
     "tampering_v2": {"header_tampered", "tamper_payload_bit", "tamper_routing_bit",
                      "tamper_headers_bit", "request_timed_out"},
 }

@@ -24,7 +24,7 @@ from tests.helpers import Lines, from_lines, run_lines
 Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
-             "broker_redelivery", "duplicate_client_id", "tampering_v2")
+             "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger")
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +86,21 @@ def merged_out_of_branch_order(lines: Lines) -> None:
     j = where(lines, "context_merged", lambda e: e["path"].endswith("/b2")
               and e["processInstId"] == lines[i]["processInstId"])
     lines[i], lines[j] = lines[j], lines[i]
+
+
+def poisoned_ledger(lines: Lines) -> None:
+    """A genuine request, arriving after a forgery under its messageId was refused, is
+    dropped as a DUPLICATE of it (as a node that fills its ledger before admission would)."""
+    refused = {(e["node"], e["messageId"]) for e in lines
+               if e["kind"] == "inbound_dropped" and e["reason"] == "AUTH_REJECTED"}
+    i = where(lines, "inbound_admitted", lambda e: (e["node"], e["messageId"]) in refused)
+    a = lines[i]
+    lines[i] = {"seq": a["seq"], "tMs": a["tMs"], "node": a["node"], "kind": "inbound_dropped",
+                "reason": "DUPLICATE", "detail": "already in the inbound ledger",
+                "topic": f"ooder/node/{a['node']}/inbox", "messageId": a["messageId"],
+                "messageType": a["messageType"], "fromAgentId": a["fromAgentId"],
+                "requestId": a["requestId"], "verdict": a["verdict"], "bytes": 400,
+                "dup": False, "packetId": a.get("packetId"), "qos": 1, "retain": False}
 
 
 def unsettle(lines: Lines) -> None:
@@ -277,6 +292,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "times_out_on_time": ("stuck_agent", drop("task_state", lambda e: e["state"] == "TIMEOUT")),
     "ended_task_answered": ("process_restart", interrupted_unanswered),
     "branches_merged_in_branch_order": ("context", merged_out_of_branch_order),
+    "refusal_leaves_no_trace": ("attacks_ledger", poisoned_ledger),
     # silent_loss
     "settles_once": ("quickstart", unsettle),
     "no_response_explained": ("quickstart", alter("request_settled", outcome="NO_RESPONSE",
