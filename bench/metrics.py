@@ -158,13 +158,13 @@ def compute(h: History, duration_ms: float) -> Metrics:
     from bench.checks.delivery import restored_settled
     outcomes.update(ev.RequestOutcome(outcome)
                     for _t, outcome in h.memo(restored_settled).values())
-    completed = [float(e.latency_ms) for e in settled if e.outcome is ev.RequestOutcome.COMPLETED]
+    completed = [float(e.latency_ms) for e in settled if e.outcome == ev.RequestOutcome.COMPLETED]
     hist = Histogram()
     for v in completed:
         hist.add(v)
     executed = Counter(e.task_id for e in h.of(ev.TaskExecuted))
-    published = sum(1 for e in h.of(ev.OutboundSettled) if e.state is ev.OutboundState.PUBLISHED)
-    dup_drops = sum(1 for e in h.of(ev.InboundDropped) if e.reason is ev.DropReason.DUPLICATE)
+    published = sum(1 for e in h.of(ev.OutboundSettled) if e.state == ev.OutboundState.PUBLISHED)
+    dup_drops = sum(1 for e in h.of(ev.InboundDropped) if e.reason == ev.DropReason.DUPLICATE)
     dup_requests = len(h.of(ev.TaskDuplicate))
     drops = Counter(e.reason for e in h.of(ev.InboundDropped))
     return {

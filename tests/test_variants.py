@@ -50,3 +50,30 @@ def test_a_defect_leaves_nothing_behind_for_the_next_run_in_the_same_process(tmp
     run_scenario(scenario, VARIANTS["shallow_context_copy"], tmp_path / "bad", mode="sim")
     ref = {v.name: v for v in run_scenario(scenario, REFERENCE, tmp_path / "ref", mode="sim").verdicts}
     assert ref["context_isolation"].value is Value.TRUE, ref["context_isolation"]
+
+
+def test_a_bug_that_breaks_a_whole_class_of_work_is_false_not_unknown(tmp_path: Path) -> None:
+    """No v2 signature verifies (a digest computed differently by the verifier): every
+    request of tampering_v2 is refused. The checkers that judge tasks have nothing to
+    judge (UNKNOWN), which used to be the whole story; silent_loss names it FALSE."""
+    from bench.checks import Value
+    from bench.core.auth import SignatureVerdict
+    from bench.core.envelope import Envelope
+    from bench.core.node import Node
+    from bench.run import run_scenario
+    from bench.spec.scenario import SCENARIOS, load_scenario
+    from bench.variants import Variant
+
+    class NoV2Verifies(Node):
+        def verify_envelope(self, env: Envelope, now_ms: int) -> SignatureVerdict:
+            verdict = super().verify_envelope(env, now_ms)
+            return SignatureVerdict.BAD_SIGNATURE if verdict is SignatureVerdict.VERIFIED \
+                else verdict
+
+    scenario = load_scenario(SCENARIOS / "tampering_v2.toml")
+    result = run_scenario(scenario, Variant("no_v2_verifies", NoV2Verifies, "-", "silent_loss",
+                                            "tampering_v2"), tmp_path, mode="sim")
+    verdicts = {v.name: v for v in result.verdicts}
+    assert verdicts["duplicate_execution"].value is Value.UNKNOWN
+    loss = verdicts["silent_loss"]
+    assert loss.value is Value.FALSE and loss.rules["driven_requests_get_through"]["violations"]

@@ -53,6 +53,10 @@ def mode_keeps_the_matrix(h: History, c: Collector) -> None:
                         f"{d.message_type} {d.message_id} with verdict {verdict}", d)
 
 
+#: The admission modes that record every verdict they admit (DESIGN §5).
+RECORDING_EVERY_VERDICT = frozenset({AuthMode.AUDIT})
+
+
 @rule("DESIGN §5: audit mode records every verdict (\"admitted is not blind\")")
 def audit_records_what_it_admits(h: History, c: Collector) -> None:
     """In audit mode, every message admitted with a verdict other than VERIFIED is recorded
@@ -60,7 +64,7 @@ def audit_records_what_it_admits(h: History, c: Collector) -> None:
     audit_log = {(e.node, e.message_id) for e in h.of(AuthVerdict)}
     for d, admitted, verdict in _decisions(h):
         boot = h.boot_at(d.node, d.seq)
-        if boot is None or not admitted or boot.auth_mode is not AuthMode.AUDIT \
+        if boot is None or not admitted or boot.auth_mode not in RECORDING_EVERY_VERDICT \
                 or verdict == SignatureVerdict.VERIFIED:
             continue
         if (d.node, d.message_id) not in audit_log:
@@ -154,8 +158,8 @@ def verdict_is_honest(h: History, c: Collector) -> None:
                 and any(a.target_node_id in f.nodes and f.start_ms <= first.t_ms <= f.end_ms
                         for f in skewed):
             c.count("freshness_judged_on_a_skewed_clock")
-        elif first is not None and recorded == SignatureVerdict.BAD_SIGNATURE and a.kid is not None \
-                and _rotated_in_flight(h, a, first):
+        elif first is not None and recorded == SignatureVerdict.BAD_SIGNATURE \
+                and a.kid is not None and _rotated_in_flight(h, a, first):
             # signed under a key the target retired after the send and before the check:
             # the honest verdict at the send no longer holds at the target
             c.count("signed_under_a_key_rotated_in_flight")
@@ -193,9 +197,9 @@ def refusal_leaves_no_trace(h: History, c: Collector) -> None:
         if isinstance(e, InboundAdmitted):
             followed += key in refused and key not in admitted
             admitted.add(key)
-        elif e.reason is DropReason.AUTH_REJECTED:
+        elif e.reason == DropReason.AUTH_REJECTED:
             refused.add(key)
-        elif e.reason is DropReason.DUPLICATE and key in refused and key not in admitted:
+        elif e.reason == DropReason.DUPLICATE and key in refused and key not in admitted:
             followed += 1
             c.violation(f"{e.node} dropped {e.message_id} as a DUPLICATE of a message it had "
                         "refused at admission (its ledger learned a refused messageId)", e)

@@ -174,7 +174,7 @@ def _genuine_after_a_forgery(h: History) -> int:
             first.setdefault((a.target_node_id or "", a.message_id), a.seq)
     later: list[InboundAdmitted | InboundDropped] = [
         *h.of(InboundAdmitted),
-        *(d for d in h.of(InboundDropped) if d.reason is DropReason.DUPLICATE)]
+        *(d for d in h.of(InboundDropped) if d.reason == DropReason.DUPLICATE)]
     return len([e for e in later if e.message_id is not None
                 and e.seq > first.get((e.node, e.message_id), e.seq)])
 

@@ -4,7 +4,7 @@ routing, QoS1 at-least-once."""
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import (
@@ -509,10 +509,54 @@ def _nothing_published(h: History) -> str | None:
     return None if published else "no targeted message was published to the broker"
 
 
+#: How many requests make "not one got through" a class of work failing, not bad luck.
+WHOLE_CLASS = 3
+#: The outcomes a requester settles on when an executor's answer came back.
+ANSWERED_OUTCOMES = frozenset({RequestOutcome.COMPLETED, RequestOutcome.FAILED,
+                               RequestOutcome.TIMEOUT, RequestOutcome.CANCELLED})
+
+
+@rule("DESIGN §7 (a check that cannot fail is worthless): a run's work gets through")
+def driven_requests_get_through(h: History, c: Collector) -> None:
+    """A run that drives requests gets some of them through: if the workload sent requests
+    and not one was executed by an agent (or answered), a whole class of work failed — no
+    signature verifying, a reconnected node that never subscribes again, a roster nobody
+    can reach — and that is FALSE with the count, not "nothing to judge" for every checker
+    that would have judged the tasks. (A workload whose tasks run and then wait for people
+    who never decide does get through.) Judged from WHOLE_CLASS requests on; undecided: a
+    run that ended before any request could end."""
+    sent = h.of(RequestSent)
+    ids = {s.request_id for s in sent}
+    executed = {e.task_id for e in h.of(TaskExecuted)} & ids
+    answered = {o.request_id for o in h.of(OutboundSettled)
+                if o.message_type == MessageType.TASK_RESPONSE and o.request_id in ids}
+    # a requester that settled on an executor's answer (its response came back)
+    answered |= {rid for (_node, rid), got in _settled(h).items()
+                 if got[0].outcome in ANSWERED_OUTCOMES}
+    c.count("requests_sent", len(sent))
+    c.count("got_through", len(executed | answered))
+    if executed or answered:
+        return
+    if len(sent) < WHOLE_CLASS:
+        c.count("too_few_requests_to_judge")
+        return
+    settled = _settled(h)
+    if not settled and all(s.t_ms + s.timeout_ms > h.end_ms for s in sent):
+        c.unknown("no_request_could_end_yet")
+        return
+    outcomes = Counter(o[0].outcome for o in settled.values())
+    c.violation(f"{len(sent)} requests sent and not one executed or answered ("
+                + ", ".join([f"{k} {n}" for k, n in sorted(outcomes.items())]
+                            + [f"{len(sent) - sum(outcomes.values())} unsettled"]) + ")",
+                sent[0])
+
+
 SILENT_LOSS = Checker(
     "silent_loss", "Every request ends in exactly one outcome, and a request that got no "
-    "response has an exact explanation in the history; every drop gives its true reason.",
-    (settles_once, no_response_explained, no_response_not_early, drops_are_true), _no_request)
+    "response has an exact explanation in the history; every drop gives its true reason; "
+    "a run that drives requests gets some through.",
+    (settles_once, no_response_explained, no_response_not_early, drops_are_true,
+     driven_requests_get_through), _no_request)
 TARGETED_DELIVERY = Checker(
     "targeted_delivery", "Targeted messages are published to a real node's inbox (never the "
     "sender's own: that is consumed locally), consumed only by the node they address, and "

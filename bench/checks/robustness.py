@@ -140,7 +140,7 @@ def hostile_input_refused(h: History, c: Collector) -> None:
         if (node, rid) in started:
             c.violation(f"{node} started an instance for {rid}, whose process definition "
                         f"has {a.how.replace('_', ' ')}", a)
-        elif end is not None and end.state is not TaskStatus.FAILED:
+        elif end is not None and end.state != TaskStatus.FAILED:
             c.violation(f"{node} ended {rid} (process definition with "
                         f"{a.how.replace('_', ' ')}) {end.state}", a, end)
         elif end is None and a.t_ms < late and node not in crashed:

@@ -103,6 +103,16 @@ def poisoned_ledger(lines: Lines) -> None:
                 "dup": False, "packetId": a.get("packetId"), "qos": 1, "retain": False}
 
 
+def nothing_gets_through(lines: Lines) -> None:
+    """Not one request reached an agent (a whole class of work broken: no signature
+    verifies, say): every execution and every response gone, each request given up."""
+    lines[:] = [e for e in lines if e["kind"] not in ("task_executed", "outbound_settled")
+                or (e["kind"] == "outbound_settled" and e["messageType"] != "TASK_RESPONSE")]
+    for e in lines:
+        if e["kind"] == "request_settled":
+            e["outcome"] = "NO_RESPONSE"
+
+
 def unsettle(lines: Lines) -> None:
     """The requester forgets the first request: it never settles, past its deadline."""
     lines.pop(where(lines, "request_settled"))
@@ -293,6 +303,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "ended_task_answered": ("process_restart", interrupted_unanswered),
     "branches_merged_in_branch_order": ("context", merged_out_of_branch_order),
     "refusal_leaves_no_trace": ("attacks_ledger", poisoned_ledger),
+    "driven_requests_get_through": ("quickstart", nothing_gets_through),
     # silent_loss
     "settles_once": ("quickstart", unsettle),
     "no_response_explained": ("quickstart", alter("request_settled", outcome="NO_RESPONSE",
