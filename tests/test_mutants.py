@@ -42,3 +42,18 @@ def test_a_site_is_found_again_after_an_edit_moves_it() -> None:
                                                       index=site.index + 3)
     gone = [s for s in moved if s.text != site.text]
     assert find_again(gone, asdict(site)) is None
+
+
+def test_every_hand_written_bug_applies_to_the_tree_and_says_what_it_is() -> None:
+    """The held-out bugs of tests/data/mutants are diffs against the code they break: one that
+    no longer applies (its code moved on) would be counted as nothing at all."""
+    import subprocess
+
+    from bench.tools.mutants import describe
+    patches = sorted((REPO / "tests/data/mutants").glob("*.patch"))
+    assert len(patches) >= 30
+    for patch in patches:
+        assert describe(patch) != patch.stem, f"{patch.name}: no leading # line saying the bug"
+        done = subprocess.run(["patch", "-p1", "--dry-run", "--forward", "--batch", "-d",
+                               str(REPO), "-i", str(patch)], capture_output=True, text=True)
+        assert done.returncode == 0, f"{patch.name} no longer applies: {done.stdout[-200:]}"

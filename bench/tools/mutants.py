@@ -19,6 +19,12 @@ rate counts the rest. Results: JSON lines, one
 per mutant, and a summary.
 
     python -m bench.tools.mutants --sample 40 --seed 1 --explore-minutes 1 --out DIR
+
+Hand-written bugs are judged the same way: each a unified diff against the repository (as
+`git diff` writes it), its first lines starting with `#` saying what bug it is. The held-out
+set of `tests/data/mutants/` is one command:
+
+    python -m bench.tools.mutants --patches tests/data/mutants --out DIR
 """
 
 from __future__ import annotations
@@ -230,7 +236,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="run the mutants of an earlier mutants.jsonl again instead of drawing")
     p.add_argument("--status", action="append", default=[],
                    help="with --again: only mutants that had this status (repeatable)")
+    p.add_argument("--patch", type=Path, action="append", default=[], metavar="FILE",
+                   help="a hand-written bug, a unified diff against the repository, instead "
+                        "of drawn mutants (repeatable)")
+    p.add_argument("--patches", type=Path, metavar="DIR",
+                   help="every *.patch in DIR, as --patch each")
     args = p.parse_args(argv)
+    patches = [*args.patch, *(sorted(args.patches.glob("*.patch")) if args.patches else [])]
+    if patches:
+        return run_patches(patches, args)
     every = sites()
     if args.list:
         for s in every:
@@ -300,6 +314,69 @@ def main(argv: list[str] | None = None) -> int:
         log.flush()
         print(f"[{n}/{len(chosen)}] {status:20} {site.file}:{site.line} {site.what}"
               + (f" — {hits[0]}" if hits else ""), flush=True)
+    log.close()
+    return summarize(args.out / "mutants.jsonl")
+
+
+def describe(patch: Path) -> str:
+    """What a hand-written bug is: its leading `#` lines."""
+    lines = [line[1:].strip() for line in patch.read_text().splitlines()
+             if line.startswith("#")]
+    return " ".join(lines) or patch.stem
+
+
+def apply_patch(tree: Path, patch: Path) -> str | None:
+    """Apply `patch` to the private tree; why it does not apply, or None."""
+    done = subprocess.run(["patch", "-p1", "--forward", "--batch", "-d", str(tree),
+                           "-i", str(patch.resolve())], capture_output=True, text=True)
+    return None if done.returncode == 0 else (done.stdout + done.stderr).strip()[-300:]
+
+
+def run_patches(patches: list[Path], args: argparse.Namespace) -> int:
+    """Each hand-written bug through the default matrix's reference cells (and, if it
+    survives, an exploration budget): killed or survived, as for drawn mutants."""
+    missing = [p for p in patches if not p.is_file()]
+    if missing:
+        print(f"mutants: no such patch {missing[0]}", file=sys.stderr)
+        return 3
+    args.out = args.out.resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
+    base_tree = args.out / "tree-base"
+    _copy(base_tree)
+    base = run_matrix(base_tree, args.jobs)
+    assert not caught(base), f"the unpatched core fails the matrix: {caught(base)[:3]}"
+    digests = {cid: cell["digest"] for cid, cell in base["cells"].items()}
+    print(f"baseline: {len(digests)} reference cells in {base['wall_s']:.0f} s; "
+          f"{len(patches)} hand-written bugs", flush=True)
+    log = (args.out / "mutants.jsonl").open("w")
+    tree = args.out / "tree"
+    for n, patch in enumerate(patches, 1):
+        _copy(tree, base_tree)
+        refused = apply_patch(tree, patch)
+        record: dict[str, Any] = {"file": patch.name, "line": 0, "what": describe(patch),
+                                  "kind": "patch"}
+        if refused is not None:
+            record |= {"status": "does_not_apply", "why": refused}
+        else:
+            result = run_matrix(tree, args.jobs)
+            hits = caught(result)
+            changed = sorted(cid for cid, cell in result["cells"].items()
+                             if cell["digest"] != digests.get(cid))
+            status = ("killed_by_timeout" if result["timeout"] else
+                      "broke_the_run" if len(result["cells"]) < len(digests) else
+                      "killed_by_matrix" if hits else
+                      "no_history_changed" if not changed else "survived_matrix")
+            found = None
+            if status in ("survived_matrix", "no_history_changed") and args.explore_minutes > 0:
+                found = explore(tree, args.explore_minutes, args.jobs, args.seed)["found"]
+                status = ("killed_by_explore" if found else
+                          "survived" if status == "survived_matrix" else "never_caught_unchanged")
+            record |= {"status": status, "caught": hits[:5], "changed_cells": len(changed),
+                       "explore": found, "wall_s": round(result["wall_s"], 1)}
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+        print(f"[{n}/{len(patches)}] {record['status']:20} {patch.name}"
+              + (f" — {record['caught'][0]}" if record.get("caught") else ""), flush=True)
     log.close()
     return summarize(args.out / "mutants.jsonl")
 
