@@ -91,7 +91,7 @@ def admitted_once(h: History, c: Collector) -> None:
                         f"{a.t_ms - t0:.0f} ms after the first time", a)
 
 
-def _frozen(h: History) -> dict[str, list[tuple[float, float]]]:
+def frozen_windows(h: History) -> dict[str, list[tuple[float, float]]]:
     """Each node's windows frozen by the pause fault: it ran nothing, its timers included,
     until it was thawed."""
     from bench.checks.network import fault_windows
@@ -110,7 +110,7 @@ def ledger_flushed_on_time(h: History, c: Collector) -> None:
     spent frozen by the pause fault does not count): a node that stops flushing (its
     timer not re-armed, a flush that skips a dirty ledger) forgets, at its next crash,
     everything it admitted since — redelivered copies would run again."""
-    frozen = h.memo(_frozen)
+    frozen = h.memo(frozen_windows)
 
     def running(node: str, start: float, end: float) -> float:
         return (end - start) - sum(max(0.0, min(end, b) - max(start, a))
@@ -251,7 +251,7 @@ def times_out_on_time(h: History, c: Collector) -> None:
              if r.message_id not in altered}
     boots = h.memo(_boots)
     crashes = h.memo(Transit).crashes
-    frozen = h.memo(_frozen)
+    frozen = h.memo(frozen_windows)
     # an end a kill cut from the journal, read back from disk by the next boot
     on_disk = {(r.node, t) for r in h.of(TasksRestored) for t in r.ended}
     for (node, task_id), events in sorted(_trails(h).items()):

@@ -34,6 +34,7 @@ from bench.core.events import (
     GateDecided,
     GateDecisionReceived,
     GateDecisionSent,
+    GateExpired,
     GateOpenDuplicate,
     GateOpened,
     GateOpenSent,
@@ -279,6 +280,41 @@ def timeout_policy_applied(h: History, c: Collector) -> None:
                         f"{policy!r} was never applied", *events)
 
 
+#: How late an expiry may come on a busy host (a timer fires late, a batch waits its turn):
+#: the task watchdog's allowance (bench.checks.execution).
+EXPIRY_LATE_MS = 2_000.0
+
+
+@rule("DESIGN §3 gates: expiry applies the gate's timeout policy, at its deadline")
+def expires_on_time(h: History, c: Collector) -> None:
+    """A gate still undecided when its timeout has passed since it was opened expires then
+    — its deadline kept across a restart of the gate store: a store down (or frozen) at
+    that moment expires it once it is back, never a whole timeout again from its restart
+    (a person waits for nothing, and the instance holds its executor, that much longer)."""
+    from bench.checks.execution import frozen_windows
+    frozen = h.memo(frozen_windows)
+    crashes = h.memo(Transit).crashes
+    opened = {o.gate_id: o for o in h.of(GateOpened)}
+    for e in h.of(GateExpired):
+        o = opened.get(e.gate_id)
+        if o is None or not o.timeout_ms:
+            continue
+        c.count("expired")
+        due = o.t_ms + o.timeout_ms
+        crash = max((t for t in crashes[e.node] if o.t_ms <= t <= due), default=None)
+        if crash is not None:
+            back = min((b.t_ms for b in h.boots(e.node) if b.t_ms > crash), default=None)
+            if back is not None and back > due:
+                due = back
+        thawed = max((b for a, b in frozen[e.node] if a <= due <= b), default=None)
+        due = thawed if thawed is not None else due
+        if e.t_ms > due + EXPIRY_LATE_MS:
+            c.violation(f"gate {e.gate_id} expired {e.t_ms - o.t_ms:.0f} ms after it was "
+                        f"opened; its timeout is {o.timeout_ms} ms"
+                        + (f" and its store was back {due - o.t_ms:.0f} ms after" if due >
+                           o.t_ms + o.timeout_ms else ""), o, e)
+
+
 @rule("DESIGN §3 gates: the decision resumes the instance; seed 002 §7")
 def decision_resumes(h: History, c: Collector) -> None:
     """A decided gate resumes its instance — unless the instance ended before the decision
@@ -391,7 +427,7 @@ GATE_INTEGRITY = Checker(
     "runs after; every click and every decision gets an explicit outcome; an expired gate "
     "has its timeout policy applied.",
     (resumes_the_gates_instance, resumes_with_the_decision, turned_down_ends_the_instance,
-     decided_once, resumes_once,
+     decided_once, resumes_once, expires_on_time,
      paused_survives_restart, open_reaches_gate_store, timeout_policy_applied,
      decision_resumes, every_click_answered, decision_acknowledged), _no_gate, needs="gates")
 

@@ -347,6 +347,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "paused_survives_restart": ("gates", lost_while_paused),
     "open_reaches_gate_store": ("gates", forget_gate),
     "timeout_policy_applied": ("gates", expired_undecided),
+    "expires_on_time": ("gates", alter("gate_expired", tMs=lambda e: e["tMs"] + 10_000)),
     "decision_resumes": ("gates", drop("gate_resumed")),
     "every_click_answered": ("gates", drop("gate_already_decided")),
     "decision_acknowledged": ("gates", drop("gate_acked", lambda e: not e["duplicate"])),
