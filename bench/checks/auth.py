@@ -15,10 +15,13 @@ from bench.core.events import (
     DropReason,
     Event,
     FaultError,
+    FaultHealed,
     FaultRefused,
+    FaultStart,
     InboundAdmitted,
     InboundDropped,
     KeysRotated,
+    OutboundSettled,
     SignatureVerdict,
     TaskExecuted,
     Via,
@@ -209,6 +212,77 @@ def refusal_leaves_no_trace(h: History, c: Collector) -> None:
         c.unknown("no_genuine_message_followed_a_forgery_of_its_id")
 
 
+@rule("DESIGN §5 key rotation: the replaced key is still accepted for the overlap window")
+def overlap_accepts_the_replaced_key(h: History, c: Collector) -> None:
+    """While a key rotation's overlap lasts, a receiver accepts the key it replaced as well
+    as the new one: a genuine message from that agent — signed before the rotation, or by
+    a node the new key has not reached — is never BAD_SIGNATURE until the overlap ends. A
+    node that drops the old key at once refuses what was in flight under it, and every
+    request of a signer the rotation has not reached yet."""
+    attacked = {a.message_id for a in h.of(AttackSent)}
+    rotations: dict[str, list[KeysRotated]] = defaultdict(list)
+    for k in h.of(KeysRotated):
+        rotations[k.node].append(k)
+    for d in h.of(InboundDropped):
+        if d.reason != DropReason.AUTH_REJECTED or d.message_id in attacked \
+                or d.from_agent_id is None or d.node not in rotations:
+            continue
+        last = max((k for k in rotations[d.node] if k.seq < d.seq), default=None,
+                   key=lambda k: k.seq)
+        if last is None or d.from_agent_id not in last.overlap_kids:
+            continue
+        c.count("refused_in_an_overlap")
+        if d.verdict == SignatureVerdict.BAD_SIGNATURE:
+            c.violation(f"{d.node} refused {d.message_type} {d.message_id} of "
+                        f"{d.from_agent_id} as BAD_SIGNATURE {d.t_ms - last.t_ms:.0f} ms into "
+                        "the overlap of its key's rotation, which still accepts the old key",
+                        last, d)
+
+
+#: DESIGN §5: a signed message's timestamp must lie within five minutes of the verifier's
+#: clock, either way.
+FRESHNESS_WINDOW_MS = 300_000.0
+#: How close to the window a skew may be and still be judged (transit, whole-ms clocks).
+_FRESHNESS_MARGIN_MS = 10_000.0
+
+
+@rule("DESIGN §5: a timestamp more than five minutes off the verifier's clock is STALE, "
+      "either way")
+def stale_either_way(h: History, c: Collector) -> None:
+    """A message signed on a clock set off by more than the freshness window — ahead as
+    much as behind — is STALE to a verifier on a true clock: a node that checks only for
+    the past lets in whatever carries a timestamp from the future (one captured from a
+    clock running fast is then replayable for as long as it is ahead). Judged from the
+    clock_skew faults: who signed it, when, and by how much that node's clock was off."""
+    skews: list[tuple[str, float, float, float]] = []
+    healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
+    for f in h.of(FaultStart):
+        params = f.params if isinstance(f.params, dict) else {}
+        skew = params.get("skew_ms")
+        if f.fault == "clock_skew" and isinstance(skew, int | float):
+            skews.append((str(params.get("node")), f.t_ms, healed.get(f.fault_index, h.end_ms),
+                          float(skew)))
+
+    def off(node: str, t: float) -> float:
+        return sum(s for n, a, b, s in skews if n == node and a <= t < b)
+
+    if not skews:
+        return
+    sent = {o.message_id: o for o in h.of(OutboundSettled) if o.message_id}
+    for a, _, verdict in _decisions(h):
+        o = sent.get(a.message_id or "")
+        if o is None or verdict in (SignatureVerdict.UNSIGNED, SignatureVerdict.BAD_SIGNATURE):
+            continue
+        apart = off(o.node, o.t_ms) - off(a.node, a.t_ms)
+        if abs(apart) < FRESHNESS_WINDOW_MS + _FRESHNESS_MARGIN_MS:
+            continue
+        c.count("signed_on_a_clock_off_by_more_than_the_window")
+        if verdict != SignatureVerdict.STALE:
+            c.violation(f"{a.node} gave {a.message_type} {a.message_id}, signed by {o.node} "
+                        f"on a clock {apart / 60_000:+.0f} min off its own, the verdict "
+                        f"{verdict}", o, a)
+
+
 def _nothing_signed(h: History) -> str | None:
     if _decisions(h) or h.of(AttackSent):
         return None
@@ -219,4 +293,6 @@ AUTH_ADMISSION = Checker(
     "auth_admission", "Every inbound decision keeps the mode's admission matrix; every attack "
     "message gets the verdict an honest verifier gives it; audit mode records what it admits.",
     (mode_keeps_the_matrix, audit_records_what_it_admits, attack_has_an_outcome,
-     verdict_is_honest, refusal_leaves_no_trace), _nothing_signed)
+     verdict_is_honest, refusal_leaves_no_trace, overlap_accepts_the_replaced_key,
+     stale_either_way),
+    _nothing_signed)

@@ -10,6 +10,7 @@ from bench.checks import Checker, Collector, rule
 from bench.checks.network import Transit
 from bench.checks.terms import DEFAULT_EXECUTOR
 from bench.core.events import (
+    Connected,
     DirectoryUpdated,
     Event,
     ExecutorsRegistered,
@@ -19,6 +20,7 @@ from bench.core.events import (
     NodeWarning,
     OutboundSettled,
     RosterLoaded,
+    RunStarted,
     SessionTakeover,
     TakeoverWill,
     TakeoverWillOf,
@@ -193,6 +195,26 @@ def unique_client_ids(h: History, c: Collector) -> None:
                         f"({len(takeovers)} session takeovers)", *evidence, *takeovers[:3])
 
 
+@rule("seed 002 §11.1 red line 1: a node connects under the client id it was given")
+def connects_under_its_client_id(h: History, c: Collector) -> None:
+    """Each node says it runs, and connects, under the MQTT client id its deployment gave
+    it (a topology's client_id, an isolated run's suffix; else its node id): one that
+    falls back to its node id meets the session of another run on a shared broker, or of
+    another deployment's node of the same name. Judged from the run's first event (the
+    bench's record of what it configured), not from the node's."""
+    started = h.of(RunStarted)
+    if not started or started[0].client_ids is None:
+        return
+    given = started[0].client_ids
+    events: list[NodeStarted | Connected] = [*h.of(NodeStarted), *h.of(Connected)]
+    for e in events:
+        want = given.get(e.node, e.node)
+        c.count("connections" if isinstance(e, Connected) else "boots")
+        if e.client_id != want:
+            c.violation(f"{e.node} {'connected' if isinstance(e, Connected) else 'started'} "
+                        f"as client id {e.client_id!r}; its deployment gave it {want!r}", e)
+
+
 @rule("MQTT 3.1.1 §3.1.2.5, [MQTT-3.1.2-8] (a will is published when its connection closes)")
 def takeover_publishes_no_live_will(h: History, c: Collector) -> None:
     """At a session takeover only the old connection closes; a broker that publishes the
@@ -221,4 +243,5 @@ DIRECTORY_LIVENESS = Checker(
 DEPLOYMENT = Checker(
     "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per "
     "node; a takeover of one publishes no will of a connection still open.",
-    (unique_client_ids, takeover_publishes_no_live_will), _no_node)
+    (unique_client_ids, connects_under_its_client_id, takeover_publishes_no_live_will),
+    _no_node)

@@ -315,6 +315,27 @@ def expires_on_time(h: History, c: Collector) -> None:
                            o.t_ms + o.timeout_ms else ""), o, e)
 
 
+@rule("DESIGN §3 gates: a second decision for the same gate is an explicit ALREADY_DECIDED")
+def decided_again_is_already_decided(h: History, c: Collector) -> None:
+    """A decision that reaches an instance whose gate it already resumed — re-sent, or
+    redelivered past a ledger a crash cut short — is ALREADY_DECIDED, across a restart of
+    the instance's executor too (its snapshot remembers the gates it passed): never
+    NOT_WAITING, which tells the gate store the instance waits at no gate of its."""
+    resumed: set[tuple[str, str]] = set()
+    events: list[GateResumed | GateDecisionReceived] = sorted(
+        [*h.of(GateResumed), *h.of(GateDecisionReceived)], key=lambda e: e.seq)
+    for e in events:
+        key = (e.gate_id, e.process_inst_id)
+        if isinstance(e, GateResumed):
+            resumed.add(key)
+        elif key in resumed:
+            c.count("decided_again")
+            if e.status == AckStatus.NOT_WAITING:
+                c.violation(f"{e.node} answered a decision for gate {e.gate_id}, which had "
+                            f"resumed {e.process_inst_id} already, {e.status} (want "
+                            "ALREADY_DECIDED)", e)
+
+
 @rule("DESIGN §3 gates: the decision resumes the instance; seed 002 §7")
 def decision_resumes(h: History, c: Collector) -> None:
     """A decided gate resumes its instance — unless the instance ended before the decision
@@ -427,7 +448,7 @@ GATE_INTEGRITY = Checker(
     "runs after; every click and every decision gets an explicit outcome; an expired gate "
     "has its timeout policy applied.",
     (resumes_the_gates_instance, resumes_with_the_decision, turned_down_ends_the_instance,
-     decided_once, resumes_once, expires_on_time,
+     decided_once, resumes_once, expires_on_time, decided_again_is_already_decided,
      paused_survives_restart, open_reaches_gate_store, timeout_policy_applied,
      decision_resumes, every_click_answered, decision_acknowledged), _no_gate, needs="gates")
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import Transit, fault_windows
-from bench.checks.terms import CLOCK_SLACK_MS, IN_FLIGHT_AT_END_MS, NOT_SENT
+from bench.checks.terms import CLOCK_SLACK_MS, IN_FLIGHT_AT_END_MS, NOT_SENT, timers_late_ms
 from bench.core.events import (
     DropReason,
     Event,
@@ -312,6 +312,39 @@ def gaps_wait_the_window(h: History, c: Collector) -> None:
                         f"{REORDER_WINDOW_MS:.0f} ms reorder window", g)
 
 
+@rule("DESIGN §3 FLOW-RELAY: a hole the window did not repair is declared when it runs out")
+def gaps_declared_when_the_window_ends(h: History, c: Collector) -> None:
+    """A hole the reorder window did not repair is declared lost when the window, run from
+    when the hole appeared, ends — not a window after the previous gap or after the latest
+    arrival: a stream with many holes falls further behind with each, its watchers waiting
+    on frames that will not come. Not judged across a crash, a freeze or a skewed clock of
+    the home (held frames die with its process; its timers stop or run on another clock)."""
+    from bench.checks.execution import frozen_windows
+    arrivals = h.memo(frame_arrivals)
+    late = timers_late_ms(h)
+    crashes = h.memo(Transit).crashes
+    frozen = h.memo(frozen_windows)
+    skewed = [f for f in h.memo(fault_windows) if f.fault == "clock_skew"]
+    for g in h.of(RelayGap):
+        booted = max((b.t_ms for b in h.boots(g.node) if b.t_ms <= g.t_ms), default=0.0)
+        beyond = [t for t, seq in arrivals[(g.node, g.stream)]
+                  if seq > g.to_seq and booted <= t <= g.t_ms]
+        if not beyond:
+            continue
+        appeared = min(beyond)
+        if (any(g.node in f.nodes and f.start_ms <= g.t_ms for f in skewed)
+                or any(appeared <= t <= g.t_ms for t in crashes[g.node])
+                or any(a <= g.t_ms and appeared <= b for a, b in frozen[g.node])):
+            c.count("gap_across_a_fault")
+            continue
+        c.count("gaps")
+        if g.t_ms > appeared + REORDER_WINDOW_MS + late + CLOCK_SLACK_MS:
+            c.violation(f"{g.node} declared {g.stream} {g.from_seq}..{g.to_seq} lost "
+                        f"{g.t_ms - appeared:.0f} ms after the hole appeared; the reorder "
+                        f"window is {REORDER_WINDOW_MS:.0f} ms"
+                        + (f" (timers here may fire {late:.0f} ms late)" if late else ""), g)
+
+
 @rule("DESIGN §3 FLOW-RELAY: a stream is `conversationId|agentId` of its task's request")
 def streams_of_their_tasks_conversation(h: History, c: Collector) -> None:
     """A task's flow streams into the conversation its request named, and only there; a
@@ -347,7 +380,8 @@ RELAY_INTEGRITY = Checker(
     "subscriber strictly increasing, right text, right conversation, right trust label; a stream is its task's "
     "conversation's.",
     (frames_carry_the_flow, seqs_are_one_to_n, relayed_frames_accounted,
-     gaps_and_acceptances_consistent, gaps_wait_the_window, delivered_in_order_once,
+     gaps_and_acceptances_consistent, gaps_wait_the_window,
+     gaps_declared_when_the_window_ends, delivered_in_order_once,
      delivered_to_its_conversation, trust_labels, streams_of_their_tasks_conversation),
     _no_stream)
 RELAY_LOCALITY = Checker(

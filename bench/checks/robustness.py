@@ -10,8 +10,10 @@ from bench.checks import Checker, Collector, declared_without, rule
 from bench.checks.terms import NOT_SENT, TASK_ENDS
 from bench.core.events import (
     AttackSent,
+    DropReason,
     Event,
     InboundAdmitted,
+    InboundDropped,
     InstanceStarted,
     MessageType,
     MqttConnected,
@@ -58,7 +60,8 @@ def warnings_are_true(h: History, c: Collector) -> None:
     without_reply = {(a.node, a.request_id) for a in h.of(InboundAdmitted)
                      if a.request_id and a.reply_node_id is None}
     bad_definitions = {(a.target_node_id, a.request_id) for a in h.of(AttackSent)
-                       if a.attack == "hostile_input" and a.how not in HOSTILE_REPLY}
+                       if a.attack == "hostile_input"
+                       and a.how not in HOSTILE_REPLY | HOSTILE_ENVELOPE}
     connected: dict[str, bool] = {}
     events: list[Event] = sorted([*h.of(MqttConnected), *h.of(MqttDisconnected),
                                   *h.of(NodeCrashed), *h.of(NodeStarted), *h.of(NodeWarning)],
@@ -89,6 +92,8 @@ def warnings_are_true(h: History, c: Collector) -> None:
 
 #: Hostile requests whose replyNodeId is no topic segment (bench.faults.attacks)
 HOSTILE_REPLY = frozenset({"reply_slash", "reply_wildcard"})
+#: ... and whose envelope DESIGN §3 refuses before anything reads it
+HOSTILE_ENVELOPE = frozenset({"empty_conversation"})
 TOPIC_SEGMENT = re.compile(r"[^/+#\x00]+")
 
 
@@ -100,7 +105,8 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     no instance and ends its task FAILED; an answer whose replyNodeId is not one topic
     segment is never published (UNDELIVERABLE, with its reason). A node that declares it
     runs no process instances (node_started.features) reads no definition: to it the
-    payload is opaque, and its answer is judged only as an answer."""
+    payload is opaque, and its answer is judged only as an answer. An envelope with an
+    optional string field present but empty is refused as MALFORMED, never admitted."""
     # a man in the middle that replaced the payload on the way took the definition out
     altered = {a.message_id for a in h.of(AttackSent) if a.attack == "tamper_payload"}
     attacks = [a for a in h.of(AttackSent) if a.attack == "hostile_input"]
@@ -119,8 +125,20 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     crashed = {e.node for e in h.of(NodeCrashed)}
     no_processes = declared_without(h, "processes")
     late = h.end_ms - 3_000
+    malformed = {(d.node, d.message_id) for d in h.of(InboundDropped)
+                 if d.reason == DropReason.MALFORMED}
     for a in attacks:
         node, rid = a.target_node_id or "", a.request_id or ""
+        if a.how in HOSTILE_ENVELOPE:
+            c.count(a.how)
+            if (node, a.message_id) in admitted:
+                c.violation(f"{node} admitted {a.message_id}, whose envelope DESIGN §3 refuses "
+                            f"({a.how.replace('_', ' ')})", a)
+            elif (node, a.message_id) not in malformed and a.t_ms < late \
+                    and node not in crashed:
+                c.violation(f"{node} never refused {a.message_id} as MALFORMED "
+                            f"({a.how.replace('_', ' ')})", a)
+            continue
         if (node, a.message_id) not in admitted:
             c.count("not_admitted")
             continue

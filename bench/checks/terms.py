@@ -9,13 +9,16 @@ value in the core must make a rule fail, not follow along silently.
 from __future__ import annotations
 
 from bench.core.events import (
+    WALL_CLOCK_TIMERS_LATE_MS,
     AuthMode,
     InstanceStatus,
     MessageType,
     OutboundState,
+    RunStarted,
     SignatureVerdict,
     TaskStatus,
 )
+from bench.history import History
 
 #: DESIGN §3: the executor every node registers when its roster is empty.
 DEFAULT_EXECUTOR = "a2a-local-executor"
@@ -58,3 +61,11 @@ GATE_IN_FLIGHT_AT_END_MS = 3_000
 
 #: Node clocks read whole milliseconds; the bench's are floats.
 CLOCK_SLACK_MS = 1.0
+
+
+def timers_late_ms(h: History) -> float:
+    """How late a node's timer may fire in the run `h` records, as its substrate said in
+    RunStarted (0 when simulated); a history older than that field gets a wall clock's."""
+    started = h.of(RunStarted)
+    late = started[0].timers_late_ms if started else None
+    return WALL_CLOCK_TIMERS_LATE_MS if late is None else late

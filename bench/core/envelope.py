@@ -100,6 +100,8 @@ class Rejection:
 
     code: RejectCode
     detail: str
+    #: the messageId the bytes carried, when they carried a readable one: a drop names it
+    message_id: str | None = None
 
 
 def encode(envelope: Envelope) -> bytes:
@@ -148,7 +150,11 @@ def decode(data: bytes, *, max_bytes: int = MAX_ENVELOPE_BYTES) -> Envelope | Re
         # large for a float refused below, and a lone surrogate (UnicodeEncodeError);
         # RecursionError is a pathological nesting depth. All are the peer's fault.
         return Rejection(RejectCode.NOT_JSON, str(exc)[:200])
-    return from_json(raw)
+    got = from_json(raw)
+    if isinstance(got, Rejection) and isinstance(raw, dict) \
+            and isinstance(raw.get("messageId"), str) and raw["messageId"]:
+        return Rejection(got.code, got.detail, raw["messageId"][:200])
+    return got
 
 
 def _reject_constant(name: str) -> Any:

@@ -777,6 +777,12 @@ CORE: tuple[type[Event], ...] = (
 
 
 # -- what the harness records around the nodes ------------------------------------------------------
+#: How late a timer may fire on a wall clock (a busy two-core host, an event loop's turn):
+#: what live and docker runs say in RunStarted.timers_late_ms, and what a history older
+#: than that field is judged with.
+WALL_CLOCK_TIMERS_LATE_MS = 2_000.0
+
+
 @dataclass(frozen=True, slots=True)
 class RunStarted(Event):
     KIND = EventKind.RUN_STARTED
@@ -792,6 +798,12 @@ class RunStarted(Event):
     task_timeout_ms: int | None = None  # the task watchdog every node was configured with
     run_id: str | None = None          # an isolated run: in its client ids and topic prefix
     auth_mode: AuthMode | None = None  # the admission mode every node was configured with
+    #: how late a timer may fire where the run ran (its substrate's word; 0 when simulated);
+    #: None in a history older than the field, judged with a wall clock's allowance
+    timers_late_ms: float | None = None
+    #: the MQTT client id the deployment gave each node that is not to use its node id (a
+    #: topology's client_id, a run's isolation suffix); None in a history older than it
+    client_ids: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -338,7 +338,8 @@ class Node:
         decoded = decode(event.payload)
         if isinstance(decoded, Rejection):
             self._drop(fx, event, None, Drop(DropReason.MALFORMED,
-                                             f"{decoded.code.value}: {decoded.detail}"))
+                                             f"{decoded.code.value}: {decoded.detail}"),
+                       message_id=decoded.message_id)
             return
         env = decoded
         body = read_body(env)
@@ -492,11 +493,11 @@ class Node:
             "verdict": verdict.value if verdict else None, "atMs": fx.now_ms}))
 
     def _drop(self, fx: Effects, event: MessageReceived | None, env: Envelope | None, drop: Drop,
-              verdict: SignatureVerdict | None = None) -> None:
+              verdict: SignatureVerdict | None = None, message_id: str | None = None) -> None:
         self.drops[drop.reason] += 1
         fx.record(ev.InboundDropped(reason=drop.reason, detail=drop.detail,
                                     topic=event.topic if event else None,
-                                    message_id=env.message_id if env else None,
+                                    message_id=env.message_id if env else message_id,
                                     message_type=env.message_type if env else None,
                                     from_agent_id=env.from_agent_id if env else None,
                                     request_id=env.header(Header.REQUEST_ID) if env else None,

@@ -183,12 +183,15 @@ def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str
 
 
 #: What a hostile request carries, in the order an attacker cycles through them. The
-#: first two are replyNodeIds that are not one MQTT topic segment; the rest are process
+#: first two are replyNodeIds that are not one MQTT topic segment; then process
 #: definitions that seed 004's grammar rules out (a human step only at the top level, the
-#: four step kinds, 0..10 retries, unique ids), each one small step from a valid one.
+#: four step kinds, 0..10 retries, unique ids), each one small step from a valid one; last
+#: an envelope DESIGN §3 refuses (an optional string field present but empty: a
+#: conversationId "" would name the conversation "" a stream goes to).
 HOSTILE_WHAT = ("reply_slash", "reply_wildcard", "nested_human", "unknown_step",
-                "retries_out_of_range", "duplicate_step_ids")
+                "retries_out_of_range", "duplicate_step_ids", "empty_conversation")
 HOSTILE_REPLY = ("reply_slash", "reply_wildcard")
+HOSTILE_ENVELOPE = ("empty_conversation",)
 
 
 def _hostile_process(what: str) -> list[dict[str, Any]]:
@@ -216,10 +219,12 @@ def hostile_request(what: str, n: int, index: int, *, insider: str, insider_node
     reply = {"reply_slash": f"{insider_node}/x",
              "reply_wildcard": f"{insider_node}+#"}.get(what, insider_node)
     payload: dict[str, Any] = {"ask": f"hostile request {n} ({what})"}
-    if what not in HOSTILE_REPLY:
+    if what not in HOSTILE_REPLY + HOSTILE_ENVELOPE:
         payload["process"] = _hostile_process(what)
     message: dict[str, Any] = {
-        "messageId": f"{rid}.m", "conversationId": f"attack-{index}", "sceneGroupId": None,
+        "messageId": f"{rid}.m",
+        "conversationId": "" if what == "empty_conversation" else f"attack-{index}",
+        "sceneGroupId": None,
         "fromAgentId": insider, "toAgentId": target_agent, "targetNodeId": target_node,
         "messageType": "TASK_REQUEST", "timestamp": now_ms, "payload": payload,
         "headers": {"requestId": rid, "replyNodeId": reply, "originNodeId": insider_node,

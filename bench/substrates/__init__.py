@@ -137,16 +137,21 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
                 run_id: str | None = None) -> NodeConfig:
     """The node's configuration; with a `run_id`, its client id and topic prefix carry it
     (a run on a broker others use: nothing of it meets another run's sessions or topics)."""
-    client_id, prefix = node.client_id, DEFAULT_PREFIX
-    if run_id is not None:
-        client_id, prefix = f"{client_id or node.id}-{run_id}", f"{prefix}/run-{run_id}"
-    return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups, client_id,
+    prefix = DEFAULT_PREFIX if run_id is None else f"{DEFAULT_PREFIX}/run-{run_id}"
+    return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups,
+                      client_id_of(node, run_id),
                       prefix=prefix,
                       auth=AuthConfig(scenario.auth.mode, keys,
                                       scenario.auth.signature_of(node.id)),
                       task_timeout_ms=scenario.workload.task_timeout_ms,
                       request_timeout_ms=scenario.workload.request_timeout_ms,
                       directory_scope=scenario.topology.directory_scope(node))
+
+
+def client_id_of(node: NodeSpec, run_id: str | None = None) -> str:
+    """The MQTT client id the deployment gives `node`: its topology's, with a run's id
+    appended when the run is isolated; empty: the node id."""
+    return node.client_id if run_id is None else f"{node.client_id or node.id}-{run_id}"
 
 
 def node_configs(scenario: Scenario, run_id: str | None = None) -> dict[str, NodeConfig]:
@@ -158,9 +163,11 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
                 broker_url: str | None = None, node_hosting: str | None = None,
                 run_id: str | None = None) -> RunStarted:
     """The first event of every run."""
+    given = {n.id: c for n in scenario.topology.nodes if (c := client_id_of(n, run_id))}
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
-                      scenario.workload.task_timeout_ms, run_id, scenario.auth.mode)
+                      scenario.workload.task_timeout_ms, run_id, scenario.auth.mode,
+                      substrate(mode).timers_late_ms, given)
 
 
 #: The package that describes each substrate (its SUBSTRATE): one per Mode.

@@ -59,6 +59,10 @@ class Substrate(Protocol):
     wall_clock: bool
     #: how a progress line names the run's clock ("simulated", "run")
     clock_word: str
+    #: how late a node's timer may fire here (a busy host, an event loop's turn): what the
+    #: rules that judge a deadline allow, read from the run's first event; 0 where time is
+    #: simulated and a timer fires at its instant
+    timers_late_ms: float
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         """Why this substrate cannot run `scenario` with `choice`, in one line, or None."""

@@ -12,6 +12,7 @@ that hangs never answers: its duration is infinite, and only the executor's task
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -309,7 +310,10 @@ def step_outcome(spec: WorkloadSpec, seed: int, instance_id: str, path: str,
     """What one attempt of a step does, from the seed: how long it takes, whether it
     succeeds, and what it writes to its working copy. A failing attempt writes a draft
     first — exactly what copy-on-write must keep out of the instance's context. Every
-    value names its instance, so a value in another instance's context is a leak."""
+    value names its instance, so a value in another instance's context is a leak. A step
+    that succeeds also moves the instance's `progress` on — in a parallel step only its
+    first branch does, so the others leave a key a sibling changed untouched (a merge must
+    keep the sibling's value, not write the untouched one back over it)."""
     rng = rng_for(seed, f"step/{instance_id}/{path}/{attempt}")
     duration = spec.step_duration_ms.sample(rng)
     ok = rng.random() >= spec.step_failure_rate
@@ -319,6 +323,9 @@ def step_outcome(spec: WorkloadSpec, seed: int, instance_id: str, path: str,
     if ok:
         ops = [{"op": "set", "path": ["facts", key], "value": f"{instance_id}/{path}#{attempt}"},
                {"op": "append", "path": ["log"], "value": f"{instance_id}/{path}"}]
+        if not re.search(r"/b(?!1$)\d+$", path):
+            ops.append({"op": "set", "path": ["facts", "progress"],
+                        "value": f"{instance_id}/{path}"})
     else:
         ops = [{"op": "set", "path": ["facts", f"{key}~draft"],
                 "value": f"{instance_id}/{path}#{attempt}/draft"},

@@ -24,7 +24,8 @@ from tests.helpers import Lines, from_lines, run_lines
 Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
-             "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger")
+             "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
+             "key_rotation", "clock_ahead", "gate_decision_redelivered")
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +87,32 @@ def merged_out_of_branch_order(lines: Lines) -> None:
     j = where(lines, "context_merged", lambda e: e["path"].endswith("/b2")
               and e["processInstId"] == lines[i]["processInstId"])
     lines[i], lines[j] = lines[j], lines[i]
+
+
+def refused_in_the_overlap(lines: Lines) -> None:
+    """A request of the rotated agent, admitted during the overlap, refused as BAD_SIGNATURE
+    instead (as a node that drops the old key at once would)."""
+    r = lines[where(lines, "keys_rotated", lambda e: bool(e["overlapKids"]))]
+    i = where(lines, "inbound_admitted", lambda e: e["seq"] > r["seq"] and e["node"] == r["node"]
+              and e["fromAgentId"] in r["overlapKids"])
+    a = lines[i]
+    lines[i] = {"seq": a["seq"], "tMs": a["tMs"], "node": a["node"], "kind": "inbound_dropped",
+                "reason": "AUTH_REJECTED", "detail": "BAD_SIGNATURE",
+                "topic": f"ooder/node/{a['node']}/inbox", "messageId": a["messageId"],
+                "messageType": a["messageType"], "fromAgentId": a["fromAgentId"],
+                "requestId": a["requestId"], "verdict": "BAD_SIGNATURE", "bytes": 400,
+                "dup": False, "packetId": a.get("packetId"), "qos": 1, "retain": False}
+
+
+def future_let_in(lines: Lines) -> None:
+    """A request signed on a clock ten minutes fast, refused STALE, admitted VERIFIED (as
+    a node that checks freshness only for the past would)."""
+    i = where(lines, "inbound_dropped", lambda e: e["verdict"] == "STALE")
+    d = lines[i]
+    lines[i] = {**{k: v for k, v in d.items() if k not in ("reason", "detail", "bytes", "topic")},
+                "kind": "inbound_admitted", "verdict": "VERIFIED", "toAgentId": None,
+                "targetNodeId": d["node"], "originNodeId": "orch-1", "replyNodeId": "orch-1",
+                "via": "mqtt", "handler": "EXACT"}
 
 
 def poisoned_ledger(lines: Lines) -> None:
@@ -303,6 +330,12 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "ended_task_answered": ("process_restart", interrupted_unanswered),
     "branches_merged_in_branch_order": ("context", merged_out_of_branch_order),
     "refusal_leaves_no_trace": ("attacks_ledger", poisoned_ledger),
+    "overlap_accepts_the_replaced_key": ("key_rotation", refused_in_the_overlap),
+    "stale_either_way": ("clock_ahead", future_let_in),
+    "decided_again_is_already_decided": ("gate_decision_redelivered", alter(
+        "gate_decision_received", lambda e: e["status"] == "ALREADY_DECIDED",
+        status="NOT_WAITING")),
+    "connects_under_its_client_id": ("quickstart", alter("node_started", clientId="orch-1-x")),
     "driven_requests_get_through": ("quickstart", nothing_gets_through),
     # silent_loss
     "settles_once": ("quickstart", unsettle),
@@ -331,6 +364,8 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "seqs_are_one_to_n": ("quickstart", alter("relay_frame", streamSeq=lambda e: e["streamSeq"] + 5)),
     "gaps_and_acceptances_consistent": ("quickstart", repeat("relay_accepted")),
     "gaps_wait_the_window": ("publish_failure", alter("relay_gap", tMs=lambda e: e["tMs"] - 450)),
+    "gaps_declared_when_the_window_ends": ("publish_failure", alter(
+        "relay_gap", tMs=lambda e: e["tMs"] + 450)),
     "delivered_in_order_once": ("quickstart", repeat("relay_delivered")),
     "delivered_to_its_conversation": ("quickstart", alter("relay_delivered",
                                                           subscriberConversation="c-other")),

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
 from bench.spec.scenario import Mode, Scenario
 from bench.spec.topology import BrokerModel
 from bench.substrates.descriptor import (
@@ -57,6 +58,7 @@ class Live:
     mode = Mode.LIVE
     wall_clock = True
     clock_word = "run"
+    timers_late_ms = TIMERS_LATE_MS
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         own = own_nodes_refusal(scenario, runs_commands=True, runs_images=False)

@@ -35,6 +35,7 @@ class Sim:
     mode = Mode.SIM
     wall_clock = False
     clock_word = "simulated"
+    timers_late_ms = 0.0
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         if choice.wire_tap:
