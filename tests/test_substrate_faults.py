@@ -30,6 +30,7 @@ PARAMS: dict[str, dict[str, object]] = {
     "double_subscription": {"node": "exec-1"},
     "empty_directory": {"node": "exec-1", "down_ms": 200},
     "directory_wipe": {"node": "exec-1"},
+    "ghost_announcement": {"node": "exec-1"},
     "stale_roster": {"node": "exec-1", "namespace": "ops", "agents": ["ops.a"], "down_ms": 200},
     "restart": {"node": "exec-1", "down_ms": 200},
     "broker_restart": {"down_ms": 300},

@@ -99,12 +99,25 @@ def _first_after(h: History, a: AttackSent) -> Event | None:
     return min(after, key=lambda o: o.seq) if after else None
 
 
+#: The faults that send attack messages (each journals an AttackSent per message).
+ATTACK_FAULTS = frozenset({"forged_sender", "hostile_input", "ledger_poisoning", "replay",
+                           "tamper_payload", "tamper_routing", "tamper_headers"})
+
+
 @rule("DESIGN §3 Inbound: every drop is a recorded outcome; §5 attacks")
 def attack_has_an_outcome(h: History, c: Collector) -> None:
     """Every attack message that reached a node has a recorded outcome there (admitted, or
     dropped with a reason) — one injected while the broker was down, or that the network
     lost as the journal explains (delivery.Transit), never reached it; counts say what
-    each mode and signature let in and ran."""
+    each mode and signature let in and ran. An attack fault that ran and sent nothing at
+    all (a capture that caught no request, a tamper that met none) leaves the scenario's
+    point unexercised: undecided, not passed."""
+    sent_by = {a.fault_index for a in h.of(AttackSent)}
+    refused = {e.fault_index for e in h.of(FaultRefused)} | {e.fault_index for e in h.of(FaultError)}
+    for f in h.of(FaultStart):
+        if f.fault in ATTACK_FAULTS and f.fault_index not in sent_by \
+                and f.fault_index not in refused:
+            c.unknown(f"{f.fault}_sent_nothing")
     executions: dict[tuple[str, str], list[TaskExecuted]] = defaultdict(list)
     for x in h.of(TaskExecuted):
         executions[(x.node, x.message_id)].append(x)

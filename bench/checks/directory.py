@@ -19,6 +19,8 @@ from bench.core.events import (
     NodeStarted,
     NodeWarning,
     OutboundSettled,
+    OutboundState,
+    RequestSent,
     RosterLoaded,
     RunStarted,
     SessionTakeover,
@@ -66,7 +68,8 @@ class Directories(Fold):
     UNDELIVERABLE and at each clear, and each node's last online announcement. (A global
     directory's announcements are N² lines: judging streams them through here.)"""
 
-    kinds = (NodeStarted, RosterLoaded, ExecutorsRegistered, DirectoryUpdated, NodeWarning)
+    kinds = (NodeStarted, RosterLoaded, ExecutorsRegistered, DirectoryUpdated, NodeWarning,
+             RequestSent, OutboundSettled)
 
     def __init__(self) -> None:
         self.view: dict[str, dict[str, tuple[str, ...]]] = defaultdict(dict)
@@ -77,6 +80,12 @@ class Directories(Fold):
         self.undeliverable: list[tuple[NodeWarning, list[str]]] = []
         #: node -> the line of the latest announcement of it online
         self.last_online: dict[str, int] = {}
+        #: every request published to a node, and the entries that listed its agent when
+        #: it was asked for and when it went out
+        self.routed: list[tuple[OutboundSettled, set[str], set[str]]] = []
+        self._asked: dict[str, tuple[set[str], set[str]]] = {}
+        #: node -> the entries of its directory announced offline
+        self.offline: dict[str, set[str]] = defaultdict(set)
 
     def _shared(self, agents: Iterable[str]) -> tuple[str, ...]:
         key = tuple(agents)
@@ -86,10 +95,12 @@ class Directories(Fold):
         match e:
             case NodeStarted():
                 self.view[e.node].clear()
+                self.offline[e.node].clear()
             case RosterLoaded() | ExecutorsRegistered():
                 self.view[e.node][e.node] = self._shared(e.agents)
             case DirectoryUpdated() if e.cleared:
                 self.clears.append((e, e.node_id in self.view[e.node]))
+                self.offline[e.node].discard(e.node_id)
                 own = self.view[e.node].pop(e.node_id, None)
                 if e.node_id == e.node and own is not None:
                     # its own entry cleared: it announces itself again at once, and knows
@@ -99,9 +110,23 @@ class Directories(Fold):
                 self.view[e.node][e.node_id] = self._shared(e.agents)
                 if e.online:
                     self.last_online[e.node_id] = e.seq
+                    self.offline[e.node].discard(e.node_id)
+                else:
+                    self.offline[e.node].add(e.node_id)
             case NodeWarning() if e.what is WarningKind.UNDELIVERABLE and e.to_agent_id:
-                self.undeliverable.append((e, sorted(
-                    n for n, agents in self.view[e.node].items() if e.to_agent_id in agents)))
+                self.undeliverable.append((e, sorted(self._holders(e.node, e.to_agent_id))))
+            case RequestSent() if not e.target_node_id:   # a node named: not the directory's
+                held = self._holders(e.node, e.to_agent_id)
+                self._asked[e.message_id] = (held, held - self.offline[e.node])
+            case OutboundSettled() if e.message_type == MessageType.TASK_REQUEST \
+                    and e.state == OutboundState.PUBLISHED and e.to_agent_id \
+                    and e.message_id in self._asked:
+                held, online = self._asked.pop(e.message_id)
+                now = self._holders(e.node, e.to_agent_id)
+                self.routed.append((e, held | now, online | (now - self.offline[e.node])))
+
+    def _holders(self, node: str, agent: str) -> set[str]:
+        return {n for n, agents in self.view[node].items() if agent in agents}
 
 
 @rule("DESIGN §3 Outbound: UNDELIVERABLE only when the directory has no entry for the agent")
@@ -134,6 +159,30 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
                                 f"undeliverable, but its directory had it on {had}", e)
 
 
+@rule("DESIGN §3 Outbound; docs/PROTOCOL.md W-DIR-4, W-DIR-5: a request goes to an entry "
+      "listing its agent, an online one over an offline one")
+def routed_to_a_listed_entry(h: History, c: Collector) -> None:
+    """A request resolved through the directory goes to a node whose entry, in the
+    requester's directory when it asked or when it sent, lists the agent — never to one
+    whose entry was cleared or withdrawn (a directory that forgets a node but keeps its
+    agents resolvable sends to where nobody announced them), never to a node that never
+    announced it; and where an entry online lists it, to an online one (DESIGN §3: online
+    announcers win), not to a gone node's offline entry that sorts later. A request the
+    workload addressed explicitly (targetNodeId) is its own."""
+    for o, holders, online in h.fold(Directories).routed:
+        if o.target_node_id is None:
+            continue
+        c.count("routed")
+        if o.target_node_id not in holders:
+            c.violation(f"{o.node} sent {o.message_id} for {o.to_agent_id} to "
+                        f"{o.target_node_id}, which no entry of its directory listed it under "
+                        f"({', '.join(sorted(holders)) or 'none did'})", o)
+        elif online and o.target_node_id not in online:
+            c.violation(f"{o.node} sent {o.message_id} for {o.to_agent_id} to "
+                        f"{o.target_node_id}, announced offline, while {', '.join(sorted(online))} "
+                        "listed it online", o)
+
+
 @rule("DESIGN §3 Directory: a node online is announced; seed 000 §3.3 (the mute receiver)")
 def announced_again_after_a_clear(h: History, c: Collector) -> None:
     """When someone clears a running node's retained announcement, the node announces
@@ -156,6 +205,8 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
             # copy; a peer may be left with a stale directory, not the node unannounced
             c.count("clear_redelivered")
             continue
+        if not h.boots(e.node_id):
+            continue                   # no node of the run: a gone node's entry, cleared
         if e.t_ms > late:
             continue
         crash = min((t for t in crashes[e.node_id] if t >= e.t_ms - 1_000), default=None)
@@ -239,7 +290,8 @@ DIRECTORY_LIVENESS = Checker(
     "calls an agent undeliverable only when its directory has no entry for it; a node whose "
     "announcement is cleared announces itself again.",
     (no_mute_receiver, registers_all_expected, roster_of_own_namespace,
-     undeliverable_only_when_unknown, announced_again_after_a_clear), _no_node)
+     undeliverable_only_when_unknown, routed_to_a_listed_entry, announced_again_after_a_clear),
+    _no_node)
 DEPLOYMENT = Checker(
     "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per "
     "node; a takeover of one publishes no will of a connection still open.",

@@ -61,7 +61,7 @@ def warnings_are_true(h: History, c: Collector) -> None:
                      if a.request_id and a.reply_node_id is None}
     bad_definitions = {(a.target_node_id, a.request_id) for a in h.of(AttackSent)
                        if a.attack == "hostile_input"
-                       and a.how not in HOSTILE_REPLY | HOSTILE_ENVELOPE}
+                       and a.how not in HOSTILE_REPLY | HOSTILE_ENVELOPE | HOSTILE_WELL_FORMED}
     connected: dict[str, bool] = {}
     events: list[Event] = sorted([*h.of(MqttConnected), *h.of(MqttDisconnected),
                                   *h.of(NodeCrashed), *h.of(NodeStarted), *h.of(NodeWarning)],
@@ -92,8 +92,10 @@ def warnings_are_true(h: History, c: Collector) -> None:
 
 #: Hostile requests whose replyNodeId is no topic segment (bench.faults.attacks)
 HOSTILE_REPLY = frozenset({"reply_slash", "reply_wildcard"})
-#: ... and whose envelope DESIGN §3 refuses before anything reads it
+#: ... whose envelope DESIGN §3 refuses before anything reads it
 HOSTILE_ENVELOPE = frozenset({"empty_conversation"})
+#: ... and whose envelope is at the edge of well-formed: admission judges it, not the parser
+HOSTILE_WELL_FORMED = frozenset({"timestamp_zero"})
 TOPIC_SEGMENT = re.compile(r"[^/+#\x00]+")
 
 
@@ -106,7 +108,8 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     segment is never published (UNDELIVERABLE, with its reason). A node that declares it
     runs no process instances (node_started.features) reads no definition: to it the
     payload is opaque, and its answer is judged only as an answer. An envelope with an
-    optional string field present but empty is refused as MALFORMED, never admitted."""
+    optional string field present but empty is refused as MALFORMED, never admitted; one
+    with a timestamp of 0 is well-formed (stale, for admission to judge), never MALFORMED."""
     # a man in the middle that replaced the payload on the way took the definition out
     altered = {a.message_id for a in h.of(AttackSent) if a.attack == "tamper_payload"}
     attacks = [a for a in h.of(AttackSent) if a.attack == "hostile_input"]
@@ -138,6 +141,12 @@ def hostile_input_refused(h: History, c: Collector) -> None:
                     and node not in crashed:
                 c.violation(f"{node} never refused {a.message_id} as MALFORMED "
                             f"({a.how.replace('_', ' ')})", a)
+            continue
+        if a.how in HOSTILE_WELL_FORMED:
+            c.count(a.how)
+            if (node, a.message_id) in malformed:
+                c.violation(f"{node} refused {a.message_id} as MALFORMED; its envelope is "
+                            f"well-formed ({a.how.replace('_', ' ')})", a)
             continue
         if (node, a.message_id) not in admitted:
             c.count("not_admitted")

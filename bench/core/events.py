@@ -271,7 +271,7 @@ class RequestSent(Event):
     deadline_ms: int                   # on the requester's clock
     timeout_ms: int
     task_timeout_ms: int | None = None  # the task timeout it asks of the executor (timeoutMs)
-
+    target_node_id: str | None = None  # the node it named (targetNodeId); None: the directory's
 
 @dataclass(frozen=True, slots=True)
 class RequestSettled(Event):

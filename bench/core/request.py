@@ -92,7 +92,8 @@ class Requests:
                                  from_agent_id=req.from_agent_id, to_agent_id=req.to_agent_id,
                                  conversation_id=req.conversation_id,
                                  deadline_ms=pending.deadline_ms, timeout_ms=timeout,
-                                 task_timeout_ms=_asked_timeout(req.payload)))
+                                 task_timeout_ms=_asked_timeout(req.payload),
+                                 target_node_id=req.target_node_id))
         fx.add(StartTimer(_timer(req.request_id), pending.deadline_ms))
         state = self.outbox.send(fx, env)
         if state is OutboundState.UNDELIVERABLE:

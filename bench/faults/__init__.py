@@ -67,6 +67,13 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
               "runs: an empty retained message on its directory topic", {
                   "node": _node("the node whose announcement is cleared")},
               scripts.directory_wipe, disrupts=True),
+    FaultKind("ghost_announcement", "a retained announcement of a node that is gone stays on "
+              "the broker: offline, yet listing the live node's agents (an older release's will "
+              "kept them), under a node id that sorts after the live one's; online announcers "
+              "must win. Cleared when the fault heals", {
+                  "node": _node("the live node whose agents the ghost lists"),
+                  "ghost": Param("text", "the gone node's id (default: <node>~ghost)", "")},
+              scripts.ghost_announcement),
     FaultKind("stale_roster", "the node restarts in another namespace (its old roster file "
               "still on disk)", {
                   "node": _node(), "namespace": Param("text", "the new namespace", required=True),

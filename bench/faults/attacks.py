@@ -185,13 +185,15 @@ def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str
 #: What a hostile request carries, in the order an attacker cycles through them. The
 #: first two are replyNodeIds that are not one MQTT topic segment; then process
 #: definitions that seed 004's grammar rules out (a human step only at the top level, the
-#: four step kinds, 0..10 retries, unique ids), each one small step from a valid one; last
+#: four step kinds, 0..10 retries, unique ids), each one small step from a valid one; then
 #: an envelope DESIGN §3 refuses (an optional string field present but empty: a
-#: conversationId "" would name the conversation "" a stream goes to).
+#: conversationId "" would name the conversation "" a stream goes to) and one at its edge
+#: it must not (a timestamp of 0 is a well-formed one, stale: judged by admission).
 HOSTILE_WHAT = ("reply_slash", "reply_wildcard", "nested_human", "unknown_step",
-                "retries_out_of_range", "duplicate_step_ids", "empty_conversation")
+                "retries_out_of_range", "duplicate_step_ids", "empty_conversation",
+                "timestamp_zero")
 HOSTILE_REPLY = ("reply_slash", "reply_wildcard")
-HOSTILE_ENVELOPE = ("empty_conversation",)
+HOSTILE_ENVELOPE = ("empty_conversation", "timestamp_zero")
 
 
 def _hostile_process(what: str) -> list[dict[str, Any]]:
@@ -226,7 +228,8 @@ def hostile_request(what: str, n: int, index: int, *, insider: str, insider_node
         "conversationId": "" if what == "empty_conversation" else f"attack-{index}",
         "sceneGroupId": None,
         "fromAgentId": insider, "toAgentId": target_agent, "targetNodeId": target_node,
-        "messageType": "TASK_REQUEST", "timestamp": now_ms, "payload": payload,
+        "messageType": "TASK_REQUEST", "timestamp": 0 if what == "timestamp_zero" else now_ms,
+        "payload": payload,
         "headers": {"requestId": rid, "replyNodeId": reply, "originNodeId": insider_node,
                     "x-a2a-node": insider_node}}
     kid: str | None = None

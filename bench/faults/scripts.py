@@ -10,6 +10,7 @@ a captured request) they journal through it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -155,6 +156,23 @@ def directory_wipe(spec: FaultSpec, ctx: Context) -> Script:
     topic = ctx.config(node).directory_topic
     yield Inject(_ref(spec), topic, b"", retain=True)
     ctx.fired(Firing("announcement cleared", node, {"topic": topic}))
+
+
+def ghost_announcement(spec: FaultSpec, ctx: Context) -> Script:
+    """A retained announcement of a node that is gone, offline yet listing the live node's
+    agents (an older release's will kept them), under a node id that sorts after the live
+    one's; cleared again when the fault heals (the end of the run, without a duration)."""
+    node = spec.params["node"]
+    config = ctx.config(node)
+    ghost = spec.params["ghost"] or f"{node}~ghost"
+    topic = f"{config.directory_topic.rsplit('/', 1)[0]}/{ghost}"
+    body = {"nodeId": ghost, "online": False, "namespace": config.namespace,
+            "agents": [{"agentId": a, "role": "executor"} for a in config.agents]}
+    yield Inject(_ref(spec), topic, json.dumps(body).encode(), retain=True)
+    ctx.fired(Firing("ghost announced", node, {"topic": topic, "ghost": ghost,
+                                               "agents": list(config.agents)}))
+    yield HEAL
+    yield Inject(_ref(spec), topic, b"", retain=True)
 
 
 def stale_roster(spec: FaultSpec, ctx: Context) -> Script:

@@ -46,6 +46,7 @@ WITNESSES: dict[str, set[str]] = {
     "attacks": {"forged_sender", "forged_sender_bit", "replay_bit"},
     "hostile_input": {"hostile_input_admitted", "hostile_input_bit"},
     "directory_wipe": {"announcement_cleared", "directory_wipe_bit"},
+    "ghost_announcement": {"ghost_announcement_bit", "announcement_cleared"},
     "streaming": {"stream_without_conversation", "qos1_redelivery_bit"},
     # the faults no scenario above exercises
     "double_subscription": {"double_subscription_bit"},

@@ -335,6 +335,8 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "decided_again_is_already_decided": ("gate_decision_redelivered", alter(
         "gate_decision_received", lambda e: e["status"] == "ALREADY_DECIDED",
         status="NOT_WAITING")),
+    "routed_to_a_listed_entry": ("quickstart", alter("outbound_settled", request,
+                                                     targetNodeId="exec-9")),
     "connects_under_its_client_id": ("quickstart", alter("node_started", clientId="orch-1-x")),
     "driven_requests_get_through": ("quickstart", nothing_gets_through),
     # silent_loss
