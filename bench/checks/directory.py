@@ -7,15 +7,22 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.network import Transit
+from bench.checks.network import Transit, fault_windows
 from bench.checks.terms import DEFAULT_EXECUTOR
 from bench.core.events import (
+    AttackSent,
     Connected,
     DirectoryUpdated,
     Event,
     ExecutorsRegistered,
+    FaultFired,
+    FaultStart,
+    InboundAdmitted,
+    InboundDropped,
     MessageType,
     MqttConnected,
+    MqttDisconnected,
+    NodeCrashed,
     NodeStarted,
     NodeWarning,
     OutboundSettled,
@@ -86,6 +93,9 @@ class Directories(Fold):
         self._asked: dict[str, tuple[set[str], set[str]]] = {}
         #: node -> the entries of its directory announced offline
         self.offline: dict[str, set[str]] = defaultdict(set)
+        #: node -> when a peer took in an offline announcement of it the broker published
+        #: as it happened (its will, or its own), not a retained one
+        self.wills: dict[str, list[float]] = defaultdict(list)
 
     def _shared(self, agents: Iterable[str]) -> tuple[str, ...]:
         key = tuple(agents)
@@ -113,6 +123,8 @@ class Directories(Fold):
                     self.offline[e.node].discard(e.node_id)
                 else:
                     self.offline[e.node].add(e.node_id)
+                    if e.node != e.node_id and not e.retain:
+                        self.wills[e.node_id].append(e.t_ms)
             case NodeWarning() if e.what is WarningKind.UNDELIVERABLE and e.to_agent_id:
                 self.undeliverable.append((e, sorted(self._holders(e.node, e.to_agent_id))))
             case RequestSent() if not e.target_node_id:   # a node named: not the directory's
@@ -266,6 +278,111 @@ def connects_under_its_client_id(h: History, c: Collector) -> None:
                         f"as client id {e.client_id!r}; its deployment gave it {want!r}", e)
 
 
+#: [MQTT-3.1.2-24] wants a silent client given up after 1.5 x its keepalive; brokers check in
+#: sweeps (Mosquitto 2.0 every 6 s on whole seconds: 7-14 s at keepalive 5 s, measured by
+#: `a2a-bench brokers`). A broker that has not given it up by twice the clause's bound
+#: (3 x keepalive) is not sweeping late: it does not give silent clients up.
+GIVE_UP_BOUND_KEEPALIVES = 3.0
+
+
+@rule("MQTT 3.1.1 §3.1.2.10 [MQTT-3.1.2-24]: a client silent 1.5 x its keepalive is given up")
+def gives_up_a_silent_client(h: History, c: Collector) -> None:
+    """A node a partition silenced (its connection open, no byte reaching the broker) is
+    given up by the broker — it closes the connection as if the network had failed and
+    publishes the node's will, which its peers take in as it happens — within 1.5 x the
+    keepalive the node's CONNECT asked for (allowed: up to twice that, for a broker that
+    checks in sweeps). A broker that never does keeps routing to a dead link: requests
+    queue for a node that cannot take them, and nobody is told it is gone. Undecided
+    where the silence was shorter than the bound, or the keepalive is not recorded."""
+    seen = h.fold(Directories)
+    transit = h.memo(Transit)
+    for f in h.memo(fault_windows):
+        if f.fault != "partition":
+            continue
+        for node in f.nodes:
+            connects = [m for m in h.of(MqttConnected) if m.node == node and m.t_ms <= f.start_ms]
+            keepalive = connects[-1].keepalive_s if connects else None
+            if not keepalive:
+                c.unknown("keepalive_not_recorded")
+                continue
+            if any(f.start_ms <= t <= f.end_ms for t in transit.crashes[node]):
+                continue                   # the node itself went; its will says nothing here
+            will = min((t for t in seen.wills.get(node, ()) if f.start_ms <= t <= f.end_ms),
+                       default=None)
+            bound = GIVE_UP_BOUND_KEEPALIVES * keepalive * 1000.0
+            if will is not None:
+                c.count("given_up")
+                continue
+            if f.end_ms - f.start_ms < bound:
+                c.unknown("silence_shorter_than_the_give_up_bound")
+                continue
+            c.violation(f"{node} was silent for {(f.end_ms - f.start_ms) / 1000:.1f} s (a "
+                        f"partition) and the broker never gave it up: no will reached a peer "
+                        f"([MQTT-3.1.2-24]: after 1.5 x its keepalive of {keepalive} s)",
+                        *[e for e in h.of(FaultStart) if e.t_ms == f.start_ms][:1])
+
+
+@rule("MQTT 3.1.1 §4.4 [MQTT-4.4.0-1], §3.3.1.1 [MQTT-3.3.1-1]: a re-delivery is the same "
+      "packet, with DUP")
+def redelivers_the_same_packet(h: History, c: Collector) -> None:
+    """A message a node got on one connection and gets again on a later one that resumed
+    the same session is the broker re-sending what was unacknowledged: it MUST come under
+    the original packet identifier, with DUP=1. Recognised by the message itself (its
+    sender published it once), whatever its packet id: a broker that re-sends under new
+    ids with DUP=0 hands the client ten "new" messages, and a rule keyed on the packet id
+    never sees a re-delivery at all. Not judged: copies of a second connection, the
+    bench's replays, a sender's own re-send (it lost its connection before its PUBACK),
+    and nodes a qos1_redelivery fault re-sends to after their PUBACK."""
+    second = {f.node for f in h.of(FaultFired) if f.fault == "double_subscription"}
+    resent: set[str] = set()
+    everyone = False
+    for f in h.of(FaultStart):
+        params = f.params if isinstance(f.params, dict) else {}
+        if f.fault == "qos1_redelivery" and params.get("method", "redeliver") == "redeliver":
+            node = params.get("node")
+            everyone |= node is None
+            resent.add(str(node))
+    attacked = {a.message_id for a in h.of(AttackSent)}
+    settled: dict[str, OutboundSettled] = {}
+    for o in h.of(OutboundSettled):
+        settled.setdefault(o.message_id, o)
+    losses: dict[str, list[float]] = defaultdict(list)
+    for x in [*h.of(MqttDisconnected), *h.of(NodeCrashed)]:
+        losses[x.node].append(x.t_ms)
+    connection: dict[str, tuple[int, str, bool]] = {}
+    first: dict[tuple[str, str], tuple[int, str, InboundAdmitted | InboundDropped]] = {}
+    timeline: list[MqttConnected | InboundAdmitted | InboundDropped] = sorted(
+        [*h.of(MqttConnected), *h.of(InboundAdmitted), *h.of(InboundDropped)],
+        key=lambda e: e.seq)
+    for e in timeline:
+        if isinstance(e, MqttConnected):
+            number = connection.get(e.node, (0, "", False))[0] + 1
+            connection[e.node] = (number, e.client_id, e.session_present)
+            continue
+        if e.packet_id is None or not e.qos or e.message_id is None or e.node in second \
+                or e.message_id in attacked:
+            continue
+        number, client_id, present = connection.get(e.node, (0, "", False))
+        was = first.setdefault((e.node, e.message_id), (number, client_id, e))
+        if was[0] == number or was[1] != client_id or not present:
+            continue   # the same connection, another client id, or a session begun anew
+        if was[2].packet_id == e.packet_id:
+            c.count("redelivered_as_the_same_packet")    # its DUP: qos1_delivery judges it
+            continue
+        sent = settled.get(e.message_id)
+        if sent is not None and any(was[2].t_ms - 5_000 <= t <= sent.t_ms
+                                    for t in losses[sent.node]):
+            c.count("sender_resent")
+            continue
+        if everyone or e.node in resent:
+            c.count("resent_by_a_redelivery_fault")
+            continue
+        c.violation(f"{e.node} got {e.message_id} again on its resumed session ({client_id}, "
+                    f"connection {number}) as packet {e.packet_id} with DUP={int(bool(e.dup))}; "
+                    f"it came as packet {was[2].packet_id} on connection {was[0]}: a re-delivery "
+                    "reuses the packet id, with DUP=1", was[2], e)
+
+
 @rule("MQTT 3.1.1 §3.1.2.5, [MQTT-3.1.2-8] (a will is published when its connection closes)")
 def takeover_publishes_no_live_will(h: History, c: Collector) -> None:
     """At a session takeover only the old connection closes; a broker that publishes the
@@ -295,5 +412,6 @@ DIRECTORY_LIVENESS = Checker(
 DEPLOYMENT = Checker(
     "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per "
     "node; a takeover of one publishes no will of a connection still open.",
-    (unique_client_ids, connects_under_its_client_id, takeover_publishes_no_live_will),
+    (unique_client_ids, connects_under_its_client_id, takeover_publishes_no_live_will,
+     gives_up_a_silent_client, redelivers_the_same_packet),
     _no_node)

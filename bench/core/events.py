@@ -911,6 +911,7 @@ class MqttConnected(Event):
     client_id: str
     session_present: bool
     broker: str | None = None
+    keepalive_s: int | None = None     # what the CONNECT asked for; None: not known
 
 
 @dataclass(frozen=True, slots=True)

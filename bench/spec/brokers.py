@@ -124,6 +124,10 @@ class BrokerBehaviour:
     start_ms: float
     #: where the row comes from
     source: str
+    #: a defect seen on a third-party broker: what it re-sends on a resumed session goes
+    #: under new packet ids with DUP=0 (breaking [MQTT-4.4.0-1], [MQTT-3.3.1-1]); no row
+    #: here has it, a test seeds it
+    resends_under_new_ids: bool = False
 
     def keepalive_close_ms(self, keepalive_s: int) -> tuple[float, float] | None:
         """The earliest and latest time after a client's last packet that it is closed

@@ -346,10 +346,11 @@ class NodeHost(ABC):
         self.client_id_fault = fault if client_id else None
         self.reconnect()
 
-    def mqtt_connected(self, client_id: str, session_present: bool,
+    def mqtt_connected(self, client_id: str, session_present: bool, keepalive_s: int,
                        broker: str | None = None) -> None:
-        """Record the connection; under another node's client id it is the fault firing."""
-        self.record(ev.MqttConnected(client_id, session_present, broker))
+        """Record the connection (with the keepalive its CONNECT asked for); under another
+        node's client id it is the fault firing."""
+        self.record(ev.MqttConnected(client_id, session_present, broker, keepalive_s))
         fault = self.client_id_fault
         if fault is not None and client_id == self.client_id_override:
             self.record(ev.FaultFired(fault.kind, fault.index,

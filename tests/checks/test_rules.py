@@ -337,6 +337,12 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
         status="NOT_WAITING")),
     "routed_to_a_listed_entry": ("quickstart", alter("outbound_settled", request,
                                                      targetNodeId="exec-9")),
+    "gives_up_a_silent_client": ("partition", lambda lines: lines.__setitem__(slice(None), [
+        e for e in lines if not (e["kind"] == "directory_updated" and e["nodeId"] == "exec-2"
+                                 and not e["online"])])),
+    "redelivers_the_same_packet": ("broker_redelivery", alter(
+        "inbound_dropped", lambda e: e.get("dup") is True,
+        packetId=lambda e: e["packetId"] + 1000, dup=False)),
     "connects_under_its_client_id": ("quickstart", alter("node_started", clientId="orch-1-x")),
     "driven_requests_get_through": ("quickstart", nothing_gets_through),
     # silent_loss

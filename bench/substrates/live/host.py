@@ -179,7 +179,8 @@ class LiveHost(NodeHost):
     def _on_connected(self, link: MqttLink, epoch: int, present: bool) -> None:
         if epoch != self.epoch or link is not self.link:
             return
-        self.mqtt_connected(link.client_id, present, broker=f"{self.broker[0]}:{self.broker[1]}")
+        self.mqtt_connected(link.client_id, present, link.keepalive_s,
+                            broker=f"{self.broker[0]}:{self.broker[1]}")
         self.feed(ConnectionUp(self.now_ms(), present))
 
     def _on_subscribed(self, link: MqttLink, epoch: int, filters: tuple[str, ...]) -> None:

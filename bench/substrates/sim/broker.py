@@ -171,7 +171,12 @@ class SimBroker:
                 session.inflight.clear()
             for pid, msg in sorted(session.inflight.items()):
                 self.stats["redelivered"] += 1
-                self._transmit(session, conn, msg, pid, dup=True)
+                if self.behaviour.resends_under_new_ids:   # a seeded defect
+                    del session.inflight[pid]
+                    pid = next(self._pids)
+                    session.inflight[pid] = msg
+                self._transmit(session, conn, msg, pid,
+                               dup=not self.behaviour.resends_under_new_ids)
             queued, session.queued = session.queued, []
             for msg in queued:
                 self._deliver(session, msg)

@@ -180,7 +180,7 @@ class SimHost(NodeHost):
             return  # refused (broker down): on_connection_lost scheduled a retry
         self._attempts = 0
         conn.last_in_ms = self.env.now
-        self.mqtt_connected(conn.client_id, present)
+        self.mqtt_connected(conn.client_id, present, CLIENT.keepalive_s)
         # as paho does: what was in flight (with DUP) and what was queued goes out at the
         # CONNACK, before the node hears of the connection and subscribes again
         for pending in list(self._unacked.values()):

@@ -1,0 +1,53 @@
+"""The MUSTs a broker keeps, judged from the run (deployment checker): a simulated broker
+seeded with each defect turns its rule FALSE, and the brokers that keep it pass.
+
+The two defects were seen on a third-party broker a user brought: it re-sent a resumed
+session's unacknowledged QoS1 messages under new packet ids with DUP=0, and it never gave a
+silent client up; every verdict said TRUE."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.run import run_scenario
+from bench.spec import brokers
+from bench.spec.scenario import load_scenario
+from bench.variants import REFERENCE
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def deployment(tmp_path: Path, scenario: str) -> dict[str, object]:
+    loaded = load_scenario(SCENARIOS / f"{scenario}.toml")
+    run_scenario(loaded, REFERENCE, tmp_path, mode="sim")
+    verdicts = json.loads((tmp_path / "verdicts.json").read_text())["verdicts"]
+    got: dict[str, object] = next(v for v in verdicts if v["name"] == "deployment")
+    return got
+
+
+def test_a_resumed_session_resent_under_new_packet_ids_is_false(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = deployment(tmp_path / "kept", "broker_redelivery")
+    assert kept["value"] == "true"
+    assert kept["counts"]["redelivered_as_the_same_packet"] >= 5   # type: ignore[index]
+    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", dataclasses.replace(
+        brokers.BEHAVIOURS["generic"], resends_under_new_ids=True))
+    broken = deployment(tmp_path / "broken", "broker_redelivery")
+    assert broken["value"] == "false"
+    assert broken["rules"]["redelivers_the_same_packet"]["violations"] >= 5  # type: ignore[index]
+
+
+@pytest.mark.parametrize("model, value", [("generic", "true"), ("mosquitto", "true"),
+                                          ("amqtt", "false")])
+def test_a_broker_that_never_gives_a_silent_client_up_is_false(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str, value: str) -> None:
+    """amqtt 0.12's row (measured: it never closes a silent client) is the seeded defect."""
+    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", brokers.BEHAVIOURS[model])
+    got = deployment(tmp_path, "partition")
+    assert got["value"] == value
+    rule = got["rules"]["gives_up_a_silent_client"]  # type: ignore[index]
+    assert rule["violations"] == (value == "false")
