@@ -40,6 +40,7 @@ from bench.metrics import Metrics, compute
 from bench.report.markdown import render
 from bench.report.summary import Summary
 from bench.spec.scenario import Mode, Scenario
+from bench.spec.topology import MqttVersion
 from bench.substrates import Choice, Options, open_deployment, substrate
 from bench.variants import Variant
 from bench.workload import plan
@@ -109,6 +110,8 @@ def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bo
             *substrate(mode).replay(scenario, options)]
     if topology_overridden:
         argv += ["--topology", scenario.topology.source]
+    if scenario.mqtt is not MqttVersion.V311:
+        argv += ["--mqtt", scenario.mqtt.value]
     for given in options.node_commands:
         argv += ["--node-command", given]
     if options.wire_tap:

@@ -238,7 +238,7 @@ def test_describe_shows_the_whole_of_a_thing_and_both_things_of_one_name(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["describe", "partition"]) == EXIT_OK
     text = capsys.readouterr().out
-    assert "on amqtt (live, and simulated with its model): qos1_delivery FALSE" in text and "faults[0] partition" in text
+    assert "on amqtt (live, and simulated with its model): deployment FALSE, qos1_delivery FALSE" in text and "faults[0] partition" in text
     assert main(["describe", "loss"]) == EXIT_OK           # a scenario and a fault kind
     text = capsys.readouterr().out
     assert text.startswith("scenario loss") and "\n\nfault loss" in text
@@ -292,7 +292,11 @@ def test_a_simulation_copies_the_broker_it_is_told_to_and_expects_what_that_brok
     (["--mode", "sim", "--nodes", "process"], "--nodes applies to live runs only"),
     (["--mode", "docker", "--broker", "mqtt://127.0.0.1:1883"],
      "--mode docker runs its broker in a container: amqtt or mosquitto"),
-    (["--mode", "docker", "--nodes", "process"], "in docker every node is a container")])
+    (["--mode", "docker", "--nodes", "process"], "in docker every node is a container"),
+    (["--mode", "live", "--mqtt", "5", "--broker", "amqtt"],
+     "MQTT 5 on amqtt: amqtt 0.12 speaks MQTT 3.1.1 only"),
+    (["--mode", "docker", "--mqtt", "5", "--broker", "amqtt"],
+     "MQTT 5 on amqtt: amqtt 0.12 speaks MQTT 3.1.1 only")])
 def test_a_broker_that_does_not_fit_the_mode_is_one_line_exit_3(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         argv: list[str], says: str) -> None:

@@ -153,3 +153,23 @@ def test_either_takes_a_judged_verdict_of_both_values_and_not_an_unknown() -> No
         assert exit_code([v], {"qos1_delivery": "either"}) == code, value
     s = load_scenario(SCENARIOS / "streaming_home_restart.toml")
     assert s.expect_for("amqtt")["qos1_delivery"] == "either"
+
+
+def test_the_mqtt_version_comes_from_the_flag_the_scenario_or_the_topology(tmp_path: Path) -> None:
+    from bench.spec.distribution import SpecError
+    from bench.spec.scenario import SCENARIOS, load_scenario
+    from bench.spec.topology import BrokerModel, MqttVersion
+    quickstart = SCENARIOS / "quickstart.toml"
+    assert load_scenario(quickstart).mqtt is MqttVersion.V311
+    assert load_scenario(quickstart, mqtt="5").mqtt is MqttVersion.V5
+    five = tmp_path / "five.toml"
+    five.write_text('mqtt = 5\n' + quickstart.read_text())
+    assert load_scenario(five).mqtt is MqttVersion.V5
+    assert load_scenario(five, mqtt="3.1.1").mqtt is MqttVersion.V311
+    bad = tmp_path / "bad.toml"
+    bad.write_text('mqtt = "3"\n' + quickstart.read_text())
+    with pytest.raises(SpecError, match=r'mqtt=.3.: expected "3.1.1" or "5"'):
+        load_scenario(bad)
+    # amqtt speaks 3.1.1 only: a generic topology on 5 runs live on Mosquitto
+    assert BrokerModel.GENERIC.live_default_for(MqttVersion.V5) == "mosquitto"
+    assert BrokerModel.GENERIC.live_default_for(MqttVersion.V311) == "amqtt"

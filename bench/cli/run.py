@@ -76,6 +76,10 @@ def add_run(sub: Sub) -> None:
                           "the network multi-host deployments use")
     run.add_argument("--nodes", choices=["inproc", "process"],
                      help="live: nodes on this process's event loop, or one OS process each")
+    run.add_argument("--mqtt", choices=["3.1.1", "5"],
+                     help="the MQTT version every client speaks (default: the scenario's mqtt "
+                          "key, else its topology's [broker] mqtt, else 3.1.1). amqtt speaks "
+                          "3.1.1 only: live, MQTT 5 runs on Mosquitto or a broker you name")
     run.add_argument("--seed", type=int, help="seed for every random draw (default: the scenario's)")
     run.add_argument("--variant", default="reference",
                      help="reference node or a seeded defect (see `a2a-bench list`)")
@@ -103,6 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     from bench.run import Interrupted, print_progress, run_scenario
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
+    from bench.spec.topology import MqttVersion
     from bench.substrates import Choice, substrate
     from bench.substrates.live.brokers import BrokerError
     from bench.variants import variant
@@ -110,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         path = find(args.scenario, SCENARIOS, "scenario")
         scenario = load_scenario(path, topology=args.topology, seed=args.seed,
-                                 known_checks=tuple(checkers()))
+                                 known_checks=tuple(checkers()), mqtt=args.mqtt)
         chosen = variant(args.variant)
     except (SpecError, KeyError) as exc:
         print(f"a2a-bench: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
@@ -145,7 +150,8 @@ def _run(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"a2a-bench run {scenario.source}: topology {scenario.topology.name} "
               f"({len(scenario.topology.nodes)} nodes), variant {chosen.name}, "
-              f"seed {scenario.seed}, {mode}" + described.header(scenario, options))
+              f"seed {scenario.seed}, {mode}" + described.header(scenario, options)
+              + ("" if scenario.mqtt is MqttVersion.V311 else f", MQTT {scenario.mqtt}"))
         own: dict[str, list[str]] = {}
         for n in scenario.topology.nodes:
             if n.external:   # anyone's node: say so, or a user may think theirs never ran

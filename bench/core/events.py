@@ -258,6 +258,9 @@ class OutboundSettled(Event):
     target_node_id: str | None
     request_id: str | None
     topic: str | None
+    #: MQTT 5: the broker's PUBACK reason code (0x10: accepted, no matching subscribers;
+    #: 0x80 and above: refused); None on 3.1.1 and for a local or failed send
+    reason_code: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -804,6 +807,7 @@ class RunStarted(Event):
     #: the MQTT client id the deployment gave each node that is not to use its node id (a
     #: topology's client_id, a run's isolation suffix); None in a history older than it
     client_ids: dict[str, str] | None = None
+    mqtt: str | None = None            # the MQTT version its clients spoke; None: 3.1.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -1007,6 +1011,14 @@ class Wire(Event):
     status: str | None = None             # a TASK_RESPONSE's payload.status
     stream: str | None = None             # a FLOW_EVENT's payload.stream and .seq
     stream_seq: int | None = None
+    #: MQTT 5 (None: a 3.1.1 connection): the version, a PUBACK's or SUBACK's reason codes,
+    #: a CONNECT's Session Expiry Interval (its clean start is `clean_session`), and a
+    #: PUBLISH's properties (responseTopic, correlationData as hex, userProperties as
+    #: [name, value] pairs, messageExpiryS, contentType) as they crossed
+    mqtt: str | None = None
+    reason_codes: list[int] | None = None
+    session_expiry_s: int | None = None
+    properties: dict[str, Json] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1186,6 +1198,10 @@ def _is_str_list(v: object) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
+def _is_int_list(v: object) -> bool:
+    return isinstance(v, list) and all(_is_int(x) for x in v)
+
+
 def _is_str_dict(v: object) -> bool:
     return isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str)
                                        for k, x in v.items())
@@ -1196,7 +1212,8 @@ def _is_str_dict(v: object) -> bool:
 _CHECKS: dict[str, Callable[[object], bool]] = {
     "str": lambda v: isinstance(v, str), "int": _is_int, "float": _is_number,
     "bool": lambda v: isinstance(v, bool), "list[str]": _is_str_list,
-    "dict[str, str]": _is_str_dict, "Json": lambda v: True}
+    "list[int]": _is_int_list, "dict[str, str]": _is_str_dict, "Json": lambda v: True,
+    "dict[str, Json]": lambda v: isinstance(v, dict)}
 
 
 def _check_of(base: str) -> tuple[Callable[[object], bool], Callable[[str], object] | None]:

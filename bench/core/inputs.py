@@ -99,6 +99,8 @@ class PublishSettled:
     message_id: str
     ok: bool
     error: str | None = None
+    #: MQTT 5: the PUBACK's reason code (0x10: no matching subscribers); None on 3.1.1
+    reason_code: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

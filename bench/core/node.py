@@ -171,7 +171,7 @@ class Node:
             case TimerFired():
                 self._on_timer(fx, event.timer)
             case PublishSettled():
-                self.outbox.settle(fx, event.message_id, event.ok, event.error)
+                self.outbox.settle(fx, event.message_id, event.ok, event.error, event.reason_code)
                 if not event.ok:
                     self.requests.on_publish_failed(fx, event.message_id)
             case TaskRequested():

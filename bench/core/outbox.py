@@ -136,18 +136,20 @@ class Outbox:
         fx.add(Publish(topic, payload, self.qos, False, signed.message_id))
         return OutboundState.SENDING
 
-    def settle(self, fx: Effects, message_id: str, ok: bool, error: str | None) -> None:
+    def settle(self, fx: Effects, message_id: str, ok: bool, error: str | None,
+               reason_code: int | None = None) -> None:
         msg = self.in_flight.get(message_id)
         if msg is None:
             fx.record(ev.NodeWarning(what=ev.WarningKind.UNKNOWN_SETTLEMENT,
                                  message_id=message_id, ok=ok))
             return
         if ok:
-            self._move(fx, msg, OutboundEvent.BROKER_ACCEPTED, msg.reason)
+            self._move(fx, msg, OutboundEvent.BROKER_ACCEPTED, msg.reason, reason_code)
         else:
-            self._move(fx, msg, OutboundEvent.SEND_FAILED, error or "send failed")
+            self._move(fx, msg, OutboundEvent.SEND_FAILED, error or "send failed", reason_code)
 
-    def _move(self, fx: Effects, msg: Outbound, event: OutboundEvent, reason: str) -> OutboundState:
+    def _move(self, fx: Effects, msg: Outbound, event: OutboundEvent, reason: str,
+              reason_code: int | None = None) -> OutboundState:
         env = msg.envelope
         state = OUTBOUND.next(msg.state, event, env.message_id)
         moved = replace(msg, state=state, reason=reason)
@@ -158,7 +160,8 @@ class Outbox:
                                          message_type=env.message_type, state=state,
                                          reason=reason, to_agent_id=env.to_agent_id,
                                          target_node_id=env.target_node_id,
-                                         request_id=env.header(Header.REQUEST_ID), topic=msg.topic))
+                                         request_id=env.header(Header.REQUEST_ID), topic=msg.topic,
+                                         reason_code=reason_code))
         else:
             self.in_flight[env.message_id] = moved
         fx.add(PersistRecord(Table.MESSAGES, f"SEND|{env.message_id}", {

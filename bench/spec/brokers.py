@@ -26,6 +26,10 @@ class ClientConfig:
     """A node's MQTT client (paho's settings, live; the same timings in simulation)."""
 
     keepalive_s: int = 5
+    #: MQTT 5: how long a persistent session outlives its connection (Session Expiry
+    #: Interval): longer than any outage a scenario makes, short enough that an isolated
+    #: run's sessions do not linger on a shared broker
+    session_expiry_s: int = 600
     #: paho's reconnect_delay_set: the first retry after min, each next one doubled up to max
     backoff_min_s: int = 1
     backoff_max_s: int = 2

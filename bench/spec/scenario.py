@@ -18,7 +18,7 @@ from typing import Any
 from bench.core.auth import AuthMode, SignatureVersion
 from bench.faults import FaultSpec, parse_fault
 from bench.spec.distribution import Distribution, SpecError, parse_distribution
-from bench.spec.topology import BrokerModel, LinkSpec, NodeSpec, Role, Topology
+from bench.spec.topology import BrokerModel, LinkSpec, MqttVersion, NodeSpec, Role, Topology
 from bench.workload import WorkloadSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,6 +103,8 @@ class Scenario:
     #: [unmodelled.amqtt]: checker -> why a simulation with that broker's model does not
     #: show the verdict the live broker gives (its expectation there is the [expect] one)
     unmodelled: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: the MQTT version the run speaks (the scenario's `mqtt`, else its topology's)
+    mqtt: MqttVersion = MqttVersion.V311
 
     def expect_for(self, broker: str | None) -> dict[str, str]:
         """The verdicts expected of a run: live on `broker` (amqtt, mosquitto), or in
@@ -183,7 +185,8 @@ class Scenario:
                 "auth": self.auth.to_json(), "workload": self.workload.to_json(),
                 "faults": [f.to_json() for f in self.faults], "expect": dict(self.expect),
                 "expect_by_broker": {b: dict(e) for b, e in self.expect_by_broker.items()},
-                "unmodelled": {b: dict(e) for b, e in self.unmodelled.items()}}
+                "unmodelled": {b: dict(e) for b, e in self.unmodelled.items()},
+                "mqtt": self.mqtt.value}
 
 
 class _Table:
@@ -294,8 +297,9 @@ def load_topology(path: Path) -> Topology:
     raw = read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes", "directory"})
     directory = top.choice("directory", ("global", "namespace"), "global")
-    broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model"})
+    broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model", "mqtt"})
     model = BrokerModel(broker.choice("model", tuple(m.value for m in BrokerModel), "generic"))
+    version = _mqtt_version(broker, "3.1.1")
     link = _link(raw.get("link", {}), f"{f}: link")
     nodes_raw = raw.get("nodes")
     if not isinstance(nodes_raw, list) or not nodes_raw:
@@ -351,7 +355,18 @@ def load_topology(path: Path) -> Topology:
                         f"directory sends N² = {len(nodes) ** 2:,} announcements as the mesh "
                         f"starts; at most {MAX_NODES_GLOBAL_DIRECTORY:,} nodes share one "
                         "(directory = \"namespace\" scopes it by namespace)")
-    return Topology(top.text("name", path.stem), tuple(nodes), model, link, f, directory)
+    return Topology(top.text("name", path.stem), tuple(nodes), model, link, f, directory, version)
+
+
+def _mqtt_version(t: _Table, default: str) -> MqttVersion:
+    """The `mqtt` key: "3.1.1" or "5" (a bare 5 is taken too)."""
+    value = t.raw.get("mqtt", default)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if value not in tuple(v.value for v in MqttVersion):
+        raise SpecError(f"{t.key('mqtt')}={value!r}: expected \"3.1.1\" or \"5\" (the MQTT "
+                        "version the run's clients speak)")
+    return MqttVersion(value)
 
 
 # -- scenarios ---------------------------------------------------------------------------------
@@ -374,12 +389,12 @@ def _humans(raw: Any, where: str) -> tuple[tuple[str, float], ...]:
 
 
 def load_scenario(path: Path, *, topology: str | None = None, seed: int | None = None,
-                  known_checks: tuple[str, ...] = ()) -> Scenario:
+                  known_checks: tuple[str, ...] = (), mqtt: str | None = None) -> Scenario:
     f = _display(path)
     raw = read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "topology", "mode", "seed", "duration_s",
                                  "drain_s", "auth", "workload", "faults", "expect",
-                                 "sim_only", "unmodelled", "live_nodes"})
+                                 "sim_only", "unmodelled", "live_nodes", "mqtt"})
     topo_name = topology or top.text("topology")
     try:
         topo_path = find(topo_name, TOPOLOGIES, "topology")
@@ -490,4 +505,5 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         sim_only=top.text("sim_only") if "sim_only" in raw else None,
         expect_by_broker=by_broker, unmodelled=unmodelled,
         live_nodes=top.choice("live_nodes", ("inproc", "process"), "inproc")
-        if "live_nodes" in raw else None)
+        if "live_nodes" in raw else None,
+        mqtt=MqttVersion(mqtt) if mqtt is not None else _mqtt_version(top, topo.mqtt.value))

@@ -16,6 +16,16 @@ class Role(StrEnum):
     EXECUTOR = "executor"
 
 
+class MqttVersion(StrEnum):
+    """The MQTT protocol version a run speaks: every node's client and the bench's own (its
+    watch, probes, attackers). 3.1.1 is the seed protocol's; 5 is what the A2A-over-MQTT
+    profile requires (Response Topic, Correlation Data, User Properties, shared
+    subscriptions, sessions by expiry)."""
+
+    V311 = "3.1.1"
+    V5 = "5"
+
+
 class BrokerModel(StrEnum):
     """Whose semantics the simulated broker copies where brokers differ (DESIGN §10): a
     row of `bench.spec.brokers.BEHAVIOURS`. A live run on a generic topology uses the
@@ -27,8 +37,15 @@ class BrokerModel(StrEnum):
 
     @property
     def live_default(self) -> str:
-        """The broker a live run starts for this model."""
+        """The broker a live run starts for this model (MQTT 3.1.1)."""
         return "amqtt" if self is BrokerModel.GENERIC else self.value
+
+    def live_default_for(self, version: MqttVersion) -> str:
+        """The broker a live run on `version` starts: amqtt speaks 3.1.1 only, so a generic
+        topology on MQTT 5 gets Mosquitto."""
+        if version is MqttVersion.V5 and self is BrokerModel.GENERIC:
+            return "mosquitto"
+        return self.live_default
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +102,8 @@ class Topology:
     #: mesh starts) or "namespace" (an executor its own namespace's, an orchestrator every
     #: namespace it delegates to)
     directory: str = "global"
+    #: the MQTT version its clients speak unless a scenario or --mqtt says otherwise
+    mqtt: MqttVersion = MqttVersion.V311
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
@@ -109,6 +128,9 @@ class Topology:
         return tuple(n for n in self.nodes if n.role is Role.ORCHESTRATOR)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source, "broker": {"model": self.broker.value},
+        return {"name": self.name, "source": self.source,
+                "broker": {"model": self.broker.value,
+                           **({"mqtt": self.mqtt.value} if self.mqtt is not MqttVersion.V311
+                              else {})},
                 "link": self.link.to_json(), "nodes": [n.to_json() for n in self.nodes],
                 **({"directory": self.directory} if self.directory != "global" else {})}

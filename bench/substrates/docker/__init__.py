@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
 from bench.spec.scenario import Mode, Scenario
 from bench.substrates.descriptor import Choice, Identity, own_nodes_refusal
-from bench.substrates.live import EMBEDDED, sim_only_refusal
+from bench.substrates.live import EMBEDDED, sim_only_refusal, version_refusal
 
 if TYPE_CHECKING:
     from bench.history import Recorder
@@ -59,12 +59,13 @@ class Docker:
                     "amqtt or mosquitto")
         if choice.nodes:
             return "--nodes applies to --mode live; in docker every node is a container"
-        return sim_only_refusal(scenario)
+        broker = choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt)
+        return version_refusal(scenario, broker) or sim_only_refusal(scenario)
 
     def prepare(self, scenario: Scenario, choice: Choice) -> tuple[Scenario, Options]:
         from bench.substrates import Options
         return scenario, Options(
-            broker=choice.broker or scenario.topology.broker.live_default,
+            broker=choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt),
             restart_command=choice.restart_command, isolate=not choice.no_isolation,
             broker_ca=choice.broker_ca, keep=choice.keep, swarm=choice.swarm,
             node_commands=choice.node_commands, wire_tap=choice.wire_tap)

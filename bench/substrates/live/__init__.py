@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
 from bench.spec.scenario import Mode, Scenario
-from bench.spec.topology import BrokerModel
+from bench.spec.topology import BrokerModel, MqttVersion
 from bench.substrates.descriptor import (
     KEEP_IS_DOCKERS,
     SWARM_IS_DOCKERS,
@@ -54,6 +54,15 @@ def broker_refusal(spec: str, ca_file: str | None) -> str | None:
     return None
 
 
+def version_refusal(scenario: Scenario, broker: str) -> str | None:
+    """Why `broker` cannot carry the scenario's MQTT version, in one line, or None."""
+    if broker == "amqtt" and scenario.mqtt is MqttVersion.V5:
+        return (f"{scenario.source}: MQTT 5 on amqtt: amqtt 0.12 speaks MQTT 3.1.1 only (it "
+                "answers a v5 CONNECT 'unsupported protocol version'); use --broker mosquitto "
+                "or an mqtt:// broker that speaks 5, or --mqtt 3.1.1")
+    return None
+
+
 class Live:
     mode = Mode.LIVE
     wall_clock = True
@@ -74,7 +83,9 @@ class Live:
         only = sim_only_refusal(scenario)
         if only is not None:
             return only
-        broker = choice.broker or scenario.topology.broker.live_default
+        broker = choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt)
+        if (refused := version_refusal(scenario, broker)) is not None:
+            return refused
         if broker not in EMBEDDED and not choice.restart_command:
             for spec in scenario.faults:
                 if spec.kind == "broker_restart":
@@ -86,7 +97,7 @@ class Live:
     def prepare(self, scenario: Scenario, choice: Choice) -> tuple[Scenario, Options]:
         from bench.substrates import Hosting, Options
         return scenario, Options(
-            broker=choice.broker or scenario.topology.broker.live_default,
+            broker=choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt),
             hosting=Hosting(choice.nodes or scenario.live_nodes or "inproc"),
             restart_command=choice.restart_command, isolate=not choice.no_isolation,
             broker_ca=choice.broker_ca, node_commands=choice.node_commands,

@@ -257,8 +257,9 @@ class LiveFaults:
         link = MqttLink(self.dep.loop, self.dep.broker.host, self.dep.broker.port, client_id,
                         on_message=on_message or (lambda _d: None),
                         on_connected=lambda _p: None if up.done() else up.set_result(None),
-                        on_disconnected=lambda _r: None, on_published=lambda _m: None,
-                        login=self.dep.login(), tls=self.dep.broker.tls)
+                        on_disconnected=lambda _r: None, on_published=lambda _m, _rc: None,
+                        login=self.dep.login(), tls=self.dep.broker.tls,
+                        version=self.dep.scenario.mqtt)
         self.links[index] = link
         link.connect()
         await asyncio.wait_for(up, 10)

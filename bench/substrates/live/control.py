@@ -12,6 +12,7 @@ from typing import Any
 from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion
 from bench.core.config import NodeConfig
 from bench.faults.primitives import FaultRef
+from bench.spec.topology import MqttVersion
 from bench.substrates.live.host import Clock, LiveHost, Sink
 from bench.substrates.live.mqtt import Tls
 from bench.workload import (
@@ -46,6 +47,8 @@ class LaunchSpec:
     #: Behaviour, as every substrate does) or "bench" (the bench sends agent operations as
     #: lines: a node not written in Python cannot draw from Python's random)
     agents_by: str = "node"
+    #: the MQTT version the node's client speaks ("3.1.1" or "5")
+    mqtt: MqttVersion = MqttVersion.V311
 
     def to_json(self) -> dict[str, Any]:
         c, keys = self.config, self.config.auth.keys
@@ -64,7 +67,7 @@ class LaunchSpec:
             "tabs": [list(t) for t in self.tabs],
             "login": list(self.login) if self.login else None,
             "tls": {"ca_file": self.tls.ca_file} if self.tls else None,
-            "agents_by": self.agents_by}
+            "agents_by": self.agents_by, "mqtt": self.mqtt.value}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LaunchSpec:
@@ -84,13 +87,14 @@ class LaunchSpec:
                           tuple((str(s), str(c)) for s, c in d.get("tabs", [])),
                           (d["login"][0], d["login"][1]) if d.get("login") else None,
                           Tls(d["tls"]["ca_file"]) if d.get("tls") else None,
-                          d.get("agents_by", "node"))
+                          d.get("agents_by", "node"), MqttVersion(d.get("mqtt", "3.1.1")))
 
     def host(self, sink: Sink, clock: Clock) -> LiveHost:
         """The node's host as this spec starts it, in-process or in a node process."""
         from bench.variants import variant
         host = LiveHost(self.config, variant(self.variant).node_class, self.data_dir,
-                        self.broker, sink, clock, self.behaviour(), self.login, self.tls)
+                        self.broker, sink, clock, self.behaviour(), self.login, self.tls,
+                        self.mqtt)
         host.tabs = dict(self.tabs)
         host.agents_by_bench = self.agents_by == "bench"
         return host

@@ -89,7 +89,8 @@ class LiveDeployment:
         self.proxies: dict[str, FaultProxy] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._started = False
-        self.watch = BrokerWatch(self.loop, self.broker, self.record, self.login())
+        self.watch = BrokerWatch(self.loop, self.broker, self.record, self.login(),
+                                 self.scenario.mqtt)
         self.faults = LiveFaults(self)
         self.takeovers = TakeoverWatch(self.record, self.call_later)
         self.log.observers.append(self.takeovers.observe)
@@ -117,7 +118,8 @@ class LiveDeployment:
                             self.placement.node_broker(self.broker), self.clock.t0, self.seed,
                             self.scenario.workload.to_json(), login=self.login(),
                             tls=self.broker.tls,
-                            agents_by="bench" if self.topology.node(node_id).external else "node")
+                            agents_by="bench" if self.topology.node(node_id).external else "node",
+                            mqtt=self.scenario.mqtt)
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
         tapped = {n.id for n in self.topology.nodes if n.external or self.options.wire_tap}
         if self.options.link_faults or tapped:
@@ -278,9 +280,9 @@ class LiveDeployment:
             out.append(replace(spec, broker=(proxy.host, proxy.port), tls=None))
         return out
 
-    def _tap(self, node_id: str) -> Callable[[bool, bytes], None]:
-        def seen(to_broker: bool, packet: bytes) -> None:
-            event = wire_tap.read(packet, to_broker)
+    def _tap(self, node_id: str) -> Callable[[bool, bytes, bool], None]:
+        def seen(to_broker: bool, packet: bytes, v5: bool) -> None:
+            event = wire_tap.read(packet, to_broker, v5)
             if event is not None:
                 self.record(node_id, event)
         return seen

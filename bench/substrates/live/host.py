@@ -26,6 +26,7 @@ from bench.core.commands import Command, Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import ConnectionUp, MessageReceived, PublishSettled, Started, Subscribed
 from bench.core.node import Node
+from bench.spec.topology import MqttVersion
 from bench.storage import Store, restore, stage
 from bench.storage.files import FileStore, FileTransaction
 from bench.substrates.host import NodeHost
@@ -54,8 +55,9 @@ class LiveHost(NodeHost):
     def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
                  broker: tuple[str, int], sink: Sink, clock: Clock,
                  behaviour: Behaviour, login: tuple[str, str | None] | None = None,
-                 tls: Tls | None = None) -> None:
+                 tls: Tls | None = None, version: MqttVersion = MqttVersion.V311) -> None:
         super().__init__(config, node_class, behaviour)
+        self.version = version      # the MQTT version its clients speak
         self.login = login          # an external broker's user and password
         self.tls = tls              # and TLS to it (mqtts://)
         self.clock_origin_ms = clock.origin_ms
@@ -170,8 +172,9 @@ class LiveHost(NodeHost):
                         on_message=lambda d: self._on_message(link, epoch, d),
                         on_connected=lambda present: self._on_connected(link, epoch, present),
                         on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
-                        on_published=lambda mid: self._on_published(link, mid),
+                        on_published=lambda mid, rc: self._on_published(link, mid, rc),
                         clean_session=cmd.clean_session, login=self.login, tls=self.tls,
+                        version=self.version,
                         on_subscribed=lambda filters: self._on_subscribed(link, epoch, filters))
         self.link = link
         link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain)
@@ -201,10 +204,17 @@ class LiveHost(NodeHost):
         # only once the batch that handled it is on disk
         self.after_durable(lambda: link.ack(d.mid, d.qos))
 
-    def _on_published(self, link: MqttLink, mid: int) -> None:
+    def _on_published(self, link: MqttLink, mid: int, reason_code: int | None) -> None:
+        """The PUBACK (on MQTT 5 with its reason code: 0x80 and above is a refusal)."""
         cmd = self._pending_mids.pop((id(link), mid), None)
-        if cmd is not None and cmd.message_id is not None:
-            self.feed(PublishSettled(self.now_ms(), cmd.message_id, True))
+        if cmd is None or cmd.message_id is None:
+            return
+        if reason_code is not None and reason_code >= 0x80:
+            self.feed(PublishSettled(self.now_ms(), cmd.message_id, False,
+                                     f"PUBACK reason code 0x{reason_code:02x}", reason_code))
+        else:
+            self.feed(PublishSettled(self.now_ms(), cmd.message_id, True,
+                                     reason_code=reason_code))
 
     def publish(self, cmd: Publish) -> None:
         if self.refused(cmd):
@@ -235,7 +245,8 @@ class LiveHost(NodeHost):
         link = MqttLink(self.loop, self.broker[0], self.broker[1], client_id,
                         on_message=lambda d: self._on_message(link, epoch, d),
                         on_connected=connected, on_disconnected=lambda reason: None,
-                        on_published=lambda mid: None, login=self.login, tls=self.tls)
+                        on_published=lambda mid, rc: None, login=self.login, tls=self.tls,
+                        version=self.version)
         holder.append(link)
         self.extra.append(link)
         link.connect()

@@ -1,10 +1,11 @@
-"""One MQTT 3.1.1 connection (paho-mqtt 2.x) whose events land in an asyncio loop.
+"""One MQTT connection (paho-mqtt 2.x, MQTT 3.1.1 or 5) whose events land in an asyncio loop.
 
 paho is the client with manual acknowledgement (`manual_ack=True`): the node acks a QoS1
 message only after the batch that handled it is durable. Persistent session
-(clean_session=False), the client id as username (amqtt keeps sessions only for named
-clients), TCP_NODELAY on the socket, automatic reconnect; re-subscribing after a
-reconnect is the core's job (it answers every Connected with a Subscribe).
+(clean_session=False on 3.1.1; on 5, clean start 0 and a Session Expiry Interval), the client
+id as username (amqtt keeps sessions only for named clients), TCP_NODELAY on the socket,
+automatic reconnect; re-subscribing after a reconnect is the core's job (it answers every
+Connected with a Subscribe). On 5 a PUBACK's reason code reaches `on_published`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from typing import Any
 
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 
 from bench.spec.brokers import CLIENT
+from bench.spec.topology import MqttVersion
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +55,24 @@ class MqttLink:
                  on_message: Callable[[Delivery], None],
                  on_connected: Callable[[bool], None],
                  on_disconnected: Callable[[str], None],
-                 on_published: Callable[[int], None],
+                 on_published: Callable[[int, int | None], None],
                  on_subscribed: Callable[[tuple[str, ...]], None] = lambda filters: None,
                  keepalive_s: int = CLIENT.keepalive_s, clean_session: bool = False,
-                 login: tuple[str, str | None] | None = None, tls: Tls | None = None) -> None:
+                 login: tuple[str, str | None] | None = None, tls: Tls | None = None,
+                 version: MqttVersion = MqttVersion.V311) -> None:
         self.loop = loop
         self.host, self.port = host, port
         self.client_id = client_id
         self.keepalive_s = keepalive_s
-        c = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean_session,
-                        protocol=paho.MQTTv311, manual_ack=True, reconnect_on_failure=True)
+        self.version = version
+        self.clean_session = clean_session
+        if version is MqttVersion.V5:
+            c = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id,
+                            protocol=paho.MQTTv5, manual_ack=True, reconnect_on_failure=True)
+        else:
+            c = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id,
+                            clean_session=clean_session, protocol=paho.MQTTv311, manual_ack=True,
+                            reconnect_on_failure=True)
         # a broker's own users when it has them; else the client id (amqtt keeps sessions
         # only for named clients)
         c.username_pw_set(*(login or (client_id, None)))
@@ -77,7 +89,8 @@ class MqttLink:
         c.on_disconnect = lambda _c, _u, _f, rc, _p: self._hand(on_disconnected, str(rc))
         c.on_message = lambda _c, _u, m: self._hand(on_message, Delivery(
             m.topic, bytes(m.payload), m.mid, m.qos, bool(m.dup), bool(m.retain)))
-        c.on_publish = lambda _c, _u, mid, _rc, _p: self._hand(on_published, mid)
+        c.on_publish = lambda _c, _u, mid, rc, _p: self._hand(
+            on_published, mid, rc.value if version is MqttVersion.V5 else None)
         self._subscriptions: dict[int, tuple[str, ...]] = {}
         # Look the filters up in the loop thread: the SUBACK can beat subscribe()'s return.
         c.on_subscribe = lambda _c, _u, mid, _codes, _p: self._hand(
@@ -103,7 +116,14 @@ class MqttLink:
                 will_retain: bool = True) -> None:
         if will_topic is not None:
             self.client.will_set(will_topic, will_payload, qos=1, retain=will_retain)
-        self.client.connect_async(self.host, self.port, keepalive=self.keepalive_s)
+        if self.version is MqttVersion.V5:
+            # a persistent session is clean start 0 plus an expiry; every reconnect resumes it
+            props = Properties(PacketTypes.CONNECT)
+            props.SessionExpiryInterval = 0 if self.clean_session else CLIENT.session_expiry_s
+            self.client.connect_async(self.host, self.port, keepalive=self.keepalive_s,
+                                      clean_start=self.clean_session, properties=props)
+        else:
+            self.client.connect_async(self.host, self.port, keepalive=self.keepalive_s)
         self.client.loop_start()
 
     def subscribe(self, filters: tuple[str, ...], qos: int) -> None:

@@ -22,9 +22,17 @@ from dataclasses import dataclass, field
 
 from bench.spec.distribution import Distribution
 from bench.substrates.live.mqtt import Tls
+from bench.substrates.live.tap import protocol_level
 from bench.substrates.tcp import retransmission_delay_ms
 
-PUBLISH, PUBACK = 3, 4
+CONNECT, PUBLISH, PUBACK = 1, 3, 4
+
+
+@dataclass
+class _Connection:
+    """What one proxied connection has said of itself: its CONNECT's protocol level."""
+
+    v5: bool = False
 
 
 @dataclass
@@ -82,9 +90,11 @@ def varint(n: int) -> bytes:
             return bytes(out)
 
 
-def rewrite_publish(packet: bytes, fn: Callable[[str, bytes], bytes | None]) -> bytes:
-    """The same PUBLISH packet (flags, topic, packet id) with the payload `fn` gives."""
-    topic, head, payload = split_publish(packet)
+def rewrite_publish(packet: bytes, fn: Callable[[str, bytes], bytes | None],
+                    v5: bool = False) -> bytes:
+    """The same PUBLISH packet (flags, topic, packet id, MQTT 5 properties) with the
+    payload `fn` gives."""
+    topic, head, payload = split_publish(packet, v5)
     new = fn(topic, payload)
     if new is None:
         return packet
@@ -92,16 +102,33 @@ def rewrite_publish(packet: bytes, fn: Callable[[str, bytes], bytes | None]) -> 
     return bytes([packet[0]]) + varint(len(rest)) + rest
 
 
-def split_publish(packet: bytes) -> tuple[str, bytes, bytes]:
-    """A whole PUBLISH packet's topic, its variable header (topic, and the packet id at
-    QoS > 0) and its payload."""
+def split_publish(packet: bytes, v5: bool = False) -> tuple[str, bytes, bytes]:
+    """A whole PUBLISH packet's topic, its variable header (topic, the packet id at QoS > 0
+    and, on MQTT 5, the properties, kept byte for byte) and its payload."""
     i = 1
     while packet[i] & 0x80:
         i += 1
     body = packet[i + 1:]
     tlen = int.from_bytes(body[:2], "big")
     head_len = 2 + tlen + (2 if (packet[0] >> 1) & 0x03 else 0)
+    if v5:
+        length, used = read_varint(body, head_len)
+        head_len += used + length
     return body[2:2 + tlen].decode("utf-8", "replace"), body[:head_len], body[head_len:]
+
+
+def read_varint(b: bytes, at: int) -> tuple[int, int]:
+    """MQTT's variable-length integer at `b[at:]`: (value, bytes it took)."""
+    value, shift, used = 0, 0, 0
+    while True:
+        byte = b[at + used]
+        used += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, used
+        shift += 7
+        if used == 4:
+            raise ValueError("malformed MQTT variable-length integer")
 
 
 @dataclass
@@ -114,8 +141,9 @@ class FaultProxy:
     faults: Faults = field(default_factory=Faults)
     counters: Counters = field(default_factory=Counters)
     #: the wire tap: told of every packet as it is written to the other side (to_broker,
-    #: packet), so what it sees is what crossed, after every fault acted
-    tap: Callable[[bool, bytes], None] | None = None
+    #: packet, whether the connection speaks MQTT 5), so what it sees is what crossed,
+    #: after every fault acted
+    tap: Callable[[bool, bytes, bool], None] | None = None
     _server: asyncio.base_events.Server | None = None
     _links: set[asyncio.StreamWriter] = field(default_factory=set)
 
@@ -160,8 +188,9 @@ class FaultProxy:
             return
         self.counters.connections += 1
         self._links |= {c_writer, b_writer}
-        up = asyncio.create_task(self._pump(c_reader, b_writer, to_broker=True))
-        down = asyncio.create_task(self._pump(b_reader, c_writer, to_broker=False))
+        conn = _Connection()
+        up = asyncio.create_task(self._pump(c_reader, b_writer, True, conn))
+        down = asyncio.create_task(self._pump(b_reader, c_writer, False, conn))
         _done, pending = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
         if self.faults.partitioned and pending:
             # no FIN crosses a partition: the side still open stays open (its pump goes on
@@ -174,16 +203,16 @@ class FaultProxy:
             w.transport.abort()
 
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    to_broker: bool) -> None:
+                    to_broker: bool, conn: _Connection) -> None:
         """One direction of a proxied connection. Each packet gets a due time of its own
         (now + its delay), never earlier than the one before it: packets of one TCP stream
         arrive in order, but a link delays them side by side, not one after the other (a
         sleep per packet in turn would queue them, and a 300-700 ms link measured up to
         2.5 s). A reader queues, a sender writes each when it is due."""
         queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
-        sender = asyncio.create_task(self._send(queue, writer, to_broker))
+        sender = asyncio.create_task(self._send(queue, writer, to_broker, conn))
         try:
-            if await self._read(reader, queue, to_broker):
+            if await self._read(reader, queue, to_broker, conn):
                 queue.put_nowait(None)   # what was read reaches the other side, then EOF
                 with contextlib.suppress(OSError, ConnectionError):
                     await sender
@@ -191,7 +220,8 @@ class FaultProxy:
             sender.cancel()
 
     async def _read(self, reader: asyncio.StreamReader,
-                    queue: asyncio.Queue[tuple[float, bytes] | None], to_broker: bool) -> bool:
+                    queue: asyncio.Queue[tuple[float, bytes] | None], to_broker: bool,
+                    conn: _Connection) -> bool:
         """Reads and schedules packets until EOF (True) or until the connection dies: a
         reset, a malformed stream, TCP giving up on a segment (False)."""
         loop = asyncio.get_running_loop()
@@ -204,6 +234,8 @@ class FaultProxy:
                 if not packet:
                     return True
                 self.counters.packets += 1
+                if to_broker and packet[0] >> 4 == CONNECT:
+                    conn.v5 = protocol_level(packet) == 5
                 f = self.faults
                 if f.partitioned:
                     self.counters.blackholed += 1
@@ -225,7 +257,7 @@ class FaultProxy:
         return False
 
     async def _send(self, queue: asyncio.Queue[tuple[float, bytes] | None],
-                    writer: asyncio.StreamWriter, to_broker: bool) -> None:
+                    writer: asyncio.StreamWriter, to_broker: bool, conn: _Connection) -> None:
         """Writes each packet when it is due; a write that fails ends only this sender (the
         reader sees the connection end on its own)."""
         loop = asyncio.get_running_loop()
@@ -237,17 +269,17 @@ class FaultProxy:
                 kind = packet[0] >> 4
                 f = self.faults
                 if not to_broker and kind == PUBLISH and f.rewrite is not None:
-                    rewritten = rewrite_publish(packet, f.rewrite)
+                    rewritten = rewrite_publish(packet, f.rewrite, conn.v5)
                     if rewritten != packet:
                         self.counters.publishes_rewritten += 1
                         packet = rewritten
                 writer.write(packet)
                 if self.tap is not None:
-                    self.tap(to_broker, packet)
+                    self.tap(to_broker, packet, conn.v5)
                 if not to_broker and kind == PUBLISH and f.duplicate_publish \
                         and self.rng.random() < f.duplicate_publish:
                     self.counters.publishes_duplicated += 1
                     writer.write(packet)
                     if self.tap is not None:
-                        self.tap(to_broker, packet)
+                        self.tap(to_broker, packet, conn.v5)
                 await writer.drain()

@@ -2,9 +2,9 @@
 
 Evidence that does not trust the node (DESIGN §11, PROTOCOL.md Part 1): a node's own
 events say what it believes it did; these say what went over its TCP connection. The
-parser here is the tap's own — a few lines of MQTT 3.1.1 framing and `json.loads` — and
-never the reference's decoder, so a checker reading the wire does not reuse the code it
-judges.
+parser here is the tap's own — a few lines of MQTT 3.1.1 framing and `json.loads`; on an
+MQTT 5 connection, the `mqtt5` packet codec (properties, reason codes) — and never the
+reference's decoder, so a checker reading the wire does not reuse the code it judges.
 """
 
 from __future__ import annotations
@@ -13,10 +13,25 @@ import json
 from dataclasses import replace
 from typing import Any
 
+import mqtt5
+
+from bench.core.envelope import Json
 from bench.core.events import Wire
 
 CONNECT, PUBLISH, PUBACK, SUBSCRIBE = 1, 3, 4, 8
 _NAMES = {CONNECT: "CONNECT", PUBLISH: "PUBLISH", PUBACK: "PUBACK", SUBSCRIBE: "SUBSCRIBE"}
+
+
+def protocol_level(connect: bytes) -> int | None:
+    """A CONNECT's protocol level (4: MQTT 3.1.1, 5: MQTT 5), or None if it is not one."""
+    if not connect or connect[0] >> 4 != CONNECT:
+        return None
+    try:
+        b = _body(connect)
+        _name, at = _string(b, 0)
+        return b[at]
+    except IndexError:
+        return None
 
 
 def _body(packet: bytes) -> bytes:
@@ -41,14 +56,17 @@ def _int(d: dict[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def read(packet: bytes, to_broker: bool) -> Wire | None:
+def read(packet: bytes, to_broker: bool, v5: bool = False) -> Wire | None:
     """The tap's record of one whole packet, or None for a kind it does not record (or a
-    packet too short to read: the proxy forwards it anyway and the receiver judges it)."""
+    packet too short to read: the proxy forwards it anyway and the receiver judges it).
+    `v5`: the connection's CONNECT asked for MQTT 5."""
     kind = packet[0] >> 4
     name = _NAMES.get(kind)
     if name is None:
         return None
     direction = "out" if to_broker else "in"
+    if v5:
+        return _read5(packet, direction)
     try:
         b = _body(packet)
         if kind == PUBACK:
@@ -81,6 +99,11 @@ def _publish(packet: bytes, b: bytes, direction: str) -> Wire:
     payload = b[at:]
     wire = Wire(direction, "PUBLISH", packet_id=packet_id, topic=topic, qos=qos,
                 dup=bool(packet[0] & 0x08), retain=bool(packet[0] & 0x01), size_bytes=len(payload))
+    return _envelope(wire, topic, payload)
+
+
+def _envelope(wire: Wire, topic: str, payload: bytes) -> Wire:
+    """The PUBLISH's record with its envelope's routing fields, when it carries one."""
     try:
         env = json.loads(payload)
     except ValueError:
@@ -97,3 +120,41 @@ def _publish(packet: bytes, b: bytes, direction: str) -> Wire:
                    reply_node_id=_text(headers, "replyNodeId"),
                    origin_node_id=_text(headers, "originNodeId"), status=_text(body, "status"),
                    stream=_text(body, "stream"), stream_seq=_int(body, "seq"))
+
+
+def _read5(packet: bytes, direction: str) -> Wire | None:
+    """A packet of an MQTT 5 connection, read by the mqtt5 codec."""
+    try:
+        got, _n = mqtt5.read(memoryview(packet))
+    except Exception:   # noqa: BLE001 - the codec's own errors: a packet it cannot read
+        return None
+    match got:
+        case mqtt5.ConnectPacket():
+            return Wire(direction, "CONNECT", client_id=got.client_id,
+                        clean_session=got.clean_start,
+                        will_topic=got.will.topic if got.will else None, mqtt="5",
+                        session_expiry_s=got.session_expiry_interval)
+        case mqtt5.SubscribePacket():
+            return Wire(direction, "SUBSCRIBE", packet_id=got.packet_id,
+                        filters=[f.pattern for f in got.topic_filters], mqtt="5")
+        case mqtt5.PubAckPacket():
+            return Wire(direction, "PUBACK", packet_id=got.packet_id, mqtt="5",
+                        reason_codes=[int(got.reason_code)])
+        case mqtt5.PublishPacket():
+            props: dict[str, Json] = {}
+            if got.response_topic is not None:
+                props["responseTopic"] = got.response_topic
+            if got.correlation_data is not None:
+                props["correlationData"] = got.correlation_data.hex()
+            if got.user_properties:
+                props["userProperties"] = [[k, v] for k, v in got.user_properties]
+            if got.message_expiry_interval is not None:
+                props["messageExpiryS"] = got.message_expiry_interval
+            if got.content_type is not None:
+                props["contentType"] = got.content_type
+            wire = _envelope(Wire(direction, "PUBLISH", packet_id=got.packet_id, topic=got.topic,
+                                  qos=int(got.qos), dup=got.duplicate, retain=got.retain,
+                                  size_bytes=len(got.payload), mqtt="5",
+                                  properties=props or None), got.topic, bytes(got.payload))
+            return wire
+    return None

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.core import events as ev
+from bench.spec.topology import MqttVersion
 from bench.substrates.live.brokers import Broker
 from bench.substrates.live.mqtt import MqttLink
 
@@ -20,8 +21,10 @@ POLL_S = 0.05
 class BrokerWatch:
     def __init__(self, loop: asyncio.AbstractEventLoop, broker: Broker,
                  record: Callable[[str, ev.Event], None],
-                 login: tuple[str, str | None] | None) -> None:
+                 login: tuple[str, str | None] | None,
+                 version: MqttVersion = MqttVersion.V311) -> None:
         self.loop, self.broker, self.record, self.login = loop, broker, record, login
+        self.version = version
         self.up = asyncio.Event()
         self.gone = asyncio.Event()
         #: a fault is stopping the broker (or the run is ending): its outage is planned
@@ -41,8 +44,8 @@ class BrokerWatch:
                 on_connected=lambda _present: self.back(),
                 on_disconnected=lambda reason: self.went(
                     f"the watch client lost its connection ({reason})"),
-                on_published=lambda _m: None, keepalive_s=2, clean_session=True,
-                login=self.login, tls=self.broker.tls)
+                on_published=lambda _m, _rc: None, keepalive_s=2, clean_session=True,
+                login=self.login, tls=self.broker.tls, version=self.version)
             self.link.connect()
             return
         self.task = self.loop.create_task(self._poll())
