@@ -237,3 +237,42 @@ def test_amqtt_keeps_nothing_over_a_restart_whatever_the_fault_asks() -> None:
     broker.publish(Message("t", b"later", 1))
     env.run(10)
     assert a.got == []
+
+
+def test_mqtt5_a_session_ends_with_its_expiry_interval_and_not_before() -> None:
+    """MQTT 5 §3.1.2.11.2: a disconnected session lives for its Session Expiry Interval;
+    resumed within it, it is present with what it queued; after it, it is gone."""
+    env, broker, _ = setup()
+    a = Fake()
+
+    def v5(expiry: int) -> Connection:
+        a.broker = broker
+        c = Connection("a", a, Link(LinkSpec(fixed(1.0)), random.Random(0)), False, None,
+                       "primary", session_expiry_s=expiry)
+        return c
+    first = v5(2)
+    assert broker.connect(first) is False
+    broker.subscribe(first, ("t",), 1)
+    broker.disconnect(first, graceful=True)
+    broker.publish(Message("t", b"kept", 1))
+    env.run(1_500)
+    assert broker.connect(again := v5(2)) is True     # within 2 s: resumed, queue delivered
+    env.run(1_600)
+    assert [p for _, p, _, _ in a.got] == [b"kept"]
+    broker.disconnect(again, graceful=True)
+    broker.publish(Message("t", b"lost", 1))
+    env.run(5_000)
+    assert broker.connect(v5(2)) is False             # 3.4 s later: expired, a new session
+    env.run(5_100)
+    assert [p for _, p, _, _ in a.got] == [b"kept"] and broker.stats["sessions_expired"] == 1
+
+
+def test_mqtt5_zero_expiry_ends_the_session_with_its_connection() -> None:
+    env, broker, _ = setup()
+    a = Fake()
+    a.broker = broker
+    c = Connection("a", a, Link(LinkSpec(fixed(1.0)), random.Random(0)), False, None,
+                   "primary", session_expiry_s=0)
+    broker.connect(c)
+    broker.disconnect(c, graceful=True)
+    assert "a" not in broker.sessions

@@ -63,6 +63,9 @@ class Connection:
     #: when the last packet sent each way ("up" to the broker, "down" to the client)
     #: arrives: TCP delivers in order, so no packet overtakes one sent before it
     last_arrival: dict[str, float] = field(default_factory=dict)
+    #: MQTT 5: the CONNECT's Session Expiry Interval (s); None: MQTT 3.1.1, where a
+    #: persistent session never expires
+    session_expiry_s: int | None = None
 
     def transit_ms(self, now: float, direction: str) -> float | None:
         """Delay of a packet sent now in `direction`, or None if it is lost with the link:
@@ -86,6 +89,8 @@ class Session:
     conn: Connection | None = None
     #: its place in the broker's sessions (their dict order, which routing follows)
     order: int = 0
+    #: MQTT 5: when the session ends unless a connection resumes it (None: never)
+    expires_at_ms: float | None = None
 
 
 @dataclass
@@ -132,7 +137,7 @@ class SimBroker:
         self._retained_under: dict[str, set[str]] = {}
         self.stats = {"published": 0, "delivered": 0, "redelivered": 0, "queued": 0,
                       "dropped_offline_qos0": 0, "takeovers": 0, "wills": 0,
-                      "lost_on_resume": 0}
+                      "lost_on_resume": 0, "sessions_expired": 0}
 
     # -- connections ------------------------------------------------------------------------
     def connect(self, conn: Connection) -> bool:
@@ -143,6 +148,12 @@ class SimBroker:
             conn.client.on_connection_lost(conn, "broker down")
             return False
         session = self.sessions.get(conn.client_id)
+        if session is not None and session.conn is None and session.expires_at_ms is not None \
+                and self.env.now >= session.expires_at_ms:
+            # MQTT 5 §3.1.2.11.2: the session expired with its interval; it is gone
+            self.stats["sessions_expired"] += 1
+            self._remove_session(session)
+            session = None
         if session is not None and session.conn is not None and session.conn is not conn:
             old = session.conn
             self.stats["takeovers"] += 1
@@ -193,8 +204,10 @@ class SimBroker:
         session = self.sessions.get(conn.client_id)
         if session is not None and session.conn is conn:
             session.conn = None
-            if session.clean:
+            if session.clean or conn.session_expiry_s == 0:
                 self._remove_session(session)
+            elif conn.session_expiry_s is not None:
+                session.expires_at_ms = self.env.now + conn.session_expiry_s * 1000.0
         if publish_will and conn.will is not None and self.up:
             self.stats["wills"] += 1
             self.publish(conn.will)
@@ -274,18 +287,22 @@ class SimBroker:
         return sorted(found)
 
     # -- messages ---------------------------------------------------------------------------
-    def publish(self, msg: Message) -> None:
+    def publish(self, msg: Message) -> int:
+        """Route one accepted PUBLISH; returns how many sessions it matched (on MQTT 5 a
+        PUBACK says 0x10 "no matching subscribers" when none did)."""
         if not self.up:
-            return
+            return 0
         self.stats["published"] += 1
         for tap in list(self.taps):
             tap(msg)
         if msg.retain:
             self._retain(msg)
-        for session, granted in self._route(msg.topic):
+        route = self._route(msg.topic)
+        for session, granted in route:
             copies = granted if self.behaviour.copy_per_filter else [max(granted)]
             for q in copies:
                 self._deliver(session, Message(msg.topic, msg.payload, min(msg.qos, q), False))
+        return len(route)
 
     def _route(self, topic: str) -> list[tuple[Session, list[int]]]:
         route = self._routes.get(topic)

@@ -32,6 +32,7 @@ from bench.core.inputs import (
 )
 from bench.core.node import Node
 from bench.spec.brokers import CLIENT
+from bench.spec.topology import MqttVersion
 from bench.storage import restore
 from bench.storage.memory import MemoryStore
 from bench.substrates.host import NodeHost
@@ -167,8 +168,11 @@ class SimHost(NodeHost):
 
     def _connect(self, clean: bool) -> None:
         self.clean_session = clean
+        v5 = self.deployment.scenario.mqtt is MqttVersion.V5
         conn = Connection(self.client_id, self, self.link, clean, self.will, "primary",
-                          owner=self.node_id)
+                          owner=self.node_id,
+                          session_expiry_s=(0 if clean else CLIENT.session_expiry_s) if v5
+                          else None)
         self.conn = conn
         self._after_transit(conn, lambda: self._connected(conn), round_trip=True)
 
@@ -352,20 +356,24 @@ class SimHost(NodeHost):
         broker = self.deployment.broker
         if epoch != self.epoch or not conn.alive or not broker.up:
             return
-        broker.publish(msg)
+        matched = broker.publish(msg)
         back = conn.transit_ms(self.env.now, "down")
         if back is None:
             return  # PUBACK lost with the link: resent after the reconnect (a duplicate)
-        self.env.now_later(back, lambda: self._puback(conn, cmd, key, epoch))
+        # MQTT 5 §3.4.2.1: 0x10 "No matching subscribers", else 0x00 Success
+        code = None if conn.session_expiry_s is None else (0x00 if matched else 0x10)
+        self.env.now_later(back, lambda: self._puback(conn, cmd, key, epoch, code))
 
-    def _puback(self, conn: Connection, cmd: Publish, key: int, epoch: int) -> None:
+    def _puback(self, conn: Connection, cmd: Publish, key: int, epoch: int,
+                reason_code: int | None = None) -> None:
         if epoch != self.epoch or not conn.alive:
             return  # no PUBACK on a closed connection: resent after the reconnect
         conn.last_in_ms = self.env.now
         if cmd.qos >= 1 and self._unacked.pop(key, None) is None:
             return  # already acknowledged through an earlier copy
         if cmd.message_id is not None:
-            self.feed(PublishSettled(self.now_ms(), cmd.message_id, True))
+            self.feed(PublishSettled(self.now_ms(), cmd.message_id, True,
+                                     reason_code=reason_code))
 
     def on_deliver(self, conn: Connection, msg: Message, pid: int, dup: bool) -> None:
         if self.frozen:
