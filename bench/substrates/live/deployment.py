@@ -14,13 +14,14 @@ bench plays for a node (`agents`), the broker's watch (`watch`), the fault primi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 import traceback
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.core import events as ev
 from bench.core.config import NodeConfig
@@ -43,6 +44,8 @@ from bench.substrates.live.watch import BrokerWatch
 from bench.substrates.log import RunLog
 from bench.variants import Variant
 from bench.workload import Op, RequestOp, TabOp, op_kind, op_to_json
+
+T = TypeVar("T")
 
 #: How long a deployment waits for every node's self-check, beyond its expected start-up.
 #: It ends as soon as the last node registers, so only a node that never comes up costs
@@ -123,7 +126,7 @@ class LiveDeployment:
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
         tapped = {n.id for n in self.topology.nodes if n.external or self.options.wire_tap}
         if self.options.link_faults or tapped:
-            specs = self.loop.run_until_complete(self._start_proxies(specs, tapped))
+            specs = self._until_done(self._start_proxies(specs, tapped))
         if (at := self.broker.in_phase(lead_s=self.placement.startup_s(len(specs)))) is not None:
             # the workload starts as soon as the nodes are up: they start early by about
             # how long they take, so that the workload starts in phase with the broker's
@@ -134,10 +137,25 @@ class LiveDeployment:
             self.say(f"{self.broker.kind}'s start straddled a second: its keepalive sweep is "
                      "not in the simulator's phase in this run (a silent node may be given "
                      "up up to 6 s apart from a simulation's)")
-        lines = self.loop.run_until_complete(self._start_nodes(specs))
+        lines = self._until_done(self._start_nodes(specs))
         for line in lines:
             self.say(line)
         return lines
+
+    def _until_done(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` on the loop; if a Ctrl-C stops it half-way, it is cancelled and run
+        to its end before the interruption goes on: a process half-spawned is killed by
+        its own clean-up, not left to a closed loop (that printed tracebacks, and the
+        node, never sent its launch spec, died of reading nothing)."""
+        task = self.loop.create_task(work)
+        try:
+            return self.loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    self.loop.run_until_complete(task)
+            raise
 
     def now_ms(self) -> float:
         return self.clock.now_ms()

@@ -31,6 +31,8 @@ async def main() -> None:
     else:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         first = (await reader.readline()).decode()
+    if not first.strip():
+        return   # the runner went away before it sent a launch spec: nothing to run
     spec = LaunchSpec.from_json(json.loads(first))
     clock = Clock(spec.t0)
     if standalone:   # nobody drives it: it stops when told to (docker compose down)
