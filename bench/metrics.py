@@ -110,10 +110,14 @@ class BrokerOutage(TypedDict):
     upMs: float | None
     how: str
     planned: bool
+
+
 class WillAfterSilence(TypedDict):
     node: str
     partitionMs: float
     willAfterMs: float | None
+    #: peers whose client stayed connected through the partition: who could see a will
+    peersConnected: int
 
 
 class Metrics(TypedDict):
@@ -279,9 +283,10 @@ def will_metrics(h: History) -> list[WillAfterSilence] | None:
     long after the partition began its will (the offline announcement) reached a peer —
     or that none did before the heal. MQTT 3.1.1 wants the broker to give a silent client
     up after 1.5 x its keepalive; a broker that never does keeps routing to a dead link."""
-    from bench.checks.network import fault_windows
+    from bench.checks.network import Transit, fault_windows
     out: list[WillAfterSilence] = []
     offline = h.fold(Offline).seen
+    transit = h.memo(Transit)
     for f in h.memo(fault_windows):
         if f.fault != "partition":
             continue
@@ -290,7 +295,8 @@ def will_metrics(h: History) -> list[WillAfterSilence] | None:
                        default=None)
             out.append(WillAfterSilence(
                 node=node, partitionMs=round(f.end_ms - f.start_ms, 1),
-                willAfterMs=None if will is None else round(will - f.start_ms, 1)))
+                willAfterMs=None if will is None else round(will - f.start_ms, 1),
+                peersConnected=len(transit.connected_throughout(node, f.start_ms, f.end_ms))))
     return out or None
 
 

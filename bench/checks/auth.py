@@ -286,6 +286,12 @@ def stale_either_way(h: History, c: Collector) -> None:
         o = sent.get(a.message_id or "")
         if o is None or verdict in (SignatureVerdict.UNSIGNED, SignatureVerdict.BAD_SIGNATURE):
             continue
+        # signed before its PUBACK came (when, exactly, is not recorded): a clock that moved
+        # within the in-flight allowance before either record is not judged
+        if off(o.node, o.t_ms - IN_FLIGHT_AT_END_MS) != off(o.node, o.t_ms) \
+                or off(a.node, a.t_ms - IN_FLIGHT_AT_END_MS) != off(a.node, a.t_ms):
+            c.count("signed_as_a_clock_moved")
+            continue
         apart = off(o.node, o.t_ms) - off(a.node, a.t_ms)
         if abs(apart) < FRESHNESS_WINDOW_MS + _FRESHNESS_MARGIN_MS:
             continue

@@ -178,7 +178,7 @@ def routed_to_a_listed_entry(h: History, c: Collector) -> None:
     requester's directory when it asked or when it sent, lists the agent — never to one
     whose entry was cleared or withdrawn (a directory that forgets a node but keeps its
     agents resolvable sends to where nobody announced them), never to a node that never
-    announced it; and where an entry online lists it, to an online one (DESIGN §3: online
+    announced it; and where an entry online lists it, to an online one (W-DIR-5: online
     announcers win), not to a gone node's offline entry that sorts later. A request the
     workload addressed explicitly (targetNodeId) is its own."""
     for o, holders, online in h.fold(Directories).routed:
@@ -293,7 +293,8 @@ def gives_up_a_silent_client(h: History, c: Collector) -> None:
     keepalive the node's CONNECT asked for (allowed: up to twice that, for a broker that
     checks in sweeps). A broker that never does keeps routing to a dead link: requests
     queue for a node that cannot take them, and nobody is told it is gone. Undecided
-    where the silence was shorter than the bound, or the keepalive is not recorded."""
+    where the silence was shorter than the bound, the keepalive is not recorded, or no
+    peer stayed connected through the bound to see a will (all of them cut off too)."""
     seen = h.fold(Directories)
     transit = h.memo(Transit)
     for f in h.memo(fault_windows):
@@ -315,6 +316,9 @@ def gives_up_a_silent_client(h: History, c: Collector) -> None:
                 continue
             if f.end_ms - f.start_ms < bound:
                 c.unknown("silence_shorter_than_the_give_up_bound")
+                continue
+            if not transit.connected_throughout(node, f.start_ms, f.start_ms + bound):
+                c.unknown("no_peer_connected_to_see_the_will")   # all cut off, or down
                 continue
             c.violation(f"{node} was silent for {(f.end_ms - f.start_ms) / 1000:.1f} s (a "
                         f"partition) and the broker never gave it up: no will reached a peer "
@@ -404,14 +408,17 @@ def _no_node(h: History) -> str | None:
 DIRECTORY_LIVENESS = Checker(
     "directory_liveness", "No mute receiver: every connected node registers at least one "
     "executor, all it expected; a roster holds only agents of the node's namespace; a node "
-    "calls an agent undeliverable only when its directory has no entry for it; a node whose "
+    "calls an agent undeliverable only when its directory has no entry for it, and sends a "
+    "request only to an entry that lists its agent (an online one first); a node whose "
     "announcement is cleared announces itself again.",
     (no_mute_receiver, registers_all_expected, roster_of_own_namespace,
      undeliverable_only_when_unknown, routed_to_a_listed_entry, announced_again_after_a_clear),
     _no_node)
 DEPLOYMENT = Checker(
     "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per "
-    "node; a takeover of one publishes no will of a connection still open.",
+    "node and each connects under the one it was given; and the broker keeps its MUSTs: a "
+    "takeover publishes no will of a connection still open, a silent client is given up, a "
+    "re-delivery reuses its packet id with DUP.",
     (unique_client_ids, connects_under_its_client_id, takeover_publishes_no_live_will,
      gives_up_a_silent_client, redelivers_the_same_packet),
     _no_node)

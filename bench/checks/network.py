@@ -220,6 +220,14 @@ class Transit:
                 for node in f.nodes:
                     self.lossy[node].append((f.start_ms, f.end_ms))
 
+    def connected_throughout(self, node: str, start_ms: float, end_ms: float) -> list[str]:
+        """The peers of `node` whose own client was connected from before `start_ms` and
+        stayed so until `end_ms`: those a will published in between would have reached."""
+        return [peer for peer, connects in self.connects.items()
+                if peer != node and any(t <= start_ms for t in connects)
+                and not any(o.node in (peer, EVERY_NODE) and o.start_ms <= end_ms
+                            and o.end_ms >= start_ms for o in self.outages)]
+
     def died_with_sender(self, sender: str, t_ms: float, message_id: str) -> bool:
         """The message, sent at `t_ms`, never got its PUBACK and its sender crashed after
         sending it: what its client still held died with the process."""

@@ -85,4 +85,5 @@ def will_after_silence(w: WillAfterSilence) -> str:
     return (f"{w['node']} partitioned for {w['partitionMs'] / 1000:.1f} s; "
             + (f"its will reached a peer after {w['willAfterMs'] / 1000:.1f} s"
                if w["willAfterMs"] is not None else "no will before the heal (the broker "
-               "never gave the silent client up)"))
+               "never gave the silent client up)" if w.get("peersConnected", 1)
+               else "no will seen: no peer stayed connected to see one"))

@@ -13,7 +13,7 @@ from bench.run import EXIT_OK, run_scenario
 from bench.spec.scenario import Mode
 from bench.substrates import Options
 from bench.variants import REFERENCE, VARIANTS
-from tests.live.conftest import compressed
+from tests.live.conftest import compressed, partitioned
 
 
 def _engine() -> object | None:
@@ -108,7 +108,7 @@ def test_faults_by_the_engine_and_through_the_gateway_proxy_give_the_expected_ve
         tmp_path: Path, name: str, seconds: float) -> None:
     """pause is the cgroup freezer (docker pause); latency, loss and partition go through
     the fault proxy, listening on the run network's gateway for the containers."""
-    scenario = compressed(name, seconds)
+    scenario = partitioned(seconds) if name == "partition" else compressed(name, seconds)
     result = run_scenario(scenario, REFERENCE, tmp_path, mode=Mode.DOCKER,
                           options=Options(broker="mosquitto"))
     wrong = {v.name: (v.value.value, v.counterexamples[:1]) for v in result.verdicts
@@ -182,7 +182,7 @@ def test_an_unplugged_cable_takes_the_container_off_the_network_and_back(tmp_pat
     """partition with how = "unplug": docker network disconnect, then connect at the heal;
     the verdicts are the blackhole's."""
     from dataclasses import replace
-    scenario = compressed("partition", 20)
+    scenario = partitioned(20)
     fault = scenario.faults[0]
     scenario = replace(scenario, faults=(replace(fault, params={**fault.params,
                                                                 "how": "unplug"}),))

@@ -16,7 +16,7 @@ from bench.run import EXIT_OK, run_scenario
 from bench.substrates import Hosting, Options
 from bench.variants import REFERENCE, VARIANTS
 from tests.helpers import node_clock_origins
-from tests.live.conftest import brokers, compressed
+from tests.live.conftest import brokers, compressed, partitioned
 
 BROKERS = brokers()
 
@@ -52,13 +52,12 @@ FAULTS = ["restart", "broker_restart", "double_subscription", "overlapping_filte
           "attacks", "attacks_audit", "tampering", "tampering_v2", "clock_skew", "mixed_fleet",
           "key_rotation", "key_rotation_clean"]
 #: replay_stale waits six minutes for its replays: simulation only (tests/test_scenarios.py)
-LONGER = {"partition": 20}   # a partition must outlast the keepalive (1.5 x 5 s) to cut links
 
 
 @pytest.mark.parametrize("broker", BROKERS)
 @pytest.mark.parametrize("name", FAULTS)
 def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
-    scenario = compressed(name, LONGER.get(name, 8))
+    scenario = partitioned(20) if name == "partition" else compressed(name, 8)
     nodes = "process" if name in ("restart", "streaming_restart", "gate_executor_restart",
                                   "gate_orchestrator_restart", "key_rotation") else "inproc"
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
