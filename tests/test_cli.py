@@ -294,9 +294,9 @@ def test_a_simulation_copies_the_broker_it_is_told_to_and_expects_what_that_brok
      "--mode docker runs its broker in a container: amqtt or mosquitto"),
     (["--mode", "docker", "--nodes", "process"], "in docker every node is a container"),
     (["--mode", "live", "--mqtt", "5", "--broker", "amqtt"],
-     "MQTT 5 on amqtt: amqtt 0.12 speaks MQTT 3.1.1 only"),
+     "MQTT 5 on amqtt: it speaks MQTT 3.1.1 only"),
     (["--mode", "docker", "--mqtt", "5", "--broker", "amqtt"],
-     "MQTT 5 on amqtt: amqtt 0.12 speaks MQTT 3.1.1 only")])
+     "MQTT 5 on amqtt: it speaks MQTT 3.1.1 only")])
 def test_a_broker_that_does_not_fit_the_mode_is_one_line_exit_3(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         argv: list[str], says: str) -> None:

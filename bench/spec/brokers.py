@@ -110,6 +110,40 @@ class KeepaliveCheck:
         return origin_ms + -(-(due - origin_ms) // period) * period   # the first sweep at or after
 
 
+class SharedInFlight(StrEnum):
+    """What a broker does with the QoS1 messages a member of a shared subscription held
+    unacknowledged when its connection dropped (MQTT 5 §4.8.2 allows both of the first)."""
+
+    SESSION = "session"        # kept for that member's session, sent when it is back
+    OTHER_MEMBER = "other"     # sent to another member of the group
+    LOST = "lost"              # neither (a defect: the message was accepted)
+
+
+@dataclass(frozen=True, slots=True)
+class V5Behaviour:
+    """What a broker does with what MQTT 5 adds (`a2a-bench brokers`, facts5.py)."""
+
+    #: a session ends with its Session Expiry Interval, and not before ([MQTT-3.1.2-23])
+    session_expiry: bool = True
+    #: a queued message past its Message Expiry Interval is not delivered, and the rest
+    #: are forwarded with what is left of theirs ([MQTT-3.3.2-5], [MQTT-3.3.2-6])
+    message_expiry: bool = True
+    #: a will waits its Will Delay Interval, and is not sent if the client is back ([MQTT-3.1.3-9])
+    will_delay: bool = True
+    #: User Properties (in order), Response Topic, Correlation Data and Content Type are
+    #: forwarded unchanged, on retained messages too
+    properties_kept: bool = True
+    #: the PUBACK reason for a QoS1 PUBLISH nobody subscribes to: 0x10, or 0x00 (both allowed)
+    no_subscribers_reason: int = 0x10
+    #: no more unacknowledged QoS1 messages in flight to a client than its Receive Maximum
+    receive_maximum: bool = True
+    #: shared subscriptions: each message to one member of a group, members in turn
+    shared: bool = True
+    shared_in_flight: SharedInFlight = SharedInFlight.SESSION
+    #: a shared subscription on a topic that starts with `$` is delivered to
+    shared_on_dollar_topics: bool = True
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerBehaviour:
     name: str
@@ -132,6 +166,8 @@ class BrokerBehaviour:
     #: under new packet ids with DUP=0 (breaking [MQTT-4.4.0-1], [MQTT-3.3.1-1]); no row
     #: here has it, a test seeds it
     resends_under_new_ids: bool = False
+    #: what it does with MQTT 5 (None: it does not speak it; a v5 run on it is refused)
+    v5: V5Behaviour | None = V5Behaviour()
 
     def keepalive_close_ms(self, keepalive_s: int) -> tuple[float, float] | None:
         """The earliest and latest time after a client's last packet that it is closed
@@ -149,11 +185,12 @@ BEHAVIOURS: dict[str, BrokerBehaviour] = {b.name: b for b in (
         wills_on_shutdown=False, keepalive_close=KeepaliveCheck(), resends_on_resume=True,
         persistent=True, start_ms=0.0,
         source="MQTT 3.1.1: [MQTT-3.1.2-24] 1.5 x keepalive, [MQTT-4.4.0-1] resend on "
-               "resume; a copy per filter is allowed ([MQTT-3.3.5-1]) and the harder case"),
+               "resume; a copy per filter is allowed ([MQTT-3.3.5-1]) and the harder case; "
+               "MQTT 5 as written, a shared member's in-flight kept for its session (§4.8.2)"),
     BrokerBehaviour(
         "amqtt", copy_per_filter=True, takeover_will=TakeoverWill.NEW,
         wills_on_shutdown=False, keepalive_close=None, resends_on_resume=False,
-        persistent=False, start_ms=250.0,
+        persistent=False, start_ms=250.0, v5=None,
         source="a2a-bench brokers, amqtt 0.12.1 embedded: 2 copies, the new client's will, no "
                "will on a graceful stop, never closes a silent client, resends nothing, "
                "keeps nothing over a restart; listening 0.25 s after its start (the "
@@ -162,10 +199,12 @@ BEHAVIOURS: dict[str, BrokerBehaviour] = {b.name: b for b in (
         "mosquitto", copy_per_filter=False, takeover_will=TakeoverWill.NONE,
         wills_on_shutdown=True, keepalive_close=KeepaliveCheck(whole_seconds=True, sweep_s=6.0),
         resends_on_resume=True,
-        persistent=True, start_ms=50.0,
+        persistent=True, start_ms=50.0, v5=V5Behaviour(shared_on_dollar_topics=False),
         source="a2a-bench brokers, Mosquitto 2.0.11 (persistence on): 1 copy, no will at a "
                "takeover, every will on SIGTERM, a silent client closed by a 6 s sweep once "
                "more than keepalive*3/2 whole seconds passed (measured 5.3-6.0 s at keepalive "
                "2 s, 11.1-12.0 s at 5 s), resent with DUP=1, sessions kept; "
-               "listening 0.05 s after its start"),
+               "listening 0.05 s after its start; on MQTT 5 every v5 fact as written but one: "
+               "a shared subscription on a topic that starts with $ is never delivered to "
+               "(PUBACK 0x10), a plain one is"),
 )}

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import EXIT_INVALID, EXIT_OK, main
-from bench.spec.brokers import BEHAVIOURS, BrokerBehaviour, TakeoverWill
+from bench.spec.brokers import BEHAVIOURS, BrokerBehaviour, SharedInFlight, TakeoverWill
 from bench.substrates.live.brokers import free_port, wait_listening
 from bench.substrates.live.facts import KEEPALIVE_S, measure
 from tests.live.conftest import MOSQUITTO, brokers
@@ -35,6 +35,32 @@ def facts_of(row: BrokerBehaviour) -> dict[str, str]:
         "retain_flags": "established RETAIN=0; new RETAIN=1",
         **({"keepalive": "never", "keepalive_receiving": "never"}
            if row.keepalive_close is None else {}),
+        **v5_facts_of(row),
+    }
+
+
+def v5_facts_of(row: BrokerBehaviour) -> dict[str, str]:
+    """The MQTT 5 rows (facts5.py) a broker modelled by `row` must measure."""
+    v5 = row.v5
+    if v5 is None:
+        return {"v5": "refused"}
+    shared = ("one member each, 5/5; a dropped member's in-flight: "
+              + {SharedInFlight.SESSION: "kept for its session",
+                 SharedInFlight.OTHER_MEMBER: "sent to the other member",
+                 SharedInFlight.LOST: "lost"}[v5.shared_in_flight]
+              + "; on $ topics: "
+              + ("works" if v5.shared_on_dollar_topics else "not delivered (PUBACK 0x10)"))
+    return {
+        "v5": "accepted",
+        "session_expiry": "kept within it; gone after it" if v5.session_expiry else "?",
+        "message_expiry": "expired dropped; the rest counts down" if v5.message_expiry else "?",
+        "user_properties": "kept in order" if v5.properties_kept else "changed (defect)",
+        "request_response": "passed unchanged" if v5.properties_kept else "changed (defect)",
+        "retained_properties": "kept" if v5.properties_kept else "lost (defect)",
+        "puback_no_subscribers": {0: "0x00 success",
+                                  0x10: "0x10 no matching subscribers"}[v5.no_subscribers_reason],
+        "receive_maximum": "2 in flight; the rest after the acks" if v5.receive_maximum else "?",
+        **({"shared_subscription": shared} if v5.shared else {}),
     }
 
 
@@ -45,6 +71,11 @@ def test_each_broker_does_what_the_simulators_row_for_it_says(tmp_path: Path, ki
     want = facts_of(row)
     assert {k: facts[k].value for k in want} == want, \
         {k: (f.value, f.detail) for k, f in facts.items()}
+    if row.v5 is not None and row.v5.will_delay:   # 2 s, and late by up to 2 s under load
+        delay = facts["will_delay"].value
+        assert delay.endswith("; none if back in time"), facts["will_delay"]
+        seconds = float(delay.removeprefix("will after ").split(" s;")[0])
+        assert 2.0 <= seconds <= 4.0, facts["will_delay"]
     window = row.keepalive_close_ms(KEEPALIVE_S)
     if window is not None:
         # a silent client is dropped and its will published: 1.5 x keepalive (3 s) at the

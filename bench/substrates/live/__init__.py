@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
+from bench.spec.brokers import BEHAVIOURS
 from bench.spec.scenario import Mode, Scenario
 from bench.spec.topology import BrokerModel, MqttVersion
 from bench.substrates.descriptor import (
@@ -56,9 +57,10 @@ def broker_refusal(spec: str, ca_file: str | None) -> str | None:
 
 def version_refusal(scenario: Scenario, broker: str) -> str | None:
     """Why `broker` cannot carry the scenario's MQTT version, in one line, or None."""
-    if broker == "amqtt" and scenario.mqtt is MqttVersion.V5:
-        return (f"{scenario.source}: MQTT 5 on amqtt: amqtt 0.12 speaks MQTT 3.1.1 only (it "
-                "answers a v5 CONNECT 'unsupported protocol version'); use --broker mosquitto "
+    row = BEHAVIOURS.get(broker)
+    if row is not None and row.v5 is None and scenario.mqtt is MqttVersion.V5:
+        return (f"{scenario.source}: MQTT 5 on {broker}: it speaks MQTT 3.1.1 only (a v5 "
+                "CONNECT is never answered: `a2a-bench brokers`); use --broker mosquitto "
                 "or an mqtt:// broker that speaks 5, or --mqtt 3.1.1")
     return None
 

@@ -26,6 +26,8 @@ long-lived broker others use. The facts:
   for one after the restart — or not at all? (3.1.1 says nothing; a broker that publishes
   them tells every node that all the others went away.) Needs a restart too.
 
+Then, on a broker that speaks MQTT 5, what v5 adds (`facts5.py`).
+
     a2a-bench brokers                       amqtt and Mosquitto, started here
     a2a-bench brokers --broker mqtt://host:1883 --json
 """
@@ -464,9 +466,13 @@ def measure(spec: str, workdir: Path, restart_command: str | None = None,
 
     restart = (restart_owned if broker.kind != "external" else
                restart_external if restart_command else None)
+    async def every() -> list[Fact]:
+        from bench.substrates.live.facts5 import Probe5
+        probe = Probe(broker.host, broker.port, restart, broker.username, broker.password,
+                      broker.tls)
+        return [*await probe.all(say), *await Probe5(probe).all(say)]
     try:
-        return asyncio.run(Probe(broker.host, broker.port, restart, broker.username,
-                                 broker.password, broker.tls).all(say))
+        return asyncio.run(every())
     finally:
         broker.stop()
 
@@ -475,7 +481,7 @@ def render(facts: dict[str, list[Fact]]) -> str:
     """A Markdown table, one column per broker, then what each value means."""
     names = list(facts)
     rows = ["| fact | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    order = [f.name for f in next(iter(facts.values()), [])]
+    order = list(dict.fromkeys(f.name for fs in facts.values() for f in fs))
     for fact in order:
         cells = [next((f.value for f in facts[b] if f.name == fact), "-") for b in names]
         rows.append(f"| `{fact}` | " + " | ".join(cells) + " |")

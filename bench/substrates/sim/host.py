@@ -360,8 +360,11 @@ class SimHost(NodeHost):
         back = conn.transit_ms(self.env.now, "down")
         if back is None:
             return  # PUBACK lost with the link: resent after the reconnect (a duplicate)
-        # MQTT 5 §3.4.2.1: 0x10 "No matching subscribers", else 0x00 Success
-        code = None if conn.session_expiry_s is None else (0x00 if matched else 0x10)
+        # MQTT 5 §3.4.2.1: 0x10 "No matching subscribers" (if the broker's row says it
+        # does; it may say 0x00), else 0x00 Success
+        v5 = broker.behaviour.v5
+        code = None if conn.session_expiry_s is None else \
+            0x00 if matched or v5 is None else v5.no_subscribers_reason
         self.env.now_later(back, lambda: self._puback(conn, cmd, key, epoch, code))
 
     def _puback(self, conn: Connection, cmd: Publish, key: int, epoch: int,
