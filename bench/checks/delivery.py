@@ -147,8 +147,9 @@ def no_response_explained(h: History, c: Collector) -> None:
     the target or the broker was out (down, cut off, slowed, taken over) during its
     lifetime; or the task it started was still running when the requester gave up, or
     its response reached the requester after that (it shows as unmatched); or a man in
-    the middle rewrote its replyNodeId (the answer went to him). Otherwise it was lost
-    silently."""
+    the middle rewrote its replyNodeId (the answer went to him); or a forgery under its
+    messageId was sent ahead and admitted, so the request was a DUPLICATE of it. Otherwise
+    it was lost silently."""
     target = _target_of(h)
     explained: set[str] = set()
     transit = h.memo(Transit)
@@ -163,9 +164,20 @@ def no_response_explained(h: History, c: Collector) -> None:
     explained |= {a.request_id for a in h.of(AttackSent)
                   if a.attack == "tamper_headers" and a.request_id}
     requesters = {s.request_id: s.node for s in h.of(RequestSent)}
+    # a forgery sent ahead under the request's messageId and admitted (no auth to refuse
+    # it): the genuine request is then rightly a DUPLICATE of it. (A forgery refused does
+    # not explain that drop: refusal_leaves_no_trace judges a ledger it poisoned.)
+    forged = {a.message_id: a.request_id for a in h.of(AttackSent)
+              if a.message_id and a.request_id}
+    shadowed = {(i.node, i.message_id) for i in h.of(InboundAdmitted)
+                if i.message_id in forged and i.request_id == forged[i.message_id]}
+    message_of = {s.request_id: s.message_id for s in h.of(RequestSent)}
     for d in h.of(InboundDropped):
         rid = d.request_id
-        if rid and d.reason != DropReason.DUPLICATE \
+        if rid and d.reason == DropReason.DUPLICATE and d.node == target.get(rid) \
+                and (d.node, message_of.get(rid)) in shadowed:
+            explained.add(rid)
+        elif rid and d.reason != DropReason.DUPLICATE \
                 and d.node in (target.get(rid), requesters.get(rid)):
             explained.add(rid)
     outages = transit.outages
