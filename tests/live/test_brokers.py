@@ -44,7 +44,7 @@ def v5_facts_of(row: BrokerBehaviour) -> dict[str, str]:
     v5 = row.v5
     if v5 is None:
         return {"v5": "refused"}
-    shared = ("one member each, 5/5; a dropped member's in-flight: "
+    shared = ("one member each; a dropped member's in-flight: "
               + {SharedInFlight.SESSION: "kept for its session",
                  SharedInFlight.OTHER_MEMBER: "sent to the other member",
                  SharedInFlight.LOST: "lost"}[v5.shared_in_flight]
