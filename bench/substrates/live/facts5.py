@@ -175,6 +175,12 @@ class Client5:
     async def ack(self, packet_id: int) -> None:
         await self._send(mqtt5.PubAckPacket(packet_id))
 
+    async def ack_all(self, got: list[Got]) -> None:
+        """Acknowledges every QoS1 PUBLISH of `got`."""
+        for g in got:
+            if g.packet_id is not None:
+                await self.ack(g.packet_id)
+
     async def publishes(self, within_s: float, topic: str | None = None) -> list[Got]:
         """Every PUBLISH (to `topic`, if given) within `within_s`; none acknowledged."""
         out, self.pending = self.pending, []
@@ -273,9 +279,7 @@ class Probe5:
         await asyncio.sleep(2.5)
         again = await self.client("me", clean=False, session_expiry_s=60)
         got = {g.payload: g for g in await again.publishes(1.0, topic)}
-        for g in got.values():
-            if g.packet_id is not None:
-                await again.ack(g.packet_id)
+        await again.ack_all(list(got.values()))
         await again.disconnect()
         await self._forget("me")
         long = got.get(b"long")
@@ -389,16 +393,12 @@ class Probe5:
         for i in range(5):
             await pub.publish(topic, f"m{i}".encode())
         first = await sub.at_least(2, 5.0, topic, then_s=1.0)   # a third would break it
-        for g in first:
-            if g.packet_id is not None:
-                await sub.ack(g.packet_id)
+        await sub.ack_all(first)
         rest: list[Got] = []
         for _ in range(5):
             more = await sub.publishes(0.5, topic)
             rest += more
-            for g in more:
-                if g.packet_id is not None:
-                    await sub.ack(g.packet_id)
+            await sub.ack_all(more)
             if len(first) + len(rest) >= 5 or not more:
                 break
         for c in (sub, pub):
@@ -428,9 +428,7 @@ class Probe5:
         got_p = await plain.at_least(10, 5.0, topic)      # all ten are out by then
         got_a, got_b = await asyncio.gather(a.publishes(0.5, topic), b.publishes(0.5, topic))
         for c, got in ((a, got_a), (b, got_b)):
-            for g in got:
-                if g.packet_id is not None:
-                    await c.ack(g.packet_id)
+            await c.ack_all(got)
         once = sorted(g.payload for g in got_a + got_b) == sorted(f"m{i}".encode()
                                                                   for i in range(10))
         split = f"{len(got_a)}/{len(got_b)}"
@@ -438,14 +436,10 @@ class Probe5:
         for i in range(4):
             await pub.publish(topic, f"d{i}".encode())
         held_a, held_b = await asyncio.gather(a.publishes(0.6, topic), b.publishes(0.6, topic))
-        for g in held_b:
-            if g.packet_id is not None:
-                await b.ack(g.packet_id)
+        await b.ack_all(held_b)
         a.abort()                                           # a's copies never acknowledged
         moved = await b.publishes(2.0, topic)
-        for g in moved:
-            if g.packet_id is not None:
-                await b.ack(g.packet_id)
+        await b.ack_all(moved)
         back = await self.client("ss-a", clean=False, session_expiry_s=30)
         kept = await back.publishes(1.5, topic)
         held = {g.payload for g in held_a}
