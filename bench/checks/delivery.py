@@ -588,7 +588,8 @@ def session_kept_as_promised(h: History, c: Collector) -> None:
     (what it keeps is unknown), or another client holding the client id meanwhile. A
     broker that promised persistence and came back without the session (Mosquitto unable
     to write its file), or a node that asked for a clean session, loses the QoS1 state
-    at-least-once delivery rests on."""
+    at-least-once delivery rests on. On MQTT 5 a node away longer than the Session Expiry
+    Interval it asked for finds none, as it should (deployment judges the converse)."""
     transit = h.memo(Transit)
     wipes = [*transit.wipes[1:],
              *(f.t_ms for f in h.of(FaultFired) if f.action in BROKER_DOWN
@@ -608,6 +609,8 @@ def session_kept_as_promised(h: History, c: Collector) -> None:
             continue
         if any(before.t_ms <= t <= m.t_ms for t in wipes):
             c.count("session_lost_with_the_broker")
+        elif any(a.back is m and a.may_have_expired for a in transit.aways[m.node]):
+            c.count("session_expired")      # MQTT 5: away longer than its Session Expiry
         elif any(s < m.t_ms and e > before.t_ms for s, e in transit.hijacked.get(m.node, [])):
             c.count("session_taken_over")
         else:

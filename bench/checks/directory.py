@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import Transit, fault_windows
-from bench.checks.terms import DEFAULT_EXECUTOR
+from bench.checks.terms import DEFAULT_EXECUTOR, GIVE_UP_BOUND_KEEPALIVES
 from bench.core.events import (
     AttackSent,
     Connected,
@@ -278,13 +278,6 @@ def connects_under_its_client_id(h: History, c: Collector) -> None:
                         f"as client id {e.client_id!r}; its deployment gave it {want!r}", e)
 
 
-#: [MQTT-3.1.2-24] wants a silent client given up after 1.5 x its keepalive; brokers check in
-#: sweeps (Mosquitto 2.0 every 6 s on whole seconds: 7-14 s at keepalive 5 s, measured by
-#: `a2a-bench brokers`). A broker that has not given it up by twice the clause's bound
-#: (3 x keepalive) is not sweeping late: it does not give silent clients up.
-GIVE_UP_BOUND_KEEPALIVES = 3.0
-
-
 @rule("MQTT 3.1.1 §3.1.2.10 [MQTT-3.1.2-24]: a client silent 1.5 x its keepalive is given up")
 def gives_up_a_silent_client(h: History, c: Collector) -> None:
     """A node a partition silenced (its connection open, no byte reaching the broker) is
@@ -387,6 +380,30 @@ def redelivers_the_same_packet(h: History, c: Collector) -> None:
                     "reuses the packet id, with DUP=1", was[2], e)
 
 
+@rule("MQTT 5 §4.1 [MQTT-4.1.0-2], §3.1.2.11.2: a session past its Session Expiry Interval "
+      "is discarded")
+def expired_session_not_resumed(h: History, c: Collector) -> None:
+    """A node away from the broker longer than the Session Expiry Interval its CONNECT
+    asked for finds no session when it comes back (sessionPresent=0): the broker MUST have
+    discarded it, with its subscriptions and what it queued. A broker that resumes it
+    anyway (MQTTnet 4.2 did: dotnet/MQTTnet#1756) hands the node messages past their
+    session's end, and tells it that subscriptions it never renewed still hold. Away is
+    counted from the latest the broker can have closed the connection: at once for a
+    killed process, within the give-up bound (3 x keepalive) of a silent one; a broker
+    down meanwhile, and MQTT 3.1.1 (no expiry), are not judged."""
+    for a in (a for away in h.memo(Transit).aways.values() for a in away):
+        if not a.must_have_expired:
+            c.count("resumed_within_expiry" if a.back.session_present else "away_within_expiry")
+            continue
+        c.count("away_past_expiry")
+        if a.back.session_present:
+            c.violation(f"{a.node} came back as {a.back.client_id} at {a.back.t_ms:.0f} ms, "
+                        f"{(a.back.t_ms - a.closed_by_ms) / 1000:.1f} s after the broker had "
+                        f"closed its connection (by {a.closed_by_ms:.0f} ms), and found its "
+                        f"session (sessionPresent=1): it expired after "
+                        f"{a.expiry_ms / 1000:.0f} s", a.before, a.back)
+
+
 @rule("MQTT 3.1.1 §3.1.2.5, [MQTT-3.1.2-8] (a will is published when its connection closes)")
 def takeover_publishes_no_live_will(h: History, c: Collector) -> None:
     """At a session takeover only the old connection closes; a broker that publishes the
@@ -418,7 +435,7 @@ DEPLOYMENT = Checker(
     "deployment", "Seed 002 §11.1 red line 1: node ids and MQTT client ids are unique per "
     "node and each connects under the one it was given; and the broker keeps its MUSTs: a "
     "takeover publishes no will of a connection still open, a silent client is given up, a "
-    "re-delivery reuses its packet id with DUP.",
+    "re-delivery reuses its packet id with DUP, an expired session is not resumed (MQTT 5).",
     (unique_client_ids, connects_under_its_client_id, takeover_publishes_no_live_will,
-     gives_up_a_silent_client, redelivers_the_same_packet),
+     gives_up_a_silent_client, redelivers_the_same_packet, expired_session_not_resumed),
     _no_node)

@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from bench.checks.terms import IN_FLIGHT_AT_END_MS
+from bench.checks.terms import GIVE_UP_BOUND_KEEPALIVES, IN_FLIGHT_AT_END_MS
 from bench.core.events import (
     BrokerDown,
     BrokerUp,
@@ -176,6 +176,68 @@ PUBACK_WITHIN_MS = 250.0
 TCP_GIVE_UP_MS = sum(min(200.0 * 2 ** k, 60_000.0) for k in range(15))
 
 
+#: A broker discards an expired session when it next looks (Mosquitto: on the whole second).
+SESSION_EXPIRY_SLACK_MS = 1_500.0
+
+
+@dataclass(frozen=True, slots=True)
+class Away:
+    """A node's client between two connections under one client id on MQTT 5, the second
+    asking to resume (clean start 0): the session the first asked to keep `expiry_ms`
+    after its close, which the broker made at the earliest `closed_from_ms` and at the
+    latest `closed_by_ms` — at once for a killed process (the kernel closes its socket),
+    within the give-up bound of a silent one."""
+
+    node: str
+    before: MqttConnected
+    back: MqttConnected
+    expiry_ms: float
+    closed_from_ms: float
+    closed_by_ms: float
+
+    @property
+    def must_have_expired(self) -> bool:
+        return self.back.t_ms - self.closed_by_ms > self.expiry_ms + SESSION_EXPIRY_SLACK_MS
+
+    @property
+    def may_have_expired(self) -> bool:
+        return self.back.t_ms - self.closed_from_ms >= self.expiry_ms - SESSION_EXPIRY_SLACK_MS
+
+
+def _aways(h: History, outages: list[Outage]) -> dict[str, list[Away]]:
+    """node -> each time its MQTT 5 client was away and asked for its session back. Not
+    counted: a broker down meanwhile (what it kept is its restart's business), and a
+    reconnect with no loss recorded before it (the bench replaced the client)."""
+    losses: dict[str, list[tuple[float, bool]]] = defaultdict(list)   # (t, killed)
+    for x in h.of(NodeCrashed):
+        losses[x.node].append((x.t_ms, True))
+    for d in h.of(MqttDisconnected):
+        losses[d.node].append((d.t_ms, False))
+    broker = [o for o in outages if o.node == EVERY_NODE]
+    last: dict[tuple[str, str], MqttConnected] = {}
+    out: dict[str, list[Away]] = defaultdict(list)
+    for m in sorted(h.of(MqttConnected), key=lambda e: e.seq):
+        key = (m.node, m.client_id)
+        before, last[key] = last.get(key), m
+        if before is None or before.session_expiry_s is None or not m.session_expiry_s \
+                or before.keepalive_s is None:
+            continue     # 3.1.1, a clean start, or a keepalive not known
+        lost = sorted(t for t in losses[m.node] if before.t_ms <= t[0] <= m.t_ms)
+        if not lost or any(o.start_ms <= m.t_ms and o.end_ms >= before.t_ms for o in broker):
+            continue
+        t, killed = lost[0]
+        silent = [f.start_ms for f in h.memo(fault_windows) if f.fault in LINK_FAULTS
+                  and m.node in f.nodes and f.start_ms <= t <= f.end_ms]
+        bound = GIVE_UP_BOUND_KEEPALIVES * before.keepalive_s * 1000.0
+        if killed and not silent:
+            closed = (t, t + PUBACK_WITHIN_MS)
+        else:
+            closed = (min([t - bound, *silent]) if not killed else min(silent), t + bound)
+        out[m.node].append(Away(m.node, before, m, before.session_expiry_s * 1000.0,
+                                max(closed[0], before.t_ms), closed[1]))
+    return out
+
+
 class Transit:
     """What the network may have done with a message the broker accepted, from the
     journal alone: lost it with a broker that forgot its sessions, handed it to another
@@ -200,6 +262,7 @@ class Transit:
             self.connects[m.node].append(m.t_ms)
         self.hijacked = taken_over(h)
         self.outages = _outages(h)
+        self.aways = _aways(h, self.outages)
         self.published = {o.message_id: o.t_ms for o in h.of(OutboundSettled)
                           if o.state == OutboundState.PUBLISHED}
         self.crashes: dict[str, list[float]] = defaultdict(list)
@@ -280,6 +343,14 @@ class Transit:
             resubscribed = next((s for s in self.subscribed[target] if s >= w), -math.inf)
             if (w and t_ms <= w) or accepted_from <= resubscribed:
                 return "lost_with_non_persistent_broker" if w else "sent_before_the_target_subscribed"
+        # MQTT 5: a session that expired while its node was away took what it queued and
+        # held in flight with it, and nothing routes to the node until it subscribes again
+        for a in self.aways[target]:
+            if not a.back.session_present and a.may_have_expired:
+                resubscribed = next((s for s in self.subscribed[target] if s >= a.back.t_ms),
+                                    -math.inf)
+                if a.closed_from_ms - IN_FLIGHT_AT_END_MS <= t_ms and accepted_from <= resubscribed:
+                    return "lost_with_an_expired_session"
         # what the session still held unacknowledged when it was taken over goes to the
         # new holder too: a message accepted just before the takeover may be among it, and
         # so may one queued for a target that was out from then until the takeover

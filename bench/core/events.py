@@ -916,6 +916,8 @@ class MqttConnected(Event):
     session_present: bool
     broker: str | None = None
     keepalive_s: int | None = None     # what the CONNECT asked for; None: not known
+    #: MQTT 5: the Session Expiry Interval the CONNECT asked for; None: 3.1.1 (or not known)
+    session_expiry_s: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

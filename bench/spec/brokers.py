@@ -166,6 +166,10 @@ class BrokerBehaviour:
     #: under new packet ids with DUP=0 (breaking [MQTT-4.4.0-1], [MQTT-3.3.1-1]); no row
     #: here has it, a test seeds it
     resends_under_new_ids: bool = False
+    #: a defect seen on a third-party broker (MQTTnet 4.2, dotnet/MQTTnet#1756): a session
+    #: past its MQTT 5 Session Expiry Interval is resumed as if it had not expired; no row
+    #: here has it, a test seeds it
+    resumes_expired_sessions: bool = False
     #: what it does with MQTT 5 (None: it does not speak it; a v5 run on it is refused)
     v5: V5Behaviour | None = V5Behaviour()
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.core.auth import AuthMode, SignatureVersion
 from bench.faults import FaultSpec, parse_fault
+from bench.spec.brokers import CLIENT
 from bench.spec.distribution import Distribution, SpecError, parse_distribution
 from bench.spec.topology import BrokerModel, LinkSpec, MqttVersion, NodeSpec, Role, Topology
 from bench.workload import WorkloadSpec
@@ -105,6 +106,9 @@ class Scenario:
     unmodelled: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: the MQTT version the run speaks (the scenario's `mqtt`, else its topology's)
     mqtt: MqttVersion = MqttVersion.V311
+    #: MQTT 5: the Session Expiry Interval the nodes' CONNECTs ask for (`session_expiry_s`);
+    #: a persistent session outlives its connection this long. On 3.1.1 it never expires.
+    session_expiry_s: int = CLIENT.session_expiry_s
 
     def expect_for(self, broker: str | None) -> dict[str, str]:
         """The verdicts expected of a run: live on `broker` (amqtt, mosquitto), or in
@@ -186,7 +190,9 @@ class Scenario:
                 "faults": [f.to_json() for f in self.faults], "expect": dict(self.expect),
                 "expect_by_broker": {b: dict(e) for b, e in self.expect_by_broker.items()},
                 "unmodelled": {b: dict(e) for b, e in self.unmodelled.items()},
-                "mqtt": self.mqtt.value}
+                "mqtt": self.mqtt.value,
+                **({"session_expiry_s": self.session_expiry_s}
+                   if self.session_expiry_s != CLIENT.session_expiry_s else {})}
 
 
 class _Table:
@@ -394,7 +400,8 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     raw = read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "topology", "mode", "seed", "duration_s",
                                  "drain_s", "auth", "workload", "faults", "expect",
-                                 "sim_only", "unmodelled", "live_nodes", "mqtt"})
+                                 "sim_only", "unmodelled", "live_nodes", "mqtt",
+                                 "session_expiry_s"})
     topo_name = topology or top.text("topology")
     try:
         topo_path = find(topo_name, TOPOLOGIES, "topology")
@@ -506,4 +513,5 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         expect_by_broker=by_broker, unmodelled=unmodelled,
         live_nodes=top.choice("live_nodes", ("inproc", "process"), "inproc")
         if "live_nodes" in raw else None,
-        mqtt=MqttVersion(mqtt) if mqtt is not None else _mqtt_version(top, topo.mqtt.value))
+        mqtt=MqttVersion(mqtt) if mqtt is not None else _mqtt_version(top, topo.mqtt.value),
+        session_expiry_s=top.integer("session_expiry_s", CLIENT.session_expiry_s))

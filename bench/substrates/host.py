@@ -347,10 +347,11 @@ class NodeHost(ABC):
         self.reconnect()
 
     def mqtt_connected(self, client_id: str, session_present: bool, keepalive_s: int,
-                       broker: str | None = None) -> None:
-        """Record the connection (with the keepalive its CONNECT asked for); under another
-        node's client id it is the fault firing."""
-        self.record(ev.MqttConnected(client_id, session_present, broker, keepalive_s))
+                       broker: str | None = None, session_expiry_s: int | None = None) -> None:
+        """Record the connection (with the keepalive, and on MQTT 5 the session expiry, its
+        CONNECT asked for); under another node's client id it is the fault firing."""
+        self.record(ev.MqttConnected(client_id, session_present, broker, keepalive_s,
+                                     session_expiry_s))
         fault = self.client_id_fault
         if fault is not None and client_id == self.client_id_override:
             self.record(ev.FaultFired(fault.kind, fault.index,

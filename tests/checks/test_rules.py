@@ -25,7 +25,7 @@ Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
-             "key_rotation", "clock_ahead", "gate_decision_redelivered")
+             "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired")
 
 
 @pytest.fixture(scope="module")
@@ -346,6 +346,9 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "redelivers_the_same_packet": ("broker_redelivery", alter(
         "inbound_dropped", lambda e: e.get("dup") is True,
         packetId=lambda e: e["packetId"] + 1000, dup=False)),
+    "expired_session_not_resumed": ("session_expired", alter(
+        "mqtt_connected", lambda e: e["node"] == "exec-1" and e["tMs"] > 10_000,
+        sessionPresent=True)),
     "connects_under_its_client_id": ("quickstart", alter("node_started", clientId="orch-1-x")),
     "driven_requests_get_through": ("quickstart", nothing_gets_through),
     # silent_loss

@@ -78,6 +78,21 @@ def test_a_restart_kills_the_container_and_starts_it_again_on_its_data_dir(tmp_p
     assert not leftovers()
 
 
+def test_an_mqtt_5_session_expires_in_containers_as_live_and_in_simulation(tmp_path: Path) -> None:
+    """session_expired: the broker container speaks v5, exec-1's container is down past the
+    2 s Session Expiry Interval it asked for and comes back to no session; what the expired
+    session held is lost with that explanation (qos1_delivery), and nothing is silent."""
+    result = run_scenario(compressed("session_expired", 12), REFERENCE, tmp_path,
+                          mode=Mode.DOCKER, options=Options(broker="mosquitto"))
+    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
+                                         for v in result.verdicts]
+    counts = {v.name: v.counts for v in result.verdicts}
+    assert counts["deployment"]["away_past_expiry"] == 1
+    assert counts["qos1_delivery"]["session_expired"] == 1
+    assert '"mqtt":"5"' in (tmp_path / "history.jsonl").read_text()
+    assert not leftovers()
+
+
 def test_a_seeded_defect_fails_in_docker_as_in_simulation(tmp_path: Path) -> None:
     defect = VARIANTS["memory_dedup_60s"]
     scenario = compressed(defect.scenario, 8)

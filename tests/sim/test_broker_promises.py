@@ -1,9 +1,10 @@
 """The MUSTs a broker keeps, judged from the run (deployment checker): a simulated broker
 seeded with each defect turns its rule FALSE, and the brokers that keep it pass.
 
-The two defects were seen on a third-party broker a user brought: it re-sent a resumed
-session's unacknowledged QoS1 messages under new packet ids with DUP=0, and it never gave a
-silent client up; every verdict said TRUE."""
+The first two defects were seen on a third-party broker a user brought: it re-sent a
+resumed session's unacknowledged QoS1 messages under new packet ids with DUP=0, and it never
+gave a silent client up; every verdict said TRUE. The third is MQTTnet 4.2's
+(dotnet/MQTTnet#1756): an MQTT 5 session resumed past its Session Expiry Interval."""
 
 from __future__ import annotations
 
@@ -51,3 +52,17 @@ def test_a_broker_that_never_gives_a_silent_client_up_is_false(
     assert got["value"] == value
     rule = got["rules"]["gives_up_a_silent_client"]  # type: ignore[index]
     assert rule["violations"] == (value == "false")
+
+
+def test_a_session_resumed_past_its_expiry_is_false(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """exec-1 is down 8 s with a 2 s Session Expiry Interval: a broker that keeps the
+    session past it is FALSE, and nothing else notices (the node is happy to be resumed)."""
+    kept = deployment(tmp_path / "kept", "session_expired")
+    assert kept["value"] == "true"
+    assert kept["counts"]["away_past_expiry"] == 1     # type: ignore[index]
+    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", dataclasses.replace(
+        brokers.BEHAVIOURS["generic"], resumes_expired_sessions=True))
+    broken = deployment(tmp_path / "broken", "session_expired")
+    assert broken["value"] == "false"
+    assert broken["rules"]["expired_session_not_resumed"]["violations"] == 1  # type: ignore[index]

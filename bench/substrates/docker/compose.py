@@ -40,7 +40,8 @@ def compose(topology: str, broker: str, path: Path, port: int = BROKER_PORT) -> 
         node_data = data / node_id
         node_data.mkdir(parents=True, exist_ok=True)
         spec = LaunchSpec(config, REFERENCE.name, node_data, ("broker", BROKER_PORT), t0,
-                          scenario.seed, scenario.workload.to_json(), mqtt=scenario.mqtt)
+                          scenario.seed, scenario.workload.to_json(), mqtt=scenario.mqtt,
+                          session_expiry_s=scenario.session_expiry_s)
         (specs / f"{node_id}.json").write_text(json.dumps(spec.to_json()))
         services[node_id] = {
             "image": tag(), "depends_on": ["broker"], "environment": env, "labels": labels,

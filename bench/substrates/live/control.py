@@ -12,6 +12,7 @@ from typing import Any
 from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion
 from bench.core.config import NodeConfig
 from bench.faults.primitives import FaultRef
+from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
 from bench.substrates.live.host import Clock, LiveHost, Sink
 from bench.substrates.live.mqtt import Tls
@@ -49,6 +50,8 @@ class LaunchSpec:
     agents_by: str = "node"
     #: the MQTT version the node's client speaks ("3.1.1" or "5")
     mqtt: MqttVersion = MqttVersion.V311
+    #: and on MQTT 5 the Session Expiry Interval its persistent session asks for
+    session_expiry_s: int = CLIENT.session_expiry_s
 
     def to_json(self) -> dict[str, Any]:
         c, keys = self.config, self.config.auth.keys
@@ -67,7 +70,8 @@ class LaunchSpec:
             "tabs": [list(t) for t in self.tabs],
             "login": list(self.login) if self.login else None,
             "tls": {"ca_file": self.tls.ca_file} if self.tls else None,
-            "agents_by": self.agents_by, "mqtt": self.mqtt.value}
+            "agents_by": self.agents_by, "mqtt": self.mqtt.value,
+            "session_expiry_s": self.session_expiry_s}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LaunchSpec:
@@ -87,14 +91,15 @@ class LaunchSpec:
                           tuple((str(s), str(c)) for s, c in d.get("tabs", [])),
                           (d["login"][0], d["login"][1]) if d.get("login") else None,
                           Tls(d["tls"]["ca_file"]) if d.get("tls") else None,
-                          d.get("agents_by", "node"), MqttVersion(d.get("mqtt", "3.1.1")))
+                          d.get("agents_by", "node"), MqttVersion(d.get("mqtt", "3.1.1")),
+                          int(d.get("session_expiry_s", CLIENT.session_expiry_s)))
 
     def host(self, sink: Sink, clock: Clock) -> LiveHost:
         """The node's host as this spec starts it, in-process or in a node process."""
         from bench.variants import variant
         host = LiveHost(self.config, variant(self.variant).node_class, self.data_dir,
                         self.broker, sink, clock, self.behaviour(), self.login, self.tls,
-                        self.mqtt)
+                        self.mqtt, self.session_expiry_s)
         host.tabs = dict(self.tabs)
         host.agents_by_bench = self.agents_by == "bench"
         return host

@@ -122,7 +122,7 @@ class LiveDeployment:
                             self.scenario.workload.to_json(), login=self.login(),
                             tls=self.broker.tls,
                             agents_by="bench" if self.topology.node(node_id).external else "node",
-                            mqtt=self.scenario.mqtt)
+                            mqtt=self.scenario.mqtt, session_expiry_s=self.scenario.session_expiry_s)
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
         tapped = {n.id for n in self.topology.nodes if n.external or self.options.wire_tap}
         if self.options.link_faults or tapped:

@@ -26,6 +26,7 @@ from bench.core.commands import Command, Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import ConnectionUp, MessageReceived, PublishSettled, Started, Subscribed
 from bench.core.node import Node
+from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
 from bench.storage import Store, restore, stage
 from bench.storage.files import FileStore, FileTransaction
@@ -55,9 +56,11 @@ class LiveHost(NodeHost):
     def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
                  broker: tuple[str, int], sink: Sink, clock: Clock,
                  behaviour: Behaviour, login: tuple[str, str | None] | None = None,
-                 tls: Tls | None = None, version: MqttVersion = MqttVersion.V311) -> None:
+                 tls: Tls | None = None, version: MqttVersion = MqttVersion.V311,
+                 session_expiry_s: int = CLIENT.session_expiry_s) -> None:
         super().__init__(config, node_class, behaviour)
         self.version = version      # the MQTT version its clients speak
+        self.session_expiry_s = session_expiry_s     # and, on 5, their sessions' expiry
         self.login = login          # an external broker's user and password
         self.tls = tls              # and TLS to it (mqtts://)
         self.clock_origin_ms = clock.origin_ms
@@ -174,7 +177,7 @@ class LiveHost(NodeHost):
                         on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
                         on_published=lambda mid, rc: self._on_published(link, mid, rc),
                         clean_session=cmd.clean_session, login=self.login, tls=self.tls,
-                        version=self.version,
+                        version=self.version, session_expiry_s=self.session_expiry_s,
                         on_subscribed=lambda filters: self._on_subscribed(link, epoch, filters))
         self.link = link
         link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain)
@@ -183,7 +186,8 @@ class LiveHost(NodeHost):
         if epoch != self.epoch or link is not self.link:
             return
         self.mqtt_connected(link.client_id, present, link.keepalive_s,
-                            broker=f"{self.broker[0]}:{self.broker[1]}")
+                            broker=f"{self.broker[0]}:{self.broker[1]}",
+                            session_expiry_s=link.session_expiry_s)
         self.feed(ConnectionUp(self.now_ms(), present))
 
     def _on_subscribed(self, link: MqttLink, epoch: int, filters: tuple[str, ...]) -> None:

@@ -59,13 +59,18 @@ class MqttLink:
                  on_subscribed: Callable[[tuple[str, ...]], None] = lambda filters: None,
                  keepalive_s: int = CLIENT.keepalive_s, clean_session: bool = False,
                  login: tuple[str, str | None] | None = None, tls: Tls | None = None,
-                 version: MqttVersion = MqttVersion.V311) -> None:
+                 version: MqttVersion = MqttVersion.V311,
+                 session_expiry_s: int = CLIENT.session_expiry_s) -> None:
         self.loop = loop
         self.host, self.port = host, port
         self.client_id = client_id
         self.keepalive_s = keepalive_s
         self.version = version
         self.clean_session = clean_session
+        #: MQTT 5: the Session Expiry Interval a persistent session's CONNECT asks for;
+        #: None on 3.1.1
+        self.session_expiry_s = (0 if clean_session else session_expiry_s) \
+            if version is MqttVersion.V5 else None
         if version is MqttVersion.V5:
             c = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id,
                             protocol=paho.MQTTv5, manual_ack=True, reconnect_on_failure=True)
@@ -119,7 +124,7 @@ class MqttLink:
         if self.version is MqttVersion.V5:
             # a persistent session is clean start 0 plus an expiry; every reconnect resumes it
             props = Properties(PacketTypes.CONNECT)
-            props.SessionExpiryInterval = 0 if self.clean_session else CLIENT.session_expiry_s
+            props.SessionExpiryInterval = self.session_expiry_s
             self.client.connect_async(self.host, self.port, keepalive=self.keepalive_s,
                                       clean_start=self.clean_session, properties=props)
         else:

@@ -1,5 +1,5 @@
 """A simpy model of an MQTT 3.1.1 broker, with the semantics the seeds' failures need:
-QoS0/QoS1, persistent and clean sessions, in-flight redelivery with DUP on reconnect,
+QoS0/QoS1, persistent and clean sessions (on MQTT 5 ending with their expiry interval), in-flight redelivery with DUP on reconnect,
 retained messages, Last Will, overlapping subscriptions, session takeover on a duplicate
 client id, keepalive enforcement, and a stop that keeps sessions only with persistence.
 
@@ -148,12 +148,6 @@ class SimBroker:
             conn.client.on_connection_lost(conn, "broker down")
             return False
         session = self.sessions.get(conn.client_id)
-        if session is not None and session.conn is None and session.expires_at_ms is not None \
-                and self.env.now >= session.expires_at_ms:
-            # MQTT 5 §3.1.2.11.2: the session expired with its interval; it is gone
-            self.stats["sessions_expired"] += 1
-            self._remove_session(session)
-            session = None
         if session is not None and session.conn is not None and session.conn is not conn:
             old = session.conn
             self.stats["takeovers"] += 1
@@ -208,11 +202,22 @@ class SimBroker:
                 self._remove_session(session)
             elif conn.session_expiry_s is not None:
                 session.expires_at_ms = self.env.now + conn.session_expiry_s * 1000.0
+                if not self.behaviour.resumes_expired_sessions:     # else a seeded defect
+                    self.env.later(conn.session_expiry_s * 1000.0, self._expire, session)
         if publish_will and conn.will is not None and self.up:
             self.stats["wills"] += 1
             self.publish(conn.will)
         if notify:
             conn.client.on_connection_lost(conn, reason)
+
+    def _expire(self, session: Session) -> None:
+        """MQTT 5 §4.1: a session whose connection closed its Session Expiry Interval ago
+        is discarded, with its subscriptions and what it queued (unless a connection
+        resumed it meanwhile)."""
+        if self.sessions.get(session.client_id) is session and session.conn is None \
+                and session.expires_at_ms is not None and self.env.now >= session.expires_at_ms:
+            self.stats["sessions_expired"] += 1
+            self._remove_session(session)
 
     def subscribe(self, conn: Connection, filters: tuple[str, ...], qos: int) -> None:
         session = self.sessions.get(conn.client_id)

@@ -171,8 +171,8 @@ class SimHost(NodeHost):
         v5 = self.deployment.scenario.mqtt is MqttVersion.V5
         conn = Connection(self.client_id, self, self.link, clean, self.will, "primary",
                           owner=self.node_id,
-                          session_expiry_s=(0 if clean else CLIENT.session_expiry_s) if v5
-                          else None)
+                          session_expiry_s=(0 if clean else self.deployment.scenario.session_expiry_s)
+                          if v5 else None)
         self.conn = conn
         self._after_transit(conn, lambda: self._connected(conn), round_trip=True)
 
@@ -184,7 +184,8 @@ class SimHost(NodeHost):
             return  # refused (broker down): on_connection_lost scheduled a retry
         self._attempts = 0
         conn.last_in_ms = self.env.now
-        self.mqtt_connected(conn.client_id, present, CLIENT.keepalive_s)
+        self.mqtt_connected(conn.client_id, present, CLIENT.keepalive_s,
+                            session_expiry_s=conn.session_expiry_s)
         # as paho does: what was in flight (with DUP) and what was queued goes out at the
         # CONNACK, before the node hears of the connection and subscribes again
         for pending in list(self._unacked.values()):
