@@ -6,7 +6,13 @@ from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import Transit, fault_windows
-from bench.checks.terms import CLOCK_SLACK_MS, IN_FLIGHT_AT_END_MS, NOT_SENT, timers_late_ms
+from bench.checks.terms import (
+    CLOCK_SLACK_MS,
+    IN_FLIGHT_AT_END_MS,
+    NOT_SENT,
+    records_late_ms,
+    timers_late_ms,
+)
 from bench.core.events import (
     DropReason,
     Event,
@@ -295,8 +301,10 @@ def gaps_wait_the_window(h: History, c: Collector) -> None:
     """A gap is declared only once the reorder window has run from when the hole appeared
     (when the first frame held beyond it reached the home): declared sooner, frames that
     were merely late are thrown away as lost. Not judged while a fault set the home's
-    clock off (its timers run on it)."""
+    clock off (its timers run on it). Each of the two records may be stamped up to the
+    substrate's records_late_ms after the home decided (a live node's group commit)."""
     arrivals = h.memo(frame_arrivals)
+    slack = CLOCK_SLACK_MS + records_late_ms(h)
     skewed = [f for f in h.memo(fault_windows) if f.fault == "clock_skew"]
     for g in h.of(RelayGap):
         if any(g.node in f.nodes and f.start_ms <= g.t_ms for f in skewed):
@@ -306,7 +314,7 @@ def gaps_wait_the_window(h: History, c: Collector) -> None:
         if not beyond:
             continue
         appeared = min(beyond)
-        if g.t_ms < appeared + REORDER_WINDOW_MS - CLOCK_SLACK_MS:
+        if g.t_ms < appeared + REORDER_WINDOW_MS - slack:
             c.violation(f"{g.node} declared {g.stream} {g.from_seq}..{g.to_seq} lost "
                         f"{g.t_ms - appeared:.0f} ms after the hole appeared, within the "
                         f"{REORDER_WINDOW_MS:.0f} ms reorder window", g)

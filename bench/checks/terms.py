@@ -9,6 +9,7 @@ value in the core must make a rule fail, not follow along silently.
 from __future__ import annotations
 
 from bench.core.events import (
+    WALL_CLOCK_RECORDS_LATE_MS,
     WALL_CLOCK_TIMERS_LATE_MS,
     AuthMode,
     InstanceStatus,
@@ -67,6 +68,15 @@ GIVE_UP_BOUND_KEEPALIVES = 3.0
 
 #: Node clocks read whole milliseconds; the bench's are floats.
 CLOCK_SLACK_MS = 1.0
+
+
+def records_late_ms(h: History) -> float:
+    """How long after a node's decision its record may be stamped in the run `h` records,
+    as its substrate said in RunStarted (0 when simulated, where a record is stamped at the
+    instant of the decision); a history older than that field gets a wall clock's."""
+    started = h.of(RunStarted)
+    late = started[0].records_late_ms if started else None
+    return WALL_CLOCK_RECORDS_LATE_MS if late is None else late
 
 
 def timers_late_ms(h: History) -> float:

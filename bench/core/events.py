@@ -784,6 +784,12 @@ CORE: tuple[type[Event], ...] = (
 #: what live and docker runs say in RunStarted.timers_late_ms, and what a history older
 #: than that field is judged with.
 WALL_CLOCK_TIMERS_LATE_MS = 2_000.0
+#: How long after a node decided something on a wall clock the record of it is stamped: a
+#: live node's records go out once its batch's group commit is on disk (an fsync, then the
+#: event loop's turn). Measured 3 ms on this machine's disk (clock_ahead, publish_failure
+#: live on Mosquitto); the rest is room for a busy host. What a rule that times one record
+#: against another ("not before") allows for; what a history older than the field gets.
+WALL_CLOCK_RECORDS_LATE_MS = 100.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -808,6 +814,9 @@ class RunStarted(Event):
     #: topology's client_id, a run's isolation suffix); None in a history older than it
     client_ids: dict[str, str] | None = None
     mqtt: str | None = None            # the MQTT version its clients spoke; None: 3.1.1
+    #: how long after a node's decision its record may be stamped (the substrate's word;
+    #: 0 when simulated); None in a history older than the field: a wall clock's
+    records_late_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,7 +167,8 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
                       scenario.workload.task_timeout_ms, run_id, scenario.auth.mode,
-                      substrate(mode).timers_late_ms, given, scenario.mqtt.value)
+                      substrate(mode).timers_late_ms, given, scenario.mqtt.value,
+                      substrate(mode).records_late_ms)
 
 
 #: The package that describes each substrate (its SUBSTRATE): one per Mode.

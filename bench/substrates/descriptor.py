@@ -63,6 +63,10 @@ class Substrate(Protocol):
     #: rules that judge a deadline allow, read from the run's first event; 0 where time is
     #: simulated and a timer fires at its instant
     timers_late_ms: float
+    #: how long after a node decided its record of it may be stamped (a live node's records
+    #: wait for the batch's group commit): what the rules that time one record against
+    #: another allow; 0 where time is simulated
+    records_late_ms: float
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         """Why this substrate cannot run `scenario` with `choice`, in one line, or None."""

@@ -123,14 +123,29 @@ def test_silent_loss() -> None:
 
     assert around_restart() is Value.TRUE
     assert around_restart(back("orch-1"), back("exec-1")) is Value.FALSE
-    # giving up before the timeout is a loss of its own
-    early = history(request_sent("r1", timeout_ms=100), to_exec, crashed("exec-1"),
+    # giving up before the timeout is a loss of its own (simulated: records are stamped at
+    # the instant of the decision)
+    simulated = ev.RunStarted("s", "reference", 1, "star", 2, "sim", timers_late_ms=0.0,
+                              records_late_ms=0.0)
+    early = history(simulated, request_sent("r1", timeout_ms=100), to_exec, crashed("exec-1"),
                     request_settled("r1", "NO_RESPONSE", latency_ms=40))
     assert rules_of(SILENT_LOSS(early)) == {"no_response_not_early"}
     # early on the node's clock only (it was set off meanwhile), on time on the bench's: not
-    jumped = history(request_sent("r1", timeout_ms=100), to_exec, crashed("exec-1"),
+    jumped = history(simulated, request_sent("r1", timeout_ms=100), to_exec, crashed("exec-1"),
                      request_settled("r1", "NO_RESPONSE", latency_ms=40), step_ms=60)
     assert SILENT_LOSS(jumped).value is Value.TRUE
+    # live, each record is stamped after its batch's group commit: the node's clock jumped
+    # back ten minutes meanwhile (latency -596 s) and the bench's records are 3 ms short of
+    # the timeout (clock_ahead, live on Mosquitto): not early
+    live = ev.RunStarted("s", "reference", 1, "star", 2, "live", timers_late_ms=2_000.0,
+                         records_late_ms=100.0)
+    stamped = history(live, request_sent("r1", timeout_ms=4_000), to_exec, crashed("exec-1"),
+                      request_settled("r1", "NO_RESPONSE", latency_ms=-595_999), step_ms=1_332)
+    assert SILENT_LOSS(stamped).value is Value.TRUE
+    assert rules_of(SILENT_LOSS(history(live, request_sent("r1", timeout_ms=4_000), to_exec,
+                                        crashed("exec-1"), request_settled(
+                                            "r1", "NO_RESPONSE", latency_ms=-595_999),
+                                        step_ms=1_200))) == {"no_response_not_early"}
     # still pending when the history ends: unknown; past its deadline: false
     assert SILENT_LOSS(history(request_sent("r1", timeout_ms=10_000), booted(), booted())).value \
         is Value.UNKNOWN

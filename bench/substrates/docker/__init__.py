@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.core.events import WALL_CLOCK_RECORDS_LATE_MS as RECORDS_LATE_MS
 from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
 from bench.spec.scenario import Mode, Scenario
 from bench.substrates.descriptor import Choice, Identity, own_nodes_refusal
@@ -45,6 +46,7 @@ class Docker:
     wall_clock = True
     clock_word = "run"
     timers_late_ms = TIMERS_LATE_MS
+    records_late_ms = RECORDS_LATE_MS
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         own = own_nodes_refusal(scenario, runs_commands=False, runs_images=True)

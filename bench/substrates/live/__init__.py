@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.core.events import WALL_CLOCK_RECORDS_LATE_MS as RECORDS_LATE_MS
 from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
 from bench.spec.brokers import BEHAVIOURS
 from bench.spec.scenario import Mode, Scenario
@@ -40,15 +41,27 @@ def sim_only_refusal(scenario: Scenario) -> str | None:
     return None
 
 
-def broker_refusal(spec: str, ca_file: str | None) -> str | None:
+def broker_refusal(spec: str, ca_file: str | None,
+                   version: MqttVersion | None = None) -> str | None:
     """Why `--broker spec` cannot be used, in one line, or None: a value that names no
-    broker, or a broker named by URL that does not answer MQTT (it is spoken to once)."""
+    broker, or a broker named by URL that does not answer MQTT (it is spoken to once, in
+    `version`; None: either)."""
     from bench.substrates import shown_url
-    from bench.substrates.live.brokers import BrokerError, make_broker
+    from bench.substrates.live.brokers import (
+        MOSQUITTO_MISSING,
+        BrokerError,
+        make_broker,
+        mosquitto_exe,
+    )
+    if spec == "mosquitto" and mosquitto_exe() is None:
+        return f"--broker=mosquitto: {MOSQUITTO_MISSING}" + (
+            "; MQTT 5 runs on Mosquitto or an mqtt:// broker that speaks it (the embedded "
+            "amqtt speaks 3.1.1 only; moat-lib-mqtt was tried and fails what the scenarios "
+            "need: docs/findings/moat-lib-mqtt.md)" if version is MqttVersion.V5 else "")
     try:
         broker = make_broker(spec, Path("."), ca_file=ca_file)
         if broker.kind == "external":
-            broker.start(timeout_s=EXTERNAL_REACH_S)
+            broker.start(timeout_s=EXTERNAL_REACH_S, version=version)
     except BrokerError as exc:
         return (f"--broker={shown_url(spec)}: {exc}" if "--broker" not in str(exc)
                 else str(exc))
@@ -70,6 +83,7 @@ class Live:
     wall_clock = True
     clock_word = "run"
     timers_late_ms = TIMERS_LATE_MS
+    records_late_ms = RECORDS_LATE_MS
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         own = own_nodes_refusal(scenario, runs_commands=True, runs_images=False)
@@ -94,7 +108,7 @@ class Live:
                     return (f"{scenario.source}: faults[{spec.index}] broker_restart needs "
                             "--broker-restart-command to restart an external broker (the "
                             "bench cannot restart what it did not start)")
-        return broker_refusal(broker, choice.broker_ca)
+        return broker_refusal(broker, choice.broker_ca, scenario.mqtt)
 
     def prepare(self, scenario: Scenario, choice: Choice) -> tuple[Scenario, Options]:
         from bench.substrates import Hosting, Options

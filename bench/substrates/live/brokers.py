@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from bench.spec.brokers import BEHAVIOURS, RUN_AFTER_BROKER_MS, KeepaliveCheck
+from bench.spec.topology import MqttVersion
 from bench.substrates.live.mqtt import Tls
 
 #: MQTT 3.1.1 §3.2.2.3: why a broker refused a connection.
@@ -27,6 +28,15 @@ CONNACK_CODES = {1: "unacceptable protocol version", 2: "client identifier rejec
 
 class BrokerError(RuntimeError):
     """A broker could not be started or reached."""
+
+
+MOSQUITTO_MISSING = "mosquitto is not installed (Debian: apt-get install mosquitto)"
+
+
+def mosquitto_exe() -> str | None:
+    """Where Mosquitto is (Debian puts it in /usr/sbin, often not on a user's PATH)."""
+    exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    return exe if Path(exe).exists() else None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -82,9 +92,9 @@ class Broker:
         if self.kind == "amqtt":
             return [sys.executable, "-m", "bench.substrates.live.amqtt_server", str(self.port), self.host]
         if self.kind == "mosquitto":
-            exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-            if not Path(exe).exists():
-                raise BrokerError("mosquitto is not installed (Debian: apt-get install mosquitto)")
+            exe = mosquitto_exe()
+            if exe is None:
+                raise BrokerError(MOSQUITTO_MISSING)
             # started as root, Mosquitto drops to user `mosquitto`, which cannot write its
             # persistence file in our (root's) folder: it would keep nothing
             conf = mosquitto_conf(self.workdir, self.host, self.port, self.persistence,
@@ -92,13 +102,15 @@ class Broker:
             return [exe, "-c", str(conf)]
         raise BrokerError(f"cannot start a broker of kind {self.kind!r}")
 
-    def start(self, timeout_s: float = 15.0, *, on_second: bool = False) -> None:
+    def start(self, timeout_s: float = 15.0, *, on_second: bool = False,
+              version: MqttVersion | None = None) -> None:
         """Start the broker and wait until it listens. `on_second`: where the broker counts
         whole seconds (Mosquitto's keepalive sweep), start it just after one, and keep
-        which in `start_second` so that a run can start its nodes in phase with it."""
+        which in `start_second` so that a run can start its nodes in phase with it. An
+        external broker is spoken to once, in `version` (None: either)."""
         if self.kind == "external":
             wait_listening(self.host, self.port, timeout_s, None, None)
-            self._hello(timeout_s)
+            self._hello(timeout_s, version)
             return
         self.workdir.mkdir(parents=True, exist_ok=True)
         log = self.workdir / f"{self.kind}.log"
@@ -146,29 +158,51 @@ class Broker:
             at += check.sweep_s
         return at
 
-    def _hello(self, timeout_s: float) -> None:
+    def _hello(self, timeout_s: float, version: MqttVersion | None = None) -> None:
         """Speak MQTT to an external broker once, as every client of the run will (its TLS,
-        its user): a certificate it cannot verify or a refused login is one clear error
-        here, not a run whose nodes never come up."""
+        its user, its MQTT version; None: 3.1.1, else 5): a certificate it cannot verify, a
+        refused login or a version it does not speak is one clear error here, not a run
+        whose nodes never come up."""
         import asyncio
 
-        from bench.substrates.live.facts import RawClient
+        from bench.substrates.live.facts import Probe, RawClient
+        from bench.substrates.live.facts5 import Client5
 
-        async def hello() -> int:
+        async def hello(v: MqttVersion) -> int:
+            if v is MqttVersion.V5:
+                probe = Probe(self.host, self.port, None, self.username, self.password, self.tls)
+                c5 = await Client5.connect(probe, f"hello-{os.getpid()}", timeout_s=timeout_s)
+                await c5.disconnect()
+                return 0
             c = await RawClient.connect(self.host, self.port, f"a2a-bench-hello-{os.getpid()}",
                                         username=self.username, password=self.password,
                                         tls=self.tls, timeout_s=timeout_s)
             code = c.return_code
             await c.disconnect()
             return code
-        try:
-            code = asyncio.run(hello())
-        except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
-            raise BrokerError(f"cannot speak MQTT to {self.url}: {type(exc).__name__}: "
-                              f"{exc}") from None
-        if code:
-            raise BrokerError(f"{self.url} refused the bench's connection: CONNACK return "
-                              f"code {code} ({CONNACK_CODES.get(code, 'unknown')})")
+
+        def speaks(v: MqttVersion) -> int | str:
+            """The CONNACK's return code, or why none came."""
+            try:
+                return asyncio.run(hello(v))
+            except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
+                return f"{type(exc).__name__}: {exc}"
+        tried = [version] if version is not None else [MqttVersion.V311, MqttVersion.V5]
+        why = ""
+        for v in tried:
+            got = speaks(v)
+            if isinstance(got, int):
+                if got:
+                    raise BrokerError(f"{self.url} refused the bench's connection: CONNACK "
+                                      f"return code {got} ({CONNACK_CODES.get(got, 'unknown')})")
+                return
+            why = why or got
+        if version is not None:
+            other = MqttVersion.V5 if version is MqttVersion.V311 else MqttVersion.V311
+            if isinstance(speaks(other), int):
+                raise BrokerError(f"{self.url} does not speak MQTT {version.value} ({why}) but "
+                                  f"answers MQTT {other.value}: run with --mqtt {other.value}")
+        raise BrokerError(f"cannot speak MQTT to {self.url}: {why}")
 
     def kill(self) -> None:
         """SIGKILL: a crash, not a shutdown (nothing is flushed on the way down)."""

@@ -36,6 +36,7 @@ class Sim:
     wall_clock = False
     clock_word = "simulated"
     timers_late_ms = 0.0
+    records_late_ms = 0.0
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         if choice.wire_tap:
