@@ -187,7 +187,7 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
     wall0 = time.perf_counter()
     summary = {"scenario": scenario.name, "variant": variant.name, "seed": scenario.seed,
                "topology": scenario.topology.name, "mode": mode.value,
-               "broker": where.broker, "nodes": where.nodes, "model": where.model,
+               "mqtt": scenario.mqtt.value, "broker": where.broker, "nodes": where.nodes, "model": where.model,
                "expect": described.expect(scenario, options),
                "replay": replay_command(scenario, variant, topology_overridden, mode, options)}
     try:

@@ -10,9 +10,10 @@ from bench.report.fidelity import pairs, summary, table
 
 def record(mode: str, broker: str, nodes: str = "inproc", *, verdicts: dict[str, str] | None = None,
            outcomes: dict[str, int] | None = None, p99: float | None = 100.0,
-           scenario: str = "restart") -> dict[str, Any]:
+           scenario: str = "restart", mqtt: str = "") -> dict[str, Any]:
     return {"cell": {"scenario": scenario, "variant": "reference", "topology": None, "seed": 1,
-                     "mode": mode, "broker": broker, "nodes": nodes},
+                     "mode": mode, "broker": broker, "nodes": nodes,
+                     **({"mqtt": mqtt} if mqtt else {})},
             "verdicts": verdicts or {"silent_loss": "true", "relay_integrity": "unknown"},
             "metrics": {"outcomes": outcomes or {"COMPLETED": 10},
                         "latency_ms": {"p50": 10.0, "p90": 50.0, "p99": p99}}}
@@ -82,3 +83,13 @@ def test_a_docker_cell_is_held_against_the_simulation_and_the_live_run_and_a_def
     rows = wide_table(pairs(records))
     assert any(r.startswith("| restart · clean_session |") and "≠ qos1_delivery" in r
                for r in rows), rows
+
+
+def test_mqtt_5_cells_are_held_against_each_other_a_column_of_their_own() -> None:
+    records = [record("sim", "mosquitto"), record("live", "mosquitto"),
+               record("sim", "mosquitto", mqtt="5"),
+               record("live", "mosquitto", mqtt="5", outcomes={"COMPLETED": 9, "FAILED": 1})]
+    ps = {p.kind: p for p in pairs(records)}
+    assert set(ps) == {"sim vs live, mosquitto", "sim vs live, mosquitto, MQTT 5"}
+    assert not ps["sim vs live, mosquitto"].outcome_diff
+    assert ps["sim vs live, mosquitto, MQTT 5"].outcome_diff == {"COMPLETED": -1, "FAILED": 1}

@@ -51,6 +51,7 @@ def matrix_cli(tmp_path: Path, *args: str, wait: bool = True) -> subprocess.Comp
     ("[[group]]\nmodes = ['swarm']", "group[0].modes: 'swarm' must be one of"),
     ("[[group]]\nseeds = ['one']", "group[0].seeds=['one'] must be integers"),
     ("[[group]]\nwhat = 1", "group[0]: unknown key(s) ['what']"),
+    ("[[group]]\nmqtt = ['4']", "group[0].mqtt: '4' must be one of ['3.1.1', '5']"),
     ("name = 'x'", "group must be a non-empty array"),
     ("[[group]\n", "not valid TOML"),
 ])
@@ -76,6 +77,15 @@ def test_groups_cross_and_defects_pair_with_their_scenario(tmp_path: Path) -> No
         "quickstart.reference.own.s1.live.amqtt", "quickstart.reference.own.s1.live.mosquitto",
         "quickstart.reference.own.s1.sim.amqtt", "quickstart.reference.own.s1.sim.mosquitto"]
     assert len(live.cells) == 2 * 4
+    five = load_matrix(write(tmp_path, "[[group]]\nscenarios=['quickstart']\nmodes=['sim','live']"
+                                       "\nbrokers=['mosquitto']\nmqtt=['3.1.1', '5']"))
+    assert sorted(c.id for c in five.cells) == [   # the version is an axis of its own
+        "quickstart.reference.own.s1.live.mosquitto.mqtt3.1.1",
+        "quickstart.reference.own.s1.live.mosquitto.mqtt5",
+        "quickstart.reference.own.s1.sim.mosquitto.mqtt3.1.1",
+        "quickstart.reference.own.s1.sim.mosquitto.mqtt5"]
+    from bench.matrix import _deployed
+    assert {str(_deployed(c)[0].mqtt) for c in five.cells} == {"3.1.1", "5"}
     own = load_matrix(write(tmp_path, "[[group]]\nscenarios=['quickstart']\nmodes=['sim','live']"))
     assert sorted(c.id for c in own.cells) == [     # not named: the topology's own model
         "quickstart.reference.own.s1.live.amqtt", "quickstart.reference.own.s1.sim"]

@@ -20,7 +20,7 @@ def add_matrix(sub: Sub) -> None:
     mx = sub.add_parser(
         "matrix", help="run a matrix of cells in parallel; resumable; aggregated report",
         description="Run every cell of MATRIX_FILE (scenarios x topologies x variants x seeds x "
-                    "modes x brokers, see scenarios/README.md) as one pytest item each, N at a "
+                    "modes x brokers x MQTT versions, see scenarios/README.md) as one pytest item each, N at a "
                     "time through pytest-xdist. Cells land in results/<matrix-id>/cells/<cell>/; "
                     "a finished cell is never run again, so a killed matrix resumes where it "
                     "stopped (--fresh starts over). At the end: matrix.md, matrix.html (plots "

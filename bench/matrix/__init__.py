@@ -1,5 +1,5 @@
 """Scenario matrices (DESIGN §8–§9): scenarios × topologies × variants × seeds × modes ×
-brokers, each combination a *cell* run once into `results/<matrix-id>/cells/<cell-id>/`.
+brokers × MQTT versions, each combination a *cell* run once into `results/<matrix-id>/cells/<cell-id>/`.
 
 A matrix file is TOML: a name, and one or more `[[group]]` tables, each a cross product.
 Two tokens expand: `scenarios = ["@all"]` (every scenario in scenarios/) and
@@ -11,6 +11,7 @@ stopped, without redoing a cell.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -26,7 +27,10 @@ from bench.variants import VARIANTS
 
 BROKERS = ("amqtt", "mosquitto")
 HOSTINGS = ("inproc", "process")
-_GROUP_KEYS = {"name", "scenarios", "topologies", "variants", "seeds", "modes", "brokers", "nodes"}
+_GROUP_KEYS = {"name", "scenarios", "topologies", "variants", "seeds", "modes", "brokers", "nodes",
+               "mqtt"}
+#: a group's `mqtt`: the version its cells speak ("": each scenario's own)
+MQTT_VERSIONS = ("3.1.1", "5")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +46,14 @@ class Cell:
     nodes: str = "inproc"     # live: on the bench's loop or one OS process each
     #: the scenario file (a name in scenarios/ is scenarios/<name>.toml)
     path: str = ""
+    #: the MQTT version its clients speak ("": the scenario's own)
+    mqtt: str = ""
 
     @property
     def id(self) -> str:
         parts = [self.scenario, self.variant, self.topology or "own", f"s{self.seed}", self.mode]
-        return ".".join(parts + substrate(self.mode).cell_name(self.broker, self.nodes))
+        return ".".join(parts + substrate(self.mode).cell_name(self.broker, self.nodes)
+                        + ([f"mqtt{self.mqtt}"] if self.mqtt else []))
 
     @property
     def source(self) -> Path:
@@ -56,7 +63,7 @@ class Cell:
         return {"id": self.id, "group": self.group, "scenario": self.scenario,
                 "variant": self.variant, "topology": self.topology, "seed": self.seed,
                 "mode": self.mode, "broker": self.broker, "nodes": self.nodes,
-                "path": str(self.source)}
+                "path": str(self.source), **({"mqtt": self.mqtt} if self.mqtt else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +165,10 @@ def load_matrix(path: Path) -> Matrix:
         for h in hostings:
             if h not in HOSTINGS:
                 raise SpecError(f"{at}.nodes: {h!r} must be one of {list(HOSTINGS)}")
+        versions = [str(v) for v in _texts(g, "mqtt", at, [""])]
+        for v in versions:
+            if v not in ("", *MQTT_VERSIONS):
+                raise SpecError(f"{at}.mqtt: {v!r} must be one of {list(MQTT_VERSIONS)}")
         for scenario, variant in pairs:
             for topo in topologies:
                 for seed in seeds:
@@ -165,13 +176,13 @@ def load_matrix(path: Path) -> Matrix:
                         described = substrate(mode)
                         if described.wall_clock and scenario in sim_only:
                             continue
-                        for broker, hosting in described.cells(
+                        for (broker, hosting), version in itertools.product(described.cells(
                                 list(map(str, brokers)), sim_brokers, list(map(str, hostings)),
-                                nodes_of.get(scenario)):
+                                nodes_of.get(scenario)), versions):
                             cells.append(Cell(name, scenario, variant,
                                               None if topo == "own" else str(topo),
                                               int(seed), str(mode), broker, hosting,
-                                              files.get(scenario, "")))
+                                              files.get(scenario, ""), version))
     seen: dict[str, Cell] = {}
     for c in cells:
         seen.setdefault(c.id, c)   # the same cell in two groups runs once
@@ -207,7 +218,8 @@ def expectation(cell: Cell) -> dict[str, str]:
 def _deployed(cell: Cell) -> tuple[Scenario, Options]:
     """The cell's scenario as its substrate runs it, and the options it deploys with."""
     described = substrate(cell.mode)
-    scenario = load_scenario(cell.source, topology=cell.topology, seed=cell.seed)
+    scenario = load_scenario(cell.source, topology=cell.topology, seed=cell.seed,
+                             mqtt=cell.mqtt or None)
     return described.prepare(scenario, described.cell_choice(cell.broker, cell.nodes))
 
 

@@ -236,4 +236,4 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
 def _cell(c: dict[str, Any]) -> Any:
     from bench.matrix import Cell
     return Cell(c["group"], c["scenario"], c["variant"], c["topology"], c["seed"], c["mode"],
-                c["broker"])
+                c["broker"], c.get("nodes", "inproc"), c.get("path", ""), c.get("mqtt", ""))

@@ -31,13 +31,15 @@ def load(run_dir: Path) -> dict[str, Any]:
 def _parts(run: dict[str, Any]) -> list[str]:
     s = run["summary"]
     where = substrate(s["mode"]).tag(s)
-    return [s["scenario"], s["variant"], s["topology"], where, f"s{s['seed']}"]
+    return [s["scenario"], s["variant"], s["topology"], where, f"s{s['seed']}",
+            f"mqtt{s.get('mqtt', '3.1.1')}"]
 
 
 def labels(runs: list[dict[str, Any]]) -> list[str]:
-    """Each run's label, made of only what differs between the runs (all of it if nothing)."""
+    """Each run's label, made of only what differs between the runs (all of it but the
+    MQTT version if nothing)."""
     parts = [_parts(r) for r in runs]
-    keep = [i for i in range(5) if len({p[i] for p in parts}) > 1] or list(range(5))
+    keep = [i for i in range(6) if len({p[i] for p in parts}) > 1] or list(range(5))
     return [":".join(p[i] for i in keep) for p in parts]
 
 

@@ -79,7 +79,7 @@ def _either(record: dict[str, Any]) -> dict[str, str]:
 
 
 def pairs(records: list[dict[str, Any]]) -> list[Pair]:
-    """The cells of one scenario, variant, topology, seed and broker on two places the
+    """The cells of one scenario, variant, topology, seed, broker and MQTT version on two places the
     substrates compare (`bench.substrates.descriptor.COMPARED`), in a stable order."""
     by_place: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in records:
@@ -88,9 +88,9 @@ def pairs(records: list[dict[str, Any]]) -> list[Pair]:
         # of two cells in one place (live inproc and live process on one broker are two
         # places; nothing else is), the later one stands
         by_place[(c["scenario"], c["variant"], c["topology"], c["seed"], c["broker"],
-                  place)] = r
+                  c.get("mqtt", ""), place)] = r
     out: list[tuple[tuple[str, ...], Pair]] = []
-    for key in {k[:5] for k in by_place}:
+    for key in {k[:6] for k in by_place}:
         scenario, variant = key[0], key[1]
         # a seeded defect is a row of its own (it is meant to differ from the reference)
         label = scenario if variant == "reference" else f"{scenario} · {variant}"
@@ -105,8 +105,11 @@ def pairs(records: list[dict[str, Any]]) -> list[Pair]:
                 | dict(a.get("unmodelled") or {})
             cell = b["cell"]
             # rows grouped by the cell that is compared with a model, as that cell sorts
-            order = tuple(map(str, (*key[:4], cell["mode"], key[4], cell.get("nodes", ""))))
-            out.append((order, Pair(label, f"{compared.name}, {key[4]}", a, b, declared)))
+            order = tuple(map(str, (*key[:4], cell["mode"], key[4], cell.get("nodes", ""),
+                                    key[5])))
+            version = f", MQTT {key[5]}" if key[5] else ""
+            out.append((order, Pair(label, f"{compared.name}, {key[4]}{version}", a, b,
+                                    declared)))
     return [p for _, p in sorted(out, key=lambda o: o[0])]
 
 
