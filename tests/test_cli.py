@@ -307,6 +307,21 @@ def test_a_broker_that_does_not_fit_the_mode_is_one_line_exit_3(
     assert not list(tmp_path.iterdir())
 
 
+def test_mqtt_5_without_mosquitto_says_what_to_install_and_why_not_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The v5 default is Mosquitto (amqtt speaks 3.1.1 only; the embedded v5 candidate,
+    moat-lib-mqtt, fails what the scenarios need): missing, it is one line before anything
+    is built, not a run that fails to start its broker."""
+    import bench.substrates.live.brokers as brokers
+    monkeypatch.setattr(brokers, "mosquitto_exe", lambda: None)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "quickstart", "--mode", "live", "--mqtt", "5"]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "mosquitto is not installed (Debian: apt-get install mosquitto)" \
+        in err[0] and "docs/findings/moat-lib-mqtt.md" in err[0], err
+    assert not list(tmp_path.iterdir())
+
+
 def test_describe_takes_a_file_for_what_it_holds(capsys: pytest.CaptureFixture[str]) -> None:
     """A path is one thing (a scenario file is not tried as a topology too), and a
     scenario's per-broker expectations and the gaps of the simulator's model show."""

@@ -424,14 +424,20 @@ class Probe:
                     f"there: {bool(before)}; retained for one after the restart: {bool(after)}")
 
     async def all(self, say: Callable[[str], None] = lambda line: None) -> list[Fact]:
-        """Every fact: the first six at once (their clients and topics are apart), then
-        persistence, which restarts the broker."""
+        """Every fact: whether 3.1.1 is spoken at all, the first six at once (their clients
+        and topics are apart), then persistence, which restarts the broker."""
         async def one(probe: Callable[[], Awaitable[Fact]]) -> Fact:
             try:
                 return await probe()
             except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError,
                     BrokerError) as exc:
                 return Fact(probe.__name__, "error", f"{type(exc).__name__}: {exc}")
+        try:
+            hello = await self.client("hello")
+            await hello.disconnect()
+        except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            return [Fact("v3.1.1", "refused", f"no CONNACK to a 3.1.1 CONNECT "
+                                              f"({type(exc).__name__}: {exc})")]
         say("measuring redelivery, keepalive, takeover, overlapping filters and retain ...")
         facts = list(await asyncio.gather(*(one(p) for p in (
             self.redelivery, self.keepalive, self.keepalive_receiving, self.takeover_will,
