@@ -57,6 +57,28 @@ def test_streaming_has_several_agents_streaming_into_one_conversation_at_once(tm
     assert overlapping, "no two agents streamed into one conversation at the same time"
 
 
+def test_a_puback_failure_reason_ends_failed_with_its_code_and_3_1_1_refuses_the_fault(
+        tmp_path: Path) -> None:
+    """puback_refused (MQTT 5): each refused publish ends FAILED carrying the PUBACK's code,
+    0x80 (the boundary) included; on 3.1.1, whose PUBACK has no reason code, the fault is
+    refused in the journal and nothing else changes."""
+    import json
+    result = run_scenario(load_scenario(SCENARIOS / "puback_refused.toml"), REFERENCE,
+                          tmp_path / "v5", mode="sim")
+    assert result.exit_code == EXIT_OK
+    lines = [json.loads(line) for line in (tmp_path / "v5" / "history.jsonl").open()]
+    failed = {e["reasonCode"] for e in lines
+              if e["kind"] == "outbound_settled" and e["state"] == "FAILED"}
+    assert failed == {0x97, 0x80}
+    assert result.metrics["outcomes"].get("SEND_FAILED", 0) > 0
+    result = run_scenario(load_scenario(SCENARIOS / "puback_refused.toml", mqtt="3.1.1"),
+                          REFERENCE, tmp_path / "v3", mode="sim")
+    lines = [json.loads(line) for line in (tmp_path / "v3" / "history.jsonl").open()]
+    refused = [e for e in lines if e["kind"] == "fault_refused"]
+    assert len(refused) == 2 and "MQTT 5 only" in refused[0]["reason"]
+    assert not any(e["kind"] == "outbound_settled" and e["state"] == "FAILED" for e in lines)
+
+
 def test_a_refused_publish_ends_failed_and_its_request_send_failed(tmp_path: Path) -> None:
     """Seed 002 §5's fourth outbound state is reachable: the publish_failure scenario's
     history holds FAILED sends, requests settled SEND_FAILED, and verdicts that hold."""

@@ -51,7 +51,10 @@ PARAMS: dict[str, dict[str, object]] = {
     "key_rotation": {"agent": "llm.tax1", "overlap_ms": 400},
     "missing_reply_node": {"node": "orch-1"},
     "publish_failure": {"node": "orch-1", "probability": 0.5},
+    "puback_refused": {"node": "orch-1", "probability": 0.5},
 }
+#: Kinds that act on MQTT 5 only: their small scenario speaks it (live: on Mosquitto).
+V5_ONLY = {"puback_refused"}
 
 #: What a substrate refuses, explicitly, and the words of its reason.
 REFUSED = {("pause", Mode.LIVE, Hosting.INPROC): "pause needs --nodes process"}
@@ -71,6 +74,7 @@ def scenario_file(tmp: Path, kind: str, params: dict[str, object]) -> Path:
     # the drain ends as soon as every fault's script is done and the run is quiet; its
     # bound only has to outlast a node process's restart on a loaded machine (seen > 6 s)
     lines = ['topology = "star"', "seed = 3", "duration_s = 2.5", "drain_s = 20",
+             *(['mqtt = "5"'] if kind in V5_ONLY else []),
              "[auth]", 'keys = "per-agent"',
              "[workload]", "rate_per_s = 8", "request_timeout_ms = 2000",
              "[[faults]]", f'kind = "{kind}"', "at_s = 0.4", "duration_s = 1.4"]
@@ -92,7 +96,8 @@ def test_fault_acts_on_substrate(tmp_path: Path, case: str, substrate: tuple[Mod
     kind = case.split(":")[0]
     scenario = load_scenario(scenario_file(tmp_path, kind, PARAMS[case]))
     run_scenario(scenario, REFERENCE, tmp_path / "run", mode=mode,
-                 options=Options(hosting=hosting))
+                 options=Options(hosting=hosting,
+                                 broker="mosquitto" if kind in V5_ONLY else "amqtt"))
     events = [json.loads(line) for line in (tmp_path / "run" / "history.jsonl").open()]
     mine = [e for e in events if e.get("faultIndex") == 0 and e.get("fault") == kind]
     kinds = [e["kind"] for e in mine]

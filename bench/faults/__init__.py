@@ -182,6 +182,18 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "node": _node("the node whose client refuses"),
                   "probability": Param("probability", "share of publishes refused", 0.5)},
               scripts.publish_failure),
+    FaultKind("puback_refused", "MQTT 5: a share of the node's QoS1 publishes is refused "
+              "as a broker refuses one over its quota or its ACL: not routed, and "
+              "acknowledged with a PUBACK failure reason code; each such message ends FAILED "
+              "with the code, a refused request SEND_FAILED", {
+                  "node": _node("the node whose publishes are refused"),
+                  "probability": Param("probability", "share of its QoS1 publishes refused", 0.5),
+                  "reason_code": Param("choice", "the PUBACK reason code: 0x97 quota exceeded, "
+                                       "0x87 not authorized, 0x80 unspecified error, 0x83 "
+                                       "implementation specific error, 0x90 topic name "
+                                       "invalid, 0x99 payload format invalid", "0x97",
+                                       choices=("0x97", "0x87", "0x80", "0x83", "0x90", "0x99"))},
+              scripts.puback_refused, on_link=_always),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {
                   "node": _node("the requester"),

@@ -221,6 +221,19 @@ class DuplicatePublish:
 
 
 @dataclass(frozen=True, slots=True)
+class RefusePublishes:
+    """MQTT 5: a share of the node's QoS1 PUBLISHes is refused on its link as a broker
+    refuses one (quota, authorisation): not routed, and acknowledged with a PUBACK whose
+    reason code is `reason_code` (0x80 and above; probability 0: off)."""
+
+    fault: FaultRef
+    node: str
+    probability: float
+    reason_code: int
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
 class Intercept:
     """A man in the middle on the node's link rewrites what reaches the node (None: gone).
     The rewrite journals its own attacks."""
@@ -253,7 +266,7 @@ class Capture:
 Primitive = (Crash | Boot | WipeRoster | SkewClock | RotateKeys | SecondConnection | UseClientId
              | StripReplyNode | FailPublishes | BrokerStop | BrokerStart | Redeliver | LinkDown
              | LinkUp | LinkLatency | LinkLoss | WithholdPuback | DuplicatePublish | Intercept
-             | Inject | Capture | Freeze)
+             | Inject | Capture | Freeze | RefusePublishes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ class Stage(Protocol):
     seed: int
     topology: Topology
     jitter_ms: float
+    mqtt_version: str         # the MQTT version the run's clients speak
 
     def now_ms(self) -> float: ...
     def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None: ...
@@ -197,6 +198,7 @@ class _Context:
         self.topology = stage.topology
         self.end_ms = run.end_ms
         self.jitter_ms = stage.jitter_ms
+        self.mqtt = stage.mqtt_version
 
     def now_ms(self) -> float:
         return self._nemesis.stage.now_ms()

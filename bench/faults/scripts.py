@@ -52,6 +52,7 @@ from bench.faults.primitives import (
     Outcome,
     Primitive,
     Redeliver,
+    RefusePublishes,
     RotateKeys,
     SecondConnection,
     SkewClock,
@@ -96,6 +97,7 @@ class Context(Protocol):
     topology: Topology
     end_ms: float            # the end of this fault's window
     jitter_ms: float         # how precisely the substrate hits a moment (sim 1 ms, live 50 ms)
+    mqtt: str                # the MQTT version the run's clients speak ("3.1.1", "5")
 
     def now_ms(self) -> float: ...
 
@@ -235,6 +237,17 @@ def publish_failure(spec: FaultSpec, ctx: Context) -> Script:
     yield FailPublishes(_ref(spec), node, spec.params["probability"], ctx.seed)
     yield HEAL
     yield FailPublishes(_ref(spec), node, 0.0, ctx.seed)
+
+
+def puback_refused(spec: FaultSpec, ctx: Context) -> Script:
+    if ctx.mqtt != "5":
+        yield Refuse(f"a PUBACK carries a reason code on MQTT 5 only, and the run speaks "
+                     f"{ctx.mqtt} (mqtt = \"5\", or --mqtt 5)")
+        return
+    node, code = spec.params["node"], int(spec.params["reason_code"], 16)
+    yield RefusePublishes(_ref(spec), node, spec.params["probability"], code, ctx.seed)
+    yield HEAL
+    yield RefusePublishes(_ref(spec), node, 0.0, code, ctx.seed)
 
 
 # -- the broker and the links ----------------------------------------------------------------------

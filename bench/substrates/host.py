@@ -329,6 +329,15 @@ class NodeHost(ABC):
         self.send_failed(cmd, "the MQTT client refused the publish (publish_failure)")
         return True
 
+    def acknowledged(self, message_id: str, reason_code: int | None) -> None:
+        """The broker's PUBACK for a tracked publish (on MQTT 5 with its reason code: 0x80
+        and above is a refusal, and the message did not go out)."""
+        if reason_code is not None and reason_code >= 0x80:
+            self.feed(PublishSettled(self.now_ms(), message_id, False,
+                                     f"PUBACK reason code 0x{reason_code:02x}", reason_code))
+        else:
+            self.feed(PublishSettled(self.now_ms(), message_id, True, reason_code=reason_code))
+
     def send_failed(self, cmd: Publish, error: str) -> None:
         """Tell the core a tracked publish did not go out (its message ends FAILED)."""
         if cmd.message_id is None:

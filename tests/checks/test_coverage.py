@@ -43,6 +43,7 @@ WITNESSES: dict[str, set[str]] = {
                                "relay_reorder_repaired", "qos1_redelivery_bit", "restart_bit"},
     "crash_in_flight": {"crash_with_publishes_in_flight", "latency_bit", "restart_bit"},
     "publish_failure": {"relay_gap_declared", "request_timed_out", "publish_failure_bit"},
+    "puback_refused": {"relay_gap_declared", "request_timed_out", "puback_refused_bit"},
     "attacks": {"forged_sender", "forged_sender_bit", "replay_bit"},
     "hostile_input": {"hostile_input_admitted", "hostile_input_bit"},
     "directory_wipe": {"announcement_cleared", "directory_wipe_bit"},

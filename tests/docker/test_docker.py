@@ -118,6 +118,7 @@ def test_what_a_dead_run_left_is_removed_by_the_next(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "seconds"), [("pause", 8), ("latency", 8), ("loss", 8),
+                                               ("puback_refused", 8),
                                                ("partition", 20)])
 def test_faults_by_the_engine_and_through_the_gateway_proxy_give_the_expected_verdicts(
         tmp_path: Path, name: str, seconds: float) -> None:

@@ -21,9 +21,10 @@ pytestmark = pytest.mark.skipif(MOSQUITTO is None and not __import__("os").envir
 
 #: One of each kind of fault that touches a session: a node's restart, the broker's, a
 #: silent link, the broker's re-delivery, a stolen client id, gates across restarts, and
-#: a session that expires (the rest run on 3.1.1 in test_live.py; nothing in them is v5's)
+#: a session that expires, a PUBACK failure reason code (the rest run on 3.1.1 in
+#: test_live.py; nothing in them is v5's)
 SCENARIOS = ["quickstart", "restart", "broker_restart", "partition", "broker_redelivery",
-             "duplicate_client_id", "gates", "session_expired"]
+             "duplicate_client_id", "gates", "session_expired", "puback_refused"]
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -40,6 +41,8 @@ def test_scenarios_on_mqtt_5_give_their_3_1_1_verdicts(tmp_path: Path, name: str
     assert not wrong
     history = (tmp_path / "history.jsonl").read_text()
     assert '"sessionExpiryS":' in history     # every CONNECT asked for one
+    if name == "puback_refused":     # the proxy answered for the broker, and the node heard
+        assert '"state":"FAILED"' in history and '"reasonCode":128' in history
     if name == "session_expired":
         counts = {v.name: v.counts for v in result.verdicts}
         assert counts["deployment"]["away_past_expiry"] == 1

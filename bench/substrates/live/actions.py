@@ -38,6 +38,7 @@ from bench.faults.primitives import (
     Primitive,
     Redeliver,
     Refused,
+    RefusePublishes,
     RotateKeys,
     SecondConnection,
     SkewClock,
@@ -132,6 +133,8 @@ class LiveFaults:
                 return self._withhold(step)
             case DuplicatePublish():
                 return self._duplicate(step)
+            case RefusePublishes():
+                return self._refuse(step)
             case Intercept():
                 proxies = self._proxies((step.node,))
                 if isinstance(proxies, Refused):
@@ -393,6 +396,22 @@ class LiveFaults:
             return Done()
         return Done((Firing("PUBACKs withheld, link cut", step.node,
                             {"withheld": withheld, "connectionsCut": cut}),))
+
+    def _refuse(self, step: RefusePublishes) -> Outcome:
+        """The proxy keeps a share of the node's QoS1 PUBLISHes from the broker and answers
+        each with a PUBACK failure reason code, as a broker over quota or ACL would."""
+        proxies = self._proxies((step.node,))
+        if isinstance(proxies, Refused):
+            return proxies
+        proxy, key = proxies[0], (step.fault.index, step.node)
+        if step.probability > 0:
+            self._counters[key] = proxy.counters.publishes_refused
+            proxy.faults.refuse_publish = (step.probability, step.reason_code)
+            return Done()
+        proxy.faults.refuse_publish = None
+        n = proxy.counters.publishes_refused - self._counters.pop(key, 0)
+        return Done((Firing(f"PUBLISH refused with PUBACK 0x{step.reason_code:02x}", step.node,
+                            {"count": n, "reasonCode": step.reason_code}),) if n else ())
 
     def _duplicate(self, step: DuplicatePublish) -> Outcome:
         """The proxy writes a PUBLISH to the node twice (same packet id, as a broker or a

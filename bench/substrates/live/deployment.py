@@ -33,7 +33,7 @@ from bench.spec.topology import Topology
 from bench.substrates import Options, SelfCheckFailed, node_configs, run_started
 from bench.substrates.live import tap as wire_tap
 from bench.substrates.live.actions import LiveFaults
-from bench.substrates.live.brokers import Broker
+from bench.substrates.live.brokers import Broker, BrokerError
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.host import Clock
 from bench.substrates.live.nodes import LiveNode, registered, self_check_lines
@@ -72,6 +72,7 @@ class LiveDeployment:
         self.placement = placement or LocalPlacement(options)
         self.mode = self.placement.mode
         self.scenario = scenario
+        self.mqtt_version = scenario.mqtt.value
         self.variant = variant
         self.seed = scenario.seed
         self.topology: Topology = scenario.topology
@@ -107,7 +108,10 @@ class LiveDeployment:
 
     # -- the Deployment interface ----------------------------------------------------------------
     def start(self) -> list[str]:
+        from bench.substrates.live import version_refusal
         self._started = True
+        if (refused := version_refusal(self.scenario, self.broker.kind)) is not None:
+            raise BrokerError(refused)    # (the CLI says so before anything is built)
         self.loop.run_until_complete(self.loop.run_in_executor(
             None, lambda: self.broker.start(on_second=True)))
         self.clock.t0 = time.time()   # the run's clock starts with the broker up

@@ -213,12 +213,7 @@ class LiveHost(NodeHost):
         cmd = self._pending_mids.pop((id(link), mid), None)
         if cmd is None or cmd.message_id is None:
             return
-        if reason_code is not None and reason_code >= 0x80:
-            self.feed(PublishSettled(self.now_ms(), cmd.message_id, False,
-                                     f"PUBACK reason code 0x{reason_code:02x}", reason_code))
-        else:
-            self.feed(PublishSettled(self.now_ms(), cmd.message_id, True,
-                                     reason_code=reason_code))
+        self.acknowledged(cmd.message_id, reason_code)
 
     def publish(self, cmd: Publish) -> None:
         if self.refused(cmd):

@@ -9,7 +9,8 @@ where no FIN gets through; a new connection is accepted and then hears nothing u
 heal), withhold the node's PUBACKs (the broker
 keeps the messages in flight and redelivers them, with DUP, when the connection comes
 back), deliver a broker's PUBLISH twice, or rewrite a PUBLISH's payload on its way to the
-node (a man in the middle).
+node (a man in the middle), or refuse an MQTT 5 PUBLISH from the node as a broker would
+(not forwarded: a PUBACK with a failure reason code is written back to the node).
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ CONNECT, PUBLISH, PUBACK = 1, 3, 4
 
 @dataclass
 class _Connection:
-    """What one proxied connection has said of itself: its CONNECT's protocol level."""
+    """What one proxied connection has said of itself (its CONNECT's protocol level), and
+    where to write to its client (a PUBACK the proxy answers itself)."""
 
     v5: bool = False
+    client: asyncio.StreamWriter | None = None
 
 
 @dataclass
@@ -46,6 +49,7 @@ class Counters:
     pubacks_withheld: int = 0
     publishes_duplicated: int = 0
     publishes_rewritten: int = 0
+    publishes_refused: int = 0
 
 
 @dataclass
@@ -58,6 +62,8 @@ class Faults:
     duplicate_publish: float = 0.0
     #: (topic, payload) -> new payload, or None to leave it: applied to PUBLISHes to the node
     rewrite: Callable[[str, bytes], bytes | None] | None = None
+    #: MQTT 5: (share of the node's QoS1 PUBLISHes refused, the PUBACK's reason code)
+    refuse_publish: tuple[float, int] | None = None
 
 
 async def read_packet(reader: asyncio.StreamReader) -> bytes:
@@ -188,7 +194,7 @@ class FaultProxy:
             return
         self.counters.connections += 1
         self._links |= {c_writer, b_writer}
-        conn = _Connection()
+        conn = _Connection(client=c_writer)
         up = asyncio.create_task(self._pump(c_reader, b_writer, True, conn))
         down = asyncio.create_task(self._pump(b_reader, c_writer, False, conn))
         _done, pending = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
@@ -244,6 +250,9 @@ class FaultProxy:
                 if to_broker and kind == PUBACK and f.withhold_puback:
                     self.counters.pubacks_withheld += 1
                     continue
+                if to_broker and kind == PUBLISH and f.refuse_publish is not None \
+                        and self._refused(packet, conn, *f.refuse_publish):
+                    continue
                 delay = 0.0
                 if f.latency_ms is not None:
                     delay += f.latency_ms.sample(self.rng) / 1000
@@ -255,6 +264,21 @@ class FaultProxy:
                 last_due = max(loop.time() + delay + extra_ms / 1000, last_due)
                 queue.put_nowait((last_due, packet))
         return False
+
+    def _refused(self, packet: bytes, conn: _Connection, share: float, reason: int) -> bool:
+        """puback_refused: a QoS1 PUBLISH of an MQTT 5 connection, drawn with `share`, is
+        kept from the broker and answered with PUBACK(`reason`): its packet id, the reason
+        code, no properties (MQTT 5 §3.4.2)."""
+        if not conn.v5 or conn.client is None or (packet[0] >> 1) & 0x03 != 1 \
+                or self.rng.random() >= share:
+            return False
+        _topic, head, _payload = split_publish(packet)      # topic, then the packet id
+        puback = bytes([PUBACK << 4, 3]) + head[-2:] + bytes([reason])
+        self.counters.publishes_refused += 1
+        conn.client.write(puback)
+        if self.tap is not None:
+            self.tap(False, puback, conn.v5)
+        return True
 
     async def _send(self, queue: asyncio.Queue[tuple[float, bytes] | None],
                     writer: asyncio.StreamWriter, to_broker: bool, conn: _Connection) -> None:

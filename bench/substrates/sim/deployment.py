@@ -41,6 +41,7 @@ from bench.faults.primitives import (
     Primitive,
     Redeliver,
     Refused,
+    RefusePublishes,
     RotateKeys,
     SecondConnection,
     SkewClock,
@@ -85,6 +86,7 @@ class SimDeployment:
 
     def __init__(self, scenario: Scenario, variant: Variant, recorder: Recorder) -> None:
         self.scenario = scenario
+        self.mqtt_version = scenario.mqtt.value
         self.variant = variant
         self.seed = scenario.seed
         self.topology = scenario.topology
@@ -236,6 +238,8 @@ class SimDeployment:
                 return self._freeze(step)
             case DuplicatePublish():
                 return self._duplicate(step)
+            case RefusePublishes():
+                return self._refuse(step)
             case Intercept():
                 return self._intercept(step)
             case Inject():
@@ -340,6 +344,19 @@ class SimDeployment:
         h.duplicate_publish = 0.0
         n = h.publishes_duplicated - self._counters.pop(key, h.publishes_duplicated)
         return Done((Firing("PUBLISH delivered twice", step.node, {"count": n}),) if n else ())
+
+    def _refuse(self, step: RefusePublishes) -> Outcome:
+        h = self.hosts[step.node]
+        key = (step.fault.index, step.node)
+        if step.probability > 0:
+            self._counters[key] = h.publishes_refused
+            h.refuse_publish = (step.probability, step.reason_code)
+            h.refuse_rng = rng_for(step.seed, f"fault/{step.fault.index}")
+            return Done()
+        h.refuse_publish = None
+        n = h.publishes_refused - self._counters.pop(key, h.publishes_refused)
+        return Done((Firing(f"PUBLISH refused with PUBACK 0x{step.reason_code:02x}", step.node,
+                            {"count": n, "reasonCode": step.reason_code}),) if n else ())
 
     def _intercept(self, step: Intercept) -> Outcome:
         client = self.hosts[step.node]

@@ -26,7 +26,6 @@ from bench.core.inputs import (
     ConnectionUp,
     Input,
     MessageReceived,
-    PublishSettled,
     Started,
     Subscribed,
 )
@@ -77,6 +76,10 @@ class SimHost(NodeHost):
         self.duplicate_publish = 0.0
         self.publishes_duplicated = 0
         self.duplicate_rng: Any = None
+        #: puback_refused: (share of QoS1 publishes, the PUBACK's reason code), or None
+        self.refuse_publish: tuple[float, int] | None = None
+        self.refuse_rng: Any = None
+        self.publishes_refused = 0
 
     # -- what NodeHost asks of a substrate ---------------------------------------------------
     def clock_ms(self) -> float:
@@ -357,15 +360,22 @@ class SimHost(NodeHost):
         broker = self.deployment.broker
         if epoch != self.epoch or not conn.alive or not broker.up:
             return
-        matched = broker.publish(msg)
+        refuse = self.refuse_publish
+        if refuse is not None and cmd.qos >= 1 and self.refuse_rng.random() < refuse[0]:
+            # puback_refused, on the node's side of the link (where the live proxy is): not
+            # routed, and acknowledged with a failure reason code
+            self.publishes_refused += 1
+            code: int | None = refuse[1]
+        else:
+            matched = broker.publish(msg)
+            # MQTT 5 §3.4.2.1: 0x10 "No matching subscribers" (if the broker's row says
+            # it does; it may say 0x00), else 0x00 Success
+            v5 = broker.behaviour.v5
+            code = None if conn.session_expiry_s is None else \
+                0x00 if matched or v5 is None else v5.no_subscribers_reason
         back = conn.transit_ms(self.env.now, "down")
         if back is None:
             return  # PUBACK lost with the link: resent after the reconnect (a duplicate)
-        # MQTT 5 §3.4.2.1: 0x10 "No matching subscribers" (if the broker's row says it
-        # does; it may say 0x00), else 0x00 Success
-        v5 = broker.behaviour.v5
-        code = None if conn.session_expiry_s is None else \
-            0x00 if matched or v5 is None else v5.no_subscribers_reason
         self.env.now_later(back, lambda: self._puback(conn, cmd, key, epoch, code))
 
     def _puback(self, conn: Connection, cmd: Publish, key: int, epoch: int,
@@ -376,8 +386,7 @@ class SimHost(NodeHost):
         if cmd.qos >= 1 and self._unacked.pop(key, None) is None:
             return  # already acknowledged through an earlier copy
         if cmd.message_id is not None:
-            self.feed(PublishSettled(self.now_ms(), cmd.message_id, True,
-                                     reason_code=reason_code))
+            self.acknowledged(cmd.message_id, reason_code)
 
     def on_deliver(self, conn: Connection, msg: Message, pid: int, dup: bool) -> None:
         if self.frozen:
