@@ -94,8 +94,13 @@ def _outcomes(h: History) -> dict[tuple[str, str], list[Event]]:
 
 
 def _first_after(h: History, a: AttackSent) -> Event | None:
+    """The attack message's first outcome at its target: the first record there of its
+    messageId after it was sent — and of its requestId, where both say one: a forgery
+    under a predicted messageId (ledger_poisoning) shares its id with the genuine message,
+    which may reach the target after it (held on a session meanwhile)."""
     after = [o for o in h.memo(_outcomes).get((a.target_node_id or "", a.message_id), [])
-             if o.seq > a.seq]
+             if o.seq > a.seq and (a.request_id is None
+                                   or getattr(o, "request_id", None) in (None, a.request_id))]
     return min(after, key=lambda o: o.seq) if after else None
 
 

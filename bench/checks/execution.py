@@ -33,14 +33,23 @@ from bench.history import History
 @rule("DESIGN §3 Tasks, §7; seed 002 §4; seed 000 §3.2 (A9)")
 def executed_once(h: History, c: Collector) -> None:
     """A requestId is executed at most once, on any node, across QoS1 redeliveries,
-    duplicates and restarts: a duplicate request gets the stored result, never a rerun."""
+    duplicates and restarts: a duplicate request gets the stored result, never a rerun.
+    Not a rerun: an attacker's forgery sent under one requestId to several nodes, once on
+    each of them (with admission off, each node is right to run the request it was sent)."""
     runs: dict[str, list[TaskExecuted]] = defaultdict(list)
     for e in h.of(TaskExecuted):
         runs[e.task_id].append(e)
+    forged_to: dict[str, set[str]] = defaultdict(set)     # requestId -> the nodes it was sent to
+    for a in h.of(AttackSent):
+        if a.request_id is not None and a.target_node_id is not None:
+            forged_to[a.request_id].add(a.target_node_id)
     c.count("tasks", len(runs))
     c.count("executions", sum(len(v) for v in runs.values()))
     for task_id, events in sorted(runs.items()):
-        if len(events) > 1:
+        nodes = [e.node for e in events]
+        if len(events) > 1 and len(set(nodes)) == len(nodes) and set(nodes) <= forged_to[task_id]:
+            c.count("forgery_run_once_on_each_node_it_was_sent_to")
+        elif len(events) > 1:
             c.count("executed_more_than_once")
             c.violation(f"requestId {task_id} executed {len(events)} times on "
                         f"{sorted({e.node for e in events})}", *events, taskId=task_id)
