@@ -1,5 +1,6 @@
 """A simpy model of an MQTT 3.1.1 broker, with the semantics the seeds' failures need:
-QoS0/QoS1, persistent and clean sessions (on MQTT 5 ending with their expiry interval), in-flight redelivery with DUP on reconnect,
+QoS0/QoS1, persistent and clean sessions (on MQTT 5 ending with their expiry interval),
+in-flight redelivery with DUP on reconnect,
 retained messages, Last Will, overlapping subscriptions, session takeover on a duplicate
 client id, keepalive enforcement, and a stop that keeps sessions only with persistence.
 
