@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 from bench.core import events as ev
 from bench.core.directory import ROSTER_DOCUMENT
+from bench.core.envelope import Json
 from bench.faults.primitives import (
     Boot,
     Broke,
@@ -397,21 +398,29 @@ class LiveFaults:
         return Done((Firing("PUBACKs withheld, link cut", step.node,
                             {"withheld": withheld, "connectionsCut": cut}),))
 
+    def _counted(self, step: RefusePublishes | DuplicatePublish, count: int, action: str,
+                 **details: Json) -> Outcome:
+        """A proxy fault that counts what it did: turned on, where its proxy's count stood
+        is kept; turned off, it fires with how many it did meanwhile (nothing if none)."""
+        key = (step.fault.index, step.node)
+        if step.probability > 0:
+            self._counters[key] = count
+            return Done()
+        n = count - self._counters.pop(key, 0)
+        return Done((Firing(action, step.node, {"count": n, **details}),) if n else ())
+
     def _refuse(self, step: RefusePublishes) -> Outcome:
         """The proxy keeps a share of the node's QoS1 PUBLISHes from the broker and answers
         each with a PUBACK failure reason code, as a broker over quota or ACL would."""
         proxies = self._proxies((step.node,))
         if isinstance(proxies, Refused):
             return proxies
-        proxy, key = proxies[0], (step.fault.index, step.node)
-        if step.probability > 0:
-            self._counters[key] = proxy.counters.publishes_refused
-            proxy.faults.refuse_publish = (step.probability, step.reason_code)
-            return Done()
-        proxy.faults.refuse_publish = None
-        n = proxy.counters.publishes_refused - self._counters.pop(key, 0)
-        return Done((Firing(f"PUBLISH refused with PUBACK 0x{step.reason_code:02x}", step.node,
-                            {"count": n, "reasonCode": step.reason_code}),) if n else ())
+        proxy = proxies[0]
+        proxy.faults.refuse_publish = (step.probability, step.reason_code) \
+            if step.probability > 0 else None
+        return self._counted(step, proxy.counters.publishes_refused,
+                             f"PUBLISH refused with PUBACK 0x{step.reason_code:02x}",
+                             reasonCode=step.reason_code)
 
     def _duplicate(self, step: DuplicatePublish) -> Outcome:
         """The proxy writes a PUBLISH to the node twice (same packet id, as a broker or a
@@ -419,11 +428,7 @@ class LiveFaults:
         proxies = self._proxies((step.node,))
         if isinstance(proxies, Refused):
             return proxies
-        proxy, key = proxies[0], (step.fault.index, step.node)
-        if step.probability > 0:
-            self._counters[key] = proxy.counters.publishes_duplicated
-            proxy.faults.duplicate_publish = step.probability
-            return Done()
-        proxy.faults.duplicate_publish = 0.0
-        n = proxy.counters.publishes_duplicated - self._counters.pop(key, 0)
-        return Done((Firing("PUBLISH delivered twice", step.node, {"count": n}),) if n else ())
+        proxy = proxies[0]
+        proxy.faults.duplicate_publish = step.probability
+        return self._counted(step, proxy.counters.publishes_duplicated,
+                             "PUBLISH delivered twice")

@@ -19,6 +19,7 @@ from typing import Any, assert_never
 from bench.core import events as ev
 from bench.core.config import NodeConfig
 from bench.core.directory import ROSTER_DOCUMENT
+from bench.core.envelope import Json
 from bench.faults.primitives import (
     Boot,
     BrokerStart,
@@ -333,30 +334,32 @@ class SimDeployment:
         return Done((Firing("PUBACKs withheld, link cut", step.node,
                             {"withheld": withheld, "connectionsCut": cut}),))
 
-    def _duplicate(self, step: DuplicatePublish) -> Outcome:
-        h = self.hosts[step.node]
+    def _counted(self, step: RefusePublishes | DuplicatePublish, count: int, action: str,
+                 **details: Json) -> Outcome:
+        """A link fault the host counts (the live proxy's, here): turned on, where the
+        count stood is kept; turned off, it fires with how many it did meanwhile."""
         key = (step.fault.index, step.node)
         if step.probability > 0:
-            self._counters[key] = h.publishes_duplicated
-            h.duplicate_publish = step.probability
-            h.duplicate_rng = rng_for(step.seed, f"fault/{step.fault.index}")
+            self._counters[key] = count
             return Done()
-        h.duplicate_publish = 0.0
-        n = h.publishes_duplicated - self._counters.pop(key, h.publishes_duplicated)
-        return Done((Firing("PUBLISH delivered twice", step.node, {"count": n}),) if n else ())
+        n = count - self._counters.pop(key, count)
+        return Done((Firing(action, step.node, {"count": n, **details}),) if n else ())
+
+    def _duplicate(self, step: DuplicatePublish) -> Outcome:
+        h = self.hosts[step.node]
+        h.duplicate_publish = step.probability
+        if step.probability > 0:
+            h.duplicate_rng = rng_for(step.seed, f"fault/{step.fault.index}")
+        return self._counted(step, h.publishes_duplicated, "PUBLISH delivered twice")
 
     def _refuse(self, step: RefusePublishes) -> Outcome:
         h = self.hosts[step.node]
-        key = (step.fault.index, step.node)
+        h.refuse_publish = (step.probability, step.reason_code) if step.probability > 0 else None
         if step.probability > 0:
-            self._counters[key] = h.publishes_refused
-            h.refuse_publish = (step.probability, step.reason_code)
             h.refuse_rng = rng_for(step.seed, f"fault/{step.fault.index}")
-            return Done()
-        h.refuse_publish = None
-        n = h.publishes_refused - self._counters.pop(key, h.publishes_refused)
-        return Done((Firing(f"PUBLISH refused with PUBACK 0x{step.reason_code:02x}", step.node,
-                            {"count": n, "reasonCode": step.reason_code}),) if n else ())
+        return self._counted(step, h.publishes_refused,
+                             f"PUBLISH refused with PUBACK 0x{step.reason_code:02x}",
+                             reasonCode=step.reason_code)
 
     def _intercept(self, step: Intercept) -> Outcome:
         client = self.hosts[step.node]
