@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from bench.checks.terms import GIVE_UP_BOUND_KEEPALIVES, IN_FLIGHT_AT_END_MS
 from bench.core.events import (
+    AttackSent,
     BrokerDown,
     BrokerUp,
     Event,
@@ -24,6 +25,7 @@ from bench.core.events import (
     FaultStart,
     GateDecisionSent,
     GateOpenSent,
+    InboundAdmitted,
     MessageType,
     MqttConnected,
     MqttDisconnected,
@@ -364,6 +366,28 @@ class Transit:
                for start, end in self.lossy[target]):
             return "retransmitting_over_a_lossy_link"   # or queued behind what is
         return None
+
+
+def redirected(h: History) -> dict[tuple[str, str], float]:
+    """(node, address) -> when the node first admitted a request whose replyNodeId a man in
+    the middle had rewritten to that address, an address that is no node. Everything the
+    node then sends for that request (its answer, its stream, its gate) goes there, as
+    the request told it to: the attack's doing, not the node's."""
+    tampered = {a.request_id for a in h.of(AttackSent)
+                if a.attack == "tamper_headers" and a.request_id}
+    nodes = h.nodes
+    out: dict[tuple[str, str], float] = {}
+    for i in h.of(InboundAdmitted):
+        if i.request_id in tampered and i.reply_node_id and i.reply_node_id not in nodes:
+            out.setdefault((i.node, i.reply_node_id), i.t_ms)
+    return out
+
+
+def sent_where_redirected(h: History, node: str, address: str | None, t_ms: float) -> bool:
+    """Whether `node` sent to `address` at `t_ms` because a man in the middle had given it
+    that address (see redirected)."""
+    since = h.memo(redirected).get((node, address or ""))
+    return since is not None and since <= t_ms
 
 
 def taken_over(h: History) -> dict[str, list[tuple[float, float]]]:

@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.network import Transit
+from bench.checks.network import Transit, sent_where_redirected
 from bench.checks.terms import GATE_IN_FLIGHT_AT_END_MS, INSTANCE_ENDS, NOT_SENT, TASK_ENDS
 from bench.core.events import (
     AckStatus,
@@ -67,6 +67,7 @@ class Fate(Enum):
 
     LOST_IN_RESTART = "lost in a restart while paused"
     NEVER_STORED = "GATE_OPEN never reached the gate store"
+    REDIRECTED = "GATE_OPEN sent where a man in the middle redirected its request"
     REFUSED = "GATE_OPEN refused at the home node, or never sent, with a recorded reason"
     LOST_IN_TRANSIT = "GATE_OPEN lost as the journal explains (broker wipe, takeover, sender crash)"
     IN_FLIGHT = "GATE_OPEN still in flight at the end"
@@ -141,6 +142,9 @@ def _gates(h: History) -> _Gates:
         elif gate_id not in stored and ((gate.home_node_id, gate.message_id) in refused
                                         or gate.message_id in unsent):
             g.fate[gate_id] = (Fate.REFUSED, [gate])
+        elif gate_id not in stored and sent_where_redirected(h, gate.node, gate.home_node_id,
+                                                             gate.t_ms):
+            g.fate[gate_id] = (Fate.REDIRECTED, [gate])
         elif gate_id not in stored:
             why = None
             if transit.died_with_sender(gate.node, gate.t_ms, gate.message_id):
@@ -253,7 +257,8 @@ def open_reaches_gate_store(h: History, c: Collector) -> None:
     """A GATE_OPEN an executor sent reaches the gate store of the conversation's home node
     (the store shows it had the gate: opened, asked, decided, or told of a duplicate) —
     or is refused there with a recorded reason, or its send fails with one, or the
-    network lost it as the journal explains (see delivery.Transit)."""
+    network lost it as the journal explains (see delivery.Transit), or it went where a man
+    in the middle had redirected its request (network.redirected)."""
     for gate_id, (fate, events) in sorted(h.memo(_gates).fate.items()):
         if fate is Fate.IN_FLIGHT:
             c.unknown("gate_open_in_flight_at_end")
@@ -261,6 +266,8 @@ def open_reaches_gate_store(h: History, c: Collector) -> None:
             c.count("gate_open_refused_with_reason")
         elif fate is Fate.LOST_IN_TRANSIT:
             c.count("gate_open_lost_in_transit")
+        elif fate is Fate.REDIRECTED:
+            c.count("gate_open_sent_where_an_attacker_redirected_it")
         elif fate is Fate.NEVER_STORED:
             c.violation(f"GATE_OPEN for {gate_id} never reached the gate store", *events)
 

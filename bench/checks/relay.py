@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.network import Transit, fault_windows
+from bench.checks.network import Transit, fault_windows, sent_where_redirected
 from bench.checks.terms import (
     CLOCK_SLACK_MS,
     IN_FLIGHT_AT_END_MS,
@@ -80,6 +80,7 @@ def frames_carry_the_flow(h: History, c: Collector) -> None:
 def relayed_frames_accounted(h: History, c: Collector) -> None:
     """Every relayed frame is accepted by the home node with the same text, or falls in a
     gap the home node declared explicitly, or its send failed and the sender said so, or
+    it went where a man in the middle had redirected its request (network.redirected), or
     the home node dropped it with a recorded reason (a signature under a stale key, say),
     or the sender crashed (or the bench replaced its MQTT client, as the duplicate-client-id
     fault does) before the broker acknowledged it, or the home crashed while it
@@ -122,6 +123,9 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
             continue
         if e.message_id in failed:
             c.count("relay_send_failed")
+            continue
+        if sent_where_redirected(h, e.node, e.home_node_id, e.t_ms):
+            c.count("relayed_where_an_attacker_redirected_it")    # his node got it
             continue
         if last_accepted.get(key[0], 0) < key[1]:
             if (e.home_node_id, e.message_id) in dropped:
