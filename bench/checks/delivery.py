@@ -11,6 +11,7 @@ from bench.checks.network import (
     BROKER_DOWN,
     EVERY_NODE,
     Transit,
+    sent_where_redirected,
 )
 from bench.checks.terms import (
     CLOCK_SLACK_MS,
@@ -302,18 +303,16 @@ def no_response_not_early(h: History, c: Collector) -> None:
 def published_to_a_node(h: History, c: Collector) -> None:
     """A targeted message is published to the inbox of the node it addresses, and that
     address is a node of the deployment — unless a man in the middle gave it that address
-    (a response to a request whose replyNodeId he rewrote goes to his node)."""
+    (what answers a request whose replyNodeId he rewrote goes to his node: the response,
+    the streamed frames, the gate it opens)."""
     nodes = h.nodes
-    redirected = {a.request_id for a in h.of(AttackSent)
-                  if a.attack == "tamper_headers" and a.request_id}
     for e in h.of(OutboundSettled):
         if e.state != OutboundState.PUBLISHED or e.message_type == MessageType.EVENT:
             continue
         c.count("targeted_published")
         target = e.target_node_id
-        if target not in nodes and e.message_type == MessageType.TASK_RESPONSE \
-                and e.request_id in redirected:
-            c.count("answered_where_an_attacker_redirected_it")
+        if target not in nodes and sent_where_redirected(h, e.node, target, e.t_ms):
+            c.count("sent_where_an_attacker_redirected_it")
         elif target not in nodes:
             c.violation(f"{e.message_type} {e.message_id} was published to {e.topic!r}: "
                         f"targetNodeId {target!r} is not a node", e)
@@ -539,8 +538,23 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     can reach — and that is FALSE with the count, not "nothing to judge" for every checker
     that would have judged the tasks. (A workload whose tasks run and then wait for people
     who never decide does get through.) Judged from WHOLE_CLASS requests on; undecided: a
-    run that ended before any request could end."""
-    sent = h.of(RequestSent)
+    run that ended before any request could end. Not counted: a request to an agent no
+    node had registered when it was sent (the workload's unknown agents, a topology with
+    no executor, a node a fault restarted without its agents)."""
+    every = h.of(RequestSent)
+    # walk registrations and requests in history order: the agents each node has
+    # registered in its current boot, and how many nodes host each agent now
+    current: dict[str, list[str]] = {}
+    hosts: Counter[str] = Counter()
+    sent: list[RequestSent] = []
+    for e in sorted([*h.of(ExecutorsRegistered), *every], key=lambda e: e.seq):
+        if isinstance(e, ExecutorsRegistered):
+            hosts.subtract(current.get(e.node, []))
+            current[e.node] = list(e.agents)
+            hosts.update(e.agents)
+        elif isinstance(e, RequestSent) and hosts[e.to_agent_id] > 0:
+            sent.append(e)
+    c.count("to_an_agent_no_node_hosted", len(every) - len(sent))
     ids = {s.request_id for s in sent}
     executed = {e.task_id for e in h.of(TaskExecuted)} & ids
     answered = {o.request_id for o in h.of(OutboundSettled)
