@@ -12,6 +12,7 @@ from bench.checks.network import (
     EVERY_NODE,
     Transit,
     sent_where_redirected,
+    tampered,
 )
 from bench.checks.terms import (
     CLOCK_SLACK_MS,
@@ -163,8 +164,7 @@ def no_response_explained(h: History, c: Collector) -> None:
                 transit.lost(o.node, o.t_ms, o.target_node_id) is not None:
             explained.add(o.request_id)   # the network lost it, as the journal explains
     # an attacker rewrote the request's replyNodeId: its answer went where he sent it
-    explained |= {a.request_id for a in h.of(AttackSent)
-                  if a.attack == "tamper_headers" and a.request_id}
+    explained |= h.memo(tampered)
     requesters = {s.request_id: s.node for s in h.of(RequestSent)}
     # a forgery sent ahead under the request's messageId and admitted (no auth to refuse
     # it): the genuine request is then rightly a DUPLICATE of it. (A forgery refused does

@@ -368,17 +368,22 @@ class Transit:
         return None
 
 
+def tampered(h: History) -> set[str]:
+    """The requestIds whose replyNodeId a man in the middle rewrote (tamper_headers)."""
+    return {a.request_id for a in h.of(AttackSent)
+            if a.attack == "tamper_headers" and a.request_id}
+
+
 def redirected(h: History) -> dict[tuple[str, str], float]:
     """(node, address) -> when the node first admitted a request whose replyNodeId a man in
     the middle had rewritten to that address, an address that is no node. Everything the
     node then sends for that request (its answer, its stream, its gate) goes there, as
     the request told it to: the attack's doing, not the node's."""
-    tampered = {a.request_id for a in h.of(AttackSent)
-                if a.attack == "tamper_headers" and a.request_id}
+    rewritten = h.memo(tampered)
     nodes = h.nodes
     out: dict[tuple[str, str], float] = {}
     for i in h.of(InboundAdmitted):
-        if i.request_id in tampered and i.reply_node_id and i.reply_node_id not in nodes:
+        if i.request_id in rewritten and i.reply_node_id and i.reply_node_id not in nodes:
             out.setdefault((i.node, i.reply_node_id), i.t_ms)
     return out
 
