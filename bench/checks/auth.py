@@ -18,10 +18,13 @@ from bench.core.events import (
     FaultHealed,
     FaultRefused,
     FaultStart,
+    GateDecisionSent,
+    GateOpenSent,
     InboundAdmitted,
     InboundDropped,
     KeysRotated,
     OutboundSettled,
+    RequestSent,
     SignatureVerdict,
     TaskExecuted,
     Via,
@@ -287,17 +290,31 @@ def stale_either_way(h: History, c: Collector) -> None:
     if not skews:
         return
     sent = {o.message_id: o for o in h.of(OutboundSettled) if o.message_id}
+    # when the sender signed what it sent: as it decided to send (the outbox signs then),
+    # which the journal shows for a request, a gate opened and a decision — long before
+    # the PUBACK if the sender's link was cut meanwhile (the client holds the publish)
+    made = {e.message_id: e.t_ms for e in h.of(RequestSent)}
+    made |= {e.message_id: e.t_ms for e in h.of(GateOpenSent)}
+    made |= {e.message_id: e.t_ms for e in h.of(GateDecisionSent)}
+    outages = h.memo(Transit).outages
     for a, _, verdict in _decisions(h):
         o = sent.get(a.message_id or "")
         if o is None or verdict in (SignatureVerdict.UNSIGNED, SignatureVerdict.BAD_SIGNATURE):
             continue
-        # signed before its PUBACK came (when, exactly, is not recorded): a clock that moved
-        # within the in-flight allowance before either record is not judged
-        if off(o.node, o.t_ms - IN_FLIGHT_AT_END_MS) != off(o.node, o.t_ms) \
-                or off(a.node, a.t_ms - IN_FLIGHT_AT_END_MS) != off(a.node, a.t_ms):
+        signed = made.get(o.message_id)
+        if signed is None:
+            # signed before its PUBACK came, exactly when not recorded: a clock that moved
+            # within the in-flight allowance, or while the sender was cut off, is not judged
+            held = [x.start_ms for x in outages if x.node in (o.node, EVERY_NODE)
+                    and x.start_ms <= o.t_ms <= x.end_ms + IN_FLIGHT_AT_END_MS]
+            since = min([o.t_ms - IN_FLIGHT_AT_END_MS, *held])
+            moved = any(off(o.node, t) != off(o.node, o.t_ms) for t in (since, *held))
+        else:
+            moved = off(o.node, signed - IN_FLIGHT_AT_END_MS) != off(o.node, signed)
+        if moved or off(a.node, a.t_ms - IN_FLIGHT_AT_END_MS) != off(a.node, a.t_ms):
             c.count("signed_as_a_clock_moved")
             continue
-        apart = off(o.node, o.t_ms) - off(a.node, a.t_ms)
+        apart = off(o.node, o.t_ms if signed is None else signed) - off(a.node, a.t_ms)
         if abs(apart) < FRESHNESS_WINDOW_MS + _FRESHNESS_MARGIN_MS:
             continue
         c.count("signed_on_a_clock_off_by_more_than_the_window")

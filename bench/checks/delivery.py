@@ -141,6 +141,26 @@ def _still_running(h: History) -> dict[str, float]:
             for x in h.of(TaskExecuted)}
 
 
+def shadowed_by_a_forgery(h: History) -> set[str]:
+    """The genuine requests dropped as a DUPLICATE by their target because a forgery sent
+    ahead under their messageId had been admitted there (no auth to refuse it): rightly a
+    duplicate of it, the attack's doing. (A forgery refused explains no such drop:
+    refusal_leaves_no_trace judges a ledger it poisoned.) Forgeries are (messageId,
+    requestId) pairs, not a messageId -> requestId map: a tampering of the genuine request
+    journals the same messageId under the genuine requestId, and must not hide the
+    forgery's."""
+    message_of = {s.request_id: s.message_id for s in h.of(RequestSent)}
+    forged = {(a.message_id, a.request_id) for a in h.of(AttackSent)
+              if a.message_id and a.request_id and a.request_id not in message_of}
+    admitted = {(i.node, i.message_id) for i in h.of(InboundAdmitted)
+                if (i.message_id, i.request_id) in forged}
+    target = _target_of(h)
+    return {d.request_id for d in h.of(InboundDropped)
+            if d.request_id and d.reason == DropReason.DUPLICATE
+            and d.node == target.get(d.request_id)
+            and (d.node, message_of.get(d.request_id)) in admitted}
+
+
 @rule("DESIGN §7 no silent loss; seed 000 §3.3 (a mute receiver loses requests silently)")
 def no_response_explained(h: History, c: Collector) -> None:
     """A request that got no response has an exact explanation in the history: its send
@@ -166,20 +186,10 @@ def no_response_explained(h: History, c: Collector) -> None:
     # an attacker rewrote the request's replyNodeId: its answer went where he sent it
     explained |= h.memo(tampered)
     requesters = {s.request_id: s.node for s in h.of(RequestSent)}
-    # a forgery sent ahead under the request's messageId and admitted (no auth to refuse
-    # it): the genuine request is then rightly a DUPLICATE of it. (A forgery refused does
-    # not explain that drop: refusal_leaves_no_trace judges a ledger it poisoned.)
-    forged = {a.message_id: a.request_id for a in h.of(AttackSent)
-              if a.message_id and a.request_id}
-    shadowed = {(i.node, i.message_id) for i in h.of(InboundAdmitted)
-                if i.message_id in forged and i.request_id == forged[i.message_id]}
-    message_of = {s.request_id: s.message_id for s in h.of(RequestSent)}
+    explained |= h.memo(shadowed_by_a_forgery)
     for d in h.of(InboundDropped):
         rid = d.request_id
-        if rid and d.reason == DropReason.DUPLICATE and d.node == target.get(rid) \
-                and (d.node, message_of.get(rid)) in shadowed:
-            explained.add(rid)
-        elif rid and d.reason != DropReason.DUPLICATE \
+        if rid and d.reason != DropReason.DUPLICATE \
                 and d.node in (target.get(rid), requesters.get(rid)):
             explained.add(rid)
     outages = transit.outages
@@ -540,21 +550,32 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     who never decide does get through.) Judged from WHOLE_CLASS requests on; undecided: a
     run that ended before any request could end. Not counted: a request to an agent no
     node had registered when it was sent (the workload's unknown agents, a topology with
-    no executor, a node a fault restarted without its agents)."""
+    no executor, a node a fault restarted without its agents), one that named a node not
+    hosting its agent (the workload's misaddressed requests), and one an admitted forgery
+    under its messageId made a duplicate (shadowed_by_a_forgery)."""
     every = h.of(RequestSent)
     # walk registrations and requests in history order: the agents each node has
     # registered in its current boot, and how many nodes host each agent now
     current: dict[str, list[str]] = {}
     hosts: Counter[str] = Counter()
     sent: list[RequestSent] = []
+    shadowed = h.memo(shadowed_by_a_forgery)
+    misaddressed = forged_ahead = 0
     for e in sorted([*h.of(ExecutorsRegistered), *every], key=lambda e: e.seq):
         if isinstance(e, ExecutorsRegistered):
             hosts.subtract(current.get(e.node, []))
             current[e.node] = list(e.agents)
             hosts.update(e.agents)
         elif isinstance(e, RequestSent) and hosts[e.to_agent_id] > 0:
-            sent.append(e)
-    c.count("to_an_agent_no_node_hosted", len(every) - len(sent))
+            if e.target_node_id and e.to_agent_id not in current.get(e.target_node_id, ()):
+                misaddressed += 1       # it named a node that does not host its agent
+            elif e.request_id in shadowed:
+                forged_ahead += 1
+            else:
+                sent.append(e)
+    c.count("to_an_agent_no_node_hosted", len(every) - len(sent) - misaddressed - forged_ahead)
+    c.count("to_a_node_not_hosting_its_agent", misaddressed)
+    c.count("shadowed_by_an_admitted_forgery", forged_ahead)
     ids = {s.request_id for s in sent}
     executed = {e.task_id for e in h.of(TaskExecuted)} & ids
     answered = {o.request_id for o in h.of(OutboundSettled)

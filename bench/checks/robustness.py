@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from bench.checks import Checker, Collector, declared_without, rule
+from bench.checks.network import EVERY_NODE, Transit
 from bench.checks.terms import NOT_SENT, TASK_ENDS
 from bench.core.events import (
     AttackSent,
@@ -130,6 +131,8 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     late = h.end_ms - 3_000
     malformed = {(d.node, d.message_id) for d in h.of(InboundDropped)
                  if d.reason == DropReason.MALFORMED}
+    # an injection the broker could not take in (it was down) reached nobody to refuse it
+    broker_out = [o for o in h.memo(Transit).outages if o.node == EVERY_NODE]
     for a in attacks:
         node, rid = a.target_node_id or "", a.request_id or ""
         if a.how in HOSTILE_ENVELOPE:
@@ -139,8 +142,11 @@ def hostile_input_refused(h: History, c: Collector) -> None:
                             f"({a.how.replace('_', ' ')})", a)
             elif (node, a.message_id) not in malformed and a.t_ms < late \
                     and node not in crashed:
-                c.violation(f"{node} never refused {a.message_id} as MALFORMED "
-                            f"({a.how.replace('_', ' ')})", a)
+                if any(o.start_ms <= a.t_ms <= o.end_ms for o in broker_out):
+                    c.count("injected_while_the_broker_was_down")
+                else:
+                    c.violation(f"{node} never refused {a.message_id} as MALFORMED "
+                                f"({a.how.replace('_', ' ')})", a)
             continue
         if a.how in HOSTILE_WELL_FORMED:
             c.count(a.how)
