@@ -85,6 +85,11 @@ class Directories(Fold):
         self.clears: list[tuple[DirectoryUpdated, bool]] = []
         #: every UNDELIVERABLE naming an agent, and the entries that listed it then
         self.undeliverable: list[tuple[NodeWarning, list[str]]] = []
+        #: the UNDELIVERABLEs where only offline entries of nodes never announced online to
+        #: anyone listed the agent (a gone node's retained announcement: W-DIR-5)
+        self.ghosts_only: set[int] = set()
+        #: node -> agent -> the holder it saw online that then announced itself offline
+        self.went_offline: dict[str, dict[str, str]] = defaultdict(dict)
         #: node -> the line of the latest announcement of it online
         self.last_online: dict[str, int] = {}
         #: every request published to a node, and the entries that listed its agent when
@@ -106,6 +111,7 @@ class Directories(Fold):
             case NodeStarted():
                 self.view[e.node].clear()
                 self.offline[e.node].clear()
+                self.went_offline[e.node].clear()
             case RosterLoaded() | ExecutorsRegistered():
                 self.view[e.node][e.node] = self._shared(e.agents)
             case DirectoryUpdated() if e.cleared:
@@ -117,6 +123,13 @@ class Directories(Fold):
                     # itself from then as it did from its start (its roster)
                     self.view[e.node][e.node] = own
             case DirectoryUpdated():
+                was = self.view[e.node].get(e.node_id)
+                if not e.online and was and e.node_id not in self.offline[e.node]:
+                    for agent in was:        # a holder this node saw online went offline
+                        self.went_offline[e.node][agent] = e.node_id
+                elif e.online and self.went_offline[e.node]:
+                    for agent in e.agents:
+                        self.went_offline[e.node].pop(agent, None)
                 self.view[e.node][e.node_id] = self._shared(e.agents)
                 if e.online:
                     self.last_online[e.node_id] = e.seq
@@ -126,7 +139,12 @@ class Directories(Fold):
                     if e.node != e.node_id and not e.retain:
                         self.wills[e.node_id].append(e.t_ms)
             case NodeWarning() if e.what is WarningKind.UNDELIVERABLE and e.to_agent_id:
-                self.undeliverable.append((e, sorted(self._holders(e.node, e.to_agent_id))))
+                held = self._holders(e.node, e.to_agent_id)
+                self.undeliverable.append((e, sorted(held)))
+                if held and e.to_agent_id in self.went_offline[e.node] \
+                        and all(n in self.offline[e.node] and n not in self.last_online
+                                for n in held):
+                    self.ghosts_only.add(e.seq)
             case RequestSent() if not e.target_node_id:   # a node named: not the directory's
                 held = self._holders(e.node, e.to_agent_id)
                 self._asked[e.message_id] = (held, held - self.offline[e.node])
@@ -146,7 +164,10 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
     """A node calls a message for an agent undeliverable only when no entry of its
     directory — rebuilt here from the announcements it recorded receiving, and its own
     roster, since it last started — lists the agent (an offline entry still resolves:
-    the broker queues for it). Otherwise it had the address and did not use it. (A
+    the broker queues for it), or the node it saw hosting the agent online has gone
+    offline and only offline entries of nodes nobody ever saw online list it (W-DIR-5: a
+    gone node's retained announcement, a ghost, whose inbox nobody reads). Otherwise it
+    had the address and did not use it. (A
     response, and a task's relayed stream, go only where its request's replyNodeId says:
     never resolved through the directory.)
     A cleared entry's record says truly whether that directory had it. A node whose own
@@ -166,7 +187,9 @@ def undeliverable_only_when_unknown(h: History, c: Collector) -> None:
                                 f"{'had' if had else 'had no such'} entry", e)
             case NodeWarning() if e.message_id not in by_reply_node:
                 c.count("undeliverable")
-                if had:
+                if had and e.seq in seen.ghosts_only:
+                    c.count("only_entries_never_seen_online_listed_it")
+                elif had:
                     c.violation(f"{e.node} called {e.message_id} for {e.to_agent_id} "
                                 f"undeliverable, but its directory had it on {had}", e)
 

@@ -208,16 +208,27 @@ class Directory:
         # of a set (a global directory holds N of these on each of N nodes)
         self._announcers: dict[str, tuple[str, ...]] = {}
         self._by_agent: dict[str, AgentDescriptor] = {}
+        # agentId -> the node that announced it online and then went offline (its will, which
+        # lists no agents: W-DIR-2), until some node announces that agent online again
+        self._went_offline: dict[str, str] = {}
 
     def apply(self, ann: Announcement) -> None:
         old = self._by_node.get(ann.node_id)
         self._by_node[ann.node_id] = ann
+        if old is not None and old.online and not ann.online:
+            for a in old.agents:
+                self._went_offline[a.agent_id] = ann.node_id
+        if ann.online and self._went_offline:
+            for a in ann.agents:
+                self._went_offline.pop(a.agent_id, None)
         self._reindex(ann.node_id, old, ann)
 
     def remove(self, node_id: str) -> bool:
         old = self._by_node.pop(node_id, None)
         if old is not None:
             self._reindex(node_id, old, None)
+        if self._went_offline:
+            self._went_offline = {a: n for a, n in self._went_offline.items() if n != node_id}
         return old is not None
 
     def _reindex(self, node_id: str, old: Announcement | None, new: Announcement | None) -> None:
@@ -265,5 +276,15 @@ class Directory:
             return Target(Resolution.UNRESOLVED, None,
                           f"agent {to_agent_id!r} is in no directory entry "
                           f"({len(self._by_agent)} agents known)")
-        note = "" if desc.online else " (node announced offline; the broker will queue it)"
-        return Target(Resolution.DIRECTORY, desc.node_id, f"directory{note}")
+        if desc.online:
+            return Target(Resolution.DIRECTORY, desc.node_id, "directory")
+        went = self._went_offline.get(to_agent_id)
+        if went is not None and went != desc.node_id:
+            # the node seen hosting it went offline; what is left is an offline entry never
+            # seen online here — a gone node's retained announcement (a ghost), whose inbox
+            # nobody reads: queueing there loses the request, so say so instead (W-DIR-5)
+            return Target(Resolution.UNRESOLVED, None,
+                          f"agent {to_agent_id!r}: its node {went!r} announced itself offline, "
+                          f"and {desc.node_id!r} lists it only offline, never seen online")
+        return Target(Resolution.DIRECTORY, desc.node_id,
+                      "directory (node announced offline; the broker will queue it)")

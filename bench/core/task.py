@@ -183,7 +183,11 @@ class TaskService:
                 if t.state in TASK.terminal and t.deadline_ms > fx.now_ms)))
         for task in sorted(self.tasks.values(), key=lambda t: t.submitted_ms):
             if task.state is TaskStatus.RUNNING and task.task_id in waiting:
-                fx.add(StartTimer(_watchdog(task.task_id), task.deadline_ms))
+                # never longer than its whole timeout from now: a deadline taken from a clock
+                # that was set ahead (and since set right) would hold it far past its
+                # timeout, as for a restored request (core/request.py)
+                fx.add(StartTimer(_watchdog(task.task_id), min(
+                    task.deadline_ms, fx.now_ms + task.deadline_ms - task.submitted_ms)))
             elif task.state not in TASK.terminal:
                 done = self._move(fx, task, TaskEvent.INTERRUPT, error="interrupted")
                 self.tell_interrupted(fx, done)

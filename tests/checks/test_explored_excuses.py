@@ -1,0 +1,150 @@
+"""What explore found on the reference in December 2026 and what each fix excuses: a rule
+that lets a run pass must say, by a count, that the excuse was taken, and fail again on
+the same real history once the history no longer shows the reason — as a node that did
+the same thing by itself would.
+
+- a ghost (a gone node's retained announcement, offline, never online) listing the agents
+  of a node that went offline: the reference refuses to queue there (W-DIR-5);
+- a forgery admitted under a request's messageId, then the genuine request tampered on the
+  way: silent_loss must still see the forgery;
+- a hostile envelope injected while the broker was down: nobody could refuse it;
+- requests the workload misaddressed or a forgery shadowed do not make a run's requests
+  "not one got through";
+- a request signed before its sender's clock was set off, acknowledged after: judged by
+  the clock it was signed on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bench.checks import Value, checkers
+from bench.core.directory import AgentDescriptor, Announcement, Directory, Resolution
+from bench.run import run_scenario
+from bench.spec.scenario import load_scenario
+from bench.variants import variant
+from tests.helpers import Lines, from_lines
+
+EXPLORED = Path(__file__).parent.parent / "data" / "explored"
+
+
+def _ghost_seen_online_once(lines: Lines) -> None:
+    """The ghost's first announcement online: then it is a node gone offline, not a ghost."""
+    first = next(e for e in lines if e["kind"] == "directory_updated"
+                 and e["nodeId"].endswith("~ghost"))
+    first["online"] = True
+
+
+def _forgeries_refused(lines: Lines) -> None:
+    lines[:] = [e for e in lines if not (e["kind"] == "inbound_admitted"
+                                         and str(e.get("requestId")).startswith("attack"))]
+
+
+def _broker_never_stopped(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e.get("fault") != "broker_restart"]
+
+
+def _addressed_and_unforged(lines: Lines) -> None:
+    _forgeries_refused(lines)
+    for e in lines:
+        if e["kind"] == "request_sent":
+            e.pop("targetNodeId", None)
+
+
+def _signed_when_acknowledged(lines: Lines) -> None:
+    """Each request's record moved to its PUBACK: then it was signed on the skewed clock."""
+    acked = {e["messageId"]: e["tMs"] for e in lines if e["kind"] == "outbound_settled"}
+    for e in lines:
+        if e["kind"] == "request_sent" and e["messageId"] in acked:
+            e["tMs"] = acked[e["messageId"]]
+
+
+#: regression scenario -> (checker, rule, what the rule counts when it excuses), and the
+#: mutation that takes the excuse away
+CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None]]] = {
+    "request_for_a_gone_holder_not_sent_to_a_ghost": (
+        [("directory_liveness", "undeliverable_only_when_unknown",
+          "only_entries_never_seen_online_listed_it")], _ghost_seen_online_once),
+    "request_for_a_lossy_holder_not_sent_to_a_ghost": (
+        [("directory_liveness", "undeliverable_only_when_unknown",
+          "only_entries_never_seen_online_listed_it")], _ghost_seen_online_once),
+    "forgery_ahead_of_a_request_a_man_in_the_middle_rerouted": (
+        [("silent_loss", "no_response_explained", None)], _forgeries_refused),
+    "hostile_input_while_the_broker_was_down": (
+        [("robustness", "hostile_input_refused", "injected_while_the_broker_was_down")],
+        _broker_never_stopped),
+    "requests_a_forgery_or_the_workload_misaddressed_do_not_count": (
+        [("silent_loss", "driven_requests_get_through", "to_a_node_not_hosting_its_agent"),
+         ("silent_loss", "driven_requests_get_through", "shadowed_by_an_admitted_forgery")],
+        _addressed_and_unforged),
+    "request_signed_before_a_skew_acknowledged_after_it": (
+        [("auth_admission", "stale_either_way", None)], _signed_when_acknowledged),
+}
+
+
+@pytest.fixture(scope="module")
+def histories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Lines]:
+    out: dict[str, Lines] = {}
+    for name in CASES:
+        folder = tmp_path_factory.mktemp(name)
+        run_scenario(load_scenario(EXPLORED / f"{name}.toml"), variant("reference"), folder,
+                     mode="sim")
+        out[name] = [json.loads(line) for line in
+                     (folder / "history.jsonl").read_text().splitlines()]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_excuse_is_taken_and_counted(histories: dict[str, Lines], name: str) -> None:
+    h = from_lines(histories[name])
+    for checker, rule, counter in CASES[name][0]:
+        v = checkers()[checker](h)
+        assert v.value is not Value.FALSE, (rule, v.counterexamples[:2])
+        if counter is not None:
+            assert v.counts.get(counter, 0) > 0, (rule, v.counts)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_without_the_reason_the_rule_fails(histories: dict[str, Lines], name: str) -> None:
+    rules, mutate = CASES[name]
+    lines = [dict(e) for e in histories[name]]
+    mutate(lines)
+    h = from_lines([{**e, "seq": i + 1} for i, e in enumerate(lines)])
+    for checker, rule, _counter in rules:
+        v = checkers()[checker](h)
+        assert v.value is Value.FALSE and v.rules[rule]["violations"] > 0, (rule, v.rules[rule])
+
+
+# -- the reference's directory (W-DIR-5) ------------------------------------------------------
+
+
+def _ann(node: str, online: bool, *agents: str) -> Announcement:
+    return Announcement(node, online, "llm",
+                        tuple(AgentDescriptor(a, node, "executor", online) for a in agents))
+
+
+def test_a_ghost_does_not_take_the_agents_of_a_node_gone_offline() -> None:
+    d = Directory()
+    d.apply(_ann("exec-1~ghost", False, "llm.tax"))
+    d.apply(_ann("exec-1", True, "llm.tax"))
+    assert d.resolve("llm.tax", None).node_id == "exec-1"
+    d.apply(_ann("exec-1", False))                       # its will: offline, no agents
+    target = d.resolve("llm.tax", None)
+    assert target.how is Resolution.UNRESOLVED and "exec-1~ghost" in target.reason
+    d.apply(_ann("exec-1", True, "llm.tax"))             # back
+    assert d.resolve("llm.tax", None).node_id == "exec-1"
+
+
+def test_an_offline_entry_still_resolves_when_no_holder_went_offline() -> None:
+    """An older release's node, offline with its agents listed, was never seen online here:
+    the broker queues for it (W-DIR-5), as before."""
+    d = Directory()
+    d.apply(_ann("exec-9", False, "llm.tax"))
+    target = d.resolve("llm.tax", None)
+    assert target.how is Resolution.DIRECTORY and target.node_id == "exec-9"
+    d.apply(_ann("exec-1", True, "llm.tax"))
+    d.remove("exec-1")                                   # cleared, not gone offline
+    assert d.resolve("llm.tax", None).node_id == "exec-9"
