@@ -24,6 +24,8 @@ CORE_ALLOWED = {"__future__", "collections", "dataclasses", "enum", "typing", "j
 #: <- run <- cli. The substrates are siblings: none imports another.
 LAYERS = {
     "core": {"core"},
+    # the protocols beside the seed's (bench/profiles): each a clause table and sans-IO code
+    "profiles": {"core", "profiles"},
     "spec.distribution": {"spec.distribution"},
     "spec.topology": {"spec.distribution", "spec.topology"},
     "spec.scenario": {"core", "spec", "workload", "faults"},
@@ -106,14 +108,15 @@ def imports_of(source: str) -> set[str]:
     return found
 
 
-def core_violations(source: str) -> list[str]:
+def core_violations(source: str, own: tuple[str, ...] = ("bench.core",),
+                    allowed: frozenset[str] | set[str] = CORE_ALLOWED) -> list[str]:
     bad = []
     for name in imports_of(source):
         top = name.split(".")[0]
         if name.startswith("bench."):
-            if not name.startswith("bench.core"):
+            if not name.startswith(own):
                 bad.append(name)
-        elif top not in CORE_ALLOWED:
+        elif top not in allowed:
             bad.append(name)
     return sorted(bad)
 
@@ -153,6 +156,15 @@ def test_core_is_sans_io(path: Path) -> None:
     assert core_violations(path.read_text()) == [], f"{path.relative_to(ROOT)} imports I/O"
 
 
+@pytest.mark.parametrize("path", python_files(PKG / "profiles"), ids=lambda p: p.name)
+def test_profiles_are_sans_io(path: Path) -> None:
+    """A protocol beside the seed's is sans-IO as the seed's core is: its node code runs on
+    every substrate unchanged (and `re` checks the profile's identifiers)."""
+    assert core_violations(path.read_text(), ("bench.core", "bench.profiles"),
+                           CORE_ALLOWED | {"re", "sys"}) == [], \
+        f"{path.relative_to(ROOT)} imports I/O"
+
+
 def test_layering() -> None:
     problems = []
     for path in python_files(PKG):
@@ -166,7 +178,7 @@ def test_layering() -> None:
 
 
 #: What mypy checks strictly (pyproject.toml's [[tool.mypy.overrides]] with strict = true).
-STRICT = ["bench/core", "bench/storage", "bench/checks", "bench/history.py", "bench/oracle.py",
+STRICT = ["bench/core", "bench/profiles", "bench/storage", "bench/checks", "bench/history.py", "bench/oracle.py",
           "bench/substrates/descriptor.py", "bench/substrates/sim/__init__.py",
           "bench/substrates/live/__init__.py", "bench/substrates/docker/__init__.py",
           "bench/metrics.py", "bench/report/text.py", "bench/report/summary.py"]

@@ -1115,6 +1115,74 @@ class AttackSent(Event):
     age_ms: int | None = None
 
 
+# -- the A2A-over-MQTT profile (bench/profiles/a2a_mqtt) -------------------------------------------
+class Intake(StrEnum):
+    """What a profile responder did with a request it took in."""
+
+    NEW = "NEW"                  # a new task, executed
+    DUPLICATE = "DUPLICATE"      # a Task.id it has: its state returned, nothing executed
+    CONTINUED = "CONTINUED"      # a task waiting for input, given its next turn
+    QUERY = "QUERY"              # GetTask
+    CANCEL = "CANCEL"            # CancelTask
+    REFUSED = "REFUSED"          # answered with a JSON-RPC error
+    DROPPED = "DROPPED"          # no reply path: nothing to answer on
+
+
+class ReplyKind(StrEnum):
+    RESULT = "RESULT"            # a JSON-RPC result (a Task)
+    ERROR = "ERROR"              # a JSON-RPC error
+    STATUS = "STATUS"            # a stream item: TaskStatusUpdateEvent
+    ARTIFACT = "ARTIFACT"        # a stream item: TaskArtifactUpdateEvent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class A2mRequestTaken(Delivered):
+    """A request as a profile responder read it, and what it did with it. `correlation` is
+    the Correlation Data in hex."""
+
+    KIND = EventKind.A2M_REQUEST_TAKEN
+    topic: str
+    intake: Intake
+    method: str | None = None
+    task_id: str | None = None
+    context_id: str | None = None
+    correlation: str | None = None
+    response_topic: str | None = None
+    code: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class A2mReplied(Event):
+    """A reply or stream item a profile responder published (journaled as it is handed to
+    the client: write-ahead, after what it reports is durable)."""
+
+    KIND = EventKind.A2M_REPLIED
+    topic: str
+    reply: ReplyKind
+    correlation: str | None
+    task_id: str | None = None
+    state: str | None = None      # the A2A task state it carries (TASK_STATE_…)
+    code: int | None = None       # an error's JSON-RPC code
+    responder_agent_id: str | None = None   # the a2a-responder-agent-id it carries
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class A2mTaskState(Event):
+    """A profile task moved (A2A states by their wire names)."""
+
+    KIND = EventKind.A2M_TASK_STATE
+    task_id: str
+    agent_id: str
+    state: str
+    previous: str | None
+    context_id: str | None = None
+    reason: str | None = None
+
+
+PROFILE: tuple[type[Event], ...] = (A2mRequestTaken, A2mReplied, A2mTaskState)
+
+
 HARNESS: tuple[type[Event], ...] = (
     RunStarted, WorkloadStarted, RunFinished, RunInterrupted, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
     SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
@@ -1123,7 +1191,7 @@ HARNESS: tuple[type[Event], ...] = (
     BrokerDown, BrokerUp)
 
 #: Every kind's type: the schema the history is written and read with.
-TYPES: dict[EventKind, type[Event]] = {t.KIND: t for t in CORE + HARNESS}
+TYPES: dict[EventKind, type[Event]] = {t.KIND: t for t in CORE + PROFILE + HARNESS}
 
 
 # -- the codec: a typed event <-> the fields of one history line -------------------------------------
@@ -1141,7 +1209,7 @@ _ENUMS: dict[str, type[StrEnum]] = {e.__name__: e for e in (
     WarningKind, InstanceCause, TakeoverWillOf, AuthMode, SignatureVerdict, SignatureVersion,
     Merge, MessageType, DropReason, AckStatus, DecidedBy, Decision, FlowKind, GateState,
     Handler, InstanceStatus, OutboundState, RequestOutcome, TaskStatus, TimeoutPolicy, Trust,
-    Via)}
+    Via, Intake, ReplyKind)}
 _META = frozenset({"seq", "t_ms", "node"})
 
 

@@ -1,0 +1,433 @@
+"""The reference responder of the A2A-over-MQTT profile: `Responder.handle(input) ->
+list[command]`, sans-IO like the seed's node (bench/core/node.py), keeping every MUST of
+docs/profiles/a2a-mqtt.md that binds a responder.
+
+What it promises, and where:
+- a task exists once per Task.id, durably (the task table), across restarts and retries:
+  a request for a Task.id it has returns that task's state and executes nothing
+  (A2M-RETRY-3, A2M-DUP-1); the driver acknowledges a request only once the batch that took
+  it in is on disk (io.py's contract), so a crash before that gets it redelivered;
+- every reply and stream item goes to the request's Response Topic with its Correlation
+  Data unchanged (A2M-RR-3, A2M-STREAM-1), carries the Task.id and context it was given
+  (A2M-RR-6, A2M-CTX-1), and a pooled one names this responder (A2M-RSP-5);
+- bad input is answered with the JSON-RPC error the profile prescribes, on the reply path
+  when there is one (A2M-RSP-2..4, A2M-CTX-3, A2M-ERR-1..2), and never executed;
+- presence: a retained card online after the SUBACK, a will that makes it offline
+  (A2M-PRES-1..2).
+No I/O, no clock, no randomness.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, assert_never
+
+from bench.core import events as ev
+from bench.core.commands import PersistRecord, Subscribe, Table
+from bench.core.machine import Machine
+from bench.profiles.a2a_mqtt.io import (
+    Abandon,
+    Command,
+    Connect5,
+    ConnectionUp,
+    Effects,
+    Execute,
+    Input,
+    Publish5,
+    Received,
+    Started,
+    Subscribed,
+    WorkEnded,
+    WorkOutcome,
+    WorkStreamed,
+)
+from bench.profiles.a2a_mqtt.wire import (
+    RESPONDER_AGENT_ID,
+    STATUS,
+    STATUS_SOURCE,
+    TERMINAL,
+    Call,
+    ErrorCode,
+    Json,
+    Message5,
+    Method,
+    Props,
+    Refusal,
+    TaskState,
+    Topics,
+    artifact_item,
+    error_body,
+    parse_call,
+    result_body,
+    status_item,
+    task_object,
+)
+
+
+class TaskEvent(Enum):
+    START = "start"
+    FINISH = "finish"
+    FAIL = "fail"
+    ASK = "ask"                  # the agent needs the requester's next turn
+    CONTINUE = "continue"        # the next turn came
+    CANCEL = "cancel"
+    INTERRUPT = "interrupt"      # found unfinished after a restart
+
+
+# Theory of operation. A task is created SUBMITTED by the first request carrying its
+# Task.id and starts WORKING in the same batch (the agent is asked to run). The agent ends
+# the turn COMPLETED or FAILED, or asks for input (INPUT_REQUIRED: not terminal; the next
+# SendMessage with the same Task.id continues it). CancelTask cancels anything not terminal.
+# A restart finds SUBMITTED or WORKING tasks whose work died with the process: they end
+# FAILED, and whoever was waiting is told. Terminal states take no event.
+S, E = TaskState, TaskEvent
+TASK: Machine[TaskState, TaskEvent] = Machine("a2a task", {
+    (S.SUBMITTED, E.START): S.WORKING,
+    (S.WORKING, E.FINISH): S.COMPLETED,
+    (S.WORKING, E.FAIL): S.FAILED,
+    (S.WORKING, E.ASK): S.INPUT_REQUIRED,
+    (S.INPUT_REQUIRED, E.CONTINUE): S.WORKING,
+    (S.SUBMITTED, E.CANCEL): S.CANCELED,
+    (S.WORKING, E.CANCEL): S.CANCELED,
+    (S.INPUT_REQUIRED, E.CANCEL): S.CANCELED,
+    (S.SUBMITTED, E.INTERRUPT): S.FAILED,
+    (S.WORKING, E.INTERRUPT): S.FAILED,
+}, frozenset(TERMINAL))
+
+
+@dataclass(frozen=True, slots=True)
+class Watcher:
+    """A correlation waiting for the task's next answer: the reply path of one request."""
+
+    topic: str
+    correlation: bytes
+    rpc_id: Json
+    streaming: bool
+    pooled: bool
+
+    def to_json(self) -> dict[str, Json]:
+        return {"topic": self.topic, "correlation": self.correlation.hex(), "rpcId": self.rpc_id,
+                "streaming": self.streaming, "pooled": self.pooled}
+
+    @staticmethod
+    def from_json(raw: Json) -> Watcher:
+        return Watcher(str(raw["topic"]), bytes.fromhex(str(raw["correlation"])), raw["rpcId"],
+                       bool(raw["streaming"]), bool(raw["pooled"]))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One row of the task table, keyed by the requester's Task.id."""
+
+    task_id: str
+    context_id: str | None
+    state: TaskState
+    turn: int
+    result: str | None = None
+    chunks: int = 0                     # stream items of the current turn already sent
+    watchers: tuple[Watcher, ...] = ()
+
+    def to_json(self) -> dict[str, Json]:
+        return {"taskId": self.task_id, "contextId": self.context_id, "state": self.state.value,
+                "turn": self.turn, "result": self.result, "chunks": self.chunks,
+                "watchers": [w.to_json() for w in self.watchers]}
+
+    @staticmethod
+    def from_json(raw: Json) -> TaskRecord:
+        """Raises KeyError/TypeError/ValueError on a damaged record (the caller records it)."""
+        if not isinstance(raw, dict):
+            raise TypeError("task record is not an object")
+        return TaskRecord(str(raw["taskId"]), raw.get("contextId"), TaskState(raw["state"]),
+                          int(raw["turn"]), raw.get("result"), int(raw.get("chunks", 0)),
+                          tuple(Watcher.from_json(w) for w in raw.get("watchers", [])))
+
+
+@dataclass(frozen=True, slots=True)
+class ResponderConfig:
+    topics: Topics
+    agent_id: str
+    card: Mapping[str, Json] = field(default_factory=dict)
+    pool_id: str | None = None
+    session_expiry_s: int = 3600
+
+
+class Responder:
+    """One responder agent: its task table, its reply paths and its presence."""
+
+    def __init__(self, config: ResponderConfig) -> None:
+        self.config = config
+        self.agent_id = config.agent_id
+        t = config.topics
+        self.request_topic = t.request(config.agent_id)
+        self.pool_topic = t.pool(config.pool_id) if config.pool_id else None
+        self.filters = (self.request_topic,) + (
+            (t.shared_pool(config.pool_id),) if config.pool_id else ())
+        self.card = json.dumps(dict(config.card) or {"name": config.agent_id},
+                               sort_keys=True).encode()
+        self.tasks: dict[str, TaskRecord] = {}
+        self.late_results = 0
+
+    # -- the one entry point --------------------------------------------------------------------
+    def handle(self, inp: Input) -> list[Command]:
+        fx = Effects(inp.now_ms)
+        match inp:
+            case Started():
+                self._on_started(fx, inp)
+            case ConnectionUp():
+                fx.add(Subscribe(self.filters, 1))
+            case Subscribed():
+                self._announce(fx)
+            case Received():
+                self._on_request(fx, inp)
+            case WorkStreamed():
+                self._on_streamed(fx, inp)
+            case WorkEnded():
+                self._on_ended(fx, inp)
+            case _:
+                assert_never(inp)
+        return list(fx.commands)
+
+    # -- life and presence ------------------------------------------------------------------------
+    def _on_started(self, fx: Effects, inp: Started) -> None:
+        for key, raw in sorted(inp.tasks.items()):
+            try:
+                task = TaskRecord.from_json(raw)
+            except (KeyError, TypeError, ValueError) as exc:
+                fx.record(ev.NodeWarning(what=ev.WarningKind.RESTORE_TASKS, task_id=key,
+                                         reason=f"task record unreadable: {exc}"))
+                continue
+            self.tasks[task.task_id] = task
+        for task in sorted(self.tasks.values(), key=lambda t: t.task_id):
+            if task.state in (S.SUBMITTED, S.WORKING):
+                # its work died with the process: the task ends, and whoever waits is told
+                self._end(fx, task, E.INTERRUPT, None, "interrupted by a restart")
+        fx.add(Connect5(self.config.topics.client_id(self.agent_id), Message5(
+            self.config.topics.discovery(self.agent_id), self.card, 1, True,
+            Props(user_properties=((STATUS, "offline"), (STATUS_SOURCE, "lwt")))),
+            self.config.session_expiry_s))
+
+    def _announce(self, fx: Effects) -> None:
+        """The retained card, online — after the SUBACK, so nobody is invited to a request
+        topic not yet routed to this agent."""
+        fx.add(Publish5(Message5(self.config.topics.discovery(self.agent_id), self.card, 1, True,
+                                 Props(user_properties=((STATUS, "online"),
+                                                        (STATUS_SOURCE, "agent"))))))
+
+    # -- requests ---------------------------------------------------------------------------------
+    def _on_request(self, fx: Effects, inp: Received) -> None:
+        msg, props = inp.message, inp.message.props
+        taken: dict[str, Any] = dict(topic=msg.topic, qos=msg.qos, dup=inp.dup, retain=msg.retain,
+                     packet_id=inp.packet_id, response_topic=props.response_topic,
+                     correlation=None if props.correlation_data is None
+                     else props.correlation_data.hex())
+        if msg.topic not in (self.request_topic, self.pool_topic):
+            fx.record(ev.A2mRequestTaken(intake=ev.Intake.DROPPED, reason="not a request topic "
+                                         "of this agent", **taken))
+            return
+        if not props.response_topic:
+            fx.record(ev.A2mRequestTaken(intake=ev.Intake.DROPPED, reason="no Response Topic: "
+                                         "no reply path (A2M-RSP-2)", **taken))
+            return
+        pooled = msg.topic == self.pool_topic
+        call = parse_call(msg.payload, props)
+        if props.correlation_data is None:
+            rpc_id = call.rpc_id
+            call = Refusal(rpc_id, ErrorCode.TRANSPORT_PROTOCOL_ERROR,
+                           "no Correlation Data (A2M-RR-2)")
+        if isinstance(call, Refusal):
+            self._refuse(fx, props.response_topic, props.correlation_data, call, pooled, taken)
+            return
+        here = Watcher(props.response_topic, props.correlation_data or b"", call.rpc_id,
+                       call.method is Method.SEND_STREAMING, pooled)
+        match call.method:
+            case Method.SEND | Method.SEND_STREAMING:
+                self._on_send(fx, call, here, taken)
+            case Method.GET_TASK:
+                self._on_get(fx, call, here, taken)
+            case Method.CANCEL_TASK:
+                self._on_cancel(fx, call, here, taken)
+            case _:
+                assert_never(call.method)
+
+    def _on_send(self, fx: Effects, call: Call, here: Watcher, taken: dict[str, Any]) -> None:
+        task = self.tasks.get(call.task_id)
+        ids: dict[str, Any] = dict(method=call.method.value, task_id=call.task_id,
+                                   context_id=call.context_id)
+        if task is None:
+            task = TaskRecord(call.task_id, call.context_id, S.SUBMITTED, 1, watchers=(here,))
+            self._state(fx, task, None, "a new Task.id")
+            fx.record(ev.A2mRequestTaken(intake=ev.Intake.NEW, **ids, **taken))
+            fx.record(ev.TaskExecuted(task_id=call.task_id, agent_id=self.agent_id,
+                                      conversation_id=call.context_id,
+                                      message_id=here.correlation.hex()))
+            self._start(fx, task, E.START, call.text)
+            return
+        if call.context_id is not None and task.context_id is not None \
+                and call.context_id != task.context_id:
+            self._refuse(fx, here.topic, here.correlation, Refusal(
+                call.rpc_id, ErrorCode.INVALID_PARAMS,
+                f"contextId differs from the one of task {call.task_id} (A2M-CTX-3)"),
+                here.pooled, {**taken, **ids})
+            return
+        if task.state is S.INPUT_REQUIRED:
+            fx.record(ev.A2mRequestTaken(intake=ev.Intake.CONTINUED, **ids, **taken))
+            fx.record(ev.TaskExecuted(task_id=call.task_id, agent_id=self.agent_id,
+                                      conversation_id=task.context_id,
+                                      message_id=here.correlation.hex()))
+            self._start(fx, replace(task, turn=task.turn + 1, chunks=0, watchers=(here,)),
+                        E.CONTINUE, call.text)
+            return
+        # a Task.id it has: its state, and nothing runs again (A2M-RETRY-3)
+        fx.record(ev.A2mRequestTaken(intake=ev.Intake.DUPLICATE, **ids, **taken))
+        self._answer(fx, task, here)
+        if task.state not in TERMINAL:         # the answer to come reaches this attempt too
+            self._put(fx, replace(task, watchers=(*task.watchers, here)))
+
+    def _on_get(self, fx: Effects, call: Call, here: Watcher, taken: dict[str, Any]) -> None:
+        task = self.tasks.get(call.task_id)
+        if task is None:
+            self._refuse(fx, here.topic, here.correlation, Refusal(
+                call.rpc_id, ErrorCode.TASK_NOT_FOUND, f"no task {call.task_id}"), here.pooled,
+                {**taken, "method": call.method.value, "task_id": call.task_id})
+            return
+        fx.record(ev.A2mRequestTaken(intake=ev.Intake.QUERY, method=call.method.value,
+                                     task_id=call.task_id, context_id=task.context_id, **taken))
+        self._reply(fx, here, result_body(here.rpc_id, self._task_json(task)), ev.ReplyKind.RESULT,
+                    task)
+
+    def _on_cancel(self, fx: Effects, call: Call, here: Watcher, taken: dict[str, Any]) -> None:
+        task = self.tasks.get(call.task_id)
+        ids = {**taken, "method": call.method.value, "task_id": call.task_id}
+        if task is None or task.state in TERMINAL:
+            code = ErrorCode.TASK_NOT_FOUND if task is None else ErrorCode.TASK_NOT_CANCELABLE
+            why = f"no task {call.task_id}" if task is None else f"task is {task.state.value}"
+            self._refuse(fx, here.topic, here.correlation, Refusal(call.rpc_id, code, why),
+                         here.pooled, ids)
+            return
+        fx.record(ev.A2mRequestTaken(intake=ev.Intake.CANCEL, context_id=task.context_id, **ids))
+        fx.add(Abandon(task.task_id))
+        done = self._end(fx, task, E.CANCEL, None, "CancelTask")
+        self._reply(fx, here, result_body(here.rpc_id, self._task_json(done)),
+                    ev.ReplyKind.RESULT, done)
+
+    # -- the agent's work --------------------------------------------------------------------------
+    def _start(self, fx: Effects, task: TaskRecord, event: TaskEvent, text: str) -> None:
+        working = self._move(fx, task, event, None)
+        for w in working.watchers:
+            if w.streaming:
+                self._status(fx, w, working)
+        fx.add(Execute(task.task_id, self.agent_id, task.context_id, working.turn, text,
+                       any(w.streaming for w in working.watchers)))
+
+    def _on_streamed(self, fx: Effects, inp: WorkStreamed) -> None:
+        task = self.tasks.get(inp.task_id)
+        if task is None or task.state is not S.WORKING:
+            self._late(fx, inp.task_id, task, True)
+            return
+        for w in task.watchers:
+            if w.streaming:
+                self._reply(fx, w, artifact_item(w.rpc_id, task.task_id, task.context_id,
+                                                 task.chunks, inp.text),
+                            ev.ReplyKind.ARTIFACT, task)
+        self._put(fx, replace(task, chunks=task.chunks + 1))
+
+    def _on_ended(self, fx: Effects, inp: WorkEnded) -> None:
+        task = self.tasks.get(inp.task_id)
+        if task is None or task.state is not S.WORKING:
+            self._late(fx, inp.task_id, task, inp.outcome is not WorkOutcome.FAILED)
+            return
+        match inp.outcome:
+            case WorkOutcome.COMPLETED:
+                self._end(fx, task, E.FINISH, inp.text, None)
+            case WorkOutcome.FAILED:
+                self._end(fx, task, E.FAIL, None, inp.text or "the agent failed")
+            case WorkOutcome.INPUT_REQUIRED:
+                self._end(fx, task, E.ASK, None, inp.text or "input required")
+            case _:
+                assert_never(inp.outcome)
+
+    def _late(self, fx: Effects, task_id: str, task: TaskRecord | None, ok: bool) -> None:
+        """Work that ended after its task did (cancelled, or interrupted by a restart)."""
+        self.late_results += 1
+        fx.record(ev.TaskLateResult(task_id=task_id, ok=ok, state=None,
+                                    reason="no such task" if task is None
+                                    else f"task is {task.state.value}"))
+
+    def _end(self, fx: Effects, task: TaskRecord, event: TaskEvent, result: str | None,
+             reason: str | None) -> TaskRecord:
+        """Move the task on and answer everyone waiting; the answer is stream-final for
+        their correlations (terminal, or INPUT_REQUIRED: A2M-STREAM-2, A2M-STREAM-3)."""
+        done = self._move(fx, replace(task, result=result if result is not None else task.result),
+                          event, reason)
+        for w in done.watchers:
+            self._answer(fx, done, w)
+        return self._put(fx, replace(done, watchers=()))
+
+    def _answer(self, fx: Effects, task: TaskRecord, w: Watcher) -> None:
+        """The task as it stands, to one correlation: a Task for SendMessage; for a stream,
+        the result as an artifact if it has one no item carried yet, then the status."""
+        if not w.streaming:
+            self._reply(fx, w, result_body(w.rpc_id, self._task_json(task)), ev.ReplyKind.RESULT,
+                        task)
+            return
+        if task.result is not None and task.chunks == 0:
+            self._reply(fx, w, artifact_item(w.rpc_id, task.task_id, task.context_id, 0,
+                                             task.result), ev.ReplyKind.ARTIFACT, task)
+        self._status(fx, w, task)
+
+    # -- the task table ----------------------------------------------------------------------------
+    def _move(self, fx: Effects, task: TaskRecord, event: TaskEvent,
+              reason: str | None) -> TaskRecord:
+        moved = replace(task, state=TASK.next(task.state, event, task.task_id))
+        self._state(fx, moved, task.state, reason)
+        return self._put(fx, moved)
+
+    def _state(self, fx: Effects, task: TaskRecord, previous: TaskState | None,
+               reason: str | None) -> None:
+        self._put(fx, task)
+        fx.record(ev.A2mTaskState(task_id=task.task_id, agent_id=self.agent_id,
+                                  state=task.state.value,
+                                  previous=None if previous is None else previous.value,
+                                  context_id=task.context_id, reason=reason))
+
+    def _put(self, fx: Effects, task: TaskRecord) -> TaskRecord:
+        self.tasks[task.task_id] = task
+        fx.add(PersistRecord(Table.TASKS, task.task_id, task.to_json()))
+        return task
+
+    @staticmethod
+    def _task_json(task: TaskRecord) -> dict[str, Json]:
+        return task_object(task.task_id, task.context_id, task.state, task.result)
+
+    # -- replies ------------------------------------------------------------------------------------
+    def _status(self, fx: Effects, w: Watcher, task: TaskRecord) -> None:
+        self._reply(fx, w, status_item(w.rpc_id, task.task_id, task.context_id, task.state),
+                    ev.ReplyKind.STATUS, task)
+
+    def _refuse(self, fx: Effects, topic: str, correlation: bytes | None, refusal: Refusal,
+                pooled: bool, taken: Mapping[str, Any]) -> None:
+        fx.record(ev.A2mRequestTaken(intake=ev.Intake.REFUSED, code=refusal.code,
+                                     reason=refusal.message, **taken))
+        self._publish(fx, topic, correlation, error_body(refusal.rpc_id, refusal.code,
+                                                         refusal.message), pooled,
+                      ev.ReplyKind.ERROR, None, None, refusal.code)
+
+    def _reply(self, fx: Effects, w: Watcher, body: bytes, kind: ev.ReplyKind,
+               task: TaskRecord) -> None:
+        self._publish(fx, w.topic, w.correlation, body, w.pooled, kind, task.task_id,
+                      task.state.value, None)
+
+    def _publish(self, fx: Effects, topic: str, correlation: bytes | None, body: bytes,
+                 pooled: bool, kind: ev.ReplyKind, task_id: str | None, state: str | None,
+                 code: int | None) -> None:
+        named = ((RESPONDER_AGENT_ID, self.agent_id),) if pooled else ()
+        fx.add(Publish5(Message5(topic, body, 1, False,
+                                 Props(correlation_data=correlation, user_properties=named,
+                                       content_type="application/json"))))
+        fx.record(ev.A2mReplied(topic=topic, reply=kind,
+                                correlation=None if correlation is None else correlation.hex(),
+                                task_id=task_id, state=state, code=code,
+                                responder_agent_id=self.agent_id if pooled else None))

@@ -1,0 +1,286 @@
+"""The profile's reference responder, driven input by input (no broker, no clock): each
+test names the clause it holds the responder to (docs/profiles/a2a-mqtt.md)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.core import events as ev
+from bench.core.commands import PersistRecord, Record, Subscribe
+from bench.profiles.a2a_mqtt.io import (
+    Abandon,
+    Connect5,
+    ConnectionUp,
+    Execute,
+    Publish5,
+    Received,
+    Started,
+    Subscribed,
+    WorkEnded,
+    WorkOutcome,
+    WorkStreamed,
+)
+from bench.profiles.a2a_mqtt.responder import Responder, ResponderConfig
+from bench.profiles.a2a_mqtt.wire import (
+    CONTEXT_ID,
+    RESPONDER_AGENT_ID,
+    STATUS,
+    Message5,
+    Props,
+    Topics,
+)
+
+TOPICS = Topics("acme", "billing")
+REPLY = TOPICS.reply("client", "r1")
+TASK = str(uuid.UUID(int=1, version=4))
+CTX = str(uuid.UUID(int=2, version=4))
+
+
+def responder(pool: str | None = None) -> tuple[Responder, list[object]]:
+    r = Responder(ResponderConfig(TOPICS, "tax", {"name": "tax"}, pool_id=pool))
+    return r, r.handle(Started(0, "b1"))
+
+
+def send(task_id: str = TASK, *, corr: bytes = b"c1", method: str = "SendMessage",
+         context: str | None = CTX, text: str = "hello", topic: str | None = None,
+         props: Props | None = None, rpc_id: object = "1") -> Received:
+    message: dict[str, Any] = {"taskId": task_id, "role": "ROLE_USER",
+                               "parts": [{"text": text}]}
+    if context is not None:
+        message["contextId"] = context
+    body = {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": {"message": message}}
+    return raw(json.dumps(body).encode(), corr=corr, topic=topic, props=props)
+
+
+def call(method: str, task_id: str = TASK, corr: bytes = b"q1") -> Received:
+    body = {"jsonrpc": "2.0", "id": "q", "method": method, "params": {"id": task_id}}
+    return raw(json.dumps(body).encode(), corr=corr)
+
+
+def raw(payload: bytes, *, corr: bytes | None = b"c1", topic: str | None = None,
+        props: Props | None = None, reply: str | None = REPLY) -> Received:
+    p = props or Props(response_topic=reply, correlation_data=corr)
+    return Received(1, Message5(topic or TOPICS.request("tax"), payload, 1, False, p))
+
+
+def publishes(commands: list[object]) -> list[Message5]:
+    return [c.message for c in commands if isinstance(c, Publish5)]
+
+
+def replies(commands: list[object]) -> list[dict[str, Any]]:
+    return [json.loads(m.payload) for m in publishes(commands)]
+
+
+def records(commands: list[object], kind: type[ev.Event]) -> list[Any]:
+    return [c.event for c in commands if isinstance(c, Record) and isinstance(c.event, kind)]
+
+
+def executes(commands: list[object]) -> list[Execute]:
+    return [c for c in commands if isinstance(c, Execute)]
+
+
+def done(r: Responder, text: str = "42", outcome: WorkOutcome = WorkOutcome.COMPLETED,
+         task_id: str = TASK) -> list[object]:
+    return r.handle(WorkEnded(5, task_id, outcome, text))
+
+
+# -- presence (A2M-PRES-1, A2M-PRES-2, A2M-SESS-3, A2M-RSP-1) -------------------------------------
+def test_it_connects_with_a_will_subscribes_then_announces_itself() -> None:
+    r, started = responder()
+    connect = next(c for c in started if isinstance(c, Connect5))
+    assert connect.client_id == "acme/billing/tax" and not connect.clean_start
+    assert connect.will.topic == "$a2a/v1/discovery/acme/billing/tax" and connect.will.retain
+    assert connect.will.props.user(STATUS) == "offline"
+    subscribe = r.handle(ConnectionUp(1, False))
+    assert subscribe == [Subscribe(("$a2a/v1/request/acme/billing/tax",), 1)]
+    card = publishes(r.handle(Subscribed(2, subscribe[0].filters)))
+    assert [m.topic for m in card] == [connect.will.topic] and card[0].retain
+    assert card[0].props.user(STATUS) == "online"
+
+
+# -- a task, its answer, and its retries (A2M-RR-3, A2M-RR-6, A2M-CTX-1, A2M-RETRY-3) ---------------
+def test_a_task_runs_once_and_its_answer_echoes_correlation_task_and_context() -> None:
+    r, _ = responder()
+    took = r.handle(send())
+    assert [(e.task_id, e.turn, e.text) for e in executes(took)] == [(TASK, 1, "hello")]
+    assert not publishes(took)                 # SendMessage: one answer, when there is one
+    assert records(took, ev.TaskExecuted)[0].task_id == TASK
+    answer = done(r)
+    [msg] = publishes(answer)
+    assert msg.topic == REPLY and msg.props.correlation_data == b"c1" and msg.qos == 1
+    task = json.loads(msg.payload)["result"]
+    assert (task["id"], task["contextId"], task["status"]["state"]) == \
+        (TASK, CTX, "TASK_STATE_COMPLETED")
+    assert task["artifacts"][0]["parts"] == [{"text": "42"}]
+
+
+def test_a_retry_after_the_answer_returns_it_and_runs_nothing() -> None:
+    r, _ = responder()
+    r.handle(send())
+    done(r)
+    again = r.handle(send(corr=b"c2", rpc_id="2"))
+    assert not executes(again)
+    [msg] = publishes(again)
+    assert msg.props.correlation_data == b"c2"
+    assert json.loads(msg.payload)["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert records(again, ev.A2mRequestTaken)[0].intake is ev.Intake.DUPLICATE
+
+
+def test_a_retry_while_it_runs_is_told_so_and_gets_the_answer_too() -> None:
+    r, _ = responder()
+    r.handle(send())
+    again = r.handle(send(corr=b"c2"))
+    assert not executes(again)
+    assert [m["result"]["status"]["state"] for m in replies(again)] == ["TASK_STATE_WORKING"]
+    answer = done(r)
+    assert sorted(m.props.correlation_data for m in publishes(answer)) == [b"c1", b"c2"]
+
+
+def test_a_restart_ends_unfinished_work_and_a_retry_after_it_runs_nothing() -> None:
+    r, _ = responder()
+    took = r.handle(send())
+    table = {c.key: c.value for c in took if isinstance(c, PersistRecord)}
+    again = Responder(ResponderConfig(TOPICS, "tax"))
+    restarted = again.handle(Started(10, "b2", table))
+    told = replies(restarted)
+    assert [m["result"]["status"]["state"] for m in told] == ["TASK_STATE_FAILED"]
+    retry = again.handle(send(corr=b"c3"))
+    assert not executes(retry)
+    assert replies(retry)[0]["result"]["status"]["state"] == "TASK_STATE_FAILED"
+
+
+# -- bad input (A2M-RSP-2..4, A2M-RR-2, A2M-ERR-1..2, A2M-CTX-3..4) ---------------------------------
+def _error(commands: list[object]) -> dict[str, Any]:
+    [body] = replies(commands)
+    assert not executes(commands)
+    error: dict[str, Any] = body["error"]
+    return error
+
+
+def test_hostile_payloads_are_answered_with_their_json_rpc_error_and_never_run() -> None:
+    r, _ = responder()
+    assert _error(r.handle(raw(b"\xff\xfe")))["code"] == -32700
+    assert _error(r.handle(raw(b"{")))["code"] == -32700
+    assert _error(r.handle(raw(b"[]")))["code"] == -32600
+    assert _error(r.handle(raw(b"null")))["code"] == -32600
+    assert _error(r.handle(raw(b'{"jsonrpc":"2.0","id":"1","method":"Nope","params":{}}')))[
+        "code"] == -32601
+    assert _error(r.handle(send(task_id="not-a-uuid")))["code"] == -32602
+    assert _error(r.handle(send(task_id=str(uuid.UUID(int=9, version=1)))))["code"] == -32602
+    mismatch = Props(response_topic=REPLY, correlation_data=b"c1",
+                     user_properties=((CONTEXT_ID, "other"),))
+    assert _error(r.handle(send(props=mismatch)))["code"] == -32602
+
+
+def test_no_correlation_is_a_transport_protocol_error_and_no_reply_path_a_recorded_drop() -> None:
+    r, _ = responder()
+    no_corr = r.handle(send(props=Props(response_topic=REPLY)))
+    error = _error(no_corr)
+    assert error["code"] == -32005 and error["data"] == {"a2a_error": "transport_protocol_error"}
+    assert publishes(no_corr)[0].props.correlation_data is None
+    dropped = r.handle(send(props=Props(correlation_data=b"c1")))
+    assert not publishes(dropped) and not executes(dropped)
+    assert records(dropped, ev.A2mRequestTaken)[0].intake is ev.Intake.DROPPED
+
+
+def test_a_context_mismatch_is_refused_and_changes_nothing() -> None:
+    r, _ = responder()
+    r.handle(send())
+    refused = r.handle(send(corr=b"c2", context=str(uuid.UUID(int=3, version=4))))
+    assert _error(refused)["code"] == -32602
+    assert r.tasks[TASK].context_id == CTX and len(r.tasks[TASK].watchers) == 1
+
+
+# -- streaming (A2M-STREAM-1, A2M-STREAM-2) --------------------------------------------------------
+def test_a_stream_is_items_on_one_correlation_ending_with_the_terminal_status() -> None:
+    r, _ = responder()
+    took = r.handle(send(method="SendStreamingMessage"))
+    assert executes(took)[0].streaming
+    items = publishes(took)
+    items += publishes(r.handle(WorkStreamed(2, TASK, 0, "4")))
+    items += publishes(r.handle(WorkStreamed(3, TASK, 1, "2")))
+    items += publishes(done(r))
+    assert {m.props.correlation_data for m in items} == {b"c1"}
+    kinds = [next(iter(json.loads(m.payload)["result"])) for m in items]
+    assert kinds == ["statusUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"]
+    last = json.loads(items[-1].payload)["result"]["statusUpdate"]
+    assert last["status"]["state"] == "TASK_STATE_COMPLETED" and last["taskId"] == TASK
+    assert not publishes(r.handle(WorkStreamed(9, TASK, 2, "late")))
+
+
+# -- cancel, get, multi-turn, pools ----------------------------------------------------------------
+def test_cancel_ends_the_work_and_answers_everyone_waiting() -> None:
+    r, _ = responder()
+    r.handle(send())
+    cancel = r.handle(call("CancelTask"))
+    assert Abandon(TASK) in cancel
+    states = {m.props.correlation_data: json.loads(m.payload)["result"]["status"]["state"]
+              for m in publishes(cancel)}
+    assert states == {b"c1": "TASK_STATE_CANCELED", b"q1": "TASK_STATE_CANCELED"}
+    assert _error(r.handle(call("CancelTask", corr=b"q2")))["code"] == -32002
+    assert _error(r.handle(call("CancelTask", str(uuid.UUID(int=7, version=4)))))["code"] == -32001
+    assert records(done(r), ev.TaskLateResult)        # the work that still came is late
+
+
+def test_get_task_reports_the_stored_state() -> None:
+    r, _ = responder()
+    assert _error(r.handle(call("GetTask")))["code"] == -32001
+    r.handle(send())
+    assert replies(r.handle(call("GetTask")))[0]["result"]["status"]["state"] == \
+        "TASK_STATE_WORKING"
+
+
+def test_an_interrupted_task_continues_under_the_same_task_id() -> None:
+    r, _ = responder()
+    r.handle(send())
+    asked = done(r, "which year?", WorkOutcome.INPUT_REQUIRED)
+    assert replies(asked)[0]["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    turn = r.handle(send(corr=b"c2", text="2026"))
+    assert [(e.turn, e.text) for e in executes(turn)] == [(2, "2026")]
+    assert publishes(done(r))[0].props.correlation_data == b"c2"
+
+
+def test_a_pooled_request_is_answered_in_the_responders_name() -> None:
+    r, _ = responder(pool="p1")
+    assert r.handle(ConnectionUp(1, False)) == [Subscribe((
+        "$a2a/v1/request/acme/billing/tax",
+        "$share/a2a.acme.billing.p1/$a2a/v1/request/acme/billing/pool/p1"), 1)]
+    r.handle(send(topic=TOPICS.pool("p1")))
+    [msg] = publishes(done(r))
+    assert msg.props.user(RESPONDER_AGENT_ID) == "tax"
+
+
+# -- one execution per turn, whatever the redeliveries, retries and restarts (A2M-DUP-1) -----------
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["redeliver", "retry", "finish", "restart", "stream"]),
+                max_size=12))
+def test_nothing_runs_twice(steps: list[str]) -> None:
+    r, _ = responder()
+    table: dict[str, Any] = {}
+    executed = 0
+
+    def feed(inp: object) -> None:
+        nonlocal executed
+        out = r.handle(inp)  # type: ignore[arg-type]
+        executed += len(executes(out))
+        table.update({c.key: c.value for c in out if isinstance(c, PersistRecord)})
+
+    feed(send())
+    for i, step in enumerate(steps):
+        if step == "redeliver":
+            feed(send())
+        elif step == "retry":
+            feed(send(corr=f"r{i}".encode()))
+        elif step == "stream":
+            feed(send(corr=f"s{i}".encode(), method="SendStreamingMessage"))
+        elif step == "finish":
+            feed(WorkEnded(i, TASK, WorkOutcome.COMPLETED, "ok"))
+        else:
+            r = Responder(ResponderConfig(TOPICS, "tax"))
+            feed(Started(i, f"b{i}", dict(table)))
+    assert executed == 1
