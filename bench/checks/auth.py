@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.network import EVERY_NODE, Transit, fault_windows
+from bench.checks.network import EVERY_NODE, Transit, clocks, fault_windows
 from bench.checks.terms import ADMITTED, IN_FLIGHT_AT_END_MS
 from bench.core.events import (
     AttackSent,
@@ -15,7 +15,6 @@ from bench.core.events import (
     DropReason,
     Event,
     FaultError,
-    FaultHealed,
     FaultRefused,
     FaultStart,
     GateDecisionSent,
@@ -275,19 +274,9 @@ def stale_either_way(h: History, c: Collector) -> None:
     the past lets in whatever carries a timestamp from the future (one captured from a
     clock running fast is then replayable for as long as it is ahead). Judged from the
     clock_skew faults: who signed it, when, and by how much that node's clock was off."""
-    skews: list[tuple[str, float, float, float]] = []
-    healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
-    for f in h.of(FaultStart):
-        params = f.params if isinstance(f.params, dict) else {}
-        skew = params.get("skew_ms")
-        if f.fault == "clock_skew" and isinstance(skew, int | float):
-            skews.append((str(params.get("node")), f.t_ms, healed.get(f.fault_index, h.end_ms),
-                          float(skew)))
-
-    def off(node: str, t: float) -> float:
-        return sum(s for n, a, b, s in skews if n == node and a <= t < b)
-
-    if not skews:
+    seen = h.memo(clocks)
+    off = seen.off
+    if not seen.skews:
         return
     sent = {o.message_id: o for o in h.of(OutboundSettled) if o.message_id}
     # when the sender signed what it sent: as it decided to send (the outbox signs then),

@@ -11,6 +11,7 @@ from bench.checks.network import (
     BROKER_DOWN,
     EVERY_NODE,
     Transit,
+    fault_windows,
     sent_where_redirected,
     tampered,
 )
@@ -535,6 +536,8 @@ def _nothing_published(h: History) -> str | None:
 
 #: How many requests make "not one got through" a class of work failing, not bad luck.
 WHOLE_CLASS = 3
+#: Faults that make a node's publishes fail on purpose (its client, or the broker's PUBACK)
+REFUSING_FAULTS = frozenset({"publish_failure", "puback_refused"})
 #: The outcomes a requester settles on when an executor's answer came back.
 ANSWERED_OUTCOMES = frozenset({RequestOutcome.COMPLETED, RequestOutcome.FAILED,
                                RequestOutcome.TIMEOUT, RequestOutcome.CANCELLED})
@@ -551,8 +554,9 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     run that ended before any request could end. Not counted: a request to an agent no
     node had registered when it was sent (the workload's unknown agents, a topology with
     no executor, a node a fault restarted without its agents), one that named a node not
-    hosting its agent (the workload's misaddressed requests), and one an admitted forgery
-    under its messageId made a duplicate (shadowed_by_a_forgery)."""
+    hosting its agent (the workload's misaddressed requests), one an admitted forgery
+    under its messageId made a duplicate (shadowed_by_a_forgery), and one that failed to
+    send while a fault made the client or the broker refuse the requester's publishes."""
     every = h.of(RequestSent)
     # walk registrations and requests in history order: the agents each node has
     # registered in its current boot, and how many nodes host each agent now
@@ -560,7 +564,10 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     hosts: Counter[str] = Counter()
     sent: list[RequestSent] = []
     shadowed = h.memo(shadowed_by_a_forgery)
-    misaddressed = forged_ahead = 0
+    refusing = [f for f in h.memo(fault_windows) if f.fault in REFUSING_FAULTS]
+    send_failed = {e.request_id for e in h.of(RequestSettled)
+                   if e.outcome == RequestOutcome.SEND_FAILED}
+    misaddressed = forged_ahead = refused = 0
     for e in sorted([*h.of(ExecutorsRegistered), *every], key=lambda e: e.seq):
         if isinstance(e, ExecutorsRegistered):
             hosts.subtract(current.get(e.node, []))
@@ -571,11 +578,16 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
                 misaddressed += 1       # it named a node that does not host its agent
             elif e.request_id in shadowed:
                 forged_ahead += 1
+            elif e.request_id in send_failed and any(
+                    e.node in f.nodes and f.start_ms <= e.t_ms <= f.end_ms for f in refusing):
+                refused += 1            # a fault made the client or the broker refuse it
             else:
                 sent.append(e)
-    c.count("to_an_agent_no_node_hosted", len(every) - len(sent) - misaddressed - forged_ahead)
+    c.count("to_an_agent_no_node_hosted",
+            len(every) - len(sent) - misaddressed - forged_ahead - refused)
     c.count("to_a_node_not_hosting_its_agent", misaddressed)
     c.count("shadowed_by_an_admitted_forgery", forged_ahead)
+    c.count("refused_at_send_by_a_fault", refused)
     ids = {s.request_id for s in sent}
     executed = {e.task_id for e in h.of(TaskExecuted)} & ids
     answered = {o.request_id for o in h.of(OutboundSettled)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.network import Transit
+from bench.checks.network import Transit, clocks
 from bench.checks.terms import TASK_ENDS, TASK_MOVES
 from bench.core.events import (
     AttackSent,
@@ -246,7 +246,9 @@ WATCHDOG_EARLY_MS = 50.0
 def times_out_on_time(h: History, c: Collector) -> None:
     """A task still running when its timeout has passed since it was submitted — the
     timeoutMs its request asked for, else the task timeout every node was configured with
-    — ends then, TIMEOUT (a node down or frozen at that moment ends it once it is back), and
+    — ends then, TIMEOUT (a node down or frozen at that moment ends it once it is back; one
+    restarted after its clock was set off or right waits at most a whole timeout from the
+    restart, all it can know), and
     no task ends TIMEOUT before its timeout. An agent that hangs must not hold its task, and the
     requester waiting for it, forever. Left out: tasks no node's request asked for (an
     insider's hand-made message) and requests an attacker's tamper_payload rewrote on the
@@ -261,6 +263,7 @@ def times_out_on_time(h: History, c: Collector) -> None:
     boots = h.memo(_boots)
     crashes = h.memo(Transit).crashes
     frozen = h.memo(frozen_windows)
+    seen = h.memo(clocks)
     # an end a kill cut from the journal, read back from disk by the next boot
     on_disk = {(r.node, t) for r in h.of(TasksRestored) for t in r.ended}
     for (node, task_id), events in sorted(_trails(h).items()):
@@ -286,6 +289,13 @@ def times_out_on_time(h: History, c: Collector) -> None:
                 c.count("node_down_at_its_deadline")
                 continue
             due = back
+        # a node restarted after its clock was set off or right since the submission cannot
+        # know how long the task has waited: at most a whole timeout from the restart
+        reset = min((b for b in boots[node] if events[0].t_ms < b <= due
+                     and seen.off(node, b) != seen.off(node, events[0].t_ms)), default=None)
+        if reset is not None and reset + timeout > due:
+            c.count("clock_set_between_submission_and_restart")
+            due = reset + timeout
         # a frozen node runs no timer: its watchdog fires once it is thawed
         thawed = max((b for a, b in frozen[node] if a <= due <= b), default=None)
         if thawed is not None:

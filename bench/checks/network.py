@@ -78,6 +78,29 @@ def fault_windows(h: History) -> list[FaultWindow]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Clocks:
+    """How far each node's clock was off the bench's at any time, from the clock_skew
+    faults the journal started and healed."""
+
+    skews: tuple[tuple[str, float, float, float], ...]   # (node, from, until, offset ms)
+
+    def off(self, node: str, t_ms: float) -> float:
+        return sum(s for n, a, b, s in self.skews if n == node and a <= t_ms < b)
+
+
+def clocks(h: History) -> Clocks:
+    healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
+    skews = []
+    for f in h.of(FaultStart):
+        params = f.params if isinstance(f.params, dict) else {}
+        skew = params.get("skew_ms")
+        if f.fault == "clock_skew" and isinstance(skew, int | float):
+            skews.append((str(params.get("node")), f.t_ms, healed.get(f.fault_index, h.end_ms),
+                          float(skew)))
+    return Clocks(tuple(skews))
+
+
 def _outages(h: History) -> list[Outage]:
     """The real outages the journal shows, node by node — a crash or a lost connection
     until the node's client is connected again, a partition or a link fault for its

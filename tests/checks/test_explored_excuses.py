@@ -11,7 +11,10 @@ the same thing by itself would.
 - requests the workload misaddressed or a forgery shadowed do not make a run's requests
   "not one got through";
 - a request signed before its sender's clock was set off, acknowledged after: judged by
-  the clock it was signed on."""
+  the clock it was signed on;
+- a task's watchdog after a restart that set the node's clock back: a whole timeout from
+  the restart is all the node can know;
+- requests a fault made the client refuse do not count as work that failed by itself."""
 
 from __future__ import annotations
 
@@ -62,6 +65,14 @@ def _signed_when_acknowledged(lines: Lines) -> None:
             e["tMs"] = acked[e["messageId"]]
 
 
+def _no_clock_skew(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e.get("fault") != "clock_skew"]
+
+
+def _no_refusing_fault(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e.get("fault") != "publish_failure"]
+
+
 #: regression scenario -> (checker, rule, what the rule counts when it excuses), and the
 #: mutation that takes the excuse away
 CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None]]] = {
@@ -80,6 +91,12 @@ CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None
         [("silent_loss", "driven_requests_get_through", "to_a_node_not_hosting_its_agent"),
          ("silent_loss", "driven_requests_get_through", "shadowed_by_an_admitted_forgery")],
         _addressed_and_unforged),
+    "watchdog_after_a_restart_that_set_the_clock_back": (
+        [("task_lifecycle", "times_out_on_time", "clock_set_between_submission_and_restart")],
+        _no_clock_skew),
+    "requests_refused_at_send_by_a_fault_do_not_count": (
+        [("silent_loss", "driven_requests_get_through", "refused_at_send_by_a_fault")],
+        _no_refusing_fault),
     "request_signed_before_a_skew_acknowledged_after_it": (
         [("auth_admission", "stale_either_way", None)], _signed_when_acknowledged),
 }
