@@ -1180,7 +1180,70 @@ class A2mTaskState(Event):
     reason: str | None = None
 
 
-PROFILE: tuple[type[Event], ...] = (A2mRequestTaken, A2mReplied, A2mTaskState)
+class A2mOutcome(StrEnum):
+    """How a profile requester's operation ended (the task's state, where a reply said it)."""
+
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+    REJECTED = "REJECTED"
+    INPUT_REQUIRED = "INPUT_REQUIRED"   # stream-final, not terminal: the task waits for a turn
+    WORKING = "WORKING"                 # a Task not finished (GetTask, or a retry's answer)
+    SUBMITTED = "SUBMITTED"
+    AUTH_REQUIRED = "AUTH_REQUIRED"
+    ERROR = "ERROR"                     # a JSON-RPC error
+    NO_REPLY = "NO_REPLY"               # every attempt timed out (unknown: INFO)
+    NOT_SENT = "NOT_SENT"               # no attempt was accepted by the client or broker
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class A2mAttempt(Event):
+    """A profile requester published one attempt of an operation: the first, or a retry
+    with new Correlation Data and the same Task.id (A2M-RETRY-2)."""
+
+    KIND = EventKind.A2M_ATTEMPT
+    op_id: str
+    method: str
+    task_id: str
+    attempt: int
+    correlation: str
+    topic: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class A2mReplyTaken(Delivered):
+    """A message on a profile requester's reply topic, and whether it answered an operation
+    (`op_id`) or was a protocol error it ignored (`reason`, A2M-REQ-2, A2M-REQ-3)."""
+
+    KIND = EventKind.A2M_REPLY_TAKEN
+    topic: str
+    correlation: str | None
+    op_id: str | None = None
+    reply: ReplyKind | None = None
+    state: str | None = None
+    reason: str | None = None
+    responder_agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class A2mSettled(Event):
+    """A profile requester's operation ended."""
+
+    KIND = EventKind.A2M_SETTLED
+    op_id: str
+    method: str
+    task_id: str
+    outcome: A2mOutcome
+    attempts: int
+    latency_ms: int
+    code: int | None = None
+    text: str | None = None
+    responder_agent_id: str | None = None
+
+
+PROFILE: tuple[type[Event], ...] = (A2mRequestTaken, A2mReplied, A2mTaskState, A2mAttempt,
+                                    A2mReplyTaken, A2mSettled)
 
 
 HARNESS: tuple[type[Event], ...] = (
@@ -1209,7 +1272,7 @@ _ENUMS: dict[str, type[StrEnum]] = {e.__name__: e for e in (
     WarningKind, InstanceCause, TakeoverWillOf, AuthMode, SignatureVerdict, SignatureVersion,
     Merge, MessageType, DropReason, AckStatus, DecidedBy, Decision, FlowKind, GateState,
     Handler, InstanceStatus, OutboundState, RequestOutcome, TaskStatus, TimeoutPolicy, Trust,
-    Via, Intake, ReplyKind)}
+    Via, Intake, ReplyKind, A2mOutcome)}
 _META = frozenset({"seq", "t_ms", "node"})
 
 

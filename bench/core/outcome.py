@@ -119,6 +119,10 @@ class EventKind(StrEnum):
     A2M_REQUEST_TAKEN = "a2m_request_taken"
     A2M_REPLIED = "a2m_replied"
     A2M_TASK_STATE = "a2m_task_state"
+    # ... and what a requester sent, took back and concluded
+    A2M_ATTEMPT = "a2m_attempt"
+    A2M_REPLY_TAKEN = "a2m_reply_taken"
+    A2M_SETTLED = "a2m_settled"
 
 
 class DropReason(StrEnum):

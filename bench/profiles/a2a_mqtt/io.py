@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from bench.core.commands import PersistRecord, Record, Subscribe
 from bench.core.events import Event
-from bench.profiles.a2a_mqtt.wire import Json, Message5
+from bench.profiles.a2a_mqtt.wire import Json, Message5, Method
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -24,8 +24,9 @@ from bench.profiles.a2a_mqtt.wire import Json, Message5
 class Started:
     now_ms: int
     boot_id: str
-    #: the task table read back from the agent's durable store (Task.id -> record)
-    tasks: Mapping[str, Json] = field(default_factory=dict)
+    #: the agent's table read back from its durable store: a responder's tasks (Task.id ->
+    #: record), a requester's operations (op id -> record)
+    table: Mapping[str, Json] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,53 @@ class WorkEnded:
     text: str = ""
 
 
-Input = Started | ConnectionUp | Subscribed | Received | WorkStreamed | WorkEnded
+class TimerKind(StrEnum):
+    FIRST_REPLY = "first-reply"      # no first correlated reply in reply_first_timeout_ms
+    BACKOFF = "backoff"              # the wait before a retry
+    STREAM_IDLE = "stream-idle"      # a stream stalled past stream_idle_timeout_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    kind: TimerKind
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    now_ms: int
+    timer: Timer
+
+
+@dataclass(frozen=True, slots=True)
+class PublishSettled:
+    """What became of a tracked Publish5 (`key`): accepted by the broker (a PUBACK below
+    0x80), or not (refused by the client, or a PUBACK 0x80 and above)."""
+
+    now_ms: int
+    key: str
+    accepted: bool
+    reason_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OperationRequested:
+    """The workload asks the requester for one logical operation on a task: the Task.id
+    (and the context) come from the workload, which owns the entropy (a UUIDv4 each)."""
+
+    now_ms: int
+    op_id: str
+    method: Method
+    task_id: str
+    agent_id: str | None = None        # direct: this responder; None: the pool's
+    pool_id: str | None = None
+    context_id: str | None = None
+    text: str = ""
+
+
+ResponderInput = Started | ConnectionUp | Subscribed | Received | WorkStreamed | WorkEnded
+RequesterInput = (Started | ConnectionUp | Subscribed | Received | TimerFired | PublishSettled
+                  | OperationRequested)
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -91,6 +138,18 @@ class Connect5:
 @dataclass(frozen=True, slots=True)
 class Publish5:
     message: Message5
+    key: str | None = None        # set: the driver answers with PublishSettled(key)
+
+
+@dataclass(frozen=True, slots=True)
+class StartTimer:
+    timer: Timer
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    timer: Timer
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +172,8 @@ class Abandon:
     task_id: str
 
 
-Command = Connect5 | Subscribe | Publish5 | PersistRecord | Record | Execute | Abandon
+Command = (Connect5 | Subscribe | Publish5 | PersistRecord | Record | Execute | Abandon
+           | StartTimer | CancelTimer)
 
 
 class Effects:

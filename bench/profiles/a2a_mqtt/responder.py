@@ -35,9 +35,9 @@ from bench.profiles.a2a_mqtt.io import (
     ConnectionUp,
     Effects,
     Execute,
-    Input,
     Publish5,
     Received,
+    ResponderInput,
     Started,
     Subscribed,
     WorkEnded,
@@ -171,7 +171,7 @@ class Responder:
         self.late_results = 0
 
     # -- the one entry point --------------------------------------------------------------------
-    def handle(self, inp: Input) -> list[Command]:
+    def handle(self, inp: ResponderInput) -> list[Command]:
         fx = Effects(inp.now_ms)
         match inp:
             case Started():
@@ -192,7 +192,7 @@ class Responder:
 
     # -- life and presence ------------------------------------------------------------------------
     def _on_started(self, fx: Effects, inp: Started) -> None:
-        for key, raw in sorted(inp.tasks.items()):
+        for key, raw in sorted(inp.table.items()):
             try:
                 task = TaskRecord.from_json(raw)
             except (KeyError, TypeError, ValueError) as exc:

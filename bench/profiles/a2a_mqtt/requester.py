@@ -1,0 +1,416 @@
+"""The reference requester of the A2A-over-MQTT profile: `Requester.handle(input) ->
+list[command]`, sans-IO, keeping every MUST of docs/profiles/a2a-mqtt.md that binds a
+requester — the bench's client for the profile, and the one the SDK's is judged beside.
+
+What it promises, and where:
+- it publishes only once its reply topic is subscribed (A2M-SESS-2), every request with
+  Response Topic and fresh Correlation Data, unique among those in flight (A2M-RR-2,
+  A2M-REQ-1), the Task.id the workload gave it (A2M-RR-5, A2M-RR-7);
+- the retry profile (A2M-RETRY-1..6): an attempt not accepted, or unanswered for
+  `reply_first_ms`, is retried with new Correlation Data and the same Task.id after a
+  backoff of 1, 2, 4 s ±20 %, at most `max_attempts` in all; never again once any
+  correlated reply or stream item came; a stream stalled for `stream_idle_ms` is followed
+  up with GetTask on the Task.id, not by publishing the request again (A2M-RETRY-7);
+- a reply with unknown or missing Correlation Data, or a pooled reply that names no
+  responder, is a protocol error: recorded and ignored (A2M-REQ-2, A2M-REQ-3); once a reply
+  names a responder (a pool's member, or a handover), every later operation on that task
+  goes to it directly (A2M-REQ-4, A2M-HAND-2);
+- a terminal status, or input-required, ends the correlation's stream (A2M-STREAM-2..3).
+No I/O, no clock, no randomness: correlation ids come from the boot id, jitter from a
+hash of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, assert_never
+
+from bench.core import events as ev
+from bench.core.commands import PersistRecord, Subscribe, Table
+from bench.profiles.a2a_mqtt.io import (
+    CancelTimer,
+    Command,
+    ConnectionUp,
+    Effects,
+    OperationRequested,
+    Publish5,
+    PublishSettled,
+    Received,
+    RequesterInput,
+    Started,
+    StartTimer,
+    Subscribed,
+    Timer,
+    TimerFired,
+    TimerKind,
+)
+from bench.profiles.a2a_mqtt.wire import (
+    CONTEXT_ID,
+    INTERRUPTED,
+    RESPONDER_AGENT_ID,
+    TERMINAL,
+    Json,
+    Message5,
+    Method,
+    Props,
+    TaskState,
+    Topics,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryProfile:
+    """A2M-RETRY-1's defaults."""
+
+    reply_first_ms: int = 15_000
+    stream_idle_ms: int = 30_000
+    max_attempts: int = 3
+    backoff_ms: tuple[int, ...] = (1_000, 2_000, 4_000)
+    jitter: float = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class RequesterConfig:
+    topics: Topics
+    agent_id: str
+    #: the reply topic's suffix: collision resistant, from the driver's entropy (A2M-SESS-4)
+    reply_suffix: str
+    retry: RetryProfile = field(default_factory=RetryProfile)
+
+
+class Phase(StrEnum):
+    """Where an operation is: waiting to be sent (its reply topic not yet subscribed), waiting
+    out a backoff, in flight (no correlated reply yet), answered (a reply came: no retry
+    ever again; a stream or a non-final Task may still be coming), or settled."""
+
+    QUEUED = "QUEUED"
+    BACKOFF = "BACKOFF"
+    IN_FLIGHT = "IN_FLIGHT"
+    ANSWERED = "ANSWERED"
+    SETTLED = "SETTLED"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    op_id: str
+    method: Method
+    task_id: str
+    agent_id: str | None
+    pool_id: str | None
+    context_id: str | None
+    text: str
+    asked_ms: int
+    phase: Phase = Phase.QUEUED
+    attempt: int = 0
+    correlations: tuple[str, ...] = ()      # hex, every attempt's
+    chunks: tuple[str, ...] = ()            # artifact text streamed so far
+    why: str = "first"                      # why the next attempt is sent
+
+    def to_json(self) -> dict[str, Json]:
+        return {"opId": self.op_id, "method": self.method.value, "taskId": self.task_id,
+                "agentId": self.agent_id, "poolId": self.pool_id, "contextId": self.context_id,
+                "text": self.text, "askedMs": self.asked_ms, "phase": self.phase.value,
+                "attempt": self.attempt, "correlations": list(self.correlations),
+                "chunks": list(self.chunks), "why": self.why}
+
+    @staticmethod
+    def from_json(raw: Json) -> Operation:
+        if not isinstance(raw, dict):
+            raise TypeError("operation record is not an object")
+        return Operation(str(raw["opId"]), Method(raw["method"]), str(raw["taskId"]),
+                         raw.get("agentId"), raw.get("poolId"), raw.get("contextId"),
+                         str(raw.get("text", "")), int(raw["askedMs"]), Phase(raw["phase"]),
+                         int(raw["attempt"]), tuple(raw.get("correlations", ())),
+                         tuple(raw.get("chunks", ())), str(raw.get("why", "first")))
+
+
+_OUTCOME = {TaskState.COMPLETED: ev.A2mOutcome.COMPLETED, TaskState.FAILED: ev.A2mOutcome.FAILED,
+            TaskState.CANCELED: ev.A2mOutcome.CANCELED, TaskState.REJECTED: ev.A2mOutcome.REJECTED,
+            TaskState.INPUT_REQUIRED: ev.A2mOutcome.INPUT_REQUIRED,
+            TaskState.AUTH_REQUIRED: ev.A2mOutcome.AUTH_REQUIRED,
+            TaskState.WORKING: ev.A2mOutcome.WORKING, TaskState.SUBMITTED: ev.A2mOutcome.SUBMITTED}
+
+
+class Requester:
+    """One requester agent: its reply topic, its operations in flight, and who answers
+    for each task."""
+
+    def __init__(self, config: RequesterConfig) -> None:
+        self.config = config
+        self.reply_topic = config.topics.reply(config.agent_id, config.reply_suffix)
+        self.ops: dict[str, Operation] = {}
+        self.by_correlation: dict[str, str] = {}      # hex -> op id
+        self.responder_of: dict[str, str] = {}        # Task.id -> the agent answering for it
+        self.subscribed = False
+        self.boot_id = ""
+        self._n = 0
+
+    def handle(self, inp: RequesterInput) -> list[Command]:
+        fx = Effects(inp.now_ms)
+        match inp:
+            case Started():
+                self._on_started(fx, inp)
+            case ConnectionUp():
+                fx.add(Subscribe((self.reply_topic,), 1))
+            case Subscribed():
+                self.subscribed = True
+                for op in sorted(self.ops.values(), key=lambda o: o.asked_ms):
+                    if op.phase is Phase.QUEUED:
+                        self._send(fx, op)
+            case OperationRequested():
+                self._on_requested(fx, inp)
+            case Received():
+                self._on_reply(fx, inp)
+            case PublishSettled():
+                self._on_settled_publish(fx, inp)
+            case TimerFired():
+                self._on_timer(fx, inp)
+            case _:
+                assert_never(inp)
+        return list(fx.commands)
+
+    # -- life -------------------------------------------------------------------------------------
+    def _on_started(self, fx: Effects, inp: Started) -> None:
+        self.boot_id = inp.boot_id
+        for key, raw in sorted(inp.table.items()):
+            try:
+                op = Operation.from_json(raw)
+            except (KeyError, TypeError, ValueError) as exc:
+                fx.record(ev.NodeWarning(what=ev.WarningKind.RESTORE_REQUESTS, reason=f"operation "
+                                         f"record {key!r} unreadable: {exc}"))
+                continue
+            self.ops[op.op_id] = op
+            if op.phase is Phase.ANSWERED:
+                # a reply came before the process died: never published again (A2M-RETRY-6);
+                # its old correlations died with the in-flight map, so it is followed up
+                self._follow_up(fx, op, "restarted after a reply came")
+            elif op.phase is Phase.SETTLED:
+                continue
+            elif op.attempt >= self.config.retry.max_attempts:
+                self._settle(fx, op, ev.A2mOutcome.NO_REPLY, None, "restarted after its last "
+                             "attempt")
+            else:   # sent again, on the new reply path, once it is subscribed
+                self._put(fx, replace(op, phase=Phase.QUEUED, why="restart"))
+
+    # -- operations ---------------------------------------------------------------------------------
+    def _on_requested(self, fx: Effects, inp: OperationRequested) -> None:
+        op = Operation(inp.op_id, inp.method, inp.task_id, inp.agent_id, inp.pool_id,
+                       inp.context_id, inp.text, inp.now_ms)
+        self._put(fx, op)
+        if self.subscribed:       # A2M-SESS-2: never before the reply topic is routed here
+            self._send(fx, op)
+
+    def _target(self, op: Operation) -> str:
+        """Where an attempt goes: the responder named for the task by the latest reply
+        (A2M-HAND-2, A2M-REQ-4), else the agent asked for, else the pool (A2M-RETRY-8)."""
+        agent = self.responder_of.get(op.task_id) or op.agent_id
+        if agent is not None:
+            return self.config.topics.request(agent)
+        assert op.pool_id is not None, f"operation {op.op_id} names neither agent nor pool"
+        return self.config.topics.pool(op.pool_id)
+
+    def _send(self, fx: Effects, op: Operation) -> None:
+        self._n += 1
+        correlation = f"{self.boot_id}.{self._n}".encode()
+        attempt = op.attempt + 1
+        sent = replace(op, phase=Phase.IN_FLIGHT, attempt=attempt,
+                       correlations=(*op.correlations, correlation.hex()))
+        self.by_correlation[correlation.hex()] = op.op_id
+        topic = self._target(op)
+        props = Props(response_topic=self.reply_topic, correlation_data=correlation,
+                      user_properties=((CONTEXT_ID, op.context_id),) if op.context_id else (),
+                      content_type="application/json")
+        fx.add(Publish5(Message5(topic, self._body(sent, correlation), 1, False, props),
+                        key=correlation.hex()))
+        fx.record(ev.A2mAttempt(op_id=op.op_id, method=op.method.value, task_id=op.task_id,
+                                attempt=attempt, correlation=correlation.hex(), topic=topic,
+                                why=op.why))
+        fx.add(StartTimer(Timer(TimerKind.FIRST_REPLY, op.op_id),
+                          fx.now_ms + self.config.retry.reply_first_ms))
+        self._put(fx, sent)
+
+    def _body(self, op: Operation, correlation: bytes) -> bytes:
+        params: dict[str, Json]
+        if op.method in (Method.GET_TASK, Method.CANCEL_TASK):
+            params = {"id": op.task_id}
+        else:
+            message: dict[str, Json] = {"messageId": f"{op.op_id}.{op.attempt}",
+                                        "role": "ROLE_USER", "taskId": op.task_id,
+                                        "parts": [{"text": op.text}]}
+            if op.context_id is not None:
+                message["contextId"] = op.context_id
+            params = {"message": message}
+        return json.dumps({"jsonrpc": "2.0", "id": correlation.hex(), "method": op.method.value,
+                           "params": params}, separators=(",", ":"), sort_keys=True).encode()
+
+    def _on_settled_publish(self, fx: Effects, inp: PublishSettled) -> None:
+        op = self.ops.get(self.by_correlation.get(inp.key, ""))
+        if inp.accepted or op is None or op.phase is not Phase.IN_FLIGHT \
+                or op.correlations[-1] != inp.key:
+            return
+        # not accepted by the client or the broker: retry-eligible (A2M-RETRY-5)
+        fx.add(CancelTimer(Timer(TimerKind.FIRST_REPLY, op.op_id)))
+        code = "" if inp.reason_code is None else f" (PUBACK 0x{inp.reason_code:02x})"
+        self._retry_or_give_up(fx, op, f"publish not accepted{code}", ev.A2mOutcome.NOT_SENT)
+
+    def _on_timer(self, fx: Effects, inp: TimerFired) -> None:
+        op = self.ops.get(inp.timer.key)
+        if op is None or op.phase is Phase.SETTLED:
+            return
+        match inp.timer.kind:
+            case TimerKind.FIRST_REPLY if op.phase is Phase.IN_FLIGHT:
+                self._retry_or_give_up(fx, op, "no first reply in time", ev.A2mOutcome.NO_REPLY)
+            case TimerKind.BACKOFF if op.phase is Phase.BACKOFF:
+                if self.subscribed:
+                    self._send(fx, op)
+                else:
+                    self._put(fx, replace(op, phase=Phase.QUEUED))
+            case TimerKind.STREAM_IDLE if op.phase is Phase.ANSWERED:
+                self._follow_up(fx, op, "stream stalled")
+            case _:
+                pass   # a timer of a phase already left: its firing crossed the move
+
+    def _follow_up(self, fx: Effects, op: Operation, why: str) -> None:
+        """A2M-RETRY-7: the operation ends without its answer, and GetTask on its Task.id
+        asks where the task stands — never the original request again."""
+        self._settle(fx, op, ev.A2mOutcome.NO_REPLY, None, why)
+        if op.method is not Method.GET_TASK:
+            self._on_requested(fx, OperationRequested(
+                fx.now_ms, f"{op.op_id}.get", Method.GET_TASK, op.task_id, op.agent_id,
+                op.pool_id, op.context_id))
+
+    def _retry_or_give_up(self, fx: Effects, op: Operation, why: str,
+                          outcome: ev.A2mOutcome) -> None:
+        retry = self.config.retry
+        if op.attempt >= retry.max_attempts:
+            self._settle(fx, op, outcome, None, why)
+            return
+        base = retry.backoff_ms[min(op.attempt - 1, len(retry.backoff_ms) - 1)]
+        delay = round(base * (1 + retry.jitter * self._unit(op.correlations[-1])))
+        fx.add(StartTimer(Timer(TimerKind.BACKOFF, op.op_id), fx.now_ms + delay))
+        self._put(fx, replace(op, phase=Phase.BACKOFF, why=f"retry: {why}"))
+
+    @staticmethod
+    def _unit(key: str) -> float:
+        """A number in [-1, 1] drawn from `key` (the jitter, with no randomness in here)."""
+        digest = hashlib.sha256(key.encode()).digest()
+        return int.from_bytes(digest[:4], "big") / 0xFFFFFFFF * 2 - 1
+
+    # -- replies ------------------------------------------------------------------------------------
+    def _on_reply(self, fx: Effects, inp: Received) -> None:
+        msg, props = inp.message, inp.message.props
+        corr = None if props.correlation_data is None else props.correlation_data.hex()
+        seen: dict[str, Any] = dict(topic=msg.topic, correlation=corr, qos=msg.qos, dup=inp.dup,
+                                    retain=msg.retain, packet_id=inp.packet_id,
+                                    responder_agent_id=props.user(RESPONDER_AGENT_ID))
+        op = self.ops.get(self.by_correlation.get(corr or "", ""))
+        if op is None or op.phase is Phase.SETTLED:
+            why = "no Correlation Data" if corr is None else "unknown Correlation Data" \
+                if op is None else "Correlation Data of an operation already settled"
+            fx.record(ev.A2mReplyTaken(reason=f"{why} (A2M-REQ-2): ignored", **seen))
+            return
+        if op.pool_id is not None and op.agent_id is None \
+                and props.user(RESPONDER_AGENT_ID) is None:
+            fx.record(ev.A2mReplyTaken(op_id=op.op_id, reason="a pooled reply without "
+                                       "a2a-responder-agent-id (A2M-REQ-3): ignored", **seen))
+            return
+        try:
+            body = json.loads(msg.payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            fx.record(ev.A2mReplyTaken(op_id=op.op_id, reason=f"not JSON: {str(exc)[:100]}",
+                                       **seen))
+            return
+        named = props.user(RESPONDER_AGENT_ID)
+        if named is not None:                 # the latest one holds (A2M-HAND-2)
+            self.responder_of[op.task_id] = named
+        fx.add(CancelTimer(Timer(TimerKind.FIRST_REPLY, op.op_id)))
+        read = _read_reply(body)
+        fx.record(ev.A2mReplyTaken(op_id=op.op_id, reply=read.kind, state=read.state, **seen))
+        if read.kind is ev.ReplyKind.ERROR:
+            self._settle(fx, op, ev.A2mOutcome.ERROR, read.code, read.text)
+            return
+        if read.kind is ev.ReplyKind.ARTIFACT:
+            self._answered(fx, replace(op, chunks=(*op.chunks, read.text or "")))
+            return
+        state = TaskState(read.state) if read.state is not None \
+            and read.state in TaskState._value2member_map_ else None
+        if state is None:
+            fx.record(ev.A2mReplyTaken(op_id=op.op_id, reason=f"no task state in the reply "
+                                       f"({str(body)[:80]})", **seen))
+            self._answered(fx, op)
+            return
+        final = state in TERMINAL or state in INTERRUPTED \
+            or op.method in (Method.GET_TASK, Method.CANCEL_TASK)
+        if final:
+            text = "".join(op.chunks) + (read.text or "") if read.kind is ev.ReplyKind.RESULT \
+                else "".join(op.chunks)
+            self._settle(fx, op, _OUTCOME[state], None, text or None)
+        else:
+            self._answered(fx, op)
+
+    def _answered(self, fx: Effects, op: Operation) -> None:
+        """A correlated reply came and the operation goes on (a stream, or a Task not
+        finished): never retried again (A2M-RETRY-4, A2M-RETRY-6); a stall is followed up."""
+        fx.add(StartTimer(Timer(TimerKind.STREAM_IDLE, op.op_id),
+                          fx.now_ms + self.config.retry.stream_idle_ms))
+        self._put(fx, replace(op, phase=Phase.ANSWERED))
+
+    def _settle(self, fx: Effects, op: Operation, outcome: ev.A2mOutcome, code: int | None,
+                text: str | None) -> None:
+        for kind in TimerKind:
+            fx.add(CancelTimer(Timer(kind, op.op_id)))
+        fx.record(ev.A2mSettled(op_id=op.op_id, method=op.method.value, task_id=op.task_id,
+                                outcome=outcome, attempts=op.attempt,
+                                latency_ms=fx.now_ms - op.asked_ms, code=code, text=text,
+                                responder_agent_id=self.responder_of.get(op.task_id)))
+        self._put(fx, replace(op, phase=Phase.SETTLED))
+
+    def _put(self, fx: Effects, op: Operation) -> Operation:
+        self.ops[op.op_id] = op
+        fx.add(PersistRecord(Table.REQUESTS, op.op_id, op.to_json()))
+        return op
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    kind: ev.ReplyKind
+    state: str | None = None
+    code: int | None = None
+    text: str | None = None
+
+
+def _read_reply(body: Json) -> _Reply:
+    """What a reply says: an error (its code), a status item (its state), an artifact item
+    (its text), or a Task (its state, and its artifacts' text)."""
+    if not isinstance(body, dict):
+        return _Reply(ev.ReplyKind.RESULT)
+    error = body.get("error")
+    if isinstance(error, dict):
+        code = error.get("code")
+        return _Reply(ev.ReplyKind.ERROR, code=code if isinstance(code, int) else None,
+                      text=str(error.get("message", ""))[:200])
+    result = body.get("result")
+    if not isinstance(result, dict):
+        return _Reply(ev.ReplyKind.RESULT)
+    if isinstance(result.get("statusUpdate"), dict):
+        status = result["statusUpdate"].get("status")
+        return _Reply(ev.ReplyKind.STATUS, state=_state_of(status))
+    if isinstance(result.get("artifactUpdate"), dict):
+        return _Reply(ev.ReplyKind.ARTIFACT, text=_texts(result["artifactUpdate"].get("artifact")))
+    artifacts = result.get("artifacts")
+    text = "".join(_texts(a) for a in artifacts) if isinstance(artifacts, list) else None
+    return _Reply(ev.ReplyKind.RESULT, state=_state_of(result.get("status")), text=text or None)
+
+
+def _state_of(status: Json) -> str | None:
+    state = status.get("state") if isinstance(status, dict) else None
+    return state if isinstance(state, str) else None
+
+
+def _texts(artifact: Json) -> str:
+    parts = artifact.get("parts") if isinstance(artifact, dict) else None
+    return "".join(p["text"] for p in parts if isinstance(p, dict)
+                   and isinstance(p.get("text"), str)) if isinstance(parts, list) else ""
