@@ -208,6 +208,8 @@ def refusal_leaves_no_trace(h: History, c: Collector) -> None:
     Otherwise anyone on the broker who can guess messageIds (they are predictable) silences
     a sender by forging its next ones ahead of it (ledger_poisoning). Undecided where an
     attack forged messageIds ahead and no genuine message ever followed a forgery."""
+    # what passed admission into the ledger: admitted, or dropped after the ledger took it
+    # (NOT_MINE: routing comes after dedup, DESIGN §3) — a later copy is rightly a DUPLICATE
     admitted: set[tuple[str, str]] = set()
     refused: set[tuple[str, str]] = set()
     followed = 0
@@ -217,7 +219,7 @@ def refusal_leaves_no_trace(h: History, c: Collector) -> None:
         if e.message_id is None:
             continue
         key = (e.node, e.message_id)
-        if isinstance(e, InboundAdmitted):
+        if isinstance(e, InboundAdmitted) or e.reason == DropReason.NOT_MINE:
             followed += key in refused and key not in admitted
             admitted.add(key)
         elif e.reason == DropReason.AUTH_REJECTED:

@@ -14,7 +14,8 @@ the same thing by itself would.
   the clock it was signed on;
 - a task's watchdog after a restart that set the node's clock back: a whole timeout from
   the restart is all the node can know;
-- requests a fault made the client refuse do not count as work that failed by itself."""
+- requests a fault made the client refuse do not count as work that failed by itself;
+- a copy dropped NOT_MINE went through the ledger: its duplicate is no trace of a refusal."""
 
 from __future__ import annotations
 
@@ -73,6 +74,10 @@ def _no_refusing_fault(lines: Lines) -> None:
     lines[:] = [e for e in lines if e.get("fault") != "publish_failure"]
 
 
+def _no_not_mine(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e.get("reason") != "NOT_MINE"]
+
+
 #: regression scenario -> (checker, rule, what the rule counts when it excuses), and the
 #: mutation that takes the excuse away
 CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None]]] = {
@@ -97,6 +102,8 @@ CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None
     "requests_refused_at_send_by_a_fault_do_not_count": (
         [("silent_loss", "driven_requests_get_through", "refused_at_send_by_a_fault")],
         _no_refusing_fault),
+    "duplicate_of_a_copy_routed_elsewhere_after_a_refusal": (
+        [("auth_admission", "refusal_leaves_no_trace", None)], _no_not_mine),
     "request_signed_before_a_skew_acknowledged_after_it": (
         [("auth_admission", "stale_either_way", None)], _signed_when_acknowledged),
 }
