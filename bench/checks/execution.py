@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.network import Transit, clocks
+from bench.checks.network import Clocks, Transit, clocks
 from bench.checks.terms import TASK_ENDS, TASK_MOVES
 from bench.core.events import (
     AttackSent,
@@ -247,8 +247,8 @@ def times_out_on_time(h: History, c: Collector) -> None:
     """A task still running when its timeout has passed since it was submitted — the
     timeoutMs its request asked for, else the task timeout every node was configured with
     — ends then, TIMEOUT (a node down or frozen at that moment ends it once it is back; one
-    restarted after its clock was set off or right waits at most a whole timeout from the
-    restart, all it can know), and
+    restarted after its clock was set off or right cannot know how long the task waited: it
+    may end it at once, or wait at most a whole timeout from the restart), and
     no task ends TIMEOUT before its timeout. An agent that hangs must not hold its task, and the
     requester waiting for it, forever. Left out: tasks no node's request asked for (an
     insider's hand-made message) and requests an attacker's tamper_payload rewrote on the
@@ -276,6 +276,15 @@ def times_out_on_time(h: History, c: Collector) -> None:
         if end is None and (node, task_id) in on_disk:
             c.count("ended_unjournaled_before_a_crash")
             continue
+        # a node restarted after its clock was set off or right since the submission cannot
+        # know how long the task has waited: ahead, the deadline looks past at the restart
+        # (it ends at once); behind, it waits at most a whole timeout from the restart
+        submitted = events[0].t_ms
+        if end is not None and end.state == TaskStatus.TIMEOUT \
+                and end.t_ms < deadline - WATCHDOG_EARLY_MS \
+                and _clock_reset(boots[node], seen, node, submitted, end.t_ms) is not None:
+            c.count("clock_set_between_submission_and_restart")
+            continue
         if end is not None and end.state == TaskStatus.TIMEOUT \
                 and end.t_ms < deadline - WATCHDOG_EARLY_MS:
             c.violation(f"task {task_id} ended TIMEOUT on {node} {end.t_ms - events[0].t_ms:.0f} ms "
@@ -289,10 +298,7 @@ def times_out_on_time(h: History, c: Collector) -> None:
                 c.count("node_down_at_its_deadline")
                 continue
             due = back
-        # a node restarted after its clock was set off or right since the submission cannot
-        # know how long the task has waited: at most a whole timeout from the restart
-        reset = min((b for b in boots[node] if events[0].t_ms < b <= due
-                     and seen.off(node, b) != seen.off(node, events[0].t_ms)), default=None)
+        reset = _clock_reset(boots[node], seen, node, submitted, due)
         if reset is not None and reset + timeout > due:
             c.count("clock_set_between_submission_and_restart")
             due = reset + timeout
@@ -312,6 +318,14 @@ def times_out_on_time(h: History, c: Collector) -> None:
             c.violation(f"task {task_id} on {node} was still {was} {late:.0f} ms after its "
                         f"timeout of {timeout} ms had passed",
                         events[0], *(() if end is None else (end,)))
+
+
+def _clock_reset(boots: list[float], seen: Clocks, node: str, since_ms: float,
+                 until_ms: float) -> float | None:
+    """The first restart of `node` after `since_ms` and by `until_ms` on a clock set off (or
+    right) since `since_ms`: the node cannot know how much time passed across it."""
+    return min((b for b in boots if since_ms < b <= until_ms
+                and seen.off(node, b) != seen.off(node, since_ms)), default=None)
 
 
 def _no_task(h: History) -> str | None:

@@ -99,6 +99,9 @@ CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None
     "watchdog_after_a_restart_that_set_the_clock_back": (
         [("task_lifecycle", "times_out_on_time", "clock_set_between_submission_and_restart")],
         _no_clock_skew),
+    "watchdog_after_a_restart_on_a_clock_set_ahead": (
+        [("task_lifecycle", "times_out_on_time", "clock_set_between_submission_and_restart")],
+        _no_clock_skew),
     "requests_refused_at_send_by_a_fault_do_not_count": (
         [("silent_loss", "driven_requests_get_through", "refused_at_send_by_a_fault")],
         _no_refusing_fault),
