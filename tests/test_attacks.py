@@ -1,6 +1,6 @@
 """The attacker and the auth checker: forgeries carry the verdict an honest verifier gives
-them, no secret reaches the journal, and README's table of which attacks succeed is the
-measured one."""
+them, no secret reaches the journal, and docs/identity.md's table of which attacks succeed
+(between its attack-table markers) is the measured one."""
 
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ def test_an_attacker_without_the_key_cannot_forge_and_says_so() -> None:
     assert forge("other_agent_key", KeyRing(Secret("t"))) is None
 
 
-def test_the_readme_table_is_the_measured_one() -> None:
+def test_the_identity_doc_table_is_the_measured_one() -> None:
     measured = measure()
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert table(measured) in readme, table(measured)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "identity.md").read_text()
+    assert table(measured) in doc, table(measured)
     strict = measured[("strict", "1")]
     assert strict["forged_sender:unsigned"][2] == 0 and strict["forged_sender:flat_token"][2] > 0
     assert all(v[2] == 0 for col in measured.values() for k, v in col.items()

@@ -42,9 +42,9 @@ def add_matrix(sub: Sub) -> None:
                          "takes it (repeatable; '3*ssh=…' is three workers there). The host "
                          "needs this project checked out and installed, and the gateway "
                          "starts in that checkout: e.g. ssh=me@hostb//python=/opt/a2a-bench/"
-                         ".venv/bin/python//chdir=/opt/a2a-bench (README: Matrices across machines). Each "
-                         "finished cell comes back into this machine's results folder; -j "
-                         "is then ignored")
+                         ".venv/bin/python//chdir=/opt/a2a-bench (docs/matrices-and-reports.md: "
+                         "Matrices across machines). Each finished cell comes back into "
+                         "this machine's results folder; -j is then ignored")
     mx.set_defaults(handler=_matrix)
 
 

@@ -1,7 +1,7 @@
 """`python -m bench.tools.attack_table`: which attacks succeed, per admission mode and signature
 version — measured by the auth_admission checker on simulated runs of scenarios/attacks.toml,
 tampering.toml, replay_stale.toml and replay_expired.toml (their own seeds), not written by hand. Prints a Markdown
-table (README's)."""
+table (the one in docs/identity.md)."""
 
 from __future__ import annotations
 
@@ -74,15 +74,17 @@ def table(results: dict[tuple[str, str], dict[str, tuple[int, int, int]]]) -> st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seed", type=int, help="the scenario's seed by default")
-    parser.add_argument("--check-readme", type=Path, metavar="README",
-                        help="exit 1 if README's table (between the attack-table markers) differs")
+    parser.add_argument("--check-readme", type=Path, metavar="FILE",
+                        help="exit 1 if the table in FILE (docs/identity.md, between the "
+                             "attack-table markers) differs")
     args = parser.parse_args()
     text = table(measure(args.seed))
     if args.check_readme:
         found = re.search(r"<!-- attack-table -->\n(.*?)\n<!-- /attack-table -->",
                           args.check_readme.read_text(), re.S)
         if found is None or found.group(1).strip() != text.strip():
-            raise SystemExit("README's attack table differs from the measured one:\n" + text)
+            raise SystemExit(f"the attack table in {args.check_readme} differs from the measured "
+                             "one:\n" + text)
     print(text)
 
 

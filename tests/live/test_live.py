@@ -85,10 +85,11 @@ def every_case(run: Path) -> list[Any]:
 
 
 def unexplained_by_amqtt_resume(run: Path, wrong: dict[str, Any]) -> dict[str, Any]:
-    """What is FALSE for another reason than amqtt 0.12's known losses (README, "Broker
-    differences"): it resumes a persistent session without resending the QoS1 messages
-    that were in flight when the node's connection died, and it keeps nothing across its
-    own restart — its sessions and their subscriptions included. Only then: with a node
+    """What is FALSE for another reason than amqtt 0.12's known losses (docs/brokers.md, "What
+    the bench found about the brokers"): it resumes a persistent session without resending
+    the QoS1 messages that were in flight when the node's connection died, and it keeps
+    nothing across its own restart — its sessions and their subscriptions included. Only
+    then: with a node
     crashing while a delivery to it was under way (up to a second), or a message not yet
     delivered when the broker stopped, or published after the restart before its target
     had subscribed again; qos1_delivery is FALSE for exactly those messages, and a
