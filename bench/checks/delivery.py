@@ -556,7 +556,8 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     no executor, a node a fault restarted without its agents), one that named a node not
     hosting its agent (the workload's misaddressed requests), one an admitted forgery
     under its messageId made a duplicate (shadowed_by_a_forgery), and one that failed to
-    send while a fault made the client or the broker refuse the requester's publishes."""
+    send while a fault made the client or the broker refuse the requester's publishes, and
+    one sent while the broker, or the requester's own connection, was out (Transit)."""
     every = h.of(RequestSent)
     # walk registrations and requests in history order: the agents each node has
     # registered in its current boot, and how many nodes host each agent now
@@ -567,7 +568,8 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     refusing = [f for f in h.memo(fault_windows) if f.fault in REFUSING_FAULTS]
     send_failed = {e.request_id for e in h.of(RequestSettled)
                    if e.outcome == RequestOutcome.SEND_FAILED}
-    misaddressed = forged_ahead = refused = 0
+    transit = h.memo(Transit)
+    misaddressed = forged_ahead = refused = cut_off = 0
     for e in sorted([*h.of(ExecutorsRegistered), *every], key=lambda e: e.seq):
         if isinstance(e, ExecutorsRegistered):
             hosts.subtract(current.get(e.node, []))
@@ -581,13 +583,16 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
             elif e.request_id in send_failed and any(
                     e.node in f.nodes and f.start_ms <= e.t_ms <= f.end_ms for f in refusing):
                 refused += 1            # a fault made the client or the broker refuse it
+            elif transit.out_between(e.node, e.t_ms, e.t_ms):
+                cut_off += 1            # the broker, or the requester's link, was out
             else:
                 sent.append(e)
     c.count("to_an_agent_no_node_hosted",
-            len(every) - len(sent) - misaddressed - forged_ahead - refused)
+            len(every) - len(sent) - misaddressed - forged_ahead - refused - cut_off)
     c.count("to_a_node_not_hosting_its_agent", misaddressed)
     c.count("shadowed_by_an_admitted_forgery", forged_ahead)
     c.count("refused_at_send_by_a_fault", refused)
+    c.count("sent_while_the_requester_or_the_broker_was_out", cut_off)
     ids = {s.request_id for s in sent}
     executed = {e.task_id for e in h.of(TaskExecuted)} & ids
     answered = {o.request_id for o in h.of(OutboundSettled)
