@@ -117,11 +117,24 @@ Lines = list[dict[str, Any]]
 
 def run_lines(out: Path, scenario: str, variant: str = "reference") -> Lines:
     """The history of one simulated run of a shipped scenario, as raw lines."""
+    from bench.spec.scenario import SCENARIOS
+    return _sim_lines(out, SCENARIOS / f"{scenario}.toml", variant)
+
+
+#: The minimal scenarios explore shrank from false verdicts on the reference (regressions).
+EXPLORED = Path(__file__).parent / "data" / "explored"
+
+
+def explored_lines(out: Path, name: str) -> Lines:
+    """The history of one simulated run of an explored regression scenario, as raw lines."""
+    return _sim_lines(out, EXPLORED / f"{name}.toml", "reference")
+
+
+def _sim_lines(out: Path, path: Path, variant: str) -> Lines:
     from bench.run import run_scenario
-    from bench.spec.scenario import SCENARIOS, load_scenario
+    from bench.spec.scenario import load_scenario
     from bench.variants import variant as variant_by_name
-    run_scenario(load_scenario(SCENARIOS / f"{scenario}.toml"), variant_by_name(variant), out,
-                 mode="sim")
+    run_scenario(load_scenario(path), variant_by_name(variant), out, mode="sim")
     return [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
 
 

@@ -155,7 +155,7 @@ def shadowed_by_a_forgery(h: History) -> set[str]:
               if a.message_id and a.request_id and a.request_id not in message_of}
     admitted = {(i.node, i.message_id) for i in h.of(InboundAdmitted)
                 if (i.message_id, i.request_id) in forged}
-    target = _target_of(h)
+    target = h.memo(_target_of)
     return {d.request_id for d in h.of(InboundDropped)
             if d.request_id and d.reason == DropReason.DUPLICATE
             and d.node == target.get(d.request_id)
@@ -174,7 +174,7 @@ def no_response_explained(h: History, c: Collector) -> None:
     the middle rewrote its replyNodeId (the answer went to him); or a forgery under its
     messageId was sent ahead and admitted, so the request was a DUPLICATE of it. Otherwise
     it was lost silently."""
-    target = _target_of(h)
+    target = h.memo(_target_of)
     explained: set[str] = set()
     transit = h.memo(Transit)
     for o in h.of(OutboundSettled):
@@ -555,9 +555,9 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     node had registered when it was sent (the workload's unknown agents, a topology with
     no executor, a node a fault restarted without its agents), one that named a node not
     hosting its agent (the workload's misaddressed requests), one an admitted forgery
-    under its messageId made a duplicate (shadowed_by_a_forgery), and one that failed to
-    send while a fault made the client or the broker refuse the requester's publishes, and
-    one sent while the broker, or the requester's own connection, was out (Transit)."""
+    under its messageId made a duplicate (shadowed_by_a_forgery), one that failed to send
+    while a fault made the client or the broker refuse the requester's publishes, and one
+    sent while the broker, or the requester's own connection, was out (Transit)."""
     every = h.of(RequestSent)
     # walk registrations and requests in history order: the agents each node has
     # registered in its current boot, and how many nodes host each agent now

@@ -19,20 +19,13 @@ the same thing by itself would.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from bench.checks import Value, checkers
 from bench.core.directory import AgentDescriptor, Announcement, Directory, Resolution
-from bench.run import run_scenario
-from bench.spec.scenario import load_scenario
-from bench.variants import variant
-from tests.helpers import Lines, from_lines
-
-EXPLORED = Path(__file__).parent.parent / "data" / "explored"
+from tests.helpers import Lines, explored_lines, from_lines
 
 
 def _ghost_seen_online_once(lines: Lines) -> None:
@@ -122,14 +115,7 @@ CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None
 
 @pytest.fixture(scope="module")
 def histories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Lines]:
-    out: dict[str, Lines] = {}
-    for name in CASES:
-        folder = tmp_path_factory.mktemp(name)
-        run_scenario(load_scenario(EXPLORED / f"{name}.toml"), variant("reference"), folder,
-                     mode="sim")
-        out[name] = [json.loads(line) for line in
-                     (folder / "history.jsonl").read_text().splitlines()]
-    return out
+    return {name: explored_lines(tmp_path_factory.mktemp(name), name) for name in CASES}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -7,19 +7,13 @@ messages to a wrong address by itself would be."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from bench.checks import Value, checkers
-from bench.run import run_scenario
-from bench.spec.scenario import load_scenario
-from bench.variants import variant
-from tests.helpers import Lines, from_lines
+from tests.helpers import Lines, explored_lines, from_lines
 
-EXPLORED = Path(__file__).parent.parent / "data" / "explored"
 #: regression scenario -> (checker, rule) it exercises
 CASES = {"stream_to_where_a_man_in_the_middle_redirected": [
              ("targeted_delivery", "published_to_a_node"),
@@ -51,14 +45,7 @@ MUTATIONS: dict[str, Callable[[Lines], None]] = {
 
 @pytest.fixture(scope="module")
 def histories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Lines]:
-    out: dict[str, Lines] = {}
-    for name in CASES:
-        folder = tmp_path_factory.mktemp(name)
-        run_scenario(load_scenario(EXPLORED / f"{name}.toml"), variant("reference"), folder,
-                     mode="sim")
-        out[name] = [json.loads(line) for line in
-                     (folder / "history.jsonl").read_text().splitlines()]
-    return out
+    return {name: explored_lines(tmp_path_factory.mktemp(name), name) for name in CASES}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
