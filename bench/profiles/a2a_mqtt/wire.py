@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bench.core.properties import Props as Props
+
 PREFIX = "$a2a/v1"
 IDENTIFIER = re.compile(r"^[A-Za-z0-9_.-]+$")                        # A2M-ID-1
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -25,26 +27,6 @@ AUTHORIZATION = "a2a-authorization"
 CONTEXT_ID = "a2a-context-id"
 
 Json = Any
-
-
-@dataclass(frozen=True, slots=True)
-class Props:
-    """The MQTT 5 PUBLISH properties the profile uses; User Properties in order, repeats
-    kept (MQTT 5 allows a key more than once)."""
-
-    response_topic: str | None = None
-    correlation_data: bytes | None = None
-    user_properties: tuple[tuple[str, str], ...] = ()
-    content_type: str | None = None
-    message_expiry_s: int | None = None
-
-    def user(self, key: str) -> str | None:
-        """The last value of User Property `key` (the profile's properties are single)."""
-        found = None
-        for k, v in self.user_properties:
-            if k == key:
-                found = v
-        return found
 
 
 @dataclass(frozen=True, slots=True)

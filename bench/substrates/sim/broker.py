@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from bench.core import events as ev
+from bench.core.properties import Props
 from bench.spec.brokers import CLIENT, RUN_AFTER_BROKER_MS, BrokerBehaviour, TakeoverWill
 from bench.spec.distribution import Distribution
 from bench.substrates.filters import matches
@@ -35,6 +36,10 @@ class Message:
     payload: bytes
     qos: int
     retain: bool = False
+    #: MQTT 5 PUBLISH properties, forwarded unchanged (None: none, or MQTT 3.1.1)
+    props: Props | None = None
+    #: the broker's own: when the Message Expiry Interval it came with runs out
+    expires_at_ms: float | None = None
 
 
 class Client(Protocol):
@@ -67,6 +72,8 @@ class Connection:
     #: MQTT 5: the CONNECT's Session Expiry Interval (s); None: MQTT 3.1.1, where a
     #: persistent session never expires
     session_expiry_s: int | None = None
+    #: MQTT 5: the will's Will Delay Interval (s)
+    will_delay_s: int = 0
 
     def transit_ms(self, now: float, direction: str) -> float | None:
         """Delay of a packet sent now in `direction`, or None if it is lost with the link:
@@ -134,11 +141,16 @@ class SimBroker:
         self._exact: dict[str, dict[Session, None]] = {}
         self._wild: dict[str, dict[Session, None]] = {}
         self._orders = itertools.count(1)
+        # MQTT 5 shared subscriptions: (group, filter) -> its members in subscription order,
+        # and whose turn is next ($share/{group}/{filter}: each message to one member)
+        self._shared: dict[tuple[str, str], dict[Session, None]] = {}
+        self._turns: dict[tuple[str, str], int] = {}
         # retained topics by their parent (`a/b` for `a/b/c`): a `a/b/+` filter finds its own
         self._retained_under: dict[str, set[str]] = {}
         self.stats = {"published": 0, "delivered": 0, "redelivered": 0, "queued": 0,
                       "dropped_offline_qos0": 0, "takeovers": 0, "wills": 0,
-                      "lost_on_resume": 0, "sessions_expired": 0}
+                      "lost_on_resume": 0, "sessions_expired": 0, "expired_undelivered": 0,
+                      "wills_delayed": 0}
 
     # -- connections ------------------------------------------------------------------------
     def connect(self, conn: Connection) -> bool:
@@ -206,10 +218,29 @@ class SimBroker:
                 if not self.behaviour.resumes_expired_sessions:     # else a seeded defect
                     self.env.later(conn.session_expiry_s * 1000.0, self._expire, session)
         if publish_will and conn.will is not None and self.up:
-            self.stats["wills"] += 1
-            self.publish(conn.will)
+            v5 = self.behaviour.v5
+            if conn.will_delay_s and v5 is not None and v5.will_delay:
+                self._will_later(conn)
+            else:
+                self.stats["wills"] += 1
+                self.publish(conn.will)
         if notify:
             conn.client.on_connection_lost(conn, reason)
+
+    def _will_later(self, conn: Connection) -> None:
+        """MQTT 5 §3.1.3.2.2: the will waits its Will Delay Interval (or the end of the
+        session, if sooner), and is not sent if the client connected again meanwhile."""
+        delay_s = conn.will_delay_s if conn.session_expiry_s is None \
+            else min(conn.will_delay_s, conn.session_expiry_s)
+        self.stats["wills_delayed"] += 1
+
+        def due() -> None:
+            session = self.sessions.get(conn.client_id)
+            back = session is not None and session.conn is not None and session.conn.alive
+            if not back and self.up and conn.will is not None:
+                self.stats["wills"] += 1
+                self.publish(conn.will)
+        self.env.later(delay_s * 1000.0, due)
 
     def _expire(self, session: Session) -> None:
         """MQTT 5 §4.1: a session whose connection closed its Session Expiry Interval ago
@@ -224,13 +255,20 @@ class SimBroker:
         session = self.sessions.get(conn.client_id)
         if session is None or session.conn is not conn or not self.up:
             return  # the connection died before its SUBSCRIBE arrived; it re-subscribes
+        plain = []
         for f in filters:
             session.subscriptions[f] = qos
-            self._index(f).setdefault(f, {})[session] = None
+            shared = _shared_key(f)
+            if shared is not None:    # no retained message on a shared subscription (§4.8.2)
+                self._shared.setdefault(shared, {})[session] = None
+            else:
+                self._index(f).setdefault(f, {})[session] = None
+                plain.append(f)
         self._routes.clear()
-        for topic in self._retained_matching(filters):
+        for topic in self._retained_matching(tuple(plain)):
             msg = self.retained[topic]
-            self._deliver(session, Message(topic, msg.payload, min(msg.qos, qos), True))
+            self._deliver(session, Message(topic, msg.payload, min(msg.qos, qos), True,
+                                           msg.props, msg.expires_at_ms))
 
     def unsubscribe(self, conn: Connection, filters: tuple[str, ...]) -> None:
         session = self.sessions.get(conn.client_id)
@@ -263,6 +301,14 @@ class SimBroker:
         return self._wild if "+" in topic_filter or "#" in topic_filter else self._exact
 
     def _unindex(self, session: Session, topic_filter: str) -> None:
+        shared = _shared_key(topic_filter)
+        if shared is not None:
+            members = self._shared.get(shared)
+            if members is not None:
+                members.pop(session, None)
+                if not members:
+                    del self._shared[shared]
+            return
         index = self._index(topic_filter)
         subscribed = index.get(topic_filter)
         if subscribed is not None:
@@ -299,6 +345,11 @@ class SimBroker:
         if not self.up:
             return 0
         self.stats["published"] += 1
+        v5 = self.behaviour.v5
+        if msg.props is not None and msg.props.message_expiry_s is not None \
+                and v5 is not None and v5.message_expiry:
+            msg = Message(msg.topic, msg.payload, msg.qos, msg.retain, msg.props,
+                          self.env.now + msg.props.message_expiry_s * 1000.0)
         for tap in list(self.taps):
             tap(msg)
         if msg.retain:
@@ -307,8 +358,32 @@ class SimBroker:
         for session, granted in route:
             copies = granted if self.behaviour.copy_per_filter else [max(granted)]
             for q in copies:
-                self._deliver(session, Message(msg.topic, msg.payload, min(msg.qos, q), False))
-        return len(route)
+                self._deliver(session, Message(msg.topic, msg.payload, min(msg.qos, q), False,
+                                               msg.props, msg.expires_at_ms))
+        return len(route) + (self._share(msg) if self._shared else 0)
+
+    def _share(self, msg: Message) -> int:
+        """MQTT 5 §4.8.2: to one member of each shared group whose filter matches, members
+        in turn, a connected one before one that is away (whose session queues it). Returns
+        how many groups took it."""
+        v5 = self.behaviour.v5
+        if v5 is None or not v5.shared or (msg.topic.startswith("$")
+                                           and not v5.shared_on_dollar_topics):
+            return 0
+        took = 0
+        for key, members in self._shared.items():
+            if not matches(key[1], msg.topic):
+                continue
+            ring = list(members)
+            start = self._turns.get(key, 0) % len(ring)
+            order = ring[start:] + ring[:start]
+            chosen = next((m for m in order if m.conn is not None and m.conn.alive), order[0])
+            self._turns[key] = ring.index(chosen) + 1
+            granted = chosen.subscriptions[f"$share/{key[0]}/{key[1]}"]
+            self._deliver(chosen, Message(msg.topic, msg.payload, min(msg.qos, granted), False,
+                                          msg.props, msg.expires_at_ms))
+            took += 1
+        return took
 
     def _route(self, topic: str) -> list[tuple[Session, list[int]]]:
         route = self._routes.get(topic)
@@ -328,6 +403,13 @@ class SimBroker:
         return route
 
     def _deliver(self, session: Session, msg: Message) -> None:
+        if msg.expires_at_ms is not None and msg.props is not None:
+            left_ms = msg.expires_at_ms - self.env.now
+            if left_ms <= 0:     # [MQTT-3.3.2-5]: past its expiry, not sent on
+                self.stats["expired_undelivered"] += 1
+                return
+            msg = Message(msg.topic, msg.payload, msg.qos, msg.retain,
+                          msg.props.expiring_in(-int(-left_ms // 1000)), msg.expires_at_ms)
         conn = session.conn
         if conn is None or not conn.alive:
             if msg.qos >= 1 and not session.clean:
@@ -444,3 +526,11 @@ class SimBroker:
     def start(self) -> None:
         self.up = True
         self.started_ms = self._start_second(self.env.now)
+
+
+def _shared_key(topic_filter: str) -> tuple[str, str] | None:
+    """(group, filter) of a shared subscription `$share/{group}/{filter}`, else None."""
+    if not topic_filter.startswith("$share/"):
+        return None
+    _, group, inner = topic_filter.split("/", 2)
+    return group, inner
