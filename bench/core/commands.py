@@ -15,6 +15,7 @@ from bench.core.envelope import Json
 from bench.core.events import Event, to_fields
 from bench.core.inputs import TimerId
 from bench.core.outcome import EventKind
+from bench.core.properties import Props
 from bench.core.vocabulary import RequestOutcome as RequestOutcome
 
 
@@ -36,6 +37,9 @@ class Connect:
     will_payload: bytes
     will_retain: bool = True
     clean_session: bool = False
+    #: MQTT 5: the will's properties and its Will Delay Interval (ignored on 3.1.1)
+    will_props: Props | None = None
+    will_delay_s: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,7 @@ class Publish:
     qos: int = 1
     retain: bool = False
     message_id: str | None = None  # set: the driver must answer with PublishSettled
+    props: Props | None = None     # MQTT 5 PUBLISH properties (a 3.1.1 client sends none)
 
 
 @dataclass(frozen=True, slots=True)

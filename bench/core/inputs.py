@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from bench.core.auth import KeyRing
 from bench.core.envelope import Json
+from bench.core.properties import Props
 from bench.core.vocabulary import FlowKind
 
 
@@ -23,6 +24,10 @@ class TimerKind(StrEnum):
     REORDER_GAP = "reorder-gap"
     GATE_EXPIRY = "gate-expiry"
     GATE_RETRY = "gate-retry"
+    # the A2A-over-MQTT requester (bench/profiles/a2a_mqtt/requester.py)
+    FIRST_REPLY = "first-reply"      # no first correlated reply in reply_first_timeout_ms
+    BACKOFF = "backoff"              # the wait before a retry
+    STREAM_IDLE = "stream-idle"      # a stream stalled past stream_idle_timeout_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +88,7 @@ class MessageReceived:
     dup: bool = False
     retain: bool = False
     packet_id: int | None = None
+    props: Props | None = None     # MQTT 5 properties as the broker forwarded them
 
 
 @dataclass(frozen=True, slots=True)

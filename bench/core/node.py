@@ -91,6 +91,10 @@ class NotStarted(RuntimeError):
     """An input arrived before Started: a driver bug."""
 
 
+class ForeignTimer(RuntimeError):
+    """A timer fired that another protocol's agent arms, never this node: a driver bug."""
+
+
 @dataclass(frozen=True, slots=True)
 class Drop:
     reason: DropReason
@@ -312,6 +316,9 @@ class Node:
                 self.gates.on_expiry(fx, timer.key)
             case TimerKind.GATE_RETRY:
                 self.gates.on_retry(fx, timer.key)
+            case TimerKind.FIRST_REPLY | TimerKind.BACKOFF | TimerKind.STREAM_IDLE:
+                raise ForeignTimer(f"{self.node_id}: timer {timer} is the A2A-over-MQTT "
+                                   "requester's; this node never arms it (a driver bug)")
             case _:
                 assert_never(timer.kind)
 

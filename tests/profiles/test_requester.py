@@ -11,28 +11,33 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.core import events as ev
-from bench.core.commands import PersistRecord, Record, Subscribe
-from bench.profiles.a2a_mqtt.io import (
+from bench.core.commands import (
     CancelTimer,
-    ConnectionUp,
     Execute,
-    OperationRequested,
-    Publish5,
-    PublishSettled,
-    Received,
-    Started,
+    PersistRecord,
+    Publish,
+    Record,
     StartTimer,
-    Subscribed,
-    Timer,
-    TimerFired,
-    TimerKind,
-    WorkEnded,
-    WorkOutcome,
-    WorkStreamed,
+    Subscribe,
 )
+from bench.core.inputs import (
+    AgentEmitted,
+    ConnectionUp,
+    MessageReceived,
+    PublishSettled,
+    Restored,
+    Started,
+    Subscribed,
+    TaskFinished,
+    TaskRequested,
+    TimerFired,
+    TimerId,
+    TimerKind,
+)
+from bench.core.vocabulary import FlowKind
 from bench.profiles.a2a_mqtt.requester import Requester, RequesterConfig
 from bench.profiles.a2a_mqtt.responder import Responder, ResponderConfig
-from bench.profiles.a2a_mqtt.wire import RESPONDER_AGENT_ID, Message5, Method, Props, Topics
+from bench.profiles.a2a_mqtt.wire import RESPONDER_AGENT_ID, Method, Props, Topics
 from bench.substrates.filters import matches
 
 TOPICS = Topics("acme", "billing")
@@ -54,7 +59,7 @@ class Wire:
         self.timers: dict[Any, tuple[int, int]] = {}      # timer -> (agent index, at)
         self.work: list[Execute] = []
         self.now = 0
-        self.drop: Callable[[Message5], bool] = lambda m: False
+        self.drop: Callable[[Publish], bool] = lambda m: False
         self.turn = itertools.count()
         self.log: list[tuple[int, Any]] = []
 
@@ -70,10 +75,10 @@ class Wire:
                 case Subscribe():
                     self.subs[i] = list(cmd.filters)
                     self.feed(i, Subscribed(self.now, cmd.filters))
-                case Publish5():
-                    self.route(cmd.message)
-                    if cmd.key is not None:
-                        self.feed(i, PublishSettled(self.now, cmd.key, True, 0))
+                case Publish():
+                    self.route(cmd)
+                    if cmd.message_id is not None:
+                        self.feed(i, PublishSettled(self.now, cmd.message_id, True, None, 0))
                 case StartTimer():
                     self.timers[cmd.timer] = (i, cmd.at_ms)
                 case CancelTimer():
@@ -81,7 +86,7 @@ class Wire:
                 case Execute():
                     self.work.append(cmd)
 
-    def route(self, msg: Message5) -> None:
+    def route(self, msg: Publish) -> None:
         if msg.retain or self.drop(msg):
             return
         shared: dict[str, list[int]] = {}
@@ -92,9 +97,12 @@ class Wire:
                     if matches(real, msg.topic):
                         shared.setdefault(group, []).append(i)
                 elif f == msg.topic or matches(f, msg.topic):
-                    self.feed(i, Received(self.now, msg))
+                    self.feed(i, self.received(msg))
         for members in shared.values():
-            self.feed(members[next(self.turn) % len(members)], Received(self.now, msg))
+            self.feed(members[next(self.turn) % len(members)], self.received(msg))
+
+    def received(self, msg: Publish) -> MessageReceived:
+        return MessageReceived(self.now, msg.topic, msg.payload, msg.qos, props=msg.props)
 
     def advance(self, ms: int) -> None:
         """Let `ms` pass, firing timers in time order."""
@@ -109,10 +117,9 @@ class Wire:
             self.feed(i, TimerFired(self.now, timer))
         self.now = end
 
-    def finish(self, responder: int, text: str = "42",
-               outcome: WorkOutcome = WorkOutcome.COMPLETED) -> None:
+    def finish(self, responder: int, text: str = "42") -> None:
         job = self.work.pop(0)
-        self.feed(responder, WorkEnded(self.now, job.task_id, outcome, text))
+        self.feed(responder, TaskFinished(self.now, job.task_id, True, text))
 
     def events(self, kind: type[ev.Event], agent: int | None = None) -> list[Any]:
         return [c.event for i, c in self.log if isinstance(c, Record)
@@ -120,8 +127,9 @@ class Wire:
 
 
 def ask(method: Method = Method.SEND, *, op: str = "op1", agent: str | None = "tax",
-        pool: str | None = None, text: str = "hi", now: int = 0) -> OperationRequested:
-    return OperationRequested(now, op, method, TASK, agent, pool, None, text)
+        pool: str | None = None, text: str = "hi", now: int = 0) -> TaskRequested:
+    return TaskRequested(now, op, f"{op}.m", "client", agent or f"pool:{pool}",
+                         {"method": method.value, "taskId": TASK, "text": text})
 
 
 def pair() -> tuple[Wire, Requester, Responder]:
@@ -145,13 +153,13 @@ def test_nothing_is_published_before_the_reply_topic_is_subscribed() -> None:
     req = requester()
     req.handle(Started(0, "b1"))
     early = req.handle(ask())
-    assert not [c for c in early if isinstance(c, Publish5)]
+    assert not [c for c in early if isinstance(c, Publish)]
     assert req.handle(ConnectionUp(1, False)) == [Subscribe(("$a2a/v1/reply/acme/billing/client/r1",), 1)]
-    sent = [c for c in req.handle(Subscribed(2, ("x",))) if isinstance(c, Publish5)]
+    sent = [c for c in req.handle(Subscribed(2, ("x",))) if isinstance(c, Publish)]
     assert len(sent) == 1
-    props = sent[0].message.props
-    assert props.response_topic == "$a2a/v1/reply/acme/billing/client/r1"
-    assert props.correlation_data and json.loads(sent[0].message.payload)[
+    props = sent[0].props
+    assert props is not None and props.response_topic == "$a2a/v1/reply/acme/billing/client/r1"
+    assert props.correlation_data and json.loads(sent[0].payload)[
         "params"]["message"]["taskId"] == TASK
 
 
@@ -160,7 +168,7 @@ def test_a_lost_reply_is_retried_under_new_correlation_and_the_task_runs_once() 
     w, _, _ = pair()
     lost = {"n": 1}
 
-    def drop_first_reply(m: Message5) -> bool:
+    def drop_first_reply(m: Publish) -> bool:
         if m.topic.startswith("$a2a/v1/reply/") and lost["n"]:
             lost["n"] -= 1
             return True
@@ -199,7 +207,7 @@ def test_backoffs_are_one_then_two_seconds_within_their_jitter() -> None:
         req.handle(inp)
     now = 15_000
     for expected in (1_000, 2_000):
-        out = req.handle(TimerFired(now, Timer(TimerKind.FIRST_REPLY, "op1")))
+        out = req.handle(TimerFired(now, TimerId(TimerKind.FIRST_REPLY, "op1")))
         backoff = next(c for c in out if isinstance(c, StartTimer)
                        and c.timer.kind is TimerKind.BACKOFF)
         assert 0.8 * expected <= backoff.at_ms - now <= 1.2 * expected
@@ -213,20 +221,19 @@ def test_a_publish_the_broker_refuses_is_retried() -> None:
     req.handle(Started(0, "b1"))
     req.handle(ConnectionUp(0, False))
     req.handle(Subscribed(0, ("x",)))
-    sent = [c for c in req.handle(ask()) if isinstance(c, Publish5)]
-    out = req.handle(PublishSettled(1, sent[0].key or "", False, 0x97))
+    sent = [c for c in req.handle(ask()) if isinstance(c, Publish)]
+    out = req.handle(PublishSettled(1, sent[0].message_id or "", True, None, 0x97))
     backoff = next(c for c in out if isinstance(c, StartTimer))
     assert backoff.timer.kind is TimerKind.BACKOFF
     again = [c for c in req.handle(TimerFired(backoff.at_ms, backoff.timer))
-             if isinstance(c, Publish5)]
-    assert len(again) == 1 and again[0].message.props.correlation_data != \
-        sent[0].message.props.correlation_data
+             if isinstance(c, Publish)]
+    assert len(again) == 1 and again[0].props != sent[0].props
 
 
 def test_once_a_stream_item_came_nothing_is_published_again_and_a_stall_asks_get_task() -> None:
     w, _, rsp = pair()
     w.feed(0, ask(Method.SEND_STREAMING))
-    w.feed(1, WorkStreamed(w.now, TASK, 0, "4"))
+    w.feed(1, AgentEmitted(w.now, TASK, FlowKind.TOKEN, "4"))
     w.advance(40_000)                              # no more items: the stream stalled
     attempts = w.events(ev.A2mAttempt)
     assert [(a.method, a.attempt) for a in attempts] == [("SendStreamingMessage", 1),
@@ -239,8 +246,8 @@ def test_once_a_stream_item_came_nothing_is_published_again_and_a_stall_asks_get
 def test_a_stream_ends_at_its_terminal_status_with_the_text_it_carried() -> None:
     w, _, _ = pair()
     w.feed(0, ask(Method.SEND_STREAMING))
-    w.feed(1, WorkStreamed(w.now, TASK, 0, "4"))
-    w.feed(1, WorkStreamed(w.now, TASK, 1, "2"))
+    w.feed(1, AgentEmitted(w.now, TASK, FlowKind.TOKEN, "4"))
+    w.feed(1, AgentEmitted(w.now, TASK, FlowKind.TOKEN, "2"))
     w.finish(1, "42")
     [settled] = w.events(ev.A2mSettled)
     assert settled.outcome is ev.A2mOutcome.COMPLETED and settled.text == "42"
@@ -253,7 +260,7 @@ def test_a_reply_with_unknown_or_no_correlation_settles_nothing() -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": "x", "result": {
         "id": TASK, "status": {"state": "TASK_STATE_COMPLETED"}}}).encode()
     for props in (Props(correlation_data=b"nope"), Props()):
-        w.feed(0, Received(w.now, Message5(req.reply_topic, body, 1, False, props)))
+        w.feed(0, MessageReceived(w.now, req.reply_topic, body, 1, props=props))
     assert not w.events(ev.A2mSettled)
     assert len([e for e in w.events(ev.A2mReplyTaken) if e.reason]) == 2
 
@@ -282,11 +289,11 @@ def test_a_pooled_reply_naming_no_responder_is_ignored() -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": "x", "result": {
         "id": TASK, "status": {"state": "TASK_STATE_COMPLETED"}}}).encode()
     props = Props(correlation_data=bytes.fromhex(attempt.correlation))
-    w.feed(0, Received(w.now, Message5(req.reply_topic, body, 1, False, props)))
+    w.feed(0, MessageReceived(w.now, req.reply_topic, body, 1, props=props))
     assert not w.events(ev.A2mSettled)
     props = Props(correlation_data=bytes.fromhex(attempt.correlation),
                   user_properties=((RESPONDER_AGENT_ID, "tax-z"),))
-    w.feed(0, Received(w.now, Message5(req.reply_topic, body, 1, False, props)))
+    w.feed(0, MessageReceived(w.now, req.reply_topic, body, 1, props=props))
     assert w.events(ev.A2mSettled)[0].responder_agent_id == "tax-z"
 
 
@@ -299,7 +306,7 @@ def test_a_restarted_requester_sends_what_was_in_flight_again_on_its_new_path() 
     table = {c.key: c.value for _, c in w.log if isinstance(c, PersistRecord)}
     again = Requester(RequesterConfig(TOPICS, "client", "r2"))
     w2 = Wire(again)
-    w2.feed(0, Started(5, "b9", table))
+    w2.feed(0, Started(5, "b9", Restored(requests=table)))
     w2.feed(0, ConnectionUp(5, False))
     [attempt] = w2.events(ev.A2mAttempt)
     assert (attempt.attempt, attempt.why, attempt.task_id) == (2, "restart", TASK)

@@ -11,26 +11,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.core import events as ev
-from bench.core.commands import PersistRecord, Record, Subscribe
-from bench.profiles.a2a_mqtt.io import (
-    Abandon,
-    Connect5,
+from bench.core.commands import Connect, Execute, PersistRecord, Publish, Record, Subscribe
+from bench.core.inputs import (
+    AgentEmitted,
     ConnectionUp,
-    Execute,
-    Publish5,
-    Received,
+    MessageReceived,
+    Restored,
     Started,
     Subscribed,
-    WorkEnded,
-    WorkOutcome,
-    WorkStreamed,
+    TaskFinished,
 )
+from bench.core.vocabulary import FlowKind
+from bench.profiles.a2a_mqtt.io import INPUT_REQUIRED
 from bench.profiles.a2a_mqtt.responder import Responder, ResponderConfig
 from bench.profiles.a2a_mqtt.wire import (
     CONTEXT_ID,
     RESPONDER_AGENT_ID,
     STATUS,
-    Message5,
     Props,
     Topics,
 )
@@ -48,7 +45,7 @@ def responder(pool: str | None = None) -> tuple[Responder, list[object]]:
 
 def send(task_id: str = TASK, *, corr: bytes = b"c1", method: str = "SendMessage",
          context: str | None = CTX, text: str = "hello", topic: str | None = None,
-         props: Props | None = None, rpc_id: object = "1") -> Received:
+         props: Props | None = None, rpc_id: object = "1") -> MessageReceived:
     message: dict[str, Any] = {"taskId": task_id, "role": "ROLE_USER",
                                "parts": [{"text": text}]}
     if context is not None:
@@ -57,19 +54,19 @@ def send(task_id: str = TASK, *, corr: bytes = b"c1", method: str = "SendMessage
     return raw(json.dumps(body).encode(), corr=corr, topic=topic, props=props)
 
 
-def call(method: str, task_id: str = TASK, corr: bytes = b"q1") -> Received:
+def call(method: str, task_id: str = TASK, corr: bytes = b"q1") -> MessageReceived:
     body = {"jsonrpc": "2.0", "id": "q", "method": method, "params": {"id": task_id}}
     return raw(json.dumps(body).encode(), corr=corr)
 
 
 def raw(payload: bytes, *, corr: bytes | None = b"c1", topic: str | None = None,
-        props: Props | None = None, reply: str | None = REPLY) -> Received:
+        props: Props | None = None, reply: str | None = REPLY) -> MessageReceived:
     p = props or Props(response_topic=reply, correlation_data=corr)
-    return Received(1, Message5(topic or TOPICS.request("tax"), payload, 1, False, p))
+    return MessageReceived(1, topic or TOPICS.request("tax"), payload, 1, props=p)
 
 
-def publishes(commands: list[object]) -> list[Message5]:
-    return [c.message for c in commands if isinstance(c, Publish5)]
+def publishes(commands: list[object]) -> list[Publish]:
+    return [c for c in commands if isinstance(c, Publish)]
 
 
 def replies(commands: list[object]) -> list[dict[str, Any]]:
@@ -84,35 +81,37 @@ def executes(commands: list[object]) -> list[Execute]:
     return [c for c in commands if isinstance(c, Execute)]
 
 
-def done(r: Responder, text: str = "42", outcome: WorkOutcome = WorkOutcome.COMPLETED,
+def done(r: Responder, text: str = "42", *, asks: bool = False,
          task_id: str = TASK) -> list[object]:
-    return r.handle(WorkEnded(5, task_id, outcome, text))
+    return r.handle(TaskFinished(5, task_id, True, {INPUT_REQUIRED: text} if asks else text))
 
 
 # -- presence (A2M-PRES-1, A2M-PRES-2, A2M-SESS-3, A2M-RSP-1) -------------------------------------
 def test_it_connects_with_a_will_subscribes_then_announces_itself() -> None:
     r, started = responder()
-    connect = next(c for c in started if isinstance(c, Connect5))
-    assert connect.client_id == "acme/billing/tax" and not connect.clean_start
-    assert connect.will.topic == "$a2a/v1/discovery/acme/billing/tax" and connect.will.retain
-    assert connect.will.props.user(STATUS) == "offline"
+    connect = next(c for c in started if isinstance(c, Connect))
+    assert connect.client_id == "acme/billing/tax" and not connect.clean_session
+    assert connect.will_topic == "$a2a/v1/discovery/acme/billing/tax" and connect.will_retain
+    assert connect.will_props is not None and connect.will_props.user(STATUS) == "offline"
     subscribe = r.handle(ConnectionUp(1, False))
     assert subscribe == [Subscribe(("$a2a/v1/request/acme/billing/tax",), 1)]
     card = publishes(r.handle(Subscribed(2, subscribe[0].filters)))
-    assert [m.topic for m in card] == [connect.will.topic] and card[0].retain
-    assert card[0].props.user(STATUS) == "online"
+    assert [m.topic for m in card] == [connect.will_topic] and card[0].retain
+    assert card[0].props is not None and card[0].props.user(STATUS) == "online"
 
 
 # -- a task, its answer, and its retries (A2M-RR-3, A2M-RR-6, A2M-CTX-1, A2M-RETRY-3) ---------------
 def test_a_task_runs_once_and_its_answer_echoes_correlation_task_and_context() -> None:
     r, _ = responder()
     took = r.handle(send())
-    assert [(e.task_id, e.turn, e.text) for e in executes(took)] == [(TASK, 1, "hello")]
+    assert [(e.task_id, e.payload["turn"], e.payload["text"]) for e in executes(took)] == \
+        [(TASK, 1, "hello")]
     assert not publishes(took)                 # SendMessage: one answer, when there is one
     assert records(took, ev.TaskExecuted)[0].task_id == TASK
     answer = done(r)
     [msg] = publishes(answer)
-    assert msg.topic == REPLY and msg.props.correlation_data == b"c1" and msg.qos == 1
+    assert msg.topic == REPLY and msg.props and msg.props.correlation_data == b"c1"
+    assert msg.qos == 1
     task = json.loads(msg.payload)["result"]
     assert (task["id"], task["contextId"], task["status"]["state"]) == \
         (TASK, CTX, "TASK_STATE_COMPLETED")
@@ -146,7 +145,7 @@ def test_a_restart_ends_unfinished_work_and_a_retry_after_it_runs_nothing() -> N
     took = r.handle(send())
     table = {c.key: c.value for c in took if isinstance(c, PersistRecord)}
     again = Responder(ResponderConfig(TOPICS, "tax"))
-    restarted = again.handle(Started(10, "b2", table))
+    restarted = again.handle(Started(10, "b2", Restored(tasks=table)))
     told = replies(restarted)
     assert [m["result"]["status"]["state"] for m in told] == ["TASK_STATE_FAILED"]
     retry = again.handle(send(corr=b"c3"))
@@ -200,17 +199,18 @@ def test_a_context_mismatch_is_refused_and_changes_nothing() -> None:
 def test_a_stream_is_items_on_one_correlation_ending_with_the_terminal_status() -> None:
     r, _ = responder()
     took = r.handle(send(method="SendStreamingMessage"))
-    assert executes(took)[0].streaming
+    assert executes(took)[0].payload["streaming"]
     items = publishes(took)
-    items += publishes(r.handle(WorkStreamed(2, TASK, 0, "4")))
-    items += publishes(r.handle(WorkStreamed(3, TASK, 1, "2")))
+    items += publishes(r.handle(AgentEmitted(2, TASK, FlowKind.TOKEN, "4")))
+    assert not publishes(r.handle(AgentEmitted(2, TASK, FlowKind.THINKING, "hmm")))
+    items += publishes(r.handle(AgentEmitted(3, TASK, FlowKind.TOKEN, "2")))
     items += publishes(done(r))
     assert {m.props.correlation_data for m in items} == {b"c1"}
     kinds = [next(iter(json.loads(m.payload)["result"])) for m in items]
     assert kinds == ["statusUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"]
     last = json.loads(items[-1].payload)["result"]["statusUpdate"]
     assert last["status"]["state"] == "TASK_STATE_COMPLETED" and last["taskId"] == TASK
-    assert not publishes(r.handle(WorkStreamed(9, TASK, 2, "late")))
+    assert not publishes(r.handle(AgentEmitted(9, TASK, FlowKind.TOKEN, "late")))
 
 
 # -- cancel, get, multi-turn, pools ----------------------------------------------------------------
@@ -218,7 +218,6 @@ def test_cancel_ends_the_work_and_answers_everyone_waiting() -> None:
     r, _ = responder()
     r.handle(send())
     cancel = r.handle(call("CancelTask"))
-    assert Abandon(TASK) in cancel
     states = {m.props.correlation_data: json.loads(m.payload)["result"]["status"]["state"]
               for m in publishes(cancel)}
     assert states == {b"c1": "TASK_STATE_CANCELED", b"q1": "TASK_STATE_CANCELED"}
@@ -238,10 +237,10 @@ def test_get_task_reports_the_stored_state() -> None:
 def test_an_interrupted_task_continues_under_the_same_task_id() -> None:
     r, _ = responder()
     r.handle(send())
-    asked = done(r, "which year?", WorkOutcome.INPUT_REQUIRED)
+    asked = done(r, "which year?", asks=True)
     assert replies(asked)[0]["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     turn = r.handle(send(corr=b"c2", text="2026"))
-    assert [(e.turn, e.text) for e in executes(turn)] == [(2, "2026")]
+    assert [(e.payload["turn"], e.payload["text"]) for e in executes(turn)] == [(2, "2026")]
     assert publishes(done(r))[0].props.correlation_data == b"c2"
 
 
@@ -279,8 +278,8 @@ def test_nothing_runs_twice(steps: list[str]) -> None:
         elif step == "stream":
             feed(send(corr=f"s{i}".encode(), method="SendStreamingMessage"))
         elif step == "finish":
-            feed(WorkEnded(i, TASK, WorkOutcome.COMPLETED, "ok"))
+            feed(TaskFinished(i, TASK, True, "ok"))
         else:
             r = Responder(ResponderConfig(TOPICS, "tax"))
-            feed(Started(i, f"b{i}", dict(table)))
+            feed(Started(i, f"b{i}", Restored(tasks=dict(table))))
     assert executed == 1

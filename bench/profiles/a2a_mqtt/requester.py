@@ -29,22 +29,26 @@ from enum import StrEnum
 from typing import Any, assert_never
 
 from bench.core import events as ev
-from bench.core.commands import PersistRecord, Subscribe, Table
+from bench.core.commands import Table
+from bench.core.vocabulary import RequestOutcome
 from bench.profiles.a2a_mqtt.io import (
     CancelTimer,
     Command,
     ConnectionUp,
     Effects,
-    OperationRequested,
-    Publish5,
+    MessageReceived,
+    PersistRecord,
+    Publish,
     PublishSettled,
-    Received,
     RequesterInput,
+    SettleRequest,
     Started,
     StartTimer,
+    Subscribe,
     Subscribed,
-    Timer,
+    TaskRequested,
     TimerFired,
+    TimerId,
     TimerKind,
 )
 from bench.profiles.a2a_mqtt.wire import (
@@ -53,7 +57,6 @@ from bench.profiles.a2a_mqtt.wire import (
     RESPONDER_AGENT_ID,
     TERMINAL,
     Json,
-    Message5,
     Method,
     Props,
     TaskState,
@@ -160,9 +163,9 @@ class Requester:
                 for op in sorted(self.ops.values(), key=lambda o: o.asked_ms):
                     if op.phase is Phase.QUEUED:
                         self._send(fx, op)
-            case OperationRequested():
-                self._on_requested(fx, inp)
-            case Received():
+            case TaskRequested():
+                self._ask(fx, _operation(inp))
+            case MessageReceived():
                 self._on_reply(fx, inp)
             case PublishSettled():
                 self._on_settled_publish(fx, inp)
@@ -175,7 +178,7 @@ class Requester:
     # -- life -------------------------------------------------------------------------------------
     def _on_started(self, fx: Effects, inp: Started) -> None:
         self.boot_id = inp.boot_id
-        for key, raw in sorted(inp.table.items()):
+        for key, raw in sorted(inp.restored.requests.items()):
             try:
                 op = Operation.from_json(raw)
             except (KeyError, TypeError, ValueError) as exc:
@@ -196,9 +199,7 @@ class Requester:
                 self._put(fx, replace(op, phase=Phase.QUEUED, why="restart"))
 
     # -- operations ---------------------------------------------------------------------------------
-    def _on_requested(self, fx: Effects, inp: OperationRequested) -> None:
-        op = Operation(inp.op_id, inp.method, inp.task_id, inp.agent_id, inp.pool_id,
-                       inp.context_id, inp.text, inp.now_ms)
+    def _ask(self, fx: Effects, op: Operation) -> None:
         self._put(fx, op)
         if self.subscribed:       # A2M-SESS-2: never before the reply topic is routed here
             self._send(fx, op)
@@ -223,12 +224,11 @@ class Requester:
         props = Props(response_topic=self.reply_topic, correlation_data=correlation,
                       user_properties=((CONTEXT_ID, op.context_id),) if op.context_id else (),
                       content_type="application/json")
-        fx.add(Publish5(Message5(topic, self._body(sent, correlation), 1, False, props),
-                        key=correlation.hex()))
+        fx.add(Publish(topic, self._body(sent, correlation), 1, False, correlation.hex(), props))
         fx.record(ev.A2mAttempt(op_id=op.op_id, method=op.method.value, task_id=op.task_id,
                                 attempt=attempt, correlation=correlation.hex(), topic=topic,
                                 why=op.why))
-        fx.add(StartTimer(Timer(TimerKind.FIRST_REPLY, op.op_id),
+        fx.add(StartTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id),
                           fx.now_ms + self.config.retry.reply_first_ms))
         self._put(fx, sent)
 
@@ -247,12 +247,13 @@ class Requester:
                            "params": params}, separators=(",", ":"), sort_keys=True).encode()
 
     def _on_settled_publish(self, fx: Effects, inp: PublishSettled) -> None:
-        op = self.ops.get(self.by_correlation.get(inp.key, ""))
-        if inp.accepted or op is None or op.phase is not Phase.IN_FLIGHT \
-                or op.correlations[-1] != inp.key:
+        op = self.ops.get(self.by_correlation.get(inp.message_id, ""))
+        refused = inp.reason_code is not None and inp.reason_code >= 0x80
+        if (inp.ok and not refused) or op is None or op.phase is not Phase.IN_FLIGHT \
+                or op.correlations[-1] != inp.message_id:
             return
         # not accepted by the client or the broker: retry-eligible (A2M-RETRY-5)
-        fx.add(CancelTimer(Timer(TimerKind.FIRST_REPLY, op.op_id)))
+        fx.add(CancelTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id)))
         code = "" if inp.reason_code is None else f" (PUBACK 0x{inp.reason_code:02x})"
         self._retry_or_give_up(fx, op, f"publish not accepted{code}", ev.A2mOutcome.NOT_SENT)
 
@@ -278,9 +279,8 @@ class Requester:
         asks where the task stands — never the original request again."""
         self._settle(fx, op, ev.A2mOutcome.NO_REPLY, None, why)
         if op.method is not Method.GET_TASK:
-            self._on_requested(fx, OperationRequested(
-                fx.now_ms, f"{op.op_id}.get", Method.GET_TASK, op.task_id, op.agent_id,
-                op.pool_id, op.context_id))
+            self._ask(fx, Operation(f"{op.op_id}.get", Method.GET_TASK, op.task_id, op.agent_id,
+                                    op.pool_id, op.context_id, "", fx.now_ms))
 
     def _retry_or_give_up(self, fx: Effects, op: Operation, why: str,
                           outcome: ev.A2mOutcome) -> None:
@@ -290,7 +290,7 @@ class Requester:
             return
         base = retry.backoff_ms[min(op.attempt - 1, len(retry.backoff_ms) - 1)]
         delay = round(base * (1 + retry.jitter * self._unit(op.correlations[-1])))
-        fx.add(StartTimer(Timer(TimerKind.BACKOFF, op.op_id), fx.now_ms + delay))
+        fx.add(StartTimer(TimerId(TimerKind.BACKOFF, op.op_id), fx.now_ms + delay))
         self._put(fx, replace(op, phase=Phase.BACKOFF, why=f"retry: {why}"))
 
     @staticmethod
@@ -300,11 +300,11 @@ class Requester:
         return int.from_bytes(digest[:4], "big") / 0xFFFFFFFF * 2 - 1
 
     # -- replies ------------------------------------------------------------------------------------
-    def _on_reply(self, fx: Effects, inp: Received) -> None:
-        msg, props = inp.message, inp.message.props
+    def _on_reply(self, fx: Effects, msg: MessageReceived) -> None:
+        props = msg.props or Props()
         corr = None if props.correlation_data is None else props.correlation_data.hex()
-        seen: dict[str, Any] = dict(topic=msg.topic, correlation=corr, qos=msg.qos, dup=inp.dup,
-                                    retain=msg.retain, packet_id=inp.packet_id,
+        seen: dict[str, Any] = dict(topic=msg.topic, correlation=corr, qos=msg.qos, dup=msg.dup,
+                                    retain=msg.retain, packet_id=msg.packet_id,
                                     responder_agent_id=props.user(RESPONDER_AGENT_ID))
         op = self.ops.get(self.by_correlation.get(corr or "", ""))
         if op is None or op.phase is Phase.SETTLED:
@@ -326,7 +326,7 @@ class Requester:
         named = props.user(RESPONDER_AGENT_ID)
         if named is not None:                 # the latest one holds (A2M-HAND-2)
             self.responder_of[op.task_id] = named
-        fx.add(CancelTimer(Timer(TimerKind.FIRST_REPLY, op.op_id)))
+        fx.add(CancelTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id)))
         read = _read_reply(body)
         fx.record(ev.A2mReplyTaken(op_id=op.op_id, reply=read.kind, state=read.state, **seen))
         if read.kind is ev.ReplyKind.ERROR:
@@ -354,19 +354,20 @@ class Requester:
     def _answered(self, fx: Effects, op: Operation) -> None:
         """A correlated reply came and the operation goes on (a stream, or a Task not
         finished): never retried again (A2M-RETRY-4, A2M-RETRY-6); a stall is followed up."""
-        fx.add(StartTimer(Timer(TimerKind.STREAM_IDLE, op.op_id),
+        fx.add(StartTimer(TimerId(TimerKind.STREAM_IDLE, op.op_id),
                           fx.now_ms + self.config.retry.stream_idle_ms))
         self._put(fx, replace(op, phase=Phase.ANSWERED))
 
     def _settle(self, fx: Effects, op: Operation, outcome: ev.A2mOutcome, code: int | None,
                 text: str | None) -> None:
-        for kind in TimerKind:
-            fx.add(CancelTimer(Timer(kind, op.op_id)))
+        for kind in REQUESTER_TIMERS:
+            fx.add(CancelTimer(TimerId(kind, op.op_id)))
         fx.record(ev.A2mSettled(op_id=op.op_id, method=op.method.value, task_id=op.task_id,
                                 outcome=outcome, attempts=op.attempt,
                                 latency_ms=fx.now_ms - op.asked_ms, code=code, text=text,
                                 responder_agent_id=self.responder_of.get(op.task_id)))
         self._put(fx, replace(op, phase=Phase.SETTLED))
+        fx.add(SettleRequest(op.op_id, SETTLED_AS[outcome], text))
 
     def _put(self, fx: Effects, op: Operation) -> Operation:
         self.ops[op.op_id] = op
@@ -414,3 +415,51 @@ def _texts(artifact: Json) -> str:
     parts = artifact.get("parts") if isinstance(artifact, dict) else None
     return "".join(p["text"] for p in parts if isinstance(p, dict)
                    and isinstance(p.get("text"), str)) if isinstance(parts, list) else ""
+
+
+#: The requester's timers, every one keyed by its operation.
+REQUESTER_TIMERS = (TimerKind.FIRST_REPLY, TimerKind.BACKOFF, TimerKind.STREAM_IDLE)
+
+#: How an operation's end reads to whoever asked for it (the workload's request outcomes).
+SETTLED_AS = {ev.A2mOutcome.COMPLETED: RequestOutcome.COMPLETED,
+              ev.A2mOutcome.FAILED: RequestOutcome.FAILED,
+              ev.A2mOutcome.REJECTED: RequestOutcome.FAILED,
+              ev.A2mOutcome.ERROR: RequestOutcome.FAILED,
+              ev.A2mOutcome.CANCELED: RequestOutcome.CANCELLED,
+              ev.A2mOutcome.INPUT_REQUIRED: RequestOutcome.COMPLETED,
+              ev.A2mOutcome.AUTH_REQUIRED: RequestOutcome.FAILED,
+              ev.A2mOutcome.WORKING: RequestOutcome.NO_RESPONSE,
+              ev.A2mOutcome.SUBMITTED: RequestOutcome.NO_RESPONSE,
+              ev.A2mOutcome.NO_REPLY: RequestOutcome.NO_RESPONSE,
+              ev.A2mOutcome.NOT_SENT: RequestOutcome.SEND_FAILED}
+
+#: A to_agent_id of `pool:{pool_id}` asks the pool, not one agent.
+POOL = "pool:"
+
+
+def task_uuid(seed: str) -> str:
+    """A UUIDv4-shaped id drawn from `seed` (a request id: the workload's entropy), the same
+    for every attempt and across restarts (A2M-RR-5, A2M-RETRY-2)."""
+    h = bytearray(hashlib.sha256(seed.encode()).digest()[:16])
+    h[6] = (h[6] & 0x0F) | 0x40
+    h[8] = (h[8] & 0x3F) | 0x80
+    x = h.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+
+
+def _operation(asked: TaskRequested) -> Operation:
+    """The operation a TaskRequested asks for: SendMessage to `to_agent_id` (or the pool it
+    names), unless its payload says otherwise (`method`, `taskId`, `contextId`, `text`)."""
+    payload = asked.payload if isinstance(asked.payload, dict) else {"text": asked.payload}
+    method = Method(str(payload.get("method", Method.SEND.value)))
+    pooled = asked.to_agent_id.startswith(POOL)
+    given = payload.get("contextId")
+    context = str(given) if given else task_uuid(asked.conversation_id) \
+        if asked.conversation_id else None
+    text = payload.get("text")
+    return Operation(asked.request_id, method,
+                     str(payload.get("taskId") or task_uuid(asked.request_id)),
+                     None if pooled else asked.to_agent_id,
+                     asked.to_agent_id.removeprefix(POOL) if pooled else None,
+                     context, text if isinstance(text, str) else json.dumps(text),
+                     asked.now_ms)

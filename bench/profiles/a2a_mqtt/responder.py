@@ -26,23 +26,25 @@ from enum import Enum
 from typing import Any, assert_never
 
 from bench.core import events as ev
-from bench.core.commands import PersistRecord, Subscribe, Table
+from bench.core.commands import Table
 from bench.core.machine import Machine
+from bench.core.vocabulary import FlowKind
 from bench.profiles.a2a_mqtt.io import (
-    Abandon,
+    INPUT_REQUIRED,
+    AgentEmitted,
     Command,
-    Connect5,
+    Connect,
     ConnectionUp,
     Effects,
     Execute,
-    Publish5,
-    Received,
+    MessageReceived,
+    PersistRecord,
+    Publish,
     ResponderInput,
     Started,
+    Subscribe,
     Subscribed,
-    WorkEnded,
-    WorkOutcome,
-    WorkStreamed,
+    TaskFinished,
 )
 from bench.profiles.a2a_mqtt.wire import (
     RESPONDER_AGENT_ID,
@@ -52,7 +54,6 @@ from bench.profiles.a2a_mqtt.wire import (
     Call,
     ErrorCode,
     Json,
-    Message5,
     Method,
     Props,
     Refusal,
@@ -151,7 +152,6 @@ class ResponderConfig:
     agent_id: str
     card: Mapping[str, Json] = field(default_factory=dict)
     pool_id: str | None = None
-    session_expiry_s: int = 3600
 
 
 class Responder:
@@ -169,6 +169,8 @@ class Responder:
                                sort_keys=True).encode()
         self.tasks: dict[str, TaskRecord] = {}
         self.late_results = 0
+        #: flow events with no A2A stream item (thinking, steps): counted, not sent
+        self.unstreamed = 0
 
     # -- the one entry point --------------------------------------------------------------------
     def handle(self, inp: ResponderInput) -> list[Command]:
@@ -180,11 +182,11 @@ class Responder:
                 fx.add(Subscribe(self.filters, 1))
             case Subscribed():
                 self._announce(fx)
-            case Received():
+            case MessageReceived():
                 self._on_request(fx, inp)
-            case WorkStreamed():
+            case AgentEmitted():
                 self._on_streamed(fx, inp)
-            case WorkEnded():
+            case TaskFinished():
                 self._on_ended(fx, inp)
             case _:
                 assert_never(inp)
@@ -192,7 +194,7 @@ class Responder:
 
     # -- life and presence ------------------------------------------------------------------------
     def _on_started(self, fx: Effects, inp: Started) -> None:
-        for key, raw in sorted(inp.table.items()):
+        for key, raw in sorted(inp.restored.tasks.items()):
             try:
                 task = TaskRecord.from_json(raw)
             except (KeyError, TypeError, ValueError) as exc:
@@ -204,25 +206,23 @@ class Responder:
             if task.state in (S.SUBMITTED, S.WORKING):
                 # its work died with the process: the task ends, and whoever waits is told
                 self._end(fx, task, E.INTERRUPT, None, "interrupted by a restart")
-        fx.add(Connect5(self.config.topics.client_id(self.agent_id), Message5(
-            self.config.topics.discovery(self.agent_id), self.card, 1, True,
-            Props(user_properties=((STATUS, "offline"), (STATUS_SOURCE, "lwt")))),
-            self.config.session_expiry_s))
+        fx.add(Connect(self.config.topics.client_id(self.agent_id),
+                       self.config.topics.discovery(self.agent_id), self.card, True, False,
+                       Props(user_properties=((STATUS, "offline"), (STATUS_SOURCE, "lwt")))))
 
     def _announce(self, fx: Effects) -> None:
         """The retained card, online — after the SUBACK, so nobody is invited to a request
         topic not yet routed to this agent."""
-        fx.add(Publish5(Message5(self.config.topics.discovery(self.agent_id), self.card, 1, True,
-                                 Props(user_properties=((STATUS, "online"),
-                                                        (STATUS_SOURCE, "agent"))))))
+        fx.add(Publish(self.config.topics.discovery(self.agent_id), self.card, 1, True,
+                       props=Props(user_properties=((STATUS, "online"), (STATUS_SOURCE, "agent")))))
 
     # -- requests ---------------------------------------------------------------------------------
-    def _on_request(self, fx: Effects, inp: Received) -> None:
-        msg, props = inp.message, inp.message.props
-        taken: dict[str, Any] = dict(topic=msg.topic, qos=msg.qos, dup=inp.dup, retain=msg.retain,
-                     packet_id=inp.packet_id, response_topic=props.response_topic,
-                     correlation=None if props.correlation_data is None
-                     else props.correlation_data.hex())
+    def _on_request(self, fx: Effects, msg: MessageReceived) -> None:
+        props = msg.props or Props()
+        taken: dict[str, Any] = dict(topic=msg.topic, qos=msg.qos, dup=msg.dup, retain=msg.retain,
+                                     packet_id=msg.packet_id, response_topic=props.response_topic,
+                                     correlation=None if props.correlation_data is None
+                                     else props.correlation_data.hex())
         if msg.topic not in (self.request_topic, self.pool_topic):
             fx.record(ev.A2mRequestTaken(intake=ev.Intake.DROPPED, reason="not a request topic "
                                          "of this agent", **taken))
@@ -308,7 +308,7 @@ class Responder:
                          here.pooled, ids)
             return
         fx.record(ev.A2mRequestTaken(intake=ev.Intake.CANCEL, context_id=task.context_id, **ids))
-        fx.add(Abandon(task.task_id))
+        # the agent's work may still end later: a late result, recorded and not answered
         done = self._end(fx, task, E.CANCEL, None, "CancelTask")
         self._reply(fx, here, result_body(here.rpc_id, self._task_json(done)),
                     ev.ReplyKind.RESULT, done)
@@ -319,13 +319,18 @@ class Responder:
         for w in working.watchers:
             if w.streaming:
                 self._status(fx, w, working)
-        fx.add(Execute(task.task_id, self.agent_id, task.context_id, working.turn, text,
-                       any(w.streaming for w in working.watchers)))
+        fx.add(Execute(task.task_id, self.agent_id,
+                       {"text": text, "turn": working.turn,
+                        "streaming": any(w.streaming for w in working.watchers)},
+                       task.context_id))
 
-    def _on_streamed(self, fx: Effects, inp: WorkStreamed) -> None:
+    def _on_streamed(self, fx: Effects, inp: AgentEmitted) -> None:
         task = self.tasks.get(inp.task_id)
         if task is None or task.state is not S.WORKING:
             self._late(fx, inp.task_id, task, True)
+            return
+        if inp.kind not in (FlowKind.TOKEN, FlowKind.ARTIFACT):
+            self.unstreamed += 1      # no A2A stream item says "thinking" or "step"
             return
         for w in task.watchers:
             if w.streaming:
@@ -334,20 +339,19 @@ class Responder:
                             ev.ReplyKind.ARTIFACT, task)
         self._put(fx, replace(task, chunks=task.chunks + 1))
 
-    def _on_ended(self, fx: Effects, inp: WorkEnded) -> None:
+    def _on_ended(self, fx: Effects, inp: TaskFinished) -> None:
         task = self.tasks.get(inp.task_id)
         if task is None or task.state is not S.WORKING:
-            self._late(fx, inp.task_id, task, inp.outcome is not WorkOutcome.FAILED)
+            self._late(fx, inp.task_id, task, inp.ok)
             return
-        match inp.outcome:
-            case WorkOutcome.COMPLETED:
-                self._end(fx, task, E.FINISH, inp.text, None)
-            case WorkOutcome.FAILED:
-                self._end(fx, task, E.FAIL, None, inp.text or "the agent failed")
-            case WorkOutcome.INPUT_REQUIRED:
-                self._end(fx, task, E.ASK, None, inp.text or "input required")
-            case _:
-                assert_never(inp.outcome)
+        result = inp.result
+        if inp.ok and isinstance(result, dict) and INPUT_REQUIRED in result:
+            self._end(fx, task, E.ASK, None, str(result[INPUT_REQUIRED]))
+        elif inp.ok:
+            text = result if isinstance(result, str) else json.dumps(result, sort_keys=True)
+            self._end(fx, task, E.FINISH, text, None)
+        else:
+            self._end(fx, task, E.FAIL, None, inp.error or "the agent failed")
 
     def _late(self, fx: Effects, task_id: str, task: TaskRecord | None, ok: bool) -> None:
         """Work that ended after its task did (cancelled, or interrupted by a restart)."""
@@ -424,9 +428,8 @@ class Responder:
                  pooled: bool, kind: ev.ReplyKind, task_id: str | None, state: str | None,
                  code: int | None) -> None:
         named = ((RESPONDER_AGENT_ID, self.agent_id),) if pooled else ()
-        fx.add(Publish5(Message5(topic, body, 1, False,
-                                 Props(correlation_data=correlation, user_properties=named,
-                                       content_type="application/json"))))
+        fx.add(Publish(topic, body, 1, False, props=Props(
+            correlation_data=correlation, user_properties=named, content_type="application/json")))
         fx.record(ev.A2mReplied(topic=topic, reply=kind,
                                 correlation=None if correlation is None else correlation.hex(),
                                 task_id=task_id, state=state, code=code,
