@@ -9,6 +9,7 @@ must catch it; `tests/test_variants.py` runs each against its scenario.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,10 +26,11 @@ from bench.core.auth import (
     verify,
 )
 from bench.core.commands import Publish
+from bench.core.config import NodeConfig
 from bench.core.directory import Resolution, Route, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, canonical_json, encode
-from bench.core.inputs import MessageReceived
+from bench.core.inputs import MessageReceived, Restored, Started
 from bench.core.instance import Instance, InstanceEvent, InstanceStatus
 from bench.core.ledger import LedgerConfig, dedup_key
 from bench.core.node import Node
@@ -37,6 +39,9 @@ from bench.core.process import ProcessEngine
 from bench.core.relay import Relay
 from bench.core.steps import StepDef
 from bench.core.task import TaskRecord, TaskService
+from bench.profiles.a2a_mqtt.io import Effects as ProfileEffects
+from bench.profiles.a2a_mqtt.requester import Operation, Requester
+from bench.profiles.a2a_mqtt.responder import Responder
 
 
 class MemoryDedup60s(Node):
@@ -315,11 +320,22 @@ class Variant:
     seed_ref: str
     caught_by: str       # the checker that must turn FALSE
     scenario: str        # the scenario (in scenarios/) that exposes it
+    #: an A2A-over-MQTT defect: the responder or requester it runs instead of the reference
+    responder: type[Responder] = Responder
+    requester: type[Requester] = Requester
 
     @property
     def summary(self) -> str:
-        doc = self.node_class.__doc__ or ""
-        return " ".join(doc.split())
+        defect = next((c for c in (self.responder, self.requester)
+                       if c not in (Responder, Requester)), self.node_class)
+        return " ".join((defect.__doc__ or "").split())
+
+    def core_for(self, config: NodeConfig) -> Callable[[NodeConfig], Any]:
+        """What a host starts for this node: the variant's seed node, or, on an
+        A2A-over-MQTT topology, its responder or requester."""
+        if config.a2a is None:
+            return self.node_class
+        return self.responder.for_node if config.a2a.responder else self.requester.for_node
 
 
 def _v2_without_headers(envelope: Envelope, version: SignatureVersion) -> bytes:
@@ -386,6 +402,34 @@ class InterruptedUnanswered(Node):
     task_service_class = _Mute
 
 
+# -- the A2A-over-MQTT profile's seeded defects (its agents, not the seed node) -----------------
+class A2mDedupInMemory(Responder):
+    """A2M-RETRY-3: the responder keeps its tasks in memory only. After a restart it
+    neither answers the tasks its crash interrupted nor knows their Task.ids: a retry
+    queued meanwhile starts its task again."""
+
+    def _on_started(self, fx: ProfileEffects, inp: Started) -> None:
+        super()._on_started(fx, replace(inp, restored=Restored()))
+
+
+class A2mReplyWithoutCorrelation(Responder):
+    """A2M-RR-3: replies and stream items go to the Response Topic without the request's
+    Correlation Data (the echo forgotten): the requester can match none of them."""
+
+    def _publish(self, fx: ProfileEffects, topic: str, correlation: bytes | None,
+                 *rest: Any) -> None:
+        super()._publish(fx, topic, None, *rest)
+
+
+class A2mRetrySameCorrelation(Requester):
+    """A2M-RETRY-2: every attempt of an operation goes out under its first attempt's
+    Correlation Data."""
+
+    def correlation_for(self, op: Operation) -> bytes:
+        fresh = super().correlation_for(op)
+        return bytes.fromhex(op.correlations[0]) if op.correlations else fresh
+
+
 REFERENCE = Variant("reference", Node, "-", "-", "quickstart")
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -434,6 +478,12 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "context_isolation", "context"),
     Variant("ledger_before_auth", LedgerBeforeAuth, "DESIGN §3 Inbound", "auth_admission",
             "attacks_ledger"),
+    Variant("a2m_dedup_in_memory", Node, "A2M-RETRY-3", "duplicate_execution", "a2a_restart",
+            responder=A2mDedupInMemory),
+    Variant("a2m_reply_without_correlation", Node, "A2M-RR-3", "a2a_replies",
+            "a2a_quickstart", responder=A2mReplyWithoutCorrelation),
+    Variant("a2m_retry_same_correlation", Node, "A2M-RETRY-2", "a2a_requests", "a2a_restart",
+            requester=A2mRetrySameCorrelation),
 )}
 
 

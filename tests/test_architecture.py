@@ -33,7 +33,7 @@ LAYERS = {
     "history": {"core", "history"},
     "checks": {"core", "history", "checks"},       # judge from the history only
     "metrics": {"core", "history", "checks", "metrics"},
-    "variants": {"core", "variants"},
+    "variants": {"core", "profiles", "variants"},
     "workload": {"core", "spec.distribution", "spec.topology", "workload"},
     # the nemesis: primitives are what substrates implement; scripts never see a substrate
     "faults.primitives": {"core", "spec.distribution", "faults.primitives"},

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bench.core.events import A2A_MQTT as A2A_MQTT
+from bench.core.events import SEED as SEED
 from bench.core.events import (
     BrokerDown,
     Event,
@@ -28,6 +30,7 @@ from bench.core.events import (
     FaultStart,
     NodeStarted,
     RunInterrupted,
+    RunStarted,
     WorkloadStarted,
 )
 from bench.history import Fold, History
@@ -146,6 +149,9 @@ class Checker:
     #: the part of the protocol (FEATURES) a node must implement for this checker to have
     #: something to judge
     needs: str | None = None
+    #: the protocols whose histories it judges (run_started.protocol): a rule of one
+    #: protocol has nothing to say of the other's
+    protocols: frozenset[str] = frozenset({SEED})
 
     def __call__(self, h: History) -> Verdict:
         """Every rule over the history. A checker with nothing to judge says UNKNOWN and
@@ -174,12 +180,23 @@ def folds() -> tuple[type[Fold], ...]:
 
 
 def checkers() -> dict[str, Checker]:
-    from bench.checks import auth, delivery, directory, execution, process, relay, robustness, wire
+    from bench.checks import (
+        a2a_mqtt,
+        auth,
+        delivery,
+        directory,
+        execution,
+        process,
+        relay,
+        robustness,
+        wire,
+    )
     found = [execution.DUPLICATE_EXECUTION, execution.TASK_LIFECYCLE, delivery.SILENT_LOSS,
              delivery.TARGETED_DELIVERY, delivery.REPLY_ROUTING, delivery.QOS1_DELIVERY,
              relay.RELAY_INTEGRITY, relay.RELAY_LOCALITY, process.GATE_INTEGRITY,
              process.CONTEXT_ISOLATION, auth.AUTH_ADMISSION, directory.DIRECTORY_LIVENESS,
-             directory.DEPLOYMENT, robustness.ROBUSTNESS, wire.WIRE_EVIDENCE]
+             directory.DEPLOYMENT, robustness.ROBUSTNESS, wire.WIRE_EVIDENCE,
+             *a2a_mqtt.CHECKERS]
     return {c.name: c for c in found}
 
 
@@ -251,8 +268,19 @@ def interrupted_at_s(history: History) -> float:
     return max(0.0, end - workload_origin_ms(history)) / 1000
 
 
+def protocol_of(history: History) -> str:
+    """The protocol the history's nodes spoke (the seed documents' unless it says)."""
+    started = history.of(RunStarted)
+    return (started[0].protocol if started else None) or SEED
+
+
+def checkers_for(protocol: str) -> dict[str, Checker]:
+    """The checkers that judge histories of `protocol` (a run_started.protocol)."""
+    return {k: v for k, v in checkers().items() if protocol in v.protocols}
+
+
 def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
-    selected = checkers()
+    selected = checkers_for(protocol_of(history))
     if only is not None:
         selected = {k: v for k, v in selected.items() if k in set(only)}
     silent_faults = [f for f in fault_firings(history) if f["fired"] == 0]

@@ -9,6 +9,8 @@ from bench.checks import Checker, Collector, rule
 from bench.checks.network import Clocks, Transit, clocks
 from bench.checks.terms import TASK_ENDS, TASK_MOVES
 from bench.core.events import (
+    A2A_MQTT,
+    SEED,
     AttackSent,
     Event,
     InboundAdmitted,
@@ -337,9 +339,11 @@ def _nothing_executed(h: History) -> str | None:
 
 
 DUPLICATE_EXECUTION = Checker(
-    "duplicate_execution", "No requestId executes twice, on any node, across redeliveries "
-    "and restarts; no node admits a message twice while its ledger should remember it.",
-    (executed_once, admitted_once, ledger_flushed_on_time), _nothing_executed)
+    "duplicate_execution", "No requestId (a profile's Task.id) executes twice, on any node, "
+    "across redeliveries and restarts; no node admits a message twice while its ledger "
+    "should remember it.",
+    (executed_once, admitted_once, ledger_flushed_on_time), _nothing_executed,
+    protocols=frozenset({SEED, A2A_MQTT}))
 TASK_LIFECYCLE = Checker(
     "task_lifecycle", "Every task starts SUBMITTED, moves only along the task state machine "
     "and stops at exactly one terminal state, by its timeout at the latest.",

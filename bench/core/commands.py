@@ -33,7 +33,7 @@ class Table(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Connect:
     client_id: str
-    will_topic: str
+    will_topic: str | None         # None: no Last Will
     will_payload: bytes
     will_retain: bool = True
     clean_session: bool = False

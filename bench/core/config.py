@@ -11,6 +11,17 @@ from bench.core.topics import DEFAULT_PREFIX, Topics
 
 
 @dataclass(frozen=True, slots=True)
+class A2aAgent:
+    """What makes a node an agent of the A2A-over-MQTT profile (bench/profiles/a2a_mqtt)
+    rather than a seed-protocol node: its org (its unit is the node's namespace, its
+    agent id its one agent), which side it plays, and the pool it serves, if any."""
+
+    org_id: str
+    responder: bool
+    pool_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class NodeConfig:
     node_id: str
     namespace: str
@@ -26,6 +37,8 @@ class NodeConfig:
     #: the namespaces whose directory this node reads; empty: every node's (the default).
     #: A scoped node announces under its own namespace's level (`Topics.directory`)
     directory_scope: tuple[str, ...] = ()
+    #: set: an A2A-over-MQTT agent, not a seed-protocol node
+    a2a: A2aAgent | None = None
 
     def __post_init__(self) -> None:
         topics = Topics(self.prefix)  # validates the prefix
@@ -48,6 +61,9 @@ class NodeConfig:
                              f"own namespace {self.namespace!r}, got {list(self.directory_scope)}")
         for ns in self.directory_scope:
             topics.directory_filter(ns)
+        if self.a2a is not None and len(self.agents) != 1:
+            raise ValueError(f"node {self.node_id}: an A2A-over-MQTT agent has one agent id, "
+                             f"got {list(self.agents)}")
 
     @property
     def directory_topic(self) -> str:

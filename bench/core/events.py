@@ -817,6 +817,9 @@ class RunStarted(Event):
     #: how long after a node's decision its record may be stamped (the substrate's word;
     #: 0 when simulated); None in a history older than the field: a wall clock's
     records_late_ms: float | None = None
+    #: the protocol the nodes speak: None, the seed documents'; "a2a-mqtt", the
+    #: A2A-over-MQTT profile (bench/profiles/a2a_mqtt)
+    protocol: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1116,6 +1119,11 @@ class AttackSent(Event):
 
 
 # -- the A2A-over-MQTT profile (bench/profiles/a2a_mqtt) -------------------------------------------
+#: The profile's name where a history says which protocol its nodes spoke (run_started);
+#: the seed documents' protocol is SEED.
+A2A_MQTT, SEED = "a2a-mqtt", "seed"
+
+
 class Intake(StrEnum):
     """What a profile responder did with a request it took in."""
 
@@ -1196,6 +1204,15 @@ class A2mOutcome(StrEnum):
     NOT_SENT = "NOT_SENT"               # no attempt was accepted by the client or broker
 
 
+class AttemptWhy(StrEnum):
+    """Why a profile requester published an attempt."""
+
+    FIRST = "FIRST"
+    NO_FIRST_REPLY = "NO_FIRST_REPLY"    # the last attempt got no reply in reply_first_ms
+    NOT_ACCEPTED = "NOT_ACCEPTED"        # the client or the broker refused the last attempt
+    RESTART = "RESTART"                  # the requester restarted with the operation open
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class A2mAttempt(Event):
     """A profile requester published one attempt of an operation: the first, or a retry
@@ -1208,7 +1225,7 @@ class A2mAttempt(Event):
     attempt: int
     correlation: str
     topic: str
-    why: str
+    why: AttemptWhy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1272,7 +1289,7 @@ _ENUMS: dict[str, type[StrEnum]] = {e.__name__: e for e in (
     WarningKind, InstanceCause, TakeoverWillOf, AuthMode, SignatureVerdict, SignatureVersion,
     Merge, MessageType, DropReason, AckStatus, DecidedBy, Decision, FlowKind, GateState,
     Handler, InstanceStatus, OutboundState, RequestOutcome, TaskStatus, TimeoutPolicy, Trust,
-    Via, Intake, ReplyKind, A2mOutcome)}
+    Via, Intake, ReplyKind, A2mOutcome, AttemptWhy)}
 _META = frozenset({"seq", "t_ms", "node"})
 
 

@@ -210,9 +210,9 @@ def expectation(cell: Cell) -> dict[str, str]:
     if cell.variant != "reference":
         return {VARIANTS[cell.variant].caught_by: "false"}
     scenario, options = _deployed(cell)
-    from bench.checks import checkers
+    from bench.checks import checkers_for
     expect = substrate(cell.mode).expect(scenario, options)
-    return {name: expect.get(name, "true") for name in checkers()}
+    return {name: expect.get(name, "true") for name in checkers_for(scenario.protocol)}
 
 
 def _deployed(cell: Cell) -> tuple[Scenario, Options]:

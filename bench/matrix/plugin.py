@@ -128,9 +128,10 @@ class _Progress:
         if self.legend_shown or tr is None:
             return
         self.legend_shown = True
-        from bench.checks import checkers
+        from bench.checks import A2A_MQTT, SEED, checkers_for
         tr.write_line("each cell's letters are its verdicts (T true, F false, ? unknown), in "
-                      "this order: " + " ".join(checkers()))
+                      "this order: " + " ".join(checkers_for(SEED))
+                      + "; on A2A over MQTT: " + " ".join(checkers_for(A2A_MQTT)))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

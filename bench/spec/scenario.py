@@ -8,6 +8,7 @@ into exit code 3.
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.auth import AuthMode, SignatureVersion
+from bench.core.events import A2A_MQTT, SEED
 from bench.faults import FaultSpec, parse_fault
 from bench.spec.brokers import CLIENT
 from bench.spec.distribution import Distribution, SpecError, parse_distribution
@@ -123,6 +125,12 @@ class Scenario:
         gaps = self.unmodelled.get(model, {})
         return {**self.expect, **{k: v for k, v in self.expect_by_broker.get(model, {}).items()
                                   if k not in gaps}}
+
+    @property
+    def protocol(self) -> str:
+        """The protocol its nodes speak, as run_started says it (the checkers it is judged
+        by follow from it)."""
+        return A2A_MQTT if self.topology.a2a_org else SEED
 
     @property
     def sim_broker(self) -> str | None:
@@ -301,11 +309,17 @@ def _link(raw: Any, where: str) -> LinkSpec:
 def load_topology(path: Path) -> Topology:
     f = _display(path)
     raw = read_toml(path)
-    top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes", "directory"})
+    top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes", "directory",
+                                  "a2a"})
     directory = top.choice("directory", ("global", "namespace"), "global")
+    a2a_org = _a2a_org(raw.get("a2a"), f"{f}: a2a")
     broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model", "mqtt"})
     model = BrokerModel(broker.choice("model", tuple(m.value for m in BrokerModel), "generic"))
-    version = _mqtt_version(broker, "3.1.1")
+    # the A2A-over-MQTT profile requires MQTT 5 (A2M-SESS-1)
+    version = _mqtt_version(broker, "5" if a2a_org else "3.1.1")
+    if a2a_org and version is not MqttVersion.V5:
+        raise SpecError(f"{broker.key('mqtt')}={version.value!r}: an A2A-over-MQTT topology "
+                        "([a2a]) speaks MQTT 5 (A2M-SESS-1)")
     link = _link(raw.get("link", {}), f"{f}: link")
     nodes_raw = raw.get("nodes")
     if not isinstance(nodes_raw, list) or not nodes_raw:
@@ -313,14 +327,23 @@ def load_topology(path: Path) -> Topology:
     nodes: list[NodeSpec] = []
     for i, n in enumerate(nodes_raw):
         t = _Table(n, f"{f}: nodes[{i}]", {"id", "role", "namespace", "agents", "scene_groups",
-                                           "client_id", "link", "count", "command", "image"})
+                                           "client_id", "link", "count", "command", "image",
+                                           "pool"})
         count = t.integer("count", 1, low=1)
         if len(nodes) + count > MAX_NODES:
             raise SpecError(f"{t.key('count')}={count}: the topology would have "
                             f"{len(nodes) + count:,} nodes, more than the {MAX_NODES:,} one "
                             "machine holds (10,000 simulated nodes took 1.2 GB)")
         base_id = t.text("id")
-        role = Role(t.choice("role", tuple(r.value for r in Role), "executor"))
+        named = t.choice("role", (*(r.value for r in Role), *A2A_ROLES), "executor")
+        if named in A2A_ROLES and not a2a_org:
+            raise SpecError(f"{t.key('role')}={named!r} is a role of the A2A-over-MQTT profile: "
+                            "the topology needs [a2a] org = \"...\"")
+        role = A2A_ROLES.get(named) or Role(named)
+        pool = t.text("pool") if "pool" in n else None
+        if pool is not None and (not a2a_org or role is not Role.EXECUTOR):
+            raise SpecError(f"{t.key('pool')}: only a responder of an A2A-over-MQTT topology "
+                            "serves a pool")
         ns = t.text("namespace")
         if "." in ns:
             raise SpecError(f"{t.key('namespace')}={ns!r} must not contain '.'")
@@ -347,8 +370,10 @@ def load_topology(path: Path) -> Topology:
             client = t.raw.get("client_id", "")
             if not isinstance(client, str):
                 raise SpecError(f"{t.key('client_id')}={client!r} must be a string")
+            if a2a_org:
+                _a2a_node(t, ns, agents, pool)
             nodes.append(NodeSpec(node_id, role, ns, agents, tuple(expand(g) for g in groups_t),
-                                  expand(client), node_link, tuple(command), image))
+                                  expand(client), node_link, tuple(command), image, pool))
     seen: set[str] = set()
     for n in nodes:
         if n.id in seen:
@@ -361,7 +386,36 @@ def load_topology(path: Path) -> Topology:
                         f"directory sends N² = {len(nodes) ** 2:,} announcements as the mesh "
                         f"starts; at most {MAX_NODES_GLOBAL_DIRECTORY:,} nodes share one "
                         "(directory = \"namespace\" scopes it by namespace)")
-    return Topology(top.text("name", path.stem), tuple(nodes), model, link, f, directory, version)
+    return Topology(top.text("name", path.stem), tuple(nodes), model, link, f, directory, version,
+                    a2a_org)
+
+
+#: The A2A-over-MQTT profile's names for the two sides: the one who asks, and the one who
+#: does the work (the seed protocol's orchestrator and executor, as the workload sees them).
+A2A_ROLES = {"requester": Role.ORCHESTRATOR, "responder": Role.EXECUTOR}
+#: A2M-ID-1
+_A2A_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _a2a_org(raw: Any, where: str) -> str | None:
+    """`[a2a] org = "..."`: the topology's nodes speak the A2A-over-MQTT profile."""
+    if raw is None:
+        return None
+    t = _Table(raw, where, {"org"})
+    org = t.text("org")
+    if not _A2A_ID.match(org):
+        raise SpecError(f"{t.key('org')}={org!r} must match {_A2A_ID.pattern} (A2M-ID-1)")
+    return org
+
+
+def _a2a_node(t: _Table, unit: str, agents: tuple[str, ...], pool: str | None) -> None:
+    """An A2A-over-MQTT agent: one agent id, every id in A2M-ID-1's alphabet."""
+    if len(agents) != 1:
+        raise SpecError(f"{t.key('agents')}: an A2A-over-MQTT node is one agent, got "
+                        f"{len(agents)}")
+    for what, value in (("namespace", unit), ("agents", agents[0]), ("pool", pool)):
+        if value is not None and not _A2A_ID.match(value):
+            raise SpecError(f"{t.key(what)}={value!r} must match {_A2A_ID.pattern} (A2M-ID-1)")
 
 
 def _mqtt_version(t: _Table, default: str) -> MqttVersion:
@@ -504,6 +558,11 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         unmodelled[b] = {k: t.text(k) for k in t.raw}
     drain_default = workload.request_timeout_ms / 1000 + 5
     mode = Mode(top.choice("mode", MODES, DEFAULT_MODE))
+    version = MqttVersion(mqtt) if mqtt is not None else _mqtt_version(top, topo.mqtt.value)
+    if topo.a2a_org and version is not MqttVersion.V5:
+        raise SpecError(f"{top.key('mqtt') if mqtt is None else '--mqtt'}={version.value!r}: "
+                        f"topology {topo.name!r} speaks A2A over MQTT, which is MQTT 5 only "
+                        "(A2M-SESS-1)")
     return Scenario(
         name=top.text("name", path.stem), description=str(raw.get("description", "")),
         topology=topo, mode=mode, seed=seed if seed is not None else top.integer("seed", 1),
@@ -513,5 +572,5 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         expect_by_broker=by_broker, unmodelled=unmodelled,
         live_nodes=top.choice("live_nodes", ("inproc", "process"), "inproc")
         if "live_nodes" in raw else None,
-        mqtt=MqttVersion(mqtt) if mqtt is not None else _mqtt_version(top, topo.mqtt.value),
+        mqtt=version,
         session_expiry_s=top.integer("session_expiry_s", CLIENT.session_expiry_s))

@@ -72,6 +72,8 @@ class NodeSpec:
     #: --mode docker: the image whose container is this node (its own entrypoint speaks
     #: the node-process protocol on the attached stdin/stdout); None: the reference
     image: str | None = None
+    #: A2A over MQTT: the shared-subscription pool this responder also serves
+    pool: str | None = None
 
     @property
     def external(self) -> bool:
@@ -88,7 +90,8 @@ class NodeSpec:
                 "client_id": self.client_id or None,
                 "link": self.link.to_json() if self.link else None,
                 **({"command": list(self.command)} if self.command else {}),
-                **({"image": self.image} if self.image else {})}
+                **({"image": self.image} if self.image else {}),
+                **({"pool": self.pool} if self.pool else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,9 @@ class Topology:
     directory: str = "global"
     #: the MQTT version its clients speak unless a scenario or --mqtt says otherwise
     mqtt: MqttVersion = MqttVersion.V311
+    #: the protocol its nodes speak: the seed documents' (None), or, with the org id its
+    #: agents belong to, the A2A-over-MQTT profile (`[a2a] org = ...`)
+    a2a_org: str | None = None
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
@@ -133,4 +139,5 @@ class Topology:
                            **({"mqtt": self.mqtt.value} if self.mqtt is not MqttVersion.V311
                               else {})},
                 "link": self.link.to_json(), "nodes": [n.to_json() for n in self.nodes],
-                **({"directory": self.directory} if self.directory != "global" else {})}
+                **({"directory": self.directory} if self.directory != "global" else {}),
+                **({"a2a": {"org": self.a2a_org}} if self.a2a_org else {})}

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench.core.auth import AuthConfig, KeyRing, Secret
-from bench.core.config import NodeConfig
+from bench.core.config import A2aAgent, NodeConfig
 from bench.core.events import Event, RunStarted
 from bench.core.topics import DEFAULT_PREFIX
 from bench.faults.primitives import Outcome, Primitive
 from bench.history import Recorder
 from bench.spec.distribution import rng_for
 from bench.spec.scenario import Mode, Scenario
-from bench.spec.topology import NodeSpec, Topology
+from bench.spec.topology import NodeSpec, Role, Topology
 from bench.substrates.descriptor import Choice, Identity, Substrate
 from bench.substrates.log import RunLog
 from bench.variants import Variant
@@ -138,14 +138,21 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
     """The node's configuration; with a `run_id`, its client id and topic prefix carry it
     (a run on a broker others use: nothing of it meets another run's sessions or topics)."""
     prefix = DEFAULT_PREFIX if run_id is None else f"{DEFAULT_PREFIX}/run-{run_id}"
+    org = scenario.topology.a2a_org
+    # an A2A-over-MQTT agent's client id is {org}/{unit}/{agent} (A2M-SESS-3)
+    a2a_client = f"{org}/{node.namespace}/{node.agents[0]}" if org and not node.client_id \
+        else None
     return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups,
-                      client_id_of(node, run_id),
+                      a2a_client if a2a_client and run_id is None
+                      else f"{a2a_client}-{run_id}" if a2a_client else client_id_of(node, run_id),
                       prefix=prefix,
                       auth=AuthConfig(scenario.auth.mode, keys,
                                       scenario.auth.signature_of(node.id)),
                       task_timeout_ms=scenario.workload.task_timeout_ms,
                       request_timeout_ms=scenario.workload.request_timeout_ms,
-                      directory_scope=scenario.topology.directory_scope(node))
+                      directory_scope=scenario.topology.directory_scope(node),
+                      a2a=A2aAgent(scenario.topology.a2a_org, node.role is Role.EXECUTOR,
+                                   node.pool) if scenario.topology.a2a_org else None)
 
 
 def client_id_of(node: NodeSpec, run_id: str | None = None) -> str:
@@ -168,7 +175,8 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
                       scenario.workload.task_timeout_ms, run_id, scenario.auth.mode,
                       substrate(mode).timers_late_ms, given, scenario.mqtt.value,
-                      substrate(mode).records_late_ms)
+                      substrate(mode).records_late_ms,
+                      scenario.protocol if scenario.topology.a2a_org else None)
 
 
 #: The package that describes each substrate (its SUBSTRATE): one per Mode.

@@ -25,7 +25,8 @@ Mutation = Callable[[Lines], None]
 SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failure", "context",
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
-             "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired")
+             "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
+             "a2a_quickstart", "a2a_restart")
 
 
 @pytest.fixture(scope="module")
@@ -316,7 +317,21 @@ def stolen_client_id(lines: Lines) -> None:
     e["clientId"] = "exec-1"
 
 
+def retried_under_the_same_correlation(lines: Lines) -> None:
+    """A requester's retry goes out under its first attempt's Correlation Data."""
+    retry = lines[where(lines, "a2m_attempt", lambda e: e["attempt"] == 2)]
+    first = lines[where(lines, "a2m_attempt", lambda e: e["opId"] == retry["opId"])]
+    retry["correlation"] = first["correlation"]
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
+    # the A2A-over-MQTT profile (a2a_requests, a2a_replies)
+    "every_operation_settles": ("a2a_quickstart", drop("a2m_settled")),
+    "retries_keep_the_profile": ("a2a_restart", retried_under_the_same_correlation),
+    "no_answer_lost": ("a2a_quickstart", alter("a2m_settled", outcome="NO_REPLY")),
+    "replies_answer_a_request": ("a2a_quickstart", alter("a2m_replied", correlation="00")),
+    "refused_requests_run_nothing": ("a2a_quickstart", alter("a2m_request_taken",
+                                                             intake="REFUSED", code=-32602)),
     # duplicate_execution, task_lifecycle
     "executed_once": ("quickstart", repeat("task_executed")),
     "admitted_once": ("quickstart", repeat("inbound_admitted")),

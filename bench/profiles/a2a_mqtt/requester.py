@@ -30,10 +30,12 @@ from typing import Any, assert_never
 
 from bench.core import events as ev
 from bench.core.commands import Table
+from bench.core.config import NodeConfig
 from bench.core.vocabulary import RequestOutcome
 from bench.profiles.a2a_mqtt.io import (
     CancelTimer,
     Command,
+    Connect,
     ConnectionUp,
     Effects,
     MessageReceived,
@@ -74,6 +76,14 @@ class RetryProfile:
     backoff_ms: tuple[int, ...] = (1_000, 2_000, 4_000)
     jitter: float = 0.2
 
+    @property
+    def budget_ms(self) -> int:
+        """The longest an operation nobody answers stays open: every attempt's wait and
+        every backoff at its longest."""
+        waits = self.max_attempts * self.reply_first_ms
+        backoffs = sum(self.backoff_ms[:self.max_attempts - 1]) * (1 + self.jitter)
+        return int(waits + backoffs)
+
 
 @dataclass(frozen=True, slots=True)
 class RequesterConfig:
@@ -110,14 +120,14 @@ class Operation:
     attempt: int = 0
     correlations: tuple[str, ...] = ()      # hex, every attempt's
     chunks: tuple[str, ...] = ()            # artifact text streamed so far
-    why: str = "first"                      # why the next attempt is sent
+    why: ev.AttemptWhy = ev.AttemptWhy.FIRST   # why the next attempt is sent
 
     def to_json(self) -> dict[str, Json]:
         return {"opId": self.op_id, "method": self.method.value, "taskId": self.task_id,
                 "agentId": self.agent_id, "poolId": self.pool_id, "contextId": self.context_id,
                 "text": self.text, "askedMs": self.asked_ms, "phase": self.phase.value,
                 "attempt": self.attempt, "correlations": list(self.correlations),
-                "chunks": list(self.chunks), "why": self.why}
+                "chunks": list(self.chunks), "why": self.why.value}
 
     @staticmethod
     def from_json(raw: Json) -> Operation:
@@ -127,7 +137,8 @@ class Operation:
                          raw.get("agentId"), raw.get("poolId"), raw.get("contextId"),
                          str(raw.get("text", "")), int(raw["askedMs"]), Phase(raw["phase"]),
                          int(raw["attempt"]), tuple(raw.get("correlations", ())),
-                         tuple(raw.get("chunks", ())), str(raw.get("why", "first")))
+                         tuple(raw.get("chunks", ())),
+                         ev.AttemptWhy(raw.get("why", ev.AttemptWhy.FIRST.value)))
 
 
 _OUTCOME = {TaskState.COMPLETED: ev.A2mOutcome.COMPLETED, TaskState.FAILED: ev.A2mOutcome.FAILED,
@@ -140,6 +151,14 @@ _OUTCOME = {TaskState.COMPLETED: ev.A2mOutcome.COMPLETED, TaskState.FAILED: ev.A
 class Requester:
     """One requester agent: its reply topic, its operations in flight, and who answers
     for each task."""
+
+    @classmethod
+    def for_node(cls, config: NodeConfig) -> Requester:
+        """The requester a topology's node is; its reply suffix is its node id, unique in the
+        run and the same across its restarts (its persistent session keeps the topic)."""
+        assert config.a2a is not None, f"node {config.node_id} is not an A2A-over-MQTT agent"
+        return cls(RequesterConfig(Topics(config.a2a.org_id, config.namespace),
+                                   config.agents[0], f"r-{config.node_id}"))
 
     def __init__(self, config: RequesterConfig) -> None:
         self.config = config
@@ -178,6 +197,9 @@ class Requester:
     # -- life -------------------------------------------------------------------------------------
     def _on_started(self, fx: Effects, inp: Started) -> None:
         self.boot_id = inp.boot_id
+        # a persistent session keeps the reply topic's subscription (A2M-SESS-5); a
+        # requester is not discoverable, so it leaves no will
+        fx.add(Connect(self.config.topics.client_id(self.config.agent_id), None, b""))
         for key, raw in sorted(inp.restored.requests.items()):
             try:
                 op = Operation.from_json(raw)
@@ -189,17 +211,23 @@ class Requester:
             if op.phase is Phase.ANSWERED:
                 # a reply came before the process died: never published again (A2M-RETRY-6);
                 # its old correlations died with the in-flight map, so it is followed up
-                self._follow_up(fx, op, "restarted after a reply came")
+                self._follow_up(fx, op)
             elif op.phase is Phase.SETTLED:
                 continue
             elif op.attempt >= self.config.retry.max_attempts:
-                self._settle(fx, op, ev.A2mOutcome.NO_REPLY, None, "restarted after its last "
-                             "attempt")
+                self._settle(fx, op, ev.A2mOutcome.NO_REPLY, None, None)
             else:   # sent again, on the new reply path, once it is subscribed
-                self._put(fx, replace(op, phase=Phase.QUEUED, why="restart"))
+                self._put(fx, replace(op, phase=Phase.QUEUED, why=ev.AttemptWhy.RESTART))
 
     # -- operations ---------------------------------------------------------------------------------
     def _ask(self, fx: Effects, op: Operation) -> None:
+        # the profile-neutral record every requester keeps (metrics, reports, generic rules)
+        budget = self.config.retry.budget_ms
+        fx.record(ev.RequestSent(request_id=op.op_id, message_id=op.op_id,
+                                 from_agent_id=self.config.agent_id,
+                                 to_agent_id=op.agent_id or f"{POOL}{op.pool_id}",
+                                 conversation_id=op.context_id,
+                                 deadline_ms=fx.now_ms + budget, timeout_ms=budget))
         self._put(fx, op)
         if self.subscribed:       # A2M-SESS-2: never before the reply topic is routed here
             self._send(fx, op)
@@ -213,9 +241,13 @@ class Requester:
         assert op.pool_id is not None, f"operation {op.op_id} names neither agent nor pool"
         return self.config.topics.pool(op.pool_id)
 
-    def _send(self, fx: Effects, op: Operation) -> None:
+    def correlation_for(self, op: Operation) -> bytes:
+        """Fresh Correlation Data for the next attempt (variants override this)."""
         self._n += 1
-        correlation = f"{self.boot_id}.{self._n}".encode()
+        return f"{self.boot_id}.{self._n}".encode()
+
+    def _send(self, fx: Effects, op: Operation) -> None:
+        correlation = self.correlation_for(op)
         attempt = op.attempt + 1
         sent = replace(op, phase=Phase.IN_FLIGHT, attempt=attempt,
                        correlations=(*op.correlations, correlation.hex()))
@@ -254,8 +286,7 @@ class Requester:
             return
         # not accepted by the client or the broker: retry-eligible (A2M-RETRY-5)
         fx.add(CancelTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id)))
-        code = "" if inp.reason_code is None else f" (PUBACK 0x{inp.reason_code:02x})"
-        self._retry_or_give_up(fx, op, f"publish not accepted{code}", ev.A2mOutcome.NOT_SENT)
+        self._retry_or_give_up(fx, op, ev.AttemptWhy.NOT_ACCEPTED, ev.A2mOutcome.NOT_SENT)
 
     def _on_timer(self, fx: Effects, inp: TimerFired) -> None:
         op = self.ops.get(inp.timer.key)
@@ -263,35 +294,36 @@ class Requester:
             return
         match inp.timer.kind:
             case TimerKind.FIRST_REPLY if op.phase is Phase.IN_FLIGHT:
-                self._retry_or_give_up(fx, op, "no first reply in time", ev.A2mOutcome.NO_REPLY)
+                self._retry_or_give_up(fx, op, ev.AttemptWhy.NO_FIRST_REPLY,
+                                       ev.A2mOutcome.NO_REPLY)
             case TimerKind.BACKOFF if op.phase is Phase.BACKOFF:
                 if self.subscribed:
                     self._send(fx, op)
                 else:
                     self._put(fx, replace(op, phase=Phase.QUEUED))
             case TimerKind.STREAM_IDLE if op.phase is Phase.ANSWERED:
-                self._follow_up(fx, op, "stream stalled")
+                self._follow_up(fx, op)
             case _:
                 pass   # a timer of a phase already left: its firing crossed the move
 
-    def _follow_up(self, fx: Effects, op: Operation, why: str) -> None:
+    def _follow_up(self, fx: Effects, op: Operation) -> None:
         """A2M-RETRY-7: the operation ends without its answer, and GetTask on its Task.id
         asks where the task stands — never the original request again."""
-        self._settle(fx, op, ev.A2mOutcome.NO_REPLY, None, why)
+        self._settle(fx, op, ev.A2mOutcome.NO_REPLY, None, None)
         if op.method is not Method.GET_TASK:
             self._ask(fx, Operation(f"{op.op_id}.get", Method.GET_TASK, op.task_id, op.agent_id,
                                     op.pool_id, op.context_id, "", fx.now_ms))
 
-    def _retry_or_give_up(self, fx: Effects, op: Operation, why: str,
+    def _retry_or_give_up(self, fx: Effects, op: Operation, why: ev.AttemptWhy,
                           outcome: ev.A2mOutcome) -> None:
         retry = self.config.retry
         if op.attempt >= retry.max_attempts:
-            self._settle(fx, op, outcome, None, why)
+            self._settle(fx, op, outcome, None, None)
             return
         base = retry.backoff_ms[min(op.attempt - 1, len(retry.backoff_ms) - 1)]
         delay = round(base * (1 + retry.jitter * self._unit(op.correlations[-1])))
         fx.add(StartTimer(TimerId(TimerKind.BACKOFF, op.op_id), fx.now_ms + delay))
-        self._put(fx, replace(op, phase=Phase.BACKOFF, why=f"retry: {why}"))
+        self._put(fx, replace(op, phase=Phase.BACKOFF, why=why))
 
     @staticmethod
     def _unit(key: str) -> float:
@@ -367,6 +399,8 @@ class Requester:
                                 latency_ms=fx.now_ms - op.asked_ms, code=code, text=text,
                                 responder_agent_id=self.responder_of.get(op.task_id)))
         self._put(fx, replace(op, phase=Phase.SETTLED))
+        fx.record(ev.RequestSettled(request_id=op.op_id, outcome=SETTLED_AS[outcome],
+                                    latency_ms=fx.now_ms - op.asked_ms, response_message_id=None))
         fx.add(SettleRequest(op.op_id, SETTLED_AS[outcome], text))
 
     def _put(self, fx: Effects, op: Operation) -> Operation:
@@ -457,9 +491,10 @@ def _operation(asked: TaskRequested) -> Operation:
     context = str(given) if given else task_uuid(asked.conversation_id) \
         if asked.conversation_id else None
     text = payload.get("text")
+    if not isinstance(text, str):      # the seed workload's payload, as the message's text
+        text = json.dumps(asked.payload, sort_keys=True)
     return Operation(asked.request_id, method,
                      str(payload.get("taskId") or task_uuid(asked.request_id)),
                      None if pooled else asked.to_agent_id,
                      asked.to_agent_id.removeprefix(POOL) if pooled else None,
-                     context, text if isinstance(text, str) else json.dumps(text),
-                     asked.now_ms)
+                     context, text, asked.now_ms)

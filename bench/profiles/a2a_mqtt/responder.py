@@ -27,6 +27,7 @@ from typing import Any, assert_never
 
 from bench.core import events as ev
 from bench.core.commands import Table
+from bench.core.config import NodeConfig
 from bench.core.machine import Machine
 from bench.core.vocabulary import FlowKind
 from bench.profiles.a2a_mqtt.io import (
@@ -157,6 +158,15 @@ class ResponderConfig:
 class Responder:
     """One responder agent: its task table, its reply paths and its presence."""
 
+    @classmethod
+    def for_node(cls, config: NodeConfig) -> Responder:
+        """The responder a topology's node is: org from its [a2a], unit its namespace,
+        agent id its one agent."""
+        assert config.a2a is not None, f"node {config.node_id} is not an A2A-over-MQTT agent"
+        return cls(ResponderConfig(Topics(config.a2a.org_id, config.namespace), config.agents[0],
+                                   {"name": config.agents[0], "nodeId": config.node_id},
+                                   config.a2a.pool_id))
+
     def __init__(self, config: ResponderConfig) -> None:
         self.config = config
         self.agent_id = config.agent_id
@@ -273,10 +283,8 @@ class Responder:
                 here.pooled, {**taken, **ids})
             return
         if task.state is S.INPUT_REQUIRED:
+            # the same task's next turn: no second execution of it (the turn is recorded)
             fx.record(ev.A2mRequestTaken(intake=ev.Intake.CONTINUED, **ids, **taken))
-            fx.record(ev.TaskExecuted(task_id=call.task_id, agent_id=self.agent_id,
-                                      conversation_id=task.context_id,
-                                      message_id=here.correlation.hex()))
             self._start(fx, replace(task, turn=task.turn + 1, chunks=0, watchers=(here,)),
                         E.CONTINUE, call.text)
             return

@@ -35,9 +35,14 @@ EMBEDDED = ("amqtt", "mosquitto")
 
 
 def sim_only_refusal(scenario: Scenario) -> str | None:
-    """A scenario that declares itself simulation only, on a real substrate."""
+    """A scenario that declares itself simulation only, on a real substrate; or whose
+    nodes speak a protocol the real substrates do not host yet."""
     if scenario.sim_only:
         return f"{scenario.source}: simulation only ({scenario.sim_only}); run it with --mode sim"
+    if scenario.topology.a2a_org:
+        return (f"{scenario.source}: topology {scenario.topology.name!r} speaks A2A over MQTT, "
+                "which this version runs in the simulator only (the live and docker hosts "
+                "do not carry MQTT 5 properties yet); run it with --mode sim")
     return None
 
 

@@ -109,7 +109,7 @@ class SimDeployment:
     def _add(self, config: NodeConfig, link: Any) -> SimHost:
         if config.node_id in self.hosts:
             raise ValueError(f"node {config.node_id} added twice")
-        host = SimHost(self, config, self.variant.node_class,
+        host = SimHost(self, config, self.variant.core_for(config),
                        Link(link, rng_for(self.seed, f"link/{config.node_id}")))
         self.hosts[config.node_id] = host
         return host

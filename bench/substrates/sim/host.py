@@ -62,6 +62,7 @@ class SimHost(NodeHost):
         self.conn: Connection | None = None
         self.extra: list[Connection] = []      # double_subscription's second connection
         self.will: Message | None = None
+        self.will_delay_s = 0               # MQTT 5: the will's delay, as the core's Connect asked
         self.clean_session = False          # as the core's last Connect asked
         self._offline: list[Publish] = []
         self._attempts = 0                 # reconnect attempts since the last CONNACK
@@ -146,7 +147,10 @@ class SimHost(NodeHost):
 
     # -- MQTT client ----------------------------------------------------------------------------
     def connect(self, cmd: Connect) -> None:
-        self.will = Message(cmd.will_topic, cmd.will_payload, 1, cmd.will_retain)
+        v5 = self.deployment.scenario.mqtt is MqttVersion.V5
+        self.will = None if cmd.will_topic is None else Message(
+            cmd.will_topic, cmd.will_payload, 1, cmd.will_retain, cmd.will_props if v5 else None)
+        self.will_delay_s = cmd.will_delay_s if v5 else 0
         self._connect(cmd.clean_session)
 
     def subscribe(self, cmd: Subscribe) -> None:
@@ -175,7 +179,7 @@ class SimHost(NodeHost):
         conn = Connection(self.client_id, self, self.link, clean, self.will, "primary",
                           owner=self.node_id,
                           session_expiry_s=(0 if clean else self.deployment.scenario.session_expiry_s)
-                          if v5 else None)
+                          if v5 else None, will_delay_s=self.will_delay_s)
         self.conn = conn
         self._after_transit(conn, lambda: self._connected(conn), round_trip=True)
 
@@ -346,7 +350,9 @@ class SimHost(NodeHost):
         key = id(cmd)
         if cmd.qos >= 1:
             self._unacked[key] = _Pending(cmd, payload)
-        msg = Message(cmd.topic, payload, cmd.qos, cmd.retain)
+        # a 3.1.1 client has no properties to send
+        msg = Message(cmd.topic, payload, cmd.qos, cmd.retain,
+                      cmd.props if conn.session_expiry_s is not None else None)
         conn.last_out_ms = self.env.now
         there = conn.transit_ms(self.env.now, "up")
         if there is None:
@@ -403,7 +409,7 @@ class SimHost(NodeHost):
             copies = 2   # the same PUBLISH, same packet id, handed to the client twice
         for _ in range(copies):
             self.feed(MessageReceived(self.now_ms(), msg.topic, msg.payload, msg.qos, dup,
-                                      msg.retain, pid))
+                                      msg.retain, pid, msg.props))
         if msg.qos < 1:
             return
         if self.withhold_puback:

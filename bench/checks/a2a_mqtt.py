@@ -1,0 +1,225 @@
+"""The A2A-over-MQTT profile's rules (docs/profiles/a2a-mqtt.md), judged from what its
+agents recorded — the requester's attempts, replies and settlements, the responder's
+intake and replies — never from the agents' code. Each rule cites its clause ids.
+
+The generic ones the profile shares with the seed protocol (one execution per task) live
+with their family (`duplicate_execution`); these are the profile's own: every operation
+ends, the retry profile is kept, every reply answers a request that was sent, on its path.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from bench.checks import Checker, Collector, rule
+from bench.checks.network import Transit, fault_windows
+from bench.core.events import (
+    A2A_MQTT,
+    A2mAttempt,
+    A2mOutcome,
+    A2mReplied,
+    A2mReplyTaken,
+    A2mRequestTaken,
+    A2mSettled,
+    AttackSent,
+    AttemptWhy,
+    Intake,
+    NodeCrashed,
+    ReplyKind,
+    TaskExecuted,
+)
+from bench.history import History
+
+#: A2M-RETRY-1's defaults, as the bench's requester uses them
+REPLY_FIRST_MS = 15_000.0
+MAX_ATTEMPTS = 3
+BACKOFF_MS = (1_000.0, 2_000.0, 4_000.0)
+JITTER = 0.2
+#: The longest an operation may take to end with nobody answering: every attempt's wait
+#: and every backoff at its longest, and a stream's idle wait (A2M-RETRY-7).
+STREAM_IDLE_MS = 30_000.0
+OPERATION_BUDGET_MS = MAX_ATTEMPTS * REPLY_FIRST_MS + sum(BACKOFF_MS[:MAX_ATTEMPTS - 1]) \
+    * (1 + JITTER) + STREAM_IDLE_MS
+#: The task states that end a correlation's stream (A2M-STREAM-2, A2M-STREAM-3).
+FINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+                          "TASK_STATE_REJECTED", "TASK_STATE_INPUT_REQUIRED",
+                          "TASK_STATE_AUTH_REQUIRED"})
+#: How early an attempt may come against the profile's wait (whole-ms clocks, a timer's
+#: slack): the same allowance the seed's watchdog rules give.
+EARLY_MS = 50.0
+
+
+@rule("A2M-RETRY-5, A2M-RETRY-1, A2M-STREAM-2: an operation ends — answered, refused, or "
+      "given up after its last attempt; the requester never forgets one")
+def every_operation_settles(h: History, c: Collector) -> None:
+    """Every operation a requester began (its first attempt) ends in a settlement: the
+    answer, an error, or NO_REPLY once its attempts ran out — at once when a final reply
+    (a result, an error, a terminal status) reached it. Undecided: one that got no final
+    reply and was still within its budget (every attempt's wait, every backoff, a
+    stream's idle wait) when the run ended, or whose requester crashed meanwhile."""
+    settled = {(e.node, e.op_id) for e in h.of(A2mSettled)}
+    first: dict[tuple[str, str], A2mAttempt] = {}
+    for a in h.of(A2mAttempt):
+        first.setdefault((a.node, a.op_id), a)
+    final: dict[tuple[str, str], A2mReplyTaken] = {}
+    for r in h.of(A2mReplyTaken):
+        if r.op_id is not None and r.reason is None and (
+                r.reply in (ReplyKind.RESULT, ReplyKind.ERROR) or r.state in FINAL_STATES):
+            final.setdefault((r.node, r.op_id), r)
+    crashes = h.memo(Transit).crashes
+    c.count("operations", len(first))
+    for (node, op), a in sorted(first.items()):
+        if (node, op) in settled:
+            continue
+        answer = final.get((node, op))
+        if answer is not None and not any(t >= answer.t_ms for t in crashes[node]):
+            c.violation(f"{node} took a final reply to {op} and never ended it", a, answer)
+        elif a.t_ms + OPERATION_BUDGET_MS > h.end_ms:
+            c.unknown("open_when_the_run_ended")
+        elif any(t >= a.t_ms for t in crashes[node]):
+            c.count("open_when_its_requester_crashed")
+        else:
+            c.violation(f"{node} began {op} ({a.method} on task {a.task_id}) and never "
+                        f"ended it: {(h.end_ms - a.t_ms) / 1000:.0f} s, its budget "
+                        f"{OPERATION_BUDGET_MS / 1000:.0f} s", a)
+
+
+@rule("A2M-RETRY-1, A2M-RETRY-2, A2M-RETRY-5, A2M-RETRY-6: retries with new Correlation Data "
+      "and the same Task.id, after the profile's waits, at most three attempts, never once "
+      "a reply came")
+def retries_keep_the_profile(h: History, c: Collector) -> None:
+    """An operation's attempts: at most MAX_ATTEMPTS, each with Correlation Data none of
+    the others had and the Task.id of the first; a retry only after the previous attempt
+    went unanswered for REPLY_FIRST_MS (or was not accepted) and its backoff (±20 %);
+    and no attempt at all once a correlated reply or stream item reached the requester.
+    (A restart sends what was in flight again: not a retry, judged as a first.)"""
+    attempts: dict[tuple[str, str], list[A2mAttempt]] = defaultdict(list)
+    for a in h.of(A2mAttempt):
+        attempts[(a.node, a.op_id)].append(a)
+    answered: dict[tuple[str, str], float] = {}
+    for r in h.of(A2mReplyTaken):
+        if r.op_id is not None and r.reason is None:
+            answered.setdefault((r.node, r.op_id), r.t_ms)
+    for key, tries in sorted(attempts.items()):
+        c.count("attempts", len(tries))
+        node, op = key
+        if len(tries) > MAX_ATTEMPTS:
+            c.violation(f"{node} published {op} {len(tries)} times (at most {MAX_ATTEMPTS})",
+                        *tries)
+        if len({a.correlation for a in tries}) < len(tries):
+            c.violation(f"{node} reused Correlation Data across the attempts of {op}", *tries)
+        if len({a.task_id for a in tries}) > 1:
+            c.violation(f"{node} changed the Task.id between the attempts of {op}: "
+                        f"{sorted({a.task_id for a in tries})}", *tries)
+        for before, after in zip(tries, tries[1:], strict=False):
+            if key in answered and answered[key] < after.t_ms:
+                c.violation(f"{node} published {op} again after a reply to it came "
+                            f"(A2M-RETRY-6)", before, after)
+                continue
+            if after.why is AttemptWhy.RESTART:
+                c.count("sent_again_after_a_restart")
+                continue
+            backoff = BACKOFF_MS[min(before.attempt - 1, len(BACKOFF_MS) - 1)] * (1 - JITTER)
+            wait = backoff if after.why is AttemptWhy.NOT_ACCEPTED else REPLY_FIRST_MS + backoff
+            if after.t_ms - before.t_ms < wait - EARLY_MS:
+                c.violation(f"{node} retried {op} {after.t_ms - before.t_ms:.0f} ms after its "
+                            f"attempt {before.attempt}; the profile waits {wait:.0f} ms",
+                            before, after)
+
+
+@rule("A2M-RR-3, A2M-STREAM-1, A2M-ERR-1: a reply goes to its request's Response Topic with "
+      "its Correlation Data")
+def replies_answer_a_request(h: History, c: Collector) -> None:
+    """Every reply, stream item and error a responder published carries the Correlation
+    Data of a request it took in, and goes to that request's Response Topic; and every
+    request it took in was one a requester sent (or an injection a fault journaled).
+    A responder that answers on a fixed topic, or drops or rewrites the Correlation Data,
+    answers nobody."""
+    taken: dict[str, set[tuple[str | None, str | None]]] = defaultdict(set)
+    for t in h.of(A2mRequestTaken):
+        taken[t.node].add((t.correlation, t.response_topic))
+    for r in h.of(A2mReplied):
+        c.count("replies")
+        if (r.correlation, r.topic) not in taken[r.node]:
+            c.violation(f"{r.node} published a {r.reply.value} to {r.topic!r} with Correlation "
+                        f"Data {r.correlation!r}: no request it took in had that reply path", r)
+    injected = bool(h.of(AttackSent))
+    # what requesters got: a reply without Correlation Data was sent by somebody breaking
+    # A2M-RR-3, whatever the responders recorded of themselves
+    for got in h.of(A2mReplyTaken):
+        if got.correlation is None and not injected:
+            c.violation(f"{got.node} got a reply on {got.topic!r} without Correlation Data", got)
+    sent = {a.correlation for a in h.of(A2mAttempt)}
+    for t in h.of(A2mRequestTaken):
+        if t.correlation is not None and t.correlation not in sent and not injected:
+            c.violation(f"{t.node} took in a request with Correlation Data {t.correlation!r} "
+                        "that no requester sent", t)
+
+
+@rule("A2M-RETRY-4, A2M-REQ-2: a requester gives up only on a request nobody answered")
+def no_answer_lost(h: History, c: Collector) -> None:
+    """An operation that ended NO_REPLY got no reply because none came: no responder
+    published a final answer to any of its attempts' Correlation Data before it gave up,
+    unless a fault on the way explains the loss (a link cut or lossy, a node or the broker
+    down, while the answer travelled)."""
+    replied: dict[str, A2mReplied] = {}
+    for r in h.of(A2mReplied):
+        if r.correlation is not None and r.reply in (ReplyKind.RESULT, ReplyKind.ERROR):
+            replied.setdefault(r.correlation, r)
+    attempts: dict[tuple[str, str], list[A2mAttempt]] = defaultdict(list)
+    for a in h.of(A2mAttempt):
+        attempts[(a.node, a.op_id)].append(a)
+    windows = h.memo(fault_windows)
+    crashed = {x.node for x in h.of(NodeCrashed)}
+    for s in h.of(A2mSettled):
+        if s.outcome is not A2mOutcome.NO_REPLY:
+            continue
+        c.count("given_up")
+        answers = [replied[a.correlation] for a in attempts[(s.node, s.op_id)]
+                   if a.correlation in replied and replied[a.correlation].t_ms < s.t_ms]
+        if not answers:
+            continue
+        answer = answers[0]
+        if windows or crashed:
+            c.count("answer_lost_while_a_fault_acted")
+        else:
+            c.violation(f"{s.node} gave {s.op_id} up (NO_REPLY) although {answer.node} had "
+                        f"answered it at {answer.t_ms:.0f} ms", answer, s)
+
+
+@rule("A2M-RSP-2, A2M-RSP-4: a refused or dropped request runs nothing")
+def refused_requests_run_nothing(h: History, c: Collector) -> None:
+    """A request the responder refused (a JSON-RPC error) or dropped (no reply path) is
+    never executed: no execution there carries its Correlation Data. A responder that runs
+    a request and only then finds it malformed fails this."""
+    executed = {(e.node, e.message_id) for e in h.of(TaskExecuted)}
+    for t in h.of(A2mRequestTaken):
+        if t.intake not in (Intake.REFUSED, Intake.DROPPED):
+            continue
+        c.count("refused" if t.intake is Intake.REFUSED else "dropped")
+        if (t.node, t.correlation or "") in executed:
+            c.violation(f"{t.node} {t.intake.value.lower()} a request ({t.reason}) and executed "
+                        "it all the same", t)
+
+
+def _no_operation(h: History) -> str | None:
+    if h.of(A2mAttempt):
+        return None
+    if h.of(A2mRequestTaken):
+        return None
+    return "no requester began an operation and no responder took a request"
+
+
+A2A_REQUESTS = Checker(
+    "a2a_requests", "A2A over MQTT, requester side: every operation ends; retries keep the "
+    "profile (new Correlation Data, same Task.id, the waits, three attempts, none after a "
+    "reply); nothing is given up that was answered.",
+    (every_operation_settles, retries_keep_the_profile, no_answer_lost), _no_operation,
+    protocols=frozenset({A2A_MQTT}))
+A2A_REPLIES = Checker(
+    "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "
+    "sent, on its Response Topic, with its Correlation Data; refused input runs nothing.",
+    (replies_answer_a_request, refused_requests_run_nothing), _no_operation,
+    protocols=frozenset({A2A_MQTT}))
+
+CHECKERS = (A2A_REQUESTS, A2A_REPLIES)

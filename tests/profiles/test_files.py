@@ -1,0 +1,77 @@
+"""An A2A-over-MQTT topology and scenario, as a user writes them: what they may say, the one
+line that names the key when they say it wrong (exit 3), and a run on the simulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.checks import Value
+from bench.cli import main
+from bench.run import EXIT_INVALID, run_scenario
+from bench.spec.scenario import SCENARIOS, SpecError, load_scenario, load_topology
+from bench.variants import REFERENCE
+
+GOOD = """name = "t"
+[a2a]
+org = "acme"
+[[nodes]]
+id = "client-1"
+role = "requester"
+namespace = "billing"
+agents = ["billing.client1"]
+[[nodes]]
+id = "tax-1"
+role = "responder"
+namespace = "billing"
+agents = ["billing.tax1"]
+"""
+
+
+def topology(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    return path
+
+
+def test_an_a2a_topology_speaks_mqtt_5_with_requesters_and_responders(tmp_path: Path) -> None:
+    t = load_topology(topology(tmp_path, GOOD + 'pool = "p1"\n'))
+    assert t.a2a_org == "acme" and t.mqtt.value == "5"
+    assert [(n.role.value, n.pool) for n in t.nodes] == [("orchestrator", None),
+                                                        ("executor", "p1")]
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    (GOOD.replace('[a2a]\norg = "acme"\n', ""), "nodes[0].role='requester' is a role of the "
+                                                  "A2A-over-MQTT profile"),
+    (GOOD.replace('org = "acme"', 'org = "a/b"'), "a2a.org='a/b' must match"),
+    (GOOD.replace('["billing.tax1"]', '["billing.tax1", "billing.tax2"]'),
+     "nodes[1].agents: an A2A-over-MQTT node is one agent"),
+    (GOOD + '[broker]\nmqtt = "3.1.1"\n', "broker.mqtt='3.1.1': an A2A-over-MQTT topology"),
+    (GOOD.replace('role = "requester"', 'role = "requester"\npool = "p"'),
+     "nodes[0].pool: only a responder"),
+])
+def test_a_wrong_a2a_topology_names_file_and_key(tmp_path: Path, text: str, says: str) -> None:
+    with pytest.raises(SpecError, match="t.toml: " + says.replace("[", r"\[").replace("(", r"\(")):
+        load_topology(topology(tmp_path, text))
+
+
+def test_an_a2a_scenario_on_mqtt_3_is_refused_in_one_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(SCENARIOS / "a2a_quickstart.toml")]) == 0
+    with pytest.raises(SpecError, match="A2A over MQTT, which is MQTT 5 only"):
+        load_scenario(SCENARIOS / "a2a_quickstart.toml", mqtt="3.1.1")
+    assert main(["run", "a2a_quickstart", "--mode", "live"]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "runs in the simulator only" in err[0]
+
+
+def test_the_a2a_quickstart_is_judged_by_the_profiles_checkers(tmp_path: Path) -> None:
+    result = run_scenario(load_scenario(SCENARIOS / "a2a_quickstart.toml"), REFERENCE,
+                          tmp_path, mode="sim")
+    verdicts = {v.name: v.value for v in result.verdicts}
+    assert verdicts == {"duplicate_execution": Value.TRUE, "a2a_requests": Value.TRUE,
+                        "a2a_replies": Value.TRUE}
+    assert result.metrics["requests"] > 0
+    assert result.metrics["outcomes"] == {"COMPLETED": result.metrics["requests"]}
