@@ -421,6 +421,15 @@ class A2mReplyWithoutCorrelation(Responder):
         super()._publish(fx, topic, None, *rest)
 
 
+class A2mPooledReplyUnnamed(Responder):
+    """A2M-RSP-5: a reply to a pooled request does not say which member answered (no
+    a2a-responder-agent-id): the requester must treat it as a protocol error."""
+
+    def _publish(self, fx: ProfileEffects, topic: str, correlation: bytes | None, body: bytes,
+                 pooled: bool, *rest: Any) -> None:
+        super()._publish(fx, topic, correlation, body, False, *rest)
+
+
 class A2mRetrySameCorrelation(Requester):
     """A2M-RETRY-2: every attempt of an operation goes out under its first attempt's
     Correlation Data."""
@@ -484,6 +493,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "a2a_quickstart", responder=A2mReplyWithoutCorrelation),
     Variant("a2m_retry_same_correlation", Node, "A2M-RETRY-2", "a2a_requests", "a2a_restart",
             requester=A2mRetrySameCorrelation),
+    Variant("a2m_pooled_reply_unnamed", Node, "A2M-RSP-5", "a2a_pools", "a2a_pool",
+            responder=A2mPooledReplyUnnamed),
 )}
 
 

@@ -17,12 +17,14 @@ from bench.core.events import (
     A2A_MQTT,
     A2mAttempt,
     A2mOutcome,
+    A2mPuback,
     A2mReplied,
     A2mReplyTaken,
     A2mRequestTaken,
     A2mSettled,
     AttackSent,
     AttemptWhy,
+    ExecutorsRegistered,
     Intake,
     NodeCrashed,
     ReplyKind,
@@ -40,6 +42,8 @@ JITTER = 0.2
 STREAM_IDLE_MS = 30_000.0
 OPERATION_BUDGET_MS = MAX_ATTEMPTS * REPLY_FIRST_MS + sum(BACKOFF_MS[:MAX_ATTEMPTS - 1]) \
     * (1 + JITTER) + STREAM_IDLE_MS
+#: MQTT 5 §3.4.2.1: the PUBACK reason code of a PUBLISH nobody subscribes to
+NO_MATCHING_SUBSCRIBERS = 0x10
 #: The task states that end a correlation's stream (A2M-STREAM-2, A2M-STREAM-3).
 FINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
                           "TASK_STATE_REJECTED", "TASK_STATE_INPUT_REQUIRED",
@@ -202,6 +206,61 @@ def refused_requests_run_nothing(h: History, c: Collector) -> None:
                         "it all the same", t)
 
 
+def _pool_of(topic: str) -> str | None:
+    """The pool a request topic names: `$a2a/v1/request/{org}/{unit}/pool/{pool}` (the
+    profile's canonical pool topic, read here on its own, not with the agents' code)."""
+    parts = topic.split("/")
+    if len(parts) == 7 and parts[:3] == ["$a2a", "v1", "request"] and parts[5] == "pool":
+        return topic
+    return None
+
+
+@rule("A2M-POOL-1, A2M-QOS-1; MQTT 5 §4.8.2: a request to a pool reaches a member of its "
+      "shared group")
+def pooled_requests_reach_the_pool(h: History, c: Collector) -> None:
+    """A request published to a pool's topic after a responder subscribed the pool's shared
+    filter (`$share/{group}/{pool topic}`) is routed to a member: the broker does not answer
+    it 0x10 "no matching subscribers". A broker that cannot route a shared filter on a topic
+    that starts with `$` — every profile pool's — serves no pool at all."""
+    joined: dict[str, float] = {}
+    for r in h.of(ExecutorsRegistered):
+        for f in r.subscribed:
+            if f.startswith("$share/"):
+                pool = _pool_of(f.split("/", 2)[2])
+                if pool is not None:
+                    joined.setdefault(pool, r.t_ms)
+    for p in h.of(A2mPuback):
+        pool = _pool_of(p.topic)
+        if pool is None:
+            continue
+        c.count("pooled_pubacks_with_a_reason")
+        if p.reason_code == NO_MATCHING_SUBSCRIBERS and pool in joined \
+                and joined[pool] <= p.t_ms:
+            c.violation(f"the broker answered {p.node}'s request to {pool!r} 0x10 (no matching "
+                        f"subscribers), though a responder had subscribed its shared filter", p)
+    c.count("pools_joined", len(joined))
+
+
+@rule("A2M-RSP-5, A2M-REQ-3: a reply to a pooled request names the responder that answered")
+def pooled_replies_name_their_responder(h: History, c: Collector) -> None:
+    """Every reply a requester took for a request it sent to a pool carries User Property
+    a2a-responder-agent-id: without it the requester cannot send the task's follow-ups to
+    the member that holds it."""
+    pooled = {(a.node, a.op_id) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
+    for r in h.of(A2mReplyTaken):
+        if r.op_id is None or (r.node, r.op_id) not in pooled:
+            continue
+        c.count("pooled_replies")
+        if r.responder_agent_id is None:
+            c.violation(f"{r.node} got a reply to pooled {r.op_id} naming no responder", r)
+
+
+def _no_pool(h: History) -> str | None:
+    if any(_pool_of(a.topic) for a in h.of(A2mAttempt)):
+        return None
+    return "no request was sent to a pool"
+
+
 def _no_operation(h: History) -> str | None:
     if h.of(A2mAttempt):
         return None
@@ -222,4 +281,11 @@ A2A_REPLIES = Checker(
     (replies_answer_a_request, refused_requests_run_nothing), _no_operation,
     protocols=frozenset({A2A_MQTT}))
 
-CHECKERS = (A2A_REQUESTS, A2A_REPLIES)
+A2A_POOLS = Checker(
+    "a2a_pools", "A2A over MQTT, shared-subscription pools: a pooled request reaches a member "
+    "of the pool's group (a broker that answers 'no matching subscribers' serves no pool); "
+    "its reply names the member that answered.",
+    (pooled_requests_reach_the_pool, pooled_replies_name_their_responder), _no_pool,
+    protocols=frozenset({A2A_MQTT}))
+
+CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS)

@@ -1259,8 +1259,20 @@ class A2mSettled(Event):
     responder_agent_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class A2mPuback(Event):
+    """The broker's PUBACK for an attempt, where it said more than Success (MQTT 5: 0x10 no
+    matching subscribers, 0x80 and above a refusal)."""
+
+    KIND = EventKind.A2M_PUBACK
+    op_id: str
+    correlation: str
+    reason_code: int
+    topic: str
+
+
 PROFILE: tuple[type[Event], ...] = (A2mRequestTaken, A2mReplied, A2mTaskState, A2mAttempt,
-                                    A2mReplyTaken, A2mSettled)
+                                    A2mReplyTaken, A2mSettled, A2mPuback)
 
 
 HARNESS: tuple[type[Event], ...] = (

@@ -123,6 +123,7 @@ class EventKind(StrEnum):
     A2M_ATTEMPT = "a2m_attempt"
     A2M_REPLY_TAKEN = "a2m_reply_taken"
     A2M_SETTLED = "a2m_settled"
+    A2M_PUBACK = "a2m_puback"
 
 
 class DropReason(StrEnum):

@@ -50,6 +50,7 @@ OPTIONAL_SUBJECTS: dict[str, Any] = {
     "relay_locality": lambda w: w.stream_events > 0,
     "gate_integrity": lambda w: w.process_fraction > 0 and w.gate_fraction > 0,
     "context_isolation": lambda w: w.process_fraction > 0,
+    "a2a_pools": lambda w: w.pool_fraction > 0,
 }
 VERDICT_WORDS = ("true", "false", "unknown", "either")   # either: judged, TRUE or FALSE
 #: The brokers the bench starts: a scenario may expect other verdicts live on one of them.
@@ -482,7 +483,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                 "hang_fraction", "task_timeout_ms",
                 "conversations", "group_event_rate_per_s", "unknown_agent_fraction",
                 "misaddressed_fraction", "explicit_target_fraction", "no_conversation_fraction",
-                "stream_events",
+                "pool_fraction", "stream_events",
                 "thinking_fraction", "tabs_per_conversation", "watched_fraction", "tab_churn",
                 "process_fraction", "gate_fraction", "parallel_branches", "subflow_fraction",
                 "step_duration_ms", "step_failure_rate", "step_retries", "humans",
@@ -499,6 +500,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         unknown_agent_fraction=w.number("unknown_agent_fraction", 0.0, high=1.0),
         misaddressed_fraction=w.number("misaddressed_fraction", 0.0, high=1.0),
         explicit_target_fraction=w.number("explicit_target_fraction", 0.0, high=1.0),
+        pool_fraction=w.number("pool_fraction", 0.0, high=1.0),
         no_conversation_fraction=w.number("no_conversation_fraction", 0.0, high=1.0),
         stream_events=w.integer("stream_events", 0),
         thinking_fraction=w.number("thinking_fraction", 0.0, high=1.0),

@@ -49,6 +49,9 @@ class WorkloadSpec:
     unknown_agent_fraction: float = 0.0     # requests to an agent no roster has
     misaddressed_fraction: float = 0.0      # requests sent explicitly to a node of another namespace
     explicit_target_fraction: float = 0.0   # requests carrying targetNodeId of the right node
+    #: A2A over MQTT: share of requests sent to the pool the drawn agent's node serves
+    #: (its topology's `pool`), addressed `pool:{pool}`
+    pool_fraction: float = 0.0
     no_conversation_fraction: float = 0.0   # requests with no conversationId (it is optional)
     stream_events: int = 0                  # flow events each task streams (0: no streaming)
     thinking_fraction: float = 0.0          # share of them that are thinking
@@ -86,6 +89,7 @@ class WorkloadSpec:
                 "unknown_agent_fraction": self.unknown_agent_fraction,
                 "misaddressed_fraction": self.misaddressed_fraction,
                 "explicit_target_fraction": self.explicit_target_fraction,
+                "pool_fraction": self.pool_fraction,
                 "no_conversation_fraction": self.no_conversation_fraction,
                 "stream_events": self.stream_events, "thinking_fraction": self.thinking_fraction,
                 "tabs_per_conversation": self.tabs_per_conversation,
@@ -218,6 +222,8 @@ def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) 
             elif draw < (spec.unknown_agent_fraction + spec.misaddressed_fraction
                          + spec.explicit_target_fraction):
                 target = home.id
+            if spec.pool_fraction > 0 and home.pool and rng.random() < spec.pool_fraction:
+                agent = f"pool:{home.pool}"     # the requester asks the pool, not the agent
             payload: dict[str, Any] = {"ask": f"task {n} from {orch.id}"}
             if spec.process_fraction > 0 and rng.random() < spec.process_fraction:
                 payload["process"] = process_definition(spec, rng, n)

@@ -26,7 +26,7 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
-             "a2a_quickstart", "a2a_restart")
+             "a2a_quickstart", "a2a_restart", "a2a_pool")
 
 
 @pytest.fixture(scope="module")
@@ -324,6 +324,16 @@ def retried_under_the_same_correlation(lines: Lines) -> None:
     retry["correlation"] = first["correlation"]
 
 
+def pool_answered_no_subscribers(lines: Lines) -> None:
+    """The broker answers a pooled request 0x10, as one that cannot route a shared
+    subscription on a $ topic does."""
+    i = where(lines, "a2m_attempt")
+    a = lines[i]
+    lines.insert(i + 1, {"seq": 0, "tMs": a["tMs"], "node": a["node"], "kind": "a2m_puback",
+                         "opId": a["opId"], "correlation": a["correlation"],
+                         "reasonCode": 0x10, "topic": a["topic"]})
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
     # the A2A-over-MQTT profile (a2a_requests, a2a_replies)
     "every_operation_settles": ("a2a_quickstart", drop("a2m_settled")),
@@ -332,6 +342,9 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "replies_answer_a_request": ("a2a_quickstart", alter("a2m_replied", correlation="00")),
     "refused_requests_run_nothing": ("a2a_quickstart", alter("a2m_request_taken",
                                                              intake="REFUSED", code=-32602)),
+    "pooled_requests_reach_the_pool": ("a2a_pool", pool_answered_no_subscribers),
+    "pooled_replies_name_their_responder": ("a2a_pool", alter("a2m_reply_taken",
+                                                              responderAgentId=None)),
     # duplicate_execution, task_lifecycle
     "executed_once": ("quickstart", repeat("task_executed")),
     "admitted_once": ("quickstart", repeat("inbound_admitted")),

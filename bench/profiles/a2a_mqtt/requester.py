@@ -280,6 +280,9 @@ class Requester:
 
     def _on_settled_publish(self, fx: Effects, inp: PublishSettled) -> None:
         op = self.ops.get(self.by_correlation.get(inp.message_id, ""))
+        if op is not None and inp.reason_code:   # more than Success: a fact worth keeping
+            fx.record(ev.A2mPuback(op_id=op.op_id, correlation=inp.message_id,
+                                   reason_code=inp.reason_code, topic=self._target(op)))
         refused = inp.reason_code is not None and inp.reason_code >= 0x80
         if (inp.ok and not refused) or op is None or op.phase is not Phase.IN_FLIGHT \
                 or op.correlations[-1] != inp.message_id:

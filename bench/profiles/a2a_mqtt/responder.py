@@ -191,6 +191,10 @@ class Responder:
             case ConnectionUp():
                 fx.add(Subscribe(self.filters, 1))
             case Subscribed():
+                # the generic record of a node routable for its agents (after its SUBACK)
+                fx.record(ev.ExecutorsRegistered(registered=1, expected=1,
+                                                 agents=[self.agent_id],
+                                                 subscribed=list(inp.filters)))
                 self._announce(fx)
             case MessageReceived():
                 self._on_request(fx, inp)
