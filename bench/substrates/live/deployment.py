@@ -108,9 +108,11 @@ class LiveDeployment:
 
     # -- the Deployment interface ----------------------------------------------------------------
     def start(self) -> list[str]:
-        from bench.substrates.live import version_refusal
+        from bench.substrates.live import sim_only_refusal, version_refusal
         self._started = True
-        if (refused := version_refusal(self.scenario, self.broker.kind)) is not None:
+        refused = version_refusal(self.scenario, self.broker.kind) \
+            or sim_only_refusal(self.scenario)
+        if refused is not None:
             raise BrokerError(refused)    # (the CLI says so before anything is built)
         self.loop.run_until_complete(self.loop.run_in_executor(
             None, lambda: self.broker.start(on_second=True)))
