@@ -32,6 +32,8 @@ from bench.core.events import (
     ExecutorsRegistered,
     FaultAction,
     FaultFired,
+    GateDecisionSent,
+    GateOpenSent,
     InboundAdmitted,
     InboundDropped,
     MessageType,
@@ -41,6 +43,7 @@ from bench.core.events import (
     NodeWarning,
     OutboundSettled,
     OutboundState,
+    RelaySent,
     RequestOutcome,
     RequestSent,
     RequestSettled,
@@ -243,6 +246,14 @@ def drops_are_true(h: History, c: Collector) -> None:
         target.setdefault(o.message_id, o.target_node_id)
     for s in h.of(RequestSent):
         first_sent[s.message_id] = min(first_sent.get(s.message_id, s.t_ms), s.t_ms)
+    # what a node decided to send, settled or not: a stream's frame, a gate it opened, a
+    # decision — a PUBACK lost with a replaced client leaves no settlement behind
+    made = [(e.node, e.message_id) for e in h.of(RequestSent)]
+    made += [(e.node, e.message_id) for e in h.of(RelaySent)]
+    made += [(e.node, e.message_id) for e in h.of(GateOpenSent)]
+    made += [(e.node, e.message_id) for e in h.of(GateDecisionSent)]
+    for node, message_id in made:
+        sent_by[message_id].add(node)
     attacks = {a.message_id for a in h.of(AttackSent)}   # forged or replayed: judged by auth
     # a message another node took in from its origin was sent by it, settled or not: its
     # sender may have crashed, or lost its client, before the PUBACK came

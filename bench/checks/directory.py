@@ -229,6 +229,7 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
     transit = h.memo(Transit)
     crashes = transit.crashes
     seen = h.fold(Directories)
+    refusing = [f for f in h.memo(fault_windows) if f.fault == "puback_refused"]
     judged: set[tuple[str, float]] = set()
     cleared_before: set[tuple[str, str]] = set()     # (peer, node) a clear reached
     for e, _ in seen.clears:
@@ -256,6 +257,10 @@ def announced_again_after_a_clear(h: History, c: Collector) -> None:
             continue
         if transit.cut_off_until_end(e.node_id, e.t_ms):
             c.unknown("cleared_while_cut_off_until_the_end")
+        elif any(e.node_id in f.nodes and f.start_ms <= e.t_ms <= f.end_ms for f in refusing):
+            # the broker may have refused the new announcement (a PUBACK failure the node
+            # does not track: it announces once); whether it tried is not in the journal
+            c.unknown("cleared_while_a_fault_refused_its_publishes")
         else:
             c.violation(f"{e.node_id}'s announcement was cleared (seen by {e.node}) and "
                         "never announced again: online, unknown to its peers", e)

@@ -138,13 +138,8 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
     """The node's configuration; with a `run_id`, its client id and topic prefix carry it
     (a run on a broker others use: nothing of it meets another run's sessions or topics)."""
     prefix = DEFAULT_PREFIX if run_id is None else f"{DEFAULT_PREFIX}/run-{run_id}"
-    org = scenario.topology.a2a_org
-    # an A2A-over-MQTT agent's client id is {org}/{unit}/{agent} (A2M-SESS-3)
-    a2a_client = f"{org}/{node.namespace}/{node.agents[0]}" if org and not node.client_id \
-        else None
     return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups,
-                      a2a_client if a2a_client and run_id is None
-                      else f"{a2a_client}-{run_id}" if a2a_client else client_id_of(node, run_id),
+                      client_id_of(node, run_id, scenario.topology.a2a_org),
                       prefix=prefix,
                       auth=AuthConfig(scenario.auth.mode, keys,
                                       scenario.auth.signature_of(node.id)),
@@ -155,10 +150,13 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
                                    node.pool) if scenario.topology.a2a_org else None)
 
 
-def client_id_of(node: NodeSpec, run_id: str | None = None) -> str:
-    """The MQTT client id the deployment gives `node`: its topology's, with a run's id
+def client_id_of(node: NodeSpec, run_id: str | None = None, a2a_org: str | None = None) -> str:
+    """The MQTT client id the deployment gives `node`: its topology's — on an A2A-over-MQTT
+    topology `{org}/{unit}/{agent}` unless it names one (A2M-SESS-3) — with a run's id
     appended when the run is isolated; empty: the node id."""
-    return node.client_id if run_id is None else f"{node.client_id or node.id}-{run_id}"
+    given = node.client_id or (f"{a2a_org}/{node.namespace}/{node.agents[0]}" if a2a_org
+                               else "")
+    return given if run_id is None else f"{given or node.id}-{run_id}"
 
 
 def node_configs(scenario: Scenario, run_id: str | None = None) -> dict[str, NodeConfig]:
@@ -170,7 +168,8 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
                 broker_url: str | None = None, node_hosting: str | None = None,
                 run_id: str | None = None) -> RunStarted:
     """The first event of every run."""
-    given = {n.id: c for n in scenario.topology.nodes if (c := client_id_of(n, run_id))}
+    given = {n.id: c for n in scenario.topology.nodes
+             if (c := client_id_of(n, run_id, scenario.topology.a2a_org))}
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
                       scenario.workload.task_timeout_ms, run_id, scenario.auth.mode,

@@ -15,7 +15,10 @@ the same thing by itself would.
 - a task's watchdog after a restart that set the node's clock back: a whole timeout from
   the restart is all the node can know;
 - requests a fault made the client refuse do not count as work that failed by itself;
-- a copy dropped NOT_MINE went through the ledger: its duplicate is no trace of a refusal."""
+- a copy dropped NOT_MINE went through the ledger: its duplicate is no trace of a refusal;
+- a node's own frame back through a borrowed client id before its PUBACK: it did send it;
+- a clear while the broker refused the node's publishes: its new announcement may have been
+  refused (undecided, not FALSE)."""
 
 from __future__ import annotations
 
@@ -76,6 +79,17 @@ def _nobody_was_out(lines: Lines) -> None:
                 and e["kind"] != "mqtt_disconnected"]
 
 
+def _frames_never_decided(lines: Lines) -> None:
+    """The node's own records of sending a frame gone: then its SELF_LOOP is untrue."""
+    looped = {e["messageId"] for e in lines if e.get("reason") == "SELF_LOOP"}
+    lines[:] = [e for e in lines if not (e["kind"] == "relay_sent"
+                                         and e["messageId"] in looped)]
+
+
+def _no_refusing_broker(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e.get("fault") != "puback_refused"]
+
+
 #: regression scenario -> (checker, rule, what the rule counts when it excuses), and the
 #: mutation that takes the excuse away
 CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None]]] = {
@@ -108,6 +122,10 @@ CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None
     "requests_while_the_broker_restarts_do_not_count": (
         [("silent_loss", "driven_requests_get_through",
           "sent_while_the_requester_or_the_broker_was_out")], _nobody_was_out),
+    "own_frame_back_through_a_borrowed_client_id_before_its_puback": (
+        [("silent_loss", "drops_are_true", None)], _frames_never_decided),
+    "announcement_cleared_while_the_broker_refused_its_publishes": (
+        [("directory_liveness", "announced_again_after_a_clear", None)], _no_refusing_broker),
     "request_signed_before_a_skew_acknowledged_after_it": (
         [("auth_admission", "stale_either_way", None)], _signed_when_acknowledged),
 }
