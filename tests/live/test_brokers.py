@@ -200,7 +200,13 @@ def test_a_broker_that_dies_mid_run_is_named_in_the_verdicts_not_blamed_on_a_nod
     code = main(["run", "quickstart", "--broker", f"mqtt://probe:s3cret-pw@127.0.0.1:{port}",
                  "--no-plots", "--out", str(out)])
     subprocess.run(f"{MOSQUITTO or 'mosquitto'} -c {tmp_path / 'm.conf'} -d", shell=True,
-                   check=True)   # for the fixture's teardown
+                   check=True)   # for the fixture's teardown, which kills the pid file's pid:
+    # waits for the daemon to listen and to write its own pid there (a teardown that read the
+    # killed broker's pid raised ProcessLookupError once, on a loaded machine)
+    wait_listening("127.0.0.1", port, 10, None, None)
+    deadline = time.monotonic() + 10
+    while (tmp_path / "m.pid").read_text().strip() == str(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
     verdicts = json.loads((out / "verdicts.json").read_text())
     verdicts = verdicts["verdicts"] if isinstance(verdicts, dict) else verdicts
     assert code == 2 and not [v for v in verdicts if v["value"] == "false"], verdicts
