@@ -1,5 +1,5 @@
-"""What travels on the wire under the A2A-over-MQTT profile: an MQTT 5 message with the
-properties the profile reads (`Props`, `Message5`), the topic scheme (`Topics`), and the
+"""What travels on the wire under the A2A-over-MQTT profile: the MQTT 5 properties it reads
+(`Props`, the core's), its User Property names, the topic scheme (`Topics`), and the
 A2A v1.0 JSON-RPC bodies — parsed into a `Call` or refused with the JSON-RPC error the
 profile prescribes (`Refusal`), and built for replies and stream items.
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -27,15 +27,6 @@ AUTHORIZATION = "a2a-authorization"
 CONTEXT_ID = "a2a-context-id"
 
 Json = Any
-
-
-@dataclass(frozen=True, slots=True)
-class Message5:
-    topic: str
-    payload: bytes
-    qos: int = 1
-    retain: bool = False
-    props: Props = field(default_factory=Props)
 
 
 class BadIdentifier(ValueError):
