@@ -134,6 +134,12 @@ class Scenario:
         return A2A_MQTT if self.topology.a2a_org else SEED
 
     @property
+    def mqtt_fixed(self) -> bool:
+        """Whether its protocol fixes the MQTT version (the A2A-over-MQTT profile is MQTT 5
+        only, A2M-SESS-1): no `--mqtt` may change it."""
+        return self.protocol == A2A_MQTT
+
+    @property
     def sim_broker(self) -> str | None:
         """The real broker a simulation of this scenario copies (None: generic 3.1.1)."""
         model = self.topology.broker

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.run import EXIT_OK, run_scenario
-from bench.spec.scenario import Mode
+from bench.spec.scenario import SCENARIOS, Mode, load_scenario
 from bench.substrates import Options
 from bench.variants import REFERENCE, VARIANTS
 from tests.live.conftest import compressed, partitioned
@@ -90,6 +90,20 @@ def test_an_mqtt_5_session_expires_in_containers_as_live_and_in_simulation(tmp_p
     assert counts["deployment"]["away_past_expiry"] == 1
     assert counts["qos1_delivery"]["session_expired"] == 1
     assert '"mqtt":"5"' in (tmp_path / "history.jsonl").read_text()
+    assert not leftovers()
+
+
+def test_the_a2a_profiles_responder_killed_in_its_container_keeps_every_rule(
+        tmp_path: Path) -> None:
+    """a2a_restart in containers: tax-1's container is killed for 20 s with tasks running,
+    the requester retries under the same Task.id, and the restarted responder answers from
+    its Task.id table on its data dir: nothing runs twice, every request settles."""
+    result = run_scenario(load_scenario(SCENARIOS / "a2a_restart.toml"), REFERENCE, tmp_path,
+                          mode=Mode.DOCKER, options=Options(broker="mosquitto"))
+    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
+                                         for v in result.verdicts]
+    history = (tmp_path / "history.jsonl").read_text()
+    assert '"how":"SIGKILL (docker kill)"' in history and '"protocol":"a2a-mqtt"' in history
     assert not leftovers()
 
 

@@ -140,8 +140,8 @@ def unexplained_by_amqtt_resume(run: Path, wrong: dict[str, Any]) -> dict[str, A
     return left
 
 
-#: the A2A-over-MQTT profile's defects run in the simulator only, for now (its scenarios
-#: are refused live: tests/profiles/test_files.py)
+#: the seed protocol's defects, squeezed; the A2A-over-MQTT profile's need their scenario's
+#: whole length (a 15 s first-reply wait before a retry): tests/live/test_a2a_live.py
 LIVE_DEFECTS = [v for v in VARIANTS.values() if v.name != "reference"
                 and load_scenario(SCENARIOS / f"{v.scenario}.toml").protocol == SEED]
 

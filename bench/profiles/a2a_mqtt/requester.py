@@ -179,11 +179,14 @@ class Requester:
                 fx.add(Subscribe((self.reply_topic,), 1))
             case Subscribed():
                 self.subscribed = True
+                # the generic record of a node that is up: a requester serves no agent
+                fx.record(ev.ExecutorsRegistered(registered=0, expected=0, agents=[],
+                                                 subscribed=list(inp.filters)))
                 for op in sorted(self.ops.values(), key=lambda o: o.asked_ms):
                     if op.phase is Phase.QUEUED:
                         self._send(fx, op)
             case TaskRequested():
-                self._ask(fx, _operation(inp))
+                self._ask(fx, _operation(inp), inp.message_id)
             case MessageReceived():
                 self._on_reply(fx, inp)
             case PublishSettled():
@@ -220,10 +223,11 @@ class Requester:
                 self._put(fx, replace(op, phase=Phase.QUEUED, why=ev.AttemptWhy.RESTART))
 
     # -- operations ---------------------------------------------------------------------------------
-    def _ask(self, fx: Effects, op: Operation) -> None:
-        # the profile-neutral record every requester keeps (metrics, reports, generic rules)
+    def _ask(self, fx: Effects, op: Operation, message_id: str) -> None:
+        # the profile-neutral record every requester keeps (metrics, reports, generic rules);
+        # its message id is the one the workload gave the operation
         budget = self.config.retry.budget_ms
-        fx.record(ev.RequestSent(request_id=op.op_id, message_id=op.op_id,
+        fx.record(ev.RequestSent(request_id=op.op_id, message_id=message_id,
                                  from_agent_id=self.config.agent_id,
                                  to_agent_id=op.agent_id or f"{POOL}{op.pool_id}",
                                  conversation_id=op.context_id,
@@ -315,7 +319,7 @@ class Requester:
         self._settle(fx, op, ev.A2mOutcome.NO_REPLY, None, None)
         if op.method is not Method.GET_TASK:
             self._ask(fx, Operation(f"{op.op_id}.get", Method.GET_TASK, op.task_id, op.agent_id,
-                                    op.pool_id, op.context_id, "", fx.now_ms))
+                                    op.pool_id, op.context_id, "", fx.now_ms), f"{op.op_id}.get")
 
     def _retry_or_give_up(self, fx: Effects, op: Operation, why: ev.AttemptWhy,
                           outcome: ev.A2mOutcome) -> None:

@@ -35,14 +35,9 @@ EMBEDDED = ("amqtt", "mosquitto")
 
 
 def sim_only_refusal(scenario: Scenario) -> str | None:
-    """A scenario that declares itself simulation only, on a real substrate; or whose
-    nodes speak a protocol the real substrates do not host yet."""
+    """A scenario that declares itself simulation only, on a real substrate."""
     if scenario.sim_only:
         return f"{scenario.source}: simulation only ({scenario.sim_only}); run it with --mode sim"
-    if scenario.topology.a2a_org:
-        return (f"{scenario.source}: topology {scenario.topology.name!r} speaks A2A over MQTT, "
-                "which this version runs in the simulator only (the live and docker hosts "
-                "do not carry MQTT 5 properties yet); run it with --mode sim")
     return None
 
 
@@ -79,7 +74,8 @@ def version_refusal(scenario: Scenario, broker: str) -> str | None:
     if row is not None and row.v5 is None and scenario.mqtt is MqttVersion.V5:
         return (f"{scenario.source}: MQTT 5 on {broker}: it speaks MQTT 3.1.1 only (a v5 "
                 "CONNECT is never answered: `a2a-bench brokers`); use --broker mosquitto "
-                "or an mqtt:// broker that speaks 5, or --mqtt 3.1.1")
+                "or an mqtt:// broker that speaks 5"
+                + ("" if scenario.mqtt_fixed else ", or --mqtt 3.1.1"))
     return None
 
 

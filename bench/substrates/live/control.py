@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion
-from bench.core.config import NodeConfig
+from bench.core.config import A2aAgent, NodeConfig
 from bench.faults.primitives import FaultRef
 from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
@@ -60,7 +60,9 @@ class LaunchSpec:
                      "scene_groups": list(c.scene_groups), "client_id": c.client_id,
                      "prefix": c.prefix, "request_timeout_ms": c.request_timeout_ms,
                      "task_timeout_ms": c.task_timeout_ms,
-                     **({"directory_scope": list(c.directory_scope)} if c.directory_scope else {})},
+                     **({"directory_scope": list(c.directory_scope)} if c.directory_scope else {}),
+                     **({"a2a": {"org": c.a2a.org_id, "responder": c.a2a.responder,
+                                 "pool": c.a2a.pool_id}} if c.a2a is not None else {})},
             "auth": {"mode": c.auth.mode.value, "version": c.auth.version.value,
                      "max_skew_ms": c.auth.max_skew_ms,
                      "flat": keys.flat_token.reveal().hex() if keys.flat_token else None,
@@ -85,7 +87,9 @@ class LaunchSpec:
                                        a["max_skew_ms"]),
                             task_timeout_ms=n["task_timeout_ms"],
                             request_timeout_ms=n["request_timeout_ms"],
-                            directory_scope=tuple(n.get("directory_scope", ())))
+                            directory_scope=tuple(n.get("directory_scope", ())),
+                            a2a=A2aAgent(n["a2a"]["org"], bool(n["a2a"]["responder"]),
+                                         n["a2a"].get("pool")) if "a2a" in n else None)
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"],
                           tuple((str(s), str(c)) for s, c in d.get("tabs", [])),
@@ -97,7 +101,7 @@ class LaunchSpec:
     def host(self, sink: Sink, clock: Clock) -> LiveHost:
         """The node's host as this spec starts it, in-process or in a node process."""
         from bench.variants import variant
-        host = LiveHost(self.config, variant(self.variant).node_class, self.data_dir,
+        host = LiveHost(self.config, variant(self.variant).core_for(self.config), self.data_dir,
                         self.broker, sink, clock, self.behaviour(), self.login, self.tls,
                         self.mqtt, self.session_expiry_s)
         host.tabs = dict(self.tabs)

@@ -36,13 +36,13 @@ from bench.substrates.live.actions import LiveFaults
 from bench.substrates.live.brokers import Broker, BrokerError
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.host import Clock
-from bench.substrates.live.nodes import LiveNode, registered, self_check_lines
+from bench.substrates.live.nodes import LiveNode, registered
 from bench.substrates.live.placement import LocalPlacement, Placement
 from bench.substrates.live.proxy import FaultProxy
 from bench.substrates.live.takeovers import TakeoverWatch
 from bench.substrates.live.watch import BrokerWatch
 from bench.substrates.log import RunLog
-from bench.variants import Variant
+from bench.variants import STARTUP, Variant
 from bench.workload import Op, RequestOp, TabOp, op_kind, op_to_json
 
 T = TypeVar("T")
@@ -332,15 +332,18 @@ class LiveDeployment:
         finally:
             self.log.recorder.observers.remove(seen.append)
         events = [e.to_json() for e in seen]
+        check = STARTUP[self.scenario.protocol]     # what this protocol's nodes print
         lines: list[str] = []
         failed = []
         for n in self.nodes:
-            node_lines = self_check_lines(events, n)
+            node_lines = check.lines(events, n)
             lines += node_lines
             regs = [e for e in events if e["node"] == n and e["kind"] == "executors_registered"]
-            if len(node_lines) < 4 or not regs or regs[-1]["registered"] != regs[-1]["expected"]:
+            if len(node_lines) < check.expected or not regs \
+                    or regs[-1]["registered"] != regs[-1]["expected"]:
                 failed.append(n)
-                self.record(n, ev.SelfCheckFailed(lines=node_lines, missing=4 - len(node_lines)))
+                self.record(n, ev.SelfCheckFailed(lines=node_lines,
+                                                  missing=check.expected - len(node_lines)))
         for fut in pending:
             fut.cancel()
         if failed:

@@ -180,7 +180,8 @@ class LiveHost(NodeHost):
                         version=self.version, session_expiry_s=self.session_expiry_s,
                         on_subscribed=lambda filters: self._on_subscribed(link, epoch, filters))
         self.link = link
-        link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain)
+        link.connect(cmd.will_topic, cmd.will_payload, cmd.will_retain, cmd.will_props,
+                     cmd.will_delay_s)
 
     def _on_connected(self, link: MqttLink, epoch: int, present: bool) -> None:
         if epoch != self.epoch or link is not self.link:
@@ -204,7 +205,7 @@ class LiveHost(NodeHost):
         if link in self.extra:
             self.second_delivery(link.client_id, d.topic)
         self.feed(MessageReceived(self.now_ms(), d.topic, d.payload, d.qos, d.dup, d.retain,
-                                  d.mid))
+                                  d.mid, d.props))
         # only once the batch that handled it is on disk
         self.after_durable(lambda: link.ack(d.mid, d.qos))
 
@@ -223,7 +224,7 @@ class LiveHost(NodeHost):
             self.send_failed(cmd, "publish without an MQTT connection")
             return
         payload = self.outgoing(cmd.topic, cmd.payload)
-        mid = self.link.publish(cmd.topic, payload, cmd.qos, cmd.retain)
+        mid = self.link.publish(cmd.topic, payload, cmd.qos, cmd.retain, cmd.props)
         if cmd.message_id is not None:
             if cmd.qos == 0:
                 self.loop.call_soon(self._on_published_qos0, cmd.message_id)

@@ -24,6 +24,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from bench.core.properties import Props
 from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
 
@@ -48,6 +49,35 @@ class Delivery:
     qos: int
     dup: bool
     retain: bool
+    props: Props | None = None     # MQTT 5: its properties (None: it came with none)
+
+
+def to_paho(props: Props, packet: int = PacketTypes.PUBLISH) -> Properties:
+    """The bench's properties as paho sends them (a PUBLISH's, or a will's)."""
+    out = Properties(packet)
+    if props.response_topic is not None:
+        out.ResponseTopic = props.response_topic
+    if props.correlation_data is not None:
+        out.CorrelationData = props.correlation_data
+    if props.user_properties:
+        out.UserProperty = list(props.user_properties)
+    if props.content_type is not None:
+        out.ContentType = props.content_type
+    if props.message_expiry_s is not None:
+        out.MessageExpiryInterval = props.message_expiry_s
+    return out
+
+
+def from_paho(props: Properties | None) -> Props | None:
+    """A received PUBLISH's properties as the bench carries them; None when it had none."""
+    if props is None:
+        return None
+    got = Props(getattr(props, "ResponseTopic", None),
+                bytes(props.CorrelationData) if hasattr(props, "CorrelationData") else None,
+                tuple((str(k), str(v)) for k, v in getattr(props, "UserProperty", ())),
+                getattr(props, "ContentType", None),
+                getattr(props, "MessageExpiryInterval", None))
+    return None if got == Props() else got
 
 
 class MqttLink:
@@ -93,7 +123,8 @@ class MqttLink:
             bool(getattr(flags, "session_present", False)))
         c.on_disconnect = lambda _c, _u, _f, rc, _p: self._hand(on_disconnected, str(rc))
         c.on_message = lambda _c, _u, m: self._hand(on_message, Delivery(
-            m.topic, bytes(m.payload), m.mid, m.qos, bool(m.dup), bool(m.retain)))
+            m.topic, bytes(m.payload), m.mid, m.qos, bool(m.dup), bool(m.retain),
+            from_paho(m.properties) if version is MqttVersion.V5 else None))
         c.on_publish = lambda _c, _u, mid, rc, _p: self._hand(
             on_published, mid, rc.value if version is MqttVersion.V5 else None)
         self._subscriptions: dict[int, tuple[str, ...]] = {}
@@ -118,9 +149,17 @@ class MqttLink:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def connect(self, will_topic: str | None = None, will_payload: bytes = b"",
-                will_retain: bool = True) -> None:
+                will_retain: bool = True, will_props: Props | None = None,
+                will_delay_s: int = 0) -> None:
+        """Connect in the background; on MQTT 5 the will carries its properties and delay."""
         if will_topic is not None:
-            self.client.will_set(will_topic, will_payload, qos=1, retain=will_retain)
+            wprops = None
+            if self.version is MqttVersion.V5 and (will_props is not None or will_delay_s):
+                wprops = to_paho(will_props or Props(), PacketTypes.WILLMESSAGE)
+                if will_delay_s:
+                    wprops.WillDelayInterval = will_delay_s
+            self.client.will_set(will_topic, will_payload, qos=1, retain=will_retain,
+                                 properties=wprops)
         if self.version is MqttVersion.V5:
             # a persistent session is clean start 0 plus an expiry; every reconnect resumes it
             props = Properties(PacketTypes.CONNECT)
@@ -136,9 +175,13 @@ class MqttLink:
         if mid is not None:
             self._subscriptions[mid] = filters
 
-    def publish(self, topic: str, payload: bytes, qos: int, retain: bool) -> int:
-        """Queued by paho while disconnected (QoS1) and sent after the reconnect."""
-        info = self.client.publish(topic, payload, qos=qos, retain=retain)
+    def publish(self, topic: str, payload: bytes, qos: int, retain: bool,
+                props: Props | None = None) -> int:
+        """Queued by paho while disconnected (QoS1) and sent after the reconnect; `props`
+        only on MQTT 5."""
+        info = self.client.publish(topic, payload, qos=qos, retain=retain,
+                                   properties=to_paho(props) if props is not None
+                                   and self.version is MqttVersion.V5 else None)
         return int(info.mid)
 
     def ack(self, mid: int, qos: int) -> None:

@@ -1,7 +1,6 @@
 """A live deployment's nodes: on its event loop (`InprocNode`), or a node process each
 (`ProcessNode`) started by a `Launcher` — here (`LocalProcess`) or in a container (the
-docker substrate's). Also what a node must print as it comes up (seed 002 §11.3's four
-start-up lines), read off its events.
+docker substrate's). Also how the deployment sees a node is up (its ExecutorsRegistered).
 """
 
 from __future__ import annotations
@@ -243,28 +242,6 @@ class ProcessNode:
             return False
         self.proc.stdin.write((json.dumps(op) + "\n").encode())
         return True
-
-
-def self_check_lines(events: list[dict[str, Any]], node: str) -> list[str]:
-    """Seed 002 §11.3's four start-up lines for one node, from its recorded events."""
-    def last(kind: str) -> dict[str, Any] | None:
-        found = [e for e in events if e["node"] == node and e["kind"] == kind]
-        return found[-1] if found else None
-    lines = []
-    roster, store = last("roster_loaded"), last("self_check")
-    conn, execs = last("connected"), last("executors_registered")
-    if roster:
-        lines.append(f"[AgentRoster] executors: ids={roster['agents']}, nodeId={node}, "
-                     f"domain={roster['namespace']}")
-    if store:
-        lines.append(f"[A2AMessageStore] ready: sqlite:{store['store']}")
-    if conn:
-        lines.append(f"[A2A-MQTT] connected: clientId={conn['clientId']}, localNodeId={node}, "
-                     f"subscribed {conn['subscriptions']}")
-    if execs:
-        lines.append(f"[A2aRegistrar] executors registered: {execs['registered']} / "
-                     f"{execs['expected']} (nodeId={node})")
-    return lines
 
 
 def registered(node_id: str) -> Callable[[str, ev.Event], bool]:

@@ -1,0 +1,133 @@
+"""The A2A-over-MQTT profile live on Mosquitto: MQTT 5 properties cross a real broker both
+ways (Response Topic, Correlation Data, User Properties, a will's properties and delay);
+the reference agents keep every rule across a real process kill, a seeded defect of them is
+caught as in simulation, and Mosquitto's refusal of `$share` on `$a2a/…` is seen a second
+way, on the wire tap's PUBACKs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.checks import Value
+from bench.core.properties import Props
+from bench.run import run_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.spec.topology import MqttVersion
+from bench.substrates import Hosting, Options
+from bench.substrates.live.brokers import make_broker
+from bench.substrates.live.mqtt import Delivery, MqttLink
+from bench.variants import REFERENCE, VARIANTS
+from tests.live.conftest import MOSQUITTO, compressed
+
+pytestmark = pytest.mark.skipif(MOSQUITTO is None and not __import__("os").environ.get("CI"),
+                                reason="mosquitto not installed (apt-get install mosquitto; "
+                                       ".ci/run does)")
+
+PROPS = Props(response_topic="$a2a/v1/reply/acme/u/a/r1", correlation_data=b"\x00\x01corr",
+              user_properties=(("a2a-status", "online"), ("k", "1"), ("k", "2")),
+              content_type="application/json", message_expiry_s=600)
+
+
+def test_v5_properties_and_a_wills_cross_mosquitto_unchanged(tmp_path: Path) -> None:
+    """What one link publishes with properties another receives with the same properties
+    (User Properties in order, repeats kept); a will's properties reach a subscriber once
+    its holder's connection is cut and its Will Delay Interval has passed."""
+    broker = make_broker("mosquitto", tmp_path)
+    broker.start()
+    loop = asyncio.new_event_loop()
+    got: list[Delivery] = []
+    up: dict[str, bool] = {}
+
+    def link(client_id: str) -> MqttLink:
+        return MqttLink(loop, broker.host, broker.port, client_id,
+                        on_message=got.append, on_connected=lambda _p: up.update({client_id: True}),
+                        on_disconnected=lambda _r: None, on_published=lambda _m, _rc: None,
+                        version=MqttVersion.V5)
+
+    def until(what: str, done: Any, within_s: float = 20.0) -> None:
+        """Runs the loop until `done()`: a real broker's round trips, bounded generously."""
+        end = time.monotonic() + within_s
+        while not done():
+            assert time.monotonic() < end, f"waited {within_s} s for {what}"
+            loop.run_until_complete(asyncio.sleep(0.02))
+    try:
+        sub, pub, dies = link("sub"), link("pub"), link("dies")
+        sub.connect()
+        pub.connect()
+        dies.connect("w/dies", b"gone", will_retain=False,
+                     will_props=Props(user_properties=(("a2a-status", "offline"),)),
+                     will_delay_s=1)
+        until("three CONNACKs", lambda: len(up) == 3)
+        sub.subscribe(("t/#", "w/#"), 1)
+        loop.run_until_complete(asyncio.sleep(0.5))     # the SUBACK (no callback asked for)
+        pub.publish("t/1", b"{}", 1, False, PROPS)
+        pub.publish("t/2", b"bare", 1, False)
+        until("both messages", lambda: len(got) >= 2)
+        by_topic = {d.topic: d for d in got}
+        assert by_topic["t/1"].props == PROPS
+        assert by_topic["t/2"].props is None
+        cut = time.monotonic()
+        dies.kill()
+        until("the will", lambda: any(d.topic == "w/dies" for d in got))
+        will = next(d for d in got if d.topic == "w/dies")
+        assert will.payload == b"gone"
+        assert will.props == Props(user_properties=(("a2a-status", "offline"),))
+        assert time.monotonic() - cut >= 0.9       # held for its delay, not published at once
+        for each in (sub, pub):
+            each.close()
+    finally:
+        loop.close()
+        broker.stop()
+
+
+def _verdicts(result: Any) -> dict[str, Value]:
+    return {v.name: v.value for v in result.verdicts}
+
+
+@pytest.mark.parametrize("variant", ["reference", "a2m_dedup_in_memory"])
+def test_a_responder_killed_mid_task_keeps_every_rule_live_and_its_defect_is_caught(
+        tmp_path: Path, variant: str) -> None:
+    """a2a_restart as shipped (a 20 s kill, so the requester's 15 s first-reply wait runs out
+    and it retries under the same Task.id), node processes SIGKILLed. The reference keeps
+    every rule; with Task.id dedup in memory only, a retry runs a task a second time."""
+    result = run_scenario(load_scenario(SCENARIOS / "a2a_restart.toml"), VARIANTS[variant],
+                          tmp_path, mode="live",
+                          options=Options(broker="mosquitto", hosting=Hosting.PROCESS))
+    verdicts = _verdicts(result)
+    if variant == "reference":
+        assert verdicts == {"duplicate_execution": Value.TRUE, "a2a_requests": Value.TRUE,
+                            "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN}, \
+            [(v.name, v.counterexamples[:2], v.note) for v in result.verdicts]
+    else:
+        assert verdicts["duplicate_execution"] is Value.FALSE
+    events = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    assert any(e["kind"] == "node_crashed" and e["node"] == "tax-1" for e in events)
+    retries = [e for e in events if e["kind"] == "a2m_attempt" and e["attempt"] > 1]
+    assert retries, "the kill outlasted no first-reply wait: nothing was retried"
+
+
+def test_mosquittos_pool_refusal_is_seen_by_the_verdict_and_on_the_wire(tmp_path: Path) -> None:
+    """Mosquitto 2.0.11 answers a publish to $a2a/v1/request/…/pool/p1 with PUBACK 0x10 (no
+    matching subscribers) though two responders subscribed $share/…/pool/p1: a2a_pools says
+    so from the nodes' records, and the wire tap in front of the requester reads the same
+    reason code in the broker's own packets."""
+    scenario = compressed("a2a_pool", 3)
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto", wire_tap=True))
+    pools = next(v for v in result.verdicts if v.name == "a2a_pools")
+    assert pools.value is Value.FALSE
+    assert pools.rules["pooled_requests_reach_the_pool"]["violations"] > 0
+    events = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    sent = {e["packetId"] for e in events if e["kind"] == "wire" and e["node"] == "client-1"
+            and e["packet"] == "PUBLISH" and e["direction"] == "out"
+            and e["topic"] == "$a2a/v1/request/acme/billing/pool/p1"}
+    refused = [e for e in events if e["kind"] == "wire" and e["node"] == "client-1"
+               and e["packet"] == "PUBACK" and e["direction"] == "in" and e["packetId"] in sent]
+    assert sent and refused and all(e["reasonCodes"] == [0x10] for e in refused)
+    assert not any(e["kind"] == "task_executed" for e in events)
