@@ -26,6 +26,7 @@ from bench.core.events import (
     AttemptWhy,
     ExecutorsRegistered,
     Intake,
+    MqttDisconnected,
     NodeCrashed,
     ReplyKind,
     TaskExecuted,
@@ -51,6 +52,9 @@ FINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STA
 #: How early an attempt may come against the profile's wait (whole-ms clocks, a timer's
 #: slack): the same allowance the seed's watchdog rules give.
 EARLY_MS = 50.0
+#: How late past its Message Expiry Interval a request may still arrive: the broker counts
+#: whole seconds ([MQTT-3.3.2-6] forwards what is left, rounded), and a timer's slack.
+EXPIRY_SLACK_MS = 1_000.0 + EARLY_MS
 
 
 @rule("A2M-RETRY-5, A2M-RETRY-1, A2M-STREAM-2: an operation ends — answered, refused, or "
@@ -215,6 +219,20 @@ def _pool_of(topic: str) -> str | None:
     return None
 
 
+@rule("A2M-RSP-5, A2M-REQ-3: a reply to a pooled request names the responder that answered")
+def pooled_replies_name_their_responder(h: History, c: Collector) -> None:
+    """Every reply a requester took for a request it sent to a pool carries User Property
+    a2a-responder-agent-id: without it the requester cannot send the task's follow-ups to
+    the member that holds it."""
+    pooled = {(a.node, a.op_id) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
+    for r in h.of(A2mReplyTaken):
+        if r.op_id is None or (r.node, r.op_id) not in pooled:
+            continue
+        c.count("pooled_replies")
+        if r.responder_agent_id is None:
+            c.violation(f"{r.node} got a reply to pooled {r.op_id} naming no responder", r)
+
+
 @rule("A2M-POOL-1, A2M-QOS-1; MQTT 5 §4.8.2: a request to a pool reaches a member of its "
       "shared group")
 def pooled_requests_reach_the_pool(h: History, c: Collector) -> None:
@@ -241,24 +259,78 @@ def pooled_requests_reach_the_pool(h: History, c: Collector) -> None:
     c.count("pools_joined", len(joined))
 
 
-@rule("A2M-RSP-5, A2M-REQ-3: a reply to a pooled request names the responder that answered")
-def pooled_replies_name_their_responder(h: History, c: Collector) -> None:
-    """Every reply a requester took for a request it sent to a pool carries User Property
-    a2a-responder-agent-id: without it the requester cannot send the task's follow-ups to
-    the member that holds it."""
-    pooled = {(a.node, a.op_id) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
-    for r in h.of(A2mReplyTaken):
-        if r.op_id is None or (r.node, r.op_id) not in pooled:
+@rule("MQTT 5 §4.8.2 (a shared subscription's message goes to one session of the group); "
+      "A2M-POOL-1: a request to a pool reaches one member")
+def pooled_requests_reach_one_member(h: History, c: Collector) -> None:
+    """A request published to a pool (one attempt: one Correlation Data) is taken by one
+    member of the pool, not by several: a broker that hands a shared subscription's message
+    to every member makes each of them run the task. Allowed: a second member taking it
+    after the first one's connection or process died (MQTT 5 §4.8.2 lets the broker send
+    a lost member's unacknowledged message to another)."""
+    takers: dict[str, list[A2mRequestTaken]] = defaultdict(list)
+    for t in h.of(A2mRequestTaken):
+        if t.correlation is not None and _pool_of(t.topic):
+            takers[t.correlation].append(t)
+    transit = h.memo(Transit)
+    gone: dict[str, list[float]] = defaultdict(list)
+    for d in h.of(MqttDisconnected):
+        gone[d.node].append(d.t_ms)
+    for corr, taken in sorted(takers.items()):
+        c.count("pooled_requests_taken")
+        first = taken[0]
+        others = sorted({t.node for t in taken} - {first.node})
+        if not others:
             continue
-        c.count("pooled_replies")
-        if r.responder_agent_id is None:
-            c.violation(f"{r.node} got a reply to pooled {r.op_id} naming no responder", r)
+        lost = [t for t in (*transit.crashes[first.node], *gone[first.node]) if t >= first.t_ms]
+        if lost:
+            c.count("taken_again_after_its_member_was_lost")
+            continue
+        c.violation(f"pooled request {corr} went to {first.node} and also to "
+                    f"{', '.join(others)}: the broker gave one shared-group message to "
+                    f"{len(others) + 1} members", *taken)
+
+
+@rule("MQTT 5 §3.3.2.3.3 [MQTT-3.3.2-5]: a message past its Message Expiry Interval is not "
+      "delivered; A2M-RETRY-9, A2M-DUP-2")
+def expired_requests_not_delivered(h: History, c: Collector) -> None:
+    """A request published with a Message Expiry Interval reaches no responder after that
+    interval: a broker keeping it for a responder that is away (its session queues it) must
+    drop it once it expires, not hand a stale request to the responder when it comes back.
+    The broker counts whole seconds: a delivery within a second past the interval passes."""
+    sent = {a.correlation: a for a in h.of(A2mAttempt) if a.expiry_s is not None}
+    taken: dict[str, A2mRequestTaken] = {}
+    for t in h.of(A2mRequestTaken):
+        if t.correlation in sent:
+            taken.setdefault(t.correlation, t)
+    for corr, a in sorted(sent.items()):
+        assert a.expiry_s is not None
+        c.count("requests_with_an_expiry")
+        due = a.t_ms + a.expiry_s * 1000.0
+        got = taken.get(corr)
+        if got is None:
+            if due < h.end_ms:
+                c.count("outlived_their_expiry")
+            continue
+        if got.t_ms > due + EXPIRY_SLACK_MS:
+            c.count("outlived_their_expiry")
+            c.violation(f"{got.node} took request {corr} {(got.t_ms - a.t_ms) / 1000:.1f} s "
+                        f"after it was published with a Message Expiry Interval of "
+                        f"{a.expiry_s} s", a, got)
 
 
 def _no_pool(h: History) -> str | None:
-    if any(_pool_of(a.topic) for a in h.of(A2mAttempt)):
+    pooled = {(a.node, a.op_id) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
+    if not pooled:
+        return "no request was sent to a pool"
+    if any((r.node, r.op_id) in pooled for r in h.of(A2mReplyTaken)):
         return None
-    return "no request was sent to a pool"
+    return "no reply to a pooled request came back"
+
+
+def _no_broker_promise(h: History) -> str | None:
+    if any(_pool_of(a.topic) or a.expiry_s is not None for a in h.of(A2mAttempt)):
+        return None
+    return "no request went to a pool and none carried a Message Expiry Interval"
 
 
 def _no_operation(h: History) -> str | None:
@@ -282,10 +354,15 @@ A2A_REPLIES = Checker(
     protocols=frozenset({A2A_MQTT}))
 
 A2A_POOLS = Checker(
-    "a2a_pools", "A2A over MQTT, shared-subscription pools: a pooled request reaches a member "
-    "of the pool's group (a broker that answers 'no matching subscribers' serves no pool); "
-    "its reply names the member that answered.",
-    (pooled_requests_reach_the_pool, pooled_replies_name_their_responder), _no_pool,
-    protocols=frozenset({A2A_MQTT}))
+    "a2a_pools", "A2A over MQTT, shared-subscription pools: a reply to a pooled request names "
+    "the member that answered.",
+    (pooled_replies_name_their_responder,), _no_pool, protocols=frozenset({A2A_MQTT}))
+A2A_BROKER = Checker(
+    "a2a_broker", "A2A over MQTT, what the profile relies on of its MQTT 5 broker: a pooled "
+    "request reaches one member of the pool's shared group (a broker that answers 'no "
+    "matching subscribers' serves no pool; one that copies it to every member runs it "
+    "twice); a request past its Message Expiry Interval is not delivered.",
+    (pooled_requests_reach_the_pool, pooled_requests_reach_one_member,
+     expired_requests_not_delivered), _no_broker_promise, protocols=frozenset({A2A_MQTT}))
 
-CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS)
+CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_BROKER)

@@ -19,6 +19,8 @@ class A2aAgent:
     org_id: str
     responder: bool
     pool_id: str | None = None
+    #: a requester's Message Expiry Interval on its requests (None: it sets none)
+    request_expiry_s: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

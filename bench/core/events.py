@@ -1226,6 +1226,8 @@ class A2mAttempt(Event):
     correlation: str
     topic: str
     why: AttemptWhy
+    #: the Message Expiry Interval it was published with (None: none)
+    expiry_s: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

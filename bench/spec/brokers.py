@@ -142,6 +142,9 @@ class V5Behaviour:
     shared_in_flight: SharedInFlight = SharedInFlight.SESSION
     #: a shared subscription on a topic that starts with `$` is delivered to
     shared_on_dollar_topics: bool = True
+    #: a defect: a shared group's message goes to every member, as if each had subscribed
+    #: the filter alone (breaking MQTT 5 §4.8.2); no row here has it, a test seeds it
+    shared_to_every_member: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,11 +46,13 @@ DEFAULT_MODE = "live"
 #: to judge and say UNKNOWN, and a scenario expects exactly that of them unless its
 #: [expect] says otherwise. Every other checker judges any run that sends requests.
 OPTIONAL_SUBJECTS: dict[str, Any] = {
-    "relay_integrity": lambda w: w.stream_events > 0,
-    "relay_locality": lambda w: w.stream_events > 0,
-    "gate_integrity": lambda w: w.process_fraction > 0 and w.gate_fraction > 0,
-    "context_isolation": lambda w: w.process_fraction > 0,
-    "a2a_pools": lambda w: w.pool_fraction > 0,
+    "relay_integrity": lambda w, t: w.stream_events > 0,
+    "relay_locality": lambda w, t: w.stream_events > 0,
+    "gate_integrity": lambda w, t: w.process_fraction > 0 and w.gate_fraction > 0,
+    "context_isolation": lambda w, t: w.process_fraction > 0,
+    "a2a_pools": lambda w, t: w.pool_fraction > 0,
+    # pools, or requests that carry a Message Expiry Interval (the topology's requesters)
+    "a2a_broker": lambda w, t: w.pool_fraction > 0 or t.a2a_request_expiry_s is not None,
 }
 VERDICT_WORDS = ("true", "false", "unknown", "either")   # either: judged, TRUE or FALSE
 #: The brokers the bench starts: a scenario may expect other verdicts live on one of them.
@@ -319,7 +321,7 @@ def load_topology(path: Path) -> Topology:
     top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes", "directory",
                                   "a2a"})
     directory = top.choice("directory", ("global", "namespace"), "global")
-    a2a_org = _a2a_org(raw.get("a2a"), f"{f}: a2a")
+    a2a_org, request_expiry_s = _a2a(raw.get("a2a"), f"{f}: a2a")
     broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model", "mqtt"})
     model = BrokerModel(broker.choice("model", tuple(m.value for m in BrokerModel), "generic"))
     # the A2A-over-MQTT profile requires MQTT 5 (A2M-SESS-1)
@@ -394,7 +396,7 @@ def load_topology(path: Path) -> Topology:
                         f"starts; at most {MAX_NODES_GLOBAL_DIRECTORY:,} nodes share one "
                         "(directory = \"namespace\" scopes it by namespace)")
     return Topology(top.text("name", path.stem), tuple(nodes), model, link, f, directory, version,
-                    a2a_org)
+                    a2a_org, request_expiry_s)
 
 
 #: The A2A-over-MQTT profile's names for the two sides: the one who asks, and the one who
@@ -404,15 +406,17 @@ A2A_ROLES = {"requester": Role.ORCHESTRATOR, "responder": Role.EXECUTOR}
 _A2A_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-def _a2a_org(raw: Any, where: str) -> str | None:
-    """`[a2a] org = "..."`: the topology's nodes speak the A2A-over-MQTT profile."""
+def _a2a(raw: Any, where: str) -> tuple[str | None, int | None]:
+    """`[a2a] org = "..."`: the topology's nodes speak the A2A-over-MQTT profile; and
+    `request_expiry_s`, the Message Expiry Interval its requesters set on requests."""
     if raw is None:
-        return None
-    t = _Table(raw, where, {"org"})
+        return None, None
+    t = _Table(raw, where, {"org", "request_expiry_s"})
     org = t.text("org")
     if not _A2A_ID.match(org):
         raise SpecError(f"{t.key('org')}={org!r} must match {_A2A_ID.pattern} (A2M-ID-1)")
-    return org
+    expiry = t.integer("request_expiry_s", 0, low=1) if "request_expiry_s" in t.raw else None
+    return org, expiry
 
 
 def _a2a_node(t: _Table, unit: str, agents: tuple[str, ...], pool: str | None) -> None:
@@ -553,7 +557,8 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     expect_t = _Table({k: v for k, v in raw_expect.items() if k not in by_broker_raw}
                       if isinstance(raw_expect, Mapping) else raw_expect,
                       f"{f}: expect", checks | set(EMBEDDED_BROKERS))
-    expect = {k: "unknown" for k, asks in OPTIONAL_SUBJECTS.items() if not asks(workload)}
+    expect = {k: "unknown" for k, asks in OPTIONAL_SUBJECTS.items()
+              if not asks(workload, topo)}
     expect |= {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
     by_broker = {}
     for b, table in by_broker_raw.items():

@@ -110,6 +110,9 @@ class Topology:
     #: the protocol its nodes speak: the seed documents' (None), or, with the org id its
     #: agents belong to, the A2A-over-MQTT profile (`[a2a] org = ...`)
     a2a_org: str | None = None
+    #: the profile's requesters set this Message Expiry Interval on their requests (None:
+    #: none; A2M-RETRY-9: it should exceed the 15 s first-reply wait)
+    a2a_request_expiry_s: int | None = None
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
@@ -140,4 +143,6 @@ class Topology:
                               else {})},
                 "link": self.link.to_json(), "nodes": [n.to_json() for n in self.nodes],
                 **({"directory": self.directory} if self.directory != "global" else {}),
-                **({"a2a": {"org": self.a2a_org}} if self.a2a_org else {})}
+                **({"a2a": {"org": self.a2a_org, **(
+                    {"request_expiry_s": self.a2a_request_expiry_s}
+                    if self.a2a_request_expiry_s is not None else {})}} if self.a2a_org else {})}

@@ -147,7 +147,8 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
                       request_timeout_ms=scenario.workload.request_timeout_ms,
                       directory_scope=scenario.topology.directory_scope(node),
                       a2a=A2aAgent(scenario.topology.a2a_org, node.role is Role.EXECUTOR,
-                                   node.pool) if scenario.topology.a2a_org else None)
+                                   node.pool, scenario.topology.a2a_request_expiry_s)
+                      if scenario.topology.a2a_org else None)
 
 
 def client_id_of(node: NodeSpec, run_id: str | None = None, a2a_org: str | None = None) -> str:

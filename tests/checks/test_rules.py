@@ -26,7 +26,7 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
-             "a2a_quickstart", "a2a_restart", "a2a_pool")
+             "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry")
 
 
 @pytest.fixture(scope="module")
@@ -334,7 +334,32 @@ def pool_answered_no_subscribers(lines: Lines) -> None:
                          "reasonCode": 0x10, "topic": a["topic"]})
 
 
+def pooled_to_two_members(lines: Lines) -> None:
+    """The broker hands one pooled request to the other member of the group as well."""
+    i = where(lines, "a2m_request_taken", lambda e: "/pool/" in e["topic"])
+    twin = copy.deepcopy(lines[i])
+    twin["node"] = next(e["node"] for e in lines if e["kind"] == "a2m_request_taken"
+                        and e["node"] != twin["node"])
+    lines.insert(i + 1, twin)
+
+
+def taken_past_its_expiry(lines: Lines) -> None:
+    """A request the broker should have dropped reaches its responder when it is back: the
+    earliest request that outlived its Message Expiry Interval untaken, taken at the end."""
+    taken = {e["correlation"] for e in lines if e["kind"] == "a2m_request_taken"}
+    a = next(e for e in lines if e["kind"] == "a2m_attempt" and e["correlation"] not in taken)
+    last = lines[-1]
+    lines.insert(len(lines) - 1, {
+        "seq": 0, "tMs": last["tMs"], "node": "tax-1", "kind": "a2m_request_taken",
+        "topic": a["topic"], "intake": "NEW", "method": a["method"], "taskId": a["taskId"],
+        "correlation": a["correlation"], "responseTopic": None, "qos": 1, "dup": False,
+        "retain": False, "packetId": 7})
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
+    # what the profile relies on of its broker (a2a_broker)
+    "pooled_requests_reach_one_member": ("a2a_pool", pooled_to_two_members),
+    "expired_requests_not_delivered": ("a2a_expiry", taken_past_its_expiry),
     # the A2A-over-MQTT profile (a2a_requests, a2a_replies)
     "every_operation_settles": ("a2a_quickstart", drop("a2m_settled")),
     "retries_keep_the_profile": ("a2a_restart", retried_under_the_same_correlation),

@@ -102,7 +102,8 @@ def test_a_responder_killed_mid_task_keeps_every_rule_live_and_its_defect_is_cau
     verdicts = _verdicts(result)
     if variant == "reference":
         assert verdicts == {"duplicate_execution": Value.TRUE, "a2a_requests": Value.TRUE,
-                            "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN}, \
+                            "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN,
+                            "a2a_broker": Value.UNKNOWN}, \
             [(v.name, v.counterexamples[:2], v.note) for v in result.verdicts]
     else:
         assert verdicts["duplicate_execution"] is Value.FALSE
@@ -114,13 +115,13 @@ def test_a_responder_killed_mid_task_keeps_every_rule_live_and_its_defect_is_cau
 
 def test_mosquittos_pool_refusal_is_seen_by_the_verdict_and_on_the_wire(tmp_path: Path) -> None:
     """Mosquitto 2.0.11 answers a publish to $a2a/v1/request/…/pool/p1 with PUBACK 0x10 (no
-    matching subscribers) though two responders subscribed $share/…/pool/p1: a2a_pools says
+    matching subscribers) though two responders subscribed $share/…/pool/p1: a2a_broker says
     so from the nodes' records, and the wire tap in front of the requester reads the same
     reason code in the broker's own packets."""
     scenario = compressed("a2a_pool", 3)
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
                           options=Options(broker="mosquitto", wire_tap=True))
-    pools = next(v for v in result.verdicts if v.name == "a2a_pools")
+    pools = next(v for v in result.verdicts if v.name == "a2a_broker")
     assert pools.value is Value.FALSE
     assert pools.rules["pooled_requests_reach_the_pool"]["violations"] > 0
     events = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]

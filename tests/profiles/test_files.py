@@ -72,8 +72,10 @@ def test_the_a2a_quickstart_is_judged_by_the_profiles_checkers(tmp_path: Path) -
                           tmp_path, mode="sim")
     verdicts = {v.name: v.value for v in result.verdicts}
     assert verdicts == {"duplicate_execution": Value.TRUE, "a2a_requests": Value.TRUE,
-                        "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN}
-    assert result.exit_code == 0          # no pool asked for: a2a_pools is expected UNKNOWN
+                        "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN,
+                        "a2a_broker": Value.UNKNOWN}
+    # no pool asked for, no request expiry: a2a_pools and a2a_broker are expected UNKNOWN
+    assert result.exit_code == 0
     assert result.metrics["requests"] > 0
     assert result.metrics["outcomes"] == {"COMPLETED": result.metrics["requests"]}
 
@@ -81,10 +83,10 @@ def test_the_a2a_quickstart_is_judged_by_the_profiles_checkers(tmp_path: Path) -
 def test_mosquitto_serves_no_profile_pool_and_the_verdict_says_so(tmp_path: Path) -> None:
     """Mosquitto 2.0.11 never delivers a shared subscription on a topic that starts with $
     (measured by `a2a-bench brokers`, and seen with mosquitto_sub: docs/brokers.md); every
-    profile pool is such a topic. Its simulated row reproduces it, and a2a_pools names it."""
+    profile pool is such a topic. Its simulated row reproduces it, and a2a_broker names it."""
     scenario = load_scenario(SCENARIOS / "a2a_pool.toml").with_broker_model("mosquitto")
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="sim")
-    pools = next(v for v in result.verdicts if v.name == "a2a_pools")
+    pools = next(v for v in result.verdicts if v.name == "a2a_broker")
     assert pools.value is Value.FALSE
     assert pools.rules["pooled_requests_reach_the_pool"]["violations"] > 0
     assert result.exit_code == 0          # as [expect.mosquitto] says

@@ -66,3 +66,44 @@ def test_a_session_resumed_past_its_expiry_is_false(
     broken = deployment(tmp_path / "broken", "session_expired")
     assert broken["value"] == "false"
     assert broken["rules"]["expired_session_not_resumed"]["violations"] == 1  # type: ignore[index]
+
+
+def _verdict(tmp_path: Path, scenario: str, name: str) -> dict[str, object]:
+    loaded = load_scenario(SCENARIOS / f"{scenario}.toml")
+    run_scenario(loaded, REFERENCE, tmp_path, mode="sim")
+    verdicts = json.loads((tmp_path / "verdicts.json").read_text())["verdicts"]
+    got: dict[str, object] = next(v for v in verdicts if v["name"] == name)
+    return got
+
+
+def test_a_shared_group_message_copied_to_every_member_is_false(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MQTT 5 §4.8.2: one member of a shared group gets each message. A broker that copies it
+    to every member makes each responder of an A2A pool take (and run) the same request."""
+    kept = _verdict(tmp_path / "kept", "a2a_pool", "a2a_broker")
+    assert kept["value"] == "true" and kept["counts"]["pooled_requests_taken"] > 0  # type: ignore[index]
+    generic = brokers.BEHAVIOURS["generic"]
+    assert generic.v5 is not None
+    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", dataclasses.replace(
+        generic, v5=dataclasses.replace(generic.v5, shared_to_every_member=True)))
+    broken = _verdict(tmp_path / "broken", "a2a_pool", "a2a_broker")
+    assert broken["value"] == "false"
+    assert broken["rules"]["pooled_requests_reach_one_member"]["violations"] > 0  # type: ignore[index]
+
+
+def test_a_request_delivered_past_its_message_expiry_is_false(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[MQTT-3.3.2-5]: a2a_expiry's requests carry a 17 s expiry and tax-1 is away 25 s; the
+    broker must drop those that expire on its session. One that ignores the interval hands
+    them to tax-1 when it is back; only a2a_broker sees it (tax-1 dedups on Task.id, so
+    nothing runs twice)."""
+    kept = _verdict(tmp_path / "kept", "a2a_expiry", "a2a_broker")
+    assert kept["value"] == "true" and kept["counts"]["outlived_their_expiry"] > 0  # type: ignore[index]
+    generic = brokers.BEHAVIOURS["generic"]
+    assert generic.v5 is not None
+    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", dataclasses.replace(
+        generic, v5=dataclasses.replace(generic.v5, message_expiry=False)))
+    broken = _verdict(tmp_path / "broken", "a2a_expiry", "a2a_broker")
+    assert broken["value"] == "false"
+    assert broken["rules"]["expired_requests_not_delivered"]["violations"] > 0  # type: ignore[index]
+    assert _verdict(tmp_path / "dup", "a2a_expiry", "duplicate_execution")["value"] == "true"

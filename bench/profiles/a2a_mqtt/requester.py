@@ -92,6 +92,8 @@ class RequesterConfig:
     #: the reply topic's suffix: collision resistant, from the driver's entropy (A2M-SESS-4)
     reply_suffix: str
     retry: RetryProfile = field(default_factory=RetryProfile)
+    #: the Message Expiry Interval set on each request (None: none; A2M-RETRY-9)
+    request_expiry_s: int | None = None
 
 
 class Phase(StrEnum):
@@ -158,7 +160,8 @@ class Requester:
         run and the same across its restarts (its persistent session keeps the topic)."""
         assert config.a2a is not None, f"node {config.node_id} is not an A2A-over-MQTT agent"
         return cls(RequesterConfig(Topics(config.a2a.org_id, config.namespace),
-                                   config.agents[0], f"r-{config.node_id}"))
+                                   config.agents[0], f"r-{config.node_id}",
+                                   request_expiry_s=config.a2a.request_expiry_s))
 
     def __init__(self, config: RequesterConfig) -> None:
         self.config = config
@@ -259,11 +262,12 @@ class Requester:
         topic = self._target(op)
         props = Props(response_topic=self.reply_topic, correlation_data=correlation,
                       user_properties=((CONTEXT_ID, op.context_id),) if op.context_id else (),
-                      content_type="application/json")
+                      content_type="application/json",
+                      message_expiry_s=self.config.request_expiry_s)
         fx.add(Publish(topic, self._body(sent, correlation), 1, False, correlation.hex(), props))
         fx.record(ev.A2mAttempt(op_id=op.op_id, method=op.method.value, task_id=op.task_id,
                                 attempt=attempt, correlation=correlation.hex(), topic=topic,
-                                why=op.why))
+                                why=op.why, expiry_s=self.config.request_expiry_s))
         fx.add(StartTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id),
                           fx.now_ms + self.config.retry.reply_first_ms))
         self._put(fx, sent)

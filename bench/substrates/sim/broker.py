@@ -375,6 +375,13 @@ class SimBroker:
             if not matches(key[1], msg.topic):
                 continue
             ring = list(members)
+            if v5.shared_to_every_member:       # the seeded defect: a copy each
+                for m in ring:
+                    self._deliver(m, Message(msg.topic, msg.payload, min(
+                        msg.qos, m.subscriptions[f"$share/{key[0]}/{key[1]}"]), False,
+                        msg.props, msg.expires_at_ms))
+                took += 1
+                continue
             start = self._turns.get(key, 0) % len(ring)
             order = ring[start:] + ring[:start]
             chosen = next((m for m in order if m.conn is not None and m.conn.alive), order[0])
