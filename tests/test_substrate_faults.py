@@ -52,9 +52,14 @@ PARAMS: dict[str, dict[str, object]] = {
     "missing_reply_node": {"node": "orch-1"},
     "publish_failure": {"node": "orch-1", "probability": 0.5},
     "puback_refused": {"node": "orch-1", "probability": 0.5},
+    "property_tampering": {"node": "client-1", "probability": 1.0, "property": "user_property",
+                           "action": "alter", "key": "a2a-context-id"},
 }
 #: Kinds that act on MQTT 5 only: their small scenario speaks it (live: on Mosquitto).
-V5_ONLY = {"puback_refused"}
+V5_ONLY = {"puback_refused", "property_tampering"}
+#: Kinds that act on what only the A2A-over-MQTT profile's agents send (PUBLISH
+#: properties): their small scenario runs its requester and two responders instead.
+ON_A2A = {"property_tampering"}
 
 #: What a substrate refuses, explicitly, and the words of its reason.
 REFUSED = {("pause", Mode.LIVE, Hosting.INPROC): "pause needs --nodes process"}
@@ -73,7 +78,8 @@ def _toml(value: object) -> str:
 def scenario_file(tmp: Path, kind: str, params: dict[str, object]) -> Path:
     # the drain ends as soon as every fault's script is done and the run is quiet; its
     # bound only has to outlast a node process's restart on a loaded machine (seen > 6 s)
-    lines = ['topology = "star"', "seed = 3", "duration_s = 2.5", "drain_s = 20",
+    lines = [f'topology = "{"a2a-pair" if kind in ON_A2A else "star"}"', "seed = 3",
+             "duration_s = 2.5", "drain_s = 20",
              *(['mqtt = "5"'] if kind in V5_ONLY else []),
              "[auth]", 'keys = "per-agent"',
              "[workload]", "rate_per_s = 8", "request_timeout_ms = 2000",

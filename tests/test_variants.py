@@ -26,10 +26,13 @@ def test_reference_passes_and_defect_fails(tmp_path: Path, defect) -> None:  # t
     assert all(isinstance(s, int) for c in bad[defect.caught_by].counterexamples for s in c["seq"])
 
 
-def test_every_checker_is_guarded_by_some_defect_or_fault(tmp_path: Path) -> None:
-    """Every checker is FALSE on some run of the shipped scenarios: a seeded defect's, or a
-    scenario's that expects it FALSE — measured here, not listed by hand."""
+def test_every_checker_is_guarded_by_some_defect_or_fault(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every checker is FALSE on some run of the shipped scenarios: a seeded defect's (of a
+    node, or of the simulated broker), or a scenario's that expects it FALSE — measured
+    here, not listed by hand."""
     from bench.checks import checkers
+    from bench.spec import brokers
     caught: set[str] = set()
     runs = [(v.scenario, v) for v in DEFECTS]
     runs += [(p.stem, REFERENCE) for p in sorted(SCENARIOS.glob("*.toml"))
@@ -37,6 +40,12 @@ def test_every_checker_is_guarded_by_some_defect_or_fault(tmp_path: Path) -> Non
     for i, (name, variant) in enumerate(runs):
         result = run_scenario(load_scenario(SCENARIOS / f"{name}.toml"), variant,
                               tmp_path / str(i), mode="sim")
+        caught |= {v.name for v in result.verdicts if v.value is Value.FALSE}
+    generic = brokers.BEHAVIOURS["generic"]
+    for defect in brokers.BROKER_DEFECTS.values():
+        monkeypatch.setitem(brokers.BEHAVIOURS, "generic", defect.row(generic))
+        result = run_scenario(load_scenario(SCENARIOS / f"{defect.scenario}.toml"), REFERENCE,
+                              tmp_path / defect.name, mode="sim")
         caught |= {v.name for v in result.verdicts if v.value is Value.FALSE}
     # the simulator has no wire to tap: wire_evidence is shown FALSE on live runs of seeded
     # defects (clean_session, agent_id_as_node_id, reply_to_from_agent) in tests/live

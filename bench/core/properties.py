@@ -6,6 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+#: What the property_tampering fault appends to a value it alters (bytes for Correlation
+#: Data, text otherwise): a checker tells an alteration in flight from a node's own doing.
+TAMPER_MARK = "|tampered"
+#: The properties the property_tampering fault acts on
+TAMPERABLE = ("response_topic", "correlation_data", "user_property")
+
 
 @dataclass(frozen=True, slots=True)
 class Props:
@@ -25,6 +31,21 @@ class Props:
             if k == key:
                 found = v
         return found
+
+    def tampered(self, prop: str, strip: bool, key: str) -> Props | None:
+        """These properties with `prop` stripped, or altered (TAMPER_MARK appended; a User
+        Property: the value of every `key`); None when it has nothing of the kind."""
+        if prop == "response_topic" and self.response_topic is not None:
+            return replace(self, response_topic=None if strip
+                           else self.response_topic + TAMPER_MARK)
+        if prop == "correlation_data" and self.correlation_data is not None:
+            return replace(self, correlation_data=None if strip
+                           else self.correlation_data + TAMPER_MARK.encode())
+        if prop == "user_property" and any(k == key for k, _v in self.user_properties):
+            return replace(self, user_properties=tuple(
+                (k, v) if k != key else (k, v + TAMPER_MARK)
+                for k, v in self.user_properties if not (strip and k == key)))
+        return None
 
     def expiring_in(self, seconds: int) -> Props:
         """These properties as forwarded with `seconds` of the Message Expiry Interval left

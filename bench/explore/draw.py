@@ -65,8 +65,8 @@ def draw(rng: random.Random, name: str) -> Draft:
     scenario["workload"] = workload
     if faults:
         scenario["faults"] = sorted(faults, key=lambda f: f["at_s"])
-    if any(f["kind"] == "puback_refused" for f in faults):
-        scenario["mqtt"] = "5"      # a PUBACK has a reason code on MQTT 5 only
+    if any(f["kind"] in ("puback_refused", "property_tampering") for f in faults):
+        scenario["mqtt"] = "5"      # reason codes and properties are MQTT 5's
     if any(f["kind"] == "duplicate_client_id" for f in faults):
         # a taken-over client id is a deployment error: the deployment checker must say so
         scenario["expect"] = {"deployment": "false"}

@@ -194,6 +194,23 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                        "invalid, 0x99 payload format invalid", "0x97",
                                        choices=("0x97", "0x87", "0x80", "0x83", "0x90", "0x99"))},
               scripts.puback_refused, on_link=_always),
+    FaultKind("property_tampering", "MQTT 5: on the node's link, a share of its PUBLISHes "
+              "loses a property, or has it altered (\"|tampered\" appended), on the way to "
+              "the broker: a Response Topic, Correlation Data or a User Property, as a "
+              "bridge, a gateway or a broker that drops properties would; each time is "
+              "counted and journaled", {
+                  "node": _node("the node whose publishes are tampered with"),
+                  "property": Param("choice", "response_topic, correlation_data or "
+                                    "user_property", "correlation_data",
+                                    choices=("response_topic", "correlation_data",
+                                             "user_property")),
+                  "action": Param("choice", "strip (removed) or alter (\"|tampered\" "
+                                  "appended to its value)", "strip", choices=("strip", "alter")),
+                  "key": Param("text", "the User Property's name (property = user_property)",
+                               "a2a-context-id"),
+                  "probability": Param("probability", "share of its publishes tampered with",
+                                       0.5)},
+              scripts.property_tampering, on_link=_always),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {
                   "node": _node("the requester"),

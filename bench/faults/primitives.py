@@ -14,6 +14,7 @@ from typing import Any
 
 from bench.core.auth import KeyRing
 from bench.core.config import NodeConfig
+from bench.core.properties import Props
 from bench.spec.distribution import Distribution
 
 
@@ -234,6 +235,48 @@ class RefusePublishes:
 
 
 @dataclass(frozen=True, slots=True)
+class TamperProperties:
+    """MQTT 5: a share of the node's PUBLISHes has one property stripped or altered on its
+    link, on the way to the broker (`Props.tampered`): `prop` one of TAMPERABLE, `key` the
+    User Property's name (probability 0: off)."""
+
+    fault: FaultRef
+    node: str
+    probability: float
+    prop: str
+    strip: bool
+    key: str
+    seed: int
+
+    def fired(self, count: int) -> Firing | None:
+        """What the fault journals when it is turned off: how many it tampered with."""
+        if not count:
+            return None
+        return Firing(f"PUBLISH {self.prop} {'stripped' if self.strip else 'altered'}",
+                      self.node, {"count": count, "property": self.prop})
+
+
+class Tampering:
+    """One property_tampering fault acting on a link: its draw and its count (the simulated
+    host and the live proxy each keep one per fault, so two on one node do not mix)."""
+
+    def __init__(self, step: TamperProperties, rng: Any) -> None:
+        self.step = step
+        self.rng = rng
+        self.count = 0
+
+    def act(self, props: Props) -> Props | None:
+        """`props` tampered with, if drawn and if it has the property; else None."""
+        s = self.step
+        if self.rng.random() >= s.probability:
+            return None
+        new = props.tampered(s.prop, s.strip, s.key)
+        if new is not None:
+            self.count += 1
+        return new
+
+
+@dataclass(frozen=True, slots=True)
 class Intercept:
     """A man in the middle on the node's link rewrites what reaches the node (None: gone).
     The rewrite journals its own attacks."""
@@ -266,7 +309,7 @@ class Capture:
 Primitive = (Crash | Boot | WipeRoster | SkewClock | RotateKeys | SecondConnection | UseClientId
              | StripReplyNode | FailPublishes | BrokerStop | BrokerStart | Redeliver | LinkDown
              | LinkUp | LinkLatency | LinkLoss | WithholdPuback | DuplicatePublish | Intercept
-             | Inject | Capture | Freeze | RefusePublishes)
+             | Inject | Capture | Freeze | RefusePublishes | TamperProperties)
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,7 @@ from bench.faults.primitives import (
     SecondConnection,
     SkewClock,
     StripReplyNode,
+    TamperProperties,
     UseClientId,
     WipeRoster,
     WithholdPuback,
@@ -248,6 +249,18 @@ def puback_refused(spec: FaultSpec, ctx: Context) -> Script:
     yield RefusePublishes(_ref(spec), node, spec.params["probability"], code, ctx.seed)
     yield HEAL
     yield RefusePublishes(_ref(spec), node, 0.0, code, ctx.seed)
+
+
+def property_tampering(spec: FaultSpec, ctx: Context) -> Script:
+    if ctx.mqtt != "5":
+        yield Refuse(f"PUBLISH properties exist on MQTT 5 only, and the run speaks "
+                     f"{ctx.mqtt} (mqtt = \"5\", or --mqtt 5)")
+        return
+    p = spec.params
+    node, prop, strip, key = p["node"], p["property"], p["action"] == "strip", p["key"]
+    yield TamperProperties(_ref(spec), node, p["probability"], prop, strip, key, ctx.seed)
+    yield HEAL
+    yield TamperProperties(_ref(spec), node, 0.0, prop, strip, key, ctx.seed)
 
 
 # -- the broker and the links ----------------------------------------------------------------------

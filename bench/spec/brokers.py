@@ -17,7 +17,7 @@ default ("generic") shows what a conforming broker would do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 
@@ -214,4 +214,38 @@ BEHAVIOURS: dict[str, BrokerBehaviour] = {b.name: b for b in (
                "listening 0.05 s after its start; on MQTT 5 every v5 fact as written but one: "
                "a shared subscription on a topic that starts with $ is never delivered to "
                "(PUBACK 0x10), a plain one is"),
+)}
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerDefect:
+    """A broker breaking one MUST, seeded into the simulated broker's "generic" row: the
+    rule that must catch it on `scenario` (as `bench/variants.py` seeds defects into
+    nodes). Where a defect was seen on a real broker, `seen` says where."""
+
+    name: str
+    scenario: str
+    caught_by: str          # the checker
+    rule: str               # its rule
+    seen: str
+
+    def row(self, base: BrokerBehaviour) -> BrokerBehaviour:
+        """`base` with this defect."""
+        if self.name in ("resends_under_new_ids", "resumes_expired_sessions"):
+            return replace(base, **{self.name: True})
+        assert base.v5 is not None, f"{base.name} speaks no MQTT 5"
+        if self.name == "shared_to_every_member":
+            return replace(base, v5=replace(base.v5, shared_to_every_member=True))
+        return replace(base, v5=replace(base.v5, message_expiry=False))
+
+
+BROKER_DEFECTS: dict[str, BrokerDefect] = {d.name: d for d in (
+    BrokerDefect("resends_under_new_ids", "broker_redelivery", "deployment",
+                 "redelivers_the_same_packet", "a third-party broker a user brought"),
+    BrokerDefect("resumes_expired_sessions", "session_expired", "deployment",
+                 "expired_session_not_resumed", "MQTTnet 4.2 (dotnet/MQTTnet#1756)"),
+    BrokerDefect("shared_to_every_member", "a2a_pool", "a2a_broker",
+                 "pooled_requests_reach_one_member", "not seen; a plausible $share bug"),
+    BrokerDefect("ignores_message_expiry", "a2a_expiry", "a2a_broker",
+                 "expired_requests_not_delivered", "not seen; a plausible queue bug"),
 )}

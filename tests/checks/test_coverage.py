@@ -64,6 +64,8 @@ WITNESSES: dict[str, set[str]] = {
     "attacks_ledger": {"ledger_poisoning_bit", "forged_ahead_then_genuine"},
     "tampering_v2": {"header_tampered", "tamper_payload_bit", "tamper_routing_bit",
                      "tamper_headers_bit", "request_timed_out"},
+    # the A2A-over-MQTT profile's own fault
+    "a2a_tampered": {"property_tampering_bit"},
 }
 
 

@@ -132,3 +132,27 @@ def test_mosquittos_pool_refusal_is_seen_by_the_verdict_and_on_the_wire(tmp_path
                and e["packet"] == "PUBACK" and e["direction"] == "in" and e["packetId"] in sent]
     assert sent and refused and all(e["reasonCodes"] == [0x10] for e in refused)
     assert not any(e["kind"] == "task_executed" for e in events)
+
+
+def test_properties_stripped_and_altered_by_the_proxy_are_journaled_and_on_the_wire(
+        tmp_path: Path) -> None:
+    """a2a_tampered live: the fault proxy strips or alters Correlation Data on the way to
+    Mosquitto (the packet re-encoded by the mqtt5 codec), each fault journals how many it
+    acted on, the tap shows the packets as they crossed, and the agents keep every rule
+    (a refused request runs nothing, an uncorrelated reply settles nothing)."""
+    result = run_scenario(load_scenario(SCENARIOS / "a2a_tampered.toml"), REFERENCE, tmp_path,
+                          mode="live", options=Options(broker="mosquitto", wire_tap=True))
+    verdicts = _verdicts(result)
+    assert {verdicts[n] for n in ("duplicate_execution", "a2a_requests", "a2a_replies")} == \
+        {Value.TRUE}, [(v.name, v.counterexamples[:2]) for v in result.verdicts]
+    events = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    fired = {e["faultIndex"]: e["count"] for e in events if e["kind"] == "fault_fired"}
+    assert fired.keys() == {0, 1, 2} and all(fired.values())
+    crossed = [e.get("properties") or {} for e in events if e["kind"] == "wire"
+               and e["node"] == "client-1" and e["packet"] == "PUBLISH"
+               and e["direction"] == "out"]
+    mark = b"|tampered".hex()
+    assert sum("correlationData" not in p for p in crossed) == fired[0]
+    assert sum(p.get("correlationData", "").endswith(mark) for p in crossed) == fired[1]
+    refused = [e for e in events if e["kind"] == "a2m_request_taken" and e["intake"] == "REFUSED"]
+    assert len(refused) == fired[0]

@@ -82,10 +82,8 @@ def test_a_shared_group_message_copied_to_every_member_is_false(
     to every member makes each responder of an A2A pool take (and run) the same request."""
     kept = _verdict(tmp_path / "kept", "a2a_pool", "a2a_broker")
     assert kept["value"] == "true" and kept["counts"]["pooled_requests_taken"] > 0  # type: ignore[index]
-    generic = brokers.BEHAVIOURS["generic"]
-    assert generic.v5 is not None
-    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", dataclasses.replace(
-        generic, v5=dataclasses.replace(generic.v5, shared_to_every_member=True)))
+    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", brokers.BROKER_DEFECTS[
+        "shared_to_every_member"].row(brokers.BEHAVIOURS["generic"]))
     broken = _verdict(tmp_path / "broken", "a2a_pool", "a2a_broker")
     assert broken["value"] == "false"
     assert broken["rules"]["pooled_requests_reach_one_member"]["violations"] > 0  # type: ignore[index]
@@ -99,10 +97,8 @@ def test_a_request_delivered_past_its_message_expiry_is_false(
     nothing runs twice)."""
     kept = _verdict(tmp_path / "kept", "a2a_expiry", "a2a_broker")
     assert kept["value"] == "true" and kept["counts"]["outlived_their_expiry"] > 0  # type: ignore[index]
-    generic = brokers.BEHAVIOURS["generic"]
-    assert generic.v5 is not None
-    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", dataclasses.replace(
-        generic, v5=dataclasses.replace(generic.v5, message_expiry=False)))
+    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", brokers.BROKER_DEFECTS[
+        "ignores_message_expiry"].row(brokers.BEHAVIOURS["generic"]))
     broken = _verdict(tmp_path / "broken", "a2a_expiry", "a2a_broker")
     assert broken["value"] == "false"
     assert broken["rules"]["expired_requests_not_delivered"]["violations"] > 0  # type: ignore[index]

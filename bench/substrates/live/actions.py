@@ -44,6 +44,8 @@ from bench.faults.primitives import (
     SecondConnection,
     SkewClock,
     StripReplyNode,
+    Tampering,
+    TamperProperties,
     UseClientId,
     WipeRoster,
     WithholdPuback,
@@ -136,6 +138,8 @@ class LiveFaults:
                 return self._duplicate(step)
             case RefusePublishes():
                 return self._refuse(step)
+            case TamperProperties():
+                return self._tamper(step)
             case Intercept():
                 proxies = self._proxies((step.node,))
                 if isinstance(proxies, Refused):
@@ -421,6 +425,21 @@ class LiveFaults:
         return self._counted(step, proxy.counters.publishes_refused,
                              f"PUBLISH refused with PUBACK 0x{step.reason_code:02x}",
                              reasonCode=step.reason_code)
+
+    def _tamper(self, step: TamperProperties) -> Outcome:
+        """The proxy strips or alters one property of a share of the node's PUBLISHes on
+        their way to the broker."""
+        proxies = self._proxies((step.node,))
+        if isinstance(proxies, Refused):
+            return proxies
+        tampering = proxies[0].faults.tampering
+        if step.probability > 0:
+            tampering[step.fault.index] = Tampering(
+                step, rng_for(step.seed, f"fault/{step.fault.index}"))
+            return Done()
+        gone = tampering.pop(step.fault.index, None)
+        fired = step.fired(gone.count if gone is not None else 0)
+        return Done((fired,) if fired else ())
 
     def _duplicate(self, step: DuplicatePublish) -> Outcome:
         """The proxy writes a PUBLISH to the node twice (same packet id, as a broker or a

@@ -10,7 +10,9 @@ heal), withhold the node's PUBACKs (the broker
 keeps the messages in flight and redelivers them, with DUP, when the connection comes
 back), deliver a broker's PUBLISH twice, or rewrite a PUBLISH's payload on its way to the
 node (a man in the middle), or refuse an MQTT 5 PUBLISH from the node as a broker would
-(not forwarded: a PUBACK with a failure reason code is written back to the node).
+(not forwarded: a PUBACK with a failure reason code is written back to the node), or strip
+or alter one of an MQTT 5 PUBLISH's properties on its way to the broker (decoded and
+encoded again by the `mqtt5` codec, every other property kept).
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import mqtt5
+
+from bench.core.properties import Props
+from bench.faults.primitives import Tampering
 from bench.spec.distribution import Distribution
 from bench.substrates.live.mqtt import Tls
 from bench.substrates.live.tap import protocol_level
@@ -64,6 +70,8 @@ class Faults:
     rewrite: Callable[[str, bytes], bytes | None] | None = None
     #: MQTT 5: (share of the node's QoS1 PUBLISHes refused, the PUBACK's reason code)
     refuse_publish: tuple[float, int] | None = None
+    #: MQTT 5: property_tampering faults acting on the node's PUBLISHes, by fault index
+    tampering: dict[int, Tampering] = field(default_factory=dict)
 
 
 async def read_packet(reader: asyncio.StreamReader) -> bytes:
@@ -253,6 +261,8 @@ class FaultProxy:
                 if to_broker and kind == PUBLISH and f.refuse_publish is not None \
                         and self._refused(packet, conn, *f.refuse_publish):
                     continue
+                if to_broker and kind == PUBLISH and f.tampering and conn.v5:
+                    packet = self._tampered(packet, list(f.tampering.values()))
                 delay = 0.0
                 if f.latency_ms is not None:
                     delay += f.latency_ms.sample(self.rng) / 1000
@@ -279,6 +289,30 @@ class FaultProxy:
         if self.tap is not None:
             self.tap(False, puback, conn.v5)
         return True
+
+    @staticmethod
+    def _tampered(packet: bytes, tampering: list[Tampering]) -> bytes:
+        """property_tampering: the PUBLISH with its properties as each fault leaves them
+        (Tampering.act, as the simulated link does it), re-encoded by the `mqtt5` codec
+        with every other field kept; the same bytes if none acted."""
+        got, _n = mqtt5.read(memoryview(packet))
+        if not isinstance(got, mqtt5.PublishPacket):
+            return packet
+        props = Props(got.response_topic, None if got.correlation_data is None
+                      else bytes(got.correlation_data), tuple(got.user_properties or ()),
+                      got.content_type, got.message_expiry_interval)
+        new = props
+        for t in tampering:
+            new = t.act(new) or new
+        if new is props:
+            return packet
+        return bytes(mqtt5.PublishPacket(
+            got.topic, got.payload, qos=got.qos, retain=got.retain, packet_id=got.packet_id,
+            duplicate=got.duplicate, payload_format_indicator=got.payload_format_indicator,
+            message_expiry_interval=got.message_expiry_interval, content_type=got.content_type,
+            response_topic=new.response_topic, correlation_data=new.correlation_data,
+            subscription_ids=got.subscription_ids, topic_alias=got.topic_alias,
+            user_properties=list(new.user_properties) or None).write())
 
     async def _send(self, queue: asyncio.Queue[tuple[float, bytes] | None],
                     writer: asyncio.StreamWriter, to_broker: bool, conn: _Connection) -> None:

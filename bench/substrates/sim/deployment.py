@@ -47,6 +47,8 @@ from bench.faults.primitives import (
     SecondConnection,
     SkewClock,
     StripReplyNode,
+    Tampering,
+    TamperProperties,
     UseClientId,
     WipeRoster,
     WithholdPuback,
@@ -241,6 +243,8 @@ class SimDeployment:
                 return self._duplicate(step)
             case RefusePublishes():
                 return self._refuse(step)
+            case TamperProperties():
+                return self._tamper(step)
             case Intercept():
                 return self._intercept(step)
             case Inject():
@@ -360,6 +364,16 @@ class SimDeployment:
         return self._counted(step, h.publishes_refused,
                              f"PUBLISH refused with PUBACK 0x{step.reason_code:02x}",
                              reasonCode=step.reason_code)
+
+    def _tamper(self, step: TamperProperties) -> Outcome:
+        h = self.hosts[step.node]
+        if step.probability > 0:
+            h.tampering[step.fault.index] = Tampering(
+                step, rng_for(step.seed, f"fault/{step.fault.index}"))
+            return Done()
+        gone = h.tampering.pop(step.fault.index, None)
+        fired = step.fired(gone.count if gone is not None else 0)
+        return Done((fired,) if fired else ())
 
     def _intercept(self, step: Intercept) -> Outcome:
         client = self.hosts[step.node]

@@ -30,6 +30,7 @@ from bench.core.inputs import (
     Subscribed,
 )
 from bench.core.node import Node
+from bench.faults.primitives import Tampering
 from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
 from bench.storage import restore
@@ -81,6 +82,8 @@ class SimHost(NodeHost):
         self.refuse_publish: tuple[float, int] | None = None
         self.refuse_rng: Any = None
         self.publishes_refused = 0
+        #: property_tampering faults acting on its link, by fault index
+        self.tampering: dict[int, Tampering] = {}
 
     # -- what NodeHost asks of a substrate ---------------------------------------------------
     def clock_ms(self) -> float:
@@ -353,6 +356,10 @@ class SimHost(NodeHost):
         # a 3.1.1 client has no properties to send
         msg = Message(cmd.topic, payload, cmd.qos, cmd.retain,
                       cmd.props if conn.session_expiry_s is not None else None)
+        for tampering in self.tampering.values():
+            # property_tampering, on the node's side of the link (where the live proxy is)
+            if msg.props is not None and (tampered := tampering.act(msg.props)) is not None:
+                msg = replace(msg, props=tampered)
         conn.last_out_ms = self.env.now
         there = conn.transit_ms(self.env.now, "up")
         if there is None:
