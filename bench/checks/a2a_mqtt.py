@@ -10,6 +10,7 @@ ends, the retry profile is kept, every reply answers a request that was sent, on
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import Transit, fault_windows
@@ -24,6 +25,7 @@ from bench.core.events import (
     A2mSettled,
     AttackSent,
     AttemptWhy,
+    Event,
     ExecutorsRegistered,
     FaultHealed,
     FaultStart,
@@ -32,6 +34,7 @@ from bench.core.events import (
     NodeCrashed,
     ReplyKind,
     TaskExecuted,
+    Wire,
 )
 from bench.history import History
 
@@ -54,9 +57,93 @@ FINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STA
 #: How early an attempt may come against the profile's wait (whole-ms clocks, a timer's
 #: slack): the same allowance the seed's watchdog rules give.
 EARLY_MS = 50.0
+#: The profile's request and discovery topics (A2M-TOPIC-1), read here on their own
+REQUEST_PREFIX, DISCOVERY_PREFIX = "$a2a/v1/request/", "$a2a/v1/discovery/"
 #: How late past its Message Expiry Interval a request may still arrive: the broker counts
 #: whole seconds ([MQTT-3.3.2-6] forwards what is left, rounded), and a timer's slack.
 EXPIRY_SLACK_MS = 1_000.0 + EARLY_MS
+
+
+# -- what responders took in and sent out: their own records, or their wire ----------------------
+@dataclass(frozen=True, slots=True)
+class Took:
+    """A request a responder took in: from its own record (A2mRequestTaken), or, for an
+    agent that keeps none (one not written here, judged from its wire tap), from the
+    PUBLISH the broker handed it. `refused`: None where only the wire tells."""
+
+    node: str
+    t_ms: float
+    topic: str
+    correlation: str | None
+    response_topic: str | None
+    task_id: str | None
+    refused: bool | None
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A reply or stream item a responder published: its own record (A2mReplied), or the
+    PUBLISH its wire tap saw leave it."""
+
+    node: str
+    t_ms: float
+    topic: str
+    correlation: str | None
+    kind: str           # RESULT, ERROR, STATUS, ARTIFACT; "REPLY" off the wire
+    final: bool         # an error, or a state that ends the correlation's stream
+    task_id: str | None
+    event: Event
+
+
+def _recorders(h: History) -> set[str]:
+    """The responders that record what they take in and send (the bench's reference)."""
+    return {e.node for e in h.of(A2mRequestTaken)} | {e.node for e in h.of(A2mReplied)}
+
+
+def _props(w: Wire) -> dict[str, object]:
+    return dict(w.properties) if isinstance(w.properties, dict) else {}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def intake(h: History) -> list[Took]:
+    """Every request a responder took in, in history order."""
+    own = _recorders(h)
+    out: list[tuple[int, Took]] = [
+        (t.seq, Took(t.node, t.t_ms, t.topic, t.correlation, t.response_topic, t.task_id,
+                     t.intake in (Intake.REFUSED, Intake.DROPPED), t))
+        for t in h.of(A2mRequestTaken)]
+    for w in h.of(Wire):
+        if w.node in own or w.direction != "in" or w.packet != "PUBLISH" \
+                or not (w.topic or "").startswith(REQUEST_PREFIX):
+            continue
+        p = _props(w)
+        out.append((w.seq, Took(w.node, w.t_ms, w.topic or "", _text(p.get("correlationData")),
+                                _text(p.get("responseTopic")), w.task_id, None, w)))
+    return [t for _seq, t in sorted(out, key=lambda x: x[0])]
+
+
+def answers(h: History) -> list[Answer]:
+    """Every reply and stream item a responder published, in history order."""
+    own = _recorders(h)
+    out: list[tuple[int, Answer]] = [
+        (r.seq, Answer(r.node, r.t_ms, r.topic, r.correlation, r.reply.value,
+                       r.reply is ReplyKind.ERROR or r.reply is ReplyKind.RESULT
+                       or r.state in FINAL_STATES, r.task_id, r))
+        for r in h.of(A2mReplied)]
+    for w in h.of(Wire):
+        topic = w.topic or ""
+        if w.node in own or w.direction != "out" or w.packet != "PUBLISH" \
+                or topic.startswith((REQUEST_PREFIX, DISCOVERY_PREFIX)):
+            continue
+        error = w.rpc_error is not None
+        out.append((w.seq, Answer(w.node, w.t_ms, topic, _text(_props(w).get("correlationData")),
+                                  "ERROR" if error else "REPLY",
+                                  error or w.task_state in FINAL_STATES, w.task_id, w)))
+    return [a for _seq, a in sorted(out, key=lambda x: x[0])]
 
 
 @rule("A2M-RETRY-5, A2M-RETRY-1, A2M-STREAM-2: an operation ends — answered, refused, or "
@@ -146,25 +233,28 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
     A responder that answers on a fixed topic, or drops or rewrites the Correlation Data,
     answers nobody."""
     taken: dict[str, set[tuple[str | None, str | None]]] = defaultdict(set)
-    for t in h.of(A2mRequestTaken):
+    took = intake(h)
+    for t in took:
         taken[t.node].add((t.correlation, t.response_topic))
-    for r in h.of(A2mReplied):
+    sent_out = answers(h)
+    for r in sent_out:
         c.count("replies")
         if (r.correlation, r.topic) not in taken[r.node]:
-            c.violation(f"{r.node} published a {r.reply.value} to {r.topic!r} with Correlation "
-                        f"Data {r.correlation!r}: no request it took in had that reply path", r)
+            c.violation(f"{r.node} published a {r.kind} to {r.topic!r} with Correlation "
+                        f"Data {r.correlation!r}: no request it took in had that reply path",
+                        r.event)
     injected = bool(h.of(AttackSent))
     # a responder that took a request without Correlation Data may refuse it on its Response
     # Topic with none (A2M-RSP-2): the requester gets a reply it ignores (A2M-REQ-2)
     echoed_none: dict[str, int] = defaultdict(int)
-    for r in h.of(A2mReplied):
+    for r in sent_out:
         if r.correlation is None and (None, r.topic) in taken[r.node]:
             echoed_none[r.topic] += 1
     # replies with Correlation Data a responder published while a fault stripped it from its
     # publishes: each may reach its requester without any
     stripped = _tampering(h, "correlation_data", "strip")
     strippable: dict[str, int] = defaultdict(int)
-    for r in h.of(A2mReplied):
+    for r in sent_out:
         if r.correlation is not None and any(a <= r.t_ms <= b for a, b in stripped[r.node]):
             strippable[r.topic] += 1
     # what requesters got: a reply without Correlation Data was sent by somebody breaking
@@ -182,7 +272,7 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
             c.violation(f"{got.node} got a reply on {got.topic!r} without Correlation Data", got)
     sent = {a.correlation: a for a in h.of(A2mAttempt)}
     altered = _tampering(h, "correlation_data", "alter")
-    for t in h.of(A2mRequestTaken):
+    for t in took:
         if t.correlation is None or t.correlation in sent or injected:
             continue
         # sent with the Correlation Data it had before a fault on its sender's link altered it
@@ -192,7 +282,7 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
             c.count("correlation_altered_in_flight")
             continue
         c.violation(f"{t.node} took in a request with Correlation Data {t.correlation!r} "
-                    "that no requester sent", t)
+                    "that no requester sent", t.event)
 
 
 #: property_tampering's mark on altered Correlation Data ("|tampered" appended, as
@@ -226,9 +316,9 @@ def no_answer_lost(h: History, c: Collector) -> None:
     published a final answer to any of its attempts' Correlation Data before it gave up,
     unless a fault on the way explains the loss (a link cut or lossy, a node or the broker
     down, while the answer travelled)."""
-    replied: dict[str, A2mReplied] = {}
-    for r in h.of(A2mReplied):
-        if r.correlation is not None and r.reply in (ReplyKind.RESULT, ReplyKind.ERROR):
+    replied: dict[str, Answer] = {}
+    for r in answers(h):
+        if r.correlation is not None and r.final:
             replied.setdefault(r.correlation, r)
     attempts: dict[tuple[str, str], list[A2mAttempt]] = defaultdict(list)
     for a in h.of(A2mAttempt):
@@ -239,31 +329,53 @@ def no_answer_lost(h: History, c: Collector) -> None:
         if s.outcome is not A2mOutcome.NO_REPLY:
             continue
         c.count("given_up")
-        answers = [replied[a.correlation] for a in attempts[(s.node, s.op_id)]
-                   if a.correlation in replied and replied[a.correlation].t_ms < s.t_ms]
-        if not answers:
+        came = [replied[a.correlation] for a in attempts[(s.node, s.op_id)]
+                if a.correlation in replied and replied[a.correlation].t_ms < s.t_ms]
+        if not came:
             continue
-        answer = answers[0]
+        answer = came[0]
         if windows or crashed:
             c.count("answer_lost_while_a_fault_acted")
         else:
             c.violation(f"{s.node} gave {s.op_id} up (NO_REPLY) although {answer.node} had "
-                        f"answered it at {answer.t_ms:.0f} ms", answer, s)
+                        f"answered it at {answer.t_ms:.0f} ms", answer.event, s)
 
 
 @rule("A2M-RSP-2, A2M-RSP-4: a refused or dropped request runs nothing")
 def refused_requests_run_nothing(h: History, c: Collector) -> None:
     """A request the responder refused (a JSON-RPC error) or dropped (no reply path) is
     never executed: no execution there carries its Correlation Data. A responder that runs
-    a request and only then finds it malformed fails this."""
+    a request and only then finds it malformed fails this. Of an agent judged from its
+    wire, a request is refused when the agent's answer to its Correlation Data was an
+    error; it ran that request if it executed the request's Task.id afterwards without
+    having taken the task in any other way first."""
     executed = {(e.node, e.message_id) for e in h.of(TaskExecuted)}
-    for t in h.of(A2mRequestTaken):
-        if t.intake not in (Intake.REFUSED, Intake.DROPPED):
+    for own in h.of(A2mRequestTaken):
+        if own.intake not in (Intake.REFUSED, Intake.DROPPED):
             continue
-        c.count("refused" if t.intake is Intake.REFUSED else "dropped")
-        if (t.node, t.correlation or "") in executed:
-            c.violation(f"{t.node} {t.intake.value.lower()} a request ({t.reason}) and executed "
-                        "it all the same", t)
+        c.count("refused" if own.intake is Intake.REFUSED else "dropped")
+        if (own.node, own.correlation or "") in executed:
+            c.violation(f"{own.node} {own.intake.value.lower()} a request ({own.reason}) and "
+                        "executed it all the same", own)
+    errors = {(a.node, a.correlation) for a in answers(h)
+              if a.kind == "ERROR" and isinstance(a.event, Wire)}
+    first_run: dict[tuple[str, str], TaskExecuted] = {}
+    for e in h.of(TaskExecuted):
+        first_run.setdefault((e.node, e.task_id), e)
+    served: dict[tuple[str, str], float] = {}      # a task taken in and not refused
+    wire_took = [t for t in intake(h) if t.refused is None]
+    for t in wire_took:
+        if t.task_id is not None and (t.node, t.correlation) not in errors:
+            served.setdefault((t.node, t.task_id), t.t_ms)
+    for t in wire_took:
+        if (t.node, t.correlation) not in errors:
+            continue
+        c.count("refused")
+        run = first_run.get((t.node, t.task_id or ""))
+        if run is not None and run.t_ms >= t.t_ms \
+                and served.get((t.node, t.task_id or ""), run.t_ms + 1) > run.t_ms:
+            c.violation(f"{t.node} answered a request for task {t.task_id} with an error and "
+                        "executed the task all the same", t.event, run)
 
 
 def _pool_of(topic: str) -> str | None:
@@ -323,8 +435,8 @@ def pooled_requests_reach_one_member(h: History, c: Collector) -> None:
     to every member makes each of them run the task. Allowed: a second member taking it
     after the first one's connection or process died (MQTT 5 §4.8.2 lets the broker send
     a lost member's unacknowledged message to another)."""
-    takers: dict[str, list[A2mRequestTaken]] = defaultdict(list)
-    for t in h.of(A2mRequestTaken):
+    takers: dict[str, list[Took]] = defaultdict(list)
+    for t in intake(h):
         if t.correlation is not None and _pool_of(t.topic):
             takers[t.correlation].append(t)
     transit = h.memo(Transit)
@@ -343,7 +455,7 @@ def pooled_requests_reach_one_member(h: History, c: Collector) -> None:
             continue
         c.violation(f"pooled request {corr} went to {first.node} and also to "
                     f"{', '.join(others)}: the broker gave one shared-group message to "
-                    f"{len(others) + 1} members", *taken)
+                    f"{len(others) + 1} members", *(t.event for t in taken))
 
 
 @rule("MQTT 5 §3.3.2.3.3 [MQTT-3.3.2-5]: a message past its Message Expiry Interval is not "
@@ -354,8 +466,8 @@ def expired_requests_not_delivered(h: History, c: Collector) -> None:
     drop it once it expires, not hand a stale request to the responder when it comes back.
     The broker counts whole seconds: a delivery within a second past the interval passes."""
     sent = {a.correlation: a for a in h.of(A2mAttempt) if a.expiry_s is not None}
-    taken: dict[str, A2mRequestTaken] = {}
-    for t in h.of(A2mRequestTaken):
+    taken: dict[str, Took] = {}
+    for t in intake(h):
         if t.correlation in sent:
             taken.setdefault(t.correlation, t)
     for corr, a in sorted(sent.items()):
@@ -371,7 +483,7 @@ def expired_requests_not_delivered(h: History, c: Collector) -> None:
             c.count("outlived_their_expiry")
             c.violation(f"{got.node} took request {corr} {(got.t_ms - a.t_ms) / 1000:.1f} s "
                         f"after it was published with a Message Expiry Interval of "
-                        f"{a.expiry_s} s", a, got)
+                        f"{a.expiry_s} s", a, got.event)
 
 
 def _no_pool(h: History) -> str | None:
@@ -387,6 +499,12 @@ def _no_broker_promise(h: History) -> str | None:
     if any(_pool_of(a.topic) or a.expiry_s is not None for a in h.of(A2mAttempt)):
         return None
     return "no request went to a pool and none carried a Message Expiry Interval"
+
+
+def _no_intake(h: History) -> str | None:
+    if intake(h) or answers(h):
+        return None
+    return "no responder took a request in or answered one"
 
 
 def _no_operation(h: History) -> str | None:
@@ -406,7 +524,7 @@ A2A_REQUESTS = Checker(
 A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "
     "sent, on its Response Topic, with its Correlation Data; refused input runs nothing.",
-    (replies_answer_a_request, refused_requests_run_nothing), _no_operation,
+    (replies_answer_a_request, refused_requests_run_nothing), _no_intake,
     protocols=frozenset({A2A_MQTT}))
 
 A2A_POOLS = Checker(

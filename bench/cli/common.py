@@ -33,10 +33,12 @@ def command_line(command: str, given: str, role: str | None = None) -> tuple[str
         print(f"a2a-bench: {given}: expected a command line, the program then its "
               f"arguments (got {why})", file=sys.stderr)
         return None
-    if role is not None and (role not in ("orchestrator", "executor") or not argv):
-        got = why if role in ("orchestrator", "executor") else f"role {role!r}"
-        print(f"a2a-bench: {given}: expected ROLE=CMD, ROLE orchestrator "
-              f"or executor and CMD a command line (got {got})", file=sys.stderr)
+    roles = ("orchestrator", "executor", "requester", "responder")
+    if role is not None and (role not in roles or not argv):
+        got = why if role in roles else f"role {role!r}"
+        print(f"a2a-bench: {given}: expected ROLE=CMD, ROLE orchestrator or executor (on an "
+              f"A2A-over-MQTT topology requester or responder) and CMD a command line (got "
+              f"{got})", file=sys.stderr)
         return None
     if shutil.which(argv[0]) is None:
         print(f"a2a-bench: {given}: {argv[0]!r} is not an executable file "

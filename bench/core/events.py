@@ -1033,6 +1033,13 @@ class Wire(Event):
     reason_codes: list[int] | None = None
     session_expiry_s: int | None = None
     properties: dict[str, Json] | None = None
+    #: a PUBLISH whose payload is a JSON-RPC 2.0 object (the A2A-over-MQTT profile's), as
+    #: the tap's own parser read it: its method (a request), its error code (an error
+    #: reply), the Task.id it names and the task state it carries (a result, a stream item)
+    rpc_method: str | None = None
+    rpc_error: int | None = None
+    task_id: str | None = None
+    task_state: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

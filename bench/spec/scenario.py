@@ -149,11 +149,13 @@ class Scenario:
 
     def with_node_command(self, role: str, command: tuple[str, ...]) -> Scenario:
         """Every node of `role` started by `command` (anyone's node) instead of the
-        reference; SpecError if the topology has no node of that role."""
-        if not any(n.role.value == role for n in self.topology.nodes):
+        reference; SpecError if the topology has no node of that role (on an A2A-over-MQTT
+        topology `requester` and `responder` name its roles too)."""
+        named = A2A_ROLES[role].value if role in A2A_ROLES and self.topology.a2a_org else role
+        if not any(n.role.value == named for n in self.topology.nodes):
             raise SpecError(f"--node-command {role}=…: topology {self.topology.name} has no "
                             f"node of role {role!r}")
-        nodes = tuple(replace(n, command=command) if n.role.value == role else n
+        nodes = tuple(replace(n, command=command) if n.role.value == named else n
                       for n in self.topology.nodes)
         return replace(self, topology=replace(self.topology, nodes=nodes))
 

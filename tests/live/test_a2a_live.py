@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.checks import Value
+from bench.checks import Value, checkers
 from bench.core.properties import Props
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
@@ -23,6 +24,7 @@ from bench.substrates import Hosting, Options
 from bench.substrates.live.brokers import make_broker
 from bench.substrates.live.mqtt import Delivery, MqttLink
 from bench.variants import REFERENCE, VARIANTS
+from tests.helpers import from_lines
 from tests.live.conftest import MOSQUITTO, compressed
 
 pytestmark = pytest.mark.skipif(MOSQUITTO is None and not __import__("os").environ.get("CI"),
@@ -156,3 +158,35 @@ def test_properties_stripped_and_altered_by_the_proxy_are_journaled_and_on_the_w
     assert sum(p.get("correlationData", "").endswith(mark) for p in crossed) == fired[1]
     refused = [e for e in events if e["kind"] == "a2m_request_taken" and e["intake"] == "REFUSED"]
     assert len(refused) == fired[0]
+
+
+EXAMPLE = (sys.executable, str(Path(__file__).resolve().parents[2] / "examples" / "a2a-responder"
+                                / "responder.py"))
+
+
+@pytest.mark.parametrize("bug", [(), ("--bug", "memory-dedup")], ids=["as-written", "memory-dedup"])
+def test_a_responder_written_elsewhere_is_judged_through_the_contract(
+        tmp_path: Path, bug: tuple[str, ...]) -> None:
+    """examples/a2a-responder (paho, nothing of the bench) as both responders of a2a_restart:
+    started by the bench as node processes, SIGKILLed, judged from its wire tap and its
+    task_executed lines (docs/profiles/own-agent.md). As written every rule holds; with its
+    Task.id table in memory only, the retries after the restart run tasks a second time. And
+    on its real history, a reply the tap saw leave with Correlation Data no request had is
+    FALSE: the wire, not the agent, is what the rule reads."""
+    scenario = load_scenario(SCENARIOS / "a2a_restart.toml").with_node_command(
+        "responder", (*EXAMPLE, *bug))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    verdicts = _verdicts(result)
+    assert verdicts["a2a_requests"] is Value.TRUE and verdicts["a2a_replies"] is Value.TRUE
+    assert verdicts["duplicate_execution"] is (Value.FALSE if bug else Value.TRUE), \
+        [(v.name, v.counterexamples[:2], v.note) for v in result.verdicts]
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    assert not any(e["kind"] == "a2m_request_taken" for e in lines)   # nothing of its own
+    out = next(e for e in lines if e["kind"] == "wire" and e["node"] == "tax-1"
+               and e["packet"] == "PUBLISH" and e["direction"] == "out"
+               and e["topic"].startswith("$a2a/v1/reply/"))
+    out["properties"]["correlationData"] = "00"
+    mutated = checkers()["a2a_replies"](from_lines(lines))
+    assert mutated.value is Value.FALSE
+    assert "no request it took in had that reply path" in mutated.counterexamples[0]["why"]

@@ -1,7 +1,8 @@
-"""What an A2A-over-MQTT agent of the bench prints as it comes up, read off the events it
-recorded (their JSON form): its store, its MQTT 5 session, and its subscriptions acknowledged
-(a responder's request topics, a requester's reply topic). A live deployment waits for
-them before the run starts. No I/O."""
+"""What an A2A-over-MQTT agent prints as it comes up, read off the events recorded of it
+(their JSON form): its MQTT 5 session — as it reported it, or, for an agent not written
+here, the CONNECT its wire tap saw — and its subscriptions acknowledged (a responder's
+request topics, a requester's reply topic: its `executors_registered`); its store where it
+reports one. A live deployment waits for the two before the run starts. No I/O."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 
 from bench.core.startup import last
 
-#: how many lines an agent that came up prints
-LINES = 3
+#: how many lines an agent that came up prints at least (its session and its subscriptions)
+LINES = 2
 
 
 def startup_lines(events: Sequence[Mapping[str, Any]], node: str) -> list[str]:
@@ -25,6 +26,14 @@ def startup_lines(events: Sequence[Mapping[str, Any]], node: str) -> list[str]:
         lines.append(f"[a2a] connected: clientId={conn['clientId']}, "
                      f"sessionExpiry={conn.get('sessionExpiryS')}s, "
                      f"sessionPresent={conn['sessionPresent']}")
+    else:
+        tapped = [e for e in events if e["node"] == node and e["kind"] == "wire"
+                  and e.get("packet") == "CONNECT" and e.get("direction") == "out"]
+        if tapped:
+            c = tapped[-1]
+            lines.append(f"[a2a] connected (seen on the wire): clientId={c.get('clientId')}, "
+                         f"MQTT {c.get('mqtt') or '3.1.1'}, cleanStart={c.get('cleanSession')}, "
+                         f"sessionExpiry={c.get('sessionExpiryS')}s")
     if ready:
         role = f"agents {ready['agents']}" if ready["agents"] else "requester"
         lines.append(f"[a2a] subscribed {ready['subscribed']} ({role}, nodeId={node})")

@@ -108,6 +108,8 @@ def _envelope(wire: Wire, topic: str, payload: bytes) -> Wire:
         env = json.loads(payload)
     except ValueError:
         env = None
+    if isinstance(env, dict) and env.get("jsonrpc") == "2.0":
+        return _rpc(wire, env)
     if not isinstance(env, dict) or "directory" in topic.split("/")[1:-1]:
         return wire   # an announcement, or not an envelope
     headers: dict[str, Any] = env["headers"] if isinstance(env.get("headers"), dict) else {}
@@ -120,6 +122,36 @@ def _envelope(wire: Wire, topic: str, payload: bytes) -> Wire:
                    reply_node_id=_text(headers, "replyNodeId"),
                    origin_node_id=_text(headers, "originNodeId"), status=_text(body, "status"),
                    stream=_text(body, "stream"), stream_seq=_int(body, "seq"))
+
+
+def _rpc(wire: Wire, body: dict[str, Any]) -> Wire:
+    """A JSON-RPC 2.0 PUBLISH (the A2A-over-MQTT profile's), read here on its own, never
+    with an agent's code: a request's method and the Task.id it names (params.message.taskId,
+    or params.id), an error reply's code, a result's or stream item's Task.id and state."""
+    def obj(d: Any, *keys: str) -> Any:
+        for k in keys:
+            d = d.get(k) if isinstance(d, dict) else None
+        return d
+
+    def text(value: Any) -> str | None:
+        return value if isinstance(value, str) else None
+    method = text(body.get("method"))
+    if method is not None:
+        return replace(wire, rpc_method=method, task_id=text(obj(body, "params", "message",
+                                                                  "taskId"))
+                       or text(obj(body, "params", "id")))
+    error = obj(body, "error", "code")
+    if error is not None:
+        return replace(wire, rpc_error=error if isinstance(error, int)
+                       and not isinstance(error, bool) else -1)
+    result = body.get("result")
+    for part in ("statusUpdate", "artifactUpdate"):
+        item = obj(result, part)
+        if isinstance(item, dict):
+            return replace(wire, task_id=text(item.get("taskId")),
+                           task_state=text(obj(item, "status", "state")))
+    return replace(wire, task_id=text(obj(result, "id")),
+                   task_state=text(obj(result, "status", "state")))
 
 
 def _read5(packet: bytes, direction: str) -> Wire | None:

@@ -1,0 +1,172 @@
+"""An A2A-over-MQTT responder written outside the bench, on paho-mqtt's MQTT 5 client, from
+the profile's spec and the bench's agent contract (docs/profiles/own-agent.md) alone: it
+imports nothing of the bench. The bench starts it as a node process:
+
+    a2a-bench run a2a_restart --node-command "responder=python examples/a2a-responder/responder.py"
+
+It keeps what the profile asks of a responder: a persistent session (clean start 0 and a
+Session Expiry Interval), its retained card online after its SUBACK and offline by its will,
+a durable Task.id table (a line per change, fsynced before the request is acknowledged), a
+retry of a Task.id it has answered from that table and not run again, a JSON-RPC error for a
+request it cannot serve. Its agent is the bench's: it says `agent_called` and waits for the
+bench's `task_finished` line. `--bug memory-dedup` keeps the Task.id table in memory only:
+after a restart a retry runs its task a second time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+            "TASK_STATE_REJECTED"}
+spec = json.loads(sys.stdin.readline())
+node, a2a = spec["node"], spec["node"]["a2a"]
+ME, AGENT, UNIT, ORG = node["node_id"], node["agents"][0], node["namespace"], a2a["org"]
+REQUEST = f"$a2a/v1/request/{ORG}/{UNIT}/{AGENT}"
+CARD = f"$a2a/v1/discovery/{ORG}/{UNIT}/{AGENT}"
+IN_MEMORY = "--bug" in sys.argv and "memory-dedup" in sys.argv
+TABLE = os.path.join(spec["data_dir"], "tasks.jsonl")
+out_lock = threading.Lock()
+lock = threading.Lock()           # paho's thread takes requests, the main one the agent's lines
+tasks: dict[str, dict] = {}       # Task.id -> {state, context, result, watchers: [[topic, corr]]}
+
+
+def say(kind: str, **fields: object) -> None:
+    """One line of the node-process protocol on stdout."""
+    with out_lock:
+        print(json.dumps({"node": ME, "kind": kind, "fields": fields,
+                          "tMs": int((time.time() - spec["t0"]) * 1000)}), flush=True)
+
+
+def keep(task_id: str) -> None:
+    """The task's new state on disk before anything depends on it."""
+    if IN_MEMORY:
+        return
+    with open(TABLE, "a") as fh:
+        fh.write(json.dumps({"id": task_id, **tasks[task_id]}) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def props(corr: bytes | None, card: str | None = None) -> Properties:
+    p = Properties(PacketTypes.PUBLISH)
+    if corr is not None:
+        p.CorrelationData = corr
+    if card is not None:
+        p.UserProperty = [("a2a-status", card), ("a2a-status-source", "agent")]
+    return p
+
+
+def reply(topic: str, corr: bytes | None, body: dict) -> None:
+    client.publish(topic, json.dumps({"jsonrpc": "2.0", **body}), qos=1, properties=props(corr))
+
+
+def answer(task_id: str, topic: str, corr: bytes | None, rpc_id: object) -> None:
+    t = tasks[task_id]
+    task = {"id": task_id, "contextId": t["context"], "status": {"state": t["state"]}}
+    if t["result"] is not None:
+        task["artifacts"] = [{"artifactId": f"{task_id}:result", "parts": [{"text": t["result"]}]}]
+    reply(topic, corr, {"id": rpc_id, "result": task})
+
+
+def on_message(c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:
+    with lock:
+        take(c, m)
+
+
+def take(c: mqtt.Client, m: mqtt.MQTTMessage) -> None:
+    topic = getattr(m.properties, "ResponseTopic", None)
+    corr = getattr(m.properties, "CorrelationData", None)
+    try:
+        if topic is None:
+            return                                    # no reply path: dropped
+        try:
+            req = json.loads(m.payload)
+            rpc_id, msg = req["id"], req["params"]["message"]
+            task_id, context = msg["taskId"], msg.get("contextId")
+            uuid.UUID(task_id, version=4)
+            assert req.get("method") == "SendMessage" and corr is not None
+        except (ValueError, KeyError, TypeError, AssertionError):
+            reply(topic, corr, {"id": None, "error": {"code": -32602, "message": "invalid"}})
+            return
+        if task_id in tasks:                          # a retry: its state, nothing runs again
+            t = tasks[task_id]
+            if t["state"] not in TERMINAL:
+                t["watchers"].append([topic, corr.hex(), rpc_id])
+                keep(task_id)
+            answer(task_id, topic, corr, rpc_id)
+            return
+        tasks[task_id] = {"state": "TASK_STATE_WORKING", "context": context, "result": None,
+                          "watchers": [[topic, corr.hex(), rpc_id]]}
+        keep(task_id)
+        say("task_executed", taskId=task_id, agentId=AGENT, conversationId=context,
+            messageId=corr.hex())
+        say("agent_called", taskId=task_id, agentId=AGENT, conversationId=context)
+    finally:
+        c.ack(m.mid, m.qos)                           # only once the table is on disk
+
+
+def finished(op: dict) -> None:
+    t = tasks.get(op["task_id"])
+    if t is None or t["state"] in TERMINAL:
+        return
+    t["state"] = "TASK_STATE_COMPLETED" if op["ok"] else "TASK_STATE_FAILED"
+    t["result"] = json.dumps(op["result"]) if op["ok"] else None
+    keep(op["task_id"])
+    for topic, corr, rpc_id in t["watchers"]:
+        answer(op["task_id"], topic, bytes.fromhex(corr), rpc_id)
+
+
+def on_subscribe(c: mqtt.Client, _u: object, _mid: int, _codes: object, _p: object) -> None:
+    c.publish(CARD, json.dumps({"name": AGENT}), qos=1, retain=True, properties=props(None, "online"))
+    say("executors_registered", registered=1, expected=1, agents=[AGENT], subscribed=[REQUEST])
+
+
+os.makedirs(spec["data_dir"], exist_ok=True)
+if not IN_MEMORY and os.path.exists(TABLE):          # what the last process kept
+    with open(TABLE) as fh:
+        for line in fh:
+            row = json.loads(line)
+            tasks[row.pop("id")] = row
+for task_id, t in tasks.items():                     # its work died with that process
+    if t["state"] not in TERMINAL:
+        t["state"] = "TASK_STATE_FAILED"
+        keep(task_id)
+client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=node["client_id"] or ME,
+                     protocol=mqtt.MQTTv5, manual_ack=True)
+will = Properties(PacketTypes.WILLMESSAGE)
+will.UserProperty = [("a2a-status", "offline"), ("a2a-status-source", "lwt")]
+client.will_set(CARD, json.dumps({"name": AGENT}), qos=1, retain=True, properties=will)
+client.on_message = on_message
+client.on_subscribe = on_subscribe
+client.on_connect = lambda c, _u, _f, _rc, _p: c.subscribe(REQUEST, qos=1)
+expiry = Properties(PacketTypes.CONNECT)
+expiry.SessionExpiryInterval = 600
+client.connect(spec["broker"][0], spec["broker"][1], keepalive=5, clean_start=False,
+               properties=expiry)
+for task_id, t in tasks.items():                     # the interrupted ones told, once connected
+    if t["state"] == "TASK_STATE_FAILED" and t["watchers"]:
+        for topic, corr, rpc_id in t["watchers"]:
+            answer(task_id, topic, bytes.fromhex(corr), rpc_id)
+        t["watchers"] = []
+        keep(task_id)
+client.loop_start()
+for raw in sys.stdin:                                # the bench's lines: its agent, and stop
+    op = json.loads(raw)
+    if op.get("op") == "stop":
+        break
+    if op.get("op") == "task_finished":
+        with lock:
+            finished(op)
+client.disconnect()
+client.loop_stop()
