@@ -12,6 +12,13 @@ A2A's TCK gives for HTTP, here for MQTT.
 
 The verdicts judge the whole mesh, the reference orchestrator included; a counterexample
 names the node it is about.
+
+`--profile a2a-mqtt` does the same for an A2A-over-MQTT responder (CMD as every responder,
+the reference requester in front, on Mosquitto): one row per clause of the profile's table
+(docs/profiles/a2a-mqtt.md) that binds a responder, grouped MUST / SHOULD / MAY as A2A's TCK
+groups requirements; a clause no rule of the bench observes yet says so, apart from one a
+rule judges that the runs never exercised, and apart from an Extended clause the agent
+declares it leaves out (`--core`).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.checks import NOT_APPLICABLE, NOTHING, Verdict
+from bench.profiles.a2a_mqtt import clauses
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import Options
@@ -138,6 +146,65 @@ RULES: tuple[ProtocolRule, ...] = (
 )
 
 
+#: The A2A-over-MQTT profile's suite, CMD as every responder: (scenario, seconds, what)
+A2A_SUITE: tuple[tuple[str, float, str], ...] = (
+    ("a2a_quickstart", 6, "requests and replies, nothing breaking"),
+    ("a2a_restart", 30, "a SIGKILL mid-task for 20 s: retries under the same Task.id"),
+    ("a2a_tampered", 20, "Correlation Data stripped and altered on the way"),
+    ("a2a_pool", 6, "a shared-subscription pool (Extended)"),
+)
+
+#: The responder's clauses each judged by rules of the bench, and the runs that put it there
+A2A_RULES: tuple[ProtocolRule, ...] = (
+    ProtocolRule("A2M-SESS-1, A2M-SESS-5", "MQTT 5; a session that outlives the connection",
+                 ("a2a_session.connects_with_a_persistent_session",),
+                 ("a2a_quickstart", "a2a_restart")),
+    ProtocolRule("A2M-SESS-3", "the client id is {org}/{unit}/{agent}",
+                 ("a2a_session.connects_as_org_unit_agent",), ("a2a_quickstart",)),
+    ProtocolRule("A2M-DISC-1, A2M-PRES-1, A2M-PRES-2",
+                 "the card retained at QoS 1, online; the Last Will on it",
+                 ("a2a_session.announces_its_card_with_a_will",), ("a2a_quickstart",)),
+    ProtocolRule("A2M-RETRY-3, A2M-DUP-1",
+                 "a Task.id runs once, across retries, redeliveries and restarts",
+                 ("duplicate_execution.executed_once",), ("a2a_quickstart", "a2a_restart")),
+    ProtocolRule("A2M-RR-3, A2M-ERR-1",
+                 "replies on the request's Response Topic with its Correlation Data",
+                 ("a2a_replies.replies_answer_a_request",),
+                 ("a2a_quickstart", "a2a_restart", "a2a_tampered")),
+    ProtocolRule("A2M-RSP-1", "subscribes its direct request topic",
+                 ("a2a_session.subscribes_its_request_topic",), ("a2a_quickstart",)),
+    ProtocolRule("A2M-RR-6", "every reply of a task echoes the requester's Task.id",
+                 ("a2a_replies.replies_echo_the_task_id",), ("a2a_quickstart", "a2a_restart")),
+    ProtocolRule("A2M-STREAM-2, A2M-STREAM-3", "nothing follows a correlation's final answer",
+                 ("a2a_replies.nothing_after_the_final_answer",),
+                 ("a2a_quickstart", "a2a_restart")),
+    ProtocolRule("A2M-RSP-2", "a request without Correlation Data is refused, never run",
+                 ("a2a_replies.refused_requests_run_nothing",), ("a2a_tampered",)),
+    ProtocolRule("A2M-RSP-5", "a reply to a pooled request names its responder",
+                 ("a2a_pools.pooled_replies_name_their_responder",), ("a2a_pool",)),
+)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What conform holds a command to: the seed protocol's rules (CMD as its executors) or
+    the A2A-over-MQTT profile's (CMD as its responders)."""
+
+    name: str
+    role: str                 # the topology role CMD plays
+    suite: tuple[tuple[str, float, str], ...]
+    rules: tuple[ProtocolRule, ...]
+    broker: str               # the embedded broker it runs on by default
+
+
+PROFILES = {p.name: p for p in (
+    Profile("seed", "executor", SUITE, RULES, "amqtt"),
+    Profile("a2a-mqtt", "responder", A2A_SUITE, A2A_RULES, "mosquitto"),
+)}
+#: whom a clause of the profile binds that a responder must keep
+RESPONDER_BINDS = (clauses.Role.RESPONDER, clauses.Role.AGENT, clauses.Role.POOL)
+
+
 @dataclass
 class Row:
     rule: ProtocolRule
@@ -149,21 +216,29 @@ class Row:
         """UNKNOWN only because the node declares it leaves that part out."""
         return self.status == "UNKNOWN" and NOT_APPLICABLE in self.evidence
 
+    @property
+    def level(self) -> str | None:
+        """The RFC 2119 level of the profile clause the row is about (None: a seed rule)."""
+        first = self.rule.ids.split(",")[0].strip()
+        return clauses.BY_ID[first].level.value if first in clauses.BY_ID else None
+
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule.ids, "what": self.rule.what, "status": self.status,
-                "evidence": self.evidence, "judgedBy": list(self.rule.judged_by)}
+                "evidence": self.evidence, "judgedBy": list(self.rule.judged_by),
+                **({"level": self.level} if self.level else {})}
 
 
 def _vacuous(v: Verdict) -> bool:
     return v.note.startswith((NOTHING, NOT_APPLICABLE))
 
 
-def judge_rules(runs: dict[str, list[Verdict]]) -> list[Row]:
+def judge_rules(runs: dict[str, list[Verdict]],
+                rules: tuple[ProtocolRule, ...] = RULES) -> list[Row]:
     """One row per protocol rule, from the verdicts of the runs of the suite: FAIL on a
     violation of one of its checker rules in any run; PASS when every run of its `where`
     judged it without one; else UNKNOWN, saying which run did not."""
     rows = []
-    for rule in RULES:
+    for rule in rules:
         failed: list[str] = []
         missing: list[str] = []
         for scenario, verdicts in runs.items():
@@ -206,14 +281,40 @@ def _judged(rule: ProtocolRule, scenario: str, verdicts: list[Verdict]) -> str:
     return "PASS" if judged else why_not
 
 
-def conform(command: tuple[str, ...], out: Path, broker: str = "amqtt",
+def clause_rows(rows: list[Row], core_only: bool = False) -> list[Row]:
+    """The profile's report: its judged rows, then one row per clause binding a responder
+    that no rule of the bench judges yet; an Extended clause not applicable when the agent
+    declares core conformance only; in the table's order of levels."""
+    judged = {i.strip() for r in rows for i in r.rule.ids.split(",")}
+    out = []
+    for r in rows:
+        first = clauses.BY_ID[r.rule.ids.split(",")[0].strip()]
+        if core_only and first.conformance is clauses.Conformance.EXTENDED:
+            r = Row(r.rule, "UNKNOWN", f"{NOT_APPLICABLE}declared core conformance only "
+                                       f"(--core); {first.id} is Extended")
+        out.append(r)
+    for c in clauses.CLAUSES:
+        if c.id in judged or c.role not in RESPONDER_BINDS:
+            continue
+        why = f"{NOT_APPLICABLE}declared core conformance only (--core)" \
+            if core_only and c.conformance is clauses.Conformance.EXTENDED \
+            else "not judged: no rule of the bench observes it yet"
+        out.append(Row(ProtocolRule(c.id, c.text, (), ()), "UNKNOWN", why))
+    order = list(clauses.Level)
+    return sorted(out, key=lambda r: order.index(clauses.Level(r.level or "MUST")))
+
+
+def conform(command: tuple[str, ...], out: Path, broker: str | None = None,
             say: Callable[[str], None] = print,
-            suite: tuple[tuple[str, float, str], ...] = SUITE) -> list[Row]:
-    """Run the suite with `command` as every executor; the rows of the report."""
+            suite: tuple[tuple[str, float, str], ...] | None = None,
+            profile: str = "seed", core_only: bool = False) -> list[Row]:
+    """Run the profile's suite with `command` in its role; the rows of the report."""
+    p = PROFILES[profile]
+    broker = broker or p.broker
     runs: dict[str, list[Verdict]] = {}
-    for name, seconds, what in suite:
+    for name, seconds, what in suite or p.suite:
         scenario = load_scenario(SCENARIOS / f"{name}.toml").squeezed(seconds) \
-            .with_node_command("executor", command)
+            .with_node_command(p.role, command)
         t0 = time.perf_counter()
         result = run_scenario(scenario, REFERENCE, out / name, mode="live",
                               options=Options(broker=broker))
@@ -221,19 +322,27 @@ def conform(command: tuple[str, ...], out: Path, broker: str = "amqtt",
         off = [v.name for v in result.verdicts if v.value.value == "false"]
         say(f"  {name:<20} {time.perf_counter() - t0:5.1f} s  {what}"
             + (f"  FALSE: {', '.join(off)}" if off else ""))
-    rows = judge_rules(runs)
+    rows = judge_rules(runs, p.rules)
+    if profile != "seed":
+        rows = clause_rows(rows, core_only)
     (out / "conform.json").write_text(json.dumps(
-        {"command": list(command), "broker": broker, "suite": [s for s, _t, _w in suite],
+        {"command": list(command), "profile": profile, "broker": broker,
+         "suite": [s for s, _t, _w in suite or p.suite],
          "rules": [r.to_json() for r in rows]}, indent=2) + "\n")
     return rows
 
 
 def render(rows: list[Row], width: int = 100) -> str:
-    lines = [f"{'rule':<26} {'status':<8} evidence"]
+    w = max([26, *(len(r.rule.ids) + 1 for r in rows)])
+    lines = [f"{'rule':<{w}} {'status':<8} evidence"]
+    level = None
     for r in rows:
+        if r.level is not None and r.level != level:
+            level = r.level
+            lines.append(f"-- {level}")
         evidence = r.evidence if len(r.evidence) <= width else r.evidence[:width - 1] + "…"
-        lines.append(f"{r.rule.ids:<26} {r.status:<8} {r.rule.what}")
-        lines.append(f"{'':<26} {'':<8} {evidence}")
+        lines.append(f"{r.rule.ids:<{w}} {r.status:<8} {r.rule.what}")
+        lines.append(f"{'':<{w}} {'':<8} {evidence}")
     counts = {s: sum(r.status == s for r in rows) for s in ("PASS", "FAIL", "UNKNOWN")}
     lines.append(f"{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['UNKNOWN']} UNKNOWN "
                  f"of {len(rows)} rules")

@@ -86,7 +86,7 @@ LAYERS = {
     "run": {"core", "checks", "faults", "history", "loop", "metrics", "report", "spec", "substrates",
             "variants", "workload", "run"},
     # conform runs scenarios as `run` would and reads only their verdicts
-    "conform": {"checks", "run", "spec", "substrates", "variants", "conform"},
+    "conform": {"checks", "profiles", "run", "spec", "substrates", "variants", "conform"},
 }
 
 

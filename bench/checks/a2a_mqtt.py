@@ -9,6 +9,7 @@ ends, the retry profile is kept, every reply answers a request that was sent, on
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -91,7 +92,8 @@ class Answer:
     topic: str
     correlation: str | None
     kind: str           # RESULT, ERROR, STATUS, ARTIFACT; "REPLY" off the wire
-    final: bool         # an error, or a state that ends the correlation's stream
+    final: bool         # an error, or a state that ends the correlation's stream (a Task
+                        # still WORKING answers a retry and does not end it)
     task_id: str | None
     event: Event
 
@@ -131,8 +133,8 @@ def answers(h: History) -> list[Answer]:
     own = _recorders(h)
     out: list[tuple[int, Answer]] = [
         (r.seq, Answer(r.node, r.t_ms, r.topic, r.correlation, r.reply.value,
-                       r.reply is ReplyKind.ERROR or r.reply is ReplyKind.RESULT
-                       or r.state in FINAL_STATES, r.task_id, r))
+                       r.reply is ReplyKind.ERROR or r.state in FINAL_STATES
+                       or (r.reply is ReplyKind.RESULT and r.state is None), r.task_id, r))
         for r in h.of(A2mReplied)]
     for w in h.of(Wire):
         topic = w.topic or ""
@@ -310,6 +312,53 @@ def _tampering(h: History, prop: str, action: str) -> dict[str, list[tuple[float
     return out
 
 
+@rule("A2M-RR-6: every reply and stream item of a task echoes the requester's Task.id")
+def replies_echo_the_task_id(h: History, c: Collector) -> None:
+    """A result, status or artifact a responder sent for a request that named a Task.id
+    carries that Task.id, not one of its own making: the requester tracks the task by it
+    (and retries under it). An error may name none."""
+    asked: dict[tuple[str, str | None], str] = {}
+    for t in intake(h):
+        if t.task_id is not None and t.correlation is not None:
+            asked.setdefault((t.node, t.correlation), t.task_id)
+    for a in answers(h):
+        want = asked.get((a.node, a.correlation))
+        if want is None or a.kind == "ERROR":
+            continue
+        c.count("answers_of_a_task")
+        if a.task_id != want:
+            c.violation(f"{a.node} answered a request for task {want} with Task.id "
+                        f"{a.task_id!r}", a.event)
+
+
+@rule("A2M-STREAM-2, A2M-STREAM-3: nothing follows a correlation's final answer")
+def nothing_after_the_final_answer(h: History, c: Collector) -> None:
+    """Once a responder sent a correlation its final answer (a terminal state, an
+    input-required, an error), it sends that correlation nothing more — unless the request
+    came to it again (a QoS1 redelivery of the same PUBLISH): then it may answer again."""
+    events: list[tuple[int, str, Took | Answer]] = []
+    for t in intake(h):
+        events.append((t.event.seq, "took", t))
+    for a in answers(h):
+        events.append((a.event.seq, "answer", a))
+    closed: dict[tuple[str, str | None], Answer] = {}
+    for _seq, what, x in sorted(events, key=lambda e: e[0]):
+        if x.correlation is None:
+            continue      # no correlation to end (replies_answer_a_request judges those)
+        key = (x.node, x.correlation)
+        if what == "took":
+            closed.pop(key, None)
+            continue
+        assert isinstance(x, Answer)
+        final = closed.get(key)
+        if final is not None:
+            c.violation(f"{x.node} sent correlation {x.correlation} a {x.kind} after its "
+                        f"final {final.kind}", final.event, x.event)
+        elif x.final:
+            c.count("correlations_ended")
+            closed[key] = x
+
+
 @rule("A2M-RETRY-4, A2M-REQ-2: a requester gives up only on a request nobody answered")
 def no_answer_lost(h: History, c: Collector) -> None:
     """An operation that ended NO_REPLY got no reply because none came: no responder
@@ -318,7 +367,8 @@ def no_answer_lost(h: History, c: Collector) -> None:
     down, while the answer travelled)."""
     replied: dict[str, Answer] = {}
     for r in answers(h):
-        if r.correlation is not None and r.final:
+        # a result (a Task, finished or not) or an error; off the wire, a final answer
+        if r.correlation is not None and (r.final or r.kind in ("RESULT", "ERROR")):
             replied.setdefault(r.correlation, r)
     attempts: dict[tuple[str, str], list[A2mAttempt]] = defaultdict(list)
     for a in h.of(A2mAttempt):
@@ -486,6 +536,120 @@ def expired_requests_not_delivered(h: History, c: Collector) -> None:
                         f"{a.expiry_s} s", a, got.event)
 
 
+# -- an agent's session and presence, from its wire tap --------------------------------------------
+#: A2M-SESS-3's client id, read here on its own: three A2M-ID-1 identifiers (a run isolated on
+#: a shared broker appends "-<run id>" to the last, which keeps it one identifier)
+CLIENT_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+def _tapped(h: History) -> dict[str, list[Wire]]:
+    """Each node behind a wire tap -> the packets the tap saw cross its connection."""
+    out: dict[str, list[Wire]] = defaultdict(list)
+    for w in h.of(Wire):
+        out[w.node].append(w)
+    return out
+
+
+def _user(w: Wire, key: str) -> str | None:
+    """The last value of User Property `key` on a tapped PUBLISH."""
+    found = None
+    pairs = _props(w).get("userProperties")
+    for pair in pairs if isinstance(pairs, list) else []:
+        if isinstance(pair, list) and len(pair) == 2 and pair[0] == key:
+            found = pair[1]
+    return found if isinstance(found, str) else None
+
+
+def _responders(tapped: dict[str, list[Wire]]) -> set[str]:
+    """The tapped nodes that subscribed a request topic of the profile: responders."""
+    return {n for n, ws in tapped.items() if any(
+        f.startswith(REQUEST_PREFIX) or (f.startswith("$share/") and REQUEST_PREFIX in f)
+        for w in ws if w.packet == "SUBSCRIBE" for f in (w.filters or ()))}
+
+
+@rule("A2M-SESS-1, A2M-SESS-5: MQTT 5, and a session that outlives a connection (clean start "
+      "0, a Session Expiry Interval above 0)")
+def connects_with_a_persistent_session(h: History, c: Collector) -> None:
+    """Every CONNECT a tapped agent sent speaks MQTT 5, asks to resume its session (clean
+    start 0) and gives it a Session Expiry Interval above 0: with clean start 1, or an
+    expiry of 0, what the broker queued for it while it was away — requests, replies — is
+    gone when it comes back."""
+    for node, ws in sorted(_tapped(h).items()):
+        for w in ws:
+            if w.packet != "CONNECT" or w.direction != "out":
+                continue
+            c.count("connects")
+            if w.mqtt != "5":
+                c.violation(f"{node} connected with MQTT {w.mqtt or '3.1.1'}, not 5", w)
+            elif w.clean_session or not w.session_expiry_s:
+                c.violation(f"{node} connected with clean start {int(bool(w.clean_session))} "
+                            f"and a Session Expiry Interval of {w.session_expiry_s or 0} s: "
+                            "its session does not outlive the connection", w)
+
+
+@rule("A2M-RSP-1: a responder subscribes its direct request topic")
+def subscribes_its_request_topic(h: History, c: Collector) -> None:
+    """A tapped responder's SUBSCRIBE names `$a2a/v1/request/{org}/{unit}/{agent}` for the
+    org, unit and agent of its client id: a responder only in a pool, or under another
+    agent's topic, cannot be asked directly (a pooled task's follow-ups go there)."""
+    tapped = _tapped(h)
+    for node in sorted(_responders(tapped)):
+        ws = tapped[node]
+        c.count("responders_subscribed")
+        ids = [w.client_id or "" for w in ws if w.packet == "CONNECT" and w.direction == "out"]
+        parts = ids[-1].split("/") if ids else []
+        if len(parts) != 3:
+            continue          # connects_as_org_unit_agent says so
+        org, unit, agent = parts
+        # a run isolated on a shared broker appends "-<run id>" to the client id
+        want = {f"{REQUEST_PREFIX}{org}/{unit}/{a}" for a in (agent, agent.rsplit("-", 1)[0])}
+        filters = {f for w in ws if w.packet == "SUBSCRIBE" for f in (w.filters or ())}
+        if not filters & want:
+            c.violation(f"{node} ({ids[-1]}) never subscribed its request topic "
+                        f"{sorted(want)[0]!r}; it subscribed {sorted(filters)}", ws[0])
+
+
+@rule("A2M-SESS-3: the client id is {org_id}/{unit_id}/{agent_id}")
+def connects_as_org_unit_agent(h: History, c: Collector) -> None:
+    """Every CONNECT a tapped agent sent names it {org}/{unit}/{agent}: the broker's ACLs
+    and the other agents find it by that id, and two agents never share one."""
+    for node, ws in sorted(_tapped(h).items()):
+        for w in ws:
+            if w.packet == "CONNECT" and w.direction == "out":
+                c.count("client_ids")
+                if not CLIENT_ID.match(w.client_id or ""):
+                    c.violation(f"{node} connected as {w.client_id!r}, not "
+                                "{org}/{unit}/{agent}", w)
+
+
+@rule("A2M-DISC-1, A2M-PRES-1, A2M-PRES-2: a responder's card is retained at QoS 1, online "
+      "once it serves, and its Last Will is the card on the same topic")
+def announces_its_card_with_a_will(h: History, c: Collector) -> None:
+    """A tapped responder's CONNECT carries a will on a discovery topic; once subscribed it
+    publishes its card there retained, at QoS 1, with a2a-status=online. A responder that
+    never says it is online is invisible to discovery; one without a will stays 'online'
+    after it died."""
+    tapped = _tapped(h)
+    for node in sorted(_responders(tapped)):
+        ws = tapped[node]
+        c.count("responders")
+        wills = [w for w in ws if w.packet == "CONNECT" and w.direction == "out"]
+        for w in wills:
+            if not (w.will_topic or "").startswith(DISCOVERY_PREFIX):
+                c.violation(f"{node} connected with no will on its discovery topic "
+                            f"(will: {w.will_topic!r})", w)
+        cards = [w for w in ws if w.packet == "PUBLISH" and w.direction == "out"
+                 and (w.topic or "").startswith(DISCOVERY_PREFIX)]
+        online = [w for w in cards if _user(w, "a2a-status") == "online"]
+        if not online:
+            c.violation(f"{node} served requests and never published its card online", *wills[:1])
+            continue
+        for w in online:
+            if not w.retain or w.qos != 1:
+                c.violation(f"{node} published its card online with retain={w.retain}, "
+                            f"QoS {w.qos} (retained, QoS 1)", w)
+
+
 def _no_pool(h: History) -> str | None:
     pooled = {(a.node, a.op_id) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
     if not pooled:
@@ -507,6 +671,13 @@ def _no_intake(h: History) -> str | None:
     return "no responder took a request in or answered one"
 
 
+def _untapped(h: History) -> str | None:
+    if h.of(Wire):
+        return None
+    return ("no agent was behind a wire tap (agents started by --node-command are; "
+            "--wire-tap taps every agent)")
+
+
 def _no_operation(h: History) -> str | None:
     if h.of(A2mAttempt):
         return None
@@ -524,7 +695,8 @@ A2A_REQUESTS = Checker(
 A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "
     "sent, on its Response Topic, with its Correlation Data; refused input runs nothing.",
-    (replies_answer_a_request, refused_requests_run_nothing), _no_intake,
+    (replies_answer_a_request, replies_echo_the_task_id, nothing_after_the_final_answer,
+     refused_requests_run_nothing), _no_intake,
     protocols=frozenset({A2A_MQTT}))
 
 A2A_POOLS = Checker(
@@ -539,4 +711,12 @@ A2A_BROKER = Checker(
     (pooled_requests_reach_the_pool, pooled_requests_reach_one_member,
      expired_requests_not_delivered), _no_broker_promise, protocols=frozenset({A2A_MQTT}))
 
-CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_BROKER)
+A2A_SESSION = Checker(
+    "a2a_session", "A2A over MQTT, an agent's session and presence as its wire shows them: "
+    "MQTT 5 with a session that outlives its connection, the client id {org}/{unit}/{agent}, "
+    "a responder's card retained online with a will on it.",
+    (connects_with_a_persistent_session, connects_as_org_unit_agent,
+     subscribes_its_request_topic, announces_its_card_with_a_will), _untapped, needs="wire",
+    protocols=frozenset({A2A_MQTT}))
+
+CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_BROKER, A2A_SESSION)

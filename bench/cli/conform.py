@@ -1,4 +1,5 @@
-"""`conform`: anyone's node judged against docs/PROTOCOL.md, rule by rule."""
+"""`conform`: anyone's node judged against docs/PROTOCOL.md, rule by rule; with
+`--profile a2a-mqtt`, anyone's A2A-over-MQTT responder against the profile's clauses."""
 from __future__ import annotations
 
 import argparse
@@ -31,13 +32,31 @@ def add_conform(sub: Sub) -> None:
                     "forged input, QoS1 redelivery, a restart, a missing replyNodeId, an emptied\n"
                     "roster), then print each rule of docs/PROTOCOL.md as PASS, FAIL or UNKNOWN\n"
                     "with its evidence. Exit 0 all PASS (or UNKNOWN only where the node declares\n"
-                    "it leaves that part out), 1 some FAIL, 2 some other UNKNOWN. About 2 minutes.",
+                    "it leaves that part out), 1 some FAIL, 2 some other UNKNOWN. About 2 minutes.\n"
+                    "\n"
+                    "--profile a2a-mqtt: CMD as every responder of an A2A-over-MQTT pair, the\n"
+                    "reference requester in front, on Mosquitto, through four runs (requests, a\n"
+                    "20 s SIGKILL, Correlation Data tampered with, a pool); one row per clause of\n"
+                    "docs/profiles/a2a-mqtt.md that binds a responder, grouped MUST / SHOULD /\n"
+                    "MAY. The agent contract: docs/profiles/own-agent.md. About 2 minutes.",
         epilog="example: a2a-bench conform ./my-node\n"
-               "         a2a-bench conform './my-node --verbose'   (one argument: quote it)",
+               "         a2a-bench conform './my-node --verbose'   (one argument: quote it)\n"
+               "         a2a-bench conform --profile a2a-mqtt 'python examples/a2a-responder/responder.py'\n"
+               "         a2a-bench conform --profile a2a-mqtt --level must --core ./my-agent",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     cf.add_argument("cmd", metavar="CMD", help="the node's command line (one argument; quote it)")
-    cf.add_argument("--broker", choices=["amqtt", "mosquitto"], default="amqtt",
-                    help="the embedded broker to run on (default: amqtt)")
+    cf.add_argument("--profile", choices=["seed", "a2a-mqtt"], default="seed",
+                    help="the protocol: the seed documents' (CMD as executors, default) or "
+                         "A2A over MQTT (CMD as responders)")
+    cf.add_argument("--broker", choices=["amqtt", "mosquitto"], default=None,
+                    help="the embedded broker to run on (default: amqtt; mosquitto for "
+                         "a2a-mqtt, which needs MQTT 5)")
+    cf.add_argument("--level", choices=["must", "should", "may"], default="may",
+                    help="a2a-mqtt: the clauses down to this level (must: MUST and MUST NOT "
+                         "only; default: every level)")
+    cf.add_argument("--core", action="store_true",
+                    help="a2a-mqtt: the agent declares core conformance only: Extended "
+                         "clauses (pools, handover, ...) are not applicable")
     cf.add_argument("--out", type=Path, default=None,
                     help="where the runs go (default: results/conform-<utc time>)")
     cf.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -45,9 +64,19 @@ def add_conform(sub: Sub) -> None:
 
 
 def _conform(args: argparse.Namespace) -> int:
-    from bench.conform import SUITE, conform, render
+    from bench.conform import PROFILES, conform, render
     argv = command_line(args.cmd, f"conform {args.cmd!r}")
     if argv is None:
+        return EXIT_INVALID
+    profile = PROFILES[args.profile]
+    broker = args.broker or profile.broker
+    if args.profile == "a2a-mqtt" and broker == "amqtt":
+        print("a2a-bench: conform --profile a2a-mqtt --broker amqtt: the profile speaks MQTT 5 "
+              "and amqtt 3.1.1 only; use --broker mosquitto", file=sys.stderr)
+        return EXIT_INVALID
+    if args.profile == "seed" and (args.level != "may" or args.core):
+        print("a2a-bench: conform: --level and --core are the a2a-mqtt profile's "
+              "(--profile a2a-mqtt)", file=sys.stderr)
         return EXIT_INVALID
     try:
         out = claim_named(args.out) if args.out else claim(Path("results"), f"conform-{utc_stamp()}")
@@ -55,9 +84,16 @@ def _conform(args: argparse.Namespace) -> int:
         print(f"a2a-bench: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if not args.json:
-        print(f"conform {shlex.join(argv)}: every executor of a star, beside the reference "
-              f"orchestrator, on {args.broker}; {len(SUITE)} short runs into {out}/")
-    rows = conform(argv, out, args.broker, say=(lambda line: None) if args.json else print)
+        where = "every executor of a star, beside the reference orchestrator" \
+            if args.profile == "seed" else \
+            "every responder of an A2A-over-MQTT pair, behind the reference requester"
+        print(f"conform {shlex.join(argv)}: {where}, on {broker}; {len(profile.suite)} short "
+              f"runs into {out}/")
+    rows = conform(argv, out, broker, say=(lambda line: None) if args.json else print,
+                   profile=args.profile, core_only=args.core)
+    levels = {"must": ("MUST", "MUST NOT"), "should": ("MUST", "MUST NOT", "SHOULD"),
+              "may": ("MUST", "MUST NOT", "SHOULD", "MAY")}[args.level]
+    rows = [r for r in rows if r.level is None or r.level in levels]
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=2))
     else:

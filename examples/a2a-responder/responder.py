@@ -9,8 +9,10 @@ Session Expiry Interval), its retained card online after its SUBACK and offline 
 a durable Task.id table (a line per change, fsynced before the request is acknowledged), a
 retry of a Task.id it has answered from that table and not run again, a JSON-RPC error for a
 request it cannot serve. Its agent is the bench's: it says `agent_called` and waits for the
-bench's `task_finished` line. `--bug memory-dedup` keeps the Task.id table in memory only:
-after a restart a retry runs its task a second time.
+bench's `task_finished` line. Bugs to show what the bench finds (`--bug NAME`, repeatable):
+`memory-dedup` keeps the Task.id table in memory only (after a restart a retry runs its task
+a second time); `clean-start` connects with clean start 1 and no session expiry (what the
+broker queued while it was away is lost); `no-card` never publishes its card online.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ node, a2a = spec["node"], spec["node"]["a2a"]
 ME, AGENT, UNIT, ORG = node["node_id"], node["agents"][0], node["namespace"], a2a["org"]
 REQUEST = f"$a2a/v1/request/{ORG}/{UNIT}/{AGENT}"
 CARD = f"$a2a/v1/discovery/{ORG}/{UNIT}/{AGENT}"
-IN_MEMORY = "--bug" in sys.argv and "memory-dedup" in sys.argv
+BUGS = {b for flag, b in zip(sys.argv, sys.argv[1:], strict=False) if flag == "--bug"}
+IN_MEMORY = "memory-dedup" in BUGS
 TABLE = os.path.join(spec["data_dir"], "tasks.jsonl")
 out_lock = threading.Lock()
 lock = threading.Lock()           # paho's thread takes requests, the main one the agent's lines
@@ -128,7 +131,9 @@ def finished(op: dict) -> None:
 
 
 def on_subscribe(c: mqtt.Client, _u: object, _mid: int, _codes: object, _p: object) -> None:
-    c.publish(CARD, json.dumps({"name": AGENT}), qos=1, retain=True, properties=props(None, "online"))
+    if "no-card" not in BUGS:
+        c.publish(CARD, json.dumps({"name": AGENT}), qos=1, retain=True,
+                  properties=props(None, "online"))
     say("executors_registered", registered=1, expected=1, agents=[AGENT], subscribed=[REQUEST])
 
 
@@ -151,9 +156,9 @@ client.on_message = on_message
 client.on_subscribe = on_subscribe
 client.on_connect = lambda c, _u, _f, _rc, _p: c.subscribe(REQUEST, qos=1)
 expiry = Properties(PacketTypes.CONNECT)
-expiry.SessionExpiryInterval = 600
-client.connect(spec["broker"][0], spec["broker"][1], keepalive=5, clean_start=False,
-               properties=expiry)
+expiry.SessionExpiryInterval = 0 if "clean-start" in BUGS else 600
+client.connect(spec["broker"][0], spec["broker"][1], keepalive=5,
+               clean_start="clean-start" in BUGS, properties=expiry)
 for task_id, t in tasks.items():                     # the interrupted ones told, once connected
     if t["state"] == "TASK_STATE_FAILED" and t["watchers"]:
         for topic, corr, rpc_id in t["watchers"]:

@@ -515,8 +515,10 @@ def renumbered(lines: Lines) -> Lines:
 def test_every_rule_has_a_recipe() -> None:
     """Here on simulated histories; the wire's rules on a live one (the simulator has no
     wire to tap), in tests/live/test_wire_tap.py."""
+    from tests.live.test_a2a_live import A2A_WIRE_MUTATIONS
     from tests.live.test_wire_tap import ATTACK_MUTATIONS, MUTATIONS
     wire = {rule for _mutate, rule in [*MUTATIONS.values(), *ATTACK_MUTATIONS.values()]}
+    wire |= {rule for _mutate, _checker, rule in A2A_WIRE_MUTATIONS.values()}
     assert set(RECIPES) | wire == set(OWNER)
 
 

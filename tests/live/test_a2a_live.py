@@ -10,6 +10,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,7 @@ def test_a_responder_killed_mid_task_keeps_every_rule_live_and_its_defect_is_cau
     if variant == "reference":
         assert verdicts == {"duplicate_execution": Value.TRUE, "a2a_requests": Value.TRUE,
                             "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN,
-                            "a2a_broker": Value.UNKNOWN}, \
+                            "a2a_broker": Value.UNKNOWN, "a2a_session": Value.UNKNOWN}, \
             [(v.name, v.counterexamples[:2], v.note) for v in result.verdicts]
     else:
         assert verdicts["duplicate_execution"] is Value.FALSE
@@ -190,3 +191,86 @@ def test_a_responder_written_elsewhere_is_judged_through_the_contract(
     mutated = checkers()["a2a_replies"](from_lines(lines))
     assert mutated.value is Value.FALSE
     assert "no request it took in had that reply path" in mutated.counterexamples[0]["why"]
+
+
+@pytest.fixture(scope="module")
+def agent_tapped(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """a2a_quickstart with examples/a2a-responder as both responders: judged from its wire."""
+    out = tmp_path_factory.mktemp("agent_tapped")
+    scenario = compressed("a2a_quickstart", 5).with_node_command("responder", EXAMPLE)
+    result = run_scenario(scenario, REFERENCE, out, mode="live",
+                          options=Options(broker="mosquitto"))
+    verdicts = _verdicts(result)
+    assert verdicts["a2a_session"] is Value.TRUE and verdicts["a2a_replies"] is Value.TRUE, \
+        [(v.name, v.counterexamples[:2]) for v in result.verdicts]
+    return [json.loads(line) for line in (out / "history.jsonl").open()]
+
+
+def _of(lines: list[dict[str, Any]], node: str, packet: str, direction: str,
+        prefix: str = "") -> list[dict[str, Any]]:
+    return [e for e in lines if e["kind"] == "wire" and e["node"] == node
+            and e["packet"] == packet and e["direction"] == direction
+            and (e.get("topic") or "").startswith(prefix)]
+
+
+def _clean_start(lines: list[dict[str, Any]]) -> None:
+    _of(lines, "tax-1", "CONNECT", "out")[0]["cleanSession"] = True
+
+
+def _bare_client_id(lines: list[dict[str, Any]]) -> None:
+    _of(lines, "tax-1", "CONNECT", "out")[0]["clientId"] = "tax-1"
+
+
+def _pool_only(lines: list[dict[str, Any]]) -> None:
+    for e in _of(lines, "tax-1", "SUBSCRIBE", "out"):
+        e["filters"] = ["$share/g/$a2a/v1/request/acme/billing/pool/p1"]
+
+
+def _no_card(lines: list[dict[str, Any]]) -> None:
+    cards = _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/discovery/")
+    lines[:] = [e for e in lines if e not in cards]
+
+
+def _own_task_id(lines: list[dict[str, Any]]) -> None:
+    _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/reply/")[0]["taskId"] = "made-up"
+
+
+def _answered_twice(lines: list[dict[str, Any]]) -> None:
+    """A final reply sent again on the same correlation, with nothing asked again."""
+    again = dict(_of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/reply/")[0])
+    lines.insert(len(lines) - 1, {**again, "tMs": lines[-1]["tMs"]})
+
+
+#: the profile's wire rules, each shown FALSE on the real history mutated as a bug would
+A2A_WIRE_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str, str]] = {
+    "clean start": (_clean_start, "a2a_session", "connects_with_a_persistent_session"),
+    "a bare client id": (_bare_client_id, "a2a_session", "connects_as_org_unit_agent"),
+    "only in a pool": (_pool_only, "a2a_session", "subscribes_its_request_topic"),
+    "no card": (_no_card, "a2a_session", "announces_its_card_with_a_will"),
+    "a Task.id of its own": (_own_task_id, "a2a_replies", "replies_echo_the_task_id"),
+    "answered twice": (_answered_twice, "a2a_replies", "nothing_after_the_final_answer"),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(A2A_WIRE_MUTATIONS))
+def test_each_profile_wire_rule_fails_on_a_real_history_mutated_as_a_bug_would(
+        agent_tapped: list[dict[str, Any]], mutation: str) -> None:
+    mutate, checker, rule = A2A_WIRE_MUTATIONS[mutation]
+    lines = [dict(e) for e in agent_tapped]
+    mutate(lines)
+    v = checkers()[checker](from_lines([{**e, "seq": i + 1} for i, e in enumerate(lines)]))
+    assert v.value is Value.FALSE, (mutation, v.counts)
+    assert {c["rule"] for c in v.counterexamples} == {rule}, v.counterexamples
+
+
+@pytest.mark.parametrize(("bugs", "rule"), [
+    (("--bug", "clean-start"), "connects_with_a_persistent_session"),
+    (("--bug", "no-card"), "announces_its_card_with_a_will"),
+])
+def test_a_bug_written_into_the_agent_shows_on_its_wire(
+        tmp_path: Path, bugs: tuple[str, ...], rule: str) -> None:
+    scenario = compressed("a2a_quickstart", 4).with_node_command("responder", (*EXAMPLE, *bugs))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    [v] = [v for v in result.verdicts if v.name == "a2a_session"]
+    assert v.value is Value.FALSE and {c["rule"] for c in v.counterexamples} == {rule}

@@ -68,3 +68,63 @@ def test_a_command_conform_cannot_start_is_one_line_and_exit_3(
     assert main(["conform", cmd]) == EXIT_INVALID
     err = capsys.readouterr().err
     assert err.startswith("a2a-bench: conform") and len(err.strip().splitlines()) == 1, err
+
+
+# -- the A2A-over-MQTT profile --------------------------------------------------------------------
+def test_the_profiles_rules_cite_its_clauses_and_rules_that_exist() -> None:
+    from bench.conform import A2A_RULES, A2A_SUITE
+    from bench.profiles.a2a_mqtt.clauses import BY_ID
+    known = {f"{name}.{r.id}" for name, c in checkers().items() for r in c.rules}
+    assert {ref for rule in A2A_RULES for ref in rule.judged_by} <= known
+    assert all(i.strip() in BY_ID for rule in A2A_RULES for i in rule.ids.split(","))
+    assert all((SCENARIOS / f"{name}.toml").exists() for name, _s, _w in A2A_SUITE)
+    assert {s for rule in A2A_RULES for s in rule.where} <= {s for s, _t, _w in A2A_SUITE}
+
+
+def test_the_profiles_table_has_every_responder_clause_grouped_by_level() -> None:
+    """Judged rows, and a row per responder clause nothing judges yet ('not judged'); with
+    --core an Extended clause is 'not applicable', not 'never exercised'."""
+    from bench.conform import A2A_RULES, RESPONDER_BINDS, clause_rows
+    from bench.profiles.a2a_mqtt.clauses import BY_ID, CLAUSES, Conformance
+    rows = clause_rows(judge_rules({"a2a_quickstart": [_verdict(
+        "duplicate_execution", {"executed_once": (0, 0)})]}, A2A_RULES), core_only=True)
+    ids = {i.strip() for r in rows for i in r.rule.ids.split(",")}
+    assert {c.id for c in CLAUSES if c.role in RESPONDER_BINDS} <= ids
+    levels = [r.level for r in rows]
+    assert levels == sorted(levels, key=["MUST", "MUST NOT", "SHOULD", "MAY"].index)
+    by = {r.rule.ids: r for r in rows}
+    assert by["A2M-RETRY-3, A2M-DUP-1"].evidence == "a2a_restart: not run"
+    assert by["A2M-RSP-5"].evidence.startswith("not applicable: declared core")
+    assert by["A2M-RSP-6"].evidence == "not judged: no rule of the bench observes it yet"
+    extended = [r for r in rows
+                if BY_ID[r.rule.ids.split(",")[0].strip()].conformance is Conformance.EXTENDED]
+    assert extended and all(r.status == "UNKNOWN" and r.declared_out for r in extended)
+
+
+@pytest.mark.parametrize("bug", [(), ("--bug", "clean-start")], ids=["as-written", "clean-start"])
+def test_one_short_profile_run_of_a_responder_written_elsewhere(
+        tmp_path: Path, bug: tuple[str, ...]) -> None:
+    example = (sys.executable, str(Path(__file__).resolve().parents[2] / "examples"
+                                   / "a2a-responder" / "responder.py"), *bug)
+    rows = conform(example, tmp_path, say=lambda line: None, profile="a2a-mqtt",
+                   suite=(("a2a_quickstart", 4, "requests and replies"),))
+    by = {r.rule.ids: r for r in rows}
+    session = by["A2M-SESS-1, A2M-SESS-5"]
+    if bug:
+        assert session.status == "FAIL" and "clean start 1" in session.evidence
+    else:
+        assert session.status == "UNKNOWN" and session.evidence == "a2a_restart: not run"
+        assert by["A2M-SESS-3"].status == "PASS" and by["A2M-RSP-1"].status == "PASS"
+        assert "FAIL" not in {r.status for r in rows}
+    saved = json.loads((tmp_path / "conform.json").read_text())
+    assert saved["profile"] == "a2a-mqtt" and saved["broker"] == "mosquitto"
+    assert {r["level"] for r in saved["rules"]} <= {"MUST", "MUST NOT", "SHOULD", "MAY"}
+
+
+def test_the_profile_on_amqtt_or_seed_only_flags_are_one_line_and_exit_3(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", "--profile", "a2a-mqtt", "--broker", "amqtt", sys.executable]) \
+        == EXIT_INVALID
+    assert main(["conform", "--level", "must", sys.executable]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "MQTT 5" in err[0] and "--profile a2a-mqtt" in err[1], err
