@@ -151,6 +151,7 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_quickstart", 6, "requests and replies, nothing breaking"),
     ("a2a_restart", 30, "a SIGKILL mid-task for 20 s: retries under the same Task.id"),
     ("a2a_tampered", 20, "Correlation Data stripped and altered on the way"),
+    ("a2a_malformed", 8, "requests it must refuse, one case after another"),
     ("a2a_pool", 6, "a shared-subscription pool (Extended)"),
 )
 
@@ -180,6 +181,9 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_quickstart", "a2a_restart")),
     ProtocolRule("A2M-RSP-2", "a request without Correlation Data is refused, never run",
                  ("a2a_replies.refused_requests_run_nothing",), ("a2a_tampered",)),
+    ProtocolRule("A2M-RSP-3, A2M-RSP-4, A2M-CTX-4, A2M-ERR-2",
+                 "a malformed request gets the error the profile names and runs nothing",
+                 ("a2a_replies.malformed_requests_refused",), ("a2a_malformed",)),
     ProtocolRule("A2M-RSP-5", "a reply to a pooled request names its responder",
                  ("a2a_pools.pooled_replies_name_their_responder",), ("a2a_pool",)),
 )

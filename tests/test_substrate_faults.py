@@ -54,12 +54,13 @@ PARAMS: dict[str, dict[str, object]] = {
     "puback_refused": {"node": "orch-1", "probability": 0.5},
     "property_tampering": {"node": "client-1", "probability": 1.0, "property": "user_property",
                            "action": "alter", "key": "a2a-context-id"},
+    "malformed_request": {"interval_ms": 300},
 }
 #: Kinds that act on MQTT 5 only: their small scenario speaks it (live: on Mosquitto).
-V5_ONLY = {"puback_refused", "property_tampering"}
+V5_ONLY = {"puback_refused", "property_tampering", "malformed_request"}
 #: Kinds that act on what only the A2A-over-MQTT profile's agents send (PUBLISH
 #: properties): their small scenario runs its requester and two responders instead.
-ON_A2A = {"property_tampering"}
+ON_A2A = {"property_tampering", "malformed_request"}
 
 #: What a substrate refuses, explicitly, and the words of its reason.
 REFUSED = {("pause", Mode.LIVE, Hosting.INPROC): "pause needs --nodes process"}

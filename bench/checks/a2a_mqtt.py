@@ -359,6 +359,83 @@ def nothing_after_the_final_answer(h: History, c: Collector) -> None:
             closed[key] = x
 
 
+#: What a responder answers each malformed request the bench sends (attack_sent.how, the
+#: malformed_request fault), as the profile and JSON-RPC 2.0 prescribe: the error code, or
+#: None where there is no reply path (A2M-RSP-2: dropped). Written out here, from the spec.
+MALFORMED_ANSWER: dict[str, int | None] = {
+    "not_json": -32700, "not_utf8": -32700,                        # parse error
+    "array": -32600, "null": -32600, "no_jsonrpc": -32600,         # invalid request
+    "unknown_method": -32601,                                      # method not found
+    "bad_task_id": -32602, "no_task_id": -32602,                   # A2M-RSP-4
+    "context_mismatch": -32602,                                    # A2M-CTX-4
+    "no_correlation": -32005,                                      # A2M-ERR-2
+    "no_response_topic": None,                                     # A2M-RSP-2
+}
+#: How long a responder has to answer a malformed request before it counts as unanswered
+MALFORMED_WITHIN_MS = 5_000.0
+
+
+@rule("A2M-RSP-2, A2M-RSP-3, A2M-RSP-4, A2M-CTX-4, A2M-ERR-1, A2M-ERR-2: a malformed request "
+      "gets the error the profile names, runs nothing, and the responder goes on serving")
+def malformed_requests_refused(h: History, c: Collector) -> None:
+    """Each malformed request the bench sent (malformed_request) is answered, on its own
+    Response Topic, with a JSON-RPC error of the code MALFORMED_ANSWER names — or not at
+    all where it has no Response Topic — within MALFORMED_WITHIN_MS while its responder was
+    up; nothing executes its Task.id; and the responder does not die of it (a process
+    that ends by itself, or raises, after taking one in). Undecided where the responder
+    was down, or the run ended, before it could answer."""
+    out: dict[tuple[str, str], list[Answer]] = defaultdict(list)
+    for a in answers(h):
+        out[(a.node, a.topic.rsplit("/", 1)[-1])].append(a)
+    executed = {(e.node, e.task_id) for e in h.of(TaskExecuted)}
+    crashes = h.memo(Transit).crashes
+    died = [x for x in h.of(NodeCrashed) if x.fault_index is None]
+    for attack in h.of(AttackSent):
+        if attack.attack != "malformed_request" or attack.how not in MALFORMED_ANSWER:
+            continue
+        node, token = attack.target_node_id or "", attack.message_id
+        want = MALFORMED_ANSWER[attack.how]
+        c.count(f"malformed_{attack.how}")
+        got = out[(node, token)]
+        if (node, attack.request_id) in executed:
+            c.violation(f"{node} executed the task of a malformed request ({attack.how})",
+                        attack)
+        killed = [d for d in died if d.node == node
+                  and attack.t_ms <= d.t_ms <= attack.t_ms + MALFORMED_WITHIN_MS]
+        if killed and not got:
+            c.violation(f"{node} died after a malformed request ({attack.how}): "
+                        f"{killed[0].how}", attack, killed[0])
+            continue
+        if want is None:
+            if got:
+                c.violation(f"{node} answered a request with no Response Topic "
+                            f"({attack.how})", attack, got[0].event)
+            continue
+        if not got:
+            busy = any(attack.t_ms <= t <= attack.t_ms + MALFORMED_WITHIN_MS
+                       for t in crashes[node])
+            if busy or attack.t_ms + MALFORMED_WITHIN_MS > h.end_ms:
+                c.unknown("malformed_unanswered_while_down_or_at_the_end")
+            else:
+                c.violation(f"{node} never answered a malformed request ({attack.how}); "
+                            f"the profile says error {want}", attack)
+            continue
+        codes = [_code(a) for a in got]
+        if want not in codes:
+            c.violation(f"{node} answered a malformed request ({attack.how}) with "
+                        f"{codes[0] if codes[0] is not None else 'no error'}; the profile "
+                        f"says error {want}", attack, got[0].event)
+
+
+def _code(a: Answer) -> int | None:
+    """An answer's JSON-RPC error code (None: not an error)."""
+    if isinstance(a.event, A2mReplied):
+        return a.event.code
+    if isinstance(a.event, Wire):
+        return a.event.rpc_error
+    return None
+
+
 @rule("A2M-RETRY-4, A2M-REQ-2: a requester gives up only on a request nobody answered")
 def no_answer_lost(h: History, c: Collector) -> None:
     """An operation that ended NO_REPLY got no reply because none came: no responder
@@ -696,7 +773,7 @@ A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "
     "sent, on its Response Topic, with its Correlation Data; refused input runs nothing.",
     (replies_answer_a_request, replies_echo_the_task_id, nothing_after_the_final_answer,
-     refused_requests_run_nothing), _no_intake,
+     refused_requests_run_nothing, malformed_requests_refused), _no_intake,
     protocols=frozenset({A2A_MQTT}))
 
 A2A_POOLS = Checker(

@@ -211,6 +211,17 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "probability": Param("probability", "share of its publishes tampered with",
                                        0.5)},
               scripts.property_tampering, on_link=_always),
+    FaultKind("malformed_request", "A2A over MQTT: the bench publishes requests a responder "
+              "must refuse — malformed JSON, non-UTF-8 bytes, a JSON array or null, no "
+              "jsonrpc, an unknown method, a missing or non-UUID Task.id, a context id that "
+              "differs between User Property and payload, no Correlation Data, no Response "
+              "Topic — each case in turn; each must get the JSON-RPC error the profile names "
+              "(none where there is no reply path), run nothing, and leave the responder "
+              "serving", {
+                  "node": _node("the responder (default: every responder in turn)",
+                                required=False),
+                  "interval_ms": Param("ms", "time between two requests", 500.0)},
+              scripts.malformed_request),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {
                   "node": _node("the requester"),

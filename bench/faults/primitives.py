@@ -296,6 +296,7 @@ class Inject:
     topic: str
     payload: bytes
     retain: bool = False
+    props: Props | None = None      # MQTT 5 PUBLISH properties (a v5 run's)
 
 
 @dataclass(frozen=True, slots=True)

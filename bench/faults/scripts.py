@@ -20,6 +20,7 @@ from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, MessageType, decode
 from bench.core.events import AttackSent
 from bench.core.topics import TopicKind
+from bench.faults import a2a_attacks
 from bench.faults.attacks import (
     HOSTILE_WHAT,
     AttackMessage,
@@ -401,6 +402,34 @@ def hostile_input(spec: FaultSpec, ctx: Context) -> Script:
                               max_skew_ms=auth.max_skew_ms)
         yield _inject(spec, ctx, msg)
         _attacked(ctx, msg)
+        yield Wait(spec.params["interval_ms"])
+
+
+def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
+    """Requests an A2A-over-MQTT responder must refuse, one case after another, to every
+    responder in turn (or the one named), journaled before each is published."""
+    if ctx.topology.a2a_org is None:
+        yield Refuse(f"malformed_request sends A2A-over-MQTT requests, and topology "
+                     f"{ctx.topology.name} speaks the seed protocol")
+        return
+    named = spec.params.get("node")
+    targets = [n for n in ctx.topology.nodes if n.role.value == "executor"
+               and (named is None or n.id == named)]
+    if not targets:
+        yield Refuse(f"no responder {named or ''} to send malformed requests to".replace("  ", " "))
+        return
+    n = 0
+    while ctx.now_ms() < ctx.end_ms:
+        node = targets[n % len(targets)]
+        case = a2a_attacks.CASES[n % len(a2a_attacks.CASES)]
+        n += 1
+        msg = a2a_attacks.malformed_request(case, n, spec.index, org=ctx.topology.a2a_org,
+                                            unit=node.namespace, agent=node.agents[0],
+                                            target_node=node.id)
+        ctx.attack_sent(msg.event)         # journaled first: in the history before the wire
+        yield Inject(_ref(spec), msg.topic, msg.payload, props=msg.props)
+        ctx.fired(Firing(a2a_attacks.ATTACK, node.id, {"case": case,
+                                                       "messageId": msg.event.message_id}))
         yield Wait(spec.params["interval_ms"])
 
 

@@ -12,7 +12,8 @@ request it cannot serve. Its agent is the bench's: it says `agent_called` and wa
 bench's `task_finished` line. Bugs to show what the bench finds (`--bug NAME`, repeatable):
 `memory-dedup` keeps the Task.id table in memory only (after a restart a retry runs its task
 a second time); `clean-start` connects with clean start 1 and no session expiry (what the
-broker queued while it was away is lost); `no-card` never publishes its card online.
+broker queued while it was away is lost); `no-card` never publishes its card online;
+`any-task-id` takes any string as a Task.id (the profile asks for a UUIDv4, A2M-RSP-4).
 """
 
 from __future__ import annotations
@@ -87,21 +88,44 @@ def on_message(c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:
         take(c, m)
 
 
+def invalid(m: mqtt.MQTTMessage) -> tuple[int, str] | dict:
+    """The request, or the JSON-RPC error it gets (JSON-RPC 2.0; the profile's -32005)."""
+    try:
+        req = json.loads(m.payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return -32700, "parse error"
+    if not isinstance(req, dict) or req.get("jsonrpc") != "2.0" or "id" not in req \
+            or not isinstance(req.get("method"), str):
+        return -32600, "invalid request"
+    if req["method"] != "SendMessage":
+        return -32601, "method not found"
+    msg = req.get("params", {}).get("message") if isinstance(req.get("params"), dict) else None
+    try:
+        assert isinstance(msg, dict) and isinstance(msg["taskId"], str)
+        assert "any-task-id" in BUGS or uuid.UUID(msg["taskId"]).version == 4
+    except (AssertionError, KeyError, TypeError, ValueError):
+        return -32602, "message.taskId must be a UUIDv4"
+    given = dict(getattr(m.properties, "UserProperty", [])).get("a2a-context-id")
+    if given is not None and given != msg.get("contextId"):
+        return -32602, "a2a-context-id differs from message.contextId"
+    if getattr(m.properties, "CorrelationData", None) is None:
+        return -32005, "no Correlation Data"
+    return req
+
+
 def take(c: mqtt.Client, m: mqtt.MQTTMessage) -> None:
     topic = getattr(m.properties, "ResponseTopic", None)
     corr = getattr(m.properties, "CorrelationData", None)
     try:
         if topic is None:
             return                                    # no reply path: dropped
-        try:
-            req = json.loads(m.payload)
-            rpc_id, msg = req["id"], req["params"]["message"]
-            task_id, context = msg["taskId"], msg.get("contextId")
-            uuid.UUID(task_id, version=4)
-            assert req.get("method") == "SendMessage" and corr is not None
-        except (ValueError, KeyError, TypeError, AssertionError):
-            reply(topic, corr, {"id": None, "error": {"code": -32602, "message": "invalid"}})
+        req = invalid(m)
+        if isinstance(req, tuple):
+            code, why = req
+            reply(topic, corr, {"id": None, "error": {"code": code, "message": why}})
             return
+        rpc_id, msg = req["id"], req["params"]["message"]
+        task_id, context = msg["taskId"], msg.get("contextId")
         if task_id in tasks:                          # a retry: its state, nothing runs again
             t = tasks[task_id]
             if t["state"] not in TERMINAL:

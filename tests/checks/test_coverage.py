@@ -66,6 +66,7 @@ WITNESSES: dict[str, set[str]] = {
                      "tamper_headers_bit", "request_timed_out"},
     # the A2A-over-MQTT profile's own fault
     "a2a_tampered": {"property_tampering_bit"},
+    "a2a_malformed": {"malformed_request_bit"},
 }
 
 

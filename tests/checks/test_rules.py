@@ -26,7 +26,7 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
-             "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry")
+             "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed")
 
 
 @pytest.fixture(scope="module")
@@ -356,7 +356,16 @@ def taken_past_its_expiry(lines: Lines) -> None:
         "retain": False, "packetId": 7})
 
 
+def malformed_answered_ok(lines: Lines) -> None:
+    """The responder answers a request with a non-UUID Task.id as if it were fine."""
+    attack = lines[where(lines, "attack_sent", lambda e: e["how"] == "bad_task_id")]
+    answer = lines[where(lines, "a2m_replied",
+                         lambda e: e["topic"].endswith("/" + attack["messageId"]))]
+    answer.update(reply="RESULT", code=None, state="TASK_STATE_COMPLETED")
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
+    "malformed_requests_refused": ("a2a_malformed", malformed_answered_ok),
     # what the profile relies on of its broker (a2a_broker)
     "pooled_requests_reach_one_member": ("a2a_pool", pooled_to_two_members),
     "expired_requests_not_delivered": ("a2a_expiry", taken_past_its_expiry),

@@ -274,3 +274,22 @@ def test_a_bug_written_into_the_agent_shows_on_its_wire(
                           options=Options(broker="mosquitto"))
     [v] = [v for v in result.verdicts if v.name == "a2a_session"]
     assert v.value is Value.FALSE and {c["rule"] for c in v.counterexamples} == {rule}
+
+
+@pytest.mark.parametrize("bug", [(), ("--bug", "any-task-id")], ids=["as-written", "any-task-id"])
+def test_malformed_requests_to_a_responder_written_elsewhere(
+        tmp_path: Path, bug: tuple[str, ...]) -> None:
+    """a2a_malformed against examples/a2a-responder: as written it answers every case with
+    the error the profile names (judged off its wire: the error codes the tap read); taking
+    any string as a Task.id, it answers a non-UUID one with a result instead of -32602."""
+    scenario = compressed("a2a_malformed", 6).with_node_command("responder", (*EXAMPLE, *bug))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    [v] = [v for v in result.verdicts if v.name == "a2a_replies"]
+    if not bug:
+        assert v.value is Value.TRUE, v.counterexamples[:3]
+        assert sum(n for k, n in v.counts.items() if k.startswith("malformed_")) >= 11
+    else:
+        assert v.value is Value.FALSE
+        assert {c["rule"] for c in v.counterexamples} == {"malformed_requests_refused"}
+        assert all("bad_task_id" in c["why"] for c in v.counterexamples), v.counterexamples

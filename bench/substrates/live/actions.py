@@ -148,7 +148,7 @@ class LiveFaults:
                 return Done()
             case Inject():
                 link = await self._client(step.fault.index)
-                link.publish(step.topic, step.payload, 1, step.retain)
+                link.publish(step.topic, step.payload, 1, step.retain, step.props)
                 return Done()
             case Capture():
                 return await self._capture(step)

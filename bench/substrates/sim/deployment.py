@@ -248,7 +248,8 @@ class SimDeployment:
             case Intercept():
                 return self._intercept(step)
             case Inject():
-                self.broker.publish(Message(step.topic, step.payload, 1, step.retain))
+                self.broker.publish(Message(step.topic, step.payload, 1, step.retain,
+                                            step.props))
                 return Done()
             case Capture():
                 return self._capture(step)

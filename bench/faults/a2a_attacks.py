@@ -1,0 +1,73 @@
+"""Requests an A2A-over-MQTT responder must refuse (the malformed_request fault): the hostile
+cases of issue 32 — malformed JSON, non-UTF-8 bytes, a JSON array or null, a request
+without jsonrpc, an unknown method, a missing or non-UUID Task.id, a context id that
+differs between its User Property and the payload, and the binding's own: no Response
+Topic, no Correlation Data. Built here from the spec, never with an agent's code (the
+answer each must get is the judge's to know: `bench.checks.a2a_mqtt.MALFORMED_ANSWER`).
+No I/O."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from bench.core.auth import SignatureVerdict
+from bench.core.events import AttackSent
+from bench.core.properties import Props
+
+#: the cases, in the order the fault sends them
+CASES = ("not_json", "not_utf8", "array", "null", "no_jsonrpc", "unknown_method",
+         "bad_task_id", "no_task_id", "context_mismatch", "no_correlation",
+         "no_response_topic")
+#: the attack's name in the history (attack_sent.attack)
+ATTACK = "malformed_request"
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    topic: str
+    payload: bytes
+    props: Props
+    event: AttackSent
+
+
+def _send(task_id: str | None, context: str | None = "ctx-hostile",
+          method: str = "SendMessage") -> dict[str, object]:
+    message: dict[str, object] = {"messageId": "m-hostile", "role": "ROLE_USER",
+                                  "parts": [{"text": "hostile"}], "contextId": context}
+    if task_id is not None:
+        message["taskId"] = task_id
+    return {"jsonrpc": "2.0", "id": "hostile", "method": method, "params": {"message": message}}
+
+
+def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: str,
+                      agent: str, target_node: str) -> Malformed:
+    """The `n`th hostile request of fault `fault_index`, of kind `case`, to `agent`. Its
+    Response Topic is its own (`$a2a/v1/reply/{org}/{unit}/nemesis/{token}`: nobody
+    subscribes there), so an answer to it is found by its topic; `token` is its
+    message id in the history."""
+    token = f"hostile-{fault_index}-{n}"
+    task_id = f"00000000-0000-4000-8{fault_index % 1000:03d}-{n:012d}"   # a UUIDv4 of its own
+    bodies: dict[str, bytes] = {
+        "not_json": b'{"jsonrpc": "2.0", "id": ',
+        "not_utf8": b'{"jsonrpc":"2.0","id":"\xff\xfe"}',
+        "array": b'[{"jsonrpc": "2.0"}]',
+        "null": b"null",
+        "no_jsonrpc": json.dumps({k: v for k, v in _send(task_id).items()
+                                  if k != "jsonrpc"}).encode(),
+        "unknown_method": json.dumps(_send(task_id, method="DeleteEverything")).encode(),
+        "bad_task_id": json.dumps(_send("not-a-uuid")).encode(),
+        "no_task_id": json.dumps(_send(None)).encode(),
+        "context_mismatch": json.dumps(_send(task_id, context="ctx-payload")).encode(),
+        "no_correlation": json.dumps(_send(task_id)).encode(),
+        "no_response_topic": json.dumps(_send(task_id)).encode(),
+    }
+    reply = f"$a2a/v1/reply/{org}/{unit}/nemesis/{token}"
+    props = Props(response_topic=None if case == "no_response_topic" else reply,
+                  correlation_data=None if case == "no_correlation" else token.encode(),
+                  user_properties=(("a2a-context-id", "ctx-property"),)
+                  if case == "context_mismatch" else (),
+                  content_type="application/json")
+    event = AttackSent(ATTACK, case, fault_index, token, task_id, target_node, agent, "",
+                       None, SignatureVerdict.UNSIGNED)
+    return Malformed(f"$a2a/v1/request/{org}/{unit}/{agent}", bodies[case], props, event)
