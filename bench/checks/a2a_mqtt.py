@@ -98,6 +98,15 @@ class Answer:
     event: Event
 
 
+def _reply_topics(h: History) -> dict[str, list[str]]:
+    """Each requester's reply topics: what it subscribed before asking (A2M-SESS-2)."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for r in h.of(ExecutorsRegistered):
+        if not r.agents:
+            out[r.node] += [f for f in r.subscribed if f not in out[r.node]]
+    return out
+
+
 def _recorders(h: History) -> set[str]:
     """The responders that record what they take in and send (the bench's reference)."""
     return {e.node for e in h.of(A2mRequestTaken)} | {e.node for e in h.of(A2mReplied)}
@@ -272,13 +281,17 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
             c.count("correlation_stripped_in_flight")
         else:
             c.violation(f"{got.node} got a reply on {got.topic!r} without Correlation Data", got)
-    sent = {a.correlation: a for a in h.of(A2mAttempt)}
+    # Correlation Data is unique on one reply topic only (A2M-REQ-1): by both
+    reply_topics = _reply_topics(h)
+    sent: dict[tuple[str, str], A2mAttempt] = {
+        (topic, a.correlation): a for a in h.of(A2mAttempt) for topic in reply_topics[a.node]}
+    sent_any = {a.correlation for a in h.of(A2mAttempt)}
     altered = _tampering(h, "correlation_data", "alter")
     for t in took:
-        if t.correlation is None or t.correlation in sent or injected:
+        if t.correlation is None or t.correlation in sent_any or injected:
             continue
         # sent with the Correlation Data it had before a fault on its sender's link altered it
-        a = sent.get(t.correlation.removesuffix(TAMPERED)) \
+        a = sent.get((t.response_topic or "", t.correlation.removesuffix(TAMPERED))) \
             if t.correlation.endswith(TAMPERED) else None
         if a is not None and any(x <= a.t_ms <= y for x, y in altered[a.node]):
             c.count("correlation_altered_in_flight")
@@ -317,12 +330,13 @@ def replies_echo_the_task_id(h: History, c: Collector) -> None:
     """A result, status or artifact a responder sent for a request that named a Task.id
     carries that Task.id, not one of its own making: the requester tracks the task by it
     (and retries under it). An error may name none."""
-    asked: dict[tuple[str, str | None], str] = {}
+    # Correlation Data is unique on one reply topic only (A2M-REQ-1): keyed by both
+    asked: dict[tuple[str, str | None, str | None], str] = {}
     for t in intake(h):
         if t.task_id is not None and t.correlation is not None:
-            asked.setdefault((t.node, t.correlation), t.task_id)
+            asked.setdefault((t.node, t.response_topic, t.correlation), t.task_id)
     for a in answers(h):
-        want = asked.get((a.node, a.correlation))
+        want = asked.get((a.node, a.topic, a.correlation))
         if want is None or a.kind == "ERROR":
             continue
         c.count("answers_of_a_task")
@@ -341,11 +355,12 @@ def nothing_after_the_final_answer(h: History, c: Collector) -> None:
         events.append((t.event.seq, "took", t))
     for a in answers(h):
         events.append((a.event.seq, "answer", a))
-    closed: dict[tuple[str, str | None], Answer] = {}
+    closed: dict[tuple[str, str | None, str | None], Answer] = {}
     for _seq, what, x in sorted(events, key=lambda e: e[0]):
         if x.correlation is None:
             continue      # no correlation to end (replies_answer_a_request judges those)
-        key = (x.node, x.correlation)
+        # Correlation Data is unique on one reply topic only (A2M-REQ-1)
+        key = (x.node, x.response_topic if isinstance(x, Took) else x.topic, x.correlation)
         if what == "took":
             closed.pop(key, None)
             continue
@@ -383,12 +398,14 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
     all where it has no Response Topic — within MALFORMED_WITHIN_MS while its responder was
     up; nothing executes its Task.id; and the responder does not die of it (a process
     that ends by itself, or raises, after taking one in). Undecided where the responder
-    was down, or the run ended, before it could answer."""
+    was down, a fault acted on it or on the broker, or the run ended, before it could
+    answer."""
     out: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     for a in answers(h):
         out[(a.node, a.topic.rsplit("/", 1)[-1])].append(a)
     executed = {(e.node, e.task_id) for e in h.of(TaskExecuted)}
     crashes = h.memo(Transit).crashes
+    windows = h.memo(fault_windows)     # a fault on its node or the broker may lose it
     died = [x for x in h.of(NodeCrashed) if x.fault_index is None]
     for attack in h.of(AttackSent):
         if attack.attack != "malformed_request" or attack.how not in MALFORMED_ANSWER:
@@ -412,9 +429,11 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
                             f"({attack.how})", attack, got[0].event)
             continue
         if not got:
-            busy = any(attack.t_ms <= t <= attack.t_ms + MALFORMED_WITHIN_MS
-                       for t in crashes[node])
-            if busy or attack.t_ms + MALFORMED_WITHIN_MS > h.end_ms:
+            until = attack.t_ms + MALFORMED_WITHIN_MS
+            busy = any(attack.t_ms <= t <= until for t in crashes[node]) or any(
+                w.fault != "malformed_request" and (not w.nodes or node in w.nodes)
+                and w.start_ms <= until and w.end_ms >= attack.t_ms for w in windows)
+            if busy or until > h.end_ms:
                 c.unknown("malformed_unanswered_while_down_or_at_the_end")
             else:
                 c.violation(f"{node} never answered a malformed request ({attack.how}); "
@@ -442,11 +461,12 @@ def no_answer_lost(h: History, c: Collector) -> None:
     published a final answer to any of its attempts' Correlation Data before it gave up,
     unless a fault on the way explains the loss (a link cut or lossy, a node or the broker
     down, while the answer travelled)."""
-    replied: dict[str, Answer] = {}
+    replied: dict[tuple[str, str], Answer] = {}
     for r in answers(h):
         # a result (a Task, finished or not) or an error; off the wire, a final answer
         if r.correlation is not None and (r.final or r.kind in ("RESULT", "ERROR")):
-            replied.setdefault(r.correlation, r)
+            replied.setdefault((r.topic, r.correlation), r)
+    reply_topics = _reply_topics(h)
     attempts: dict[tuple[str, str], list[A2mAttempt]] = defaultdict(list)
     for a in h.of(A2mAttempt):
         attempts[(a.node, a.op_id)].append(a)
@@ -456,8 +476,9 @@ def no_answer_lost(h: History, c: Collector) -> None:
         if s.outcome is not A2mOutcome.NO_REPLY:
             continue
         c.count("given_up")
-        came = [replied[a.correlation] for a in attempts[(s.node, s.op_id)]
-                if a.correlation in replied and replied[a.correlation].t_ms < s.t_ms]
+        came = [got for a in attempts[(s.node, s.op_id)] for topic in reply_topics[s.node]
+                if (got := replied.get((topic, a.correlation))) is not None
+                and got.t_ms < s.t_ms]
         if not came:
             continue
         answer = came[0]
@@ -477,11 +498,17 @@ def refused_requests_run_nothing(h: History, c: Collector) -> None:
     error; it ran that request if it executed the request's Task.id afterwards without
     having taken the task in any other way first."""
     executed = {(e.node, e.message_id) for e in h.of(TaskExecuted)}
+    # an execution under the same Correlation Data is the refused request's only if no
+    # request that was taken in (NEW) had it: Correlation Data is unique on one reply topic
+    # only (A2M-REQ-1), and another requester's may coincide
+    started = {(t.node, t.correlation) for t in h.of(A2mRequestTaken)
+               if t.intake is Intake.NEW}
     for own in h.of(A2mRequestTaken):
         if own.intake not in (Intake.REFUSED, Intake.DROPPED):
             continue
         c.count("refused" if own.intake is Intake.REFUSED else "dropped")
-        if (own.node, own.correlation or "") in executed:
+        if (own.node, own.correlation or "") in executed \
+                and (own.node, own.correlation) not in started:
             c.violation(f"{own.node} {own.intake.value.lower()} a request ({own.reason}) and "
                         "executed it all the same", own)
     errors = {(a.node, a.correlation) for a in answers(h)
@@ -562,15 +589,17 @@ def pooled_requests_reach_one_member(h: History, c: Collector) -> None:
     to every member makes each of them run the task. Allowed: a second member taking it
     after the first one's connection or process died (MQTT 5 §4.8.2 lets the broker send
     a lost member's unacknowledged message to another)."""
-    takers: dict[str, list[Took]] = defaultdict(list)
+    takers: dict[tuple[str | None, str], list[Took]] = defaultdict(list)
     for t in intake(h):
         if t.correlation is not None and _pool_of(t.topic):
-            takers[t.correlation].append(t)
+            # Correlation Data is unique on one reply topic only (A2M-REQ-1)
+            takers[(t.response_topic, t.correlation)].append(t)
     transit = h.memo(Transit)
     gone: dict[str, list[float]] = defaultdict(list)
     for d in h.of(MqttDisconnected):
         gone[d.node].append(d.t_ms)
-    for corr, taken in sorted(takers.items()):
+    for (_topic, corr), taken in sorted(takers.items(), key=lambda kv: (str(kv[0][0]),
+                                                                          kv[0][1])):
         c.count("pooled_requests_taken")
         first = taken[0]
         others = sorted({t.node for t in taken} - {first.node})
@@ -592,16 +621,18 @@ def expired_requests_not_delivered(h: History, c: Collector) -> None:
     interval: a broker keeping it for a responder that is away (its session queues it) must
     drop it once it expires, not hand a stale request to the responder when it comes back.
     The broker counts whole seconds: a delivery within a second past the interval passes."""
-    sent = {a.correlation: a for a in h.of(A2mAttempt) if a.expiry_s is not None}
-    taken: dict[str, Took] = {}
+    reply_topics = _reply_topics(h)
+    sent = {(topic, a.correlation): a for a in h.of(A2mAttempt) if a.expiry_s is not None
+            for topic in reply_topics[a.node]}
+    taken: dict[tuple[str | None, str | None], Took] = {}
     for t in intake(h):
-        if t.correlation in sent:
-            taken.setdefault(t.correlation, t)
-    for corr, a in sorted(sent.items()):
+        if (t.response_topic, t.correlation) in sent:
+            taken.setdefault((t.response_topic, t.correlation), t)
+    for (topic, corr), a in sorted(sent.items()):
         assert a.expiry_s is not None
         c.count("requests_with_an_expiry")
         due = a.t_ms + a.expiry_s * 1000.0
-        got = taken.get(corr)
+        got = taken.get((topic, corr))
         if got is None:
             if due < h.end_ms:
                 c.count("outlived_their_expiry")

@@ -147,7 +147,8 @@ def _still_running(h: History) -> dict[str, float]:
 
 def shadowed_by_a_forgery(h: History) -> set[str]:
     """The genuine requests dropped as a DUPLICATE by their target because a forgery sent
-    ahead under their messageId had been admitted there (no auth to refuse it): rightly a
+    ahead under their messageId had been admitted there (no auth to refuse it), or had
+    reached it and been dropped NOT_MINE (ledgered all the same): rightly a
     duplicate of it, the attack's doing. (A forgery refused explains no such drop:
     refusal_leaves_no_trace judges a ledger it poisoned.) Forgeries are (messageId,
     requestId) pairs, not a messageId -> requestId map: a tampering of the genuine request
@@ -158,6 +159,11 @@ def shadowed_by_a_forgery(h: History) -> set[str]:
               if a.message_id and a.request_id and a.request_id not in message_of}
     admitted = {(i.node, i.message_id) for i in h.of(InboundAdmitted)
                 if (i.message_id, i.request_id) in forged}
+    # a forgery for another node that reached this one (a client id it borrowed) and was
+    # dropped NOT_MINE went through its ledger too: the genuine request is its duplicate
+    admitted |= {(d.node, d.message_id) for d in h.of(InboundDropped)
+                 if d.reason == DropReason.NOT_MINE and d.message_id is not None
+                 and (d.message_id, d.request_id) in forged}
     target = h.memo(_target_of)
     return {d.request_id for d in h.of(InboundDropped)
             if d.request_id and d.reason == DropReason.DUPLICATE

@@ -31,9 +31,13 @@ def candidates(d: Draft) -> Iterator[tuple[str, Draft]]:
     for i in reversed(range(len(faults))):
         yield f"without fault {faults[i]['kind']}", _edit(d, lambda x, i=i: _drop_fault(x, i))
     used = _nodes_named(faults)
-    orchestrators = [n for n in d.topology["nodes"] if n["role"] == "orchestrator"]
+    # the last node that asks and the last that answers stay (on an A2A-over-MQTT
+    # topology a requester and a responder)
+    askers = [n for n in d.topology["nodes"] if n["role"] in ("orchestrator", "requester")]
+    doers = [n for n in d.topology["nodes"] if n["role"] in ("executor", "responder")]
     for n in reversed(d.topology["nodes"]):
-        if n["id"] in used or (n["role"] == "orchestrator" and len(orchestrators) == 1):
+        if n["id"] in used or (n in askers and len(askers) == 1) \
+                or (n in doers and len(doers) == 1):
             continue
         yield f"without node {n['id']}", _edit(d, lambda x, node=n["id"]: _drop_node(x, node))
     duration = s["duration_s"]
@@ -71,6 +75,10 @@ def _drop_fault(d: Draft, i: int) -> None:
     if not faults:
         d.scenario.pop("faults")
     if not any(f["kind"] == "duplicate_client_id" for f in faults):
+        d.scenario.get("expect", {}).pop("deployment", None)
+    if not faults:          # a pooled draft's hazard needs a fault (draw._draw_a2a)
+        d.scenario.get("expect", {}).pop("duplicate_execution", None)
+    if not d.scenario.get("expect"):
         d.scenario.pop("expect", None)
 
 

@@ -128,7 +128,8 @@ def take(c: mqtt.Client, m: mqtt.MQTTMessage) -> None:
         task_id, context = msg["taskId"], msg.get("contextId")
         if task_id in tasks:                          # a retry: its state, nothing runs again
             t = tasks[task_id]
-            if t["state"] not in TERMINAL:
+            if t["state"] not in TERMINAL and [topic, corr.hex()] not in \
+                    [w[:2] for w in t["watchers"]]:   # a redelivered copy: no second watcher
                 t["watchers"].append([topic, corr.hex(), rpc_id])
                 keep(task_id)
             answer(task_id, topic, corr, rpc_id)

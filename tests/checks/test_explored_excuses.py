@@ -18,7 +18,9 @@ the same thing by itself would.
 - a copy dropped NOT_MINE went through the ledger: its duplicate is no trace of a refusal;
 - a node's own frame back through a borrowed client id before its PUBACK: it did send it;
 - a clear while the broker refused the node's publishes: its new announcement may have been
-  refused (undecided, not FALSE)."""
+  refused (undecided, not FALSE);
+- a forgery sent ahead to another node that reached this one through a client id it
+  borrowed, dropped NOT_MINE and so ledgered: the genuine request is its DUPLICATE."""
 
 from __future__ import annotations
 
@@ -92,6 +94,15 @@ def _no_refusing_broker(lines: Lines) -> None:
 
 #: regression scenario -> (checker, rule, what the rule counts when it excuses), and the
 #: mutation that takes the excuse away
+def _forgery_never_reached_the_target(lines: Lines) -> None:
+    """The forgery's NOT_MINE drop at the genuine request's target gone: then nothing
+    ledgered its messageId there, and the genuine request's DUPLICATE is unexplained."""
+    forged = {(e["messageId"], e["requestId"]) for e in lines if e["kind"] == "attack_sent"}
+    lines[:] = [e for e in lines if not (e["kind"] == "inbound_dropped"
+                                         and e["reason"] == "NOT_MINE"
+                                         and (e["messageId"], e.get("requestId")) in forged)]
+
+
 CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None]]] = {
     "request_for_a_gone_holder_not_sent_to_a_ghost": (
         [("directory_liveness", "undeliverable_only_when_unknown",
@@ -128,6 +139,8 @@ CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None
         [("directory_liveness", "announced_again_after_a_clear", None)], _no_refusing_broker),
     "request_signed_before_a_skew_acknowledged_after_it": (
         [("auth_admission", "stale_either_way", None)], _signed_when_acknowledged),
+    "forgery_ledgered_not_mine_through_a_borrowed_client_id": (
+        [("silent_loss", "no_response_explained", None)], _forgery_never_reached_the_target),
 }
 
 

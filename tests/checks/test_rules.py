@@ -348,11 +348,13 @@ def taken_past_its_expiry(lines: Lines) -> None:
     earliest request that outlived its Message Expiry Interval untaken, taken at the end."""
     taken = {e["correlation"] for e in lines if e["kind"] == "a2m_request_taken"}
     a = next(e for e in lines if e["kind"] == "a2m_attempt" and e["correlation"] not in taken)
+    reply = next(e["subscribed"][0] for e in lines if e["kind"] == "executors_registered"
+                 and e["node"] == a["node"])
     last = lines[-1]
     lines.insert(len(lines) - 1, {
         "seq": 0, "tMs": last["tMs"], "node": "tax-1", "kind": "a2m_request_taken",
         "topic": a["topic"], "intake": "NEW", "method": a["method"], "taskId": a["taskId"],
-        "correlation": a["correlation"], "responseTopic": None, "qos": 1, "dup": False,
+        "correlation": a["correlation"], "responseTopic": reply, "qos": 1, "dup": False,
         "retain": False, "packetId": 7})
 
 

@@ -140,6 +140,17 @@ def test_a_retry_while_it_runs_is_told_so_and_gets_the_answer_too() -> None:
     assert sorted(m.props.correlation_data for m in publishes(answer)) == [b"c1", b"c2"]
 
 
+def test_a_redelivered_copy_while_it_runs_gets_one_final_answer_not_two() -> None:
+    """The same PUBLISH again (QoS1, DUP): the same reply path, so no second watcher — its
+    correlation gets one final answer (A2M-STREAM-2). Found by explore: the copy was kept
+    as a second watcher and the correlation answered COMPLETED twice."""
+    r, _ = responder()
+    r.handle(send())
+    r.handle(send())
+    answer = done(r)
+    assert [m.props.correlation_data for m in publishes(answer)] == [b"c1"]
+
+
 def test_a_restart_ends_unfinished_work_and_a_retry_after_it_runs_nothing() -> None:
     r, _ = responder()
     took = r.handle(send())

@@ -295,7 +295,11 @@ class Responder:
         # a Task.id it has: its state, and nothing runs again (A2M-RETRY-3)
         fx.record(ev.A2mRequestTaken(intake=ev.Intake.DUPLICATE, **ids, **taken))
         self._answer(fx, task, here)
-        if task.state not in TERMINAL:         # the answer to come reaches this attempt too
+        # the answer to come reaches this attempt too — once: a redelivered copy of a
+        # request it already watches for (the same reply path) is no second watcher, or its
+        # correlation would get a second final answer (A2M-STREAM-2)
+        if task.state not in TERMINAL and not any(
+                (w.topic, w.correlation) == (here.topic, here.correlation) for w in task.watchers):
             self._put(fx, replace(task, watchers=(*task.watchers, here)))
 
     def _on_get(self, fx: Effects, call: Call, here: Watcher, taken: dict[str, Any]) -> None:
