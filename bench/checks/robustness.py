@@ -113,6 +113,9 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     with a timestamp of 0 is well-formed (stale, for admission to judge), never MALFORMED."""
     # a man in the middle that replaced the payload on the way took the definition out
     altered = {a.message_id for a in h.of(AttackSent) if a.attack == "tamper_payload"}
+    # one that rewrote its headers gave it a replyNodeId of its choosing: the node answered
+    # the request it was handed, not the insider's
+    rewritten = {a.message_id for a in h.of(AttackSent) if a.attack == "tamper_headers"}
     attacks = [a for a in h.of(AttackSent) if a.attack == "hostile_input"]
     if not attacks:
         return
@@ -162,6 +165,9 @@ def hostile_input_refused(h: History, c: Collector) -> None:
             continue
         if a.message_id in altered and a.how not in HOSTILE_REPLY:
             c.count("definition_replaced_in_flight")
+            continue
+        if a.message_id in rewritten and a.how in HOSTILE_REPLY:
+            c.count("reply_node_rewritten_in_flight")
             continue
         c.count(a.how)
         end, answer = ended.get((node, rid)), answers.get((node, rid))

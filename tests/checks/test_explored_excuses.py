@@ -20,7 +20,9 @@ the same thing by itself would.
 - a clear while the broker refused the node's publishes: its new announcement may have been
   refused (undecided, not FALSE);
 - a forgery sent ahead to another node that reached this one through a client id it
-  borrowed, dropped NOT_MINE and so ledgered: the genuine request is its DUPLICATE."""
+  borrowed, dropped NOT_MINE and so ledgered: the genuine request is its DUPLICATE;
+- an insider's request whose replyNodeId a man in the middle then rewrote: the node answered
+  the replyNodeId it was handed."""
 
 from __future__ import annotations
 
@@ -103,6 +105,11 @@ def _forgery_never_reached_the_target(lines: Lines) -> None:
                                          and (e["messageId"], e.get("requestId")) in forged)]
 
 
+def _headers_never_rewritten(lines: Lines) -> None:
+    lines[:] = [e for e in lines if not (e["kind"] == "attack_sent"
+                                         and e["attack"] == "tamper_headers")]
+
+
 CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None]]] = {
     "request_for_a_gone_holder_not_sent_to_a_ghost": (
         [("directory_liveness", "undeliverable_only_when_unknown",
@@ -141,6 +148,9 @@ CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None
         [("auth_admission", "stale_either_way", None)], _signed_when_acknowledged),
     "forgery_ledgered_not_mine_through_a_borrowed_client_id": (
         [("silent_loss", "no_response_explained", None)], _forgery_never_reached_the_target),
+    "hostile_reply_node_rewritten_by_a_man_in_the_middle": (
+        [("robustness", "hostile_input_refused", "reply_node_rewritten_in_flight")],
+        _headers_never_rewritten),
 }
 
 
