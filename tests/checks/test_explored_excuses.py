@@ -22,7 +22,9 @@ the same thing by itself would.
 - a forgery sent ahead to another node that reached this one through a client id it
   borrowed, dropped NOT_MINE and so ledgered: the genuine request is its DUPLICATE;
 - an insider's request whose replyNodeId a man in the middle then rewrote: the node answered
-  the replyNodeId it was handed."""
+  the replyNodeId it was handed;
+- a request with a Message Expiry Interval held on lossy links: the broker saw it for less
+  than its expiry (undecided, not FALSE)."""
 
 from __future__ import annotations
 
@@ -105,6 +107,10 @@ def _forgery_never_reached_the_target(lines: Lines) -> None:
                                          and (e["messageId"], e.get("requestId")) in forged)]
 
 
+def _links_never_lossy(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e.get("fault") != "loss"]
+
+
 def _headers_never_rewritten(lines: Lines) -> None:
     lines[:] = [e for e in lines if not (e["kind"] == "attack_sent"
                                          and e["attack"] == "tamper_headers")]
@@ -148,6 +154,8 @@ CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None
         [("auth_admission", "stale_either_way", None)], _signed_when_acknowledged),
     "forgery_ledgered_not_mine_through_a_borrowed_client_id": (
         [("silent_loss", "no_response_explained", None)], _forgery_never_reached_the_target),
+    "a2a_request_held_on_a_lossy_link_past_its_expiry": (
+        [("a2a_broker", "expired_requests_not_delivered", None)], _links_never_lossy),
     "hostile_reply_node_rewritten_by_a_man_in_the_middle": (
         [("robustness", "hostile_input_refused", "reply_node_rewritten_in_flight")],
         _headers_never_rewritten),
