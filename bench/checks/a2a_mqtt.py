@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.network import Transit, fault_windows
+from bench.checks.network import LINK_FAULTS, Transit, _drained, fault_windows
 from bench.core.events import (
     A2A_MQTT,
     A2mAttempt,
@@ -60,9 +60,6 @@ FINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STA
 EARLY_MS = 50.0
 #: The profile's request and discovery topics (A2M-TOPIC-1), read here on their own
 REQUEST_PREFIX, DISCOVERY_PREFIX = "$a2a/v1/request/", "$a2a/v1/discovery/"
-#: The faults that hold a message on a node's link (the broker's expiry clock runs between
-#: the link it came in on and the one it leaves by)
-LINK_DELAYS = frozenset({"latency", "loss", "partition", "pause"})
 #: How late past its Message Expiry Interval a request may still arrive: the broker counts
 #: whole seconds ([MQTT-3.3.2-6] forwards what is left, rounded), and a timer's slack.
 EXPIRY_SLACK_MS = 1_000.0 + EARLY_MS
@@ -647,8 +644,12 @@ def expired_requests_not_delivered(h: History, c: Collector) -> None:
             c.count("outlived_their_expiry")
             # the broker's clock starts when the PUBLISH reaches it and stops when it sends
             # it on: a slow link on either side moves both out of sight
-            if any(w.fault in LINK_DELAYS and {a.node, got.node} & set(w.nodes)
-                   and w.start_ms <= got.t_ms and w.end_ms >= a.t_ms for w in windows):
+            # (a lossy link holds what follows a loss until it has caught up: _drained)
+            if any(w.fault in LINK_FAULTS and {a.node, got.node} & set(w.nodes)
+                   and w.start_ms <= got.t_ms and a.t_ms <= max(
+                       [w.end_ms] if w.fault != "loss" else
+                       [_drained(h, n, w.end_ms) for n in w.nodes])
+                   for w in windows):
                 c.unknown("delivered_late_across_a_slow_link")
                 continue
             c.violation(f"{got.node} took request {corr} {(got.t_ms - a.t_ms) / 1000:.1f} s "
