@@ -264,10 +264,13 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
     # replies with Correlation Data a responder published while a fault stripped it from its
     # publishes: each may reach its requester without any
     stripped = _tampering(h, "correlation_data", "strip")
-    strippable: dict[str, int] = defaultdict(int)
+    # (one handed to its client before the fault healed; it may cross the link while the
+    # fault acts — later than it was recorded, if the link held it or a reconnect resent it)
+    strippable: dict[str, list[float]] = defaultdict(list)     # topic -> faults' starts
     for r in sent_out:
-        if r.correlation is not None and any(a <= r.t_ms <= b for a, b in stripped[r.node]):
-            strippable[r.topic] += 1
+        starts = [a for a, b in stripped[r.node] if r.t_ms <= b]
+        if r.correlation is not None and starts:
+            strippable[r.topic].append(min(starts))
     # what requesters got: a reply without Correlation Data was sent by somebody breaking
     # A2M-RR-3, whatever the responders recorded of themselves
     for got in h.of(A2mReplyTaken):
@@ -276,8 +279,9 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
         if echoed_none[got.topic] > 0:
             echoed_none[got.topic] -= 1
             c.count("refusals_of_requests_without_correlation")
-        elif strippable[got.topic] > 0:
-            strippable[got.topic] -= 1
+        elif (i := next((k for k, start in enumerate(strippable[got.topic])
+                         if start <= got.t_ms), None)) is not None:
+            strippable[got.topic].pop(i)
             c.count("correlation_stripped_in_flight")
         else:
             c.violation(f"{got.node} got a reply on {got.topic!r} without Correlation Data", got)
@@ -293,7 +297,8 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
         # sent with the Correlation Data it had before a fault on its sender's link altered it
         a = sent.get((t.response_topic or "", t.correlation.removesuffix(TAMPERED))) \
             if t.correlation.endswith(TAMPERED) else None
-        if a is not None and any(x <= a.t_ms <= y for x, y in altered[a.node]):
+        # handed to its client before the fault healed, taken in after it started
+        if a is not None and any(a.t_ms <= y and t.t_ms >= x for x, y in altered[a.node]):
             c.count("correlation_altered_in_flight")
             continue
         c.violation(f"{t.node} took in a request with Correlation Data {t.correlation!r} "
