@@ -244,10 +244,10 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
     A responder that answers on a fixed topic, or drops or rewrites the Correlation Data,
     answers nobody."""
     taken: dict[str, set[tuple[str | None, str | None]]] = defaultdict(set)
-    took = intake(h)
+    took = h.memo(intake)
     for t in took:
         taken[t.node].add((t.correlation, t.response_topic))
-    sent_out = answers(h)
+    sent_out = h.memo(answers)
     for r in sent_out:
         c.count("replies")
         if (r.correlation, r.topic) not in taken[r.node]:
@@ -337,10 +337,10 @@ def replies_echo_the_task_id(h: History, c: Collector) -> None:
     (and retries under it). An error may name none."""
     # Correlation Data is unique on one reply topic only (A2M-REQ-1): keyed by both
     asked: dict[tuple[str, str | None, str | None], str] = {}
-    for t in intake(h):
+    for t in h.memo(intake):
         if t.task_id is not None and t.correlation is not None:
             asked.setdefault((t.node, t.response_topic, t.correlation), t.task_id)
-    for a in answers(h):
+    for a in h.memo(answers):
         want = asked.get((a.node, a.topic, a.correlation))
         if want is None or a.kind == "ERROR":
             continue
@@ -356,9 +356,9 @@ def nothing_after_the_final_answer(h: History, c: Collector) -> None:
     input-required, an error), it sends that correlation nothing more — unless the request
     came to it again (a QoS1 redelivery of the same PUBLISH): then it may answer again."""
     events: list[tuple[int, str, Took | Answer]] = []
-    for t in intake(h):
+    for t in h.memo(intake):
         events.append((t.event.seq, "took", t))
-    for a in answers(h):
+    for a in h.memo(answers):
         events.append((a.event.seq, "answer", a))
     closed: dict[tuple[str, str | None, str | None], Answer] = {}
     for _seq, what, x in sorted(events, key=lambda e: e[0]):
@@ -406,7 +406,7 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
     was down, a fault acted on it or on the broker, or the run ended, before it could
     answer."""
     out: dict[tuple[str, str], list[Answer]] = defaultdict(list)
-    for a in answers(h):
+    for a in h.memo(answers):
         out[(a.node, a.topic.rsplit("/", 1)[-1])].append(a)
     executed = {(e.node, e.task_id) for e in h.of(TaskExecuted)}
     crashes = h.memo(Transit).crashes
@@ -467,7 +467,7 @@ def no_answer_lost(h: History, c: Collector) -> None:
     unless a fault on the way explains the loss (a link cut or lossy, a node or the broker
     down, while the answer travelled)."""
     replied: dict[tuple[str, str], Answer] = {}
-    for r in answers(h):
+    for r in h.memo(answers):
         # a result (a Task, finished or not) or an error; off the wire, a final answer
         if r.correlation is not None and (r.final or r.kind in ("RESULT", "ERROR")):
             replied.setdefault((r.topic, r.correlation), r)
@@ -516,13 +516,13 @@ def refused_requests_run_nothing(h: History, c: Collector) -> None:
                 and (own.node, own.correlation) not in started:
             c.violation(f"{own.node} {own.intake.value.lower()} a request ({own.reason}) and "
                         "executed it all the same", own)
-    errors = {(a.node, a.correlation) for a in answers(h)
+    errors = {(a.node, a.correlation) for a in h.memo(answers)
               if a.kind == "ERROR" and isinstance(a.event, Wire)}
     first_run: dict[tuple[str, str], TaskExecuted] = {}
     for e in h.of(TaskExecuted):
         first_run.setdefault((e.node, e.task_id), e)
     served: dict[tuple[str, str], float] = {}      # a task taken in and not refused
-    wire_took = [t for t in intake(h) if t.refused is None]
+    wire_took = [t for t in h.memo(intake) if t.refused is None]
     for t in wire_took:
         if t.task_id is not None and (t.node, t.correlation) not in errors:
             served.setdefault((t.node, t.task_id), t.t_ms)
@@ -595,7 +595,7 @@ def pooled_requests_reach_one_member(h: History, c: Collector) -> None:
     after the first one's connection or process died (MQTT 5 §4.8.2 lets the broker send
     a lost member's unacknowledged message to another)."""
     takers: dict[tuple[str | None, str], list[Took]] = defaultdict(list)
-    for t in intake(h):
+    for t in h.memo(intake):
         if t.correlation is not None and _pool_of(t.topic):
             # Correlation Data is unique on one reply topic only (A2M-REQ-1)
             takers[(t.response_topic, t.correlation)].append(t)
@@ -633,7 +633,7 @@ def expired_requests_not_delivered(h: History, c: Collector) -> None:
     sent = {(topic, a.correlation): a for a in h.of(A2mAttempt) if a.expiry_s is not None
             for topic in reply_topics[a.node]}
     taken: dict[tuple[str | None, str | None], Took] = {}
-    for t in intake(h):
+    for t in h.memo(intake):
         if (t.response_topic, t.correlation) in sent:
             taken.setdefault((t.response_topic, t.correlation), t)
     for (topic, corr), a in sorted(sent.items()):
@@ -792,7 +792,9 @@ def _no_broker_promise(h: History) -> str | None:
 
 
 def _no_intake(h: History) -> str | None:
-    if intake(h) or answers(h):
+    took: list[Took] = h.memo(intake)
+    sent: list[Answer] = h.memo(answers)
+    if took or sent:
         return None
     return "no responder took a request in or answered one"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bench.core.properties import TAMPERABLE
 from bench.faults import scripts
 from bench.faults.spec import FaultKind, FaultSpec, Param
 from bench.faults.spec import parse_fault as _parse_fault
@@ -201,9 +202,7 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
               "counted and journaled", {
                   "node": _node("the node whose publishes are tampered with"),
                   "property": Param("choice", "response_topic, correlation_data or "
-                                    "user_property", "correlation_data",
-                                    choices=("response_topic", "correlation_data",
-                                             "user_property")),
+                                    "user_property", "correlation_data", choices=TAMPERABLE),
                   "action": Param("choice", "strip (removed) or alter (\"|tampered\" "
                                   "appended to its value)", "strip", choices=("strip", "alter")),
                   "key": Param("text", "the User Property's name (property = user_property)",

@@ -416,7 +416,8 @@ def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
     targets = [n for n in ctx.topology.nodes if n.role.value == "executor"
                and (named is None or n.id == named)]
     if not targets:
-        yield Refuse(f"no responder {named or ''} to send malformed requests to".replace("  ", " "))
+        yield Refuse(f"{named} is no responder of topology {ctx.topology.name}" if named
+                     else f"topology {ctx.topology.name} has no responder")
         return
     n = 0
     while ctx.now_ms() < ctx.end_ms:

@@ -295,7 +295,10 @@ class FaultProxy:
         """property_tampering: the PUBLISH with its properties as each fault leaves them
         (Tampering.act, as the simulated link does it), re-encoded by the `mqtt5` codec
         with every other field kept; the same bytes if none acted."""
-        got, _n = mqtt5.read(memoryview(packet))
+        try:
+            got, _n = mqtt5.read(memoryview(packet))
+        except Exception:   # noqa: BLE001 - the codec's own errors: forwarded as it came
+            return packet
         if not isinstance(got, mqtt5.PublishPacket):
             return packet
         props = Props(got.response_topic, None if got.correlation_data is None
