@@ -22,12 +22,17 @@ from bench.variants import REFERENCE
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
-def deployment(tmp_path: Path, scenario: str) -> dict[str, object]:
+def _verdict(tmp_path: Path, scenario: str, name: str) -> dict[str, object]:
+    """Checker `name`'s verdict, as verdicts.json holds it, of a simulated run."""
     loaded = load_scenario(SCENARIOS / f"{scenario}.toml")
     run_scenario(loaded, REFERENCE, tmp_path, mode="sim")
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())["verdicts"]
-    got: dict[str, object] = next(v for v in verdicts if v["name"] == "deployment")
+    got: dict[str, object] = next(v for v in verdicts if v["name"] == name)
     return got
+
+
+def deployment(tmp_path: Path, scenario: str) -> dict[str, object]:
+    return _verdict(tmp_path, scenario, "deployment")
 
 
 def test_a_resumed_session_resent_under_new_packet_ids_is_false(
@@ -66,14 +71,6 @@ def test_a_session_resumed_past_its_expiry_is_false(
     broken = deployment(tmp_path / "broken", "session_expired")
     assert broken["value"] == "false"
     assert broken["rules"]["expired_session_not_resumed"]["violations"] == 1  # type: ignore[index]
-
-
-def _verdict(tmp_path: Path, scenario: str, name: str) -> dict[str, object]:
-    loaded = load_scenario(SCENARIOS / f"{scenario}.toml")
-    run_scenario(loaded, REFERENCE, tmp_path, mode="sim")
-    verdicts = json.loads((tmp_path / "verdicts.json").read_text())["verdicts"]
-    got: dict[str, object] = next(v for v in verdicts if v["name"] == name)
-    return got
 
 
 def test_a_shared_group_message_copied_to_every_member_is_false(
