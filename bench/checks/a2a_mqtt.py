@@ -92,8 +92,9 @@ class Answer:
     topic: str
     correlation: str | None
     kind: str           # RESULT, ERROR, STATUS, ARTIFACT; "REPLY" off the wire
-    final: bool         # an error, or a state that ends the correlation's stream (a Task
-                        # still WORKING answers a retry and does not end it)
+    final: bool         # an error, or a status or Task whose state ends the correlation's
+                        # stream (a Task still WORKING answers a retry and does not end it;
+                        # an artifact chunk ends nothing, whatever state its task is in)
     task_id: str | None
     event: Event
 
@@ -142,7 +143,8 @@ def answers(h: History) -> list[Answer]:
     own = _recorders(h)
     out: list[tuple[int, Answer]] = [
         (r.seq, Answer(r.node, r.t_ms, r.topic, r.correlation, r.reply.value,
-                       r.reply is ReplyKind.ERROR or r.state in FINAL_STATES
+                       r.reply is ReplyKind.ERROR
+                       or (r.reply is not ReplyKind.ARTIFACT and r.state in FINAL_STATES)
                        or (r.reply is ReplyKind.RESULT and r.state is None), r.task_id, r))
         for r in h.of(A2mReplied)]
     for w in h.of(Wire):
@@ -550,10 +552,11 @@ def _pool_of(topic: str) -> str | None:
 def pooled_replies_name_their_responder(h: History, c: Collector) -> None:
     """Every reply a requester took for a request it sent to a pool carries User Property
     a2a-responder-agent-id: without it the requester cannot send the task's follow-ups to
-    the member that holds it."""
-    pooled = {(a.node, a.op_id) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
+    the member that holds it. Judged per attempt (by its Correlation Data): a follow-up of
+    a pooled task sent to the member's own topic gets a plain reply."""
+    pooled = {(a.node, a.correlation) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
     for r in h.of(A2mReplyTaken):
-        if r.op_id is None or (r.node, r.op_id) not in pooled:
+        if r.op_id is None or (r.node, r.correlation) not in pooled:
             continue
         c.count("pooled_replies")
         if r.responder_agent_id is None:

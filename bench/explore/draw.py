@@ -116,6 +116,13 @@ def _draw_a2a(rng: random.Random, name: str) -> Draft:
         workload["pool_fraction"] = rng.choice((0.5, 1.0))
     if rng.random() < 0.2:
         workload["task_failure_rate"] = 0.1
+    if rng.random() < 0.3:
+        workload |= {"streaming_fraction": rng.choice((0.5, 1.0)),
+                     "stream_events": rng.randint(1, 8)}
+    if rng.random() < 0.3:
+        workload |= {"get_fraction": rng.choice((0.0, 0.3)),
+                     "cancel_fraction": rng.choice((0.1, 0.3)),
+                     "follow_up_ms": rng.choice((200, 1000, 5000))}
     ids = [n["id"] for n in nodes]
     agents = [n["agents"][0] for n in nodes]
     faults = [_fault(rng, kind, ids, agents, duration, {}) for kind in

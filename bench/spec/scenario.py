@@ -495,7 +495,8 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                 "hang_fraction", "task_timeout_ms",
                 "conversations", "group_event_rate_per_s", "unknown_agent_fraction",
                 "misaddressed_fraction", "explicit_target_fraction", "no_conversation_fraction",
-                "pool_fraction", "stream_events",
+                "pool_fraction", "streaming_fraction", "get_fraction", "cancel_fraction",
+                "follow_up_ms", "stream_events",
                 "thinking_fraction", "tabs_per_conversation", "watched_fraction", "tab_churn",
                 "process_fraction", "gate_fraction", "parallel_branches", "subflow_fraction",
                 "step_duration_ms", "step_failure_rate", "step_retries", "humans",
@@ -513,6 +514,10 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         misaddressed_fraction=w.number("misaddressed_fraction", 0.0, high=1.0),
         explicit_target_fraction=w.number("explicit_target_fraction", 0.0, high=1.0),
         pool_fraction=w.number("pool_fraction", 0.0, high=1.0),
+        streaming_fraction=w.number("streaming_fraction", 0.0, high=1.0),
+        get_fraction=w.number("get_fraction", 0.0, high=1.0),
+        cancel_fraction=w.number("cancel_fraction", 0.0, high=1.0),
+        follow_up_ms=w.number("follow_up_ms", 1_000.0, low=1.0),
         no_conversation_fraction=w.number("no_conversation_fraction", 0.0, high=1.0),
         stream_events=w.integer("stream_events", 0),
         thinking_fraction=w.number("thinking_fraction", 0.0, high=1.0),
@@ -531,6 +536,13 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         reject_fraction=w.number("reject_fraction", 0.0, high=1.0),
         gate_timeout_ms=int(w.number("gate_timeout_ms", 20_000, low=1)),
         gate_on_timeout=w.choice("gate_on_timeout", ("reject", "fail"), "reject"))
+    for key in ("streaming_fraction", "get_fraction", "cancel_fraction"):
+        if getattr(workload, key) > 0 and not topo.a2a_org:
+            raise SpecError(f"{w.key(key)}={getattr(workload, key)!r}: a workload of the "
+                            "A2A-over-MQTT profile; topology "
+                            f"{topo.name!r} speaks the seed protocol")
+    if workload.get_fraction + workload.cancel_fraction > 1.0:
+        raise SpecError(f"{f}: workload: get_fraction + cancel_fraction must be at most 1")
     if workload.unknown_agent_fraction + workload.misaddressed_fraction \
             + workload.explicit_target_fraction > 1.0:
         raise SpecError(f"{f}: workload: unknown_agent_fraction + misaddressed_fraction + "

@@ -52,6 +52,13 @@ class WorkloadSpec:
     #: A2A over MQTT: share of requests sent to the pool the drawn agent's node serves
     #: (its topology's `pool`), addressed `pool:{pool}`
     pool_fraction: float = 0.0
+    #: A2A over MQTT: share of requests sent as SendStreamingMessage (their stream items are
+    #: the task's flow: `stream_events`), and of requests followed, later, by a GetTask or a
+    #: CancelTask on the same Task.id (`follow_up_ms` after it)
+    streaming_fraction: float = 0.0
+    get_fraction: float = 0.0
+    cancel_fraction: float = 0.0
+    follow_up_ms: float = 1_000.0
     no_conversation_fraction: float = 0.0   # requests with no conversationId (it is optional)
     stream_events: int = 0                  # flow events each task streams (0: no streaming)
     thinking_fraction: float = 0.0          # share of them that are thinking
@@ -90,6 +97,9 @@ class WorkloadSpec:
                 "misaddressed_fraction": self.misaddressed_fraction,
                 "explicit_target_fraction": self.explicit_target_fraction,
                 "pool_fraction": self.pool_fraction,
+                "streaming_fraction": self.streaming_fraction,
+                "get_fraction": self.get_fraction, "cancel_fraction": self.cancel_fraction,
+                "follow_up_ms": self.follow_up_ms,
                 "no_conversation_fraction": self.no_conversation_fraction,
                 "stream_events": self.stream_events, "thinking_fraction": self.thinking_fraction,
                 "tabs_per_conversation": self.tabs_per_conversation,
@@ -225,6 +235,9 @@ def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) 
             if spec.pool_fraction > 0 and home.pool and rng.random() < spec.pool_fraction:
                 agent = f"pool:{home.pool}"     # the requester asks the pool, not the agent
             payload: dict[str, Any] = {"ask": f"task {n} from {orch.id}"}
+            if spec.streaming_fraction > 0 and rng.random() < spec.streaming_fraction:
+                payload["method"] = "SendStreamingMessage"
+            follow = rng.random() if spec.get_fraction + spec.cancel_fraction > 0 else 1.0
             if spec.process_fraction > 0 and rng.random() < spec.process_fraction:
                 payload["process"] = process_definition(spec, rng, n)
                 payload["timeoutMs"] = spec.request_timeout_ms
@@ -237,6 +250,16 @@ def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) 
                 to_agent_id=agent, conversation_id=conversation,
                 target_node_id=target, timeout_ms=spec.request_timeout_ms,
                 payload=payload))
+            if follow < spec.get_fraction + spec.cancel_fraction:
+                # the same task asked about, or called off, a moment later (A2M-RR-7)
+                method = "GetTask" if follow < spec.get_fraction else "CancelTask"
+                ops.append(RequestOp(
+                    at_ms=round(t + spec.follow_up_ms, 3), node_id=orch.id,
+                    request_id=f"{orch.id}-r{n}.{method}", message_id=f"{orch.id}-m{n}.f",
+                    from_agent_id=orch.requester_agent, to_agent_id=agent,
+                    conversation_id=conversation, target_node_id=target,
+                    timeout_ms=spec.request_timeout_ms,
+                    payload={"method": method, "ofRequest": f"{orch.id}-r{n}"}))
         t, k = 0.0, 0
         while spec.group_event_rate_per_s > 0 and orch.scene_groups:
             t += rng.expovariate(spec.group_event_rate_per_s) * 1000.0

@@ -91,3 +91,26 @@ def test_mosquitto_serves_no_profile_pool_and_the_verdict_says_so(tmp_path: Path
     assert pools.value is Value.FALSE
     assert pools.rules["pooled_requests_reach_the_pool"]["violations"] > 0
     assert result.exit_code == 0          # as [expect.mosquitto] says
+
+
+def test_the_profiles_follow_ups_and_streams_are_drawn_and_the_seed_refuses_them(
+        tmp_path: Path) -> None:
+    """streaming_fraction, get_fraction and cancel_fraction: requests sent streaming, and a
+    GetTask or CancelTask on the same task follow_up_ms later (its payload names the request
+    whose Task.id it is about); on a seed topology the key is refused with its name."""
+    from bench.workload import RequestOp, plan
+    scenario = load_scenario(SCENARIOS / "a2a_streams.toml")
+    ops = [op for op in plan(scenario.topology, scenario.workload, 1, scenario.duration_ms)
+           if isinstance(op, RequestOp)]
+    methods = [op.payload.get("method", "SendMessage") for op in ops
+               if isinstance(op.payload, dict)]
+    assert {"SendStreamingMessage", "GetTask", "CancelTask", "SendMessage"} <= set(methods)
+    first = {op.request_id: op.at_ms for op in ops}
+    for op in ops:
+        if isinstance(op.payload, dict) and "ofRequest" in op.payload:
+            assert op.at_ms == first[op.payload["ofRequest"]] + scenario.workload.follow_up_ms
+    seed = tmp_path / "s.toml"
+    seed.write_text('topology = "star"\n[workload]\nget_fraction = 0.2\n')
+    with pytest.raises(SpecError, match=r"s.toml: workload.get_fraction=0.2: a workload of the "
+                                        r"A2A-over-MQTT profile"):
+        load_scenario(seed)

@@ -280,6 +280,10 @@ def test_a_pooled_task_is_followed_up_at_the_responder_that_answered() -> None:
     w.feed(0, ask(Method.GET_TASK, op="op2", agent=None, pool="p1"))
     [get] = [e for e in w.events(ev.A2mAttempt) if e.op_id == "op2"]
     assert get.topic == TOPICS.request(job.agent_id)
+    # the member's plain answer to a follow-up sent to its own topic is no pooled reply:
+    # it settles the operation (found by explore: it was ignored for naming no responder)
+    [answered] = [e for e in w.events(ev.A2mSettled) if e.op_id == "op2"]
+    assert answered.outcome is ev.A2mOutcome.COMPLETED
 
 
 def test_a_pooled_reply_naming_no_responder_is_ignored() -> None:

@@ -168,6 +168,7 @@ class Requester:
         self.reply_topic = config.topics.reply(config.agent_id, config.reply_suffix)
         self.ops: dict[str, Operation] = {}
         self.by_correlation: dict[str, str] = {}      # hex -> op id
+        self.to_a_pool: set[str] = set()              # hex of the attempts sent to a pool
         self.responder_of: dict[str, str] = {}        # Task.id -> the agent answering for it
         self.subscribed = False
         self.boot_id = ""
@@ -260,6 +261,8 @@ class Requester:
                        correlations=(*op.correlations, correlation.hex()))
         self.by_correlation[correlation.hex()] = op.op_id
         topic = self._target(op)
+        if op.pool_id is not None and topic == self.config.topics.pool(op.pool_id):
+            self.to_a_pool.add(correlation.hex())
         props = Props(response_topic=self.reply_topic, correlation_data=correlation,
                       user_properties=((CONTEXT_ID, op.context_id),) if op.context_id else (),
                       content_type="application/json",
@@ -355,8 +358,9 @@ class Requester:
                 if op is None else "Correlation Data of an operation already settled"
             fx.record(ev.A2mReplyTaken(reason=f"{why} (A2M-REQ-2): ignored", **seen))
             return
-        if op.pool_id is not None and op.agent_id is None \
-                and props.user(RESPONDER_AGENT_ID) is None:
+        # A2M-REQ-3 binds a reply to an attempt sent to the pool, not one a follow-up sent
+        # to the member the task is known to be on (A2M-REQ-4)
+        if corr in self.to_a_pool and props.user(RESPONDER_AGENT_ID) is None:
             fx.record(ev.A2mReplyTaken(op_id=op.op_id, reason="a pooled reply without "
                                        "a2a-responder-agent-id (A2M-REQ-3): ignored", **seen))
             return
@@ -504,8 +508,10 @@ def _operation(asked: TaskRequested) -> Operation:
     text = payload.get("text")
     if not isinstance(text, str):      # the seed workload's payload, as the message's text
         text = json.dumps(asked.payload, sort_keys=True)
-    return Operation(asked.request_id, method,
-                     str(payload.get("taskId") or task_uuid(asked.request_id)),
+    # a follow-up names the request whose task it is about (the workload's GetTask, Cancel)
+    of = payload.get("ofRequest")
+    task_id = payload.get("taskId") or task_uuid(str(of) if of else asked.request_id)
+    return Operation(asked.request_id, method, str(task_id),
                      None if pooled else asked.to_agent_id,
                      asked.to_agent_id.removeprefix(POOL) if pooled else None,
                      context, text, asked.now_ms)
