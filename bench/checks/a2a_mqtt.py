@@ -123,7 +123,7 @@ def _text(value: object) -> str | None:
 
 def intake(h: History) -> list[Took]:
     """Every request a responder took in, in history order."""
-    own = _recorders(h)
+    own = h.memo(_recorders)
     out: list[tuple[int, Took]] = [
         (t.seq, Took(t.node, t.t_ms, t.topic, t.correlation, t.response_topic, t.task_id,
                      t.intake in (Intake.REFUSED, Intake.DROPPED), t))
@@ -140,7 +140,7 @@ def intake(h: History) -> list[Took]:
 
 def answers(h: History) -> list[Answer]:
     """Every reply and stream item a responder published, in history order."""
-    own = _recorders(h)
+    own = h.memo(_recorders)
     out: list[tuple[int, Answer]] = [
         (r.seq, Answer(r.node, r.t_ms, r.topic, r.correlation, r.reply.value,
                        r.reply is ReplyKind.ERROR
@@ -288,7 +288,7 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
         else:
             c.violation(f"{got.node} got a reply on {got.topic!r} without Correlation Data", got)
     # Correlation Data is unique on one reply topic only (A2M-REQ-1): by both
-    reply_topics = _reply_topics(h)
+    reply_topics = h.memo(_reply_topics)
     sent: dict[tuple[str, str], A2mAttempt] = {
         (topic, a.correlation): a for a in h.of(A2mAttempt) for topic in reply_topics[a.node]}
     sent_any = {a.correlation for a in h.of(A2mAttempt)}
@@ -473,7 +473,7 @@ def no_answer_lost(h: History, c: Collector) -> None:
         # a result (a Task, finished or not) or an error; off the wire, a final answer
         if r.correlation is not None and (r.final or r.kind in ("RESULT", "ERROR")):
             replied.setdefault((r.topic, r.correlation), r)
-    reply_topics = _reply_topics(h)
+    reply_topics = h.memo(_reply_topics)
     attempts: dict[tuple[str, str], list[A2mAttempt]] = defaultdict(list)
     for a in h.of(A2mAttempt):
         attempts[(a.node, a.op_id)].append(a)
@@ -631,7 +631,7 @@ def expired_requests_not_delivered(h: History, c: Collector) -> None:
     The broker counts whole seconds: a delivery within a second past the interval passes.
     Undecided where a slow link (latency, loss, a partition, a pause) on the requester's or
     the responder's side held the request out of the broker's sight meanwhile."""
-    reply_topics = _reply_topics(h)
+    reply_topics = h.memo(_reply_topics)
     windows = h.memo(fault_windows)
     sent = {(topic, a.correlation): a for a in h.of(A2mAttempt) if a.expiry_s is not None
             for topic in reply_topics[a.node]}
@@ -703,7 +703,7 @@ def connects_with_a_persistent_session(h: History, c: Collector) -> None:
     start 0) and gives it a Session Expiry Interval above 0: with clean start 1, or an
     expiry of 0, what the broker queued for it while it was away — requests, replies — is
     gone when it comes back."""
-    for node, ws in sorted(_tapped(h).items()):
+    for node, ws in sorted(h.memo(_tapped).items()):
         for w in ws:
             if w.packet != "CONNECT" or w.direction != "out":
                 continue
@@ -721,7 +721,7 @@ def subscribes_its_request_topic(h: History, c: Collector) -> None:
     """A tapped responder's SUBSCRIBE names `$a2a/v1/request/{org}/{unit}/{agent}` for the
     org, unit and agent of its client id: a responder only in a pool, or under another
     agent's topic, cannot be asked directly (a pooled task's follow-ups go there)."""
-    tapped = _tapped(h)
+    tapped = h.memo(_tapped)
     for node in sorted(_responders(tapped)):
         ws = tapped[node]
         c.count("responders_subscribed")
@@ -742,7 +742,7 @@ def subscribes_its_request_topic(h: History, c: Collector) -> None:
 def connects_as_org_unit_agent(h: History, c: Collector) -> None:
     """Every CONNECT a tapped agent sent names it {org}/{unit}/{agent}: the broker's ACLs
     and the other agents find it by that id, and two agents never share one."""
-    for node, ws in sorted(_tapped(h).items()):
+    for node, ws in sorted(h.memo(_tapped).items()):
         for w in ws:
             if w.packet == "CONNECT" and w.direction == "out":
                 c.count("client_ids")
@@ -758,7 +758,7 @@ def announces_its_card_with_a_will(h: History, c: Collector) -> None:
     publishes its card there retained, at QoS 1, with a2a-status=online. A responder that
     never says it is online is invisible to discovery; one without a will stays 'online'
     after it died."""
-    tapped = _tapped(h)
+    tapped = h.memo(_tapped)
     for node in sorted(_responders(tapped)):
         ws = tapped[node]
         c.count("responders")
