@@ -153,6 +153,7 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_tampered", 20, "Correlation Data stripped and altered on the way"),
     ("a2a_malformed", 8, "requests it must refuse, one case after another"),
     ("a2a_pool", 6, "a shared-subscription pool (Extended)"),
+    ("a2a_multiturn", 14, "questions and next turns, streams, GetTask, CancelTask, a kill"),
 )
 
 #: The responder's clauses each judged by rules of the bench, and the runs that put it there
@@ -186,6 +187,11 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_replies.malformed_requests_refused",), ("a2a_malformed",)),
     ProtocolRule("A2M-RSP-5", "a reply to a pooled request names its responder",
                  ("a2a_pools.pooled_replies_name_their_responder",), ("a2a_pool",)),
+    ProtocolRule("A2M-CTX-1, A2M-CTX-3",
+                 "a task keeps its context; a request naming another is refused (-32602)",
+                 ("a2a_replies.contexts_are_kept",), ("a2a_multiturn", "a2a_malformed")),
+    ProtocolRule("A2M-RETRY-3", "a task that ended stays ended (retries, GetTask, CancelTask)",
+                 ("a2a_replies.ended_tasks_stay_ended",), ("a2a_multiturn", "a2a_restart")),
 )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 
+from bench.core import events as ev
 from bench.core import startup as seed_startup
 from bench.core.auth import (
     FLAT_KID,
@@ -41,10 +42,12 @@ from bench.core.process import ProcessEngine
 from bench.core.relay import Relay
 from bench.core.steps import StepDef
 from bench.core.task import TaskRecord, TaskService
+from bench.profiles.a2a_mqtt import responder as a2m_responder
 from bench.profiles.a2a_mqtt import startup as a2a_startup
 from bench.profiles.a2a_mqtt.io import Effects as ProfileEffects
 from bench.profiles.a2a_mqtt.requester import Operation, Requester
 from bench.profiles.a2a_mqtt.responder import Responder
+from bench.profiles.a2a_mqtt.wire import Call, status_item
 
 
 class MemoryDedup60s(Node):
@@ -456,6 +459,52 @@ class A2mRetrySameCorrelation(Requester):
         return bytes.fromhex(op.correlations[0]) if op.correlations else fresh
 
 
+class A2mStatusWithoutContext(Responder):
+    """A2M-CTX-1: a stream's status items leave the task's contextId out (the Task a
+    SendMessage gets carries it): a streaming requester cannot tell the conversation."""
+
+    def _status(self, fx: ProfileEffects, w: a2m_responder.Watcher,
+                task: a2m_responder.TaskRecord) -> None:
+        self._publish(fx, w.topic, w.correlation,
+                      status_item(w.rpc_id, task.task_id, None, task.state), w.pooled,
+                      ev.ReplyKind.STATUS, task.task_id, task.state.value, None, None)
+
+
+class A2mContextFollowsRequest(Responder):
+    """A2M-CTX-3: a request for a task it has that names another context is not refused:
+    the task moves to the request's context, and answers it from there on."""
+
+    def _on_send(self, fx: ProfileEffects, call: Call, here: a2m_responder.Watcher,
+                 taken: dict[str, Any]) -> None:
+        task = self.tasks.get(call.task_id)
+        if task is not None and call.context_id is not None:
+            self.tasks[call.task_id] = replace(task, context_id=call.context_id)
+        super()._on_send(fx, call, here, taken)
+
+
+class A2mCancelLetsWorkFinish(Responder):
+    """A2M-RETRY-3 (a task that ended stays ended): CancelTask answers CANCELED but leaves the
+    task WORKING in its table, so the agent's result completes it afterwards — and
+    whoever else waits is told COMPLETED."""
+
+    def _on_cancel(self, fx: ProfileEffects, call: Call, here: a2m_responder.Watcher,
+                   taken: dict[str, Any]) -> None:
+        before = self.tasks.get(call.task_id)
+        super()._on_cancel(fx, call, here, taken)
+        if before is not None and before.state is a2m_responder.TaskState.WORKING:
+            self.tasks[call.task_id] = before
+
+
+class A2mNextTurnNewContext(Requester):
+    """A2M-CTX-5: the answer to an input-required goes out as a new conversation (a fresh
+    contextId) under the same Task.id: the responder must refuse it (A2M-CTX-3)."""
+
+    def _ask(self, fx: ProfileEffects, op: Operation, message_id: str) -> None:
+        if op.turn > 1 and op.context_id is not None:
+            op = replace(op, context_id=f"{op.context_id}-turn{op.turn}")
+        super()._ask(fx, op, message_id)
+
+
 REFERENCE = Variant("reference", Node, "-", "-", "quickstart")
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -512,6 +561,14 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             requester=A2mRetrySameCorrelation),
     Variant("a2m_pooled_reply_unnamed", Node, "A2M-RSP-5", "a2a_pools", "a2a_pool",
             responder=A2mPooledReplyUnnamed),
+    Variant("a2m_status_without_context", Node, "A2M-CTX-1", "a2a_replies", "a2a_multiturn",
+            responder=A2mStatusWithoutContext),
+    Variant("a2m_context_follows_request", Node, "A2M-CTX-3", "a2a_replies", "a2a_malformed",
+            responder=A2mContextFollowsRequest),
+    Variant("a2m_cancel_lets_work_finish", Node, "A2M-RETRY-3", "a2a_replies",
+            "a2a_streams", responder=A2mCancelLetsWorkFinish),
+    Variant("a2m_next_turn_new_context", Node, "A2M-CTX-5", "a2a_requests", "a2a_multiturn",
+            requester=A2mNextTurnNewContext),
 )}
 
 

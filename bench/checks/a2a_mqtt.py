@@ -55,6 +55,11 @@ NO_MATCHING_SUBSCRIBERS = 0x10
 FINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
                           "TASK_STATE_REJECTED", "TASK_STATE_INPUT_REQUIRED",
                           "TASK_STATE_AUTH_REQUIRED"})
+#: The task states no task leaves (A2A v1.0's terminal states).
+TERMINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
+                             "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"})
+#: JSON-RPC 2.0: invalid params (A2M-CTX-3's answer to a context that is not the task's)
+INVALID_PARAMS = -32602
 #: How early an attempt may come against the profile's wait (whole-ms clocks, a timer's
 #: slack): the same allowance the seed's watchdog rules give.
 EARLY_MS = 50.0
@@ -80,6 +85,8 @@ class Took:
     task_id: str | None
     refused: bool | None
     event: Event
+    context_id: str | None = None
+    method: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,8 @@ class Answer:
                         # an artifact chunk ends nothing, whatever state its task is in)
     task_id: str | None
     event: Event
+    state: str | None = None          # the task state it carries
+    context_id: str | None = None     # the contextId it carries
 
 
 def _reply_topics(h: History) -> dict[str, list[str]]:
@@ -126,7 +135,7 @@ def intake(h: History) -> list[Took]:
     own = h.memo(_recorders)
     out: list[tuple[int, Took]] = [
         (t.seq, Took(t.node, t.t_ms, t.topic, t.correlation, t.response_topic, t.task_id,
-                     t.intake in (Intake.REFUSED, Intake.DROPPED), t))
+                     t.intake in (Intake.REFUSED, Intake.DROPPED), t, t.context_id, t.method))
         for t in h.of(A2mRequestTaken)]
     for w in h.of(Wire):
         if w.node in own or w.direction != "in" or w.packet != "PUBLISH" \
@@ -134,7 +143,8 @@ def intake(h: History) -> list[Took]:
             continue
         p = _props(w)
         out.append((w.seq, Took(w.node, w.t_ms, w.topic or "", _text(p.get("correlationData")),
-                                _text(p.get("responseTopic")), w.task_id, None, w)))
+                                _text(p.get("responseTopic")), w.task_id, None, w,
+                                w.conversation_id, w.rpc_method)))
     return [t for _seq, t in sorted(out, key=lambda x: x[0])]
 
 
@@ -145,7 +155,8 @@ def answers(h: History) -> list[Answer]:
         (r.seq, Answer(r.node, r.t_ms, r.topic, r.correlation, r.reply.value,
                        r.reply is ReplyKind.ERROR
                        or (r.reply is not ReplyKind.ARTIFACT and r.state in FINAL_STATES)
-                       or (r.reply is ReplyKind.RESULT and r.state is None), r.task_id, r))
+                       or (r.reply is ReplyKind.RESULT and r.state is None), r.task_id, r,
+                       r.state, r.context_id))
         for r in h.of(A2mReplied)]
     for w in h.of(Wire):
         topic = w.topic or ""
@@ -155,7 +166,8 @@ def answers(h: History) -> list[Answer]:
         error = w.rpc_error is not None
         out.append((w.seq, Answer(w.node, w.t_ms, topic, _text(_props(w).get("correlationData")),
                                   "ERROR" if error else "REPLY",
-                                  error or w.task_state in FINAL_STATES, w.task_id, w)))
+                                  error or w.task_state in FINAL_STATES, w.task_id, w,
+                                  w.task_state, w.conversation_id)))
     return [a for _seq, a in sorted(out, key=lambda x: x[0])]
 
 
@@ -235,6 +247,32 @@ def retries_keep_the_profile(h: History, c: Collector) -> None:
                 c.violation(f"{node} retried {op} {after.t_ms - before.t_ms:.0f} ms after its "
                             f"attempt {before.attempt}; the profile waits {wait:.0f} ms",
                             before, after)
+
+
+@rule("A2M-CTX-5, A2M-RR-7: a task's next turn keeps its Task.id and context, with new "
+      "Correlation Data")
+def turns_keep_the_task_and_context(h: History, c: Collector) -> None:
+    """A requester that continues a task (a SendMessage naming a Task.id it sent before,
+    as after an input-required) sends the context it created the task in, under
+    Correlation Data none of its earlier attempts for the task had: a new context would
+    be refused (A2M-CTX-3) and the conversation lost; reused Correlation Data would let
+    the previous turn's late replies settle this one."""
+    first: dict[tuple[str, str], A2mAttempt] = {}
+    used: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for a in h.of(A2mAttempt):
+        if a.method not in ("SendMessage", "SendStreamingMessage"):
+            continue
+        task = (a.node, a.task_id)
+        was = first.setdefault(task, a)
+        if a.op_id != was.op_id:
+            c.count("later_turns")
+            if a.context_id != was.context_id:
+                c.violation(f"{a.node} continued task {a.task_id} in context "
+                            f"{a.context_id!r}; it created it in {was.context_id!r}", was, a)
+            if a.correlation in used[task] and a.why is AttemptWhy.FIRST:
+                c.violation(f"{a.node} continued task {a.task_id} under Correlation Data "
+                            f"{a.correlation} an earlier turn used", was, a)
+        used[task].add(a.correlation)
 
 
 @rule("A2M-RR-3, A2M-STREAM-1, A2M-ERR-1: a reply goes to its request's Response Topic with "
@@ -381,6 +419,84 @@ def nothing_after_the_final_answer(h: History, c: Collector) -> None:
             closed[key] = x
 
 
+@rule("A2M-CTX-1, A2M-CTX-3: a task keeps the context it was created in: every answer echoes "
+      "it; a request naming another is refused (-32602)")
+def contexts_are_kept(h: History, c: Collector) -> None:
+    """A task's context is the contextId of the request that created it (its first request
+    a responder took in and did not refuse), or, if that named none, the first its
+    responder answered with. Every later result, status or artifact of the task carries
+    that context; a request for the task that names another context is answered with
+    JSON-RPC -32602 and changes nothing (the task's answers keep the first context). A
+    responder that echoes the latest request's context, or drops it from stream items,
+    fails this."""
+    took: list[Took] = h.memo(intake)
+    sent: list[Answer] = h.memo(answers)
+    # Correlation Data is unique on one reply topic only (A2M-REQ-1): keyed by both
+    answer_to: dict[tuple[str, str | None, str | None], list[Answer]] = defaultdict(list)
+    for a in sent:
+        answer_to[(a.node, a.topic, a.correlation)].append(a)
+    context: dict[tuple[str, str], str | None] = {}
+    events: list[tuple[int, Took | Answer]] = [(t.event.seq, t) for t in took]
+    events += [(a.event.seq, a) for a in sent]
+    for _seq, x in sorted(events, key=lambda e: e[0]):
+        if x.task_id is None:
+            continue
+        task = (x.node, x.task_id)
+        if isinstance(x, Took):
+            if x.method in ("GetTask", "CancelTask"):
+                continue
+            if task not in context:
+                if not x.refused:
+                    context[task] = x.context_id
+                continue
+            was = context[task]
+            if x.context_id is None or was is None or x.context_id == was:
+                continue
+            c.count("requests_naming_another_context")
+            got = answer_to[(x.node, x.response_topic, x.correlation)]
+            codes = [_code(a) for a in got if a.t_ms >= x.t_ms]
+            if codes and INVALID_PARAMS not in codes:
+                c.violation(f"{x.node} took a request for task {x.task_id} in context "
+                            f"{x.context_id!r}, created in {was!r}, and answered "
+                            f"{codes[0] if codes[0] is not None else 'it'} (the profile "
+                            f"says error {INVALID_PARAMS})", x.event, got[0].event)
+            continue
+        if x.kind == "ERROR":
+            continue
+        c.count("answers_of_a_task")
+        want = context.get(task)
+        if want is None:
+            context[task] = x.context_id
+        elif x.context_id != want:
+            c.violation(f"{x.node} answered for task {x.task_id} with context "
+                        f"{x.context_id!r}; the task was created in {want!r}", x.event)
+
+
+@rule("A2M-RETRY-3: a task that ended stays ended: no later answer of it says another state")
+def ended_tasks_stay_ended(h: History, c: Collector) -> None:
+    """Once a responder answered a task with a terminal state (completed, failed,
+    canceled, rejected), every later answer it gives about that task — to a retry, a
+    GetTask, a CancelTask, a redelivery — says that same state: a task is never
+    completed after it was canceled, nor run again after it failed. A responder whose
+    CancelTask answers 'canceled' but lets the work finish, or that forgets a finished
+    task on a restart, fails this."""
+    ended: dict[tuple[str, str], Answer] = {}
+    for a in h.memo(answers):
+        if a.task_id is None or a.state is None or a.kind == "ERROR":
+            continue
+        task = (a.node, a.task_id)
+        first = ended.get(task)
+        if first is None:
+            if a.state in TERMINAL_STATES:
+                ended[task] = a
+                c.count("tasks_ended")
+            continue
+        c.count("answers_after_the_end")
+        if a.state != first.state:
+            c.violation(f"{a.node} said task {a.task_id} was {a.state} after it had said "
+                        f"{first.state}", first.event, a.event)
+
+
 #: What a responder answers each malformed request the bench sends (attack_sent.how, the
 #: malformed_request fault), as the profile and JSON-RPC 2.0 prescribe: the error code, or
 #: None where there is no reply path (A2M-RSP-2: dropped). Written out here, from the spec.
@@ -392,13 +508,18 @@ MALFORMED_ANSWER: dict[str, int | None] = {
     "context_mismatch": -32602,                                    # A2M-CTX-4
     "no_correlation": -32005,                                      # A2M-ERR-2
     "no_response_topic": None,                                     # A2M-RSP-2
+    "context_switch": -32602,                                      # A2M-CTX-3
 }
+#: The malformed requests whose Task.id a valid request (the fault's opening) created first:
+#: that one execution is not theirs
+OPENED = frozenset({"context_switch"})
 #: How long a responder has to answer a malformed request before it counts as unanswered
 MALFORMED_WITHIN_MS = 5_000.0
 
 
-@rule("A2M-RSP-2, A2M-RSP-3, A2M-RSP-4, A2M-CTX-4, A2M-ERR-1, A2M-ERR-2: a malformed request "
-      "gets the error the profile names, runs nothing, and the responder goes on serving")
+@rule("A2M-RSP-2, A2M-RSP-3, A2M-RSP-4, A2M-CTX-3, A2M-CTX-4, A2M-ERR-1, A2M-ERR-2: a "
+      "malformed request gets the error the profile names, runs nothing, and the responder "
+      "goes on serving")
 def malformed_requests_refused(h: History, c: Collector) -> None:
     """Each malformed request the bench sent (malformed_request) is answered, on its own
     Response Topic, with a JSON-RPC error of the code MALFORMED_ANSWER names — or not at
@@ -421,7 +542,7 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
         want = MALFORMED_ANSWER[attack.how]
         c.count(f"malformed_{attack.how}")
         got = out[(node, token)]
-        if (node, attack.request_id) in executed:
+        if (node, attack.request_id) in executed and attack.how not in OPENED:
             c.violation(f"{node} executed the task of a malformed request ({attack.how})",
                         attack)
         killed = [d for d in died if d.node == node
@@ -820,14 +941,17 @@ def _no_operation(h: History) -> str | None:
 A2A_REQUESTS = Checker(
     "a2a_requests", "A2A over MQTT, requester side: every operation ends; retries keep the "
     "profile (new Correlation Data, same Task.id, the waits, three attempts, none after a "
-    "reply); nothing is given up that was answered.",
-    (every_operation_settles, retries_keep_the_profile, no_answer_lost), _no_operation,
+    "reply); nothing is given up that was answered; a task's next turn keeps its context.",
+    (every_operation_settles, retries_keep_the_profile, no_answer_lost,
+     turns_keep_the_task_and_context), _no_operation,
     protocols=frozenset({A2A_MQTT}))
 A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "
-    "sent, on its Response Topic, with its Correlation Data; refused input runs nothing.",
+    "sent, on its Response Topic, with its Correlation Data; refused input runs nothing; a "
+    "task keeps its context, and a task that ended stays ended.",
     (replies_answer_a_request, replies_echo_the_task_id, nothing_after_the_final_answer,
-     refused_requests_run_nothing, malformed_requests_refused), _no_intake,
+     refused_requests_run_nothing, malformed_requests_refused, contexts_are_kept,
+     ended_tasks_stay_ended), _no_intake,
     protocols=frozenset({A2A_MQTT}))
 
 A2A_POOLS = Checker(

@@ -77,6 +77,9 @@ class Execute:
     agent_id: str
     payload: Json
     conversation_id: str | None = None
+    #: which turn of the task this is: 1, or the next after the agent asked the requester
+    #: for input (a multi-turn task of the A2A-over-MQTT profile)
+    turn: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -989,6 +989,9 @@ class AgentCalled(Event):
     task_id: str
     agent_id: str
     conversation_id: str | None = None
+    #: the task's turn (a multi-turn task's agent is called once per turn); None: the node
+    #: does not say, and the bench counts its calls for the task
+    turn: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1018,7 +1021,7 @@ class Wire(Event):
     from_agent_id: str | None = None
     to_agent_id: str | None = None
     target_node_id: str | None = None
-    conversation_id: str | None = None
+    conversation_id: str | None = None    # the seed's conversationId; a JSON-RPC contextId
     request_id: str | None = None
     reply_node_id: str | None = None
     origin_node_id: str | None = None
@@ -1180,6 +1183,7 @@ class A2mReplied(Event):
     state: str | None = None      # the A2A task state it carries (TASK_STATE_…)
     code: int | None = None       # an error's JSON-RPC code
     responder_agent_id: str | None = None   # the a2a-responder-agent-id it carries
+    context_id: str | None = None           # the Task's contextId it carries
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1235,6 +1239,7 @@ class A2mAttempt(Event):
     why: AttemptWhy
     #: the Message Expiry Interval it was published with (None: none)
     expiry_s: int | None = None
+    context_id: str | None = None     # the contextId its message carries
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

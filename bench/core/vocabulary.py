@@ -144,3 +144,8 @@ class Via(StrEnum):
 
     MQTT = "mqtt"
     LOCAL = "local"
+
+
+#: The result key of an agent that needs the requester's next turn (its value: the
+#: question): the A2A-over-MQTT responder then ends the turn input-required.
+INPUT_REQUIRED = "inputRequired"

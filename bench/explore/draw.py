@@ -137,6 +137,8 @@ def _draw_a2a(rng: random.Random, name: str) -> Draft:
             # the profile's own hazard (scenario a2a_pool_retry): a pooled retry after a lost
             # answer may run the task on another member, every agent keeping every clause
             scenario["expect"] = {"duplicate_execution": "either"}
+    if rng.random() < 0.3:     # drawn last: every earlier draw of a seed stays what it was
+        workload["multi_turn_fraction"] = rng.choice((0.3, 1.0))
     return Draft(scenario, topology)
 
 

@@ -1,8 +1,9 @@
 """Requests an A2A-over-MQTT responder must refuse (the malformed_request fault): the hostile
 cases of issue 32 — malformed JSON, non-UTF-8 bytes, a JSON array or null, a request
 without jsonrpc, an unknown method, a missing or non-UUID Task.id, a context id that
-differs between its User Property and the payload, and the binding's own: no Response
-Topic, no Correlation Data. Built here from the spec, never with an agent's code (the
+differs between its User Property and the payload, a task's next request in another context
+than the one it was created in, and the binding's own: no Response Topic, no Correlation
+Data. Built here from the spec, never with an agent's code (the
 answer each must get is the judge's to know: `bench.checks.a2a_mqtt.MALFORMED_ANSWER`).
 No I/O."""
 
@@ -18,7 +19,10 @@ from bench.core.properties import Props
 #: the cases, in the order the fault sends them
 CASES = ("not_json", "not_utf8", "array", "null", "no_jsonrpc", "unknown_method",
          "bad_task_id", "no_task_id", "context_mismatch", "no_correlation",
-         "no_response_topic")
+         "no_response_topic", "context_switch")
+#: context_switch is sent after its opening: a valid request (it runs) creating the task
+#: the switch then names in another context (A2M-CTX-3)
+OPENING = "context_opening"
 #: the attack's name in the history (attack_sent.attack)
 ATTACK = "malformed_request"
 
@@ -61,7 +65,11 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
         "context_mismatch": json.dumps(_send(task_id, context="ctx-payload")).encode(),
         "no_correlation": json.dumps(_send(task_id)).encode(),
         "no_response_topic": json.dumps(_send(task_id)).encode(),
+        OPENING: json.dumps(_send(task_id, context="ctx-first")).encode(),
+        "context_switch": json.dumps(_send(task_id, context="ctx-second")).encode(),
     }
+    if case == OPENING:
+        token += "-open"
     reply = f"$a2a/v1/reply/{org}/{unit}/nemesis/{token}"
     props = Props(response_topic=None if case == "no_response_topic" else reply,
                   correlation_data=None if case == "no_correlation" else token.encode(),

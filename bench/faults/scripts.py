@@ -424,13 +424,14 @@ def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
         node = targets[n % len(targets)]
         case = a2a_attacks.CASES[n % len(a2a_attacks.CASES)]
         n += 1
-        msg = a2a_attacks.malformed_request(case, n, spec.index, org=ctx.topology.a2a_org,
-                                            unit=node.namespace, agent=node.agents[0],
-                                            target_node=node.id)
-        ctx.attack_sent(msg.event)         # journaled first: in the history before the wire
-        yield Inject(_ref(spec), msg.topic, msg.payload, props=msg.props)
-        ctx.fired(Firing(a2a_attacks.ATTACK, node.id, {"case": case,
-                                                       "messageId": msg.event.message_id}))
+        for kind in (a2a_attacks.OPENING, case) if case == "context_switch" else (case,):
+            msg = a2a_attacks.malformed_request(kind, n, spec.index, org=ctx.topology.a2a_org,
+                                                unit=node.namespace, agent=node.agents[0],
+                                                target_node=node.id)
+            ctx.attack_sent(msg.event)     # journaled first: in the history before the wire
+            yield Inject(_ref(spec), msg.topic, msg.payload, props=msg.props)
+            ctx.fired(Firing(a2a_attacks.ATTACK, node.id, {"case": kind,
+                                                           "messageId": msg.event.message_id}))
         yield Wait(spec.params["interval_ms"])
 
 

@@ -496,7 +496,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                 "conversations", "group_event_rate_per_s", "unknown_agent_fraction",
                 "misaddressed_fraction", "explicit_target_fraction", "no_conversation_fraction",
                 "pool_fraction", "streaming_fraction", "get_fraction", "cancel_fraction",
-                "follow_up_ms", "stream_events",
+                "follow_up_ms", "multi_turn_fraction", "stream_events",
                 "thinking_fraction", "tabs_per_conversation", "watched_fraction", "tab_churn",
                 "process_fraction", "gate_fraction", "parallel_branches", "subflow_fraction",
                 "step_duration_ms", "step_failure_rate", "step_retries", "humans",
@@ -518,6 +518,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         get_fraction=w.number("get_fraction", 0.0, high=1.0),
         cancel_fraction=w.number("cancel_fraction", 0.0, high=1.0),
         follow_up_ms=w.number("follow_up_ms", 1_000.0, low=1.0),
+        multi_turn_fraction=w.number("multi_turn_fraction", 0.0, high=1.0),
         no_conversation_fraction=w.number("no_conversation_fraction", 0.0, high=1.0),
         stream_events=w.integer("stream_events", 0),
         thinking_fraction=w.number("thinking_fraction", 0.0, high=1.0),
@@ -536,7 +537,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         reject_fraction=w.number("reject_fraction", 0.0, high=1.0),
         gate_timeout_ms=int(w.number("gate_timeout_ms", 20_000, low=1)),
         gate_on_timeout=w.choice("gate_on_timeout", ("reject", "fail"), "reject"))
-    for key in ("streaming_fraction", "get_fraction", "cancel_fraction"):
+    for key in ("streaming_fraction", "get_fraction", "cancel_fraction", "multi_turn_fraction"):
         if getattr(workload, key) > 0 and not topo.a2a_org:
             raise SpecError(f"{w.key(key)}={getattr(workload, key)!r}: a workload of the "
                             "A2A-over-MQTT profile; topology "

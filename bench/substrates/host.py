@@ -271,9 +271,10 @@ class NodeHost(ABC):
     # the bench, cued by it and by step_started and human_asked, sends the same plans as lines.
     def execute(self, cmd: Execute) -> None:
         if self.agents_by_bench:
-            self.record(ev.AgentCalled(cmd.task_id, cmd.agent_id, cmd.conversation_id))
+            self.record(ev.AgentCalled(cmd.task_id, cmd.agent_id, cmd.conversation_id, cmd.turn))
         else:
-            self.follow(self.behaviour.task_plan(cmd.task_id, self.node_id, cmd.agent_id))
+            self.follow(self.behaviour.task_plan(cmd.task_id, self.node_id, cmd.agent_id,
+                                                 cmd.turn))
 
     def run_step(self, cmd: RunStep) -> None:
         if not self.agents_by_bench:

@@ -28,7 +28,7 @@ from bench.core.inputs import (
     TaskFinished,
     TaskRequested,
 )
-from bench.core.vocabulary import FlowKind
+from bench.core.vocabulary import INPUT_REQUIRED, FlowKind
 from bench.spec.distribution import Distribution, fixed, rng_for
 from bench.spec.topology import Role, Topology
 
@@ -59,6 +59,9 @@ class WorkloadSpec:
     get_fraction: float = 0.0
     cancel_fraction: float = 0.0
     follow_up_ms: float = 1_000.0
+    #: A2A over MQTT: share of tasks whose agent, on its first turn, asks the requester for
+    #: input (input-required) before it answers on the next (multi-turn: A2M-CTX-5)
+    multi_turn_fraction: float = 0.0
     no_conversation_fraction: float = 0.0   # requests with no conversationId (it is optional)
     stream_events: int = 0                  # flow events each task streams (0: no streaming)
     thinking_fraction: float = 0.0          # share of them that are thinking
@@ -100,6 +103,7 @@ class WorkloadSpec:
                 "streaming_fraction": self.streaming_fraction,
                 "get_fraction": self.get_fraction, "cancel_fraction": self.cancel_fraction,
                 "follow_up_ms": self.follow_up_ms,
+                "multi_turn_fraction": self.multi_turn_fraction,
                 "no_conversation_fraction": self.no_conversation_fraction,
                 "stream_events": self.stream_events, "thinking_fraction": self.thinking_fraction,
                 "tabs_per_conversation": self.tabs_per_conversation,
@@ -394,8 +398,14 @@ class Behaviour:
     spec: WorkloadSpec
     seed: int
 
-    def task(self, task_id: str) -> tuple[float, bool]:
-        return task_outcome(self.spec, self.seed, task_id)
+    def task(self, task_id: str, turn: int = 1) -> tuple[float, bool]:
+        return task_outcome(self.spec, self.seed, task_id if turn == 1 else f"{task_id}/t{turn}")
+
+    def asks_for_input(self, task_id: str, turn: int) -> bool:
+        """Whether the agent ends this turn with a question (multi_turn_fraction): on the
+        first turn only, so every conversation ends."""
+        return turn == 1 and self.spec.multi_turn_fraction > 0 \
+            and rng_for(self.seed, f"turns/{task_id}").random() < self.spec.multi_turn_fraction
 
     def flow(self, task_id: str, duration_ms: float) -> list[tuple[float, str, str]]:
         return flow_events(self.spec, self.seed, task_id, duration_ms)
@@ -408,17 +418,20 @@ class Behaviour:
         return human_clicks(self.spec, self.seed, gate_id, ask)
 
     # -- the same, as what the agents and people tell the node, and when ---------------------
-    def task_plan(self, task_id: str, node_id: str, agent_id: str) -> Plan:
+    def task_plan(self, task_id: str, node_id: str, agent_id: str, turn: int = 1) -> Plan:
         """A task's stream and its end, each after its delay from the task's start (an agent
-        that hangs says nothing: only the node's watchdog ends its task)."""
-        duration, ok = self.task(task_id)
+        that hangs says nothing: only the node's watchdog ends its task). An agent that
+        asks for input ends its turn well, with `{"inputRequired": question}`."""
+        duration, ok = self.task(task_id, turn)
         if math.isinf(duration):
             return []
         plan: Plan = [(offset, {"op": "flow", "task_id": task_id, "kind": kind, "text": text})
                       for offset, kind, text in self.flow(task_id, duration)]
+        result: Any = {"by": node_id, "agent": agent_id} if ok else None
+        if self.asks_for_input(task_id, turn):
+            ok, result = True, {INPUT_REQUIRED: f"which one, for task {task_id}?"}
         plan.append((duration, {"op": "task_finished", "task_id": task_id, "ok": ok,
-                                "result": {"by": node_id, "agent": agent_id} if ok else None,
-                                "error": None if ok else "task failed"}))
+                                "result": result, "error": None if ok else "task failed"}))
         return plan
 
     def step_plan(self, instance_id: str, path: str, attempt: int) -> Plan:

@@ -8,8 +8,10 @@ It keeps what the profile asks of a responder: a persistent session (clean start
 Session Expiry Interval), its retained card online after its SUBACK and offline by its will,
 a durable Task.id table (a line per change, fsynced before the request is acknowledged), a
 retry of a Task.id it has answered from that table and not run again, a JSON-RPC error for a
-request it cannot serve. Its agent is the bench's: it says `agent_called` and waits for the
-bench's `task_finished` line. Bugs to show what the bench finds (`--bug NAME`, repeatable):
+request it cannot serve, a request naming another context than its task's refused (-32602),
+a task its agent ended with a question (`inputRequired`) continued by the next request for
+it. Its agent is the bench's: it says `agent_called` and waits for the bench's
+`task_finished` line. Bugs to show what the bench finds (`--bug NAME`, repeatable):
 `memory-dedup` keeps the Task.id table in memory only (after a restart a retry runs its task
 a second time); `clean-start` connects with clean start 1 and no session expiry (what the
 broker queued while it was away is lost); `no-card` never publishes its card online;
@@ -126,8 +128,20 @@ def take(c: mqtt.Client, m: mqtt.MQTTMessage) -> None:
             return
         rpc_id, msg = req["id"], req["params"]["message"]
         task_id, context = msg["taskId"], msg.get("contextId")
-        if task_id in tasks:                          # a retry: its state, nothing runs again
-            t = tasks[task_id]
+        t = tasks.get(task_id)
+        if t is not None and None not in (context, t["context"]) and context != t["context"]:
+            reply(topic, corr, {"id": rpc_id, "error": {"code": -32602, "message":
+                                                        "contextId is not the task's"}})
+            return
+        if t is not None and t["state"] == "TASK_STATE_INPUT_REQUIRED" and [topic, corr.hex()] \
+                not in [w[:2] for w in t["watchers"]]:  # its next turn (not a redelivery)
+            t.update(state="TASK_STATE_WORKING", turn=t.get("turn", 1) + 1,
+                     watchers=[[topic, corr.hex(), rpc_id]])
+            keep(task_id)
+            say("agent_called", taskId=task_id, agentId=AGENT, conversationId=context,
+                turn=t["turn"])
+            return
+        if t is not None:                             # a retry: its state, nothing runs again
             if t["state"] not in TERMINAL and [topic, corr.hex()] not in \
                     [w[:2] for w in t["watchers"]]:   # a redelivered copy: no second watcher
                 t["watchers"].append([topic, corr.hex(), rpc_id])
@@ -148,8 +162,10 @@ def finished(op: dict) -> None:
     t = tasks.get(op["task_id"])
     if t is None or t["state"] in TERMINAL:
         return
-    t["state"] = "TASK_STATE_COMPLETED" if op["ok"] else "TASK_STATE_FAILED"
-    t["result"] = json.dumps(op["result"]) if op["ok"] else None
+    asks = op["ok"] and isinstance(op["result"], dict) and "inputRequired" in op["result"]
+    t["state"] = "TASK_STATE_INPUT_REQUIRED" if asks else "TASK_STATE_COMPLETED" if op["ok"] \
+        else "TASK_STATE_FAILED"
+    t["result"] = json.dumps(op["result"]) if op["ok"] and not asks else None
     keep(op["task_id"])
     for topic, corr, rpc_id in t["watchers"]:
         answer(op["task_id"], topic, bytes.fromhex(corr), rpc_id)

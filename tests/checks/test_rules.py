@@ -26,7 +26,8 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "hostile_input", "directory_wipe", "process_restart", "stuck_agent",
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
-             "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed")
+             "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed",
+             "a2a_multiturn")
 
 
 @pytest.fixture(scope="module")
@@ -366,6 +367,12 @@ def malformed_answered_ok(lines: Lines) -> None:
     answer.update(reply="RESULT", code=None, state="TASK_STATE_COMPLETED")
 
 
+def answered_after_the_end(lines: Lines) -> None:
+    """A task answered COMPLETED is answered WORKING afterwards (a retry, a GetTask)."""
+    i = where(lines, "a2m_replied", lambda e: e.get("state") == "TASK_STATE_COMPLETED")
+    lines.insert(i + 1, {**copy.deepcopy(lines[i]), "state": "TASK_STATE_WORKING"})
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
     "malformed_requests_refused": ("a2a_malformed", malformed_answered_ok),
     # what the profile relies on of its broker (a2a_broker)
@@ -381,6 +388,12 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "pooled_requests_reach_the_pool": ("a2a_pool", pool_answered_no_subscribers),
     "pooled_replies_name_their_responder": ("a2a_pool", alter("a2m_reply_taken",
                                                               responderAgentId=None)),
+    # multi-turn and task states (a2a_requests, a2a_replies)
+    "contexts_are_kept": ("a2a_multiturn", alter("a2m_replied", lambda e: bool(
+        e.get("contextId")) and e["state"] == "TASK_STATE_COMPLETED", contextId="ctx-other")),
+    "ended_tasks_stay_ended": ("a2a_multiturn", answered_after_the_end),
+    "turns_keep_the_task_and_context": ("a2a_multiturn", alter(
+        "a2m_attempt", lambda e: ".t2" in e["opId"], contextId="ctx-other")),
     # duplicate_execution, task_lifecycle
     "executed_once": ("quickstart", repeat("task_executed")),
     "admitted_once": ("quickstart", repeat("inbound_admitted")),

@@ -34,7 +34,7 @@ from bench.core.inputs import (
     TimerId,
     TimerKind,
 )
-from bench.core.vocabulary import FlowKind
+from bench.core.vocabulary import INPUT_REQUIRED, FlowKind
 from bench.profiles.a2a_mqtt.requester import Requester, RequesterConfig
 from bench.profiles.a2a_mqtt.responder import Responder, ResponderConfig
 from bench.profiles.a2a_mqtt.wire import RESPONDER_AGENT_ID, Method, Props, Topics
@@ -314,3 +314,38 @@ def test_a_restarted_requester_sends_what_was_in_flight_again_on_its_new_path() 
     w2.feed(0, ConnectionUp(5, False))
     [attempt] = w2.events(ev.A2mAttempt)
     assert (attempt.attempt, attempt.why, attempt.task_id) == (2, ev.AttemptWhy.RESTART, TASK)
+
+
+# -- multi-turn (A2M-CTX-1, A2M-CTX-5, A2M-STREAM-3) ------------------------------------------------
+def test_a_question_is_answered_as_the_next_turn_of_the_same_task_and_context() -> None:
+    w, _, _ = pair()
+    w.feed(0, TaskRequested(0, "op1", "op1.m", "client", "tax",
+                            {"taskId": TASK, "contextId": "ctx-1", "text": "book it"}))
+    job = w.work.pop(0)
+    w.feed(1, TaskFinished(w.now, job.task_id, True, {INPUT_REQUIRED: "which day?"}))
+    first, = w.events(ev.A2mSettled)
+    assert first.outcome is ev.A2mOutcome.INPUT_REQUIRED
+    # the next turn: a new operation, new Correlation Data, the same Task.id and context
+    [turn2] = w.work
+    assert (turn2.task_id, turn2.conversation_id, turn2.turn) == (TASK, "ctx-1", 2)
+    attempts = w.events(ev.A2mAttempt, 0)
+    assert [a.op_id for a in attempts] == ["op1", "op1.t2"]
+    assert attempts[0].correlation != attempts[1].correlation
+    assert all(a.context_id == "ctx-1" for a in attempts)
+    w.finish(1)
+    assert [(s.op_id, s.outcome) for s in w.events(ev.A2mSettled)] == [
+        ("op1", ev.A2mOutcome.INPUT_REQUIRED), ("op1.t2", ev.A2mOutcome.COMPLETED)]
+    assert [r.context_id for r in w.events(ev.A2mReplied, 1)] == ["ctx-1", "ctx-1"]
+    assert len(w.events(ev.TaskExecuted, 1)) == 1      # one task, run once, in two turns
+
+
+def test_an_agent_that_keeps_asking_gets_at_most_three_turns() -> None:
+    w, _, _ = pair()
+    w.feed(0, ask())
+    for _ in range(5):
+        if not w.work:
+            break
+        job = w.work.pop(0)
+        w.feed(1, TaskFinished(w.now, job.task_id, True, {INPUT_REQUIRED: "and then?"}))
+    assert [s.op_id for s in w.events(ev.A2mSettled)] == ["op1", "op1.t2", "op1.t3"]
+    assert not w.work

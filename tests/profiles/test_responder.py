@@ -21,8 +21,7 @@ from bench.core.inputs import (
     Subscribed,
     TaskFinished,
 )
-from bench.core.vocabulary import FlowKind
-from bench.profiles.a2a_mqtt.io import INPUT_REQUIRED
+from bench.core.vocabulary import INPUT_REQUIRED, FlowKind
 from bench.profiles.a2a_mqtt.responder import Responder, ResponderConfig
 from bench.profiles.a2a_mqtt.wire import (
     CONTEXT_ID,
@@ -253,6 +252,26 @@ def test_an_interrupted_task_continues_under_the_same_task_id() -> None:
     turn = r.handle(send(corr=b"c2", text="2026"))
     assert [(e.payload["turn"], e.payload["text"]) for e in executes(turn)] == [(2, "2026")]
     assert publishes(done(r))[0].props.correlation_data == b"c2"
+
+
+def test_the_asking_turns_request_redelivered_is_no_answer_to_the_question() -> None:
+    r, _ = responder()
+    r.handle(send())
+    done(r, "which year?", asks=True)
+    again = r.handle(send())               # QoS 1 redelivers the first turn's request
+    assert not executes(again)
+    assert [m["result"]["status"]["state"] for m in replies(again)] == [
+        "TASK_STATE_INPUT_REQUIRED"]
+    turn = r.handle(send(corr=b"c2", text="2026"))
+    assert [e.turn for e in executes(turn)] == [2]
+
+
+def test_a_request_naming_another_context_is_refused_and_changes_nothing() -> None:
+    r, _ = responder()
+    r.handle(send())
+    refused = replies(r.handle(send(corr=b"c2", context="ctx-other")))
+    assert refused[0]["error"]["code"] == -32602
+    assert replies(done(r))[0]["result"]["contextId"] == CTX
 
 
 def test_a_pooled_request_is_answered_in_the_responders_name() -> None:

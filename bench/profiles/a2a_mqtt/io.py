@@ -39,6 +39,7 @@ from bench.core.inputs import (
     TimerId,
     TimerKind,
 )
+from bench.core.vocabulary import INPUT_REQUIRED  # an agent's result asking the next turn
 
 __all__ = ["AgentEmitted", "CancelTimer", "Command", "Connect", "ConnectionUp", "Effects",
            "Execute", "INPUT_REQUIRED", "MessageReceived", "PersistRecord", "Publish",
@@ -50,6 +51,3 @@ ResponderInput = Started | ConnectionUp | Subscribed | MessageReceived | AgentEm
 RequesterInput = (Started | ConnectionUp | Subscribed | MessageReceived | TimerFired
                   | PublishSettled | TaskRequested)
 
-#: An agent that needs the requester's next turn ends its work with this result key (the
-#: question as its value): the task goes INPUT_REQUIRED, not COMPLETED.
-INPUT_REQUIRED = "inputRequired"

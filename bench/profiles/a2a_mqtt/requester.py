@@ -123,13 +123,14 @@ class Operation:
     correlations: tuple[str, ...] = ()      # hex, every attempt's
     chunks: tuple[str, ...] = ()            # artifact text streamed so far
     why: ev.AttemptWhy = ev.AttemptWhy.FIRST   # why the next attempt is sent
+    turn: int = 1                           # a multi-turn task's turn this operation sends
 
     def to_json(self) -> dict[str, Json]:
         return {"opId": self.op_id, "method": self.method.value, "taskId": self.task_id,
                 "agentId": self.agent_id, "poolId": self.pool_id, "contextId": self.context_id,
                 "text": self.text, "askedMs": self.asked_ms, "phase": self.phase.value,
                 "attempt": self.attempt, "correlations": list(self.correlations),
-                "chunks": list(self.chunks), "why": self.why.value}
+                "chunks": list(self.chunks), "why": self.why.value, "turn": self.turn}
 
     @staticmethod
     def from_json(raw: Json) -> Operation:
@@ -140,7 +141,8 @@ class Operation:
                          str(raw.get("text", "")), int(raw["askedMs"]), Phase(raw["phase"]),
                          int(raw["attempt"]), tuple(raw.get("correlations", ())),
                          tuple(raw.get("chunks", ())),
-                         ev.AttemptWhy(raw.get("why", ev.AttemptWhy.FIRST.value)))
+                         ev.AttemptWhy(raw.get("why", ev.AttemptWhy.FIRST.value)),
+                         int(raw.get("turn", 1)))
 
 
 _OUTCOME = {TaskState.COMPLETED: ev.A2mOutcome.COMPLETED, TaskState.FAILED: ev.A2mOutcome.FAILED,
@@ -270,7 +272,9 @@ class Requester:
         fx.add(Publish(topic, self._body(sent, correlation), 1, False, correlation.hex(), props))
         fx.record(ev.A2mAttempt(op_id=op.op_id, method=op.method.value, task_id=op.task_id,
                                 attempt=attempt, correlation=correlation.hex(), topic=topic,
-                                why=op.why, expiry_s=self.config.request_expiry_s))
+                                why=op.why, expiry_s=self.config.request_expiry_s,
+                                context_id=op.context_id if op.method in (
+                                    Method.SEND, Method.SEND_STREAMING) else None))
         fx.add(StartTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id),
                           fx.now_ms + self.config.retry.reply_first_ms))
         self._put(fx, sent)
@@ -395,8 +399,24 @@ class Requester:
             text = "".join(op.chunks) + (read.text or "") if read.kind is ev.ReplyKind.RESULT \
                 else "".join(op.chunks)
             self._settle(fx, op, _OUTCOME[state], None, text or None)
+            if state is TaskState.INPUT_REQUIRED and op.method in (Method.SEND,
+                                                                   Method.SEND_STREAMING):
+                self._next_turn(fx, op)
         else:
             self._answered(fx, op)
+
+    def _next_turn(self, fx: Effects, op: Operation) -> None:
+        """The agent asked a question: the person behind the requester answers it at once,
+        as the task's next turn — the same Task.id and context, a new operation (new
+        Correlation Data: A2M-CTX-5), sent where the task is (A2M-HAND-2). At most
+        MAX_TURNS turns, so an agent that keeps asking cannot keep the run talking."""
+        if op.turn >= MAX_TURNS:
+            return
+        turn = op.turn + 1
+        op_id = f"{op.op_id.rsplit('.t', 1)[0] if op.turn > 1 else op.op_id}.t{turn}"
+        self._ask(fx, Operation(op_id, op.method, op.task_id, op.agent_id, op.pool_id,
+                                op.context_id, f"the answer, turn {turn}", fx.now_ms,
+                                turn=turn), op_id)
 
     def _answered(self, fx: Effects, op: Operation) -> None:
         """A correlated reply came and the operation goes on (a stream, or a Task not
@@ -414,9 +434,12 @@ class Requester:
                                 latency_ms=fx.now_ms - op.asked_ms, code=code, text=text,
                                 responder_agent_id=self.responder_of.get(op.task_id)))
         self._put(fx, replace(op, phase=Phase.SETTLED))
-        fx.record(ev.RequestSettled(request_id=op.op_id, outcome=SETTLED_AS[outcome],
+        # GetTask asks where a task stands: any state it is told answers it
+        generic = RequestOutcome.COMPLETED if op.method is Method.GET_TASK \
+            and outcome in _STATES else SETTLED_AS[outcome]
+        fx.record(ev.RequestSettled(request_id=op.op_id, outcome=generic,
                                     latency_ms=fx.now_ms - op.asked_ms, response_message_id=None))
-        fx.add(SettleRequest(op.op_id, SETTLED_AS[outcome], text))
+        fx.add(SettleRequest(op.op_id, generic, text))
 
     def _put(self, fx: Effects, op: Operation) -> Operation:
         self.ops[op.op_id] = op
@@ -465,6 +488,11 @@ def _texts(artifact: Json) -> str:
     return "".join(p["text"] for p in parts if isinstance(p, dict)
                    and isinstance(p.get("text"), str)) if isinstance(parts, list) else ""
 
+
+#: The outcomes that are a task's state as a responder told it.
+_STATES = frozenset(_OUTCOME.values())
+#: The turns of one task a requester takes part in, at most (its first included).
+MAX_TURNS = 3
 
 #: The requester's timers, every one keyed by its operation.
 REQUESTER_TIMERS = (TimerKind.FIRST_REPLY, TimerKind.BACKOFF, TimerKind.STREAM_IDLE)

@@ -110,6 +110,11 @@ class Watcher:
     streaming: bool
     pooled: bool
 
+    @property
+    def path(self) -> str:
+        """Its reply path as one string: the topic and the Correlation Data, hex."""
+        return f"{self.topic} {self.correlation.hex()}"
+
     def to_json(self) -> dict[str, Json]:
         return {"topic": self.topic, "correlation": self.correlation.hex(), "rpcId": self.rpc_id,
                 "streaming": self.streaming, "pooled": self.pooled}
@@ -131,11 +136,15 @@ class TaskRecord:
     result: str | None = None
     chunks: int = 0                     # stream items of the current turn already sent
     watchers: tuple[Watcher, ...] = ()
+    #: the reply paths ("topic hex-correlation") of the requests of the current turn: one
+    #: of them again while the task waits for input is a redelivery, not the next turn
+    asked_by: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Json]:
         return {"taskId": self.task_id, "contextId": self.context_id, "state": self.state.value,
                 "turn": self.turn, "result": self.result, "chunks": self.chunks,
-                "watchers": [w.to_json() for w in self.watchers]}
+                "watchers": [w.to_json() for w in self.watchers],
+                "askedBy": list(self.asked_by)}
 
     @staticmethod
     def from_json(raw: Json) -> TaskRecord:
@@ -144,7 +153,8 @@ class TaskRecord:
             raise TypeError("task record is not an object")
         return TaskRecord(str(raw["taskId"]), raw.get("contextId"), TaskState(raw["state"]),
                           int(raw["turn"]), raw.get("result"), int(raw.get("chunks", 0)),
-                          tuple(Watcher.from_json(w) for w in raw.get("watchers", [])))
+                          tuple(Watcher.from_json(w) for w in raw.get("watchers", [])),
+                          tuple(str(a) for a in raw.get("askedBy", [])))
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +281,8 @@ class Responder:
         ids: dict[str, Any] = dict(method=call.method.value, task_id=call.task_id,
                                    context_id=call.context_id)
         if task is None:
-            task = TaskRecord(call.task_id, call.context_id, S.SUBMITTED, 1, watchers=(here,))
+            task = TaskRecord(call.task_id, call.context_id, S.SUBMITTED, 1, watchers=(here,),
+                              asked_by=(here.path,))
             self._state(fx, task, None, "a new Task.id")
             fx.record(ev.A2mRequestTaken(intake=ev.Intake.NEW, **ids, **taken))
             fx.record(ev.TaskExecuted(task_id=call.task_id, agent_id=self.agent_id,
@@ -286,11 +297,12 @@ class Responder:
                 f"contextId differs from the one of task {call.task_id} (A2M-CTX-3)"),
                 here.pooled, {**taken, **ids})
             return
-        if task.state is S.INPUT_REQUIRED:
-            # the same task's next turn: no second execution of it (the turn is recorded)
+        if task.state is S.INPUT_REQUIRED and here.path not in task.asked_by:
+            # the same task's next turn (a request of the turn that asked, come again, is
+            # no answer to the question): no second execution of it (the turn is recorded)
             fx.record(ev.A2mRequestTaken(intake=ev.Intake.CONTINUED, **ids, **taken))
-            self._start(fx, replace(task, turn=task.turn + 1, chunks=0, watchers=(here,)),
-                        E.CONTINUE, call.text)
+            self._start(fx, replace(task, turn=task.turn + 1, chunks=0, watchers=(here,),
+                                    asked_by=(here.path,)), E.CONTINUE, call.text)
             return
         # a Task.id it has: its state, and nothing runs again (A2M-RETRY-3)
         fx.record(ev.A2mRequestTaken(intake=ev.Intake.DUPLICATE, **ids, **taken))
@@ -298,9 +310,10 @@ class Responder:
         # the answer to come reaches this attempt too — once: a redelivered copy of a
         # request it already watches for (the same reply path) is no second watcher, or its
         # correlation would get a second final answer (A2M-STREAM-2)
-        if task.state not in TERMINAL and not any(
+        if task.state not in TERMINAL and task.state is not S.INPUT_REQUIRED and not any(
                 (w.topic, w.correlation) == (here.topic, here.correlation) for w in task.watchers):
-            self._put(fx, replace(task, watchers=(*task.watchers, here)))
+            self._put(fx, replace(task, watchers=(*task.watchers, here),
+                                  asked_by=(*task.asked_by, here.path)))
 
     def _on_get(self, fx: Effects, call: Call, here: Watcher, taken: dict[str, Any]) -> None:
         task = self.tasks.get(call.task_id)
@@ -338,7 +351,7 @@ class Responder:
         fx.add(Execute(task.task_id, self.agent_id,
                        {"text": text, "turn": working.turn,
                         "streaming": any(w.streaming for w in working.watchers)},
-                       task.context_id))
+                       task.context_id, working.turn))
 
     def _on_streamed(self, fx: Effects, inp: AgentEmitted) -> None:
         task = self.tasks.get(inp.task_id)
@@ -433,20 +446,21 @@ class Responder:
                                      reason=refusal.message, **taken))
         self._publish(fx, topic, correlation, error_body(refusal.rpc_id, refusal.code,
                                                          refusal.message), pooled,
-                      ev.ReplyKind.ERROR, None, None, refusal.code)
+                      ev.ReplyKind.ERROR, None, None, refusal.code, None)
 
     def _reply(self, fx: Effects, w: Watcher, body: bytes, kind: ev.ReplyKind,
                task: TaskRecord) -> None:
         self._publish(fx, w.topic, w.correlation, body, w.pooled, kind, task.task_id,
-                      task.state.value, None)
+                      task.state.value, None, task.context_id)
 
     def _publish(self, fx: Effects, topic: str, correlation: bytes | None, body: bytes,
                  pooled: bool, kind: ev.ReplyKind, task_id: str | None, state: str | None,
-                 code: int | None) -> None:
+                 code: int | None, context_id: str | None) -> None:
         named = ((RESPONDER_AGENT_ID, self.agent_id),) if pooled else ()
         fx.add(Publish(topic, body, 1, False, props=Props(
             correlation_data=correlation, user_properties=named, content_type="application/json")))
         fx.record(ev.A2mReplied(topic=topic, reply=kind,
                                 correlation=None if correlation is None else correlation.hex(),
                                 task_id=task_id, state=state, code=code,
-                                responder_agent_id=self.agent_id if pooled else None))
+                                responder_agent_id=self.agent_id if pooled else None,
+                                context_id=context_id))

@@ -26,6 +26,8 @@ class BenchAgents:
         self.node = node
         self.behaviour = node.spec.behaviour()
         self.generation = 0
+        self.calls: dict[str, int] = {}     # task id -> its agent's calls so far, every boot
+
 
     def forget(self) -> None:
         self.generation += 1
@@ -34,7 +36,10 @@ class BenchAgents:
         node_id = self.node.node_id
         match event:
             case ev.AgentCalled():
-                plan = self.behaviour.task_plan(event.task_id, node_id, event.agent_id)
+                # a node that does not say which turn it is: the how-manieth call for the task
+                turn = self.calls[event.task_id] = self.calls.get(event.task_id, 0) + 1
+                plan = self.behaviour.task_plan(event.task_id, node_id, event.agent_id,
+                                                event.turn or turn)
             case ev.StepStarted():
                 plan = self.behaviour.step_plan(event.process_inst_id, event.path, event.attempt)
             case ev.HumanAsked():

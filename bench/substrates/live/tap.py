@@ -127,7 +127,8 @@ def _envelope(wire: Wire, topic: str, payload: bytes) -> Wire:
 def _rpc(wire: Wire, body: dict[str, Any]) -> Wire:
     """A JSON-RPC 2.0 PUBLISH (the A2A-over-MQTT profile's), read here on its own, never
     with an agent's code: a request's method and the Task.id it names (params.message.taskId,
-    or params.id), an error reply's code, a result's or stream item's Task.id and state."""
+    or params.id), an error reply's code, a result's or stream item's Task.id and state,
+    and the contextId each carries (as the Wire's conversation)."""
     def obj(d: Any, *keys: str) -> Any:
         for k in keys:
             d = d.get(k) if isinstance(d, dict) else None
@@ -139,7 +140,8 @@ def _rpc(wire: Wire, body: dict[str, Any]) -> Wire:
     if method is not None:
         return replace(wire, rpc_method=method, task_id=text(obj(body, "params", "message",
                                                                   "taskId"))
-                       or text(obj(body, "params", "id")))
+                       or text(obj(body, "params", "id")),
+                       conversation_id=text(obj(body, "params", "message", "contextId")))
     error = obj(body, "error", "code")
     if error is not None:
         return replace(wire, rpc_error=error if isinstance(error, int)
@@ -149,9 +151,11 @@ def _rpc(wire: Wire, body: dict[str, Any]) -> Wire:
         item = obj(result, part)
         if isinstance(item, dict):
             return replace(wire, task_id=text(item.get("taskId")),
-                           task_state=text(obj(item, "status", "state")))
+                           task_state=text(obj(item, "status", "state")),
+                           conversation_id=text(item.get("contextId")))
     return replace(wire, task_id=text(obj(result, "id")),
-                   task_state=text(obj(result, "status", "state")))
+                   task_state=text(obj(result, "status", "state")),
+                   conversation_id=text(obj(result, "contextId")))
 
 
 def _read5(packet: bytes, direction: str) -> Wire | None:
