@@ -187,6 +187,8 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_replies.malformed_requests_refused",), ("a2a_malformed",)),
     ProtocolRule("A2M-RSP-5", "a reply to a pooled request names its responder",
                  ("a2a_pools.pooled_replies_name_their_responder",), ("a2a_pool",)),
+    ProtocolRule("A2M-PRES-3", "leaving on purpose, its card offline before the DISCONNECT",
+                 ("a2a_session.leaves_offline",), ("a2a_quickstart",)),
     ProtocolRule("A2M-CTX-1, A2M-CTX-3",
                  "a task keeps its context; a request naming another is refused (-32602)",
                  ("a2a_replies.contexts_are_kept",), ("a2a_multiturn", "a2a_malformed")),

@@ -900,6 +900,36 @@ def announces_its_card_with_a_will(h: History, c: Collector) -> None:
                             f"QoS {w.qos} (retained, QoS 1)", w)
 
 
+@rule("A2M-PRES-3 (SHOULD): a responder that leaves on purpose says so: its card offline, said "
+      "by the agent, before its DISCONNECT")
+def leaves_offline(h: History, c: Collector) -> None:
+    """A tapped responder that ends a connection with a DISCONNECT (a graceful stop: the
+    broker then publishes no will) has, on that connection, since its card last said
+    online, published its card again retained with a2a-status=offline and
+    a2a-status-source=agent — or cleared it (an empty retained card: unregistered,
+    A2M-DISC-2). One that just disconnects leaves a retained card saying online for an agent
+    that is gone, and no will corrects it."""
+    tapped = h.memo(_tapped)
+    for node in sorted(_responders(tapped)):
+        said: str | None = None       # what its card says now, as this connection set it
+        for w in tapped[node]:
+            if w.direction != "out":
+                continue
+            if w.packet == "CONNECT":
+                said = None
+            elif w.packet == "PUBLISH" and (w.topic or "").startswith(DISCOVERY_PREFIX) \
+                    and w.retain:
+                status = _user(w, "a2a-status")
+                said = "cleared" if not w.size_bytes else \
+                    "offline" if status == "offline" and _user(w, "a2a-status-source") == "agent" \
+                    else status or "no status"
+            elif w.packet == "DISCONNECT" and said is not None:
+                c.count("graceful_leaves")
+                if said not in ("offline", "cleared"):
+                    c.violation(f"{node} disconnected on purpose while its card still said "
+                                f"{said!r}: no offline card before its DISCONNECT", w)
+
+
 def _no_pool(h: History) -> str | None:
     pooled = {(a.node, a.op_id) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
     if not pooled:
@@ -969,9 +999,11 @@ A2A_BROKER = Checker(
 A2A_SESSION = Checker(
     "a2a_session", "A2A over MQTT, an agent's session and presence as its wire shows them: "
     "MQTT 5 with a session that outlives its connection, the client id {org}/{unit}/{agent}, "
-    "a responder's card retained online with a will on it.",
+    "a responder's card retained online with a will on it, and offline when it leaves on "
+    "purpose.",
     (connects_with_a_persistent_session, connects_as_org_unit_agent,
-     subscribes_its_request_topic, announces_its_card_with_a_will), _untapped, needs="wire",
+     subscribes_its_request_topic, announces_its_card_with_a_will, leaves_offline), _untapped,
+    needs="wire",
     protocols=frozenset({A2A_MQTT}))
 
 CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_BROKER, A2A_SESSION)

@@ -60,6 +60,15 @@ class Started:
 
 
 @dataclass(frozen=True, slots=True)
+class Stopping:
+    """The node is asked to leave (a graceful stop: SIGTERM, the runner's `stop`, the end of
+    a run): what it hands out now leaves before its connection closes with a DISCONNECT
+    (no will), and nothing is fed after it."""
+
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionUp:
     """The MQTT connection is up (first time or after a reconnect)."""
 
@@ -205,6 +214,6 @@ class KeysReplaced:
     keys: KeyRing
 
 
-Input = (Started | ConnectionUp | Subscribed | MessageReceived | TimerFired | PublishSettled
+Input = (Started | Stopping | ConnectionUp | Subscribed | MessageReceived | TimerFired | PublishSettled
          | TaskRequested | TaskFinished | GroupEventRequested | SubscriberJoined
          | SubscriberLeft | AgentEmitted | StepReturned | HumanDecided | KeysReplaced)

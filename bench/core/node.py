@@ -50,6 +50,7 @@ from bench.core.inputs import (
     PublishSettled,
     Started,
     StepReturned,
+    Stopping,
     Subscribed,
     SubscriberJoined,
     SubscriberLeft,
@@ -166,6 +167,8 @@ class Node:
         match event:
             case Started():
                 self._on_started(fx, event)
+            case Stopping():
+                pass    # the seed protocol says nothing on leaving: its will and roster do
             case ConnectionUp():
                 self._on_connected(fx, event)
             case Subscribed():

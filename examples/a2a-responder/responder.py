@@ -15,7 +15,8 @@ it. Its agent is the bench's: it says `agent_called` and waits for the bench's
 `memory-dedup` keeps the Task.id table in memory only (after a restart a retry runs its task
 a second time); `clean-start` connects with clean start 1 and no session expiry (what the
 broker queued while it was away is lost); `no-card` never publishes its card online;
-`any-task-id` takes any string as a Task.id (the profile asks for a UUIDv4, A2M-RSP-4).
+`any-task-id` takes any string as a Task.id (the profile asks for a UUIDv4, A2M-RSP-4);
+`stays-online` leaves without saying so (its card says online after it is gone, A2M-PRES-3).
 """
 
 from __future__ import annotations
@@ -214,5 +215,8 @@ for raw in sys.stdin:                                # the bench's lines: its ag
     if op.get("op") == "task_finished":
         with lock:
             finished(op)
+if "stays-online" not in BUGS:                       # leaving on purpose: no will will say so
+    client.publish(CARD, json.dumps({"name": AGENT}), qos=1, retain=True,
+                   properties=props(None, "offline")).wait_for_publish(5)
 client.disconnect()
 client.loop_stop()

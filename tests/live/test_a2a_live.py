@@ -241,6 +241,20 @@ def _answered_twice(lines: list[dict[str, Any]]) -> None:
     lines.insert(len(lines) - 1, {**again, "tMs": lines[-1]["tMs"]})
 
 
+def _stays_online(lines: list[dict[str, Any]]) -> None:
+    """It disconnects without its offline card."""
+    offline = [e for e in _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/discovery/")
+               if ["a2a-status", "offline"] in e["properties"]["userProperties"]]
+    assert offline
+    lines[:] = [e for e in lines if e not in offline]
+
+
+def _context_of_its_own(lines: list[dict[str, Any]]) -> None:
+    reply = next(e for e in _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/reply/")
+                 if e.get("conversationId"))
+    reply["conversationId"] = "ctx-made-up"
+
+
 #: the profile's wire rules, each shown FALSE on the real history mutated as a bug would
 A2A_WIRE_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str, str]] = {
     "clean start": (_clean_start, "a2a_session", "connects_with_a_persistent_session"),
@@ -249,6 +263,8 @@ A2A_WIRE_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str,
     "no card": (_no_card, "a2a_session", "announces_its_card_with_a_will"),
     "a Task.id of its own": (_own_task_id, "a2a_replies", "replies_echo_the_task_id"),
     "answered twice": (_answered_twice, "a2a_replies", "nothing_after_the_final_answer"),
+    "stays online": (_stays_online, "a2a_session", "leaves_offline"),
+    "a context of its own": (_context_of_its_own, "a2a_replies", "contexts_are_kept"),
 }
 
 
@@ -266,6 +282,7 @@ def test_each_profile_wire_rule_fails_on_a_real_history_mutated_as_a_bug_would(
 @pytest.mark.parametrize(("bugs", "rule"), [
     (("--bug", "clean-start"), "connects_with_a_persistent_session"),
     (("--bug", "no-card"), "announces_its_card_with_a_will"),
+    (("--bug", "stays-online"), "leaves_offline"),
 ])
 def test_a_bug_written_into_the_agent_shows_on_its_wire(
         tmp_path: Path, bugs: tuple[str, ...], rule: str) -> None:

@@ -32,6 +32,7 @@ from bench.core.inputs import (
     PublishSettled,
     Restored,
     Started,
+    Stopping,
     Subscribed,
     TaskFinished,
     TaskRequested,
@@ -44,10 +45,11 @@ from bench.core.vocabulary import INPUT_REQUIRED  # an agent's result asking the
 __all__ = ["AgentEmitted", "CancelTimer", "Command", "Connect", "ConnectionUp", "Effects",
            "Execute", "INPUT_REQUIRED", "MessageReceived", "PersistRecord", "Publish",
            "PublishSettled", "Record", "RequesterInput", "ResponderInput", "Restored",
-           "SettleRequest", "StartTimer", "Started", "Subscribe", "Subscribed",
+           "SettleRequest", "StartTimer", "Started", "Stopping", "Subscribe", "Subscribed",
            "TaskFinished", "TaskRequested", "TimerFired", "TimerId", "TimerKind"]
 
-ResponderInput = Started | ConnectionUp | Subscribed | MessageReceived | AgentEmitted | TaskFinished
-RequesterInput = (Started | ConnectionUp | Subscribed | MessageReceived | TimerFired
+ResponderInput = (Started | Stopping | ConnectionUp | Subscribed | MessageReceived
+                  | AgentEmitted | TaskFinished)
+RequesterInput = (Started | Stopping | ConnectionUp | Subscribed | MessageReceived | TimerFired
                   | PublishSettled | TaskRequested)
 

@@ -46,6 +46,7 @@ from bench.profiles.a2a_mqtt.io import (
     SettleRequest,
     Started,
     StartTimer,
+    Stopping,
     Subscribe,
     Subscribed,
     TaskRequested,
@@ -181,6 +182,8 @@ class Requester:
         match inp:
             case Started():
                 self._on_started(fx, inp)
+            case Stopping():
+                pass    # not discoverable: nothing to say on leaving
             case ConnectionUp():
                 fx.add(Subscribe((self.reply_topic,), 1))
             case Subscribed():

@@ -13,7 +13,7 @@ What it promises, and where:
 - bad input is answered with the JSON-RPC error the profile prescribes, on the reply path
   when there is one (A2M-RSP-2..4, A2M-CTX-3, A2M-ERR-1..2), and never executed;
 - presence: a retained card online after the SUBACK, a will that makes it offline
-  (A2M-PRES-1..2).
+  (A2M-PRES-1..2), and the card offline, said by itself, when it is stopped (A2M-PRES-3).
 No I/O, no clock, no randomness.
 """
 
@@ -43,6 +43,7 @@ from bench.profiles.a2a_mqtt.io import (
     Publish,
     ResponderInput,
     Started,
+    Stopping,
     Subscribe,
     Subscribed,
     TaskFinished,
@@ -198,6 +199,12 @@ class Responder:
         match inp:
             case Started():
                 self._on_started(fx, inp)
+            case Stopping():
+                # leaving on purpose: the card says so before the connection closes (the
+                # will, which says the same, is not published on a clean DISCONNECT)
+                fx.add(Publish(self.config.topics.discovery(self.agent_id), self.card, 1, True,
+                               props=Props(user_properties=((STATUS, "offline"),
+                                                            (STATUS_SOURCE, "agent")))))
             case ConnectionUp():
                 fx.add(Subscribe(self.filters, 1))
             case Subscribed():

@@ -24,7 +24,14 @@ from pathlib import Path
 from bench.core import events as ev
 from bench.core.commands import Command, Connect, Publish, Subscribe
 from bench.core.config import NodeConfig
-from bench.core.inputs import ConnectionUp, MessageReceived, PublishSettled, Started, Subscribed
+from bench.core.inputs import (
+    ConnectionUp,
+    MessageReceived,
+    PublishSettled,
+    Started,
+    Stopping,
+    Subscribed,
+)
 from bench.core.node import Node
 from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
@@ -148,13 +155,17 @@ class LiveHost(NodeHost):
             self.store.close()
             self.store = None
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
+        """A graceful stop: the node hears it is stopping, what it handled is committed and
+        what it said leaves, then each connection ends with a DISCONNECT."""
+        if self.node is not None:      # what it says on leaving goes out before the DISCONNECT
+            self.feed(Stopping(self.now_ms()))
         if self._txn is not None:      # a graceful stop commits what it handled
             self._commit_group(self.epoch, self._txn)
         self.forget_process()
         for link in [self.link, *self.extra]:
             if link is not None:
-                link.close()
+                await link.leave()
         if self.store is not None:
             self.store.close()
             self.store = None

@@ -80,6 +80,10 @@ def from_paho(props: Properties | None) -> Props | None:
     return None if got == Props() else got
 
 
+#: How long a graceful leave waits for its last publish to be acknowledged.
+LEAVE_S = 2.0
+
+
 class MqttLink:
     def __init__(self, loop: asyncio.AbstractEventLoop, host: str, port: int, client_id: str, *,
                  on_message: Callable[[Delivery], None],
@@ -128,6 +132,7 @@ class MqttLink:
         c.on_publish = lambda _c, _u, mid, rc, _p: self._hand(
             on_published, mid, rc.value if version is MqttVersion.V5 else None)
         self._subscriptions: dict[int, tuple[str, ...]] = {}
+        self._last_publish: paho.MQTTMessageInfo | None = None
         # Look the filters up in the loop thread: the SUBACK can beat subscribe()'s return.
         c.on_subscribe = lambda _c, _u, mid, _codes, _p: self._hand(
             lambda m: on_subscribed(self._subscriptions.pop(m, ())), mid)
@@ -182,6 +187,7 @@ class MqttLink:
         info = self.client.publish(topic, payload, qos=qos, retain=retain,
                                    properties=to_paho(props) if props is not None
                                    and self.version is MqttVersion.V5 else None)
+        self._last_publish = info
         return int(info.mid)
 
     def ack(self, mid: int, qos: int) -> None:
@@ -193,6 +199,22 @@ class MqttLink:
         self.closed = True
         self.client.disconnect()
         self._stop_network_thread()
+
+    async def leave(self, within_s: float = LEAVE_S) -> None:
+        """A graceful leave: what was published last is acknowledged (or `within_s` passed),
+        then a clean DISCONNECT that has left the socket when this returns — a node that
+        says goodbye (its card offline) must not have it cut by what closes next. The
+        waits run off the event loop, which may carry the node's own proxy."""
+        self.closed = True
+        last = self._last_publish
+        if last is not None and self.client.is_connected():
+            def acked() -> None:
+                with contextlib.suppress(RuntimeError, ValueError):
+                    last.wait_for_publish(within_s)
+            await self.loop.run_in_executor(None, acked)
+        self.client.disconnect()
+        # the network thread ends once the DISCONNECT is written
+        await self.loop.run_in_executor(None, self.client.loop_stop)
 
     def kill(self) -> None:
         """Drop the TCP connection without DISCONNECT: the broker publishes the will."""

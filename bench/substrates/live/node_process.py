@@ -50,7 +50,7 @@ async def main() -> None:
     host.boot()
     if standalone:
         await stop.wait()
-        host.stop()
+        await host.stop()
         return
     while True:
         line = await reader.readline()
@@ -63,7 +63,7 @@ async def main() -> None:
             apply_op(host, op)
         except Exception as exc:  # a bad operation is recorded; the node keeps running
             sink(spec.config.node_id, HarnessError(repr(exc), {"op": op.get("op")}))
-    host.stop()
+    await host.stop()
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ class InprocNode:
 
     async def stop(self) -> None:
         if self.host is not None:
-            self.host.stop()
+            await self.host.stop()
         self.host = None
 
     freezer = "-"

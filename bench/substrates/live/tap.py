@@ -18,8 +18,9 @@ import mqtt5
 from bench.core.envelope import Json
 from bench.core.events import Wire
 
-CONNECT, PUBLISH, PUBACK, SUBSCRIBE = 1, 3, 4, 8
-_NAMES = {CONNECT: "CONNECT", PUBLISH: "PUBLISH", PUBACK: "PUBACK", SUBSCRIBE: "SUBSCRIBE"}
+CONNECT, PUBLISH, PUBACK, SUBSCRIBE, DISCONNECT = 1, 3, 4, 8, 14
+_NAMES = {CONNECT: "CONNECT", PUBLISH: "PUBLISH", PUBACK: "PUBACK", SUBSCRIBE: "SUBSCRIBE",
+          DISCONNECT: "DISCONNECT"}
 
 
 def protocol_level(connect: bytes) -> int | None:
@@ -65,6 +66,9 @@ def read(packet: bytes, to_broker: bool, v5: bool = False) -> Wire | None:
     if name is None:
         return None
     direction = "out" if to_broker else "in"
+    if kind == DISCONNECT:    # a clean leave (no will); on MQTT 5, its reason code
+        return Wire(direction, name, mqtt="5" if v5 else None,
+                    reason_codes=[packet[2] if len(packet) > 2 else 0] if v5 else None)
     if v5:
         return _read5(packet, direction)
     try:
