@@ -177,7 +177,7 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_session.subscribes_its_request_topic",), ("a2a_quickstart",)),
     ProtocolRule("A2M-RR-6", "every reply of a task echoes the requester's Task.id",
                  ("a2a_replies.replies_echo_the_task_id",), ("a2a_quickstart", "a2a_restart")),
-    ProtocolRule("A2M-STREAM-2, A2M-STREAM-3", "nothing follows a correlation's final answer",
+    ProtocolRule("A2M-STREAM-2", "nothing follows a correlation's final answer",
                  ("a2a_replies.nothing_after_the_final_answer",),
                  ("a2a_quickstart", "a2a_restart")),
     ProtocolRule("A2M-RSP-2", "a request without Correlation Data is refused, never run",
@@ -196,6 +196,31 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_replies.ended_tasks_stay_ended",), ("a2a_multiturn", "a2a_restart")),
 )
 
+#: A requester's suite: CMD as the requester in front of the reference responders
+A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
+    ("a2a_quickstart", 6, "requests and replies, nothing breaking"),
+    ("a2a_restart", 30, "its responder SIGKILLed for 20 s: first-reply waits and retries"),
+    ("a2a_multiturn", 14, "questions to answer, streams, GetTask, CancelTask"),
+)
+#: The requester's clauses each judged by rules of the bench (from its wire)
+A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
+    ProtocolRule("A2M-SESS-1, A2M-SESS-5", "MQTT 5; a session that outlives the connection",
+                 ("a2a_session.connects_with_a_persistent_session",),
+                 ("a2a_quickstart", "a2a_restart")),
+    ProtocolRule("A2M-SESS-3", "the client id is {org}/{unit}/{agent}",
+                 ("a2a_session.connects_as_org_unit_agent",), ("a2a_quickstart",)),
+    ProtocolRule("A2M-RR-2, A2M-RR-5, A2M-SESS-2",
+                 "Response Topic subscribed first, Correlation Data, a UUIDv4 Task.id",
+                 ("a2a_requests.requests_carry_a_reply_path",),
+                 ("a2a_quickstart", "a2a_restart", "a2a_multiturn")),
+    ProtocolRule("A2M-RETRY-2, A2M-RETRY-4, A2M-RETRY-6",
+                 "new Correlation Data per attempt; nothing sent again once a reply came",
+                 ("a2a_requests.no_request_again_after_a_reply",),
+                 ("a2a_restart", "a2a_multiturn")),
+    ProtocolRule("A2M-CTX-5, A2M-RR-7", "a task sent again keeps its Task.id and context",
+                 ("a2a_requests.turns_keep_the_task_and_context",), ("a2a_multiturn",)),
+)
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -207,14 +232,17 @@ class Profile:
     suite: tuple[tuple[str, float, str], ...]
     rules: tuple[ProtocolRule, ...]
     broker: str               # the embedded broker it runs on by default
+    #: whom a clause binds that CMD must keep (the profile's clause table; none: the seed's)
+    binds: tuple[clauses.Role, ...] = ()
 
 
 PROFILES = {p.name: p for p in (
     Profile("seed", "executor", SUITE, RULES, "amqtt"),
-    Profile("a2a-mqtt", "responder", A2A_SUITE, A2A_RULES, "mosquitto"),
+    Profile("a2a-mqtt", "responder", A2A_SUITE, A2A_RULES, "mosquitto",
+            (clauses.Role.RESPONDER, clauses.Role.AGENT, clauses.Role.POOL)),
+    Profile("a2a-mqtt/requester", "requester", A2A_REQUESTER_SUITE, A2A_REQUESTER_RULES,
+            "mosquitto", (clauses.Role.REQUESTER, clauses.Role.AGENT)),
 )}
-#: whom a clause of the profile binds that a responder must keep
-RESPONDER_BINDS = (clauses.Role.RESPONDER, clauses.Role.AGENT, clauses.Role.POOL)
 
 
 @dataclass
@@ -293,10 +321,11 @@ def _judged(rule: ProtocolRule, scenario: str, verdicts: list[Verdict]) -> str:
     return "PASS" if judged else why_not
 
 
-def clause_rows(rows: list[Row], core_only: bool = False) -> list[Row]:
-    """The profile's report: its judged rows, then one row per clause binding a responder
-    that no rule of the bench judges yet; an Extended clause not applicable when the agent
-    declares core conformance only; in the table's order of levels."""
+def clause_rows(rows: list[Row], core_only: bool = False,
+                binds: tuple[clauses.Role, ...] = PROFILES["a2a-mqtt"].binds) -> list[Row]:
+    """The profile's report: its judged rows, then one row per clause binding the role
+    (`binds`) that no rule of the bench judges yet; an Extended clause not applicable when
+    the agent declares core conformance only; in the table's order of levels."""
     judged = {i.strip() for r in rows for i in r.rule.ids.split(",")}
     out = []
     for r in rows:
@@ -306,7 +335,7 @@ def clause_rows(rows: list[Row], core_only: bool = False) -> list[Row]:
                                        f"(--core); {first.id} is Extended")
         out.append(r)
     for c in clauses.CLAUSES:
-        if c.id in judged or c.role not in RESPONDER_BINDS:
+        if c.id in judged or c.role not in binds:
             continue
         why = f"{NOT_APPLICABLE}declared core conformance only (--core)" \
             if core_only and c.conformance is clauses.Conformance.EXTENDED \
@@ -335,8 +364,8 @@ def conform(command: tuple[str, ...], out: Path, broker: str | None = None,
         say(f"  {name:<20} {time.perf_counter() - t0:5.1f} s  {what}"
             + (f"  FALSE: {', '.join(off)}" if off else ""))
     rows = judge_rules(runs, p.rules)
-    if profile != "seed":
-        rows = clause_rows(rows, core_only)
+    if p.binds:
+        rows = clause_rows(rows, core_only, p.binds)
     (out / "conform.json").write_text(json.dumps(
         {"command": list(command), "profile": profile, "broker": broker,
          "suite": [s for s, _t, _w in suite or p.suite],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import LINK_FAULTS, Transit, _drained, fault_windows
@@ -106,6 +106,90 @@ class Answer:
     event: Event
     state: str | None = None          # the task state it carries
     context_id: str | None = None     # the contextId it carries
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """A request a requester published: its own record (A2mAttempt), or, for one that keeps
+    none (written elsewhere, judged from its wire tap), the PUBLISH the tap saw leave it."""
+
+    node: str
+    t_ms: float
+    topic: str
+    correlation: str | None
+    response_topic: str | None
+    method: str | None
+    task_id: str | None
+    context_id: str | None
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """A reply a requester received on its reply topic: its own record (A2mReplyTaken), or
+    the PUBLISH its wire tap saw reach it. `code`: a JSON-RPC error's; `state`: the task
+    state it carried."""
+
+    node: str
+    t_ms: float
+    topic: str
+    correlation: str | None
+    code: int | None
+    state: str | None
+    event: Event
+
+
+def _askers(h: History) -> set[str]:
+    """The requesters that record their attempts (the bench's reference)."""
+    return {a.node for a in h.of(A2mAttempt)}
+
+
+def asked(h: History) -> list[Asked]:
+    """Every request a requester published, in history order."""
+    own = h.memo(_askers)
+    replies = h.memo(_reply_topics)
+    out: list[tuple[int, Asked]] = [
+        (a.seq, Asked(a.node, a.t_ms, a.topic, a.correlation,
+                      (replies.get(a.node) or [None])[0], a.method, a.task_id, a.context_id, a))
+        for a in h.of(A2mAttempt)]
+    for w in h.of(Wire):
+        if w.node in own or w.direction != "out" or w.packet != "PUBLISH" \
+                or not (w.topic or "").startswith(REQUEST_PREFIX):
+            continue
+        p = _props(w)
+        out.append((w.seq, Asked(w.node, w.t_ms, w.topic or "", _text(p.get("correlationData")),
+                                 _text(p.get("responseTopic")), w.rpc_method, w.task_id,
+                                 w.conversation_id, w)))
+    return [a for _seq, a in sorted(out, key=lambda x: x[0])]
+
+
+def heard(h: History) -> list[Heard]:
+    """Every reply a requester received, in history order."""
+    own = h.memo(_askers)
+    out: list[tuple[int, Heard]] = [
+        (r.seq, Heard(r.node, r.t_ms, r.topic, r.correlation, None, r.state, r))
+        for r in h.of(A2mReplyTaken) if r.reason is None]
+    own_errors = {r.seq for r in h.of(A2mReplyTaken) if r.reply is ReplyKind.ERROR}
+    out = [(seq, replace(x, code=-1) if seq in own_errors else x) for seq, x in out]
+    subscribed = h.memo(_wire_subscriptions)
+    for w in h.of(Wire):
+        topic = w.topic or ""
+        if w.node in own or w.direction != "in" or w.packet != "PUBLISH" \
+                or topic not in subscribed.get(w.node, ()):
+            continue
+        out.append((w.seq, Heard(w.node, w.t_ms, topic, _text(_props(w).get("correlationData")),
+                                 w.rpc_error, w.task_state, w)))
+    return [x for _seq, x in sorted(out, key=lambda x: x[0])]
+
+
+def _wire_subscriptions(h: History) -> dict[str, set[str]]:
+    """The exact (wildcard-free) reply topics each tapped node subscribed: where its replies
+    come in."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for w in h.of(Wire):
+        if w.packet == "SUBSCRIBE" and w.direction == "out":
+            out[w.node] |= {f for f in w.filters or () if f.startswith("$a2a/v1/reply/")}
+    return out
 
 
 def _reply_topics(h: History) -> dict[str, list[str]]:
@@ -249,30 +333,107 @@ def retries_keep_the_profile(h: History, c: Collector) -> None:
                             before, after)
 
 
-@rule("A2M-CTX-5, A2M-RR-7: a task's next turn keeps its Task.id and context, with new "
-      "Correlation Data")
+@rule("A2M-CTX-5, A2M-RR-7: every SendMessage for one Task.id (retries, next turns) carries "
+      "the context the task was created in")
 def turns_keep_the_task_and_context(h: History, c: Collector) -> None:
-    """A requester that continues a task (a SendMessage naming a Task.id it sent before,
-    as after an input-required) sends the context it created the task in, under
-    Correlation Data none of its earlier attempts for the task had: a new context would
-    be refused (A2M-CTX-3) and the conversation lost; reused Correlation Data would let
-    the previous turn's late replies settle this one."""
-    first: dict[tuple[str, str], A2mAttempt] = {}
-    used: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for a in h.of(A2mAttempt):
-        if a.method not in ("SendMessage", "SendStreamingMessage"):
+    """A requester that sends a task again — a retry, or its next turn after an
+    input-required — names the context it created the task in (read from its records, or
+    its wire): a new context would be refused (A2M-CTX-3) and the conversation lost. New
+    Correlation Data for each is `no_request_again_after_a_reply`'s to judge."""
+    first: dict[tuple[str, str], Asked] = {}
+    for a in h.memo(asked):
+        if a.task_id is None or a.method not in ("SendMessage", "SendStreamingMessage"):
             continue
-        task = (a.node, a.task_id)
-        was = first.setdefault(task, a)
-        if a.op_id != was.op_id:
-            c.count("later_turns")
-            if a.context_id != was.context_id:
-                c.violation(f"{a.node} continued task {a.task_id} in context "
-                            f"{a.context_id!r}; it created it in {was.context_id!r}", was, a)
-            if a.correlation in used[task] and a.why is AttemptWhy.FIRST:
-                c.violation(f"{a.node} continued task {a.task_id} under Correlation Data "
-                            f"{a.correlation} an earlier turn used", was, a)
-        used[task].add(a.correlation)
+        was = first.setdefault((a.node, a.task_id), a)
+        if a is was:
+            continue
+        c.count("sent_again")
+        if a.context_id != was.context_id:
+            c.violation(f"{a.node} sent task {a.task_id} again in context {a.context_id!r}; "
+                        f"it created it in {was.context_id!r}", was.event, a.event)
+
+
+#: A2M-RR-5's Task.id: a UUID of version 4 (RFC 9562), read here on its own
+UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",
+                   re.IGNORECASE)
+#: Binding errors a requester may retry on (A2M-ERR-3): request expired, responder unavailable
+RETRY_ELIGIBLE = frozenset({-32003, -32004})
+#: The task states after which a SendMessage for the same Task.id is the task's next turn
+NEXT_TURN_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+
+
+@rule("A2M-RR-2, A2M-RR-5, A2M-SESS-2: a request carries a Response Topic the requester "
+      "subscribed first, Correlation Data, and a UUIDv4 Task.id")
+def requests_carry_a_reply_path(h: History, c: Collector) -> None:
+    """Every request a requester published (its record, or its wire) carries Response Topic
+    and Correlation Data; a SendMessage names a Task.id that is a UUIDv4; and, of a tapped
+    requester, its Response Topic is one it had subscribed before publishing (else the
+    first reply can come before anyone listens)."""
+    subscribed_at: dict[tuple[str, str], float] = {}
+    for w in h.of(Wire):
+        if w.packet == "SUBSCRIBE" and w.direction == "out":
+            for f in w.filters or ():
+                subscribed_at.setdefault((w.node, f), w.t_ms)
+    for a in h.memo(asked):
+        c.count("requests_published")
+        if a.response_topic is None or a.correlation is None:
+            missing = " and ".join(x for x, v in (("Response Topic", a.response_topic),
+                                                  ("Correlation Data", a.correlation))
+                                   if v is None)
+            c.violation(f"{a.node} published a request to {a.topic} without {missing}",
+                        a.event)
+            continue
+        if a.method in ("SendMessage", "SendStreamingMessage") \
+                and not UUID4.match(a.task_id or ""):
+            c.violation(f"{a.node} sent {a.method} with Task.id {a.task_id!r}: not a UUIDv4 "
+                        "of its own making", a.event)
+        if isinstance(a.event, Wire):
+            at = subscribed_at.get((a.node, a.response_topic))
+            if at is None or at > a.t_ms:
+                c.violation(f"{a.node} published a request naming Response Topic "
+                            f"{a.response_topic!r} before subscribing it", a.event)
+
+
+@rule("A2M-RETRY-2, A2M-RETRY-4, A2M-RETRY-6: once a reply came, the request is not sent "
+      "again; each attempt has Correlation Data of its own")
+def no_request_again_after_a_reply(h: History, c: Collector) -> None:
+    """Per requester and Task.id, read from what it published and received (its records,
+    or its wire): a SendMessage for the task is not published again once a correlated
+    reply to an earlier one came — a result, a stream item or an error — unless that reply
+    asked for the next turn (input-required, auth-required) or was an error the profile
+    lets it retry (-32003, -32004); and no attempt reuses Correlation Data an earlier
+    request for the task had."""
+    events: list[tuple[int, Asked | Heard]] = [(a.event.seq, a) for a in h.memo(asked)]
+    events += [(x.event.seq, x) for x in h.memo(heard)]
+    task_of: dict[tuple[str, str], str] = {}          # (node, correlation) -> Task.id
+    used: dict[tuple[str, str], set[str]] = defaultdict(set)
+    answered: dict[tuple[str, str], Heard] = {}       # (node, task) -> the reply that stops
+    for _seq, x in sorted(events, key=lambda e: e[0]):
+        if isinstance(x, Heard):
+            task = task_of.get((x.node, x.correlation or ""))
+            if task is None:
+                continue
+            if x.state in NEXT_TURN_STATES or x.code in RETRY_ELIGIBLE:
+                answered.pop((x.node, task), None)
+            else:
+                answered.setdefault((x.node, task), x)
+            continue
+        if x.task_id is None or x.correlation is None \
+                or x.method not in ("SendMessage", "SendStreamingMessage"):
+            continue
+        key = (x.node, x.task_id)
+        task_of[(x.node, x.correlation)] = x.task_id
+        c.count("sends")
+        if x.correlation in used[key]:
+            c.violation(f"{x.node} sent task {x.task_id} again under Correlation Data "
+                        f"{x.correlation} an earlier attempt had", x.event)
+        used[key].add(x.correlation)
+        stop = answered.get(key)
+        if stop is not None:
+            c.violation(f"{x.node} sent task {x.task_id} again after a reply to it came "
+                        f"({'error ' + str(stop.code) if stop.code is not None else stop.state})",
+                        stop.event, x.event)
+            answered.pop(key)
 
 
 @rule("A2M-RR-3, A2M-STREAM-1, A2M-ERR-1: a reply goes to its request's Response Topic with "
@@ -327,9 +488,12 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
             c.violation(f"{got.node} got a reply on {got.topic!r} without Correlation Data", got)
     # Correlation Data is unique on one reply topic only (A2M-REQ-1): by both
     reply_topics = h.memo(_reply_topics)
-    sent: dict[tuple[str, str], A2mAttempt] = {
-        (topic, a.correlation): a for a in h.of(A2mAttempt) for topic in reply_topics[a.node]}
-    sent_any = {a.correlation for a in h.of(A2mAttempt)}
+    published: list[Asked] = h.memo(asked)
+    sent: dict[tuple[str, str], Asked] = {
+        (topic, a.correlation): a for a in published if a.correlation is not None
+        for topic in (reply_topics[a.node] if isinstance(a.event, A2mAttempt)
+                      else [a.response_topic or ""])}
+    sent_any = {a.correlation for a in published}
     altered = _tampering(h, "correlation_data", "alter")
     for t in took:
         if t.correlation is None or t.correlation in sent_any or injected:
@@ -961,7 +1125,7 @@ def _untapped(h: History) -> str | None:
 
 
 def _no_operation(h: History) -> str | None:
-    if h.of(A2mAttempt):
+    if h.of(A2mAttempt) or h.memo(asked):
         return None
     if h.of(A2mRequestTaken):
         return None
@@ -973,7 +1137,8 @@ A2A_REQUESTS = Checker(
     "profile (new Correlation Data, same Task.id, the waits, three attempts, none after a "
     "reply); nothing is given up that was answered; a task's next turn keeps its context.",
     (every_operation_settles, retries_keep_the_profile, no_answer_lost,
-     turns_keep_the_task_and_context), _no_operation,
+     turns_keep_the_task_and_context, requests_carry_a_reply_path,
+     no_request_again_after_a_reply), _no_operation,
     protocols=frozenset({A2A_MQTT}))
 A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "

@@ -38,16 +38,24 @@ def add_conform(sub: Sub) -> None:
                     "reference requester in front, on Mosquitto, through four runs (requests, a\n"
                     "20 s SIGKILL, Correlation Data tampered with, a pool); one row per clause of\n"
                     "docs/profiles/a2a-mqtt.md that binds a responder, grouped MUST / SHOULD /\n"
-                    "MAY. The agent contract: docs/profiles/own-agent.md. About 2 minutes.",
+                    "MAY. The agent contract: docs/profiles/own-agent.md. About 2 minutes.\n"
+                    "--role requester: CMD as the requester instead, in front of the reference\n"
+                    "responders (three runs; the clauses that bind a requester).",
         epilog="example: a2a-bench conform ./my-node\n"
                "         a2a-bench conform './my-node --verbose'   (one argument: quote it)\n"
                "         a2a-bench conform --profile a2a-mqtt 'python examples/a2a-responder/responder.py'\n"
-               "         a2a-bench conform --profile a2a-mqtt --level must --core ./my-agent",
+               "         a2a-bench conform --profile a2a-mqtt --level must --core ./my-agent\n"
+               "         a2a-bench conform --profile a2a-mqtt --role requester "
+               "'python examples/a2a-requester/requester.py'",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     cf.add_argument("cmd", metavar="CMD", help="the node's command line (one argument; quote it)")
     cf.add_argument("--profile", choices=["seed", "a2a-mqtt"], default="seed",
                     help="the protocol: the seed documents' (CMD as executors, default) or "
                          "A2A over MQTT (CMD as responders)")
+    cf.add_argument("--role", choices=["responder", "requester"], default="responder",
+                    help="a2a-mqtt: what CMD plays — every responder, behind the reference "
+                         "requester (default), or the requester, in front of the reference "
+                         "responders")
     cf.add_argument("--broker", choices=["amqtt", "mosquitto"], default=None,
                     help="the embedded broker to run on (default: amqtt; mosquitto for "
                          "a2a-mqtt, which needs MQTT 5)")
@@ -68,7 +76,12 @@ def _conform(args: argparse.Namespace) -> int:
     argv = command_line(args.cmd, f"conform {args.cmd!r}")
     if argv is None:
         return EXIT_INVALID
-    profile = PROFILES[args.profile]
+    if args.profile == "seed" and args.role != "responder":
+        print("a2a-bench: conform: --role is the a2a-mqtt profile's (--profile a2a-mqtt); "
+              "the seed protocol's CMD plays its executors", file=sys.stderr)
+        return EXIT_INVALID
+    key = args.profile if args.role == "responder" else f"{args.profile}/{args.role}"
+    profile = PROFILES[key]
     broker = args.broker or profile.broker
     if args.profile == "a2a-mqtt" and broker == "amqtt":
         print("a2a-bench: conform --profile a2a-mqtt --broker amqtt: the profile speaks MQTT 5 "
@@ -86,11 +99,13 @@ def _conform(args: argparse.Namespace) -> int:
     if not args.json:
         where = "every executor of a star, beside the reference orchestrator" \
             if args.profile == "seed" else \
+            "the requester of an A2A-over-MQTT pair, in front of the reference responders" \
+            if args.role == "requester" else \
             "every responder of an A2A-over-MQTT pair, behind the reference requester"
         print(f"conform {shlex.join(argv)}: {where}, on {broker}; {len(profile.suite)} short "
               f"runs into {out}/")
     rows = conform(argv, out, broker, say=(lambda line: None) if args.json else print,
-                   profile=args.profile, core_only=args.core)
+                   profile=key, core_only=args.core)
     levels = {"must": ("MUST", "MUST NOT"), "should": ("MUST", "MUST NOT", "SHOULD"),
               "may": ("MUST", "MUST NOT", "SHOULD", "MAY")}[args.level]
     rows = [r for r in rows if r.level is None or r.level in levels]

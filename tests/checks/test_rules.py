@@ -373,6 +373,14 @@ def answered_after_the_end(lines: Lines) -> None:
     lines.insert(i + 1, {**copy.deepcopy(lines[i]), "state": "TASK_STATE_WORKING"})
 
 
+def sent_again_after_its_answer(lines: Lines) -> None:
+    """The first request published once more, under new Correlation Data, after its reply."""
+    i = where(lines, "a2m_attempt")
+    reply = where(lines, "a2m_reply_taken", lambda e: e.get("opId") == lines[i]["opId"])
+    lines.insert(reply + 1, {**copy.deepcopy(lines[i]), "attempt": 2, "correlation": "ab12",
+                             "tMs": lines[reply]["tMs"]})
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
     "malformed_requests_refused": ("a2a_malformed", malformed_answered_ok),
     # what the profile relies on of its broker (a2a_broker)
@@ -392,6 +400,8 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "contexts_are_kept": ("a2a_multiturn", alter("a2m_replied", lambda e: bool(
         e.get("contextId")) and e["state"] == "TASK_STATE_COMPLETED", contextId="ctx-other")),
     "ended_tasks_stay_ended": ("a2a_multiturn", answered_after_the_end),
+    "requests_carry_a_reply_path": ("a2a_quickstart", alter("a2m_attempt", taskId="task-1")),
+    "no_request_again_after_a_reply": ("a2a_quickstart", sent_again_after_its_answer),
     "turns_keep_the_task_and_context": ("a2a_multiturn", alter(
         "a2m_attempt", lambda e: ".t2" in e["opId"], contextId="ctx-other")),
     # duplicate_execution, task_lifecycle

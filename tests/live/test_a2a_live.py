@@ -310,3 +310,76 @@ def test_malformed_requests_to_a_responder_written_elsewhere(
         assert v.value is Value.FALSE
         assert {c["rule"] for c in v.counterexamples} == {"malformed_requests_refused"}
         assert all("bad_task_id" in c["why"] for c in v.counterexamples), v.counterexamples
+
+
+# -- a requester written elsewhere, judged from its wire ---------------------------------------------
+REQUESTER = (sys.executable, "examples/a2a-requester/requester.py")
+
+
+@pytest.fixture(scope="module")
+def requester_tapped(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """a2a_restart with examples/a2a-requester in front of the reference responders: its
+    requests, retries and replies read off its wire tap, every rule TRUE."""
+    out = tmp_path_factory.mktemp("requester_tapped")
+    scenario = load_scenario(SCENARIOS / "a2a_restart.toml").with_node_command(
+        "requester", REQUESTER)
+    result = run_scenario(scenario, REFERENCE, out, mode="live",
+                          options=Options(broker="mosquitto"))
+    assert all(v.value is not Value.FALSE for v in result.verdicts), \
+        [(v.name, v.counterexamples[:2]) for v in result.verdicts]
+    lines = [json.loads(line) for line in (out / "history.jsonl").open()]
+    assert not any(e["kind"] == "a2m_attempt" for e in lines)      # nothing of its own
+    return lines
+
+
+def _retry_reuses_the_first_correlation(lines: list[dict[str, Any]]) -> None:
+    sent = _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")
+    first: dict[str, str] = {}
+    for e in sent:
+        if e["taskId"] in first:      # a retry: the same Task.id again
+            e["properties"]["correlationData"] = first[e["taskId"]]
+            return
+        first[e["taskId"]] = e["properties"]["correlationData"]
+    raise AssertionError("no retry on the wire")
+
+
+def _task_id_not_a_uuid(lines: list[dict[str, Any]]) -> None:
+    _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")[0]["taskId"] = "task-1"
+
+
+def _reply_topic_never_subscribed(lines: list[dict[str, Any]]) -> None:
+    e = _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")[0]
+    e["properties"]["responseTopic"] += "/elsewhere"
+
+
+REQUESTER_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
+    "a retry under the first Correlation Data": (_retry_reuses_the_first_correlation,
+                                                 "no_request_again_after_a_reply"),
+    "a Task.id that is no UUID": (_task_id_not_a_uuid, "requests_carry_a_reply_path"),
+    "a reply topic never subscribed": (_reply_topic_never_subscribed,
+                                       "requests_carry_a_reply_path"),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(REQUESTER_MUTATIONS))
+def test_a_requester_written_elsewhere_is_judged_from_its_wire(
+        requester_tapped: list[dict[str, Any]], mutation: str) -> None:
+    mutate, rule = REQUESTER_MUTATIONS[mutation]
+    lines = [json.loads(json.dumps(e)) for e in requester_tapped]
+    mutate(lines)
+    v = checkers()["a2a_requests"](from_lines([{**e, "seq": i + 1} for i, e in enumerate(lines)]))
+    assert v.value is Value.FALSE and {c["rule"] for c in v.counterexamples} == {rule}, \
+        (v.counts, v.counterexamples[:2])
+
+
+def test_a_retry_whose_backoff_outlived_the_reply_shows_on_the_requesters_wire(
+        tmp_path: Path) -> None:
+    """The bug first written into examples/a2a-requester by accident: a backoff timer armed
+    before the reply came sends the request again when it fires (A2M-RETRY-6)."""
+    scenario = load_scenario(SCENARIOS / "a2a_restart.toml").with_node_command(
+        "requester", (*REQUESTER, "--bug", "stale-backoff"))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    [v] = [v for v in result.verdicts if v.name == "a2a_requests"]
+    assert v.value is Value.FALSE
+    assert {c["rule"] for c in v.counterexamples} == {"no_request_again_after_a_reply"}

@@ -71,25 +71,29 @@ def test_a_command_conform_cannot_start_is_one_line_and_exit_3(
 
 
 # -- the A2A-over-MQTT profile --------------------------------------------------------------------
-def test_the_profiles_rules_cite_its_clauses_and_rules_that_exist() -> None:
-    from bench.conform import A2A_RULES, A2A_SUITE
+@pytest.mark.parametrize("role", ["a2a-mqtt", "a2a-mqtt/requester"])
+def test_the_profiles_rules_cite_its_clauses_and_rules_that_exist(role: str) -> None:
+    from bench.conform import PROFILES
     from bench.profiles.a2a_mqtt.clauses import BY_ID
+    p = PROFILES[role]
     known = {f"{name}.{r.id}" for name, c in checkers().items() for r in c.rules}
-    assert {ref for rule in A2A_RULES for ref in rule.judged_by} <= known
-    assert all(i.strip() in BY_ID for rule in A2A_RULES for i in rule.ids.split(","))
-    assert all((SCENARIOS / f"{name}.toml").exists() for name, _s, _w in A2A_SUITE)
-    assert {s for rule in A2A_RULES for s in rule.where} <= {s for s, _t, _w in A2A_SUITE}
+    assert {ref for rule in p.rules for ref in rule.judged_by} <= known
+    assert all(i.strip() in BY_ID for rule in p.rules for i in rule.ids.split(","))
+    # each row is about a clause that binds the role
+    assert all(BY_ID[i.strip()].role in p.binds for rule in p.rules for i in rule.ids.split(","))
+    assert all((SCENARIOS / f"{name}.toml").exists() for name, _s, _w in p.suite)
+    assert {s for rule in p.rules for s in rule.where} <= {s for s, _t, _w in p.suite}
 
 
 def test_the_profiles_table_has_every_responder_clause_grouped_by_level() -> None:
     """Judged rows, and a row per responder clause nothing judges yet ('not judged'); with
     --core an Extended clause is 'not applicable', not 'never exercised'."""
-    from bench.conform import A2A_RULES, RESPONDER_BINDS, clause_rows
+    from bench.conform import A2A_RULES, PROFILES, clause_rows
     from bench.profiles.a2a_mqtt.clauses import BY_ID, CLAUSES, Conformance
     rows = clause_rows(judge_rules({"a2a_quickstart": [_verdict(
         "duplicate_execution", {"executed_once": (0, 0)})]}, A2A_RULES), core_only=True)
     ids = {i.strip() for r in rows for i in r.rule.ids.split(",")}
-    assert {c.id for c in CLAUSES if c.role in RESPONDER_BINDS} <= ids
+    assert {c.id for c in CLAUSES if c.role in PROFILES["a2a-mqtt"].binds} <= ids
     levels = [r.level for r in rows]
     assert levels == sorted(levels, key=["MUST", "MUST NOT", "SHOULD", "MAY"].index)
     by = {r.rule.ids: r for r in rows}
@@ -119,6 +123,18 @@ def test_one_short_profile_run_of_a_responder_written_elsewhere(
     saved = json.loads((tmp_path / "conform.json").read_text())
     assert saved["profile"] == "a2a-mqtt" and saved["broker"] == "mosquitto"
     assert {r["level"] for r in saved["rules"]} <= {"MUST", "MUST NOT", "SHOULD", "MAY"}
+
+
+def test_one_short_profile_run_of_a_requester_written_elsewhere(tmp_path: Path) -> None:
+    example = (sys.executable, str(Path(__file__).resolve().parents[2] / "examples"
+                                   / "a2a-requester" / "requester.py"), "--bug", "fixed-task-id")
+    rows = conform(example, tmp_path, say=lambda line: None, profile="a2a-mqtt/requester",
+                   suite=(("a2a_quickstart", 4, "requests and replies"),))
+    by = {r.rule.ids: r for r in rows}
+    assert by["A2M-RR-2, A2M-RR-5, A2M-SESS-2"].status == "FAIL"
+    assert "not a UUIDv4" in by["A2M-RR-2, A2M-RR-5, A2M-SESS-2"].evidence
+    assert by["A2M-SESS-3"].status == "PASS"
+    assert by["A2M-REQ-1"].evidence == "not judged: no rule of the bench observes it yet"
 
 
 def test_the_profile_on_amqtt_or_seed_only_flags_are_one_line_and_exit_3(

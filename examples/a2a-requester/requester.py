@@ -1,0 +1,179 @@
+"""An A2A-over-MQTT requester written outside the bench, on paho-mqtt's MQTT 5 client, from
+the profile's spec and the bench's requester contract (docs/profiles/own-agent.md) alone: it
+imports nothing of the bench. The bench starts it as a node process and tells it, line by
+line, what to ask; it prints what it asked and how each request ended:
+
+    a2a-bench run a2a_restart --node-command "requester=python examples/a2a-requester/requester.py"
+
+It keeps what the profile asks of a requester: a persistent session, its reply topic
+subscribed before anything is published, Response Topic and Correlation Data on every
+request, a UUIDv4 Task.id of its own making (the same for every attempt, GetTask, CancelTask
+and next turn), the retry profile (first reply within 15 s, three attempts, backoff 1 s and
+2 s ±20 %, new Correlation Data each time, none once a reply came). It keeps nothing on
+disk: a restart forgets what was in flight. Bugs to show what the bench finds (`--bug
+NAME`): `same-correlation` retries under the first attempt's Correlation Data (A2M-RETRY-2);
+`fixed-task-id` names every task with one Task.id that is not a UUID (A2M-RR-5);
+`stale-backoff` sends a retry whose backoff began before a reply came (A2M-RETRY-6: written
+here by accident first, and caught by `a2a_requests`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import threading
+import time
+import uuid
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+FINAL = {"TASK_STATE_COMPLETED": "COMPLETED", "TASK_STATE_FAILED": "FAILED",
+         "TASK_STATE_CANCELED": "CANCELLED", "TASK_STATE_REJECTED": "FAILED",
+         "TASK_STATE_INPUT_REQUIRED": "COMPLETED", "TASK_STATE_AUTH_REQUIRED": "FAILED"}
+FIRST_REPLY_S, ATTEMPTS, BACKOFF_S = 15.0, 3, (1.0, 2.0)
+spec = json.loads(sys.stdin.readline())
+node, a2a = spec["node"], spec["node"]["a2a"]
+ME, AGENT, UNIT, ORG = node["node_id"], node["agents"][0], node["namespace"], a2a["org"]
+REPLY = f"$a2a/v1/reply/{ORG}/{UNIT}/{AGENT}/{ME}"
+BUGS = {b for flag, b in zip(sys.argv, sys.argv[1:], strict=False) if flag == "--bug"}
+out_lock = threading.Lock()
+lock = threading.Lock()         # paho's thread takes replies, the main one the bench's lines
+ops: dict[str, dict] = {}       # request id -> {task, corr: [hex], answered, settled, ...}
+by_corr: dict[str, str] = {}    # Correlation Data (hex) -> request id
+task_of: dict[str, str] = {}    # request id -> its Task.id (a follow-up names its request)
+subscribed = threading.Event()
+
+
+def say(kind: str, **fields: object) -> None:
+    with out_lock:
+        print(json.dumps({"node": ME, "kind": kind, "fields": fields,
+                          "tMs": int((time.time() - spec["t0"]) * 1000)}), flush=True)
+
+
+def now_ms() -> int:
+    return int((time.time() - spec["t0"]) * 1000)
+
+
+def ask(req: dict) -> None:
+    """A request line of the bench: SendMessage (or what its payload's `method` says) to
+    the agent or `pool:{id}` it names."""
+    payload = req.get("payload") or {}
+    method = payload.get("method", "SendMessage")
+    of = payload.get("ofRequest")
+    task = task_of.get(of) if of else None
+    task = task or ("not-a-uuid" if "fixed-task-id" in BUGS else str(uuid.uuid4()))
+    task_of[req["request_id"]] = task
+    to = req["to_agent_id"]
+    topic = f"$a2a/v1/request/{ORG}/{UNIT}/" + (f"pool/{to[5:]}" if to.startswith("pool:")
+                                                 else to)
+    context = str(uuid.uuid5(uuid.NAMESPACE_URL, req["conversation_id"])) \
+        if req.get("conversation_id") else None
+    ops[req["request_id"]] = {"task": task, "method": method, "topic": topic, "corr": [],
+                              "context": context, "text": payload.get("ask", ""),
+                              "asked": now_ms(), "answered": False, "settled": False}
+    budget = int(ATTEMPTS * FIRST_REPLY_S * 1000 + sum(BACKOFF_S) * 1200)
+    say("request_sent", requestId=req["request_id"], messageId=req["message_id"],
+        fromAgentId=AGENT, toAgentId=to, conversationId=context,
+        deadlineMs=now_ms() + budget, timeoutMs=budget)
+    send(req["request_id"])
+
+
+def send(rid: str) -> None:
+    op = ops[rid]
+    corr = op["corr"][0] if op["corr"] and "same-correlation" in BUGS else uuid.uuid4().hex
+    op["corr"].append(corr)
+    by_corr[corr] = rid
+    if op["method"] in ("GetTask", "CancelTask"):
+        params: dict = {"id": op["task"]}
+    else:
+        message = {"messageId": f"{rid}.{len(op['corr'])}", "role": "ROLE_USER",
+                   "taskId": op["task"], "parts": [{"text": op["text"]}]}
+        if op["context"]:
+            message["contextId"] = op["context"]
+        params = {"message": message}
+    p = Properties(PacketTypes.PUBLISH)
+    p.ResponseTopic, p.CorrelationData = REPLY, bytes.fromhex(corr)
+    client.publish(op["topic"], json.dumps({"jsonrpc": "2.0", "id": corr, "method":
+                                            op["method"], "params": params}), qos=1,
+                   properties=p)
+    attempt = len(op["corr"])
+    threading.Timer(FIRST_REPLY_S, no_first_reply, (rid, attempt)).start()
+
+
+def no_first_reply(rid: str, attempt: int) -> None:
+    with lock:
+        op = ops[rid]
+        if op["answered"] or op["settled"] or len(op["corr"]) != attempt:
+            return
+        if attempt >= ATTEMPTS:
+            settle(rid, "NO_RESPONSE")
+            return
+        wait = BACKOFF_S[attempt - 1] * random.uniform(0.8, 1.2)
+        threading.Timer(wait, retry, (rid,)).start()
+
+
+def retry(rid: str) -> None:
+    """After the backoff, unless a reply came meanwhile (a late one still stops it)."""
+    with lock:
+        if "stale-backoff" in BUGS or not ops[rid]["answered"] and not ops[rid]["settled"]:
+            send(rid)
+
+
+def settle(rid: str, outcome: str) -> None:
+    op = ops[rid]
+    op["settled"] = True
+    say("request_settled", requestId=rid, outcome=outcome, latencyMs=now_ms() - op["asked"],
+        responseMessageId=None)
+
+
+def on_message(_c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:
+    corr = getattr(m.properties, "CorrelationData", None)
+    with lock:
+        rid = by_corr.get(corr.hex()) if corr is not None else None
+        if rid is None or ops[rid]["settled"]:
+            return                                     # A2M-REQ-2: not ours, ignored
+        op = ops[rid]
+        op["answered"] = True                          # no retry after this (A2M-RETRY-4)
+        try:
+            body = json.loads(m.payload)
+        except ValueError:
+            return
+        if not isinstance(body, dict) or "error" in body:
+            settle(rid, "FAILED")
+            return
+        result = body.get("result") or {}
+        item = result.get("statusUpdate") or result
+        state = (item.get("status") or {}).get("state") if isinstance(item, dict) else None
+        if state in FINAL or op["method"] in ("GetTask", "CancelTask"):
+            settle(rid, FINAL.get(state, "COMPLETED"))
+
+
+def on_subscribe(_c: mqtt.Client, _u: object, _mid: int, _codes: object, _p: object) -> None:
+    say("executors_registered", registered=0, expected=0, agents=[], subscribed=[REPLY])
+    subscribed.set()
+
+
+client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=node["client_id"] or ME,
+                     protocol=mqtt.MQTTv5)
+client.on_message = on_message
+client.on_subscribe = on_subscribe
+client.on_connect = lambda c, _u, _f, _rc, _p: c.subscribe(REPLY, qos=1)
+expiry = Properties(PacketTypes.CONNECT)
+expiry.SessionExpiryInterval = 600
+client.connect(spec["broker"][0], spec["broker"][1], keepalive=5, clean_start=False,
+               properties=expiry)
+client.loop_start()
+for raw in sys.stdin:                                  # the bench's lines: what to ask, stop
+    op = json.loads(raw)
+    if op.get("op") == "stop":
+        break
+    if op.get("op") == "request":
+        subscribed.wait()                              # A2M-SESS-2: never before
+        with lock:
+            ask(op)
+client.disconnect()
+client.loop_stop()
