@@ -150,7 +150,8 @@ def asked(h: History) -> list[Asked]:
     replies = h.memo(_reply_topics)
     out: list[tuple[int, Asked]] = [
         (a.seq, Asked(a.node, a.t_ms, a.topic, a.correlation,
-                      (replies.get(a.node) or [None])[0], a.method, a.task_id, a.context_id, a))
+                      next(iter(replies.get(a.node, ())), None), a.method, a.task_id,
+                      a.context_id, a))
         for a in h.of(A2mAttempt)]
     for w in h.of(Wire):
         if w.node in own or w.direction != "out" or w.packet != "PUBLISH" \
@@ -1125,7 +1126,8 @@ def _untapped(h: History) -> str | None:
 
 
 def _no_operation(h: History) -> str | None:
-    if h.of(A2mAttempt) or h.memo(asked):
+    published: list[Asked] = h.memo(asked)
+    if published:
         return None
     if h.of(A2mRequestTaken):
         return None
