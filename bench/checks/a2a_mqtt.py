@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import LINK_FAULTS, Transit, _drained, fault_windows
+from bench.checks.terms import records_late_ms
 from bench.core.events import (
     A2A_MQTT,
     A2mAttempt,
@@ -307,6 +308,10 @@ def retries_keep_the_profile(h: History, c: Collector) -> None:
     for r in h.of(A2mReplyTaken):
         if r.op_id is not None and r.reason is None:
             answered.setdefault((r.node, r.op_id), r.t_ms)
+    # an attempt is recorded once its batch is committed: on a live node, up to the
+    # substrate's records_late_ms after the requester sent it (the first of the pair may
+    # be the later one to be written, and the gap between them look shorter)
+    early = EARLY_MS + records_late_ms(h)
     for key, tries in sorted(attempts.items()):
         c.count("attempts", len(tries))
         node, op = key
@@ -328,7 +333,7 @@ def retries_keep_the_profile(h: History, c: Collector) -> None:
                 continue
             backoff = BACKOFF_MS[min(before.attempt - 1, len(BACKOFF_MS) - 1)] * (1 - JITTER)
             wait = backoff if after.why is AttemptWhy.NOT_ACCEPTED else REPLY_FIRST_MS + backoff
-            if after.t_ms - before.t_ms < wait - EARLY_MS:
+            if after.t_ms - before.t_ms < wait - early:
                 c.violation(f"{node} retried {op} {after.t_ms - before.t_ms:.0f} ms after its "
                             f"attempt {before.attempt}; the profile waits {wait:.0f} ms",
                             before, after)
@@ -450,8 +455,18 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
     for t in took:
         taken[t.node].add((t.correlation, t.response_topic))
     sent_out = h.memo(answers)
+    stripped = _tampering(h, "correlation_data", "strip")
+    altered = _tampering(h, "correlation_data", "alter")
     for r in sent_out:
         c.count("replies")
+        # the tap reads what crossed, after the proxy's faults acted: a reply it saw without
+        # Correlation Data, or with it altered, while a fault did that to its node's
+        # publishes, left the node with it
+        if isinstance(r.event, Wire) and any(a <= r.t_ms <= b for a, b in (
+                stripped[r.node] if r.correlation is None
+                else altered[r.node] if r.correlation.endswith(TAMPERED) else ())):
+            c.count("tampered_on_the_tap")
+            continue
         if (r.correlation, r.topic) not in taken[r.node]:
             c.violation(f"{r.node} published a {r.kind} to {r.topic!r} with Correlation "
                         f"Data {r.correlation!r}: no request it took in had that reply path",
@@ -465,13 +480,13 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
             echoed_none[r.topic] += 1
     # replies with Correlation Data a responder published while a fault stripped it from its
     # publishes: each may reach its requester without any
-    stripped = _tampering(h, "correlation_data", "strip")
     # (one handed to its client before the fault healed; it may cross the link while the
     # fault acts — later than it was recorded, if the link held it or a reconnect resent it)
     strippable: dict[str, list[float]] = defaultdict(list)     # topic -> faults' starts
     for r in sent_out:
         starts = [a for a, b in stripped[r.node] if r.t_ms <= b]
-        if r.correlation is not None and starts:
+        # (off the tap, one already seen stripped)
+        if starts and (r.correlation is not None or isinstance(r.event, Wire)):
             strippable[r.topic].append(min(starts))
     # what requesters got: a reply without Correlation Data was sent by somebody breaking
     # A2M-RR-3, whatever the responders recorded of themselves
@@ -495,7 +510,6 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
         for topic in (reply_topics[a.node] if isinstance(a.event, A2mAttempt)
                       else [a.response_topic or ""])}
     sent_any = {a.correlation for a in published}
-    altered = _tampering(h, "correlation_data", "alter")
     for t in took:
         if t.correlation is None or t.correlation in sent_any or injected:
             continue
