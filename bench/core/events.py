@@ -1240,6 +1240,9 @@ class A2mAttempt(Event):
     #: the Message Expiry Interval it was published with (None: none)
     expiry_s: int | None = None
     context_id: str | None = None     # the contextId its message carries
+    #: when the requester sent it, on its own clock (the record is stamped once its batch is
+    #: committed: on a live node, later, and by a varying amount)
+    sent_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -255,5 +255,7 @@ def _param(rng: random.Random, kind: str, name: str, pkind: str, choices: tuple[
         case "text":
             return rng.choice(agents) if name == "agent" else "spare"
         case "texts":
+            if choices:
+                return rng.sample(choices, k=rng.randint(1, len(choices)))
             return ["spare.helper"]
     raise ValueError(f"explore cannot draw a {pkind!r} parameter ({kind}.{name})")

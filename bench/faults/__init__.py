@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench.core.properties import TAMPERABLE
-from bench.faults import scripts
+from bench.faults import a2a_attacks, scripts
 from bench.faults.spec import FaultKind, FaultSpec, Param
 from bench.faults.spec import parse_fault as _parse_fault
 from bench.spec.topology import Topology
@@ -213,13 +213,16 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("malformed_request", "A2A over MQTT: the bench publishes requests a responder "
               "must refuse — malformed JSON, non-UTF-8 bytes, a JSON array or null, no "
               "jsonrpc, an unknown method, a missing or non-UUID Task.id, a context id that "
-              "differs between User Property and payload, no Correlation Data, no Response "
-              "Topic — each case in turn; each must get the JSON-RPC error the profile names "
-              "(none where there is no reply path), run nothing, and leave the responder "
-              "serving", {
+              "differs between User Property and payload, a task's context switched, an "
+              "empty payload, no Correlation Data, no Response Topic, and a valid request "
+              "with binary Correlation Data — each case in turn; each must get the JSON-RPC "
+              "error the profile names (none where there is no reply path; the valid one "
+              "its answer), run nothing it should not, and leave the responder serving", {
                   "node": _node("the responder (default: every responder in turn)",
                                 required=False),
-                  "interval_ms": Param("ms", "time between two requests", 500.0)},
+                  "interval_ms": Param("ms", "time between two requests", 500.0),
+                  "cases": Param("texts", "the cases to send, in turn (default: every one)",
+                                 a2a_attacks.CASES, choices=a2a_attacks.CASES)},
               scripts.malformed_request),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {

@@ -2,8 +2,8 @@
 cases of issue 32 — malformed JSON, non-UTF-8 bytes, a JSON array or null, a request
 without jsonrpc, an unknown method, a missing or non-UUID Task.id, a context id that
 differs between its User Property and the payload, a task's next request in another context
-than the one it was created in, and the binding's own: no Response Topic, no Correlation
-Data. Built here from the spec, never with an agent's code (the
+than the one it was created in, an empty payload, and the binding's own: no Response Topic,
+no Correlation Data; and one valid request whose Correlation Data is binary, not UTF-8. Built here from the spec, never with an agent's code (the
 answer each must get is the judge's to know: `bench.checks.a2a_mqtt.MALFORMED_ANSWER`).
 No I/O."""
 
@@ -19,7 +19,7 @@ from bench.core.properties import Props
 #: the cases, in the order the fault sends them
 CASES = ("not_json", "not_utf8", "array", "null", "no_jsonrpc", "unknown_method",
          "bad_task_id", "no_task_id", "context_mismatch", "no_correlation",
-         "no_response_topic", "context_switch")
+         "no_response_topic", "context_switch", "empty", "binary_correlation")
 #: context_switch is sent after its opening: a valid request (it runs) creating the task
 #: the switch then names in another context (A2M-CTX-3)
 OPENING = "context_opening"
@@ -52,6 +52,8 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
     message id in the history."""
     token = f"hostile-{fault_index}-{n}"
     task_id = f"00000000-0000-4000-8{fault_index % 1000:03d}-{n:012d}"   # a UUIDv4 of its own
+    # not a UUID, and its own too: a responder that runs it runs this case's task only
+    bad_id = f"not-a-uuid-{fault_index}-{n}"
     bodies: dict[str, bytes] = {
         "not_json": b'{"jsonrpc": "2.0", "id": ',
         "not_utf8": b'{"jsonrpc":"2.0","id":"\xff\xfe"}',
@@ -60,22 +62,29 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
         "no_jsonrpc": json.dumps({k: v for k, v in _send(task_id).items()
                                   if k != "jsonrpc"}).encode(),
         "unknown_method": json.dumps(_send(task_id, method="DeleteEverything")).encode(),
-        "bad_task_id": json.dumps(_send("not-a-uuid")).encode(),
+        "bad_task_id": json.dumps(_send(bad_id)).encode(),
         "no_task_id": json.dumps(_send(None)).encode(),
         "context_mismatch": json.dumps(_send(task_id, context="ctx-payload")).encode(),
         "no_correlation": json.dumps(_send(task_id)).encode(),
         "no_response_topic": json.dumps(_send(task_id)).encode(),
+        "empty": b"",
+        # not malformed at all: MQTT 5 Correlation Data is binary, and these bytes are no
+        # UTF-8 — a valid request, to be answered with them echoed (A2M-RR-3)
+        "binary_correlation": json.dumps(_send(task_id)).encode(),
         OPENING: json.dumps(_send(task_id, context="ctx-first")).encode(),
         "context_switch": json.dumps(_send(task_id, context="ctx-second")).encode(),
     }
     if case == OPENING:
         token += "-open"
     reply = f"$a2a/v1/reply/{org}/{unit}/nemesis/{token}"
+    correlation = None if case == "no_correlation" else \
+        b"\xff\xfe" + token.encode() if case == "binary_correlation" else token.encode()
     props = Props(response_topic=None if case == "no_response_topic" else reply,
-                  correlation_data=None if case == "no_correlation" else token.encode(),
+                  correlation_data=correlation,
                   user_properties=(("a2a-context-id", "ctx-property"),)
                   if case == "context_mismatch" else (),
                   content_type="application/json")
-    event = AttackSent(ATTACK, case, fault_index, token, task_id, target_node, agent, "",
+    named = bad_id if case == "bad_task_id" else task_id    # the Task.id its payload names
+    event = AttackSent(ATTACK, case, fault_index, token, named, target_node, agent, "",
                        None, SignatureVerdict.UNSIGNED)
     return Malformed(f"$a2a/v1/request/{org}/{unit}/{agent}", bodies[case], props, event)

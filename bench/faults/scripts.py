@@ -422,7 +422,8 @@ def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
     n = 0
     while ctx.now_ms() < ctx.end_ms:
         node = targets[n % len(targets)]
-        case = a2a_attacks.CASES[n % len(a2a_attacks.CASES)]
+        cases = spec.params["cases"]
+        case = cases[n % len(cases)]
         n += 1
         for kind in (a2a_attacks.OPENING, case) if case == "context_switch" else (case,):
             msg = a2a_attacks.malformed_request(kind, n, spec.index, org=ctx.topology.a2a_org,

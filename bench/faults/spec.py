@@ -144,5 +144,8 @@ def _value(p: Param, v: Any, key: str, node_ids: set[str], topo: str) -> Any:
         case "texts":
             if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
                 raise SpecError(f"{key}={v!r} must be a list of non-empty strings")
+            unknown = [x for x in v if p.choices and x not in p.choices]
+            if unknown or (p.choices and not v):
+                raise SpecError(f"{key}={v!r} must be a non-empty list of {list(p.choices)}")
             return tuple(v)
     raise AssertionError(f"unknown parameter kind {p.kind}")

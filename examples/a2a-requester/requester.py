@@ -146,7 +146,7 @@ def on_message(_c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:
             settle(rid, "FAILED")
             return
         result = body.get("result") or {}
-        item = result.get("statusUpdate") or result
+        item = result.get("statusUpdate") or result.get("task") or result
         state = (item.get("status") or {}).get("state") if isinstance(item, dict) else None
         if state in FINAL or op["method"] in ("GetTask", "CancelTask"):
             settle(rid, FINAL.get(state, "COMPLETED"))

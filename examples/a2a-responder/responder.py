@@ -83,7 +83,7 @@ def answer(task_id: str, topic: str, corr: bytes | None, rpc_id: object) -> None
     task = {"id": task_id, "contextId": t["context"], "status": {"state": t["state"]}}
     if t["result"] is not None:
         task["artifacts"] = [{"artifactId": f"{task_id}:result", "parts": [{"text": t["result"]}]}]
-    reply(topic, corr, {"id": rpc_id, "result": task})
+    reply(topic, corr, {"id": rpc_id, "result": {"task": task}})   # SendMessageResponse
 
 
 def on_message(c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:

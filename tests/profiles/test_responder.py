@@ -64,6 +64,13 @@ def raw(payload: bytes, *, corr: bytes | None = b"c1", topic: str | None = None,
     return MessageReceived(1, topic or TOPICS.request("tax"), payload, 1, props=p)
 
 
+def task(reply: dict[str, Any]) -> dict[str, Any]:
+    """The Task a reply carries: SendMessage's wrapped ({"task": …}, A2A v1.0
+    SendMessageResponse), GetTask's and CancelTask's bare."""
+    result: dict[str, Any] = reply["result"]
+    return result.get("task", result)
+
+
 def publishes(commands: list[object]) -> list[Publish]:
     return [c for c in commands if isinstance(c, Publish)]
 
@@ -111,10 +118,10 @@ def test_a_task_runs_once_and_its_answer_echoes_correlation_task_and_context() -
     [msg] = publishes(answer)
     assert msg.topic == REPLY and msg.props and msg.props.correlation_data == b"c1"
     assert msg.qos == 1
-    task = json.loads(msg.payload)["result"]
-    assert (task["id"], task["contextId"], task["status"]["state"]) == \
+    answered = json.loads(msg.payload)["result"]["task"]     # A2A v1.0 SendMessageResponse
+    assert (answered["id"], answered["contextId"], answered["status"]["state"]) == \
         (TASK, CTX, "TASK_STATE_COMPLETED")
-    assert task["artifacts"][0]["parts"] == [{"text": "42"}]
+    assert answered["artifacts"][0]["parts"] == [{"text": "42"}]
 
 
 def test_a_retry_after_the_answer_returns_it_and_runs_nothing() -> None:
@@ -125,7 +132,7 @@ def test_a_retry_after_the_answer_returns_it_and_runs_nothing() -> None:
     assert not executes(again)
     [msg] = publishes(again)
     assert msg.props.correlation_data == b"c2"
-    assert json.loads(msg.payload)["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task(json.loads(msg.payload))["status"]["state"] == "TASK_STATE_COMPLETED"
     assert records(again, ev.A2mRequestTaken)[0].intake is ev.Intake.DUPLICATE
 
 
@@ -134,7 +141,7 @@ def test_a_retry_while_it_runs_is_told_so_and_gets_the_answer_too() -> None:
     r.handle(send())
     again = r.handle(send(corr=b"c2"))
     assert not executes(again)
-    assert [m["result"]["status"]["state"] for m in replies(again)] == ["TASK_STATE_WORKING"]
+    assert [task(m)["status"]["state"] for m in replies(again)] == ["TASK_STATE_WORKING"]
     answer = done(r)
     assert sorted(m.props.correlation_data for m in publishes(answer)) == [b"c1", b"c2"]
 
@@ -157,10 +164,10 @@ def test_a_restart_ends_unfinished_work_and_a_retry_after_it_runs_nothing() -> N
     again = Responder(ResponderConfig(TOPICS, "tax"))
     restarted = again.handle(Started(10, "b2", Restored(tasks=table)))
     told = replies(restarted)
-    assert [m["result"]["status"]["state"] for m in told] == ["TASK_STATE_FAILED"]
+    assert [task(m)["status"]["state"] for m in told] == ["TASK_STATE_FAILED"]
     retry = again.handle(send(corr=b"c3"))
     assert not executes(retry)
-    assert replies(retry)[0]["result"]["status"]["state"] == "TASK_STATE_FAILED"
+    assert task(replies(retry)[0])["status"]["state"] == "TASK_STATE_FAILED"
 
 
 # -- bad input (A2M-RSP-2..4, A2M-RR-2, A2M-ERR-1..2, A2M-CTX-3..4) ---------------------------------
@@ -228,7 +235,7 @@ def test_cancel_ends_the_work_and_answers_everyone_waiting() -> None:
     r, _ = responder()
     r.handle(send())
     cancel = r.handle(call("CancelTask"))
-    states = {m.props.correlation_data: json.loads(m.payload)["result"]["status"]["state"]
+    states = {m.props.correlation_data: task(json.loads(m.payload))["status"]["state"]
               for m in publishes(cancel)}
     assert states == {b"c1": "TASK_STATE_CANCELED", b"q1": "TASK_STATE_CANCELED"}
     assert _error(r.handle(call("CancelTask", corr=b"q2")))["code"] == -32002
@@ -240,7 +247,7 @@ def test_get_task_reports_the_stored_state() -> None:
     r, _ = responder()
     assert _error(r.handle(call("GetTask")))["code"] == -32001
     r.handle(send())
-    assert replies(r.handle(call("GetTask")))[0]["result"]["status"]["state"] == \
+    assert task(replies(r.handle(call("GetTask")))[0])["status"]["state"] == \
         "TASK_STATE_WORKING"
 
 
@@ -248,7 +255,7 @@ def test_an_interrupted_task_continues_under_the_same_task_id() -> None:
     r, _ = responder()
     r.handle(send())
     asked = done(r, "which year?", asks=True)
-    assert replies(asked)[0]["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert task(replies(asked)[0])["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     turn = r.handle(send(corr=b"c2", text="2026"))
     assert [(e.payload["turn"], e.payload["text"]) for e in executes(turn)] == [(2, "2026")]
     assert publishes(done(r))[0].props.correlation_data == b"c2"
@@ -260,7 +267,7 @@ def test_the_asking_turns_request_redelivered_is_no_answer_to_the_question() -> 
     done(r, "which year?", asks=True)
     again = r.handle(send())               # QoS 1 redelivers the first turn's request
     assert not executes(again)
-    assert [m["result"]["status"]["state"] for m in replies(again)] == [
+    assert [task(m)["status"]["state"] for m in replies(again)] == [
         "TASK_STATE_INPUT_REQUIRED"]
     turn = r.handle(send(corr=b"c2", text="2026"))
     assert [e.turn for e in executes(turn)] == [2]
@@ -271,7 +278,7 @@ def test_a_request_naming_another_context_is_refused_and_changes_nothing() -> No
     r.handle(send())
     refused = replies(r.handle(send(corr=b"c2", context="ctx-other")))
     assert refused[0]["error"]["code"] == -32602
-    assert replies(done(r))[0]["result"]["contextId"] == CTX
+    assert task(replies(done(r))[0])["contextId"] == CTX
 
 
 def test_a_pooled_request_is_answered_in_the_responders_name() -> None:

@@ -277,7 +277,8 @@ class Requester:
                                 attempt=attempt, correlation=correlation.hex(), topic=topic,
                                 why=op.why, expiry_s=self.config.request_expiry_s,
                                 context_id=op.context_id if op.method in (
-                                    Method.SEND, Method.SEND_STREAMING) else None))
+                                    Method.SEND, Method.SEND_STREAMING) else None,
+                                sent_ms=fx.now_ms))
         fx.add(StartTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id),
                           fx.now_ms + self.config.retry.reply_first_ms))
         self._put(fx, sent)
@@ -460,7 +461,8 @@ class _Reply:
 
 def _read_reply(body: Json) -> _Reply:
     """What a reply says: an error (its code), a status item (its state), an artifact item
-    (its text), or a Task (its state, and its artifacts' text)."""
+    (its text), or a Task — SendMessage's wrapped as `{"task": …}` (A2A v1.0
+    SendMessageResponse), GetTask's and CancelTask's bare — (its state, its artifacts' text)."""
     if not isinstance(body, dict):
         return _Reply(ev.ReplyKind.RESULT)
     error = body.get("error")
@@ -476,6 +478,8 @@ def _read_reply(body: Json) -> _Reply:
         return _Reply(ev.ReplyKind.STATUS, state=_state_of(status))
     if isinstance(result.get("artifactUpdate"), dict):
         return _Reply(ev.ReplyKind.ARTIFACT, text=_texts(result["artifactUpdate"].get("artifact")))
+    if isinstance(result.get("task"), dict):     # SendMessageResponse; GetTask's is the Task
+        result = result["task"]
     artifacts = result.get("artifacts")
     text = "".join(_texts(a) for a in artifacts) if isinstance(artifacts, list) else None
     return _Reply(ev.ReplyKind.RESULT, state=_state_of(result.get("status")), text=text or None)

@@ -409,9 +409,9 @@ class Responder:
     def _answer(self, fx: Effects, task: TaskRecord, w: Watcher) -> None:
         """The task as it stands, to one correlation: a Task for SendMessage; for a stream,
         the result as an artifact if it has one no item carried yet, then the status."""
-        if not w.streaming:
-            self._reply(fx, w, result_body(w.rpc_id, self._task_json(task)), ev.ReplyKind.RESULT,
-                        task)
+        if not w.streaming:     # A2A v1.0: SendMessageResponse {task | message}
+            self._reply(fx, w, result_body(w.rpc_id, {"task": self._task_json(task)}),
+                        ev.ReplyKind.RESULT, task)
             return
         if task.result is not None and task.chunks == 0:
             self._reply(fx, w, artifact_item(w.rpc_id, task.task_id, task.context_id, 0,

@@ -2,7 +2,8 @@
 (their JSON form): its MQTT 5 session — as it reported it, or, for an agent not written
 here, the CONNECT its wire tap saw — and its subscriptions acknowledged (a responder's
 request topics, a requester's reply topic: its `executors_registered`); its store where it
-reports one. A live deployment waits for the two before the run starts. No I/O."""
+reports one. A live deployment waits for the two before the run starts (a requester that
+keeps no connection between requests says so instead of its session). No I/O."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ def startup_lines(events: Sequence[Mapping[str, Any]], node: str) -> list[str]:
             lines.append(f"[a2a] connected (seen on the wire): clientId={c.get('clientId')}, "
                          f"MQTT {c.get('mqtt') or '3.1.1'}, cleanStart={c.get('cleanSession')}, "
                          f"sessionExpiry={c.get('sessionExpiryS')}s")
+        elif ready and not ready["agents"] and not ready["subscribed"]:
+            # a requester that opens a connection per request has no session to show yet
+            lines.append("[a2a] no standing connection: it connects per request")
     if ready:
         role = f"agents {ready['agents']}" if ready["agents"] else "requester"
         lines.append(f"[a2a] subscribed {ready['subscribed']} ({role}, nodeId={node})")

@@ -157,6 +157,8 @@ def _rpc(wire: Wire, body: dict[str, Any]) -> Wire:
             return replace(wire, task_id=text(item.get("taskId")),
                            task_state=text(obj(item, "status", "state")),
                            conversation_id=text(item.get("contextId")))
+    if isinstance(obj(result, "task"), dict):   # SendMessageResponse {task}
+        result = result["task"]
     return replace(wire, task_id=text(obj(result, "id")),
                    task_state=text(obj(result, "status", "state")),
                    conversation_id=text(obj(result, "contextId")))

@@ -1,0 +1,106 @@
+"""The EMQX A2A-over-MQTT SDK's requester (`a2a-over-mqtt` on PyPI), as the bench's requester
+node: the thinnest adapter of the requester contract (docs/profiles/own-agent.md), nothing of
+the bench imported. Each request line of the bench is one `Requester.stream(...)` call of the
+SDK — its connection, reply topic, Correlation Data, retries and timeouts are the SDK's own,
+judged from the wire tap, and not touched:
+
+    a2a-bench run a2a_restart --node-command "requester=python examples/emqx-sdk/requester.py"
+
+What the adapter adds, and only that:
+- the request's payload, as the SDK's own `A2ARequest(...).to_json()` builds it (a UUIDv4
+  Task.id, the conversation's context as a UUID); SendStreamingMessage, GetTask and
+  CancelTask, which the SDK has no helper for, as the same JSON-RPC object with that method
+  (`params.id` the Task.id of the request they follow, for the last two);
+- the contract's lines: `executors_registered` at once (the SDK keeps no connection between
+  requests: it opens one per request), `request_sent` when a line is taken on, and
+  `request_settled` with what the SDK's stream ended in (terminal: COMPLETED; failed or an
+  error: FAILED; input-required: COMPLETED, the turn ended; timeout: NO_RESPONSE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import uuid
+from typing import Any
+
+from a2a_over_mqtt import MqttConfig, Requester, TopicSpace
+from a2a_over_mqtt.protocol import A2ARequest
+
+spec = json.loads(sys.stdin.readline())
+node, a2a = spec["node"], spec["node"]["a2a"]
+ME, AGENT, UNIT, ORG = node["node_id"], node["agents"][0], node["namespace"], a2a["org"]
+OUTCOME = {"terminal": "COMPLETED", "input_required": "COMPLETED", "failed": "FAILED",
+           "error": "FAILED", "timeout": "NO_RESPONSE"}
+task_of: dict[str, str] = {}      # request id -> its Task.id (a follow-up names its request)
+requester = Requester(MqttConfig(host=spec["broker"][0], port=spec["broker"][1]),
+                      TopicSpace(org=ORG, unit=UNIT), requester_id=AGENT)
+
+
+def now_ms() -> int:
+    return int((time.time() - spec["t0"]) * 1000)
+
+
+def say(kind: str, **fields: object) -> None:
+    print(json.dumps({"node": ME, "kind": kind, "fields": fields, "tMs": now_ms()}), flush=True)
+
+
+def payload_of(req: dict[str, Any]) -> tuple[str, str]:
+    """The JSON-RPC request for a bench request line, and its target (agent or pool/…)."""
+    asked = req.get("payload") or {}
+    method = asked.get("method", "SendMessage")
+    of = asked.get("ofRequest")
+    task = task_of.get(of, "") if of else str(uuid.uuid4())
+    task_of[req["request_id"]] = task
+    to = req["to_agent_id"]
+    target = f"pool/{to[5:]}" if to.startswith("pool:") else to
+    if method in ("GetTask", "CancelTask"):
+        return json.dumps({"jsonrpc": "2.0", "id": req["request_id"], "method": method,
+                           "params": {"id": task}}), target
+    context = str(uuid.uuid5(uuid.NAMESPACE_URL, req["conversation_id"])) \
+        if req.get("conversation_id") else None
+    body = json.loads(A2ARequest(text=str(asked.get("ask", "")), request_id=req["request_id"],
+                                 task_id=task, context_id=context).to_json())
+    body["method"] = method
+    return json.dumps(body), target
+
+
+async def ask(req: dict[str, Any]) -> None:
+    payload, target = payload_of(req)
+    asked = now_ms()
+    say("request_sent", requestId=req["request_id"], messageId=req["message_id"],
+        fromAgentId=AGENT, toAgentId=req["to_agent_id"],
+        conversationId=req.get("conversation_id"), deadlineMs=asked + 95_000, timeoutMs=95_000)
+    outcome = "NO_RESPONSE"
+    try:
+        async for kind, _content in requester.stream(target, payload, uuid.uuid4().hex):
+            outcome = OUTCOME.get(kind, outcome)
+    except Exception as exc:   # noqa: BLE001 - the SDK raised: the request ends, and says why
+        print(f"{ME}: the SDK raised on {req['request_id']}: {exc!r}", file=sys.stderr)
+        outcome = "SEND_FAILED"
+    say("request_settled", requestId=req["request_id"], outcome=outcome,
+        latencyMs=now_ms() - asked, responseMessageId=None)
+
+
+async def main() -> None:
+    say("executors_registered", registered=0, expected=0, agents=[], subscribed=[])
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    asking: set[asyncio.Task[None]] = set()
+    while line := await reader.readline():
+        op = json.loads(line)
+        if op.get("op") == "stop":
+            break
+        if op.get("op") == "request":
+            t = asyncio.create_task(ask(op))
+            asking.add(t)
+            t.add_done_callback(asking.discard)
+    for t in asking:
+        t.cancel()
+    await asyncio.gather(*asking, return_exceptions=True)
+
+
+asyncio.run(main())
