@@ -34,6 +34,7 @@ from bench.core.events import (
     Intake,
     MqttDisconnected,
     NodeCrashed,
+    NodeStarted,
     ReplyKind,
     TaskExecuted,
     Wire,
@@ -724,6 +725,18 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
     crashes = h.memo(Transit).crashes
     windows = h.memo(fault_windows)     # a fault on its node or the broker may lose it
     died = [x for x in h.of(NodeCrashed) if x.fault_index is None]
+    lives = sorted([(x.seq, x.node, False) for x in h.of(NodeCrashed)]
+                   + [(x.seq, x.node, True) for x in h.of(NodeStarted)])
+
+    def down_at(node: str, seq: int) -> bool:
+        """Whether `node` had crashed, and not started again, by history position `seq`."""
+        up = True
+        for at, who, started in lives:
+            if at > seq:
+                break
+            if who == node:
+                up = started
+        return not up
     sent = [a for a in h.of(AttackSent) if a.attack == "malformed_request"]
     last_before = {d.seq: max((a for a in sent if a.target_node_id == d.node
                                and a.seq < d.seq), key=lambda a: a.seq, default=None)
@@ -755,7 +768,8 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
                            for w in want)
         if not got:
             until = attack.t_ms + MALFORMED_WITHIN_MS
-            busy = any(attack.t_ms <= t <= until for t in crashes[node]) or any(
+            busy = down_at(node, attack.seq) or any(
+                attack.t_ms <= t <= until for t in crashes[node]) or any(
                 w.fault != "malformed_request" and (not w.nodes or node in w.nodes)
                 and w.start_ms <= until and w.end_ms >= attack.t_ms for w in windows)
             if busy or until > h.end_ms:

@@ -1,0 +1,299 @@
+"""The EMQX A2A-over-MQTT SDK (`a2a-over-mqtt` 0.1.0, pinned in pyproject.toml) under test:
+each finding of docs/findings/emqx-sdk.md shown two ways — the bench's verdict on a run with
+the SDK's agent behind its adapter (examples/emqx-sdk), and a second, independent observation
+made here with the SDK's own classes and a raw MQTT client on Mosquitto, with no bench code
+and no adapter in the path. Each is expected FALSE on this SDK version: a release that fixes
+one fails its test, and is noticed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.checks import Value
+from bench.run import run_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.substrates import Options
+from bench.substrates.live.brokers import make_broker
+from bench.variants import REFERENCE
+from tests.live.conftest import MOSQUITTO
+
+sdk = pytest.importorskip("a2a_over_mqtt", reason="the SDK is a test extra: pip install -e '.[test]'")
+aiomqtt = pytest.importorskip("aiomqtt")
+
+pytestmark = pytest.mark.skipif(MOSQUITTO is None and not __import__("os").environ.get("CI"),
+                                reason="mosquitto not installed (apt-get install mosquitto; "
+                                       ".ci/run does)")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "emqx-sdk"
+RESPONDER = (sys.executable, str(EXAMPLES / "responder.py"))
+REQUESTER = (sys.executable, str(EXAMPLES / "requester.py"))
+ORG, UNIT = "acme", "probe"
+
+
+# -- the bench's verdicts on runs of the SDK's agents --------------------------------------------
+def _run(tmp_path: Path, name: str, role: str, command: tuple[str, ...]) -> dict[str, Any]:
+    scenario = load_scenario(SCENARIOS / f"{name}.toml").with_node_command(role, command)
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    return {v.name: v for v in result.verdicts}
+
+
+def _rules(v: Any) -> set[str]:
+    return {c["rule"] for c in v.counterexamples}
+
+
+def test_the_sdk_responder_runs_a_task_again_after_a_restart(tmp_path: Path) -> None:
+    """A2M-RETRY-3: its Task.id dedup is in memory (a 300 s TTL): a retry that reaches it
+    after a restart runs the task a second time, and answers it SUBMITTED after it said
+    COMPLETED. (The reference keeps its table on disk: TRUE on the same scenario.)"""
+    v = _run(tmp_path, "a2a_lost_reply_restart", "responder", RESPONDER)
+    assert v["duplicate_execution"].value is Value.FALSE
+    assert v["a2a_replies"].value is Value.FALSE
+    assert "ended_tasks_stay_ended" in _rules(v["a2a_replies"])
+
+
+def test_the_sdk_responder_on_bad_input(tmp_path: Path) -> None:
+    """A2M-RSP-3, A2M-RSP-4: non-UTF-8 and empty payloads dropped without a word; a request
+    with no jsonrpc, an unknown method, a non-UUID Task.id, or a context User Property that
+    differs from the payload run as if they were fine. A2M-SESS-5: clean start, no Session
+    Expiry (its session dies with the connection)."""
+    v = _run(tmp_path, "a2a_bad_input", "responder", RESPONDER)
+    replies = v["a2a_replies"]
+    assert replies.value is Value.FALSE
+    assert replies.rules["malformed_requests_refused"]["violations"] >= 6
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    executed = {e["taskId"] for e in lines if e["kind"] == "task_executed"}
+    ran = {e["how"] for e in lines if e["kind"] == "attack_sent" and e["requestId"] in executed
+           and e["how"] not in ("context_switch", "context_opening")}
+    assert ran == {"no_jsonrpc", "unknown_method", "bad_task_id", "context_mismatch"}, ran
+    assert v["a2a_session"].value is Value.FALSE
+    assert _rules(v["a2a_session"]) == {"connects_with_a_persistent_session"}
+
+
+def test_the_sdk_responder_dies_of_a_json_array(tmp_path: Path) -> None:
+    """A2M-RSP-3: a payload that is JSON but not an object ends its message loop (its
+    process exits)."""
+    v = _run(tmp_path, "a2a_malformed", "responder", RESPONDER)
+    died = [c["why"] for c in v["a2a_replies"].counterexamples if "died after" in c["why"]]
+    assert died and all("(array)" in why or "(null)" in why for why in died), died
+
+
+def test_the_sdk_responder_dies_of_binary_correlation_data(tmp_path: Path) -> None:
+    """A2M-RR-3: it decodes Correlation Data as UTF-8; a valid request whose Correlation
+    Data is binary (as MQTT 5 defines it) ends its message loop."""
+    v = _run(tmp_path, "a2a_binary_correlation", "responder", RESPONDER)
+    died = [c["why"] for c in v["a2a_replies"].counterexamples if "died after" in c["why"]]
+    assert died and all("(binary_correlation)" in why for why in died), died
+
+
+def test_the_sdk_requester_sends_again_after_the_reply_came(tmp_path: Path) -> None:
+    """A2M-RETRY-4: a reply that arrives while it waits out a backoff does not stop the
+    retry; the request is published again (the responder here keeps its dedup on disk: no
+    harm done, but a responder whose dedup is the SDK's would run the task twice)."""
+    v = _run(tmp_path, "a2a_restart", "requester", REQUESTER)
+    assert v["a2a_requests"].value is Value.FALSE
+    assert _rules(v["a2a_requests"]) == {"no_request_again_after_a_reply"}
+    assert v["a2a_session"].value is Value.FALSE
+
+
+# -- the same, seen without the bench: the SDK's classes and a raw client ------------------------
+@pytest.fixture
+def broker(tmp_path: Path) -> Any:
+    b = make_broker("mosquitto", tmp_path)
+    b.start()
+    yield b
+    b.stop()
+
+
+class Probe(sdk.Responder):   # type: ignore[misc]
+    """The SDK's Responder with an agent that answers at once and counts its calls."""
+
+    calls: list[str]
+
+    async def on_request(self, request: Any, stream: Any) -> str:
+        self.calls.append(request.task_id)
+        return "ok"
+
+
+def _probe(broker: Any, agent: str = "probe") -> Probe:
+    p = Probe(agent_id=agent, mqtt=sdk.MqttConfig(host=broker.host, port=broker.port),
+              topics=sdk.TopicSpace(org=ORG, unit=UNIT), card={"name": agent})
+    p.calls = []
+    return p
+
+
+@asynccontextmanager
+async def _running(p: Probe) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(p.run())
+    await asyncio.sleep(1.0)          # connected, subscribed, card out (a local broker)
+    try:
+        yield task
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def _request(task_id: str, *, method: str = "SendMessage", jsonrpc: bool = True,
+             context: str | None = None) -> bytes:
+    message: dict[str, Any] = {"messageId": "m", "role": "ROLE_USER", "taskId": task_id,
+                               "parts": [{"text": "hi"}]}
+    if context:
+        message["contextId"] = context
+    body: dict[str, Any] = {"id": "1", "method": method, "params": {"message": message}}
+    if jsonrpc:
+        body["jsonrpc"] = "2.0"
+    return json.dumps(body).encode()
+
+
+async def _ask(broker: Any, payload: bytes, correlation: bytes, *, agent: str = "probe",
+               user: list[tuple[str, str]] | None = None, wait_s: float = 1.5) -> list[Any]:
+    """Publish one request with a raw client; what came back on its reply topic."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+    reply = f"$a2a/v1/reply/{ORG}/{UNIT}/raw/{uuid.uuid4().hex[:8]}"
+    props = Properties(PacketTypes.PUBLISH)
+    props.ResponseTopic, props.CorrelationData = reply, correlation
+    if user:
+        props.UserProperty = user
+    got: list[Any] = []
+    async with aiomqtt.Client(broker.host, broker.port,
+                              protocol=aiomqtt.ProtocolVersion.V5) as raw:
+        await raw.subscribe(reply, qos=1)
+        await raw.publish(f"$a2a/v1/request/{ORG}/{UNIT}/{agent}", payload, qos=1,
+                          properties=props)
+        try:
+            async with asyncio.timeout(wait_s):
+                async for m in raw.messages:
+                    got.append(json.loads(m.payload) if m.payload else None)
+        except TimeoutError:
+            pass
+    return got
+
+
+def _codes(got: list[Any]) -> list[Any]:
+    return [g.get("error", {}).get("code") if isinstance(g, dict) and "error" in g else "reply"
+            for g in got]
+
+
+#: each case: its payload, its Correlation Data, and the finding as seen (the agent's calls,
+#: whether the SDK's `run()` was still going, what came back)
+RAW_CASES: dict[str, tuple[bytes, bytes, Callable[[Probe, bool, list[Any]], bool]]] = {
+    # finding: the profile asks for an error on the reply path (A2M-RSP-3); none comes
+    "not UTF-8": (b'{"jsonrpc":"2.0","id":"\xff\xfe"}', b"c1",
+                  lambda p, alive, got: got == [] and alive),
+    "empty": (b"", b"c1", lambda p, alive, got: got == [] and alive),
+    # finding: its message loop raises; the responder is gone
+    "a JSON array": (b'[{"jsonrpc": "2.0"}]', b"c1", lambda p, alive, got: not alive),
+    "null": (b"null", b"c1", lambda p, alive, got: not alive),
+    # finding: a valid request (MQTT 5 Correlation Data is binary) ends its message loop
+    "binary Correlation Data": (_request(str(uuid.uuid4())), b"\xff\xfe01",
+                                lambda p, alive, got: not alive and not got),
+    # finding: run as if valid (A2M-RSP-4; JSON-RPC 2.0 -32600, -32601)
+    "a non-UUID Task.id": (_request("task-1"), b"c1", lambda p, alive, got: p.calls == ["task-1"]),
+    "no jsonrpc": (_request(str(uuid.uuid4()), jsonrpc=False), b"c1",
+                   lambda p, alive, got: len(p.calls) == 1),
+    "an unknown method": (_request(str(uuid.uuid4()), method="DeleteEverything"), b"c1",
+                          lambda p, alive, got: len(p.calls) == 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RAW_CASES))
+def test_a_raw_client_sees_the_sdk_responder_take_bad_input(broker: Any, case: str) -> None:
+    payload, correlation, finding = RAW_CASES[case]
+
+    async def go() -> tuple[Probe, bool, list[Any]]:
+        p = _probe(broker)
+        async with _running(p) as task:
+            got = await _ask(broker, payload, correlation)
+            await asyncio.sleep(0.2)
+            return p, not task.done(), got
+    p, alive, got = asyncio.run(go())
+    assert finding(p, alive, got), (case, _codes(got), p.calls, alive)
+
+
+def test_a_raw_client_sees_a_task_run_again_after_the_sdk_responder_restarts(
+        broker: Any) -> None:
+    """The same Task.id under new Correlation Data: answered from memory while the
+    process lives, run again once it was restarted (A2M-RETRY-3)."""
+    task_id = str(uuid.uuid4())
+
+    async def go() -> tuple[list[str], list[str]]:
+        first = _probe(broker)
+        async with _running(first):
+            await _ask(broker, _request(task_id), b"c1")
+            await _ask(broker, _request(task_id), b"c2")      # a retry: not run again
+        second = _probe(broker)                              # the process restarted
+        async with _running(second):
+            await _ask(broker, _request(task_id), b"c3")
+        return first.calls, second.calls
+    first, second = asyncio.run(go())
+    assert first == [task_id] and second == [task_id]
+
+
+def test_a_request_published_while_the_sdk_responder_was_away_is_lost(broker: Any) -> None:
+    """A2M-SESS-5: the SDK connects with clean start and no Session Expiry Interval, so the
+    broker keeps nothing for it while it is away: a QoS1 request published then never
+    reaches it when it is back."""
+    task_id = str(uuid.uuid4())
+
+    async def go() -> list[str]:
+        p = _probe(broker)
+        async with _running(p):
+            pass                                             # it was here once
+        await _ask(broker, _request(task_id), b"c1", wait_s=0.3)    # while it is away
+        back = _probe(broker)
+        async with _running(back):
+            await asyncio.sleep(1.0)
+        return back.calls
+    assert asyncio.run(go()) == []
+
+
+def test_a_raw_responder_sees_the_sdk_requester_send_again_after_its_reply(
+        broker: Any) -> None:
+    """A2M-RETRY-4: the reply to the first attempt arrives during the backoff; the SDK
+    publishes the second attempt anyway (then takes the reply)."""
+    attempts: list[bytes] = []
+
+    async def responder(ready: asyncio.Event) -> None:
+        from paho.mqtt.packettypes import PacketTypes
+        from paho.mqtt.properties import Properties
+        async with aiomqtt.Client(broker.host, broker.port,
+                                  protocol=aiomqtt.ProtocolVersion.V5) as raw:
+            await raw.subscribe(f"$a2a/v1/request/{ORG}/{UNIT}/probe", qos=1)
+            ready.set()
+            async for m in raw.messages:
+                attempts.append(m.properties.CorrelationData)
+                if len(attempts) == 1:
+                    await asyncio.sleep(0.7)      # past the 0.5 s wait: in the 1 s backoff
+                    props = Properties(PacketTypes.PUBLISH)
+                    props.CorrelationData = m.properties.CorrelationData
+                    done = {"jsonrpc": "2.0", "id": "1", "result": {"statusUpdate": {
+                        "taskId": "t", "contextId": "", "status": {
+                            "state": "TASK_STATE_COMPLETED"}}}}
+                    await raw.publish(m.properties.ResponseTopic, json.dumps(done), qos=1,
+                                      properties=props)
+
+    async def go() -> list[str]:
+        ready = asyncio.Event()
+        raw = asyncio.create_task(responder(ready))
+        await ready.wait()
+        r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
+                          sdk.TopicSpace(org=ORG, unit=UNIT), first_reply_timeout=0.5)
+        payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
+        kinds = [kind async for kind, _ in r.stream("probe", payload, uuid.uuid4().hex)]
+        await asyncio.sleep(0.3)
+        raw.cancel()
+        await asyncio.gather(raw, return_exceptions=True)
+        return kinds
+    kinds = asyncio.run(go())
+    assert kinds[-1] == "terminal"
+    assert len(attempts) == 2 and attempts[0] != attempts[1]
