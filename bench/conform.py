@@ -154,6 +154,8 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_malformed", 8, "requests it must refuse, one case after another"),
     ("a2a_pool", 6, "a shared-subscription pool (Extended)"),
     ("a2a_multiturn", 14, "questions and next turns, streams, GetTask, CancelTask, a kill"),
+    ("a2a_lost_reply_restart", 30, "replies lost, a restart, then the retries arrive"),
+    ("a2a_bad_input", 12, "the bad input that kills no careless responder, case by case"),
 )
 
 #: The responder's clauses each judged by rules of the bench, and the runs that put it there
@@ -168,7 +170,8 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_session.announces_its_card_with_a_will",), ("a2a_quickstart",)),
     ProtocolRule("A2M-RETRY-3, A2M-DUP-1",
                  "a Task.id runs once, across retries, redeliveries and restarts",
-                 ("duplicate_execution.executed_once",), ("a2a_quickstart", "a2a_restart")),
+                 ("duplicate_execution.executed_once",),
+                 ("a2a_quickstart", "a2a_restart", "a2a_lost_reply_restart")),
     ProtocolRule("A2M-RR-3, A2M-ERR-1",
                  "replies on the request's Response Topic with its Correlation Data",
                  ("a2a_replies.replies_answer_a_request",),
@@ -184,7 +187,7 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_replies.refused_requests_run_nothing",), ("a2a_tampered",)),
     ProtocolRule("A2M-RSP-3, A2M-RSP-4, A2M-CTX-4, A2M-ERR-2",
                  "a malformed request gets the error the profile names and runs nothing",
-                 ("a2a_replies.malformed_requests_refused",), ("a2a_malformed",)),
+                 ("a2a_replies.malformed_requests_refused",), ("a2a_malformed", "a2a_bad_input")),
     ProtocolRule("A2M-RSP-5", "a reply to a pooled request names its responder",
                  ("a2a_pools.pooled_replies_name_their_responder",), ("a2a_pool",)),
     ProtocolRule("A2M-PRES-3", "leaving on purpose, its card offline before the DISCONNECT",
@@ -193,7 +196,8 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  "a task keeps its context; a request naming another is refused (-32602)",
                  ("a2a_replies.contexts_are_kept",), ("a2a_multiturn", "a2a_malformed")),
     ProtocolRule("A2M-RETRY-3", "a task that ended stays ended (retries, GetTask, CancelTask)",
-                 ("a2a_replies.ended_tasks_stay_ended",), ("a2a_multiturn", "a2a_restart")),
+                 ("a2a_replies.ended_tasks_stay_ended",),
+                 ("a2a_multiturn", "a2a_restart", "a2a_lost_reply_restart")),
 )
 
 #: A requester's suite: CMD as the requester in front of the reference responders

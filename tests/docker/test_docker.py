@@ -372,3 +372,39 @@ def test_a_node_of_its_own_image_runs_as_the_executors_of_a_docker_deployment(
     assert verdicts["wire_evidence"] == "true" and verdicts["gate_integrity"] == "unknown"
     assert result.metrics["outcomes"].get("COMPLETED", 0) >= 10
     assert leftovers() == []
+
+
+def test_the_emqx_sdks_agents_against_each_other_in_containers(tmp_path: Path) -> None:
+    """SDK against SDK in docker: its requester and both responders as containers of images
+    built FROM the bench's own (whose venv holds the SDK as pyproject.toml pins it), behind
+    their adapters (examples/emqx-sdk); judged from their wire taps as live, the same
+    finding on its session, and nothing left behind."""
+    import a2a_over_mqtt  # noqa: F401 - the pinned SDK is a test extra
+
+    from bench.substrates.docker.image import LABEL, ensure
+    client = ENGINE
+    base = ensure(client)
+    folder = Path(__file__).resolve().parents[2] / "examples" / "emqx-sdk"
+    tags = {}
+    for role in ("requester", "responder"):
+        tags[role] = f"a2a-bench-emqx-sdk-{role}:test"
+        client.images.build(path=str(folder), tag=tags[role],  # type: ignore[attr-defined]
+                            buildargs={"BASE": base, "ROLE": role}, labels={LABEL: "example"},
+                            rm=True)
+    topology = tmp_path / "a2a-pair-sdk.toml"
+    text = (SCENARIOS.parent / "topologies" / "a2a-pair.toml").read_text()
+    for role, tag in tags.items():
+        text = text.replace(f'role = "{role}"', f'role = "{role}"\nimage = "{tag}"')
+    topology.write_text(text)
+    scenario = load_scenario(SCENARIOS / "a2a_quickstart.toml",
+                             topology=str(topology)).squeezed(5)
+    assert scenario.image_nodes == ("client-1", "tax-1", "tax-2")
+    result = run_scenario(scenario, REFERENCE, tmp_path / "run", mode=Mode.DOCKER,
+                          options=Options(broker="mosquitto"), topology_overridden=True)
+    verdicts = {v.name: v for v in result.verdicts}
+    assert result.metrics["outcomes"].get("COMPLETED", 0) >= 5, result.metrics["outcomes"]
+    for name in ("duplicate_execution", "a2a_requests", "a2a_replies"):
+        assert verdicts[name].value.value == "true", (name, verdicts[name].counterexamples[:2])
+    assert {c["rule"] for c in verdicts["a2a_session"].counterexamples} == {
+        "connects_with_a_persistent_session"}
+    assert leftovers() == []

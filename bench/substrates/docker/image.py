@@ -2,7 +2,8 @@
 machine: the engine here has no image and can reach no registry (`FROM debian` fails).
 
 A Debian bookworm root made by debootstrap from the mirror apt already uses, with Python,
-Mosquitto and iptables, and a venv holding the project's dependencies (from PyPI); then
+Mosquitto and iptables, and a venv holding the project's dependencies and the third-party
+agents it runs in containers (from PyPI); then
 `docker import`. The project's own code is not in it: the checkout is bind-mounted, so a
 code change never rebuilds. The tag is a hash of what decides the content (this file and
 the dependency list of pyproject.toml); a present tag is not built again.
@@ -38,10 +39,17 @@ class ImageError(RuntimeError):
     """The image could not be built (the message says which step and why)."""
 
 
+#: Optional dependencies the image holds too: the third-party agents the bench runs as
+#: containers (examples/emqx-sdk/Dockerfile: the EMQX SDK, as pinned)
+EXTRAS = ("sdk",)
+
+
 def dependencies() -> list[str]:
-    """The project's runtime dependencies, as pyproject.toml lists them."""
+    """The project's runtime dependencies, as pyproject.toml lists them, and its EXTRAS."""
     project = tomllib.loads((PROJECT / "pyproject.toml").read_text())["project"]
-    return [str(d) for d in project["dependencies"]]
+    optional = project.get("optional-dependencies", {})
+    return [str(d) for d in project["dependencies"]] + \
+        [str(d) for extra in EXTRAS for d in optional.get(extra, [])]
 
 
 #: Bump when a build step changes what goes into the image (its tag changes with it).
