@@ -160,7 +160,9 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
 
 #: The responder's clauses each judged by rules of the bench, and the runs that put it there
 A2A_RULES: tuple[ProtocolRule, ...] = (
-    ProtocolRule("A2M-SESS-1, A2M-SESS-5", "MQTT 5; a session that outlives the connection",
+    ProtocolRule("A2M-SESS-1", "MQTT 5", ("a2a_session.connects_with_mqtt5",),
+                 ("a2a_quickstart",)),
+    ProtocolRule("A2M-SESS-5", "a session that outlives the connection",
                  ("a2a_session.connects_with_a_persistent_session",),
                  ("a2a_quickstart", "a2a_restart")),
     ProtocolRule("A2M-SESS-3", "the client id is {org}/{unit}/{agent}",
@@ -208,7 +210,9 @@ A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
 )
 #: The requester's clauses each judged by rules of the bench (from its wire)
 A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
-    ProtocolRule("A2M-SESS-1, A2M-SESS-5", "MQTT 5; a session that outlives the connection",
+    ProtocolRule("A2M-SESS-1", "MQTT 5", ("a2a_session.connects_with_mqtt5",),
+                 ("a2a_quickstart",)),
+    ProtocolRule("A2M-SESS-5", "a session that outlives the connection",
                  ("a2a_session.connects_with_a_persistent_session",),
                  ("a2a_quickstart", "a2a_restart")),
     ProtocolRule("A2M-SESS-3", "the client id is {org}/{unit}/{agent}",

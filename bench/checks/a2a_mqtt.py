@@ -1028,21 +1028,30 @@ def _responders(tapped: dict[str, list[Wire]]) -> set[str]:
         for w in ws if w.packet == "SUBSCRIBE" for f in (w.filters or ()))}
 
 
-@rule("A2M-SESS-1, A2M-SESS-5: MQTT 5, and a session that outlives a connection (clean start "
-      "0, a Session Expiry Interval above 0)")
-def connects_with_a_persistent_session(h: History, c: Collector) -> None:
-    """Every CONNECT a tapped agent sent speaks MQTT 5, asks to resume its session (clean
-    start 0) and gives it a Session Expiry Interval above 0: with clean start 1, or an
-    expiry of 0, what the broker queued for it while it was away — requests, replies — is
-    gone when it comes back."""
+@rule("A2M-SESS-1: MQTT 5")
+def connects_with_mqtt5(h: History, c: Collector) -> None:
+    """Every CONNECT a tapped agent sent speaks MQTT 5: the profile's Response Topic,
+    Correlation Data and User Properties do not exist in 3.1.1."""
     for node, ws in sorted(h.memo(_tapped).items()):
         for w in ws:
-            if w.packet != "CONNECT" or w.direction != "out":
+            if w.packet == "CONNECT" and w.direction == "out":
+                c.count("connects")
+                if w.mqtt != "5":
+                    c.violation(f"{node} connected with MQTT {w.mqtt or '3.1.1'}, not 5", w)
+
+
+@rule("A2M-SESS-5 (SHOULD): a session that outlives a connection (clean start 0, a Session "
+      "Expiry Interval above 0)")
+def connects_with_a_persistent_session(h: History, c: Collector) -> None:
+    """Every MQTT 5 CONNECT a tapped agent sent asks to resume its session (clean start 0)
+    and gives it a Session Expiry Interval above 0: with clean start 1, or an expiry of 0,
+    what the broker queued for it while it was away — requests, replies — is gone when it
+    comes back."""
+    for node, ws in sorted(h.memo(_tapped).items()):
+        for w in ws:
+            if w.packet != "CONNECT" or w.direction != "out" or w.mqtt != "5":
                 continue
-            c.count("connects")
-            if w.mqtt != "5":
-                c.violation(f"{node} connected with MQTT {w.mqtt or '3.1.1'}, not 5", w)
-            elif w.clean_session or not w.session_expiry_s:
+            if w.clean_session or not w.session_expiry_s:
                 c.violation(f"{node} connected with clean start {int(bool(w.clean_session))} "
                             f"and a Session Expiry Interval of {w.session_expiry_s or 0} s: "
                             "its session does not outlive the connection", w)
@@ -1214,7 +1223,7 @@ A2A_SESSION = Checker(
     "MQTT 5 with a session that outlives its connection, the client id {org}/{unit}/{agent}, "
     "a responder's card retained online with a will on it, and offline when it leaves on "
     "purpose.",
-    (connects_with_a_persistent_session, connects_as_org_unit_agent,
+    (connects_with_mqtt5, connects_with_a_persistent_session, connects_as_org_unit_agent,
      subscribes_its_request_topic, announces_its_card_with_a_will, leaves_offline), _untapped,
     needs="wire",
     protocols=frozenset({A2A_MQTT}))

@@ -217,6 +217,10 @@ def _clean_start(lines: list[dict[str, Any]]) -> None:
     _of(lines, "tax-1", "CONNECT", "out")[0]["cleanSession"] = True
 
 
+def _mqtt311(lines: list[dict[str, Any]]) -> None:
+    _of(lines, "tax-1", "CONNECT", "out")[0]["mqtt"] = None
+
+
 def _bare_client_id(lines: list[dict[str, Any]]) -> None:
     _of(lines, "tax-1", "CONNECT", "out")[0]["clientId"] = "tax-1"
 
@@ -258,6 +262,7 @@ def _context_of_its_own(lines: list[dict[str, Any]]) -> None:
 #: the profile's wire rules, each shown FALSE on the real history mutated as a bug would
 A2A_WIRE_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str, str]] = {
     "clean start": (_clean_start, "a2a_session", "connects_with_a_persistent_session"),
+    "MQTT 3.1.1": (_mqtt311, "a2a_session", "connects_with_mqtt5"),
     "a bare client id": (_bare_client_id, "a2a_session", "connects_as_org_unit_agent"),
     "only in a pool": (_pool_only, "a2a_session", "subscribes_its_request_topic"),
     "no card": (_no_card, "a2a_session", "announces_its_card_with_a_will"),
