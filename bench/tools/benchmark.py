@@ -212,6 +212,54 @@ def scale_table(sizes: list[int], directories: list[str], global_limit: int) -> 
     return 0
 
 
+# -- responders of the A2A-over-MQTT profile under load -----------------------------------------
+
+#: what `--agents` holds the reference responder beside: the EMQX SDK's, behind its adapter
+SDK_RESPONDER = (sys.executable, str(Path(__file__).resolve().parents[2] / "examples"
+                                     / "emqx-sdk" / "responder.py"))
+
+
+def agent_load_table(rates: list[float], seconds: float) -> int:
+    """Offered load against each responder, through the bench (a2a_quickstart live on
+    Mosquitto, its one requester offering `rate` requests per second to two responders,
+    tasks of 5 ms): what was answered, and how fast. A rate a responder sustains answers
+    every request at a flat latency; past it, latency climbs or requests go unanswered."""
+    import dataclasses
+
+    from bench.run import run_scenario
+    from bench.spec.scenario import SCENARIOS, load_scenario
+    from bench.substrates import Options
+    from bench.variants import REFERENCE
+    base = load_scenario(SCENARIOS / "a2a_quickstart.toml")
+    who = [("reference", None)]
+    try:
+        import a2a_over_mqtt  # noqa: F401 - the SDK is a test extra
+        who.append(("EMQX SDK 0.1.0", SDK_RESPONDER))
+    except ImportError:
+        print("the EMQX SDK is not installed (pip install -e '.[sdk]'): its rows skipped")
+    print(f"a2a_quickstart live on Mosquitto, {seconds:g} s per rate, 1 requester, "
+          f"2 responders, 5 ms tasks")
+    print(f"{'responder':<16} {'offered/s':>9} {'answered':>9} {'unanswered':>10} "
+          f"{'p50 ms':>8} {'p99 ms':>8}")
+    for name, command in who:
+        for rate in rates:
+            scenario = dataclasses.replace(
+                base, duration_s=seconds, workload=dataclasses.replace(
+                    base.workload, rate_per_s=rate, task_duration_ms=fixed(5.0)))
+            if command is not None:
+                scenario = scenario.with_node_command("responder", command)
+            with tempfile.TemporaryDirectory(prefix="a2a-bench-load-") as out:
+                result = run_scenario(scenario, REFERENCE, Path(out) / "run", mode="live",
+                                      options=Options(broker="mosquitto"))
+            outcomes = result.metrics["outcomes"]
+            done = outcomes.get("COMPLETED", 0)
+            asked = sum(outcomes.values())
+            lat = result.metrics["latency_ms"]
+            print(f"{name:<16} {rate:9.0f} {done:9d} {asked - done:10d} "
+                  f"{lat['p50'] or 0:8.1f} {lat['p99'] or 0:8.1f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.tools.benchmark", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -227,7 +275,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="--scale: directory designs (global, namespace)")
     ap.add_argument("--global-limit", type=int, default=1000,
                     help="--scale: the largest mesh run with a global directory (N² at start)")
+    ap.add_argument("--agents", action="store_true",
+                    help="A2A-over-MQTT responders under load instead: the reference and the "
+                         "EMQX SDK's, through the bench, at rising offered rates")
+    ap.add_argument("--rates", default="10,50,100,200", help="--agents: offered requests/s")
     args = ap.parse_args(argv)
+    if args.agents:
+        return agent_load_table([float(r) for r in args.rates.split(",")], args.seconds * 2)
     if args.scale:
         return scale_table([int(s) for s in args.sizes.split(",")],
                            args.directories.split(","), args.global_limit)
