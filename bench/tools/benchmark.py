@@ -244,7 +244,7 @@ def agent_load_table(rates: list[float], seconds: float) -> int:
     for name, command in who:
         for rate in rates:
             scenario = dataclasses.replace(
-                base, duration_s=seconds, workload=dataclasses.replace(
+                base, duration_ms=seconds * 1000, workload=dataclasses.replace(
                     base.workload, rate_per_s=rate, task_duration_ms=fixed(5.0)))
             if command is not None:
                 scenario = scenario.with_node_command("responder", command)
