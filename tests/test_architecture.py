@@ -73,7 +73,8 @@ LAYERS = {
     "tools.fuzz": {"core", "tools.fuzz"},
     "tools.attack_table": {"core", "run", "spec", "variants", "tools.attack_table"},
     "tools.exchange": {"core", "storage", "history", "substrates.wire", "tools.exchange"},
-    "tools.benchmark": {"core", "spec.distribution", "spec.scenario", "workload", "substrates.live",
+    # (its --agents table runs a scenario as `run` would)
+    "tools.benchmark": {"core", "spec", "workload", "substrates", "run", "variants",
                         "tools.benchmark"},
     "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would

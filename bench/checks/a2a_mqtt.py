@@ -172,6 +172,7 @@ def heard(h: History) -> list[Heard]:
     out: list[tuple[int, Heard]] = [
         (r.seq, Heard(r.node, r.t_ms, r.topic, r.correlation, None, r.state, r))
         for r in h.of(A2mReplyTaken) if r.reason is None]
+    # (its own record keeps no error code: -1, an error it may not retry on)
     own_errors = {r.seq for r in h.of(A2mReplyTaken) if r.reply is ReplyKind.ERROR}
     out = [(seq, replace(x, code=-1) if seq in own_errors else x) for seq, x in out]
     subscribed = h.memo(_wire_subscriptions)

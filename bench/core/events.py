@@ -999,8 +999,8 @@ class Wire(Event):
     """One MQTT packet that crossed a node's wire tap (the proxy in front of it), as the
     bench read it off the wire, not as the node says: `out` from the node towards the
     broker, `in` from the broker to the node. CONNECT, SUBSCRIBE, PUBLISH, PUBACK and
-    DISCONNECT are recorded; of a PUBLISH whose payload is a JSON object, the envelope's routing fields,
-    read by the tap's own parser (never the node's decoder)."""
+    DISCONNECT are recorded; of a PUBLISH whose payload is a JSON object, the envelope's
+    routing fields, read by the tap's own parser (never the node's decoder)."""
 
     JSON_NAMES = {"size_bytes": "bytes"}
     KIND = EventKind.WIRE

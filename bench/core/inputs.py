@@ -214,6 +214,7 @@ class KeysReplaced:
     keys: KeyRing
 
 
-Input = (Started | Stopping | ConnectionUp | Subscribed | MessageReceived | TimerFired | PublishSettled
-         | TaskRequested | TaskFinished | GroupEventRequested | SubscriberJoined
-         | SubscriberLeft | AgentEmitted | StepReturned | HumanDecided | KeysReplaced)
+Input = (Started | Stopping | ConnectionUp | Subscribed | MessageReceived | TimerFired
+         | PublishSettled | TaskRequested | TaskFinished | GroupEventRequested
+         | SubscriberJoined | SubscriberLeft | AgentEmitted | StepReturned | HumanDecided
+         | KeysReplaced)

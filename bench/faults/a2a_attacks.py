@@ -3,9 +3,9 @@ cases of issue 32 — malformed JSON, non-UTF-8 bytes, a JSON array or null, a r
 without jsonrpc, an unknown method, a missing or non-UUID Task.id, a context id that
 differs between its User Property and the payload, a task's next request in another context
 than the one it was created in, an empty payload, and the binding's own: no Response Topic,
-no Correlation Data; and one valid request whose Correlation Data is binary, not UTF-8. Built here from the spec, never with an agent's code (the
-answer each must get is the judge's to know: `bench.checks.a2a_mqtt.MALFORMED_ANSWER`).
-No I/O."""
+no Correlation Data; and one valid request whose Correlation Data is binary, not UTF-8.
+Built here from the spec, never with an agent's code (the answer each must get is the
+judge's to know: `bench.checks.a2a_mqtt.MALFORMED_ANSWER`). No I/O."""
 
 from __future__ import annotations
 

@@ -26,8 +26,11 @@ import time
 import uuid
 from typing import Any
 
-from a2a_over_mqtt import MqttConfig, Requester, TopicSpace
-from a2a_over_mqtt.protocol import A2ARequest
+try:
+    from a2a_over_mqtt import MqttConfig, Requester, TopicSpace
+    from a2a_over_mqtt.protocol import A2ARequest
+except ImportError as exc:     # the SDK is an extra of the bench: say so in one line
+    sys.exit(f"examples/emqx-sdk/requester.py: {exc}; install the SDK: pip install -e '.[sdk]'")
 
 spec = json.loads(sys.stdin.readline())
 node, a2a = spec["node"], spec["node"]["a2a"]

@@ -28,9 +28,12 @@ import sys
 import time
 from typing import Any
 
-import aiomqtt
-from a2a_over_mqtt import MqttConfig, Responder, TopicSpace
-from a2a_over_mqtt.protocol import A2ARequest
+try:
+    import aiomqtt
+    from a2a_over_mqtt import MqttConfig, Responder, TopicSpace
+    from a2a_over_mqtt.protocol import A2ARequest
+except ImportError as exc:     # the SDK is an extra of the bench: say so in one line
+    sys.exit(f"examples/emqx-sdk/responder.py: {exc}; install the SDK: pip install -e '.[sdk]'")
 
 spec = json.loads(sys.stdin.readline())
 node, a2a = spec["node"], spec["node"]["a2a"]

@@ -317,7 +317,7 @@ def test_malformed_requests_to_a_responder_written_elsewhere(
         assert all("bad_task_id" in c["why"] for c in v.counterexamples), v.counterexamples
 
 
-# -- a requester written elsewhere, judged from its wire ---------------------------------------------
+# -- a requester written elsewhere, judged from its wire -----------------------------------------
 REQUESTER = (sys.executable, "examples/a2a-requester/requester.py")
 
 

@@ -26,7 +26,8 @@ from bench.substrates.live.brokers import make_broker
 from bench.variants import REFERENCE
 from tests.live.conftest import MOSQUITTO
 
-sdk = pytest.importorskip("a2a_over_mqtt", reason="the SDK is a test extra: pip install -e '.[test]'")
+sdk = pytest.importorskip("a2a_over_mqtt",
+                          reason="the SDK is a test extra: pip install -e '.[test]'")
 aiomqtt = pytest.importorskip("aiomqtt")
 
 pytestmark = pytest.mark.skipif(MOSQUITTO is None and not __import__("os").environ.get("CI"),
@@ -40,8 +41,13 @@ ORG, UNIT = "acme", "probe"
 
 
 # -- the bench's verdicts on runs of the SDK's agents --------------------------------------------
-def _run(tmp_path: Path, name: str, role: str, command: tuple[str, ...]) -> dict[str, Any]:
+def _run(tmp_path: Path, name: str, role: str, command: tuple[str, ...],
+         squeezed_s: float | None = None) -> dict[str, Any]:
+    """The scenario live with `command` in `role`; `squeezed_s`: shortened (its requests
+    time out sooner, so a run whose responder died drains in seconds, not 30)."""
     scenario = load_scenario(SCENARIOS / f"{name}.toml").with_node_command(role, command)
+    if squeezed_s is not None:
+        scenario = scenario.squeezed(squeezed_s)
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
                           options=Options(broker="mosquitto"))
     return {v.name: v for v in result.verdicts}
@@ -82,7 +88,7 @@ def test_the_sdk_responder_on_bad_input(tmp_path: Path) -> None:
 def test_the_sdk_responder_dies_of_a_json_array(tmp_path: Path) -> None:
     """A2M-RSP-3: a payload that is JSON but not an object ends its message loop (its
     process exits)."""
-    v = _run(tmp_path, "a2a_malformed", "responder", RESPONDER)
+    v = _run(tmp_path, "a2a_malformed", "responder", RESPONDER, squeezed_s=6)
     died = [c["why"] for c in v["a2a_replies"].counterexamples if "died after" in c["why"]]
     assert died and all("(array)" in why or "(null)" in why for why in died), died
 
@@ -90,7 +96,7 @@ def test_the_sdk_responder_dies_of_a_json_array(tmp_path: Path) -> None:
 def test_the_sdk_responder_dies_of_binary_correlation_data(tmp_path: Path) -> None:
     """A2M-RR-3: it decodes Correlation Data as UTF-8; a valid request whose Correlation
     Data is binary (as MQTT 5 defines it) ends its message loop."""
-    v = _run(tmp_path, "a2a_binary_correlation", "responder", RESPONDER)
+    v = _run(tmp_path, "a2a_binary_correlation", "responder", RESPONDER, squeezed_s=4)
     died = [c["why"] for c in v["a2a_replies"].counterexamples if "died after" in c["why"]]
     assert died and all("(binary_correlation)" in why for why in died), died
 

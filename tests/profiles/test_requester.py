@@ -316,7 +316,7 @@ def test_a_restarted_requester_sends_what_was_in_flight_again_on_its_new_path() 
     assert (attempt.attempt, attempt.why, attempt.task_id) == (2, ev.AttemptWhy.RESTART, TASK)
 
 
-# -- multi-turn (A2M-CTX-1, A2M-CTX-5, A2M-STREAM-3) ------------------------------------------------
+# -- multi-turn (A2M-CTX-1, A2M-CTX-5, A2M-STREAM-3) --------------------------------------------
 def test_a_question_is_answered_as_the_next_turn_of_the_same_task_and_context() -> None:
     w, _, _ = pair()
     w.feed(0, TaskRequested(0, "op1", "op1.m", "client", "tax",

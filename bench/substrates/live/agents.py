@@ -28,7 +28,6 @@ class BenchAgents:
         self.generation = 0
         self.calls: dict[str, int] = {}     # task id -> its agent's calls so far, every boot
 
-
     def forget(self) -> None:
         self.generation += 1
 
