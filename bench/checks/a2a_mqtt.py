@@ -124,6 +124,10 @@ class Asked:
     task_id: str | None
     context_id: str | None
     event: Event
+    #: off the tap, a property_tampering fault on its link acted on it: the Correlation
+    #: Data here is the one it was sent with (an altered one's mark removed), or None for
+    #: one the fault stripped
+    tampered: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,14 +159,23 @@ def asked(h: History) -> list[Asked]:
                       next(iter(replies.get(a.node, ())), None), a.method, a.task_id,
                       a.context_id, a))
         for a in h.of(A2mAttempt)]
+    # the tap reads a PUBLISH after the proxy's faults acted on it
+    stripped = _tampering(h, "correlation_data", "strip")
+    altered = _tampering(h, "correlation_data", "alter")
     for w in h.of(Wire):
         if w.node in own or w.direction != "out" or w.packet != "PUBLISH" \
                 or not (w.topic or "").startswith(REQUEST_PREFIX):
             continue
         p = _props(w)
-        out.append((w.seq, Asked(w.node, w.t_ms, w.topic or "", _text(p.get("correlationData")),
+        corr = _text(p.get("correlationData"))
+        windows = stripped[w.node] if corr is None else \
+            altered[w.node] if corr.endswith(TAMPERED) else []
+        tampered = any(a <= w.t_ms <= b for a, b in windows)
+        if tampered and corr is not None:
+            corr = corr.removesuffix(TAMPERED)
+        out.append((w.seq, Asked(w.node, w.t_ms, w.topic or "", corr,
                                  _text(p.get("responseTopic")), w.rpc_method, w.task_id,
-                                 w.conversation_id, w)))
+                                 w.conversation_id, w, tampered)))
     return [a for _seq, a in sorted(out, key=lambda x: x[0])]
 
 
@@ -387,6 +400,9 @@ def requests_carry_a_reply_path(h: History, c: Collector) -> None:
                 subscribed_at.setdefault((w.node, f), w.t_ms)
     for a in h.memo(asked):
         c.count("requests_published")
+        if a.tampered and a.correlation is None:
+            c.count("stripped_on_the_tap")      # it left its requester with it
+            continue
         if a.response_topic is None or a.correlation is None:
             missing = " and ".join(x for x, v in (("Response Topic", a.response_topic),
                                                   ("Correlation Data", a.correlation))

@@ -120,3 +120,51 @@ def test_each_excuse_is_counted_and_its_reason_taken_away_is_false(
     broken = rule(from_lines(lines))
     assert broken.value is Value.FALSE
     assert broken.rules["replies_answer_a_request"]["violations"] > 0
+
+
+def test_a_request_a_fault_stripped_or_altered_on_the_tap_is_not_the_requesters_doing() -> None:
+    """The tap reads a PUBLISH after the proxy's faults acted (found running the EMQX SDK's
+    requester on a2a_tampered in docker): within a property_tampering window on its link, a
+    request seen without Correlation Data left its requester with it, and one seen with it
+    altered was sent under the original — a reply echoing the altered one is no reply to
+    the requester, and its retry is no retry after a reply."""
+    from bench.checks import Value, checkers
+    from tests.helpers import from_lines
+    reply = "$a2a/v1/reply/acme/billing/client1/r1"
+
+    def publish(seq: int, t: int, corr: str | None, task: str, direction: str = "out",
+                topic: str = "$a2a/v1/request/acme/billing/tax1") -> dict[str, object]:
+        props: dict[str, object] = {"responseTopic": reply} if direction == "out" else {}
+        if corr is not None:
+            props["correlationData"] = corr
+        return {"kind": "wire", "node": "client-1", "seq": seq, "tMs": t, "direction": direction,
+                "packet": "PUBLISH", "topic": topic, "qos": 1, "mqtt": "5",
+                "properties": props, "rpcMethod": "SendMessage" if direction == "out" else None,
+                "taskId": task, "taskState": None if direction == "out" else
+                "TASK_STATE_SUBMITTED"}
+
+    def fault(seq: int, index: int, action: str) -> dict[str, object]:
+        return {"kind": "fault_start", "node": "nemesis", "seq": seq, "tMs": 1000,
+                "fault": "property_tampering", "faultIndex": index, "atMs": 1000,
+                "durationMs": 8000, "disrupts": False,
+                "params": {"node": "client-1", "property": "correlation_data", "action": action}}
+    task = "11111111-1111-4111-8111-111111111111"
+    marked = "aa" + b"|tampered".hex()
+    lines = [{"kind": "run_started", "node": "bench", "seq": 1, "tMs": 0, "protocol": "a2a-mqtt",
+              "mode": "live", "mqtt": "5", "scenario": "a2a_tampered", "topology": "a2a-pair",
+              "variant": "reference", "seed": 1, "nodes": 3, "authMode": "loose",
+              "taskTimeoutMs": 60000, "recordsLateMs": 100.0, "timersLateMs": 2000.0},
+             {"kind": "wire", "node": "client-1", "seq": 2, "tMs": 10, "direction": "out",
+              "packet": "SUBSCRIBE", "filters": [reply], "mqtt": "5"},
+             fault(3, 0, "strip"), fault(4, 1, "alter"),
+             publish(5, 2000, None, task),                        # stripped on the way
+             publish(6, 3000, marked, task),                      # altered on the way
+             publish(7, 3100, marked, task, "in", reply),         # the reply to the altered one
+             publish(8, 19000, "bb", task)]                       # its retry: no reply came
+    v = checkers()["a2a_requests"](from_lines(lines))
+    assert v.value is Value.TRUE, v.counterexamples
+    # outside the windows, the same packets are the requester's
+    v = checkers()["a2a_requests"](from_lines([e for e in lines if e["kind"] != "fault_start"]))
+    assert v.value is Value.FALSE
+    assert {c["rule"] for c in v.counterexamples} == {"requests_carry_a_reply_path",
+                                                       "no_request_again_after_a_reply"}
