@@ -158,8 +158,8 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_bad_input", 12, "the bad input that kills no careless responder, case by case"),
 )
 
-#: The responder's clauses each judged by rules of the bench, and the runs that put it there
-A2A_RULES: tuple[ProtocolRule, ...] = (
+#: The clauses of every agent's session, judged of a responder and of a requester alike
+A2A_SESSION_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-SESS-1", "MQTT 5", ("a2a_session.connects_with_mqtt5",),
                  ("a2a_quickstart",)),
     ProtocolRule("A2M-SESS-5", "a session that outlives the connection",
@@ -167,6 +167,10 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_quickstart", "a2a_restart")),
     ProtocolRule("A2M-SESS-3", "the client id is {org}/{unit}/{agent}",
                  ("a2a_session.connects_as_org_unit_agent",), ("a2a_quickstart",)),
+)
+#: The responder's clauses each judged by rules of the bench, and the runs that put it there
+A2A_RULES: tuple[ProtocolRule, ...] = (
+    *A2A_SESSION_RULES,
     ProtocolRule("A2M-DISC-1, A2M-PRES-1, A2M-PRES-2",
                  "the card retained at QoS 1, online; the Last Will on it",
                  ("a2a_session.announces_its_card_with_a_will",), ("a2a_quickstart",)),
@@ -210,13 +214,7 @@ A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
 )
 #: The requester's clauses each judged by rules of the bench (from its wire)
 A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
-    ProtocolRule("A2M-SESS-1", "MQTT 5", ("a2a_session.connects_with_mqtt5",),
-                 ("a2a_quickstart",)),
-    ProtocolRule("A2M-SESS-5", "a session that outlives the connection",
-                 ("a2a_session.connects_with_a_persistent_session",),
-                 ("a2a_quickstart", "a2a_restart")),
-    ProtocolRule("A2M-SESS-3", "the client id is {org}/{unit}/{agent}",
-                 ("a2a_session.connects_as_org_unit_agent",), ("a2a_quickstart",)),
+    *A2A_SESSION_RULES,
     ProtocolRule("A2M-RR-2, A2M-RR-5, A2M-SESS-2",
                  "Response Topic subscribed first, Correlation Data, a UUIDv4 Task.id",
                  ("a2a_requests.requests_carry_a_reply_path",),
