@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import LINK_FAULTS, Transit, _drained, fault_windows
@@ -182,30 +182,29 @@ def asked(h: History) -> list[Asked]:
 def heard(h: History) -> list[Heard]:
     """Every reply a requester received, in history order."""
     own = h.memo(_askers)
-    out: list[tuple[int, Heard]] = [
-        (r.seq, Heard(r.node, r.t_ms, r.topic, r.correlation, None, r.state, r))
-        for r in h.of(A2mReplyTaken) if r.reason is None]
     # (its own record keeps no error code: -1, an error it may not retry on)
-    own_errors = {r.seq for r in h.of(A2mReplyTaken) if r.reply is ReplyKind.ERROR}
-    out = [(seq, replace(x, code=-1) if seq in own_errors else x) for seq, x in out]
-    subscribed = h.memo(_wire_subscriptions)
+    out: list[tuple[int, Heard]] = [
+        (r.seq, Heard(r.node, r.t_ms, r.topic, r.correlation,
+                      -1 if r.reply is ReplyKind.ERROR else None, r.state, r))
+        for r in h.of(A2mReplyTaken) if r.reason is None]
+    subscribed: dict[tuple[str, str], float] = h.memo(_subscribed_at)
     for w in h.of(Wire):
         topic = w.topic or ""
         if w.node in own or w.direction != "in" or w.packet != "PUBLISH" \
-                or topic not in subscribed.get(w.node, ()):
+                or not topic.startswith("$a2a/v1/reply/") or (w.node, topic) not in subscribed:
             continue
         out.append((w.seq, Heard(w.node, w.t_ms, topic, _text(_props(w).get("correlationData")),
                                  w.rpc_error, w.task_state, w)))
     return [x for _seq, x in sorted(out, key=lambda x: x[0])]
 
 
-def _wire_subscriptions(h: History) -> dict[str, set[str]]:
-    """The exact (wildcard-free) reply topics each tapped node subscribed: where its replies
-    come in."""
-    out: dict[str, set[str]] = defaultdict(set)
+def _subscribed_at(h: History) -> dict[tuple[str, str], float]:
+    """(tapped node, filter) -> when its first SUBSCRIBE naming that filter left it."""
+    out: dict[tuple[str, str], float] = {}
     for w in h.of(Wire):
         if w.packet == "SUBSCRIBE" and w.direction == "out":
-            out[w.node] |= {f for f in w.filters or () if f.startswith("$a2a/v1/reply/")}
+            for f in w.filters or ():
+                out.setdefault((w.node, f), w.t_ms)
     return out
 
 
@@ -393,11 +392,7 @@ def requests_carry_a_reply_path(h: History, c: Collector) -> None:
     and Correlation Data; a SendMessage names a Task.id that is a UUIDv4; and, of a tapped
     requester, its Response Topic is one it had subscribed before publishing (else the
     first reply can come before anyone listens)."""
-    subscribed_at: dict[tuple[str, str], float] = {}
-    for w in h.of(Wire):
-        if w.packet == "SUBSCRIBE" and w.direction == "out":
-            for f in w.filters or ():
-                subscribed_at.setdefault((w.node, f), w.t_ms)
+    subscribed_at: dict[tuple[str, str], float] = h.memo(_subscribed_at)
     for a in h.memo(asked):
         c.count("requests_published")
         if a.tampered and a.correlation is None:
