@@ -226,6 +226,7 @@ class LiveDeployment:
     async def _stop_all(self) -> None:
         """Stop everything; what cannot be stopped is a harness error in the history, and
         the broker is stopped whatever else failed."""
+        interrupted: KeyboardInterrupt | None = None
         try:
             for task in list(self._tasks):
                 task.cancel()
@@ -240,12 +241,16 @@ class LiveDeployment:
                     result = stop()
                     if asyncio.iscoroutine(result):
                         await result
+                except KeyboardInterrupt as exc:   # raised again, once everything is stopped
+                    interrupted = interrupted or exc
                 except Exception as exc:   # recorded; the others must still be stopped
                     self.record("bench", ev.HarnessError(f"could not stop {what}: {exc!r}"))
             if self.run_id is not None:
                 await self._leave_nothing_behind()
         finally:
             await self.loop.run_in_executor(None, self.broker.stop)
+        if interrupted is not None:
+            raise interrupted
 
     async def _leave_nothing_behind(self) -> None:
         """An isolated run on an external broker clears what it left there: the persistent

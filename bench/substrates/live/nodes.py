@@ -203,8 +203,7 @@ class ProcessNode:
         how = "already ended"
         if self.proc is not None and self.proc.returncode is None:
             how = await self.launcher.kill(self.proc)
-        if self._reader is not None:
-            await self._reader
+        await self._read_to_the_end()
         self.proc = None
         if self._standby is None:
             self._standby = await self.launcher.spawn()   # loads while the node is down
@@ -216,15 +215,30 @@ class ProcessNode:
         if self.proc is None:
             return
         if self.proc.returncode is None and self.proc.stdin is not None:
+            self._keep_reading()
             self.send({"op": "stop"})
             try:
                 await asyncio.wait_for(self.proc.wait(), 10)
             except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
+        await self._read_to_the_end()
+        self.proc = None
+
+    def _keep_reading(self) -> None:
+        """A Ctrl-C or SIGTERM is raised in whatever Python code runs when it lands, and
+        may land in this node's reader task: that task then holds the interruption, and
+        awaiting it raised it again in the clean-up (the nodes after it were left running
+        past the bench's exit). The run was already told; reading goes on."""
+        if self._reader is not None and self._reader.done() and not self._reader.cancelled() \
+                and isinstance(self._reader.exception(), KeyboardInterrupt) \
+                and self.proc is not None:
+            self._reader = asyncio.create_task(self._read(self.proc))
+
+    async def _read_to_the_end(self) -> None:
+        self._keep_reading()
         if self._reader is not None:
             await self._reader
-        self.proc = None
 
     @property
     def freezer(self) -> str:
