@@ -156,6 +156,7 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_multiturn", 14, "questions and next turns, streams, GetTask, CancelTask, a kill"),
     ("a2a_lost_reply_restart", 30, "replies lost, a restart, then the retries arrive"),
     ("a2a_bad_input", 12, "the bad input that kills no careless responder, case by case"),
+    ("a2a_graceful_restart", 12, "stopped with SIGTERM mid-task, started again"),
 )
 
 #: The clauses of every agent's session, judged of a responder and of a requester alike
@@ -197,7 +198,7 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-RSP-5", "a reply to a pooled request names its responder",
                  ("a2a_pools.pooled_replies_name_their_responder",), ("a2a_pool",)),
     ProtocolRule("A2M-PRES-3", "leaving on purpose, its card offline before the DISCONNECT",
-                 ("a2a_session.leaves_offline",), ("a2a_quickstart",)),
+                 ("a2a_session.leaves_offline",), ("a2a_quickstart", "a2a_graceful_restart")),
     ProtocolRule("A2M-CTX-1, A2M-CTX-3",
                  "a task keeps its context; a request naming another is refused (-32602)",
                  ("a2a_replies.contexts_are_kept",), ("a2a_multiturn", "a2a_malformed")),

@@ -1140,9 +1140,22 @@ def leaves_offline(h: History, c: Collector) -> None:
     online, published its card again retained with a2a-status=offline and
     a2a-status-source=agent — or cleared it (an empty retained card: unregistered,
     A2M-DISC-2). One that just disconnects leaves a retained card saying online for an agent
-    that is gone, and no will corrects it."""
+    that is gone, and no will corrects it.
+
+    A responder the bench stopped as an operator does (the restart fault's `graceful`:
+    SIGTERM) that sent no DISCONNECT before its process ended did not leave gracefully:
+    its will speaks for it, and this clause is undecided for that stop (UNKNOWN, not TRUE)."""
     tapped = h.memo(_tapped)
-    for node in sorted(_responders(tapped)):
+    graceful = {f.fault_index for f in h.of(FaultStart)
+                if f.fault == "restart" and isinstance(f.params, dict) and f.params.get("graceful")}
+    responders = _responders(tapped)
+    for stop in h.of(NodeCrashed):
+        if stop.fault_index in graceful and stop.node in responders:
+            began = next(f.seq for f in h.of(FaultStart) if f.fault_index == stop.fault_index)
+            if not any(w.direction == "out" and w.packet == "DISCONNECT"
+                       and began < w.seq < stop.seq for w in tapped[stop.node]):
+                c.unknown("stops_without_a_disconnect")
+    for node in sorted(responders):
         said: str | None = None       # what its card says now, as this connection set it
         for w in tapped[node]:
             if w.direction != "out":

@@ -81,11 +81,15 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "agents": Param("texts", "the new agents", required=True),
                   "down_ms": Param("ms", "how long it is down", 500)},
               scripts.stale_roster, disrupts=True),
-    FaultKind("restart", "crash the node (what was not committed is lost) and start it again "
-              "from its data", {
+    FaultKind("restart", "crash the node (what was not committed is lost), or stop it "
+              "gracefully, and start it again from its data", {
                   "node": _node(), "down_ms": Param("ms", "how long it is down", 1000),
                   "in_flush_window": Param("bool", "crash just before the ledger's next flush",
-                                           False)},
+                                           False),
+                  "graceful": Param("bool", "stop it as an operator does, with SIGTERM (the "
+                                    "node is told, commits what it handled, says goodbye and "
+                                    "sends DISCONNECT: no will) instead of killing it (SIGKILL)",
+                                    False)},
               scripts.restart, disrupts=True),
     FaultKind("broker_restart", "the broker crashes and comes back", {
         "down_ms": Param("ms", "how long it is down", 1000),

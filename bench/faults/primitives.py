@@ -36,10 +36,14 @@ Tap = Callable[[str, bytes], None]
 @dataclass(frozen=True, slots=True)
 class Crash:
     """Kill the node's process: memory, timers, connections gone; its store keeps what was
-    committed (sim: the memory store's crash model; live: SIGKILL or the node object)."""
+    committed (sim: the memory store's crash model; live: SIGKILL or the node object).
+    `graceful`: stop it as an operator does instead (SIGTERM): the node is told it is
+    stopping, what it handled is committed, what it says then goes out, and each
+    connection ends with a DISCONNECT (the broker publishes no will)."""
 
     fault: FaultRef
     node: str
+    graceful: bool = False
 
 
 @dataclass(frozen=True, slots=True)

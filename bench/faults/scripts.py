@@ -134,13 +134,13 @@ def restart(spec: FaultSpec, ctx: Context) -> Script:
         since = ctx.now_ms() - booted
         next_flush = booted + (since // interval + 1) * interval
         yield Wait(max(0.0, next_flush - ctx.jitter_ms - ctx.now_ms()))
-    yield from _restart(spec, node, None)
+    yield from _restart(spec, node, None, graceful=spec.params["graceful"])
 
 
 def _restart(spec: FaultSpec, node: str, config: NodeConfig | None,
-             wipe_roster: bool = False) -> Script:
+             wipe_roster: bool = False, graceful: bool = False) -> Script:
     ref = _ref(spec)
-    yield Crash(ref, node)
+    yield Crash(ref, node, graceful)
     if wipe_roster:
         yield WipeRoster(ref, node)
     yield Wait(spec.params["down_ms"])

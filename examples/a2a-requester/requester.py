@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import signal
 import sys
 import threading
 import time
@@ -167,13 +168,27 @@ expiry.SessionExpiryInterval = 600
 client.connect(spec["broker"][0], spec["broker"][1], keepalive=5, clean_start=False,
                properties=expiry)
 client.loop_start()
-for raw in sys.stdin:                                  # the bench's lines: what to ask, stop
-    op = json.loads(raw)
-    if op.get("op") == "stop":
-        break
-    if op.get("op") == "request":
-        subscribed.wait()                              # A2M-SESS-2: never before
-        with lock:
-            ask(op)
+
+
+class Leave(Exception):
+    """SIGTERM: stop as the stop line asks (an operator, `docker stop`, a graceful restart)."""
+
+
+def on_sigterm(signum: int, frame: object) -> None:
+    raise Leave
+
+
+signal.signal(signal.SIGTERM, on_sigterm)
+try:
+    for raw in sys.stdin:                              # the bench's lines: what to ask, stop
+        op = json.loads(raw)
+        if op.get("op") == "stop":
+            break
+        if op.get("op") == "request":
+            subscribed.wait()                          # A2M-SESS-2: never before
+            with lock:
+                ask(op)
+except Leave:
+    pass
 client.disconnect()
 client.loop_stop()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -208,13 +209,27 @@ for task_id, t in tasks.items():                     # the interrupted ones told
         t["watchers"] = []
         keep(task_id)
 client.loop_start()
-for raw in sys.stdin:                                # the bench's lines: its agent, and stop
-    op = json.loads(raw)
-    if op.get("op") == "stop":
-        break
-    if op.get("op") == "task_finished":
-        with lock:
-            finished(op)
+
+
+class Leave(Exception):
+    """SIGTERM: stop as the stop line asks (an operator, `docker stop`, a graceful restart)."""
+
+
+def on_sigterm(signum: int, frame: object) -> None:
+    raise Leave
+
+
+signal.signal(signal.SIGTERM, on_sigterm)
+try:
+    for raw in sys.stdin:                            # the bench's lines: its agent, and stop
+        op = json.loads(raw)
+        if op.get("op") == "stop":
+            break
+        if op.get("op") == "task_finished":
+            with lock:
+                finished(op)
+except Leave:
+    pass
 if "stays-online" not in BUGS:                       # leaving on purpose: no will will say so
     client.publish(CARD, json.dumps({"name": AGENT}), qos=1, retain=True,
                    properties=props(None, "offline")).wait_for_publish(5)

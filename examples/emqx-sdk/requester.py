@@ -20,7 +20,9 @@ What the adapter adds, and only that:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import signal
 import sys
 import time
 import uuid
@@ -87,12 +89,8 @@ async def ask(req: dict[str, Any]) -> None:
         latencyMs=now_ms() - asked, responseMessageId=None)
 
 
-async def main() -> None:
-    say("executors_registered", registered=0, expected=0, agents=[], subscribed=[])
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    asking: set[asyncio.Task[None]] = set()
+async def bench_lines(reader: asyncio.StreamReader, asking: set[asyncio.Task[None]]) -> None:
+    """The bench's lines: what to ask, and stop."""
     while line := await reader.readline():
         op = json.loads(line)
         if op.get("op") == "stop":
@@ -101,6 +99,19 @@ async def main() -> None:
             t = asyncio.create_task(ask(op))
             asking.add(t)
             t.add_done_callback(asking.discard)
+
+
+async def main() -> None:
+    say("executors_registered", registered=0, expected=0, agents=[], subscribed=[])
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    asking: set[asyncio.Task[None]] = set()
+    lines = asyncio.create_task(bench_lines(reader, asking))
+    # SIGTERM (an operator, `docker stop`, a graceful restart) stops it as the stop line does
+    loop.add_signal_handler(signal.SIGTERM, lines.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await lines
     for t in asking:
         t.cancel()
     await asyncio.gather(*asking, return_exceptions=True)

@@ -4,6 +4,7 @@ the image first); without one these tests skip, except under CI, where they fail
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -104,6 +105,24 @@ def test_the_a2a_profiles_responder_killed_in_its_container_keeps_every_rule(
                                          for v in result.verdicts]
     history = (tmp_path / "history.jsonl").read_text()
     assert '"how":"SIGKILL (docker kill)"' in history and '"protocol":"a2a-mqtt"' in history
+    assert not leftovers()
+
+
+def test_the_a2a_profiles_responder_stopped_by_docker_stop_says_offline_before_it_goes(
+        tmp_path: Path) -> None:
+    """a2a_graceful_restart in containers, every agent tapped: `docker stop` (SIGTERM) of
+    tax-1 mid-run reaches the node process as the container's first process, which leaves
+    gracefully — its card offline before its DISCONNECT — well before docker's 10 s SIGKILL."""
+    scenario = compressed("a2a_graceful_restart", 10)
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode=Mode.DOCKER,
+                          options=Options(broker="mosquitto", wire_tap=True))
+    [session] = [v for v in result.verdicts if v.name == "a2a_session"]
+    assert session.value.value == "true" and session.counts["graceful_leaves"] >= 2, \
+        session.counts
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    [stop] = [e for e in lines if e["kind"] == "node_crashed"]
+    [began] = [e for e in lines if e["kind"] == "fault_start"]
+    assert stop["how"].startswith("SIGTERM (docker stop") and stop["tMs"] - began["tMs"] < 5_000
     assert not leftovers()
 
 

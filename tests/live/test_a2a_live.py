@@ -388,3 +388,30 @@ def test_a_retry_whose_backoff_outlived_the_reply_shows_on_the_requesters_wire(
     [v] = [v for v in result.verdicts if v.name == "a2a_requests"]
     assert v.value is Value.FALSE
     assert {c["rule"] for c in v.counterexamples} == {"no_request_again_after_a_reply"}
+
+
+# -- a graceful stop mid-run (the restart fault's `graceful`: SIGTERM) --------------------------------
+def test_a_responder_written_elsewhere_stopped_with_sigterm_says_offline_before_it_goes(
+        tmp_path: Path) -> None:
+    """a2a_graceful_restart with examples/a2a-responder as its responders: SIGTERM mid-run,
+    its card offline before its DISCONNECT, then back. The same history with that card
+    removed is FALSE; with its DISCONNECT removed (an agent that dies of SIGTERM) the stop
+    is undecided (UNKNOWN), not TRUE."""
+    scenario = compressed("a2a_graceful_restart", 10).with_node_command("responder", EXAMPLE)
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    verdicts = _verdicts(result)
+    assert verdicts["a2a_session"] is Value.TRUE and verdicts["duplicate_execution"] is Value.TRUE
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    [stop] = [e for e in lines if e["kind"] == "node_crashed"]
+    assert stop["how"] == "SIGTERM" and stop["node"] == "tax-1"
+    began = next(e["seq"] for e in lines if e["kind"] == "fault_start")
+    during = [e for e in _of(lines, "tax-1", "DISCONNECT", "out") if began < e["seq"] < stop["seq"]]
+    goodbye = [e for e in _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/discovery/")
+               if began < e["seq"] < stop["seq"]]
+    assert len(during) == 1 and goodbye, "no graceful leave seen during the stop"
+    judge = checkers()["a2a_session"]
+    v = judge(from_lines([e for e in lines if e not in goodbye]))
+    assert v.value is Value.FALSE and {c["rule"] for c in v.counterexamples} == {"leaves_offline"}
+    v = judge(from_lines([e for e in lines if e not in during]))
+    assert v.value is Value.UNKNOWN and v.counts["stops_without_a_disconnect"] == 1, v.counts

@@ -159,6 +159,9 @@ class _Quiet:
         await proc.wait()
         return "SIGKILL"
 
+    async def terminate(self, proc: asyncio.subprocess.Process) -> str:
+        return await self.kill(proc)
+
 
 def test_a_node_whose_reader_the_interruption_landed_in_is_still_stopped() -> None:
     """A SIGTERM is raised in whatever Python code runs when it lands; when that was a

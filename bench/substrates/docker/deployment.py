@@ -40,7 +40,7 @@ from bench.substrates.live.brokers import (
     wait_listening,
 )
 from bench.substrates.live.control import LaunchSpec
-from bench.substrates.live.nodes import LiveNode, ProcessNode
+from bench.substrates.live.nodes import STOP_S, LiveNode, ProcessNode
 from bench.substrates.log import RunLog
 
 if TYPE_CHECKING:
@@ -300,6 +300,18 @@ class ContainerLauncher:
             proc.kill()
             await proc.wait()
         return "SIGKILL (docker kill)"
+
+    async def terminate(self, proc: asyncio.subprocess.Process) -> str:
+        """`docker stop`: SIGTERM to the container's first process, SIGKILL after STOP_S."""
+        if self.container is not None:
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: self.container.stop(timeout=int(STOP_S)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), ATTACH_DRAIN_S)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        return f"SIGTERM (docker stop, SIGKILL after {STOP_S:g} s)"
 
 
 class ContainerPlacement:

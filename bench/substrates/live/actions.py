@@ -84,7 +84,7 @@ class LiveFaults:
             case Crash():
                 if not self.dep.nodes[step.node].up:
                     return Refused(f"{step.node} is already down")
-                how = await self.dep.nodes[step.node].crash()
+                how = await self.dep.nodes[step.node].crash(step.graceful)
                 self._crashed_at[step.node] = self.dep.clock.now_ms()
                 return Done(crashed=Crashed(how))
             case Boot():

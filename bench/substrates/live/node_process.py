@@ -7,6 +7,10 @@ again from the same data dir.
 
 `--spec FILE` reads the launch spec from a file instead, and the node then runs until
 SIGTERM whether or not anything is on stdin (a deployment `a2a-bench deploy` wrote).
+
+SIGTERM stops it gracefully either way, as a "stop" line does (the restart fault's
+`graceful`, `docker stop`): the node is told, commits what it handled, says goodbye and
+disconnects.
 """
 
 from __future__ import annotations
@@ -35,9 +39,8 @@ async def main() -> None:
         return   # the runner went away before it sent a launch spec: nothing to run
     spec = LaunchSpec.from_json(json.loads(first))
     clock = Clock(spec.t0)
-    if standalone:   # nobody drives it: it stops when told to (docker compose down)
-        stop = asyncio.Event()
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
+    stop = asyncio.Event()      # SIGTERM: an operator, `docker stop`, the graceful restart
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
     out = sys.stdout
 
     def sink(node: str, event: Event) -> None:
@@ -52,8 +55,14 @@ async def main() -> None:
         await stop.wait()
         await host.stop()
         return
+    stopped = asyncio.ensure_future(stop.wait())
     while True:
-        line = await reader.readline()
+        reading = asyncio.ensure_future(reader.readline())
+        await asyncio.wait((reading, stopped), return_when=asyncio.FIRST_COMPLETED)
+        if not reading.done():
+            reading.cancel()
+            break  # SIGTERM
+        line = reading.result()
         if not line:
             break  # the runner went away: stop like a killed process would not, cleanly
         op = json.loads(line)

@@ -20,6 +20,10 @@ from bench.substrates.live.control import LaunchSpec, apply_op
 from bench.substrates.live.host import Clock, LiveHost
 from bench.substrates.log import RunLog
 
+#: How long a node process may take to stop once told to (a "stop" line, SIGTERM) before it
+#: is killed: its goodbye waits up to 2 s for the broker's acknowledgement.
+STOP_S = 10.0
+
 
 class LiveNode(Protocol):
     node_id: str
@@ -29,7 +33,9 @@ class LiveNode(Protocol):
     def up(self) -> bool: ...
 
     async def start(self) -> None: ...
-    async def crash(self) -> str: ...
+    async def crash(self, graceful: bool = False) -> str:
+        """Kill it (SIGKILL), or stop it as an operator does (SIGTERM); says how."""
+        ...
     async def stop(self) -> None: ...
     def send(self, op: dict[str, Any]) -> bool: ...
 
@@ -62,11 +68,15 @@ class InprocNode:
                                    Clock(self.spec.t0))
         self.host.boot()
 
-    async def crash(self) -> str:
+    async def crash(self, graceful: bool = False) -> str:
         if self.host is not None:
-            self.host.crash()
+            if graceful:
+                await self.host.stop()
+            else:
+                self.host.crash()
         self.host = None
-        return "node object discarded"
+        return "stopped gracefully (told, then DISCONNECT)" if graceful \
+            else "node object discarded"
 
     async def stop(self) -> None:
         if self.host is not None:
@@ -102,6 +112,10 @@ class Launcher(Protocol):
     async def kill(self, proc: asyncio.subprocess.Process) -> str:
         """Kill it outright (the crash fault) and wait for it; says how."""
 
+    async def terminate(self, proc: asyncio.subprocess.Process) -> str:
+        """Ask it to stop (SIGTERM, as an operator or an orchestrator does), kill it if it
+        has not ended within `STOP_S`, and wait for it; says how."""
+
 
 class LocalProcess:
     """A node process on this machine: the reference node process, or anyone's `command`."""
@@ -127,6 +141,16 @@ class LocalProcess:
         proc.kill()   # SIGKILL
         await proc.wait()
         return "SIGKILL"
+
+    async def terminate(self, proc: asyncio.subprocess.Process) -> str:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), STOP_S)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return f"SIGTERM, then SIGKILL: still running after {STOP_S:g} s"
+        return "SIGTERM"
 
 
 class ProcessNode:
@@ -196,13 +220,13 @@ class ProcessNode:
             if self.agents is not None and node == self.node_id:
                 self.agents.saw(event)
 
-    async def crash(self) -> str:
+    async def crash(self, graceful: bool = False) -> str:
         self._ending = True
         if self.agents is not None:
             self.agents.forget()
         how = "already ended"
         if self.proc is not None and self.proc.returncode is None:
-            how = await self.launcher.kill(self.proc)
+            how = await (self.launcher.terminate if graceful else self.launcher.kill)(self.proc)
         await self._read_to_the_end()
         self.proc = None
         if self._standby is None:
@@ -218,7 +242,7 @@ class ProcessNode:
             self._keep_reading()
             self.send({"op": "stop"})
             try:
-                await asyncio.wait_for(self.proc.wait(), 10)
+                await asyncio.wait_for(self.proc.wait(), STOP_S)
             except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()

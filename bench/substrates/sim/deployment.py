@@ -176,6 +176,9 @@ class SimDeployment:
             case Crash():
                 if self.hosts[step.node].node is None:
                     return Refused(f"{step.node} is already down")
+                if step.graceful:
+                    self.hosts[step.node].stop()
+                    return Done(crashed=Crashed("stopped gracefully (simulated SIGTERM)", 0))
                 lost = self.hosts[step.node].crash()
                 return Done(crashed=Crashed("process state discarded (simulated)", lost))
             case Boot():

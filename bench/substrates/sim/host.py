@@ -27,6 +27,7 @@ from bench.core.inputs import (
     Input,
     MessageReceived,
     Started,
+    Stopping,
     Subscribed,
 )
 from bench.core.node import Node
@@ -72,6 +73,8 @@ class SimHost(NodeHost):
         self.freezes = 0
         self._held: list[Callable[[], None]] = []
         self._unacked: dict[int, _Pending] = {}
+        #: the epoch of a process that stopped gracefully: what it sent still arrives
+        self._left_epoch: int | None = None
         # link-side faults acting on this node's client (the fault proxy's, live)
         self.withhold_puback = False
         self.pubacks_withheld = 0
@@ -147,6 +150,32 @@ class SimHost(NodeHost):
         self.conn = None
         self.extra.clear()
         return self.store.crash().lost
+
+    def stop(self) -> None:
+        """A graceful stop (SIGTERM), as the live host's: the node hears it is stopping and
+        what it says then is sent; each connection ends with a DISCONNECT sent after it (the
+        broker publishes no will); the store keeps all it committed. What the process wrote
+        to its sockets still reaches the broker; nothing reaches the process any more."""
+        self.frozen = False
+        self._held.clear()
+        if self.node is not None:
+            self.feed(Stopping(self.now_ms()))
+        for conn in [self.conn, *self.extra]:
+            if conn is not None and conn.alive:
+                self._packet(conn, "up", functools.partial(
+                    self.deployment.broker.disconnect, conn, graceful=True), self.epoch)
+        self._left_epoch = self.epoch
+        self.forget_process()
+        self.crashed_at_ms = self.env.now
+        self._offline.clear()
+        self._unacked.clear()
+        self.conn = None
+        self.extra.clear()
+
+    def _sent_by(self, epoch: int) -> bool:
+        """Whether a packet this host sent up under `epoch` still arrives: the process that
+        sent it runs, or left gracefully (the kernel sends what it wrote before closing)."""
+        return epoch == self.epoch or epoch == self._left_epoch
 
     # -- MQTT client ----------------------------------------------------------------------------
     def connect(self, cmd: Connect) -> None:
@@ -281,6 +310,8 @@ class SimHost(NodeHost):
             if direction == "down":
                 conn.last_in_ms = self.env.now
             then()
+        elif direction == "up" and self._sent_by(epoch):
+            then()
 
     def _lose(self, conn: Connection) -> None:
         """A packet of `conn` was lost: over a link that is up, TCP gave up on it and the
@@ -371,7 +402,7 @@ class SimHost(NodeHost):
     def _at_broker(self, conn: Connection, cmd: Publish, key: int, msg: Message,
                    epoch: int) -> None:
         broker = self.deployment.broker
-        if epoch != self.epoch or not conn.alive or not broker.up:
+        if not self._sent_by(epoch) or not conn.alive or not broker.up:
             return
         refuse = self.refuse_publish
         if refuse is not None and cmd.qos >= 1 and self.refuse_rng.random() < refuse[0]:
