@@ -157,7 +157,12 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_lost_reply_restart", 30, "replies lost, a restart, then the retries arrive"),
     ("a2a_bad_input", 12, "the bad input that kills no careless responder, case by case"),
     ("a2a_graceful_restart", 12, "stopped with SIGTERM mid-task, started again"),
+    ("a2a_oauth", 14, "bearer tokens required: spoilt ones refused, none echoed"),
 )
+#: The runs that need an agent to handle bearer tokens, and the clauses only they judge:
+#: not applicable to one that declares it handles none (--no-tokens)
+TOKEN_RUNS = frozenset({"a2a_oauth"})
+TOKEN_CLAUSES = frozenset({"A2M-REQ-5", "A2M-RSP-6", "A2M-RSP-7", "A2M-SESS-6"})
 
 #: The clauses of every agent's session, judged of a responder and of a requester alike
 A2A_SESSION_RULES: tuple[ProtocolRule, ...] = (
@@ -205,6 +210,11 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-RETRY-3", "a task that ended stays ended (retries, GetTask, CancelTask)",
                  ("a2a_replies.ended_tasks_stay_ended",),
                  ("a2a_multiturn", "a2a_restart", "a2a_lost_reply_restart")),
+    ProtocolRule("A2M-RSP-7", "a request whose bearer token is missing, expired, for another "
+                 "audience or issuer, forged or short of the scope is refused, and runs nothing",
+                 ("a2a_oauth.unauthorized_requests_refused",), ("a2a_oauth",)),
+    ProtocolRule("A2M-RSP-6", "no bearer token echoed in a reply's payload or properties",
+                 ("a2a_session.tokens_never_echoed",), ("a2a_oauth",)),
 )
 
 #: A requester's suite: CMD as the requester in front of the reference responders
@@ -212,6 +222,7 @@ A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_quickstart", 6, "requests and replies, nothing breaking"),
     ("a2a_restart", 30, "its responder SIGKILLed for 20 s: first-reply waits and retries"),
     ("a2a_multiturn", 14, "questions to answer, streams, GetTask, CancelTask"),
+    ("a2a_oauth", 14, "bearer tokens required on every request, retries and follow-ups"),
 )
 #: The requester's clauses each judged by rules of the bench (from its wire)
 A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
@@ -226,6 +237,8 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_restart", "a2a_multiturn")),
     ProtocolRule("A2M-CTX-5, A2M-RR-7", "a task sent again keeps its Task.id and context",
                  ("a2a_requests.turns_keep_the_task_and_context",), ("a2a_multiturn",)),
+    ProtocolRule("A2M-REQ-5", "every request to a responder requiring them carries a bearer "
+                 "token", ("a2a_oauth.requests_carry_a_token",), ("a2a_oauth",)),
 )
 
 
@@ -328,11 +341,16 @@ def _judged(rule: ProtocolRule, scenario: str, verdicts: list[Verdict]) -> str:
     return "PASS" if judged else why_not
 
 
+NO_TOKENS = f"{NOT_APPLICABLE}declared it handles no bearer tokens (--no-tokens)"
+
+
 def clause_rows(rows: list[Row], core_only: bool = False,
-                binds: tuple[clauses.Role, ...] = PROFILES["a2a-mqtt"].binds) -> list[Row]:
+                binds: tuple[clauses.Role, ...] = PROFILES["a2a-mqtt"].binds,
+                no_tokens: bool = False) -> list[Row]:
     """The profile's report: its judged rows, then one row per clause binding the role
     (`binds`) that no rule of the bench judges yet; an Extended clause not applicable when
-    the agent declares core conformance only; in the table's order of levels."""
+    the agent declares core conformance only, a bearer-token clause when it declares it
+    handles none; in the table's order of levels."""
     judged = {i.strip() for r in rows for i in r.rule.ids.split(",")}
     out = []
     for r in rows:
@@ -340,12 +358,15 @@ def clause_rows(rows: list[Row], core_only: bool = False,
         if core_only and first.conformance is clauses.Conformance.EXTENDED:
             r = Row(r.rule, "UNKNOWN", f"{NOT_APPLICABLE}declared core conformance only "
                                        f"(--core); {first.id} is Extended")
+        elif no_tokens and first.id in TOKEN_CLAUSES:
+            r = Row(r.rule, "UNKNOWN", NO_TOKENS)
         out.append(r)
     for c in clauses.CLAUSES:
         if c.id in judged or c.role not in binds:
             continue
         why = f"{NOT_APPLICABLE}declared core conformance only (--core)" \
             if core_only and c.conformance is clauses.Conformance.EXTENDED \
+            else NO_TOKENS if no_tokens and c.id in TOKEN_CLAUSES \
             else "not judged: no rule of the bench observes it yet"
         out.append(Row(ProtocolRule(c.id, c.text, (), ()), "UNKNOWN", why))
     order = list(clauses.Level)
@@ -355,12 +376,15 @@ def clause_rows(rows: list[Row], core_only: bool = False,
 def conform(command: tuple[str, ...], out: Path, broker: str | None = None,
             say: Callable[[str], None] = print,
             suite: tuple[tuple[str, float, str], ...] | None = None,
-            profile: str = "seed", core_only: bool = False) -> list[Row]:
-    """Run the profile's suite with `command` in its role; the rows of the report."""
+            profile: str = "seed", core_only: bool = False,
+            no_tokens: bool = False) -> list[Row]:
+    """Run the profile's suite with `command` in its role; the rows of the report. An agent
+    that declares it handles no bearer tokens (`no_tokens`) skips the runs that need them."""
     p = PROFILES[profile]
     broker = broker or p.broker
     runs: dict[str, list[Verdict]] = {}
-    for name, seconds, what in suite or p.suite:
+    suite = tuple(s for s in suite or p.suite if not (no_tokens and s[0] in TOKEN_RUNS))
+    for name, seconds, what in suite:
         scenario = load_scenario(SCENARIOS / f"{name}.toml").squeezed(seconds) \
             .with_node_command(p.role, command)
         t0 = time.perf_counter()
@@ -372,10 +396,10 @@ def conform(command: tuple[str, ...], out: Path, broker: str | None = None,
             + (f"  FALSE: {', '.join(off)}" if off else ""))
     rows = judge_rules(runs, p.rules)
     if p.binds:
-        rows = clause_rows(rows, core_only, p.binds)
+        rows = clause_rows(rows, core_only, p.binds, no_tokens)
     (out / "conform.json").write_text(json.dumps(
         {"command": list(command), "profile": profile, "broker": broker,
-         "suite": [s for s, _t, _w in suite or p.suite],
+         "suite": [s for s, _t, _w in suite],
          "rules": [r.to_json() for r in rows]}, indent=2) + "\n")
     return rows
 

@@ -47,7 +47,7 @@ from bench.profiles.a2a_mqtt import startup as a2a_startup
 from bench.profiles.a2a_mqtt.io import Effects as ProfileEffects
 from bench.profiles.a2a_mqtt.requester import Operation, Requester
 from bench.profiles.a2a_mqtt.responder import Responder
-from bench.profiles.a2a_mqtt.wire import Call, status_item
+from bench.profiles.a2a_mqtt.wire import Call, Method, Props, status_item
 
 
 class MemoryDedup60s(Node):
@@ -505,6 +505,26 @@ class A2mNextTurnNewContext(Requester):
         super()._ask(fx, op, message_id)
 
 
+class A2mTokenOnSendsOnly(Requester):
+    """A2M-REQ-5: the bearer token is attached where messages are sent (SendMessage,
+    SendStreamingMessage) and forgotten on GetTask and CancelTask, which a responder that
+    requires tokens must then refuse."""
+
+    def bearer_for(self, op: Operation, topic: str, now_ms: float) -> str | None:
+        if op.method in (Method.GET_TASK, Method.CANCEL_TASK):
+            return None
+        return super().bearer_for(op, topic, now_ms)
+
+
+class A2mTokenExpiryUnchecked(Responder):
+    """A2M-RSP-7: the token's signature, issuer, audience and scope are checked, its `exp`
+    is not (the JWT library was told not to, and the node's own clock check was never
+    written): an expired token is processed."""
+
+    def unauthorized(self, props: Props, now_ms: float) -> str | None:
+        return super().unauthorized(props, 0.0)
+
+
 REFERENCE = Variant("reference", Node, "-", "-", "quickstart")
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -569,6 +589,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "a2a_streams", responder=A2mCancelLetsWorkFinish),
     Variant("a2m_next_turn_new_context", Node, "A2M-CTX-5", "a2a_requests", "a2a_multiturn",
             requester=A2mNextTurnNewContext),
+    Variant("a2m_token_on_sends_only", Node, "A2M-REQ-5", "a2a_oauth", "a2a_oauth",
+            requester=A2mTokenOnSendsOnly),
+    Variant("a2m_token_expiry_unchecked", Node, "A2M-RSP-7", "a2a_oauth", "a2a_oauth",
+            responder=A2mTokenExpiryUnchecked),
 )}
 
 

@@ -36,6 +36,7 @@ from bench.core.events import (
     NodeCrashed,
     NodeStarted,
     ReplyKind,
+    RunStarted,
     TaskExecuted,
     Wire,
 )
@@ -128,6 +129,8 @@ class Asked:
     #: Data here is the one it was sent with (an altered one's mark removed), or None for
     #: one the fault stripped
     tampered: bool = False
+    #: it carried a bearer token in a2a-authorization (None: its record does not say)
+    bearer: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +160,7 @@ def asked(h: History) -> list[Asked]:
     out: list[tuple[int, Asked]] = [
         (a.seq, Asked(a.node, a.t_ms, a.topic, a.correlation,
                       next(iter(replies.get(a.node, ())), None), a.method, a.task_id,
-                      a.context_id, a))
+                      a.context_id, a, bearer=a.bearer))
         for a in h.of(A2mAttempt)]
     # the tap reads a PUBLISH after the proxy's faults acted on it
     stripped = _tampering(h, "correlation_data", "strip")
@@ -173,9 +176,11 @@ def asked(h: History) -> list[Asked]:
         tampered = any(a <= w.t_ms <= b for a, b in windows)
         if tampered and corr is not None:
             corr = corr.removesuffix(TAMPERED)
+        bearer = _user(w, "a2a-authorization")
         out.append((w.seq, Asked(w.node, w.t_ms, w.topic or "", corr,
                                  _text(p.get("responseTopic")), w.rpc_method, w.task_id,
-                                 w.conversation_id, w, tampered)))
+                                 w.conversation_id, w, tampered,
+                                 bearer is not None and bearer.startswith("Bearer "))))
     return [a for _seq, a in sorted(out, key=lambda x: x[0])]
 
 
@@ -414,6 +419,56 @@ def requests_carry_a_reply_path(h: History, c: Collector) -> None:
             if at is None or at > a.t_ms:
                 c.violation(f"{a.node} published a request naming Response Topic "
                             f"{a.response_topic!r} before subscribing it", a.event)
+
+
+@rule("A2M-REQ-5: where responders require bearer tokens, every request carries one in "
+      "a2a-authorization")
+def requests_carry_a_token(h: History, c: Collector) -> None:
+    """In a run whose responders required bearer tokens (run_started.bearerTokens), every
+    request a requester published (its record, or its wire) carried `a2a-authorization:
+    Bearer ...` — the first attempt and every retry. A run without tokens required has
+    nothing to judge here (the checker's other rules still do)."""
+    started = h.of(RunStarted)
+    if not started or not started[0].bearer_tokens:
+        return
+    for a in h.memo(asked):
+        c.count("requests_published")
+        if a.bearer is None:
+            c.unknown("requests_whose_token_no_record_tells")
+        elif a.bearer:
+            c.count("requests_with_a_token")
+        else:
+            c.violation(f"{a.node} published a request to {a.topic} without a bearer token "
+                        "in a2a-authorization, to a responder that requires one", a.event)
+
+
+@rule("A2M-RSP-6: a bearer token is echoed nowhere: no reply, stream item or other message "
+      "an agent publishes carries one, in its payload or its properties")
+def tokens_never_echoed(h: History, c: Collector) -> None:
+    """Off the wire tap (the tap fingerprints every JWT anywhere in a PUBLISH and records
+    none): no PUBLISH a tapped agent sends, other than its own requests' a2a-authorization,
+    carries a bearer token — a reply that copies the request's User Properties, an error
+    that quotes the header, a stream item with the caller's claims."""
+    started = h.of(RunStarted)
+    required = bool(started and started[0].bearer_tokens)
+    received: dict[str, set[str]] = defaultdict(set)
+    for w in h.of(Wire):
+        if w.packet != "PUBLISH" or not w.tokens:
+            continue
+        if w.direction == "in":
+            received[w.node].update(w.tokens)
+            continue
+        topic = w.topic or ""
+        # a request's own header carries its token: the one place a token belongs
+        own = _user(w, "a2a-authorization") if topic.startswith(REQUEST_PREFIX) else None
+        echoed = [t for t in w.tokens if own is None or t not in own]
+        c.count("token_carrying_publishes")
+        if echoed:
+            whose = "a token it was sent" if set(echoed) & received[w.node] else "a token"
+            c.violation(f"{w.node} published {whose} on {topic} (fingerprint {echoed[0]}): "
+                        "a bearer token is never echoed", w)
+    if required and not received:
+        c.unknown("no_token_reached_a_tapped_agent")   # tokens were due, none was seen
 
 
 @rule("A2M-RETRY-2, A2M-RETRY-4, A2M-RETRY-6: once a reply came, the request is not sent "
@@ -712,6 +767,14 @@ MALFORMED_ANSWER: dict[str, tuple[int, ...]] = {
     "empty": (-32700, -32600, -32005),                             # A2M-RSP-3: some error
     "binary_correlation": (ANSWERED,),                             # A2M-RR-3: answered
 }
+#: A request whose bearer token a responder that requires tokens must refuse (A2M-RSP-7): the
+#: spec names no code (A2A v1.0 has none for a failed authentication; "follow the core
+#: A2A/JSON-RPC definitions"), so any JSON-RPC error answers it — never a result.
+ANY_ERROR = 1
+TOKEN_ANSWER: dict[str, tuple[int, ...]] = {
+    case: (ANY_ERROR,) for case in ("no_token", "not_bearer", "not_a_jwt", "expired_token",
+                                    "wrong_audience", "wrong_issuer", "forged_token",
+                                    "missing_scope")}
 #: The requests whose Task.id a valid request ran: the fault's opening (context_switch), or
 #: the request itself (binary_correlation) — that one execution is not a malformed one's
 OPENED = frozenset({"context_switch", "binary_correlation"})
@@ -730,6 +793,22 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
     that ends by itself, or raises, after taking one in). Undecided where the responder
     was down, a fault acted on it or on the broker, or the run ended, before it could
     answer."""
+    _hostile(h, c, MALFORMED_ANSWER, "a malformed request")
+
+
+@rule("A2M-RSP-7: where bearer tokens are required, a request whose token is "
+      "missing, expired, for another audience, from another issuer, forged or short of the "
+      "scope is refused before it is processed")
+def unauthorized_requests_refused(h: History, c: Collector) -> None:
+    """Each request of the malformed_request fault's token cases (valid in every other way,
+    to a responder that requires tokens) is answered with a JSON-RPC error — the spec names
+    no code — and its Task.id is executed nowhere; judged as malformed requests are."""
+    _hostile(h, c, TOKEN_ANSWER, "a request with a bad token")
+
+
+def _hostile(h: History, c: Collector, table: dict[str, tuple[int, ...]], what: str) -> None:
+    """The malformed_request fault's requests of the cases in `table`, each answered as
+    `table` says, run nowhere, and the responder alive after them."""
     out: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     for a in h.memo(answers):
         out[(a.node, a.topic.rsplit("/", 1)[-1])].append(a)
@@ -754,29 +833,28 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
                                and a.seq < d.seq), key=lambda a: a.seq, default=None)
                    for d in died}
     for attack in h.of(AttackSent):
-        if attack.attack != "malformed_request" or attack.how not in MALFORMED_ANSWER:
+        if attack.attack != "malformed_request" or attack.how not in table:
             continue
         node, token = attack.target_node_id or "", attack.message_id
-        want = MALFORMED_ANSWER[attack.how]
+        want = table[attack.how]
         c.count(f"malformed_{attack.how}")
         got = out[(node, token)]
         if (node, attack.request_id) in executed and attack.how not in OPENED:
-            c.violation(f"{node} executed the task of a malformed request ({attack.how})",
-                        attack)
+            c.violation(f"{node} executed the task of {what} ({attack.how})", attack)
         # a death is put down to the last request the fault sent the node before it
         killed = [d for d in died if d.node == node and last_before.get(d.seq) is attack
                   and d.t_ms <= attack.t_ms + MALFORMED_WITHIN_MS]
         if killed and not got:
-            c.violation(f"{node} died after a request of the malformed_request fault "
-                        f"({attack.how}): "
-                        f"{killed[0].how}", attack, killed[0])
+            c.violation(f"{node} died after {what} ({attack.how}): {killed[0].how}",
+                        attack, killed[0])
             continue
         if not want:
             if got:
                 c.violation(f"{node} answered a request with no Response Topic "
                             f"({attack.how})", attack, got[0].event)
             continue
-        says = " or ".join("a reply that is no error" if w == ANSWERED else f"error {w}"
+        says = " or ".join("a reply that is no error" if w == ANSWERED else
+                           "some JSON-RPC error" if w == ANY_ERROR else f"error {w}"
                            for w in want)
         if not got:
             until = attack.t_ms + MALFORMED_WITHIN_MS
@@ -787,12 +865,12 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
             if busy or until > h.end_ms:
                 c.unknown("malformed_unanswered_while_down_or_at_the_end")
             else:
-                c.violation(f"{node} never answered a malformed request ({attack.how}); "
+                c.violation(f"{node} never answered {what} ({attack.how}); "
                             f"the profile says {says}", attack)
             continue
         codes = [_code(a) or ANSWERED for a in got]
-        if not set(codes) & set(want):
-            c.violation(f"{node} answered a malformed request ({attack.how}) with "
+        if not any(code in want or (ANY_ERROR in want and code != ANSWERED) for code in codes):
+            c.violation(f"{node} answered {what} ({attack.how}) with "
                         f"{'error ' + str(codes[0]) if codes[0] else 'no error'}; the "
                         f"profile says {says}", attack, got[0].event)
 
@@ -1247,10 +1325,26 @@ A2A_SESSION = Checker(
     "a2a_session", "A2A over MQTT, an agent's session and presence as its wire shows them: "
     "MQTT 5 with a session that outlives its connection, the client id {org}/{unit}/{agent}, "
     "a responder's card retained online with a will on it, and offline when it leaves on "
-    "purpose.",
+    "purpose; no bearer token echoed in anything it publishes.",
     (connects_with_mqtt5, connects_with_a_persistent_session, connects_as_org_unit_agent,
-     subscribes_its_request_topic, announces_its_card_with_a_will, leaves_offline), _untapped,
+     subscribes_its_request_topic, announces_its_card_with_a_will, leaves_offline,
+     tokens_never_echoed), _untapped,
     needs="wire",
     protocols=frozenset({A2A_MQTT}))
 
-CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_BROKER, A2A_SESSION)
+def _no_tokens(h: History) -> str | None:
+    started = h.of(RunStarted)
+    if started and started[0].bearer_tokens:
+        return None
+    return "its responders required no bearer tokens (a topology's [a2a.oauth] asks for them)"
+
+
+A2A_OAUTH = Checker(
+    "a2a_oauth", "A2A over MQTT, bearer tokens: where responders require them, every request "
+    "carries one; a request whose token is missing, expired, for another audience, from "
+    "another issuer, forged or short of the scope is refused and runs nothing (that no agent "
+    "echoes a token is a2a_session's, off the wire).",
+    (requests_carry_a_token, unauthorized_requests_refused), _no_tokens,
+    protocols=frozenset({A2A_MQTT}))
+
+CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_BROKER, A2A_SESSION, A2A_OAUTH)

@@ -65,6 +65,10 @@ def add_conform(sub: Sub) -> None:
     cf.add_argument("--core", action="store_true",
                     help="a2a-mqtt: the agent declares core conformance only: Extended "
                          "clauses (pools, handover, ...) are not applicable")
+    cf.add_argument("--no-tokens", action="store_true",
+                    help="a2a-mqtt: the agent declares it handles no OAuth bearer tokens (it "
+                         "neither requires nor sends them): the a2a_oauth run is skipped and "
+                         "its clauses (A2M-REQ-5, -RSP-6, -RSP-7, -SESS-6) are not applicable")
     cf.add_argument("--out", type=Path, default=None,
                     help="where the runs go (default: results/conform-<utc time>)")
     cf.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -72,7 +76,7 @@ def add_conform(sub: Sub) -> None:
 
 
 def _conform(args: argparse.Namespace) -> int:
-    from bench.conform import PROFILES, conform, render
+    from bench.conform import PROFILES, TOKEN_RUNS, conform, render
     argv = command_line(args.cmd, f"conform {args.cmd!r}")
     if argv is None:
         return EXIT_INVALID
@@ -87,8 +91,8 @@ def _conform(args: argparse.Namespace) -> int:
         print("a2a-bench: conform --profile a2a-mqtt --broker amqtt: the profile speaks MQTT 5 "
               "and amqtt 3.1.1 only; use --broker mosquitto", file=sys.stderr)
         return EXIT_INVALID
-    if args.profile == "seed" and (args.level != "may" or args.core):
-        print("a2a-bench: conform: --level and --core are the a2a-mqtt profile's "
+    if args.profile == "seed" and (args.level != "may" or args.core or args.no_tokens):
+        print("a2a-bench: conform: --level, --core and --no-tokens are the a2a-mqtt profile's "
               "(--profile a2a-mqtt)", file=sys.stderr)
         return EXIT_INVALID
     try:
@@ -102,10 +106,12 @@ def _conform(args: argparse.Namespace) -> int:
             "the requester of an A2A-over-MQTT pair, in front of the reference responders" \
             if args.role == "requester" else \
             "every responder of an A2A-over-MQTT pair, behind the reference requester"
-        print(f"conform {shlex.join(argv)}: {where}, on {broker}; {len(profile.suite)} short "
+        runs = sum(1 for name, _s, _w in profile.suite
+                   if not (args.no_tokens and name in TOKEN_RUNS))
+        print(f"conform {shlex.join(argv)}: {where}, on {broker}; {runs} short "
               f"runs into {out}/")
     rows = conform(argv, out, broker, say=(lambda line: None) if args.json else print,
-                   profile=key, core_only=args.core)
+                   profile=key, core_only=args.core, no_tokens=args.no_tokens)
     levels = {"must": ("MUST", "MUST NOT"), "should": ("MUST", "MUST NOT", "SHOULD"),
               "may": ("MUST", "MUST NOT", "SHOULD", "MAY")}[args.level]
     rows = [r for r in rows if r.level is None or r.level in levels]

@@ -2,12 +2,58 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from bench.core.auth import AuthConfig
 from bench.core.directory import namespace_of
 from bench.core.ledger import LedgerConfig
 from bench.core.topics import DEFAULT_PREFIX, Topics
+
+
+@dataclass(frozen=True, slots=True)
+class OAuth:
+    """OAuth 2.0 bearer tokens on requests (A2M-REQ-5, A2M-RSP-7): the bench plays the
+    authorization server. A responder requires a token of `issuer` for `audience` (its
+    unit, `a2a://{org}/{unit}`) with `scope`, checks it with the server's public key
+    (Ed25519), and refuses a request without one; a requester holds the server's signing
+    seed (`signing_seed`: token acquisition is out of band, A2M OAuth 1) and mints a token
+    of `ttl_s` seconds for its requests, a fresh one when the last is near its end."""
+
+    issuer: str
+    audience: str
+    scope: str
+    ttl_s: int
+    public_key: bytes
+    signing_seed: bytes | None = None   # requesters only; never written to a file
+
+
+    @staticmethod
+    def of_run(run_seed: int, org: str, unit: str, *, signer: bool, issuer: str, scope: str,
+               ttl_s: int) -> OAuth:
+        """An agent's settings in a run whose tokens are for its unit: a requester
+        (`signer`) holds the server's seed to mint with, a responder only its public key.
+        The seed comes from the run's seed, as every key of the run (never written)."""
+        seed = hashlib.sha256(f"a2a-bench idp {run_seed}".encode()).digest()
+        public = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes(
+            Encoding.Raw, PublicFormat.Raw)
+        return OAuth(issuer, f"a2a://{org}/{unit}", scope, ttl_s, public,
+                     seed if signer else None)
+
+    def to_json(self) -> dict[str, object]:
+        return {"issuer": self.issuer, "audience": self.audience, "scope": self.scope,
+                "ttl_s": self.ttl_s, "public_key": self.public_key.hex(),
+                **({"signing_seed": self.signing_seed.hex()} if self.signing_seed else {})}
+
+    @staticmethod
+    def from_json(raw: dict[str, object]) -> OAuth:
+        seed = raw.get("signing_seed")
+        return OAuth(str(raw["issuer"]), str(raw["audience"]), str(raw["scope"]),
+                     int(str(raw["ttl_s"])), bytes.fromhex(str(raw["public_key"])),
+                     bytes.fromhex(seed) if isinstance(seed, str) else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +67,8 @@ class A2aAgent:
     pool_id: str | None = None
     #: a requester's Message Expiry Interval on its requests (None: it sets none)
     request_expiry_s: int | None = None
+    #: bearer tokens on requests (None: none required, none sent)
+    oauth: OAuth | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -820,6 +820,8 @@ class RunStarted(Event):
     #: the protocol the nodes speak: None, the seed documents'; "a2a-mqtt", the
     #: A2A-over-MQTT profile (bench/profiles/a2a_mqtt)
     protocol: str | None = None
+    #: A2A over MQTT: its responders required bearer tokens on requests (None: none did)
+    bearer_tokens: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1043,6 +1045,10 @@ class Wire(Event):
     rpc_error: int | None = None
     task_id: str | None = None
     task_state: str | None = None
+    #: a PUBLISH that carried bearer tokens (JWTs) anywhere — its a2a-authorization, another
+    #: property, its payload: their fingerprints (sha256, 16 hex digits). The tap records
+    #: no token itself: an a2a-authorization value reads "Bearer <fingerprint>"
+    tokens: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1243,6 +1249,8 @@ class A2mAttempt(Event):
     #: when the requester sent it, on its own clock (the record is stamped once its batch is
     #: committed: on a live node, later, and by a varying amount)
     sent_ms: int | None = None
+    #: it carried a bearer token in `a2a-authorization` (None: tokens not in use; A2M-REQ-5)
+    bearer: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.faults import CATALOGUE
+from bench.faults.a2a_attacks import TOKEN_CASES
 from bench.workload import HUMAN_KINDS
 
 Table = dict[str, Any]
@@ -255,6 +256,8 @@ def _param(rng: random.Random, kind: str, name: str, pkind: str, choices: tuple[
         case "text":
             return rng.choice(agents) if name == "agent" else "spare"
         case "texts":
+            if kind == "malformed_request":   # the token cases need an [a2a.oauth] topology
+                choices = tuple(c for c in choices if c not in TOKEN_CASES)
             if choices:
                 return rng.sample(choices, k=rng.randint(1, len(choices)))
             return ["spare.helper"]

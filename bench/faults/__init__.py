@@ -221,12 +221,17 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
               "empty payload, no Correlation Data, no Response Topic, and a valid request "
               "with binary Correlation Data — each case in turn; each must get the JSON-RPC "
               "error the profile names (none where there is no reply path; the valid one "
-              "its answer), run nothing it should not, and leave the responder serving", {
+              "its answer), run nothing it should not, and leave the responder serving. "
+              "Where responders require bearer tokens ([a2a.oauth]), the token cases: a "
+              "request missing its token, or with one not Bearer, not a JWT, expired, for "
+              "another unit, from another issuer, forged or short of the scope — each "
+              "refused with an error before it is processed (A2M-RSP-7)", {
                   "node": _node("the responder (default: every responder in turn)",
                                 required=False),
                   "interval_ms": Param("ms", "time between two requests", 500.0),
-                  "cases": Param("texts", "the cases to send, in turn (default: every one)",
-                                 a2a_attacks.CASES, choices=a2a_attacks.CASES)},
+                  "cases": Param("texts", "the cases to send, in turn (default: every one "
+                                 "but the token cases)", a2a_attacks.CASES,
+                                 choices=a2a_attacks.CASES + a2a_attacks.TOKEN_CASES)},
               scripts.malformed_request),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {

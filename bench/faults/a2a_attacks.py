@@ -9,10 +9,15 @@ judge's to know: `bench.checks.a2a_mqtt.MALFORMED_ANSWER`). No I/O."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from dataclasses import dataclass
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from bench.core.auth import SignatureVerdict
+from bench.core.config import OAuth
 from bench.core.events import AttackSent
 from bench.core.properties import Props
 
@@ -20,6 +25,11 @@ from bench.core.properties import Props
 CASES = ("not_json", "not_utf8", "array", "null", "no_jsonrpc", "unknown_method",
          "bad_task_id", "no_task_id", "context_mismatch", "no_correlation",
          "no_response_topic", "context_switch", "empty", "binary_correlation")
+#: the bearer-token cases, for a responder that requires tokens (A2M-RSP-7): a request
+#: valid in every other way whose token is missing, not a Bearer one, not a JWT, expired,
+#: for another unit, from another issuer, signed by another key, or short of the scope
+TOKEN_CASES = ("no_token", "not_bearer", "not_a_jwt", "expired_token", "wrong_audience",
+               "wrong_issuer", "forged_token", "missing_scope")
 #: context_switch is sent after its opening: a valid request (it runs) creating the task
 #: the switch then names in another context (A2M-CTX-3)
 OPENING = "context_opening"
@@ -44,12 +54,43 @@ def _send(task_id: str | None, context: str | None = "ctx-hostile",
     return {"jsonrpc": "2.0", "id": "hostile", "method": method, "params": {"message": message}}
 
 
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def bearer(oauth: OAuth, audience: str, now_ms: float, case: str = "") -> str | None:
+    """An `a2a-authorization` value for a request to `audience` (a unit), good or spoilt as
+    `case` says — a JWS built here from RFC 7519/8037 with Ed25519 directly (never the
+    requester's minting code, nor the library the responder checks it with)."""
+    if case == "no_token":
+        return None
+    if case == "not_bearer":
+        return "Basic YTJhLWJlbmNoOnNlY3JldA=="
+    if case == "not_a_jwt":
+        return "Bearer not-a-jwt"
+    assert oauth.signing_seed is not None
+    iat = int(now_ms // 1000)
+    claims = {"iss": "https://evil.invalid" if case == "wrong_issuer" else oauth.issuer,
+              "aud": audience + "-other" if case == "wrong_audience" else audience,
+              "sub": "nemesis", "scope": "a2a:read" if case == "missing_scope" else oauth.scope,
+              "iat": iat - 600 if case == "expired_token" else iat,
+              "exp": iat - 300 if case == "expired_token" else iat + 300}
+    seed = hashlib.sha256(oauth.signing_seed).digest() if case == "forged_token" \
+        else oauth.signing_seed
+    signing = _b64(json.dumps({"alg": "EdDSA", "typ": "JWT"}).encode()) + "." + \
+        _b64(json.dumps(claims).encode())
+    signature = Ed25519PrivateKey.from_private_bytes(seed).sign(signing.encode())
+    return f"Bearer {signing}.{_b64(signature)}"
+
+
 def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: str,
-                      agent: str, target_node: str) -> Malformed:
+                      agent: str, target_node: str, oauth: OAuth | None = None,
+                      now_ms: float = 0.0) -> Malformed:
     """The `n`th hostile request of fault `fault_index`, of kind `case`, to `agent`. Its
     Response Topic is its own (`$a2a/v1/reply/{org}/{unit}/nemesis/{token}`: nobody
     subscribes there), so an answer to it is found by its topic; `token` is its
-    message id in the history."""
+    message id in the history. Where responders require bearer tokens (`oauth`), every
+    case carries a good one but the token cases, whose token is the hostile part."""
     token = f"hostile-{fault_index}-{n}"
     task_id = f"00000000-0000-4000-8{fault_index % 1000:03d}-{n:012d}"   # a UUIDv4 of its own
     # not a UUID, and its own too: a responder that runs it runs this case's task only
@@ -73,16 +114,22 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
         "binary_correlation": json.dumps(_send(task_id)).encode(),
         OPENING: json.dumps(_send(task_id, context="ctx-first")).encode(),
         "context_switch": json.dumps(_send(task_id, context="ctx-second")).encode(),
+        **{c: json.dumps(_send(task_id)).encode() for c in TOKEN_CASES},
     }
     if case == OPENING:
         token += "-open"
     reply = f"$a2a/v1/reply/{org}/{unit}/nemesis/{token}"
     correlation = None if case == "no_correlation" else \
         b"\xff\xfe" + token.encode() if case == "binary_correlation" else token.encode()
+    users: tuple[tuple[str, str], ...] = (("a2a-context-id", "ctx-property"),) \
+        if case == "context_mismatch" else ()
+    if oauth is not None:
+        value = bearer(oauth, f"a2a://{org}/{unit}", now_ms,
+                       case if case in TOKEN_CASES else "")
+        if value is not None:
+            users = (*users, ("a2a-authorization", value))
     props = Props(response_topic=None if case == "no_response_topic" else reply,
-                  correlation_data=correlation,
-                  user_properties=(("a2a-context-id", "ctx-property"),)
-                  if case == "context_mismatch" else (),
+                  correlation_data=correlation, user_properties=users,
                   content_type="application/json")
     named = bad_id if case == "bad_task_id" else task_id    # the Task.id its payload names
     event = AttackSent(ATTACK, case, fault_index, token, named, target_node, agent, "",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from bench.core.auth import Secret
-from bench.core.config import NodeConfig
+from bench.core.config import NodeConfig, OAuth
 from bench.core.envelope import Envelope, MessageType, decode
 from bench.core.events import AttackSent
 from bench.core.topics import TopicKind
@@ -419,16 +419,27 @@ def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
         yield Refuse(f"{named} is no responder of topology {ctx.topology.name}" if named
                      else f"topology {ctx.topology.name} has no responder")
         return
+    cases = spec.params["cases"]
+    spec_oauth = ctx.topology.a2a_oauth
+    if spec_oauth is None and (tokens := [c for c in cases if c in a2a_attacks.TOKEN_CASES]):
+        yield Refuse(f"malformed_request's token cases ({', '.join(tokens)}) need responders "
+                     f"that require bearer tokens, and topology {ctx.topology.name} has no "
+                     "[a2a.oauth]")
+        return
     n = 0
     while ctx.now_ms() < ctx.end_ms:
         node = targets[n % len(targets)]
-        cases = spec.params["cases"]
         case = cases[n % len(cases)]
         n += 1
+        # the bench is the authorization server: it signs the good tokens, and spoils some
+        oauth = None if spec_oauth is None else OAuth.of_run(
+            ctx.seed, ctx.topology.a2a_org, node.namespace, signer=True,
+            issuer=spec_oauth.issuer, scope=spec_oauth.scope, ttl_s=spec_oauth.token_ttl_s)
         for kind in (a2a_attacks.OPENING, case) if case == "context_switch" else (case,):
             msg = a2a_attacks.malformed_request(kind, n, spec.index, org=ctx.topology.a2a_org,
                                                 unit=node.namespace, agent=node.agents[0],
-                                                target_node=node.id)
+                                                target_node=node.id, oauth=oauth,
+                                                now_ms=ctx.wall_ms())
             ctx.attack_sent(msg.event)     # journaled first: in the history before the wire
             yield Inject(_ref(spec), msg.topic, msg.payload, props=msg.props)
             ctx.fired(Firing(a2a_attacks.ATTACK, node.id, {"case": kind,

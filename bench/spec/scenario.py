@@ -21,7 +21,15 @@ from bench.core.events import A2A_MQTT, SEED
 from bench.faults import FaultSpec, parse_fault
 from bench.spec.brokers import CLIENT
 from bench.spec.distribution import Distribution, SpecError, parse_distribution
-from bench.spec.topology import BrokerModel, LinkSpec, MqttVersion, NodeSpec, Role, Topology
+from bench.spec.topology import (
+    BrokerModel,
+    LinkSpec,
+    MqttVersion,
+    NodeSpec,
+    OAuthSpec,
+    Role,
+    Topology,
+)
 from bench.workload import WorkloadSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,6 +61,8 @@ OPTIONAL_SUBJECTS: dict[str, Any] = {
     "a2a_pools": lambda w, t: w.pool_fraction > 0,
     # pools, or requests that carry a Message Expiry Interval (the topology's requesters)
     "a2a_broker": lambda w, t: w.pool_fraction > 0 or t.a2a_request_expiry_s is not None,
+    # bearer tokens: only where the topology's responders require them ([a2a.oauth])
+    "a2a_oauth": lambda w, t: t.a2a_oauth is not None,
 }
 VERDICT_WORDS = ("true", "false", "unknown", "either")   # either: judged, TRUE or FALSE
 #: The brokers the bench starts: a scenario may expect other verdicts live on one of them.
@@ -323,7 +333,7 @@ def load_topology(path: Path) -> Topology:
     top = _Table(raw, f + ": ", {"name", "description", "broker", "link", "nodes", "directory",
                                   "a2a"})
     directory = top.choice("directory", ("global", "namespace"), "global")
-    a2a_org, request_expiry_s = _a2a(raw.get("a2a"), f"{f}: a2a")
+    a2a_org, request_expiry_s, oauth = _a2a(raw.get("a2a"), f"{f}: a2a")
     broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model", "mqtt"})
     model = BrokerModel(broker.choice("model", tuple(m.value for m in BrokerModel), "generic"))
     # the A2A-over-MQTT profile requires MQTT 5 (A2M-SESS-1)
@@ -398,7 +408,7 @@ def load_topology(path: Path) -> Topology:
                         f"starts; at most {MAX_NODES_GLOBAL_DIRECTORY:,} nodes share one "
                         "(directory = \"namespace\" scopes it by namespace)")
     return Topology(top.text("name", path.stem), tuple(nodes), model, link, f, directory, version,
-                    a2a_org, request_expiry_s)
+                    a2a_org, request_expiry_s, oauth)
 
 
 #: The A2A-over-MQTT profile's names for the two sides: the one who asks, and the one who
@@ -408,17 +418,24 @@ A2A_ROLES = {"requester": Role.ORCHESTRATOR, "responder": Role.EXECUTOR}
 _A2A_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-def _a2a(raw: Any, where: str) -> tuple[str | None, int | None]:
-    """`[a2a] org = "..."`: the topology's nodes speak the A2A-over-MQTT profile; and
-    `request_expiry_s`, the Message Expiry Interval its requesters set on requests."""
+def _a2a(raw: Any, where: str) -> tuple[str | None, int | None, OAuthSpec | None]:
+    """`[a2a] org = "..."`: the topology's nodes speak the A2A-over-MQTT profile;
+    `request_expiry_s`, the Message Expiry Interval its requesters set on requests; and
+    `[a2a.oauth]`, bearer tokens required on requests."""
     if raw is None:
-        return None, None
-    t = _Table(raw, where, {"org", "request_expiry_s"})
+        return None, None, None
+    t = _Table(raw, where, {"org", "request_expiry_s", "oauth"})
     org = t.text("org")
     if not _A2A_ID.match(org):
         raise SpecError(f"{t.key('org')}={org!r} must match {_A2A_ID.pattern} (A2M-ID-1)")
     expiry = t.integer("request_expiry_s", 0, low=1) if "request_expiry_s" in t.raw else None
-    return org, expiry
+    oauth = None
+    if "oauth" in t.raw:
+        o = _Table(t.raw["oauth"], f"{where}.oauth", {"issuer", "scope", "token_ttl_s"})
+        default = OAuthSpec()
+        oauth = OAuthSpec(o.text("issuer", default.issuer), o.text("scope", default.scope),
+                          o.integer("token_ttl_s", default.token_ttl_s, low=1))
+    return org, expiry, oauth
 
 
 def _a2a_node(t: _Table, unit: str, agents: tuple[str, ...], pool: str | None) -> None:

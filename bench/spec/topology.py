@@ -95,6 +95,19 @@ class NodeSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class OAuthSpec:
+    """`[a2a.oauth]`: responders require a bearer token of `issuer` granting `scope` on every
+    request; requesters mint ones that live `token_ttl_s` (the bench plays the server)."""
+
+    issuer: str = "https://idp.a2a-bench.invalid"
+    scope: str = "a2a:invoke"
+    token_ttl_s: int = 300
+
+    def to_json(self) -> dict[str, Any]:
+        return {"issuer": self.issuer, "scope": self.scope, "token_ttl_s": self.token_ttl_s}
+
+
+@dataclass(frozen=True, slots=True)
 class Topology:
     name: str
     nodes: tuple[NodeSpec, ...]
@@ -113,6 +126,9 @@ class Topology:
     #: the profile's requesters set this Message Expiry Interval on their requests (None:
     #: none; A2M-RETRY-9: it should exceed the 15 s first-reply wait)
     a2a_request_expiry_s: int | None = None
+    #: its responders require OAuth 2.0 bearer tokens on requests (`[a2a.oauth]`), and its
+    #: requesters send them (None: no tokens)
+    a2a_oauth: OAuthSpec | None = None
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
@@ -145,4 +161,6 @@ class Topology:
                 **({"directory": self.directory} if self.directory != "global" else {}),
                 **({"a2a": {"org": self.a2a_org, **(
                     {"request_expiry_s": self.a2a_request_expiry_s}
-                    if self.a2a_request_expiry_s is not None else {})}} if self.a2a_org else {})}
+                    if self.a2a_request_expiry_s is not None else {}), **(
+                    {"oauth": self.a2a_oauth.to_json()} if self.a2a_oauth else {})}}
+                   if self.a2a_org else {})}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench.core.auth import AuthConfig, KeyRing, Secret
-from bench.core.config import A2aAgent, NodeConfig
+from bench.core.config import A2aAgent, NodeConfig, OAuth
 from bench.core.events import Event, RunStarted
 from bench.core.topics import DEFAULT_PREFIX
 from bench.faults.primitives import Outcome, Primitive
@@ -146,9 +146,17 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
                       task_timeout_ms=scenario.workload.task_timeout_ms,
                       request_timeout_ms=scenario.workload.request_timeout_ms,
                       directory_scope=scenario.topology.directory_scope(node),
-                      a2a=A2aAgent(scenario.topology.a2a_org, node.role is Role.EXECUTOR,
-                                   node.pool, scenario.topology.a2a_request_expiry_s)
-                      if scenario.topology.a2a_org else None)
+                      a2a=_a2a_agent(node, scenario) if scenario.topology.a2a_org else None)
+
+
+def _a2a_agent(node: NodeSpec, scenario: Scenario) -> A2aAgent:
+    """What `node` is as an agent of an A2A-over-MQTT topology."""
+    t, responder = scenario.topology, node.role is Role.EXECUTOR
+    assert t.a2a_org is not None
+    oauth = None if t.a2a_oauth is None else OAuth.of_run(
+        scenario.seed, t.a2a_org, node.namespace, signer=not responder, issuer=t.a2a_oauth.issuer,
+        scope=t.a2a_oauth.scope, ttl_s=t.a2a_oauth.token_ttl_s)
+    return A2aAgent(t.a2a_org, responder, node.pool, t.a2a_request_expiry_s, oauth)
 
 
 def client_id_of(node: NodeSpec, run_id: str | None = None, a2a_org: str | None = None) -> str:
@@ -176,7 +184,8 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
                       scenario.workload.task_timeout_ms, run_id, scenario.auth.mode,
                       substrate(mode).timers_late_ms, given, scenario.mqtt.value,
                       substrate(mode).records_late_ms,
-                      scenario.protocol if scenario.topology.a2a_org else None)
+                      scenario.protocol if scenario.topology.a2a_org else None,
+                      True if scenario.topology.a2a_oauth else None)
 
 
 #: The package that describes each substrate (its SUBSTRATE): one per Mode.

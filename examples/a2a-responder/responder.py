@@ -16,7 +16,9 @@ it. Its agent is the bench's: it says `agent_called` and waits for the bench's
 a second time); `clean-start` connects with clean start 1 and no session expiry (what the
 broker queued while it was away is lost); `no-card` never publishes its card online;
 `any-task-id` takes any string as a Task.id (the profile asks for a UUIDv4, A2M-RSP-4);
-`stays-online` leaves without saying so (its card says online after it is gone, A2M-PRES-3).
+`stays-online` leaves without saying so (its card says online after it is gone, A2M-PRES-3);
+`echoes-token` copies a request's User Properties, its bearer token among them, onto its
+replies (A2M-RSP-6). Where its topology requires bearer tokens it checks them with PyJWT.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import threading
 import time
 import uuid
 
+import jwt
 import paho.mqtt.client as mqtt
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
@@ -39,6 +43,7 @@ TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
 spec = json.loads(sys.stdin.readline())
 node, a2a = spec["node"], spec["node"]["a2a"]
 ME, AGENT, UNIT, ORG = node["node_id"], node["agents"][0], node["namespace"], a2a["org"]
+OAUTH = a2a.get("oauth")          # bearer tokens required: the issuer, scope and public key
 REQUEST = f"$a2a/v1/request/{ORG}/{UNIT}/{AGENT}"
 CARD = f"$a2a/v1/discovery/{ORG}/{UNIT}/{AGENT}"
 BUGS = {b for flag, b in zip(sys.argv, sys.argv[1:], strict=False) if flag == "--bug"}
@@ -75,8 +80,30 @@ def props(corr: bytes | None, card: str | None = None) -> Properties:
     return p
 
 
-def reply(topic: str, corr: bytes | None, body: dict) -> None:
-    client.publish(topic, json.dumps({"jsonrpc": "2.0", **body}), qos=1, properties=props(corr))
+def reply(topic: str, corr: bytes | None, body: dict, echo: list | None = None) -> None:
+    p = props(corr)
+    if echo and "echoes-token" in BUGS:              # the request's User Properties copied back
+        p.UserProperty = echo
+    client.publish(topic, json.dumps({"jsonrpc": "2.0", **body}), qos=1, properties=p)
+
+
+def unauthorized(m: mqtt.MQTTMessage) -> str | None:
+    """Where the launch spec says tokens are required (its `a2a.oauth`): why this request's
+    bearer token does not let it be processed — PyJWT checks the EdDSA signature, `iss`,
+    `aud` and `exp` (this process's clock), then the scope."""
+    if OAUTH is None:
+        return None
+    value = dict(getattr(m.properties, "UserProperty", [])).get("a2a-authorization", "")
+    if not value.startswith("Bearer "):
+        return "no bearer token"
+    try:
+        claims = jwt.decode(value[7:], Ed25519PublicKey.from_public_bytes(
+            bytes.fromhex(OAUTH["public_key"])), algorithms=["EdDSA"],
+            audience=f"a2a://{ORG}/{UNIT}", issuer=OAUTH["issuer"],
+            options={"require": ["exp", "iss", "aud"]})
+    except jwt.InvalidTokenError as exc:
+        return f"token refused: {type(exc).__name__}"
+    return None if OAUTH["scope"] in str(claims.get("scope", "")).split() else "scope missing"
 
 
 def answer(task_id: str, topic: str, corr: bytes | None, rpc_id: object) -> None:
@@ -84,7 +111,8 @@ def answer(task_id: str, topic: str, corr: bytes | None, rpc_id: object) -> None
     task = {"id": task_id, "contextId": t["context"], "status": {"state": t["state"]}}
     if t["result"] is not None:
         task["artifacts"] = [{"artifactId": f"{task_id}:result", "parts": [{"text": t["result"]}]}]
-    reply(topic, corr, {"id": rpc_id, "result": {"task": task}})   # SendMessageResponse
+    reply(topic, corr, {"id": rpc_id, "result": {"task": task}},   # SendMessageResponse
+          echo=t.get("asked_with"))
 
 
 def on_message(c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:
@@ -128,6 +156,12 @@ def take(c: mqtt.Client, m: mqtt.MQTTMessage) -> None:
             code, why = req
             reply(topic, corr, {"id": None, "error": {"code": code, "message": why}})
             return
+        refused = unauthorized(m)
+        if refused is not None:                       # before anything of it is processed
+            reply(topic, corr, {"id": req["id"], "error": {"code": -32600, "message":
+                                                           f"unauthorized: {refused}"}},
+                  echo=getattr(m.properties, "UserProperty", None))
+            return
         rpc_id, msg = req["id"], req["params"]["message"]
         task_id, context = msg["taskId"], msg.get("contextId")
         t = tasks.get(task_id)
@@ -152,6 +186,8 @@ def take(c: mqtt.Client, m: mqtt.MQTTMessage) -> None:
             return
         tasks[task_id] = {"state": "TASK_STATE_WORKING", "context": context, "result": None,
                           "watchers": [[topic, corr.hex(), rpc_id]]}
+        if "echoes-token" in BUGS:                    # kept to answer with (the bug)
+            tasks[task_id]["asked_with"] = getattr(m.properties, "UserProperty", None)
         keep(task_id)
         say("task_executed", taskId=task_id, agentId=AGENT, conversationId=context,
             messageId=corr.hex())

@@ -27,7 +27,7 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
              "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed",
-             "a2a_multiturn")
+             "a2a_multiturn", "a2a_oauth")
 
 
 @pytest.fixture(scope="module")
@@ -381,8 +381,28 @@ def sent_again_after_its_answer(lines: Lines) -> None:
                              "tMs": lines[reply]["tMs"]})
 
 
+def expired_token_run(lines: Lines) -> None:
+    """A request whose token had expired runs: its responder executes its Task.id (and
+    answers it as if it were fine)."""
+    attack = lines[where(lines, "attack_sent", lambda e: e["how"] == "expired_token")]
+    i = where(lines, "a2m_replied", lambda e: e["topic"].endswith("/" + attack["messageId"]))
+    lines[i].update(reply="RESULT", code=None, state="TASK_STATE_WORKING")
+    lines.insert(i, {"seq": 0, "tMs": lines[i]["tMs"], "node": attack["targetNodeId"],
+                     "kind": "task_executed", "taskId": attack["requestId"],
+                     "agentId": attack["toAgentId"], "conversationId": None,
+                     "messageId": "00"})
+
+
+def retry_without_its_token(lines: Lines) -> None:
+    """A retry goes out without the token its first attempt carried."""
+    alter("a2m_attempt", lambda e: e["attempt"] > 1, bearer=False)(lines)
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
     "malformed_requests_refused": ("a2a_malformed", malformed_answered_ok),
+    # bearer tokens (a2a_oauth)
+    "unauthorized_requests_refused": ("a2a_oauth", expired_token_run),
+    "requests_carry_a_token": ("a2a_oauth", retry_without_its_token),
     # what the profile relies on of its broker (a2a_broker)
     "pooled_requests_reach_one_member": ("a2a_pool", pooled_to_two_members),
     "expired_requests_not_delivered": ("a2a_expiry", taken_past_its_expiry),

@@ -253,6 +253,15 @@ def _stays_online(lines: list[dict[str, Any]]) -> None:
     lines[:] = [e for e in lines if e not in offline]
 
 
+def _echoes_a_token(lines: list[dict[str, Any]]) -> None:
+    """A reply carries the token (its fingerprint, as the tap records every token) of a
+    request that reached the responder."""
+    reply = _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/reply/")[0]
+    reply["tokens"] = ["0123456789abcdef"]
+    first = _of(lines, "tax-1", "PUBLISH", "in", "$a2a/v1/request/")[0]
+    first["tokens"] = ["0123456789abcdef"]
+
+
 def _context_of_its_own(lines: list[dict[str, Any]]) -> None:
     reply = next(e for e in _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/reply/")
                  if e.get("conversationId"))
@@ -270,6 +279,7 @@ A2A_WIRE_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str,
     "answered twice": (_answered_twice, "a2a_replies", "nothing_after_the_final_answer"),
     "stays online": (_stays_online, "a2a_session", "leaves_offline"),
     "a context of its own": (_context_of_its_own, "a2a_replies", "contexts_are_kept"),
+    "echoes a token": (_echoes_a_token, "a2a_session", "tokens_never_echoed"),
 }
 
 
@@ -415,3 +425,33 @@ def test_a_responder_written_elsewhere_stopped_with_sigterm_says_offline_before_
     assert v.value is Value.FALSE and {c["rule"] for c in v.counterexamples} == {"leaves_offline"}
     v = judge(from_lines([e for e in lines if e not in during]))
     assert v.value is Value.UNKNOWN and v.counts["stops_without_a_disconnect"] == 1, v.counts
+
+
+# -- bearer tokens (a2a_oauth) ---------------------------------------------------------------------
+def test_a_responder_written_elsewhere_checks_bearer_tokens_and_echoes_none(
+        tmp_path: Path) -> None:
+    """a2a_oauth with examples/a2a-responder (PyJWT, from the launch spec's a2a.oauth): every
+    spoilt token refused, nothing run, every genuine request's token accepted — and no
+    token anywhere in what the run wrote (the tap keeps fingerprints). With `--bug
+    echoes-token` (the request's User Properties copied onto its replies) the wire shows
+    it: tokens_never_echoed, and only it."""
+    import re
+    jwt_like = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.")
+    for bug, out in (((), tmp_path / "good"), (("--bug", "echoes-token"), tmp_path / "bad")):
+        scenario = compressed("a2a_oauth", 12).with_node_command("responder", (*EXAMPLE, *bug))
+        result = run_scenario(scenario, REFERENCE, out, mode="live",
+                              options=Options(broker="mosquitto"))
+        verdicts = {v.name: v for v in result.verdicts}
+        assert verdicts["a2a_oauth"].value is Value.TRUE, verdicts["a2a_oauth"].counterexamples
+        assert sum(n for k, n in verdicts["a2a_oauth"].counts.items()
+                   if k.startswith("malformed_")) >= 8
+        session = verdicts["a2a_session"]
+        if not bug:
+            assert session.value is Value.TRUE, session.counterexamples[:2]
+        else:
+            assert session.value is Value.FALSE
+            assert {c["rule"] for c in session.counterexamples} == {"tokens_never_echoed"}
+        for f in out.rglob("*"):     # what the bench wrote (data/: the agents' own files)
+            if f.is_file() and f.suffix in (".jsonl", ".json", ".md", ".html", ".txt") \
+                    and "data" not in f.relative_to(out).parts:
+                assert not jwt_like.search(f.read_text(errors="replace")), f

@@ -99,10 +99,16 @@ def test_the_profiles_table_has_every_responder_clause_grouped_by_level() -> Non
     by = {r.rule.ids: r for r in rows}
     assert by["A2M-RETRY-3, A2M-DUP-1"].evidence == "a2a_restart: not run"
     assert by["A2M-RSP-5"].evidence.startswith("not applicable: declared core")
-    assert by["A2M-RSP-6"].evidence == "not judged: no rule of the bench observes it yet"
+    assert by["A2M-RSP-6"].evidence == "a2a_oauth: not run"
+    assert by["A2M-SESS-6"].evidence == "not judged: no rule of the bench observes it yet"
     extended = [r for r in rows
                 if BY_ID[r.rule.ids.split(",")[0].strip()].conformance is Conformance.EXTENDED]
     assert extended and all(r.status == "UNKNOWN" and r.declared_out for r in extended)
+    # an agent that declares it handles no bearer tokens: those clauses are not applicable
+    rows = clause_rows(judge_rules({}, A2A_RULES), no_tokens=True)
+    by = {r.rule.ids: r for r in rows}
+    for clause in ("A2M-RSP-6", "A2M-RSP-7", "A2M-SESS-6"):
+        assert by[clause].declared_out and "--no-tokens" in by[clause].evidence
 
 
 @pytest.mark.parametrize("bug", [(), ("--bug", "clean-start")], ids=["as-written", "clean-start"])

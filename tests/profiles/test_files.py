@@ -73,9 +73,10 @@ def test_the_a2a_quickstart_is_judged_by_the_profiles_checkers(tmp_path: Path) -
     verdicts = {v.name: v.value for v in result.verdicts}
     assert verdicts == {"duplicate_execution": Value.TRUE, "a2a_requests": Value.TRUE,
                         "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN,
-                        "a2a_broker": Value.UNKNOWN, "a2a_session": Value.UNKNOWN}
-    # no pool asked for, no request expiry, no wire in a simulation: a2a_pools, a2a_broker
-    # and a2a_session are expected UNKNOWN
+                        "a2a_broker": Value.UNKNOWN, "a2a_session": Value.UNKNOWN,
+                        "a2a_oauth": Value.UNKNOWN}
+    # no pool asked for, no request expiry, no wire in a simulation, no bearer tokens:
+    # a2a_pools, a2a_broker, a2a_session and a2a_oauth are expected UNKNOWN
     assert result.exit_code == 0
     assert result.metrics["requests"] > 0
     assert result.metrics["outcomes"] == {"COMPLETED": result.metrics["requests"]}

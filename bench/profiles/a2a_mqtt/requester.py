@@ -30,8 +30,9 @@ from typing import Any, assert_never
 
 from bench.core import events as ev
 from bench.core.commands import Table
-from bench.core.config import NodeConfig
+from bench.core.config import NodeConfig, OAuth
 from bench.core.vocabulary import RequestOutcome
+from bench.profiles.a2a_mqtt import oauth
 from bench.profiles.a2a_mqtt.io import (
     CancelTimer,
     Command,
@@ -55,6 +56,7 @@ from bench.profiles.a2a_mqtt.io import (
     TimerKind,
 )
 from bench.profiles.a2a_mqtt.wire import (
+    AUTHORIZATION,
     CONTEXT_ID,
     INTERRUPTED,
     RESPONDER_AGENT_ID,
@@ -95,6 +97,8 @@ class RequesterConfig:
     retry: RetryProfile = field(default_factory=RetryProfile)
     #: the Message Expiry Interval set on each request (None: none; A2M-RETRY-9)
     request_expiry_s: int | None = None
+    #: bearer tokens it sends on every request (A2M-REQ-5; None: none)
+    oauth: OAuth | None = None
 
 
 class Phase(StrEnum):
@@ -164,7 +168,8 @@ class Requester:
         assert config.a2a is not None, f"node {config.node_id} is not an A2A-over-MQTT agent"
         return cls(RequesterConfig(Topics(config.a2a.org_id, config.namespace),
                                    config.agents[0], f"r-{config.node_id}",
-                                   request_expiry_s=config.a2a.request_expiry_s))
+                                   request_expiry_s=config.a2a.request_expiry_s,
+                                   oauth=config.a2a.oauth))
 
     def __init__(self, config: RequesterConfig) -> None:
         self.config = config
@@ -176,6 +181,8 @@ class Requester:
         self.subscribed = False
         self.boot_id = ""
         self._n = 0
+        #: audience -> its bearer token (the header value) and when that expires (ms)
+        self.tokens: dict[str, tuple[str, float]] = {}
 
     def handle(self, inp: RequesterInput) -> list[Command]:
         fx = Effects(inp.now_ms)
@@ -254,6 +261,20 @@ class Requester:
         assert op.pool_id is not None, f"operation {op.op_id} names neither agent nor pool"
         return self.config.topics.pool(op.pool_id)
 
+    def bearer_for(self, op: Operation, topic: str, now_ms: float) -> str | None:
+        """The `a2a-authorization` value for a request to `topic` (None: tokens not in use):
+        a token for the responder's unit, minted again when less than REFRESH_AT of its
+        life is left — a retry never goes out with an expired one (OAuth item 7)."""
+        config = self.config.oauth
+        if config is None:
+            return None
+        unit = topic.split("/")[4]      # $a2a/v1/request/{org}/{unit}/...
+        aud = f"a2a://{self.config.topics.org_id}/{unit}"
+        held = self.tokens.get(aud)
+        if held is None or held[1] - now_ms < config.ttl_s * 1000 * oauth.REFRESH_AT:
+            held = self.tokens[aud] = oauth.mint(config, self.config.agent_id, aud, now_ms)
+        return held[0]
+
     def correlation_for(self, op: Operation) -> bytes:
         """Fresh Correlation Data for the next attempt (variants override this)."""
         self._n += 1
@@ -268,9 +289,12 @@ class Requester:
         topic = self._target(op)
         if op.pool_id is not None and topic == self.config.topics.pool(op.pool_id):
             self.to_a_pool.add(correlation.hex())
+        users = ((CONTEXT_ID, op.context_id),) if op.context_id else ()
+        bearer = self.bearer_for(op, topic, fx.now_ms)
+        if bearer is not None:
+            users = (*users, (AUTHORIZATION, bearer))
         props = Props(response_topic=self.reply_topic, correlation_data=correlation,
-                      user_properties=((CONTEXT_ID, op.context_id),) if op.context_id else (),
-                      content_type="application/json",
+                      user_properties=users, content_type="application/json",
                       message_expiry_s=self.config.request_expiry_s)
         fx.add(Publish(topic, self._body(sent, correlation), 1, False, correlation.hex(), props))
         fx.record(ev.A2mAttempt(op_id=op.op_id, method=op.method.value, task_id=op.task_id,
@@ -278,7 +302,8 @@ class Requester:
                                 why=op.why, expiry_s=self.config.request_expiry_s,
                                 context_id=op.context_id if op.method in (
                                     Method.SEND, Method.SEND_STREAMING) else None,
-                                sent_ms=fx.now_ms))
+                                sent_ms=fx.now_ms,
+                                bearer=None if self.config.oauth is None else bearer is not None))
         fx.add(StartTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id),
                           fx.now_ms + self.config.retry.reply_first_ms))
         self._put(fx, sent)

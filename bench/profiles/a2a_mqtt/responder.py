@@ -27,9 +27,10 @@ from typing import Any, assert_never
 
 from bench.core import events as ev
 from bench.core.commands import Table
-from bench.core.config import NodeConfig
+from bench.core.config import NodeConfig, OAuth
 from bench.core.machine import Machine
 from bench.core.vocabulary import FlowKind
+from bench.profiles.a2a_mqtt import oauth
 from bench.profiles.a2a_mqtt.io import (
     INPUT_REQUIRED,
     AgentEmitted,
@@ -49,6 +50,7 @@ from bench.profiles.a2a_mqtt.io import (
     TaskFinished,
 )
 from bench.profiles.a2a_mqtt.wire import (
+    AUTHORIZATION,
     RESPONDER_AGENT_ID,
     STATUS,
     STATUS_SOURCE,
@@ -164,6 +166,8 @@ class ResponderConfig:
     agent_id: str
     card: Mapping[str, Json] = field(default_factory=dict)
     pool_id: str | None = None
+    #: bearer tokens it requires on requests (A2M-RSP-7; None: none)
+    oauth: OAuth | None = None
 
 
 class Responder:
@@ -176,7 +180,7 @@ class Responder:
         assert config.a2a is not None, f"node {config.node_id} is not an A2A-over-MQTT agent"
         return cls(ResponderConfig(Topics(config.a2a.org_id, config.namespace), config.agents[0],
                                    {"name": config.agents[0], "nodeId": config.node_id},
-                                   config.a2a.pool_id))
+                                   config.a2a.pool_id, config.a2a.oauth))
 
     def __init__(self, config: ResponderConfig) -> None:
         self.config = config
@@ -271,6 +275,12 @@ class Responder:
         if isinstance(call, Refusal):
             self._refuse(fx, props.response_topic, props.correlation_data, call, pooled, taken)
             return
+        if self.config.oauth is not None and (why := self.unauthorized(props, msg.now_ms)):
+            # before anything of it is processed (A2M-RSP-7); its token is echoed nowhere
+            self._refuse(fx, props.response_topic, props.correlation_data, Refusal(
+                call.rpc_id, ErrorCode.UNAUTHORIZED, f"unauthorized: {why}"), pooled,
+                {**taken, "method": call.method.value, "task_id": call.task_id})
+            return
         here = Watcher(props.response_topic, props.correlation_data or b"", call.rpc_id,
                        call.method is Method.SEND_STREAMING, pooled)
         match call.method:
@@ -282,6 +292,12 @@ class Responder:
                 self._on_cancel(fx, call, here, taken)
             case _:
                 assert_never(call.method)
+
+    def unauthorized(self, props: Props, now_ms: float) -> str | None:
+        """Why the request's bearer token does not let it be processed (None: it does)."""
+        assert self.config.oauth is not None
+        value = next((v for k, v in props.user_properties if k == AUTHORIZATION), None)
+        return oauth.refused(self.config.oauth, value, now_ms)
 
     def _on_send(self, fx: Effects, call: Call, here: Watcher, taken: dict[str, Any]) -> None:
         task = self.tasks.get(call.task_id)

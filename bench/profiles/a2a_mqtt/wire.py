@@ -123,6 +123,9 @@ class ErrorCode:
     REQUEST_EXPIRED = -32003
     RESPONDER_UNAVAILABLE = -32004
     TRANSPORT_PROTOCOL_ERROR = -32005
+    #: A2A v1.0 names no JSON-RPC code for a failed authentication (over HTTP it is a 401):
+    #: the reference answers a request whose bearer token it refuses as an invalid request
+    UNAUTHORIZED = INVALID_REQUEST
 
 
 #: A2M-ERR-2: the binding's errors name themselves in error.data.a2a_error, exactly so

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.auth import AuthConfig, AuthMode, KeyRing, Secret, SignatureVersion
-from bench.core.config import A2aAgent, NodeConfig
+from bench.core.config import A2aAgent, NodeConfig, OAuth
 from bench.faults.primitives import FaultRef
 from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
@@ -62,7 +62,8 @@ class LaunchSpec:
                      "task_timeout_ms": c.task_timeout_ms,
                      **({"directory_scope": list(c.directory_scope)} if c.directory_scope else {}),
                      **({"a2a": {"org": c.a2a.org_id, "responder": c.a2a.responder,
-                                 "pool": c.a2a.pool_id, "request_expiry_s": c.a2a.request_expiry_s}}
+                                 "pool": c.a2a.pool_id, "request_expiry_s": c.a2a.request_expiry_s,
+                                 **({"oauth": c.a2a.oauth.to_json()} if c.a2a.oauth else {})}}
                         if c.a2a is not None else {})},
             "auth": {"mode": c.auth.mode.value, "version": c.auth.version.value,
                      "max_skew_ms": c.auth.max_skew_ms,
@@ -90,7 +91,9 @@ class LaunchSpec:
                             request_timeout_ms=n["request_timeout_ms"],
                             directory_scope=tuple(n.get("directory_scope", ())),
                             a2a=A2aAgent(n["a2a"]["org"], bool(n["a2a"]["responder"]),
-                                         n["a2a"].get("pool"), n["a2a"].get("request_expiry_s"))
+                                         n["a2a"].get("pool"), n["a2a"].get("request_expiry_s"),
+                                         OAuth.from_json(n["a2a"]["oauth"])
+                                         if "oauth" in n["a2a"] else None)
                             if "a2a" in n else None)
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"],

@@ -9,7 +9,9 @@ reference's decoder, so a checker reading the wire does not reuse the code it ju
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -164,6 +166,35 @@ def _rpc(wire: Wire, body: dict[str, Any]) -> Wire:
                    conversation_id=text(obj(result, "contextId")))
 
 
+#: a JWS in compact form (RFC 7515): what a bearer token of the profile is
+_JWT = re.compile(rb"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+
+
+def _fingerprint(token: bytes) -> str:
+    return hashlib.sha256(token).hexdigest()[:16]
+
+
+def _redacted(value: str) -> str:
+    """A User Property value with every bearer token in it replaced by its fingerprint: a
+    secret never reaches the history."""
+    return _JWT.sub(lambda m: _fingerprint(m.group()).encode(), value.encode()).decode()
+
+
+def _tokens(got: mqtt5.PublishPacket) -> list[str]:
+    """The fingerprints of the bearer tokens anywhere in a PUBLISH, in order, once each."""
+    found: list[str] = []
+    places = [got.payload, *(v.encode() for _k, v in got.user_properties)]
+    if got.response_topic:
+        places.append(got.response_topic.encode())
+    if got.correlation_data:
+        places.append(bytes(got.correlation_data))
+    for place in places:
+        for m in _JWT.finditer(bytes(place)):
+            if (f := _fingerprint(m.group())) not in found:
+                found.append(f)
+    return found
+
+
 def _read5(packet: bytes, direction: str) -> Wire | None:
     """A packet of an MQTT 5 connection, read by the mqtt5 codec."""
     try:
@@ -188,8 +219,9 @@ def _read5(packet: bytes, direction: str) -> Wire | None:
                 props["responseTopic"] = got.response_topic
             if got.correlation_data is not None:
                 props["correlationData"] = got.correlation_data.hex()
+            tokens = _tokens(got)
             if got.user_properties:
-                props["userProperties"] = [[k, v] for k, v in got.user_properties]
+                props["userProperties"] = [[k, _redacted(v)] for k, v in got.user_properties]
             if got.message_expiry_interval is not None:
                 props["messageExpiryS"] = got.message_expiry_interval
             if got.content_type is not None:
@@ -197,6 +229,7 @@ def _read5(packet: bytes, direction: str) -> Wire | None:
             wire = _envelope(Wire(direction, "PUBLISH", packet_id=got.packet_id, topic=got.topic,
                                   qos=int(got.qos), dup=got.duplicate, retain=got.retain,
                                   size_bytes=len(got.payload), mqtt="5",
-                                  properties=props or None), got.topic, bytes(got.payload))
+                                  properties=props or None, tokens=tokens or None),
+                             got.topic, bytes(got.payload))
             return wire
     return None

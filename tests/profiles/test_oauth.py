@@ -1,0 +1,77 @@
+"""Bearer tokens of the profile (A2M-REQ-5, A2M-RSP-7): what the reference requester mints,
+the reference responder takes; each spoilt token the bench's attack builds — by its own
+code, not the requester's — the responder refuses before it processes the request."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from bench.core import events as ev
+from bench.core.commands import Execute, Publish, Record
+from bench.core.config import OAuth
+from bench.core.inputs import MessageReceived
+from bench.faults.a2a_attacks import TOKEN_CASES, bearer
+from bench.profiles.a2a_mqtt import oauth
+from bench.profiles.a2a_mqtt.responder import Responder, ResponderConfig
+from bench.profiles.a2a_mqtt.wire import AUTHORIZATION, Props, Topics
+
+NOW_MS = 1_753_104_622_663.0
+TOPICS = Topics("acme", "billing")
+
+
+def _settings(signer: bool) -> OAuth:
+    return OAuth.of_run(7, "acme", "billing", signer=signer, issuer="https://idp.test",
+                        scope="a2a:invoke", ttl_s=60)
+
+
+def test_a_minted_token_is_good_for_its_unit_until_it_expires() -> None:
+    token, expires = oauth.mint(_settings(True), "billing.client1", "a2a://acme/billing", NOW_MS)
+    held = _settings(False)
+    assert held.signing_seed is None                    # a responder holds no signing key
+    assert oauth.refused(held, token, NOW_MS) is None
+    assert oauth.refused(held, token, expires - 1) is None
+    assert oauth.refused(held, token, expires) == "token expired"
+    other, _ = oauth.mint(_settings(True), "billing.client1", "a2a://acme/other", NOW_MS)
+    assert "InvalidAudience" in (oauth.refused(held, other, NOW_MS) or "")
+
+
+def _request(value: str | None) -> MessageReceived:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}],
+        "taskId": str(uuid.UUID(int=5, version=4))}}}
+    users = ((AUTHORIZATION, value),) if value is not None else ()
+    return MessageReceived(NOW_MS, TOPICS.request("billing.tax1"), json.dumps(body).encode(), 1,
+                           False, False, 1, Props(response_topic="$a2a/v1/reply/x/y/z/r",
+                                                 correlation_data=b"c1",
+                                                 user_properties=users))
+
+
+def _responder() -> Responder:
+    return Responder(ResponderConfig(TOPICS, "billing.tax1", oauth=_settings(False)))
+
+
+@pytest.mark.parametrize("case", ["", *TOKEN_CASES])
+def test_the_responder_runs_a_request_only_on_a_good_token(case: str) -> None:
+    """A2M-RSP-7: each of the attack's spoilt tokens is refused with an error, nothing runs;
+    the attack's good token (its own JWS code) runs the task."""
+    value = bearer(_settings(True), "a2a://acme/billing", NOW_MS, case)
+    commands = _responder().handle(_request(value))
+    ran = [c for c in commands if isinstance(c, Execute)]
+    replies = [json.loads(c.payload) for c in commands if isinstance(c, Publish)
+               and c.topic.startswith("$a2a/v1/reply/")]
+    taken = [c.event for c in commands if isinstance(c, Record)
+             and isinstance(c.event, ev.A2mRequestTaken)]
+    if not case:
+        assert ran and taken[0].intake is ev.Intake.NEW
+        return
+    assert not ran and taken[0].intake is ev.Intake.REFUSED, taken
+    assert replies and replies[0]["error"]["code"] == -32600
+    assert "unauthorized" in taken[0].reason and "eyJ" not in json.dumps(replies)
+
+
+def test_no_tokens_asked_for_none_looked_at() -> None:
+    commands = Responder(ResponderConfig(TOPICS, "billing.tax1")).handle(_request(None))
+    assert [c for c in commands if isinstance(c, Execute)]
