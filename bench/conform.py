@@ -223,6 +223,7 @@ A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_restart", 30, "its responder SIGKILLed for 20 s: first-reply waits and retries"),
     ("a2a_multiturn", 14, "questions to answer, streams, GetTask, CancelTask"),
     ("a2a_oauth", 14, "bearer tokens required on every request, retries and follow-ups"),
+    ("a2a_pool", 6, "a pool's member named in replies: follow-ups go to it (Extended)"),
 )
 #: The requester's clauses each judged by rules of the bench (from its wire)
 A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
@@ -239,6 +240,9 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_requests.turns_keep_the_task_and_context",), ("a2a_multiturn",)),
     ProtocolRule("A2M-REQ-5", "every request to a responder requiring them carries a bearer "
                  "token", ("a2a_oauth.requests_carry_a_token",), ("a2a_oauth",)),
+    ProtocolRule("A2M-REQ-4, A2M-HAND-2, A2M-RETRY-8", "follow-ups go to the agent a reply "
+                 "named; a pooled request is retried to its pool until then",
+                 ("a2a_requests.follow_ups_go_to_the_named_agent",), ("a2a_pool",)),
 )
 
 

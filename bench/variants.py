@@ -505,6 +505,31 @@ class A2mNextTurnNewContext(Requester):
         super()._ask(fx, op, message_id)
 
 
+class A2mFollowUpsToThePool(Requester):
+    """A2M-REQ-4, A2M-HAND-2: the agent a reply names (a2a-responder-agent-id) is kept but
+    never used: GetTask, CancelTask and retries of a pooled task go to the pool again,
+    where any member — not the one that has the task — may take them."""
+
+    def _target(self, op: Operation) -> str:
+        if op.pool_id is not None:
+            return self.config.topics.pool(op.pool_id)
+        return super()._target(op)
+
+
+class A2mRaisesOnANamedReply(Requester):
+    """A2M-REQ-4 (a bug written by hand into this requester, then caught by no verdict but by
+    chance): the agent a pooled reply names is passed twice to the record of the reply,
+    and the requester raises on every reply that names one — its process dies, and the
+    next one dies again."""
+
+    def _on_reply(self, fx: ProfileEffects, msg: MessageReceived) -> None:
+        props = msg.props
+        if props is not None and props.user("a2a-responder-agent-id") is not None:
+            raise TypeError("A2mReplyTaken() got multiple values for keyword argument "
+                            "'responder_agent_id'")
+        super()._on_reply(fx, msg)
+
+
 class A2mTokenOnSendsOnly(Requester):
     """A2M-REQ-5: the bearer token is attached where messages are sent (SendMessage,
     SendStreamingMessage) and forgotten on GetTask and CancelTask, which a responder that
@@ -589,6 +614,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "a2a_streams", responder=A2mCancelLetsWorkFinish),
     Variant("a2m_next_turn_new_context", Node, "A2M-CTX-5", "a2a_requests", "a2a_multiturn",
             requester=A2mNextTurnNewContext),
+    Variant("a2m_follow_ups_to_the_pool", Node, "A2M-REQ-4, A2M-HAND-2", "a2a_requests",
+            "a2a_pool", requester=A2mFollowUpsToThePool),
+    Variant("a2m_raises_on_a_named_reply", Node, "A2M-REQ-4", "a2a_robustness", "a2a_pool",
+            requester=A2mRaisesOnANamedReply),
     Variant("a2m_token_on_sends_only", Node, "A2M-REQ-5", "a2a_oauth", "a2a_oauth",
             requester=A2mTokenOnSendsOnly),
     Variant("a2m_token_expiry_unchecked", Node, "A2M-RSP-7", "a2a_oauth", "a2a_oauth",

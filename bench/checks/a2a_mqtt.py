@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import LINK_FAULTS, Transit, _drained, fault_windows
+from bench.checks.robustness import never_raises
 from bench.checks.terms import records_late_ms
 from bench.core.events import (
     A2A_MQTT,
@@ -146,6 +147,8 @@ class Heard:
     code: int | None
     state: str | None
     event: Event
+    #: the agent its a2a-responder-agent-id named (a pool's member, a task's delegate)
+    named: str | None = None
 
 
 def _askers(h: History) -> set[str]:
@@ -190,7 +193,8 @@ def heard(h: History) -> list[Heard]:
     # (its own record keeps no error code: -1, an error it may not retry on)
     out: list[tuple[int, Heard]] = [
         (r.seq, Heard(r.node, r.t_ms, r.topic, r.correlation,
-                      -1 if r.reply is ReplyKind.ERROR else None, r.state, r))
+                      -1 if r.reply is ReplyKind.ERROR else None, r.state, r,
+                      r.responder_agent_id))
         for r in h.of(A2mReplyTaken) if r.reason is None]
     subscribed: dict[tuple[str, str], float] = h.memo(_subscribed_at)
     for w in h.of(Wire):
@@ -199,7 +203,8 @@ def heard(h: History) -> list[Heard]:
                 or not topic.startswith("$a2a/v1/reply/") or (w.node, topic) not in subscribed:
             continue
         out.append((w.seq, Heard(w.node, w.t_ms, topic, _text(_props(w).get("correlationData")),
-                                 w.rpc_error, w.task_state, w)))
+                                 w.rpc_error, w.task_state, w,
+                                 _user(w, "a2a-responder-agent-id"))))
     return [x for _seq, x in sorted(out, key=lambda x: x[0])]
 
 
@@ -419,6 +424,57 @@ def requests_carry_a_reply_path(h: History, c: Collector) -> None:
             if at is None or at > a.t_ms:
                 c.violation(f"{a.node} published a request naming Response Topic "
                             f"{a.response_topic!r} before subscribing it", a.event)
+
+
+#: How long after a reply crossed a requester's wire a request of its may still be one it
+#: had written before it read that reply (the tap records each direction as it passes)
+CROSSING_MS = 200.0
+
+
+@rule("A2M-HAND-2, A2M-REQ-4, A2M-RETRY-8: once a reply named the agent answering for a "
+      "task (a2a-responder-agent-id), every later operation on the task goes to that agent's "
+      "direct topic; a pooled request's retries go to the pool until then")
+def follow_ups_go_to_the_named_agent(h: History, c: Collector) -> None:
+    """Per requester and Task.id, from what it published and received (its records, or its
+    wire): after a reply for the task named an agent — a pool's member (A2M-REQ-4) or a
+    delegate the task was handed over to (A2M-HAND-2: the latest name holds) — each
+    request for the task goes to `$a2a/v1/request/{org}/{unit}/{that agent}`; before any
+    name, a task first asked of a pool is asked of the pool again (A2M-RETRY-8), not of a
+    member guessed. On the wire, a request within CROSSING_MS of the naming reply may have
+    been written before it was read: not judged."""
+    events: list[tuple[int, Asked | Heard]] = [(a.event.seq, a) for a in h.memo(asked)]
+    events += [(x.event.seq, x) for x in h.memo(heard)]
+    task_of: dict[tuple[str, str], str] = {}          # (node, correlation) -> Task.id
+    named: dict[tuple[str, str], tuple[str, float]] = {}   # (node, Task.id) -> agent, when
+    pooled: dict[tuple[str, str], str] = {}           # (node, Task.id) -> its first pool topic
+    for _seq, x in sorted(events, key=lambda e: e[0]):
+        if isinstance(x, Heard):
+            task = task_of.get((x.node, x.correlation or ""))
+            if task is not None and x.named:
+                named[(x.node, task)] = (x.named, x.t_ms)
+            continue
+        if x.task_id is None:
+            continue
+        key = (x.node, x.task_id)
+        if x.correlation is not None:
+            task_of[(x.node, x.correlation)] = x.task_id
+        if "/pool/" in x.topic:
+            pooled.setdefault(key, x.topic)
+        if key in named:
+            agent, at = named[key]
+            c.count("operations_after_a_name")
+            if isinstance(x.event, Wire) and x.t_ms - at < CROSSING_MS:
+                continue
+            if "/pool/" in x.topic or x.topic.rsplit("/", 1)[-1] != agent:
+                c.violation(f"{x.node} sent {x.method} for task {x.task_id} to {x.topic} after "
+                            f"a reply named {agent} as the agent answering for it (its direct "
+                            "topic was due)", x.event)
+        elif key in pooled and "/pool/" not in x.topic:
+            c.violation(f"{x.node} sent {x.method} for task {x.task_id} to {x.topic} before any "
+                        f"reply named a member: a pooled request is retried to its pool "
+                        f"({pooled[key]})", x.event)
+    if pooled and not named:
+        c.unknown("pooled_tasks_no_reply_named")   # the pool never answered: nothing to follow
 
 
 @rule("A2M-REQ-5: where responders require bearer tokens, every request carries one in "
@@ -1298,7 +1354,7 @@ A2A_REQUESTS = Checker(
     "reply); nothing is given up that was answered; a task's next turn keeps its context.",
     (every_operation_settles, retries_keep_the_profile, no_answer_lost,
      turns_keep_the_task_and_context, requests_carry_a_reply_path,
-     no_request_again_after_a_reply), _no_operation,
+     no_request_again_after_a_reply, follow_ups_go_to_the_named_agent), _no_operation,
     protocols=frozenset({A2A_MQTT}))
 A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "
@@ -1347,4 +1403,25 @@ A2A_OAUTH = Checker(
     (requests_carry_a_token, unauthorized_requests_refused), _no_tokens,
     protocols=frozenset({A2A_MQTT}))
 
-CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_BROKER, A2A_SESSION, A2A_OAUTH)
+
+def _no_agent(h: History) -> str | None:
+    up = bool(h.of(ExecutorsRegistered)) or bool(h.of(NodeStarted))
+    return None if up else "no agent came up"
+
+
+@rule("DESIGN §3, A2M-RSP-3: whatever an agent is given, it answers with a recorded outcome, "
+      "never by dying of its own exception")
+def agents_never_raise(h: History, c: Collector) -> None:
+    """No requester or responder of the profile raises while handling an input (the seed
+    protocol's `never_raises`, on the profile's agents: one rule, two checkers)."""
+    never_raises.fn(h, c)
+
+
+A2A_ROBUSTNESS = Checker(
+    "a2a_robustness", "A2A over MQTT: no agent dies of its own exception — whatever it is "
+    "given, a requester or a responder answers with a recorded outcome (the seed protocol's "
+    "robustness rule, on the profile's agents).",
+    (agents_never_raise,), _no_agent, protocols=frozenset({A2A_MQTT}))
+
+CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_BROKER, A2A_SESSION, A2A_OAUTH,
+            A2A_ROBUSTNESS)

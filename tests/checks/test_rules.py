@@ -398,8 +398,15 @@ def retry_without_its_token(lines: Lines) -> None:
     alter("a2m_attempt", lambda e: e["attempt"] > 1, bearer=False)(lines)
 
 
+def follow_up_to_the_pool(lines: Lines) -> None:
+    """A GetTask for a pooled task goes to the pool after a reply named its member."""
+    alter("a2m_attempt", lambda e: e["method"] == "GetTask",
+          topic="$a2a/v1/request/acme/billing/pool/p1")(lines)
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
     "malformed_requests_refused": ("a2a_malformed", malformed_answered_ok),
+    "follow_ups_go_to_the_named_agent": ("a2a_pool", follow_up_to_the_pool),
     # bearer tokens (a2a_oauth)
     "unauthorized_requests_refused": ("a2a_oauth", expired_token_run),
     "requests_carry_a_token": ("a2a_oauth", retry_without_its_token),
@@ -549,6 +556,7 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "unique_client_ids": ("quickstart", stolen_client_id),
     # robustness
     "never_raises": ("quickstart", raised),
+    "agents_never_raise": ("a2a_quickstart", raised),
     "warnings_are_true": ("quickstart", false_warning),
     "hostile_input_refused": ("hostile_input", answered_off_the_scheme),
     "topics_well_formed": ("quickstart", alter("outbound_settled",
