@@ -30,7 +30,6 @@ class OAuth:
     public_key: bytes
     signing_seed: bytes | None = None   # requesters only; never written to a file
 
-
     @staticmethod
     def of_run(run_seed: int, org: str, unit: str, *, signer: bool, issuer: str, scope: str,
                ttl_s: int) -> OAuth:
