@@ -19,8 +19,6 @@ from bench.core.config import OAuth
 SCHEME = "Bearer "
 #: a requester asks for a fresh token when less than this share of its life is left (item 7)
 REFRESH_AT = 0.2
-#: the issuer and scope the bench's authorization server uses unless a topology says
-ISSUER, SCOPE = "https://idp.a2a-bench.invalid", "a2a:invoke"
 
 
 def mint(oauth: OAuth, subject: str, audience: str, now_ms: float) -> tuple[str, float]:
