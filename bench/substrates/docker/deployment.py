@@ -85,15 +85,18 @@ def sweep(client: Any, run_id: str | None = None,
         if run_id is not None:
             return labels[RUN] == run_id
         return KEEP not in labels and not _bench_alive(labels.get(PID, ""))
-    for c in client.containers.list(all=True, filters={"label": RUN}):
-        if ours(c.labels):
+    # the engine's own listing, not the SDK's `containers.list`, which inspects each container
+    # it lists: one another run removes meanwhile raised NotFound out of the listing (CI, two
+    # docker tests sweeping side by side)
+    for c in client.api.containers(all=True, filters={"label": RUN}):
+        if ours(c.get("Labels") or {}):
+            name = (c.get("Names") or [c["Id"]])[0].lstrip("/")
             try:
-                c.remove(force=True)
+                client.api.remove_container(c["Id"], force=True)
             except docker.errors.NotFound:
                 continue                 # gone already: what was wanted
             except docker.errors.APIError as exc:
-                say(f"could not remove container {c.name} ({exc}); by hand: "
-                    f"docker rm -f {c.name}")
+                say(f"could not remove container {name} ({exc}); by hand: docker rm -f {name}")
                 continue
             n += 1
     for net in client.networks.list(filters={"label": RUN}):
