@@ -349,9 +349,9 @@ def test_what_the_engine_will_not_remove_is_said_with_the_command_that_removes_i
             raise docker.errors.APIError("network has active endpoints")
 
     class Engine:
-        class containers:  # noqa: N801 - the SDK's attribute name
+        class api:  # noqa: N801 - the SDK's attribute name: the engine's own listing
             @staticmethod
-            def list(**_kw: object) -> list[object]:
+            def containers(**_kw: object) -> list[object]:
                 return []
 
         class networks:  # noqa: N801
