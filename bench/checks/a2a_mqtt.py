@@ -477,6 +477,12 @@ def follow_ups_go_to_the_named_agent(h: History, c: Collector) -> None:
         c.unknown("pooled_tasks_no_reply_named")   # the pool never answered: nothing to follow
 
 
+def _tokens_required(h: History) -> bool:
+    """Whether the run's responders required bearer tokens (run_started.bearerTokens)."""
+    started = h.of(RunStarted)
+    return bool(started and started[0].bearer_tokens)
+
+
 @rule("A2M-REQ-5: where responders require bearer tokens, every request carries one in "
       "a2a-authorization")
 def requests_carry_a_token(h: History, c: Collector) -> None:
@@ -484,8 +490,7 @@ def requests_carry_a_token(h: History, c: Collector) -> None:
     request a requester published (its record, or its wire) carried `a2a-authorization:
     Bearer ...` — the first attempt and every retry. A run without tokens required has
     nothing to judge here (the checker's other rules still do)."""
-    started = h.of(RunStarted)
-    if not started or not started[0].bearer_tokens:
+    if not _tokens_required(h):
         return
     for a in h.memo(asked):
         c.count("requests_published")
@@ -505,8 +510,7 @@ def tokens_never_echoed(h: History, c: Collector) -> None:
     none): no PUBLISH a tapped agent sends, other than its own requests' a2a-authorization,
     carries a bearer token — a reply that copies the request's User Properties, an error
     that quotes the header, a stream item with the caller's claims."""
-    started = h.of(RunStarted)
-    required = bool(started and started[0].bearer_tokens)
+    required = _tokens_required(h)
     received: dict[str, set[str]] = defaultdict(set)
     for w in h.of(Wire):
         if w.packet != "PUBLISH" or not w.tokens:
@@ -1280,14 +1284,14 @@ def leaves_offline(h: History, c: Collector) -> None:
     SIGTERM) that sent no DISCONNECT before its process ended did not leave gracefully:
     its will speaks for it, and this clause is undecided for that stop (UNKNOWN, not TRUE)."""
     tapped = h.memo(_tapped)
-    graceful = {f.fault_index for f in h.of(FaultStart)
-                if f.fault == "restart" and isinstance(f.params, dict) and f.params.get("graceful")}
+    began = {f.fault_index: f.seq for f in h.of(FaultStart)     # graceful stop -> its start
+             if f.fault == "restart" and isinstance(f.params, dict) and f.params.get("graceful")}
     responders = _responders(tapped)
     for stop in h.of(NodeCrashed):
-        if stop.fault_index in graceful and stop.node in responders:
-            began = next(f.seq for f in h.of(FaultStart) if f.fault_index == stop.fault_index)
+        if stop.fault_index in began and stop.node in responders:
             if not any(w.direction == "out" and w.packet == "DISCONNECT"
-                       and began < w.seq < stop.seq for w in tapped[stop.node]):
+                       and began[stop.fault_index] < w.seq < stop.seq
+                       for w in tapped[stop.node]):
                 c.unknown("stops_without_a_disconnect")
     for node in sorted(responders):
         said: str | None = None       # what its card says now, as this connection set it
@@ -1389,8 +1393,7 @@ A2A_SESSION = Checker(
     protocols=frozenset({A2A_MQTT}))
 
 def _no_tokens(h: History) -> str | None:
-    started = h.of(RunStarted)
-    if started and started[0].bearer_tokens:
+    if _tokens_required(h):
         return None
     return "its responders required no bearer tokens (a topology's [a2a.oauth] asks for them)"
 

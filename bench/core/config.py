@@ -39,8 +39,13 @@ class OAuth:
         seed = hashlib.sha256(f"a2a-bench idp {run_seed}".encode()).digest()
         public = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes(
             Encoding.Raw, PublicFormat.Raw)
-        return OAuth(issuer, f"a2a://{org}/{unit}", scope, ttl_s, public,
+        return OAuth(issuer, OAuth.audience_of(org, unit), scope, ttl_s, public,
                      seed if signer else None)
+
+    @staticmethod
+    def audience_of(org: str, unit: str) -> str:
+        """Whom a token is for: the responders of one unit."""
+        return f"a2a://{org}/{unit}"
 
     def to_json(self) -> dict[str, object]:
         return {"issuer": self.issuer, "audience": self.audience, "scope": self.scope,

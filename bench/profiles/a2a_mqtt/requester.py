@@ -269,7 +269,7 @@ class Requester:
         if config is None:
             return None
         unit = topic.split("/")[4]      # $a2a/v1/request/{org}/{unit}/...
-        aud = f"a2a://{self.config.topics.org_id}/{unit}"
+        aud = OAuth.audience_of(self.config.topics.org_id, unit)
         held = self.tokens.get(aud)
         if held is None or held[1] - now_ms < config.ttl_s * 1000 * oauth.REFRESH_AT:
             held = self.tokens[aud] = oauth.mint(config, self.config.agent_id, aud, now_ms)
