@@ -157,7 +157,8 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_lost_reply_restart", 30, "replies lost, a restart, then the retries arrive"),
     ("a2a_bad_input", 12, "the bad input that kills no careless responder, case by case"),
     ("a2a_graceful_restart", 12, "stopped with SIGTERM mid-task, started again"),
-    ("a2a_oauth", 14, "bearer tokens required: spoilt ones refused, none echoed"),
+    ("a2a_oauth", 14, "bearer tokens required: spoilt ones refused, none echoed, over TLS"),
+    ("a2a_handover", 20, "a card owner hands its tasks over to a delegate (Extended)"),
 )
 #: The runs that need an agent to handle bearer tokens, and the clauses only they judge:
 #: not applicable to one that declares it handles none (--no-tokens)
@@ -171,26 +172,30 @@ A2A_SESSION_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-SESS-5", "a session that outlives the connection",
                  ("a2a_session.connects_with_a_persistent_session",),
                  ("a2a_quickstart", "a2a_restart")),
-    ProtocolRule("A2M-SESS-3", "the client id is {org}/{unit}/{agent}",
+    ProtocolRule("A2M-SESS-3, A2M-ID-1", "the client id is {org}/{unit}/{agent}, every id of "
+                 "[A-Za-z0-9_.-]",
                  ("a2a_session.connects_as_org_unit_agent",), ("a2a_quickstart",)),
 )
 #: The responder's clauses each judged by rules of the bench, and the runs that put it there
 A2A_RULES: tuple[ProtocolRule, ...] = (
     *A2A_SESSION_RULES,
-    ProtocolRule("A2M-DISC-1, A2M-PRES-1, A2M-PRES-2",
-                 "the card retained at QoS 1, online; the Last Will on it",
+    ProtocolRule("A2M-TOPIC-1, A2M-DISC-1, A2M-PRES-1, A2M-PRES-2",
+                 "the card retained at QoS 1 on its own discovery topic, online; the Last Will "
+                 "on it",
                  ("a2a_session.announces_its_card_with_a_will",), ("a2a_quickstart",)),
     ProtocolRule("A2M-RETRY-3, A2M-DUP-1",
                  "a Task.id runs once, across retries, redeliveries and restarts",
                  ("duplicate_execution.executed_once",),
                  ("a2a_quickstart", "a2a_restart", "a2a_lost_reply_restart")),
-    ProtocolRule("A2M-RR-3, A2M-ERR-1",
-                 "replies on the request's Response Topic with its Correlation Data",
+    ProtocolRule("A2M-RR-3, A2M-STREAM-1, A2M-ERR-1",
+                 "replies and stream items on the request's Response Topic with its "
+                 "Correlation Data",
                  ("a2a_replies.replies_answer_a_request",),
                  ("a2a_quickstart", "a2a_restart", "a2a_tampered")),
     ProtocolRule("A2M-RSP-1", "subscribes its direct request topic",
                  ("a2a_session.subscribes_its_request_topic",), ("a2a_quickstart",)),
-    ProtocolRule("A2M-RR-6", "every reply of a task echoes the requester's Task.id",
+    ProtocolRule("A2M-RR-6, A2M-RR-4", "every reply of a task echoes the requester's Task.id, "
+                 "never the Correlation Data",
                  ("a2a_replies.replies_echo_the_task_id",), ("a2a_quickstart", "a2a_restart")),
     ProtocolRule("A2M-STREAM-2", "nothing follows a correlation's final answer",
                  ("a2a_replies.nothing_after_the_final_answer",),
@@ -215,6 +220,12 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_oauth.unauthorized_requests_refused",), ("a2a_oauth",)),
     ProtocolRule("A2M-RSP-6", "no bearer token echoed in a reply's payload or properties",
                  ("a2a_session.tokens_never_echoed",), ("a2a_oauth",)),
+    ProtocolRule("A2M-SESS-6", "a connection that carries bearer tokens came by TLS",
+                 ("a2a_session.tokens_travel_over_tls",), ("a2a_oauth",)),
+    ProtocolRule("A2M-HAND-1", "a task handed over: what the card owner sends on reaches its "
+                 "delegate with its reply path, and every reply of the delegate names it",
+                 ("a2a_handover.handed_over_replies_name_their_agent",
+                  "a2a_handover.handed_over_requests_reach_their_agent"), ("a2a_handover",)),
 )
 
 #: A requester's suite: CMD as the requester in front of the reference responders
@@ -224,6 +235,7 @@ A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_multiturn", 14, "questions to answer, streams, GetTask, CancelTask"),
     ("a2a_oauth", 14, "bearer tokens required on every request, retries and follow-ups"),
     ("a2a_pool", 6, "a pool's member named in replies: follow-ups go to it (Extended)"),
+    ("a2a_handover", 20, "a task handed over to a delegate: follow-ups go to it (Extended)"),
 )
 #: The requester's clauses each judged by rules of the bench (from its wire)
 A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
@@ -242,7 +254,10 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
                  "token", ("a2a_oauth.requests_carry_a_token",), ("a2a_oauth",)),
     ProtocolRule("A2M-REQ-4, A2M-HAND-2, A2M-RETRY-8", "follow-ups go to the agent a reply "
                  "named; a pooled request is retried to its pool until then",
-                 ("a2a_requests.follow_ups_go_to_the_named_agent",), ("a2a_pool",)),
+                 ("a2a_requests.follow_ups_go_to_the_named_agent",),
+                 ("a2a_pool", "a2a_handover")),
+    ProtocolRule("A2M-SESS-6", "a connection that carries bearer tokens came by TLS",
+                 ("a2a_session.tokens_travel_over_tls",), ("a2a_oauth",)),
 )
 
 

@@ -550,6 +550,35 @@ class A2mTokenExpiryUnchecked(Responder):
         return super().unauthorized(props, 0.0)
 
 
+class A2mDelegateNamesNoOne(Responder):
+    """A2M-HAND-1: the agent a card owner hands its tasks over to answers them as it
+    answers its own, naming nobody: only a pooled reply says who answered, so the
+    requester keeps sending the task's follow-ups to the card owner."""
+
+    def _names_itself(self, pooled: bool) -> bool:
+        return pooled
+
+
+class A2mHandoverDropsTheReplyPath(Responder):
+    """A2M-HAND-1, A2M-RR-3: a card owner sends a request on to its delegate with its User
+    Properties (the token, the caller's headers) and content type, but as a new PUBLISH
+    without its Response Topic and Correlation Data: the delegate cannot answer anybody."""
+
+    def _forwarded(self, props: Props) -> Props:
+        return Props(user_properties=props.user_properties, content_type=props.content_type)
+
+
+class A2mNamedAgentInMemory(Requester):
+    """A2M-HAND-2, A2M-REQ-4 (the reference's own bug, found by explore): the agent a reply
+    named for a task is kept in memory only; after the requester restarts, the task's
+    follow-ups go to the agent first asked (a card owner, a pool) again. Written back into
+    the reference as it was before the fix."""
+
+    def _on_started(self, fx: ProfileEffects, inp: Started) -> None:
+        super()._on_started(fx, inp)
+        self.responder_of.clear()
+
+
 REFERENCE = Variant("reference", Node, "-", "-", "quickstart")
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -622,6 +651,12 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             requester=A2mTokenOnSendsOnly),
     Variant("a2m_token_expiry_unchecked", Node, "A2M-RSP-7", "a2a_oauth", "a2a_oauth",
             responder=A2mTokenExpiryUnchecked),
+    Variant("a2m_delegate_names_no_one", Node, "A2M-HAND-1", "a2a_handover", "a2a_handover",
+            responder=A2mDelegateNamesNoOne),
+    Variant("a2m_handover_drops_the_reply_path", Node, "A2M-HAND-1", "a2a_handover",
+            "a2a_handover", responder=A2mHandoverDropsTheReplyPath),
+    Variant("a2m_named_agent_in_memory", Node, "A2M-HAND-2", "a2a_requests", "a2a_handover",
+            requester=A2mNamedAgentInMemory),
 )}
 
 

@@ -168,12 +168,17 @@ def asked(h: History) -> list[Asked]:
     # the tap reads a PUBLISH after the proxy's faults acted on it
     stripped = _tampering(h, "correlation_data", "strip")
     altered = _tampering(h, "correlation_data", "alter")
+    # a request a responder took in and sent on as it came (a card owner handing its task
+    # over) is not one it asked
+    took = {(t.node, t.response_topic, t.correlation) for t in h.memo(intake)}
     for w in h.of(Wire):
         if w.node in own or w.direction != "out" or w.packet != "PUBLISH" \
                 or not (w.topic or "").startswith(REQUEST_PREFIX):
             continue
         p = _props(w)
         corr = _text(p.get("correlationData"))
+        if (w.node, _text(p.get("responseTopic")), corr) in took:
+            continue
         windows = stripped[w.node] if corr is None else \
             altered[w.node] if corr.endswith(TAMPERED) else []
         tampered = any(a <= w.t_ms <= b for a, b in windows)
@@ -295,8 +300,14 @@ def every_operation_settles(h: History, c: Collector) -> None:
         first.setdefault((a.node, a.op_id), a)
     final: dict[tuple[str, str], A2mReplyTaken] = {}
     for r in h.of(A2mReplyTaken):
+        # a SendMessage's result that is a Task still WORKING or SUBMITTED (a retry answered
+        # before the task ended) ends nothing: the requester follows it up; any result ends
+        # a GetTask or a CancelTask
+        asked = first.get((r.node, r.op_id or ""))
         if r.op_id is not None and r.reason is None and (
-                r.reply in (ReplyKind.RESULT, ReplyKind.ERROR) or r.state in FINAL_STATES):
+                r.reply is ReplyKind.ERROR or r.state in FINAL_STATES
+                or (r.reply is ReplyKind.RESULT and (r.state is None or (
+                    asked is not None and asked.method in ("GetTask", "CancelTask"))))):
             final.setdefault((r.node, r.op_id), r)
     crashes = h.memo(Transit).crashes
     c.count("operations", len(first))
@@ -531,6 +542,37 @@ def tokens_never_echoed(h: History, c: Collector) -> None:
         c.unknown("no_token_reached_a_tapped_agent")   # tokens were due, none was seen
 
 
+@rule("A2M-SESS-6: a connection that carries bearer tokens uses TLS")
+def tokens_travel_over_tls(h: History, c: Collector) -> None:
+    """Off the wire tap: every PUBLISH carrying a bearer token — a request as its requester
+    sent it, the same request as the broker delivered it to its responder — crossed a
+    connection that came by TLS (its CONNECT, as the tap stamped it). A token on plain TCP
+    can be read by anyone on the path and replayed until it expires."""
+    crossed = 0
+    for node, ws in sorted(h.memo(_tapped).items()):
+        connect: Wire | None = None      # the CONNECT of the connection the packets cross
+        plain: list[Wire] = []           # what crossed it with a token, where it was plain
+        for w in [*ws, None]:
+            if w is None or (w.packet == "CONNECT" and w.direction == "out"):
+                if connect is not None and plain:
+                    first = plain[0]
+                    verb = "sent" if first.direction == "out" else "was delivered"
+                    c.violation(f"{node} {verb} a bearer token (fingerprint "
+                                f"{(first.tokens or ['?'])[0]})"
+                                f" on {first.topic} over plain TCP, and {len(plain)} in all on "
+                                "that connection: it did not come by TLS", connect, first)
+                connect, plain = w, []
+            elif w.packet == "PUBLISH" and w.tokens:
+                crossed += 1
+                if connect is None:
+                    c.unknown("tokens_on_a_connection_whose_connect_was_not_seen")
+                elif not connect.tls:
+                    plain.append(w)
+    c.count("tokens_crossing_taps", crossed)
+    if _tokens_required(h) and not crossed:
+        c.unknown("no_token_crossed_a_tapped_connection")
+
+
 @rule("A2M-RETRY-2, A2M-RETRY-4, A2M-RETRY-6: once a reply came, the request is not sent "
       "again; each attempt has Correlation Data of its own")
 def no_request_again_after_a_reply(h: History, c: Collector) -> None:
@@ -641,14 +683,18 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
         for topic in (reply_topics[a.node] if isinstance(a.event, A2mAttempt)
                       else [a.response_topic or ""])}
     sent_any = {a.correlation for a in published}
+    forwarders = sorted({t.node for t in h.of(A2mRequestTaken)
+                         if t.intake is Intake.HANDED_OVER})
     for t in took:
         if t.correlation is None or t.correlation in sent_any or injected:
             continue
         # sent with the Correlation Data it had before a fault on its sender's link altered it
         a = sent.get((t.response_topic or "", t.correlation.removesuffix(TAMPERED))) \
             if t.correlation.endswith(TAMPERED) else None
-        # handed to its client before the fault healed, taken in after it started
-        if a is not None and any(a.t_ms <= y and t.t_ms >= x for x, y in altered[a.node]):
+        # handed to its client before the fault healed, taken in after it started — on
+        # its requester's link, or on the link of a card owner that sent it on
+        if a is not None and any(a.t_ms <= y and t.t_ms >= x for node in (a.node, *forwarders)
+                                 for x, y in altered[node]):
             c.count("correlation_altered_in_flight")
             continue
         c.violation(f"{t.node} took in a request with Correlation Data {t.correlation!r} "
@@ -680,7 +726,8 @@ def _tampering(h: History, prop: str, action: str) -> dict[str, list[tuple[float
     return out
 
 
-@rule("A2M-RR-6: every reply and stream item of a task echoes the requester's Task.id")
+@rule("A2M-RR-6, A2M-RR-4: every reply and stream item of a task echoes the requester's "
+      "Task.id (never one of its own, nor the Correlation Data taken for one)")
 def replies_echo_the_task_id(h: History, c: Collector) -> None:
     """A result, status or artifact a responder sent for a request that named a Task.id
     carries that Task.id, not one of its own making: the requester tracks the task by it
@@ -872,7 +919,14 @@ def _hostile(h: History, c: Collector, table: dict[str, tuple[int, ...]], what: 
     out: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     for a in h.memo(answers):
         out[(a.node, a.topic.rsplit("/", 1)[-1])].append(a)
-    executed = {(e.node, e.task_id) for e in h.of(TaskExecuted)}
+    # a request the target handed over is answered by the agent it handed it to
+    node_of = {r.agents[0]: r.node for r in h.of(ExecutorsRegistered) if r.agents}
+    handed: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for t in h.of(A2mRequestTaken):
+        if t.intake is Intake.HANDED_OVER and t.handed_to and t.response_topic:
+            handed[(t.node, t.response_topic.rsplit("/", 1)[-1])].add(
+                node_of.get(t.handed_to, t.handed_to))
+    ran: dict[str, str] = {e.task_id: e.node for e in h.of(TaskExecuted)}
     crashes = h.memo(Transit).crashes
     windows = h.memo(fault_windows)     # a fault on its node or the broker may lose it
     died = [x for x in h.of(NodeCrashed) if x.fault_index is None]
@@ -898,9 +952,11 @@ def _hostile(h: History, c: Collector, table: dict[str, tuple[int, ...]], what: 
         node, token = attack.target_node_id or "", attack.message_id
         want = table[attack.how]
         c.count(f"malformed_{attack.how}")
-        got = out[(node, token)]
-        if (node, attack.request_id) in executed and attack.how not in OPENED:
-            c.violation(f"{node} executed the task of {what} ({attack.how})", attack)
+        got = out[(node, token)] + [a for d in sorted(handed[(node, token)])
+                                    for a in out[(d, token)]]
+        if attack.request_id in ran and attack.how not in OPENED:
+            c.violation(f"{ran[attack.request_id]} executed the task of {what} sent to "
+                        f"{node} ({attack.how})", attack)
         # a death is put down to the last request the fault sent the node before it
         killed = [d for d in died if d.node == node and last_before.get(d.seq) is attack
                   and d.t_ms <= attack.t_ms + MALFORMED_WITHIN_MS]
@@ -1088,8 +1144,13 @@ def pooled_requests_reach_one_member(h: History, c: Collector) -> None:
     gone: dict[str, list[float]] = defaultdict(list)
     for d in h.of(MqttDisconnected):
         gone[d.node].append(d.t_ms)
-    for (_topic, corr), taken in sorted(takers.items(), key=lambda kv: (str(kv[0][0]),
-                                                                          kv[0][1])):
+    sender: dict[tuple[str | None, str], A2mAttempt] = {}
+    reply_topics = h.memo(_reply_topics)
+    for a in h.of(A2mAttempt):
+        for topic in reply_topics[a.node]:
+            sender.setdefault((topic, a.correlation or ""), a)
+    for (reply_topic, corr), taken in sorted(takers.items(), key=lambda kv: (str(kv[0][0]),
+                                                                               kv[0][1])):
         c.count("pooled_requests_taken")
         first = taken[0]
         others = sorted({t.node for t in taken} - {first.node})
@@ -1098,6 +1159,13 @@ def pooled_requests_reach_one_member(h: History, c: Collector) -> None:
         lost = [t for t in (*transit.crashes[first.node], *gone[first.node]) if t >= first.t_ms]
         if lost:
             c.count("taken_again_after_its_member_was_lost")
+            continue
+        # QoS 1 is at least once: a requester whose connection dropped before the broker's
+        # PUBACK reached it sends the PUBLISH again, and the broker routes the copy anew
+        by = sender.get((reply_topic, corr))
+        if by is not None and any(by.t_ms <= t <= taken[-1].t_ms for t in (
+                *gone[by.node], *transit.crashes[by.node])):
+            c.count("sent_again_across_its_requesters_reconnect")
             continue
         c.violation(f"pooled request {corr} went to {first.node} and also to "
                     f"{', '.join(others)}: the broker gave one shared-group message to "
@@ -1145,6 +1213,125 @@ def expired_requests_not_delivered(h: History, c: Collector) -> None:
             c.violation(f"{got.node} took request {corr} {(got.t_ms - a.t_ms) / 1000:.1f} s "
                         f"after it was published with a Message Expiry Interval of "
                         f"{a.expiry_s} s", a, got.event)
+
+
+# -- task handover (user story 07) -----------------------------------------------------------------
+#: Faults that refuse or alter what a node publishes on its way to the broker
+PUBLISH_FAULTS = frozenset({"puback_refused", "property_tampering"})
+#: How long a request a card owner sent on may take to reach its delegate, on a link no
+#: fault slowed: a delegate that took other requests in later than that, and not this one,
+#: lost it (a broker hop, two group commits and a busy event loop are well under it).
+HANDOVER_REACH_MS = 5_000.0
+
+
+def _direct_agent(topic: str) -> str | None:
+    """The agent a direct request topic names: `$a2a/v1/request/{org}/{unit}/{agent}`."""
+    parts = topic.split("/")
+    if len(parts) == 6 and parts[:3] == ["$a2a", "v1", "request"]:
+        return parts[5]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FromAnother:
+    """A reply a requester took for a request it sent to one agent's direct topic, when the
+    correlation was answered by another agent (a task handed over): who was asked, who
+    answered."""
+
+    taken: A2mReplyTaken
+    asked: str
+    by: str
+
+
+def _from_another(h: History) -> tuple[list[FromAnother], int]:
+    """The replies taken that another agent than the one asked published; and how many
+    taken replies' correlations several agents answered (whose reply each was is unknown)."""
+    agent_of = {r.node: r.agents[0] for r in h.of(ExecutorsRegistered) if r.agents}
+    reply_topics = h.memo(_reply_topics)
+    asked_of: dict[tuple[str, str], str] = {}
+    for a in h.of(A2mAttempt):
+        agent = _direct_agent(a.topic)
+        if agent is not None and a.correlation is not None:
+            for topic in reply_topics[a.node]:
+                asked_of[(topic, a.correlation)] = agent
+    publishers: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for x in h.memo(answers):
+        if x.correlation is not None:
+            publishers[(x.topic, x.correlation)].add(agent_of.get(x.node, x.node))
+    out, several = [], 0
+    for r in h.of(A2mReplyTaken):
+        key = (r.topic, r.correlation or "")
+        asked = asked_of.get(key)
+        by = publishers.get(key, set())
+        if asked is None or not by - {asked}:
+            continue
+        if len(by) > 1:
+            several += 1
+            continue
+        out.append(FromAnother(r, asked, next(iter(by))))
+    return out, several
+
+
+@rule("A2M-HAND-1: a reply from another agent than the one asked — the task was handed over "
+      "— names that agent in a2a-responder-agent-id")
+def handed_over_replies_name_their_agent(h: History, c: Collector) -> None:
+    """Every reply a requester took for a request it sent to one agent's direct topic, that
+    another agent published (the card owner handed the task over to it), carries User
+    Property a2a-responder-agent-id naming the agent that published it: without it the
+    requester keeps sending the task's follow-ups to the card owner; naming another, it
+    sends them where the task is not. A correlation several agents answered is not
+    judged (counted)."""
+    found, several = h.memo(_from_another)
+    c.count("correlations_answered_by_several_agents", several)
+    for x in found:
+        c.count("replies_from_another_agent")
+        named = x.taken.responder_agent_id
+        if named != x.by:
+            c.violation(f"{x.taken.node} asked {x.asked} and took a reply {x.by} published "
+                        + ("naming no responder" if named is None else f"naming {named}")
+                        + f" (a2a-responder-agent-id should say {x.by})", x.taken)
+
+
+@rule("A2M-HAND-1, A2M-RR-3: a request handed over reaches the agent it was handed to with "
+      "its Response Topic and Correlation Data")
+def handed_over_requests_reach_their_agent(h: History, c: Collector) -> None:
+    """Each request a card owner recorded handing over (intake HANDED_OVER) is taken in by
+    the agent it names with the same Response Topic and Correlation Data: that agent
+    answers the requester on them. A forward that loses either — rebuilt from the payload,
+    its properties dropped — answers nobody. Judged where the delegate took other requests
+    in more than HANDOVER_REACH_MS later, and neither a crash of the card owner right after
+    (its forward may have died with it; the requester's retry is sent on again) nor a
+    link fault on either side held it back, nor a fault refused or altered the card owner's
+    publishes meanwhile (its broker refusing the forward: the requester's retry recovers
+    it); else undecided (counted)."""
+    node_of = {r.agents[0]: r.node for r in h.of(ExecutorsRegistered) if r.agents}
+    took = h.memo(intake)
+    reached: dict[str, set[tuple[str | None, str | None]]] = defaultdict(set)
+    later: dict[str, list[float]] = defaultdict(list)
+    for t in took:
+        reached[t.node].add((t.response_topic, t.correlation))
+        later[t.node].append(t.t_ms)
+    crashes: dict[str, list[float]] = defaultdict(list)
+    for x in h.of(NodeCrashed):
+        crashes[x.node].append(x.t_ms)
+    windows = [w for w in h.memo(fault_windows) if w.fault in LINK_FAULTS | PUBLISH_FAULTS]
+    for ho in h.of(A2mRequestTaken):
+        if ho.intake is not Intake.HANDED_OVER or ho.handed_to is None:
+            continue
+        c.count("handed_over")
+        to = node_of.get(ho.handed_to)
+        if to is not None and (ho.response_topic, ho.correlation) in reached[to]:
+            continue
+        due = ho.t_ms + HANDOVER_REACH_MS
+        if to is None or not any(x > due for x in later[to]) \
+                or any(ho.t_ms <= x <= due for x in crashes[ho.node]) \
+                or any({ho.node, to} & set(w.nodes) and w.start_ms <= due and w.end_ms >= ho.t_ms
+                       for w in windows):
+            c.count("handovers_undecided")
+            continue
+        c.violation(f"{ho.node} handed request {ho.correlation} (task {ho.task_id}) over to "
+                    f"{ho.handed_to}, which took requests in until {max(later[to]) / 1000:.1f} s "
+                    "but never this one with its Response Topic and Correlation Data", ho)
 
 
 # -- an agent's session and presence, from its wire tap --------------------------------------------
@@ -1229,10 +1416,17 @@ def subscribes_its_request_topic(h: History, c: Collector) -> None:
                         f"{sorted(want)[0]!r}; it subscribed {sorted(filters)}", ws[0])
 
 
-@rule("A2M-SESS-3: the client id is {org_id}/{unit_id}/{agent_id}")
+#: A2M-ID-1's alphabet, for a pool's and a shared group's ids
+PROFILE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@rule("A2M-SESS-3, A2M-ID-1: the client id is {org_id}/{unit_id}/{agent_id}; every id the "
+      "profile names (org, unit, agent, pool, group) is of [A-Za-z0-9_.-]")
 def connects_as_org_unit_agent(h: History, c: Collector) -> None:
-    """Every CONNECT a tapped agent sent names it {org}/{unit}/{agent}: the broker's ACLs
-    and the other agents find it by that id, and two agents never share one."""
+    """Every CONNECT a tapped agent sent names it {org}/{unit}/{agent}, each of the three
+    of A2M-ID-1's alphabet: the broker's ACLs and the other agents find it by that id, and
+    two agents never share one; and a pool it subscribes names its group and its pool in
+    the same alphabet (`$share/{group}/$a2a/v1/request/{org}/{unit}/pool/{pool}`)."""
     for node, ws in sorted(h.memo(_tapped).items()):
         for w in ws:
             if w.packet == "CONNECT" and w.direction == "out":
@@ -1240,20 +1434,43 @@ def connects_as_org_unit_agent(h: History, c: Collector) -> None:
                 if not CLIENT_ID.match(w.client_id or ""):
                     c.violation(f"{node} connected as {w.client_id!r}, not "
                                 "{org}/{unit}/{agent}", w)
+            elif w.packet == "SUBSCRIBE" and w.direction == "out":
+                for f in w.filters or ():
+                    if not f.startswith("$share/") or REQUEST_PREFIX not in f:
+                        continue
+                    group, _, rest = f.removeprefix("$share/").partition("/")
+                    pool = rest.rsplit("/", 1)[-1]
+                    c.count("pool_ids")
+                    if not (PROFILE_ID.match(group) and PROFILE_ID.match(pool)):
+                        c.violation(f"{node} subscribed pool {pool!r} of group {group!r}: "
+                                    "ids of [A-Za-z0-9_.-] only (A2M-ID-1)", w)
 
 
-@rule("A2M-DISC-1, A2M-PRES-1, A2M-PRES-2: a responder's card is retained at QoS 1, online "
-      "once it serves, and its Last Will is the card on the same topic")
+@rule("A2M-TOPIC-1, A2M-DISC-1, A2M-PRES-1, A2M-PRES-2: a responder's card is retained at "
+      "QoS 1 on its own discovery topic, online once it serves, and its Last Will is the card "
+      "on the same topic")
 def announces_its_card_with_a_will(h: History, c: Collector) -> None:
     """A tapped responder's CONNECT carries a will on a discovery topic; once subscribed it
-    publishes its card there retained, at QoS 1, with a2a-status=online. A responder that
-    never says it is online is invisible to discovery; one without a will stays 'online'
-    after it died."""
+    publishes its card there retained, at QoS 1, with a2a-status=online — on
+    `$a2a/v1/discovery/{org}/{unit}/{agent}` of its own client id. A responder that never
+    says it is online is invisible to discovery; one without a will stays 'online' after
+    it died; a card on another agent's topic, or one without the org and unit, is found by
+    nobody looking for this agent."""
     tapped = h.memo(_tapped)
     for node in sorted(_responders(tapped)):
         ws = tapped[node]
         c.count("responders")
         wills = [w for w in ws if w.packet == "CONNECT" and w.direction == "out"]
+        parts = (wills[-1].client_id or "").split("/") if wills else []
+        if len(parts) == 3:
+            org, unit, agent = parts
+            # a run isolated on a shared broker appends "-<run id>" to the client id
+            own = {f"{DISCOVERY_PREFIX}{org}/{unit}/{a}" for a in (agent, agent.rsplit("-", 1)[0])}
+            for w in ws:
+                if w.direction == "out" and w.packet == "PUBLISH" and w.retain \
+                        and (w.topic or "").startswith(DISCOVERY_PREFIX) and w.topic not in own:
+                    c.violation(f"{node} ({wills[-1].client_id}) published its card on "
+                                f"{w.topic!r}, not on {sorted(own)[0]!r}", w)
         for w in wills:
             if not (w.will_topic or "").startswith(DISCOVERY_PREFIX):
                 c.violation(f"{node} connected with no will on its discovery topic "
@@ -1385,10 +1602,10 @@ A2A_SESSION = Checker(
     "a2a_session", "A2A over MQTT, an agent's session and presence as its wire shows them: "
     "MQTT 5 with a session that outlives its connection, the client id {org}/{unit}/{agent}, "
     "a responder's card retained online with a will on it, and offline when it leaves on "
-    "purpose; no bearer token echoed in anything it publishes.",
+    "purpose; no bearer token echoed in anything it publishes, none over plain TCP.",
     (connects_with_mqtt5, connects_with_a_persistent_session, connects_as_org_unit_agent,
      subscribes_its_request_topic, announces_its_card_with_a_will, leaves_offline,
-     tokens_never_echoed), _untapped,
+     tokens_never_echoed, tokens_travel_over_tls), _untapped,
     needs="wire",
     protocols=frozenset({A2A_MQTT}))
 
@@ -1405,6 +1622,22 @@ A2A_OAUTH = Checker(
     "echoes a token is a2a_session's, off the wire).",
     (requests_carry_a_token, unauthorized_requests_refused), _no_tokens,
     protocols=frozenset({A2A_MQTT}))
+
+
+def _no_handover(h: History) -> str | None:
+    found, several = h.memo(_from_another)
+    if found or several or any(t.intake is Intake.HANDED_OVER for t in h.of(A2mRequestTaken)):
+        return None
+    return ("no task was handed over: no reply came from another agent than the one asked "
+            "(a topology's hands_over_to makes a card owner hand its tasks over)")
+
+
+A2A_HANDOVER = Checker(
+    "a2a_handover", "A2A over MQTT, task handover: a card owner's delegate names itself on "
+    "every reply to a task handed to it, and what was handed over reaches it with its reply "
+    "path (the requester's side, follow-ups to the named agent, is a2a_requests').",
+    (handed_over_replies_name_their_agent, handed_over_requests_reach_their_agent),
+    _no_handover, protocols=frozenset({A2A_MQTT}))
 
 
 def _no_agent(h: History) -> str | None:
@@ -1426,5 +1659,5 @@ A2A_ROBUSTNESS = Checker(
     "robustness rule, on the profile's agents).",
     (agents_never_raise,), _no_agent, protocols=frozenset({A2A_MQTT}))
 
-CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_BROKER, A2A_SESSION, A2A_OAUTH,
-            A2A_ROBUSTNESS)
+CHECKERS = (A2A_REQUESTS, A2A_REPLIES, A2A_POOLS, A2A_HANDOVER, A2A_BROKER, A2A_SESSION,
+            A2A_OAUTH, A2A_ROBUSTNESS)

@@ -40,6 +40,9 @@ class Connect:
     #: MQTT 5: the will's properties and its Will Delay Interval (ignored on 3.1.1)
     will_props: Props | None = None
     will_delay_s: int = 0
+    #: use the TLS the node was given to reach the broker, if any (False: plain TCP though
+    #: TLS was offered — only a seeded defect asks for that)
+    tls: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,11 @@ class A2aAgent:
     request_expiry_s: int | None = None
     #: bearer tokens on requests (None: none required, none sent)
     oauth: OAuth | None = None
+    #: a responder that owns its card and hands every new task over to this agent of its
+    #: unit (A2M-HAND-1; None: it serves its tasks itself)
+    hands_over_to: str | None = None
+    #: a responder serving the tasks another hands over to it: its replies name it
+    delegate: bool = False
 
 
 @dataclass(frozen=True, slots=True)

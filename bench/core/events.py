@@ -921,6 +921,7 @@ class FaultProxy(Event):
     KIND = EventKind.FAULT_PROXY
     listen: str
     upstream: str
+    tls_port: int | None = None   # where the run offers TLS, the port it listens for it on
 
 
 @dataclass(frozen=True, slots=True)
@@ -1017,6 +1018,7 @@ class Wire(Event):
     client_id: str | None = None          # CONNECT
     clean_session: bool | None = None
     will_topic: str | None = None
+    tls: bool | None = None               # a CONNECT that came by TLS (None: plain TCP)
     filters: list[str] | None = None      # SUBSCRIBE
     message_id: str | None = None         # a PUBLISH's envelope
     message_type: str | None = None
@@ -1150,6 +1152,7 @@ class Intake(StrEnum):
     CANCEL = "CANCEL"            # CancelTask
     REFUSED = "REFUSED"          # answered with a JSON-RPC error
     DROPPED = "DROPPED"          # no reply path: nothing to answer on
+    HANDED_OVER = "HANDED_OVER"  # its task is another agent's (A2M-HAND-1): sent on to it
 
 
 class ReplyKind(StrEnum):
@@ -1174,6 +1177,7 @@ class A2mRequestTaken(Delivered):
     response_topic: str | None = None
     code: int | None = None
     reason: str | None = None
+    handed_to: str | None = None   # HANDED_OVER: the agent it was sent on to
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.faults import CATALOGUE
-from bench.faults.a2a_attacks import TOKEN_CASES
+from bench.faults.a2a_attacks import CASES, TOKEN_CASES
 from bench.workload import HUMAN_KINDS
 
 Table = dict[str, Any]
@@ -140,6 +140,17 @@ def _draw_a2a(rng: random.Random, name: str) -> Draft:
             scenario["expect"] = {"duplicate_execution": "either"}
     if rng.random() < 0.3:     # drawn last: every earlier draw of a seed stays what it was
         workload["multi_turn_fraction"] = rng.choice((0.3, 1.0))
+    # later still, the same: bearer tokens (over TLS where the run is live), with the spoilt
+    # ones among the hostile cases; a card owner that hands its tasks over to another
+    if rng.random() < 0.2:
+        a2a["oauth"] = {"token_ttl_s": rng.choice((15, 60, 300))}
+        for f in faults:
+            if f["kind"] == "malformed_request":
+                f["cases"] = [*f.get("cases", CASES),
+                              *rng.sample(TOKEN_CASES, k=rng.randint(1, 3))]
+    responders = [n for n in nodes if n["role"] == "responder"]
+    if not pooled and len(responders) > 1 and rng.random() < 0.3:
+        responders[0]["hands_over_to"] = responders[1]["id"]
     return Draft(scenario, topology)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench.explore.draw import Draft
+from bench.faults.a2a_attacks import TOKEN_CASES
 
 #: Workload keys that only add behaviour: without them the workload is simpler.
 OPTIONAL_WORKLOAD = ("process_fraction", "gate_fraction", "parallel_branches",
@@ -61,6 +62,24 @@ def candidates(d: Draft) -> Iterator[tuple[str, Draft]]:
                    _edit(d, lambda x, i=i, k=key: x.scenario["faults"][i].pop(k)))
     if "link" in d.topology:
         yield "default link", _edit(d, lambda x: x.topology.pop("link"))
+    for n in d.topology["nodes"]:
+        if "hands_over_to" in n:
+            yield (f"{n['id']} without its handover",
+                   _edit(d, lambda x, node=n["id"]: next(
+                       m for m in x.topology["nodes"] if m["id"] == node).pop("hands_over_to")))
+    if "oauth" in d.topology.get("a2a", {}):
+        yield "without bearer tokens", _edit(d, _drop_oauth)
+
+
+def _drop_oauth(d: Draft) -> None:
+    """No tokens required, and none of the spoilt ones sent (they need them)."""
+    d.topology["a2a"].pop("oauth")
+    for i in reversed(range(len(d.scenario.get("faults", [])))):
+        f = d.scenario["faults"][i]
+        if f["kind"] == "malformed_request" and "cases" in f:
+            f["cases"] = [c for c in f["cases"] if c not in TOKEN_CASES]
+            if not f["cases"]:
+                _drop_fault(d, i)
 
 
 def _edit(d: Draft, change: Any) -> Draft:
@@ -94,5 +113,8 @@ def _nodes_named(faults: list[dict[str, Any]]) -> set[str]:
 
 def _drop_node(d: Draft, node: str) -> None:
     d.topology["nodes"] = [n for n in d.topology["nodes"] if n["id"] != node]
+    for n in d.topology["nodes"]:       # a card owner whose delegate went serves itself
+        if n.get("hands_over_to") == node:
+            n.pop("hands_over_to")
     by_node = d.scenario.get("auth", {}).get("signature_by_node", {})
     by_node.pop(node, None)

@@ -63,6 +63,8 @@ OPTIONAL_SUBJECTS: dict[str, Any] = {
     "a2a_broker": lambda w, t: w.pool_fraction > 0 or t.a2a_request_expiry_s is not None,
     # bearer tokens: only where the topology's responders require them ([a2a.oauth])
     "a2a_oauth": lambda w, t: t.a2a_oauth is not None,
+    # handover: only where a card owner hands its tasks over (a node's hands_over_to)
+    "a2a_handover": lambda w, t: bool(t.delegates),
 }
 VERDICT_WORDS = ("true", "false", "unknown", "either")   # either: judged, TRUE or FALSE
 #: The brokers the bench starts: a scenario may expect other verdicts live on one of them.
@@ -349,7 +351,7 @@ def load_topology(path: Path) -> Topology:
     for i, n in enumerate(nodes_raw):
         t = _Table(n, f"{f}: nodes[{i}]", {"id", "role", "namespace", "agents", "scene_groups",
                                            "client_id", "link", "count", "command", "image",
-                                           "pool"})
+                                           "pool", "hands_over_to"})
         count = t.integer("count", 1, low=1)
         if len(nodes) + count > MAX_NODES:
             raise SpecError(f"{t.key('count')}={count}: the topology would have "
@@ -365,6 +367,12 @@ def load_topology(path: Path) -> Topology:
         if pool is not None and (not a2a_org or role is not Role.EXECUTOR):
             raise SpecError(f"{t.key('pool')}: only a responder of an A2A-over-MQTT topology "
                             "serves a pool")
+        hands_over_to = t.text("hands_over_to") if "hands_over_to" in n else None
+        if hands_over_to is not None and (not a2a_org or role is not Role.EXECUTOR
+                                          or count > 1 or pool is not None):
+            raise SpecError(f"{t.key('hands_over_to')}: only a responder of an A2A-over-MQTT "
+                            "topology, one node (no count) serving no pool, hands its tasks "
+                            "over")
         ns = t.text("namespace")
         if "." in ns:
             raise SpecError(f"{t.key('namespace')}={ns!r} must not contain '.'")
@@ -394,12 +402,24 @@ def load_topology(path: Path) -> Topology:
             if a2a_org:
                 _a2a_node(t, ns, agents, pool)
             nodes.append(NodeSpec(node_id, role, ns, agents, tuple(expand(g) for g in groups_t),
-                                  expand(client), node_link, tuple(command), image, pool))
+                                  expand(client), node_link, tuple(command), image, pool,
+                                  hands_over_to))
     seen: set[str] = set()
     for n in nodes:
         if n.id in seen:
             raise SpecError(f"{f}: nodes: id {n.id!r} appears twice (node ids must be unique)")
         seen.add(n.id)
+    by_id = {n.id: n for n in nodes}
+    for i, n in enumerate(nodes):
+        if n.hands_over_to is None:
+            continue
+        to = by_id.get(n.hands_over_to)
+        if to is None or to is n or to.role is not Role.EXECUTOR or to.hands_over_to \
+                or to.namespace != n.namespace or to.pool:
+            raise SpecError(f"{f}: nodes[{i}].hands_over_to={n.hands_over_to!r}: expected the "
+                            f"id of another responder of unit {n.namespace!r} that serves no "
+                            f"pool and hands nothing over itself; responders: "
+                            f"{sorted(x.id for x in nodes if x.role is Role.EXECUTOR)}")
     if not any(n.role is Role.ORCHESTRATOR for n in nodes):
         raise SpecError(f"{f}: nodes: at least one node needs role = \"orchestrator\"")
     if directory == "global" and len(nodes) > MAX_NODES_GLOBAL_DIRECTORY:
@@ -431,10 +451,12 @@ def _a2a(raw: Any, where: str) -> tuple[str | None, int | None, OAuthSpec | None
     expiry = t.integer("request_expiry_s", 0, low=1) if "request_expiry_s" in t.raw else None
     oauth = None
     if "oauth" in t.raw:
-        o = _Table(t.raw["oauth"], f"{where}.oauth", {"issuer", "scope", "token_ttl_s"})
+        o = _Table(t.raw["oauth"], f"{where}.oauth", {"issuer", "scope", "token_ttl_s",
+                                                           "tls"})
         default = OAuthSpec()
         oauth = OAuthSpec(o.text("issuer", default.issuer), o.text("scope", default.scope),
-                          o.integer("token_ttl_s", default.token_ttl_s, low=1))
+                          o.integer("token_ttl_s", default.token_ttl_s, low=1),
+                          o.boolean("tls", default.tls))
     return org, expiry, oauth
 
 

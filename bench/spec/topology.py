@@ -74,6 +74,9 @@ class NodeSpec:
     image: str | None = None
     #: A2A over MQTT: the shared-subscription pool this responder also serves
     pool: str | None = None
+    #: A2A over MQTT: the responder (a node id) this card owner hands every new task over
+    #: to (user story 07); that node serves only what it is handed
+    hands_over_to: str | None = None
 
     @property
     def external(self) -> bool:
@@ -91,7 +94,8 @@ class NodeSpec:
                 "link": self.link.to_json() if self.link else None,
                 **({"command": list(self.command)} if self.command else {}),
                 **({"image": self.image} if self.image else {}),
-                **({"pool": self.pool} if self.pool else {})}
+                **({"pool": self.pool} if self.pool else {}),
+                **({"hands_over_to": self.hands_over_to} if self.hands_over_to else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +106,13 @@ class OAuthSpec:
     issuer: str = "https://idp.a2a-bench.invalid"
     scope: str = "a2a:invoke"
     token_ttl_s: int = 300
+    #: the bench offers its agents TLS (A2M-SESS-6: a connection that carries tokens uses
+    #: it); false runs tokens over plain TCP, a deployment the rule finds wanting
+    tls: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"issuer": self.issuer, "scope": self.scope, "token_ttl_s": self.token_ttl_s}
+        return {"issuer": self.issuer, "scope": self.scope, "token_ttl_s": self.token_ttl_s,
+                **({} if self.tls else {"tls": False})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +137,18 @@ class Topology:
     #: its responders require OAuth 2.0 bearer tokens on requests (`[a2a.oauth]`), and its
     #: requesters send them (None: no tokens)
     a2a_oauth: OAuthSpec | None = None
+
+    @property
+    def delegates(self) -> frozenset[str]:
+        """The nodes that serve only the tasks another hands over to them: no requester is
+        sent to them."""
+        return frozenset(n.hands_over_to for n in self.nodes if n.hands_over_to)
+
+    @property
+    def node_tls(self) -> bool:
+        """Whether the bench offers the nodes TLS to the broker (terminated at each node's
+        wire tap, with the run's own certificate authority)."""
+        return self.a2a_oauth is not None and self.a2a_oauth.tls
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:

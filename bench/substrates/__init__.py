@@ -156,7 +156,9 @@ def _a2a_agent(node: NodeSpec, scenario: Scenario) -> A2aAgent:
     oauth = None if t.a2a_oauth is None else OAuth.of_run(
         scenario.seed, t.a2a_org, node.namespace, signer=not responder, issuer=t.a2a_oauth.issuer,
         scope=t.a2a_oauth.scope, ttl_s=t.a2a_oauth.token_ttl_s)
-    return A2aAgent(t.a2a_org, responder, node.pool, t.a2a_request_expiry_s, oauth)
+    to = t.node(node.hands_over_to).agents[0] if node.hands_over_to else None
+    return A2aAgent(t.a2a_org, responder, node.pool, t.a2a_request_expiry_s, oauth, to,
+                    node.id in t.delegates)
 
 
 def client_id_of(node: NodeSpec, run_id: str | None = None, a2a_org: str | None = None) -> str:

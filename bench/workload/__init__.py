@@ -210,8 +210,10 @@ def op_from_json(d: dict[str, Any]) -> Op:
 
 def plan(topology: Topology, spec: WorkloadSpec, seed: int, duration_ms: float) -> list[Op]:
     """Every operation of the run, sorted by time (ties by node, then id)."""
-    executors = [n for n in topology.nodes if n.role is Role.EXECUTOR or
-                 (n.role is Role.ORCHESTRATOR and len(n.agents) > 1)]
+    delegates = topology.delegates        # served only through the card owner before them
+    executors = [n for n in topology.nodes if (n.role is Role.EXECUTOR or
+                 (n.role is Role.ORCHESTRATOR and len(n.agents) > 1))
+                 and n.id not in delegates]
     placements = [(agent, n) for n in executors for agent in n.agents
                   if not (n.role is Role.ORCHESTRATOR and agent == n.requester_agent)]
     ops: list[Op] = []

@@ -18,7 +18,9 @@ broker queued while it was away is lost); `no-card` never publishes its card onl
 `any-task-id` takes any string as a Task.id (the profile asks for a UUIDv4, A2M-RSP-4);
 `stays-online` leaves without saying so (its card says online after it is gone, A2M-PRES-3);
 `echoes-token` copies a request's User Properties, its bearer token among them, onto its
-replies (A2M-RSP-6). Where its topology requires bearer tokens it checks them with PyJWT.
+replies (A2M-RSP-6); `plain-tcp` connects to the broker's plain port though it was given
+TLS (its requests' tokens then cross in the clear, A2M-SESS-6). Where its topology requires
+bearer tokens it checks them with PyJWT; where the bench offers TLS it connects by it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -236,8 +239,13 @@ client.on_subscribe = on_subscribe
 client.on_connect = lambda c, _u, _f, _rc, _p: c.subscribe(REQUEST, qos=1)
 expiry = Properties(PacketTypes.CONNECT)
 expiry.SessionExpiryInterval = 0 if "clean-start" in BUGS else 600
-client.connect(spec["broker"][0], spec["broker"][1], keepalive=5,
-               clean_start="clean-start" in BUGS, properties=expiry)
+host, port = spec["broker"]
+tls = spec.get("tls")             # TLS offered: the CA to verify the broker by, and its port
+if tls and "plain-tcp" not in BUGS:
+    client.tls_set_context(ssl.create_default_context(cafile=tls.get("ca_file"),
+                                                      cadata=tls.get("ca_pem")))
+    port = tls.get("port") or port
+client.connect(host, port, keepalive=5, clean_start="clean-start" in BUGS, properties=expiry)
 for task_id, t in tasks.items():                     # the interrupted ones told, once connected
     if t["state"] == "TASK_STATE_FAILED" and t["watchers"]:
         for topic, corr, rpc_id in t["watchers"]:

@@ -27,7 +27,7 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
              "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed",
-             "a2a_multiturn", "a2a_oauth")
+             "a2a_multiturn", "a2a_oauth", "a2a_handover")
 
 
 @pytest.fixture(scope="module")
@@ -404,7 +404,21 @@ def follow_up_to_the_pool(lines: Lines) -> None:
           topic="$a2a/v1/request/acme/billing/pool/p1")(lines)
 
 
+def handover_lost_its_reply_path(lines: Lines) -> None:
+    """The delegate took a request its card owner handed over without its Correlation Data
+    (a forward that dropped it): dropped, nothing to answer on."""
+    handed = lines[where(lines, "a2m_request_taken", lambda e: e["intake"] == "HANDED_OVER")]
+    alter("a2m_request_taken", lambda e: e["node"] == "tax-1w"
+          and e.get("correlation") == handed["correlation"],
+          correlation=None, responseTopic=None, intake="DROPPED")(lines)
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
+    # task handover (a2a_handover)
+    "handed_over_replies_name_their_agent": ("a2a_handover", alter(
+        "a2m_reply_taken", lambda e: e.get("responderAgentId") == "billing.tax1w",
+        responderAgentId=None)),
+    "handed_over_requests_reach_their_agent": ("a2a_handover", handover_lost_its_reply_path),
     "malformed_requests_refused": ("a2a_malformed", malformed_answered_ok),
     "follow_ups_go_to_the_named_agent": ("a2a_pool", follow_up_to_the_pool),
     # bearer tokens (a2a_oauth)

@@ -107,7 +107,8 @@ def test_a_responder_killed_mid_task_keeps_every_rule_live_and_its_defect_is_cau
         assert verdicts == {"duplicate_execution": Value.TRUE, "a2a_requests": Value.TRUE,
                             "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN,
                             "a2a_broker": Value.UNKNOWN, "a2a_session": Value.UNKNOWN,
-                            "a2a_oauth": Value.UNKNOWN, "a2a_robustness": Value.TRUE}, \
+                            "a2a_oauth": Value.UNKNOWN, "a2a_handover": Value.UNKNOWN,
+                            "a2a_robustness": Value.TRUE}, \
             [(v.name, v.counterexamples[:2], v.note) for v in result.verdicts]
     else:
         assert verdicts["duplicate_execution"] is Value.FALSE
@@ -236,6 +237,18 @@ def _no_card(lines: list[dict[str, Any]]) -> None:
     lines[:] = [e for e in lines if e not in cards]
 
 
+def _card_of_another(lines: list[dict[str, Any]]) -> None:
+    """Its card, retained and online, on another agent's discovery topic (A2M-TOPIC-1)."""
+    for e in _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/discovery/"):
+        e["topic"] = "$a2a/v1/discovery/acme/billing/billing.tax9"
+
+
+def _pool_id_out_of_alphabet(lines: list[dict[str, Any]]) -> None:
+    """A pool joined under a group id with a space in it (A2M-ID-1)."""
+    for e in _of(lines, "tax-1", "SUBSCRIBE", "out"):
+        e["filters"] = [*e["filters"], "$share/my group/$a2a/v1/request/acme/billing/pool/p1"]
+
+
 def _own_task_id(lines: list[dict[str, Any]]) -> None:
     _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/reply/")[0]["taskId"] = "made-up"
 
@@ -261,6 +274,14 @@ def _echoes_a_token(lines: list[dict[str, Any]]) -> None:
     reply["tokens"] = ["0123456789abcdef"]
     first = _of(lines, "tax-1", "PUBLISH", "in", "$a2a/v1/request/")[0]
     first["tokens"] = ["0123456789abcdef"]
+    for connect in _of(lines, "tax-1", "CONNECT", "out"):
+        connect["tls"] = True     # where tokens travel, a connection comes by TLS
+
+
+def _tokens_in_the_clear(lines: list[dict[str, Any]]) -> None:
+    """A request reached the responder with a token, on a connection that came by plain
+    TCP (the run offered no TLS: its CONNECTs say so)."""
+    _of(lines, "tax-1", "PUBLISH", "in", "$a2a/v1/request/")[0]["tokens"] = ["0123456789abcdef"]
 
 
 def _context_of_its_own(lines: list[dict[str, Any]]) -> None:
@@ -276,11 +297,15 @@ A2A_WIRE_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str,
     "a bare client id": (_bare_client_id, "a2a_session", "connects_as_org_unit_agent"),
     "only in a pool": (_pool_only, "a2a_session", "subscribes_its_request_topic"),
     "no card": (_no_card, "a2a_session", "announces_its_card_with_a_will"),
+    "a card of another": (_card_of_another, "a2a_session", "announces_its_card_with_a_will"),
+    "a pool id out of the alphabet": (_pool_id_out_of_alphabet, "a2a_session",
+                                      "connects_as_org_unit_agent"),
     "a Task.id of its own": (_own_task_id, "a2a_replies", "replies_echo_the_task_id"),
     "answered twice": (_answered_twice, "a2a_replies", "nothing_after_the_final_answer"),
     "stays online": (_stays_online, "a2a_session", "leaves_offline"),
     "a context of its own": (_context_of_its_own, "a2a_replies", "contexts_are_kept"),
     "echoes a token": (_echoes_a_token, "a2a_session", "tokens_never_echoed"),
+    "tokens in the clear": (_tokens_in_the_clear, "a2a_session", "tokens_travel_over_tls"),
 }
 
 
@@ -431,14 +456,18 @@ def test_a_responder_written_elsewhere_stopped_with_sigterm_says_offline_before_
 # -- bearer tokens (a2a_oauth) ---------------------------------------------------------------------
 def test_a_responder_written_elsewhere_checks_bearer_tokens_and_echoes_none(
         tmp_path: Path) -> None:
-    """a2a_oauth with examples/a2a-responder (PyJWT, from the launch spec's a2a.oauth): every
-    spoilt token refused, nothing run, every genuine request's token accepted — and no
-    token anywhere in what the run wrote (the tap keeps fingerprints). With `--bug
-    echoes-token` (the request's User Properties copied onto its replies) the wire shows
-    it: tokens_never_echoed, and only it."""
+    """a2a_oauth with examples/a2a-responder (PyJWT, from the launch spec's a2a.oauth; TLS by
+    the run's CA, from its `tls`): every spoilt token refused, nothing run, every genuine
+    request's token accepted, every connection by TLS — and no token anywhere in what the
+    run wrote (the tap keeps fingerprints). With `--bug echoes-token` (the request's User
+    Properties copied onto its replies) the wire shows it: tokens_never_echoed, and only
+    it; with `--bug plain-tcp` (the plain port, though TLS was offered) the tokens it was
+    delivered crossed in the clear: tokens_travel_over_tls, and only it."""
     import re
     jwt_like = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.")
-    for bug, out in (((), tmp_path / "good"), (("--bug", "echoes-token"), tmp_path / "bad")):
+    for bug, rule in (((), None), (("--bug", "echoes-token"), "tokens_never_echoed"),
+                      (("--bug", "plain-tcp"), "tokens_travel_over_tls")):
+        out = tmp_path / (bug[-1] if bug else "good")
         scenario = compressed("a2a_oauth", 12).with_node_command("responder", (*EXAMPLE, *bug))
         result = run_scenario(scenario, REFERENCE, out, mode="live",
                               options=Options(broker="mosquitto"))
@@ -447,12 +476,46 @@ def test_a_responder_written_elsewhere_checks_bearer_tokens_and_echoes_none(
         assert sum(n for k, n in verdicts["a2a_oauth"].counts.items()
                    if k.startswith("malformed_")) >= 8
         session = verdicts["a2a_session"]
-        if not bug:
+        if rule is None:
             assert session.value is Value.TRUE, session.counterexamples[:2]
+            assert session.counts["tokens_crossing_taps"] > 0, session.counts
+            # the same history, one responder's first connection said plain as it came
+            lines = [json.loads(line) for line in (out / "history.jsonl").open()]
+            del _of(lines, "tax-1", "CONNECT", "out")[0]["tls"]
+            mutated = checkers()["a2a_session"](from_lines(lines))
+            assert mutated.value is Value.FALSE
+            assert {c["rule"] for c in mutated.counterexamples} == {"tokens_travel_over_tls"}
         else:
             assert session.value is Value.FALSE
-            assert {c["rule"] for c in session.counterexamples} == {"tokens_never_echoed"}
+            assert {c["rule"] for c in session.counterexamples} == {rule}
         for f in out.rglob("*"):     # what the bench wrote (data/: the agents' own files)
             if f.is_file() and f.suffix in (".jsonl", ".json", ".md", ".html", ".txt") \
                     and "data" not in f.relative_to(out).parts:
                 assert not jwt_like.search(f.read_text(errors="replace")), f
+
+
+# -- task handover (a2a_handover) ----------------------------------------------------------------
+def test_a_task_handed_over_is_answered_by_its_delegate_which_names_itself(
+        tmp_path: Path) -> None:
+    """a2a_handover live, squeezed, every wire tapped: tax-1 sends each new task on to
+    tax-1w, which answers the requester; a2a_handover judges it from the agents' records,
+    and the requester's own wire shows the same: replies to requests it sent to tax-1's
+    topic, on its reply topic, naming billing.tax1w — and its follow-ups then went to
+    tax-1w's topic."""
+    result = run_scenario(compressed("a2a_handover", 20), REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto", wire_tap=True))
+    verdicts = {v.name: v for v in result.verdicts}
+    assert all(v.value is not Value.FALSE for v in result.verdicts), \
+        [(v.name, v.counterexamples[:2]) for v in result.verdicts if v.value is Value.FALSE]
+    handover = verdicts["a2a_handover"]
+    assert handover.value is Value.TRUE, handover.note
+    assert handover.counts["handed_over"] > 0 and handover.counts["replies_from_another_agent"] > 0
+    events = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    replies = _of(events, "client-1", "PUBLISH", "in", "$a2a/v1/reply/")
+    named = {v for e in replies for k, v in (e.get("properties") or {}).get("userProperties", [])
+             if k == "a2a-responder-agent-id"}
+    assert named == {"billing.tax1w"}, named
+    sent_on = _of(events, "tax-1", "PUBLISH", "out", "$a2a/v1/request/acme/billing/billing.tax1w")
+    assert sent_on, "tax-1 sent nothing on to its delegate"
+    follow_ups = _of(events, "client-1", "PUBLISH", "out", "$a2a/v1/request/acme/billing/billing.tax1w")
+    assert follow_ups, "no follow-up went to the delegate's own topic"

@@ -67,3 +67,53 @@ def test_a_long_draw_holds_back_the_packets_behind_it() -> None:
     times = [t for t, _ in arrivals]
     assert times == sorted(times) and min(times) >= 0.049
     assert times[-1] < 3.0, times
+
+
+def test_tls_offered_beside_plain_tcp_is_ended_at_the_proxy_and_told_to_the_tap() -> None:
+    """Where a run offers TLS the proxy listens for it beside its plain port: a client that
+    verifies the run's CA (ssl, not paho: an observation of its own) gets through with its
+    packets read in the clear, and the tap hears which connection came by TLS; a client
+    that does not trust the run's CA is refused, and plain TCP still works on the other
+    port."""
+    import ssl
+
+    from bench.substrates.live.certs import run_ca
+
+    async def scenario() -> tuple[list[tuple[bytes, bool]], list[bytes], bool]:
+        got: list[bytes] = []
+        tapped: list[tuple[bytes, bool]] = []
+
+        async def sink(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while packet := await read_packet(reader):
+                got.append(packet)
+            writer.close()
+
+        server = await asyncio.start_server(sink, "127.0.0.1", 0)
+        ca = run_ca(("127.0.0.1",))
+        proxy = FaultProxy(("127.0.0.1", server.sockets[0].getsockname()[1]),
+                           random.Random(1), server_tls=ca.server,
+                           tap=lambda _up, packet, _v5, tls: tapped.append((packet, tls)))
+        await proxy.start()
+        assert proxy.tls_port not in (0, proxy.port)
+        trusted = ssl.create_default_context(cadata=ca.ca_pem)
+        for n, (port, context) in enumerate(((proxy.tls_port, trusted), (proxy.port, None))):
+            _r, w = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+            w.write(_publish(n))
+            await w.drain()
+            while len(got) <= n:
+                await asyncio.sleep(0.01)     # until the sink has it
+            w.close()
+        refused = False
+        try:                                   # the system's CAs do not know the run's
+            await asyncio.open_connection("127.0.0.1", proxy.tls_port,
+                                          ssl=ssl.create_default_context())
+        except ssl.SSLCertVerificationError:
+            refused = True
+        await proxy.close()
+        server.close()
+        return tapped, got, refused
+
+    tapped, got, refused = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert got == [_publish(0), _publish(1)]
+    assert tapped == [(_publish(0), True), (_publish(1), False)]
+    assert refused

@@ -75,3 +75,14 @@ def test_the_responder_runs_a_request_only_on_a_good_token(case: str) -> None:
 def test_no_tokens_asked_for_none_looked_at() -> None:
     commands = Responder(ResponderConfig(TOPICS, "billing.tax1")).handle(_request(None))
     assert [c for c in commands if isinstance(c, Execute)]
+
+
+def test_every_case_the_attack_sends_has_the_answer_the_judge_wants() -> None:
+    """The judge's tables (written apart from the attack: an oracle shares no code with
+    what it judges) name exactly the cases the attack can send: a case added to the attack
+    and not to its table would be sent and never judged."""
+    from bench.checks.a2a_mqtt import MALFORMED_ANSWER, TOKEN_ANSWER
+    from bench.faults.a2a_attacks import CASES, TOKEN_CASES
+    assert set(MALFORMED_ANSWER) == set(CASES)
+    assert set(TOKEN_ANSWER) == set(TOKEN_CASES)
+    assert not set(CASES) & set(TOKEN_CASES)

@@ -129,13 +129,17 @@ class Operation:
     chunks: tuple[str, ...] = ()            # artifact text streamed so far
     why: ev.AttemptWhy = ev.AttemptWhy.FIRST   # why the next attempt is sent
     turn: int = 1                           # a multi-turn task's turn this operation sends
+    #: the agent the latest reply to it named as answering for its task (A2M-HAND-2): kept
+    #: with the operation, so a restart still knows where the task's follow-ups go
+    responder: str | None = None
 
     def to_json(self) -> dict[str, Json]:
         return {"opId": self.op_id, "method": self.method.value, "taskId": self.task_id,
                 "agentId": self.agent_id, "poolId": self.pool_id, "contextId": self.context_id,
                 "text": self.text, "askedMs": self.asked_ms, "phase": self.phase.value,
                 "attempt": self.attempt, "correlations": list(self.correlations),
-                "chunks": list(self.chunks), "why": self.why.value, "turn": self.turn}
+                "chunks": list(self.chunks), "why": self.why.value, "turn": self.turn,
+                **({"responder": self.responder} if self.responder else {})}
 
     @staticmethod
     def from_json(raw: Json) -> Operation:
@@ -147,7 +151,7 @@ class Operation:
                          int(raw["attempt"]), tuple(raw.get("correlations", ())),
                          tuple(raw.get("chunks", ())),
                          ev.AttemptWhy(raw.get("why", ev.AttemptWhy.FIRST.value)),
-                         int(raw.get("turn", 1)))
+                         int(raw.get("turn", 1)), raw.get("responder"))
 
 
 _OUTCOME = {TaskState.COMPLETED: ev.A2mOutcome.COMPLETED, TaskState.FAILED: ev.A2mOutcome.FAILED,
@@ -227,6 +231,11 @@ class Requester:
                                          f"record {key!r} unreadable: {exc}"))
                 continue
             self.ops[op.op_id] = op
+        # who answers for each task, as the latest reply named it before the restart
+        for op in sorted(self.ops.values(), key=lambda o: (o.asked_ms, o.op_id)):
+            if op.responder is not None:
+                self.responder_of[op.task_id] = op.responder
+        for op in sorted(self.ops.values(), key=lambda o: o.op_id):
             if op.phase is Phase.ANSWERED:
                 # a reply came before the process died: never published again (A2M-RETRY-6);
                 # its old correlations died with the in-flight map, so it is followed up
@@ -406,6 +415,7 @@ class Requester:
         named = props.user(RESPONDER_AGENT_ID)
         if named is not None:                 # the latest one holds (A2M-HAND-2)
             self.responder_of[op.task_id] = named
+            op = replace(op, responder=named)   # kept with it by the _put that follows
         fx.add(CancelTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id)))
         read = _read_reply(body)
         fx.record(ev.A2mReplyTaken(op_id=op.op_id, reply=read.kind, state=read.state, **seen))

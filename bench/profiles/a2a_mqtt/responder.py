@@ -13,7 +13,13 @@ What it promises, and where:
 - bad input is answered with the JSON-RPC error the profile prescribes, on the reply path
   when there is one (A2M-RSP-2..4, A2M-CTX-3, A2M-ERR-1..2), and never executed;
 - presence: a retained card online after the SUBACK, a will that makes it offline
-  (A2M-PRES-1..2), and the card offline, said by itself, when it is stopped (A2M-PRES-3).
+  (A2M-PRES-1..2), and the card offline, said by itself, when it is stopped (A2M-PRES-3);
+- handover (user story 07): a card owner configured to hand its tasks over records each new
+  Task.id as its delegate's, durably, and sends the request on to the delegate's direct
+  topic with its Response Topic, Correlation Data and User Properties unchanged — and so
+  every later request for that Task.id, after a restart too; the delegate answers the
+  requester itself, naming itself in `a2a-responder-agent-id` on every reply (A2M-HAND-1),
+  so the requester's follow-ups go to it (A2M-HAND-2).
 No I/O, no clock, no randomness.
 """
 
@@ -142,12 +148,15 @@ class TaskRecord:
     #: the reply paths ("topic hex-correlation") of the requests of the current turn: one
     #: of them again while the task waits for input is a redelivery, not the next turn
     asked_by: tuple[str, ...] = ()
+    #: the agent it was handed over to: the task is that agent's, its state unknown here
+    handed_to: str | None = None
 
     def to_json(self) -> dict[str, Json]:
         return {"taskId": self.task_id, "contextId": self.context_id, "state": self.state.value,
                 "turn": self.turn, "result": self.result, "chunks": self.chunks,
                 "watchers": [w.to_json() for w in self.watchers],
-                "askedBy": list(self.asked_by)}
+                "askedBy": list(self.asked_by),
+                **({"handedTo": self.handed_to} if self.handed_to else {})}
 
     @staticmethod
     def from_json(raw: Json) -> TaskRecord:
@@ -157,7 +166,8 @@ class TaskRecord:
         return TaskRecord(str(raw["taskId"]), raw.get("contextId"), TaskState(raw["state"]),
                           int(raw["turn"]), raw.get("result"), int(raw.get("chunks", 0)),
                           tuple(Watcher.from_json(w) for w in raw.get("watchers", [])),
-                          tuple(str(a) for a in raw.get("askedBy", [])))
+                          tuple(str(a) for a in raw.get("askedBy", [])),
+                          str(raw["handedTo"]) if raw.get("handedTo") else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +178,10 @@ class ResponderConfig:
     pool_id: str | None = None
     #: bearer tokens it requires on requests (A2M-RSP-7; None: none)
     oauth: OAuth | None = None
+    #: the agent of its unit it hands every new task over to (None: it runs them itself)
+    hands_over_to: str | None = None
+    #: it serves tasks handed over to it: every reply names it (A2M-HAND-1)
+    delegate: bool = False
 
 
 class Responder:
@@ -180,7 +194,8 @@ class Responder:
         assert config.a2a is not None, f"node {config.node_id} is not an A2A-over-MQTT agent"
         return cls(ResponderConfig(Topics(config.a2a.org_id, config.namespace), config.agents[0],
                                    {"name": config.agents[0], "nodeId": config.node_id},
-                                   config.a2a.pool_id, config.a2a.oauth))
+                                   config.a2a.pool_id, config.a2a.oauth,
+                                   config.a2a.hands_over_to, config.a2a.delegate))
 
     def __init__(self, config: ResponderConfig) -> None:
         self.config = config
@@ -238,7 +253,7 @@ class Responder:
                 continue
             self.tasks[task.task_id] = task
         for task in sorted(self.tasks.values(), key=lambda t: t.task_id):
-            if task.state in (S.SUBMITTED, S.WORKING):
+            if task.state in (S.SUBMITTED, S.WORKING) and task.handed_to is None:
                 # its work died with the process: the task ends, and whoever waits is told
                 self._end(fx, task, E.INTERRUPT, None, "interrupted by a restart")
         fx.add(Connect(self.config.topics.client_id(self.agent_id),
@@ -281,6 +296,10 @@ class Responder:
                 call.rpc_id, ErrorCode.UNAUTHORIZED, f"unauthorized: {why}"), pooled,
                 {**taken, "method": call.method.value, "task_id": call.task_id})
             return
+        to = self._delegate_of(call)
+        if to is not None:
+            self._hand_over(fx, msg, call, to, taken)
+            return
         here = Watcher(props.response_topic, props.correlation_data or b"", call.rpc_id,
                        call.method is Method.SEND_STREAMING, pooled)
         match call.method:
@@ -292,6 +311,33 @@ class Responder:
                 self._on_cancel(fx, call, here, taken)
             case _:
                 assert_never(call.method)
+
+    def _delegate_of(self, call: Call) -> str | None:
+        """The agent this request's task is (or, a new task, becomes) handed over to."""
+        task = self.tasks.get(call.task_id)
+        if task is not None:
+            return task.handed_to
+        if self.config.hands_over_to and call.method in (Method.SEND, Method.SEND_STREAMING):
+            return self.config.hands_over_to
+        return None
+
+    def _hand_over(self, fx: Effects, msg: MessageReceived, call: Call, to: str,
+                   taken: dict[str, Any]) -> None:
+        """The task is `to`'s: recorded so (before the request is acknowledged, and so
+        across a restart), and the request sent on to its direct topic as it came — its
+        Response Topic, Correlation Data and User Properties: `to` answers the requester."""
+        if call.task_id not in self.tasks:
+            self._put(fx, TaskRecord(call.task_id, call.context_id, S.SUBMITTED, 1,
+                                     handed_to=to))
+        fx.record(ev.A2mRequestTaken(intake=ev.Intake.HANDED_OVER, method=call.method.value,
+                                     task_id=call.task_id, context_id=call.context_id,
+                                     handed_to=to, **taken))
+        fx.add(Publish(self.config.topics.request(to), msg.payload, 1, False,
+                       props=self._forwarded(msg.props or Props())))
+
+    def _forwarded(self, props: Props) -> Props:
+        """The properties of a request sent on to its delegate: all of them, as they came."""
+        return props
 
     def unauthorized(self, props: Props, now_ms: float) -> str | None:
         """Why the request's bearer token does not let it be processed (None: it does)."""
@@ -476,14 +522,20 @@ class Responder:
         self._publish(fx, w.topic, w.correlation, body, w.pooled, kind, task.task_id,
                       task.state.value, None, task.context_id)
 
+    def _names_itself(self, pooled: bool) -> bool:
+        """Whether a reply says who answers: a pool member's, and that of an agent the card
+        owner hands its tasks over to (A2M-RSP-5, A2M-HAND-1)."""
+        return pooled or self.config.delegate
+
     def _publish(self, fx: Effects, topic: str, correlation: bytes | None, body: bytes,
                  pooled: bool, kind: ev.ReplyKind, task_id: str | None, state: str | None,
                  code: int | None, context_id: str | None) -> None:
-        named = ((RESPONDER_AGENT_ID, self.agent_id),) if pooled else ()
+        names = self._names_itself(pooled)
+        named = ((RESPONDER_AGENT_ID, self.agent_id),) if names else ()
         fx.add(Publish(topic, body, 1, False, props=Props(
             correlation_data=correlation, user_properties=named, content_type="application/json")))
         fx.record(ev.A2mReplied(topic=topic, reply=kind,
                                 correlation=None if correlation is None else correlation.hex(),
                                 task_id=task_id, state=state, code=code,
-                                responder_agent_id=self.agent_id if pooled else None,
+                                responder_agent_id=self.agent_id if names else None,
                                 context_id=context_id))

@@ -43,7 +43,9 @@ class LaunchSpec:
     tabs: tuple[tuple[str, str], ...] = ()
     #: an external broker's user and password (stdin only: never written to a file)
     login: tuple[str, str | None] | None = None
-    tls: Tls | None = None        # an mqtts:// broker (never behind the fault proxy)
+    #: TLS to the broker: an mqtts:// broker's (then never behind the fault proxy), or the
+    #: one the bench offers at the node's fault proxy, beside its plain port
+    tls: Tls | None = None
     #: who plays the node's agents and people: "node" (drawn from `workload` and `seed` by
     #: Behaviour, as every substrate does) or "bench" (the bench sends agent operations as
     #: lines: a node not written in Python cannot draw from Python's random)
@@ -63,7 +65,10 @@ class LaunchSpec:
                      **({"directory_scope": list(c.directory_scope)} if c.directory_scope else {}),
                      **({"a2a": {"org": c.a2a.org_id, "responder": c.a2a.responder,
                                  "pool": c.a2a.pool_id, "request_expiry_s": c.a2a.request_expiry_s,
-                                 **({"oauth": c.a2a.oauth.to_json()} if c.a2a.oauth else {})}}
+                                 **({"oauth": c.a2a.oauth.to_json()} if c.a2a.oauth else {}),
+                                 **({"hands_over_to": c.a2a.hands_over_to}
+                                    if c.a2a.hands_over_to else {}),
+                                 **({"delegate": True} if c.a2a.delegate else {})}}
                         if c.a2a is not None else {})},
             "auth": {"mode": c.auth.mode.value, "version": c.auth.version.value,
                      "max_skew_ms": c.auth.max_skew_ms,
@@ -73,7 +78,7 @@ class LaunchSpec:
             "t0": self.t0, "seed": self.seed, "workload": self.workload,
             "tabs": [list(t) for t in self.tabs],
             "login": list(self.login) if self.login else None,
-            "tls": {"ca_file": self.tls.ca_file} if self.tls else None,
+            "tls": self.tls.to_json() if self.tls else None,
             "agents_by": self.agents_by, "mqtt": self.mqtt.value,
             "session_expiry_s": self.session_expiry_s}
 
@@ -93,13 +98,15 @@ class LaunchSpec:
                             a2a=A2aAgent(n["a2a"]["org"], bool(n["a2a"]["responder"]),
                                          n["a2a"].get("pool"), n["a2a"].get("request_expiry_s"),
                                          OAuth.from_json(n["a2a"]["oauth"])
-                                         if "oauth" in n["a2a"] else None)
+                                         if "oauth" in n["a2a"] else None,
+                                         n["a2a"].get("hands_over_to"),
+                                         bool(n["a2a"].get("delegate", False)))
                             if "a2a" in n else None)
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"],
                           tuple((str(s), str(c)) for s, c in d.get("tabs", [])),
                           (d["login"][0], d["login"][1]) if d.get("login") else None,
-                          Tls(d["tls"]["ca_file"]) if d.get("tls") else None,
+                          Tls.from_json(d["tls"]) if d.get("tls") else None,
                           d.get("agents_by", "node"), MqttVersion(d.get("mqtt", "3.1.1")),
                           int(d.get("session_expiry_s", CLIENT.session_expiry_s)))
 

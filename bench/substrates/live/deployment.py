@@ -34,8 +34,10 @@ from bench.substrates import Options, SelfCheckFailed, node_configs, run_started
 from bench.substrates.live import tap as wire_tap
 from bench.substrates.live.actions import LiveFaults
 from bench.substrates.live.brokers import Broker, BrokerError
+from bench.substrates.live.certs import run_ca
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.host import Clock
+from bench.substrates.live.mqtt import Tls
 from bench.substrates.live.nodes import LiveNode, registered
 from bench.substrates.live.placement import LocalPlacement, Placement
 from bench.substrates.live.proxy import FaultProxy
@@ -130,7 +132,10 @@ class LiveDeployment:
                             agents_by="bench" if self.topology.node(node_id).external else "node",
                             mqtt=self.scenario.mqtt, session_expiry_s=self.scenario.session_expiry_s)
                  for node_id, config in node_configs(self.scenario, self.run_id).items()]
-        tapped = {n.id for n in self.topology.nodes if n.external or self.options.wire_tap}
+        # where the run offers TLS, every node reaches the broker by a proxy that ends it,
+        # and its tap says which of its connections came by TLS
+        tapped = {n.id for n in self.topology.nodes
+                  if n.external or self.options.wire_tap or self.topology.node_tls}
         if self.options.link_faults or tapped:
             specs = self._until_done(self._start_proxies(specs, tapped))
         if (at := self.broker.in_phase(lead_s=self.placement.startup_s(len(specs)))) is not None:
@@ -293,6 +298,8 @@ class LiveDeployment:
         wire is tapped (a node not written here, or every node with --wire-tap); each such
         node connects to its proxy."""
         await self.placement.proxies_starting()
+        ca = run_ca((self.placement.proxy_host, "127.0.0.1")) if self.topology.node_tls \
+            else None
         out = []
         for spec in specs:
             node_id = spec.config.node_id
@@ -302,16 +309,19 @@ class LiveDeployment:
             proxy = FaultProxy((self.broker.host, self.broker.port),
                                rng_for(self.seed, f"proxy/{node_id}"), self.broker.tls,
                                host=self.placement.proxy_host,
-                               tap=self._tap(node_id) if node_id in tapped else None)
+                               tap=self._tap(node_id) if node_id in tapped else None,
+                               server_tls=ca.server if ca else None)
             await proxy.start()
             self.proxies[node_id] = proxy
-            self.record(node_id, ev.FaultProxy(f"{proxy.host}:{proxy.port}", self.broker.url))
-            out.append(replace(spec, broker=(proxy.host, proxy.port), tls=None))
+            self.record(node_id, ev.FaultProxy(f"{proxy.host}:{proxy.port}", self.broker.url,
+                                               tls_port=proxy.tls_port if ca else None))
+            out.append(replace(spec, broker=(proxy.host, proxy.port),
+                               tls=Tls(ca_pem=ca.ca_pem, port=proxy.tls_port) if ca else None))
         return out
 
-    def _tap(self, node_id: str) -> Callable[[bool, bytes, bool], None]:
-        def seen(to_broker: bool, packet: bytes, v5: bool) -> None:
-            event = wire_tap.read(packet, to_broker, v5)
+    def _tap(self, node_id: str) -> Callable[[bool, bytes, bool, bool], None]:
+        def seen(to_broker: bool, packet: bytes, v5: bool, tls: bool) -> None:
+            event = wire_tap.read(packet, to_broker, v5, tls)
             if event is not None:
                 self.record(node_id, event)
         return seen

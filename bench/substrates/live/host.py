@@ -69,7 +69,7 @@ class LiveHost(NodeHost):
         self.version = version      # the MQTT version its clients speak
         self.session_expiry_s = session_expiry_s     # and, on 5, their sessions' expiry
         self.login = login          # an external broker's user and password
-        self.tls = tls              # and TLS to it (mqtts://)
+        self.tls = tls              # and TLS to it (mqtts://, or offered beside plain TCP)
         self.clock_origin_ms = clock.origin_ms
         self.data_dir = data_dir
         self.broker = broker
@@ -182,12 +182,15 @@ class LiveHost(NodeHost):
     def connect(self, cmd: Connect) -> None:
         self._last_connect = cmd
         epoch = self.epoch
-        link = MqttLink(self.loop, self.broker[0], self.broker[1], self.client_id,
+        # the core may turn down the TLS it was given (a seeded defect does)
+        tls = self.tls if cmd.tls else None
+        host, port = tls.endpoint(self.broker) if tls else self.broker
+        link = MqttLink(self.loop, host, port, self.client_id,
                         on_message=lambda d: self._on_message(link, epoch, d),
                         on_connected=lambda present: self._on_connected(link, epoch, present),
                         on_disconnected=lambda reason: self._on_disconnected(link, epoch, reason),
                         on_published=lambda mid, rc: self._on_published(link, mid, rc),
-                        clean_session=cmd.clean_session, login=self.login, tls=self.tls,
+                        clean_session=cmd.clean_session, login=self.login, tls=tls,
                         version=self.version, session_expiry_s=self.session_expiry_s,
                         on_subscribed=lambda filters: self._on_subscribed(link, epoch, filters))
         self.link = link
@@ -253,7 +256,8 @@ class LiveHost(NodeHost):
         def connected(_present: bool) -> None:
             if holder and epoch == self.epoch:
                 holder[0].subscribe(filters, 1)
-        link = MqttLink(self.loop, self.broker[0], self.broker[1], client_id,
+        host, port = self.tls.endpoint(self.broker) if self.tls else self.broker
+        link = MqttLink(self.loop, host, port, client_id,
                         on_message=lambda d: self._on_message(link, epoch, d),
                         on_connected=connected, on_disconnected=lambda reason: None,
                         on_published=lambda mid, rc: None, login=self.login, tls=self.tls,

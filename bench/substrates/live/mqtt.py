@@ -31,12 +31,29 @@ from bench.spec.topology import MqttVersion
 
 @dataclass(frozen=True, slots=True)
 class Tls:
-    """TLS to the broker (mqtts://): verified by this CA file, or by the system's CAs."""
+    """TLS to the broker: verified by this CA file (an mqtts:// broker's), by these PEM
+    certificates (the run's own authority, where the bench offers TLS), or by the system's
+    CAs. `port`: TLS is at this port of the broker's host, beside its plain port (as a
+    broker listens on 1883 and 8883); None: the broker's port itself speaks TLS."""
 
     ca_file: str | None = None
+    ca_pem: str | None = None
+    port: int | None = None
 
     def context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=self.ca_file)
+        return ssl.create_default_context(cafile=self.ca_file, cadata=self.ca_pem)
+
+    def endpoint(self, plain: tuple[str, int]) -> tuple[str, int]:
+        """Where to connect for TLS, given the broker's plain endpoint."""
+        return plain[0], self.port or plain[1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in (("ca_file", self.ca_file), ("ca_pem", self.ca_pem),
+                                  ("port", self.port)) if v is not None}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Tls:
+        return Tls(d.get("ca_file"), d.get("ca_pem"), d.get("port"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,10 @@ node (a man in the middle), or refuse an MQTT 5 PUBLISH from the node as a broke
 (not forwarded: a PUBACK with a failure reason code is written back to the node), or strip
 or alter one of an MQTT 5 PUBLISH's properties on its way to the broker (decoded and
 encoded again by the `mqtt5` codec, every other property kept).
+
+Where the run offers TLS (`server_tls`), it listens on a second port for it, beside the
+plain one, as a broker listens on 8883 beside 1883: it terminates the node's TLS there,
+and tells the tap which of the two each connection came by.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -42,6 +47,7 @@ class _Connection:
 
     v5: bool = False
     client: asyncio.StreamWriter | None = None
+    tls: bool = False          # it came by the TLS port
 
 
 @dataclass
@@ -152,24 +158,34 @@ class FaultProxy:
     upstream_tls: Tls | None = None     # nodes speak plain MQTT to the proxy; it speaks TLS on
     host: str = "127.0.0.1"
     port: int = 0
+    #: the TLS the proxy offers nodes, on `tls_port` (None: plain TCP only)
+    server_tls: ssl.SSLContext | None = None
+    tls_port: int = 0
     faults: Faults = field(default_factory=Faults)
     counters: Counters = field(default_factory=Counters)
     #: the wire tap: told of every packet as it is written to the other side (to_broker,
-    #: packet, whether the connection speaks MQTT 5), so what it sees is what crossed,
-    #: after every fault acted
-    tap: Callable[[bool, bytes, bool], None] | None = None
+    #: packet, whether the connection speaks MQTT 5, whether it came by TLS), so what it
+    #: sees is what crossed, after every fault acted
+    tap: Callable[[bool, bytes, bool, bool], None] | None = None
     _server: asyncio.base_events.Server | None = None
+    _tls_server: asyncio.base_events.Server | None = None
     _links: set[asyncio.StreamWriter] = field(default_factory=set)
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
+        if self.server_tls is not None:
+            self._tls_server = await asyncio.start_server(
+                lambda r, w: self._accept(r, w, tls=True), self.host, self.tls_port,
+                ssl=self.server_tls)
+            self.tls_port = self._tls_server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
         self.drop_all()
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+        for server in (self._server, self._tls_server):
+            if server is not None:
+                server.close()
+                await server.wait_closed()
 
     def drop_all(self) -> int:
         """Close every proxied connection (both ends see a reset, not a DISCONNECT)."""
@@ -179,7 +195,8 @@ class FaultProxy:
         self._links.clear()
         return n
 
-    async def _accept(self, c_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, c_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter,
+                      tls: bool = False) -> None:
         if self.faults.partitioned and self.faults.unplugged:
             self.counters.unanswered += 1
             c_writer.transport.abort()   # no route to the broker: refused at once
@@ -202,7 +219,7 @@ class FaultProxy:
             return
         self.counters.connections += 1
         self._links |= {c_writer, b_writer}
-        conn = _Connection(client=c_writer)
+        conn = _Connection(client=c_writer, tls=tls)
         up = asyncio.create_task(self._pump(c_reader, b_writer, True, conn))
         down = asyncio.create_task(self._pump(b_reader, c_writer, False, conn))
         _done, pending = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
@@ -287,7 +304,7 @@ class FaultProxy:
         self.counters.publishes_refused += 1
         conn.client.write(puback)
         if self.tap is not None:
-            self.tap(False, puback, conn.v5)
+            self.tap(False, puback, conn.v5, conn.tls)
         return True
 
     @staticmethod
@@ -336,11 +353,11 @@ class FaultProxy:
                         packet = rewritten
                 writer.write(packet)
                 if self.tap is not None:
-                    self.tap(to_broker, packet, conn.v5)
+                    self.tap(to_broker, packet, conn.v5, conn.tls)
                 if not to_broker and kind == PUBLISH and f.duplicate_publish \
                         and self.rng.random() < f.duplicate_publish:
                     self.counters.publishes_duplicated += 1
                     writer.write(packet)
                     if self.tap is not None:
-                        self.tap(to_broker, packet, conn.v5)
+                        self.tap(to_broker, packet, conn.v5, conn.tls)
                 await writer.drain()

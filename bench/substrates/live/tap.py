@@ -59,10 +59,18 @@ def _int(d: dict[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def read(packet: bytes, to_broker: bool, v5: bool = False) -> Wire | None:
+def read(packet: bytes, to_broker: bool, v5: bool = False, tls: bool = False) -> Wire | None:
     """The tap's record of one whole packet, or None for a kind it does not record (or a
     packet too short to read: the proxy forwards it anyway and the receiver judges it).
-    `v5`: the connection's CONNECT asked for MQTT 5."""
+    `v5`: the connection's CONNECT asked for MQTT 5; `tls`: the connection came by TLS
+    (stamped on its CONNECT)."""
+    wire = _read(packet, to_broker, v5)
+    if tls and wire is not None and wire.packet == "CONNECT":
+        return replace(wire, tls=True)
+    return wire
+
+
+def _read(packet: bytes, to_broker: bool, v5: bool) -> Wire | None:
     kind = packet[0] >> 4
     name = _NAMES.get(kind)
     if name is None:
