@@ -41,3 +41,15 @@ def test_the_readme_is_a_front_door() -> None:
     assert README.startswith("# a2a-bench\n\n```sh\npython3 -m venv .venv && ")
     for link in re.findall(r"\]\(((?:docs|examples|scenarios|topologies|bench)/[^)#]*)", README):
         assert (ROOT / link).exists(), f"README links to {link}, which does not exist"
+
+
+def test_the_checkers_page_counts_the_situations_and_fault_kinds_there_are() -> None:
+    """docs/checkers.md says how many situations the coverage table has and how many kinds
+    of fault bite: numbers a new situation or fault would otherwise leave behind."""
+    from bench.checks.coverage import FAULT_KINDS, SITUATIONS
+    page = (ROOT / "docs" / "checkers.md").read_text()
+    said = re.search(r"`bench/checks/coverage.py`, (\d+) of them", page)
+    assert said and int(said.group(1)) == len(SITUATIONS)
+    assert f"the default matrix reaches all {len(SITUATIONS)}," in page
+    kinds = re.search(r"for each of the (\d+)\s+kinds of fault", page)
+    assert kinds and int(kinds.group(1)) == len(FAULT_KINDS)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bench.checks.a2a_mqtt import SITUATIONS as A2A_SITUATIONS
 from bench.checks.directory import Directories
 from bench.checks.relay import frame_arrivals
 from bench.core.events import (
@@ -281,6 +282,8 @@ SITUATIONS: tuple[Situation, ...] = (
               _hostile_admitted),
     *(Situation(f"{kind}_bit", f"a {kind} fault did something, not only scheduled (it "
                 "fired: in its own terms, what it did)", _bit(kind)) for kind in FAULT_KINDS),
+    # the A2A-over-MQTT profile's own, as its checkers define them
+    *(Situation(name, what, count) for name, what, count in A2A_SITUATIONS),
 )
 
 

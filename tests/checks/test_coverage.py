@@ -64,9 +64,20 @@ WITNESSES: dict[str, set[str]] = {
     "attacks_ledger": {"ledger_poisoning_bit", "forged_ahead_then_genuine"},
     "tampering_v2": {"header_tampered", "tamper_payload_bit", "tamper_routing_bit",
                      "tamper_headers_bit", "request_timed_out"},
-    # the A2A-over-MQTT profile's own fault
-    "a2a_tampered": {"property_tampering_bit"},
+    # the A2A-over-MQTT profile's own faults and situations
+    "a2a_tampered": {"property_tampering_bit", "a2a_retried_for_no_first_reply",
+                     "a2a_retry_answered_from_the_task_table"},
     "a2a_malformed": {"malformed_request_bit"},
+    "a2a_restart": {"restart_bit", "a2a_retried_for_no_first_reply",
+                    "a2a_retry_after_its_responder_restarted",
+                    "a2a_retry_answered_from_the_task_table"},
+    "a2a_oauth": {"a2a_cancelled_while_running", "a2a_next_turn",
+                  "a2a_retried_for_no_first_reply", "a2a_retry_answered_from_the_task_table",
+                  "a2a_spoilt_token_sent", "malformed_request_bit", "restart_bit"},
+    "a2a_handover": {"a2a_cancelled_while_running", "a2a_next_turn",
+                     "a2a_retry_answered_from_the_task_table",
+                     "a2a_sent_again_after_a_requester_restart", "a2a_task_handed_over",
+                     "crash_with_publishes_in_flight", "restart_bit"},
 }
 
 

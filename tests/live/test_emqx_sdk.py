@@ -303,3 +303,53 @@ def test_a_raw_responder_sees_the_sdk_requester_send_again_after_its_reply(
     kinds = asyncio.run(go())
     assert kinds[-1] == "terminal"
     assert len(attempts) == 2 and attempts[0] != attempts[1]
+
+
+def test_the_sdk_requester_sends_follow_ups_to_the_card_owner_after_a_handover(
+        tmp_path: Path) -> None:
+    """A2M-HAND-2: a reply names the delegate the card owner handed the task to; the
+    SDK's requester sends the task's GetTask and CancelTask to the card owner again."""
+    v = _run(tmp_path, "a2a_handover", "requester", REQUESTER, squeezed_s=25)
+    assert v["a2a_requests"].value is Value.FALSE
+    assert "follow_ups_go_to_the_named_agent" in _rules(v["a2a_requests"])
+    assert v["a2a_handover"].value is Value.TRUE   # the reference responders did their part
+
+
+def test_the_sdk_requester_gives_its_caller_no_named_agent(broker: Any) -> None:
+    """A2M-HAND-2, seen without the bench: a raw responder answers with
+    a2a-responder-agent-id naming another agent; nothing `stream()` yields, and nothing
+    the Requester keeps, holds that name — a caller cannot follow the handover."""
+    named = "probe-delegate-7f3a"
+
+    async def responder(ready: asyncio.Event) -> None:
+        from paho.mqtt.packettypes import PacketTypes
+        from paho.mqtt.properties import Properties
+        async with aiomqtt.Client(broker.host, broker.port,
+                                  protocol=aiomqtt.ProtocolVersion.V5) as raw:
+            await raw.subscribe(f"$a2a/v1/request/{ORG}/{UNIT}/probe", qos=1)
+            ready.set()
+            async for m in raw.messages:
+                props = Properties(PacketTypes.PUBLISH)
+                props.CorrelationData = m.properties.CorrelationData
+                props.UserProperty = [("a2a-responder-agent-id", named)]
+                done = {"jsonrpc": "2.0", "id": "1", "result": {"statusUpdate": {
+                    "taskId": "t", "contextId": "", "status": {
+                        "state": "TASK_STATE_COMPLETED"}}}}
+                await raw.publish(m.properties.ResponseTopic, json.dumps(done), qos=1,
+                                  properties=props)
+
+    async def go() -> tuple[list[Any], Any]:
+        ready = asyncio.Event()
+        raw = asyncio.create_task(responder(ready))
+        await ready.wait()
+        r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
+                          sdk.TopicSpace(org=ORG, unit=UNIT))
+        payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
+        got = [item async for item in r.stream("probe", payload, uuid.uuid4().hex)]
+        raw.cancel()
+        await asyncio.gather(raw, return_exceptions=True)
+        return got, r
+    got, requester = asyncio.run(go())
+    assert got and got[-1][0] == "terminal"
+    assert named not in repr(got)
+    assert named not in repr(vars(requester))
