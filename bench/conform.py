@@ -248,6 +248,9 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
                  "new Correlation Data per attempt; nothing sent again once a reply came",
                  ("a2a_requests.no_request_again_after_a_reply",),
                  ("a2a_restart", "a2a_multiturn")),
+    ProtocolRule("A2M-RETRY-1, A2M-RETRY-5", "a retry only after the profile's default waits "
+                 "(15 s, then backoff 1 s, 2 s ±20 %), at most three attempts",
+                 ("a2a_requests.retries_keep_the_profile",), ("a2a_restart",)),
     ProtocolRule("A2M-CTX-5, A2M-RR-7", "a task sent again keeps its Task.id and context",
                  ("a2a_requests.turns_keep_the_task_and_context",), ("a2a_multiturn",)),
     ProtocolRule("A2M-REQ-5", "every request to a responder requiring them carries a bearer "

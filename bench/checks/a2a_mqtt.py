@@ -376,6 +376,70 @@ def retries_keep_the_profile(h: History, c: Collector) -> None:
             if gap < wait - slack:
                 c.violation(f"{node} retried {op} {gap:.0f} ms after its attempt "
                             f"{before.attempt}; the profile waits {wait:.0f} ms", before, after)
+    _wire_retries(h, c)
+
+
+#: A PUBACK reason code at or above this is a failure (MQTT 5 §2.4): the PUBLISH was not
+#: accepted, and the profile retries it after the backoff alone (A2M-RETRY-5)
+REFUSED_FROM = 0x80
+
+
+def _wire_retries(h: History, c: Collector) -> None:
+    """retries_keep_the_profile for a requester that keeps no records (one written
+    elsewhere), off its wire: the SendMessages it published for one Task.id with no reply to
+    any of them in between are one operation's attempts — at most MAX_ATTEMPTS, each after
+    the last went unanswered for REPLY_FIRST_MS and its backoff (the backoff alone where the
+    broker refused the last); held to the profile's defaults (A2M-RETRY-1 lets a deployment
+    configure others: a requester under test runs with the defaults, as
+    docs/profiles/own-agent.md asks). The same PUBLISH sent again on a new
+    connection (the same Correlation Data: QoS 1) is no attempt; attempts across one of the
+    requester's restarts, or around one a property_tampering fault acted on, are not
+    compared."""
+    wire_asks = [a for a in h.memo(asked) if isinstance(a.event, Wire) and a.task_id
+                 and a.method in ("SendMessage", "SendStreamingMessage")]
+    if not wire_asks:
+        return
+    task_of = {(a.node, a.correlation): a.task_id for a in wire_asks}
+    refused = {(w.node, w.packet_id) for w in h.of(Wire)
+               if w.packet == "PUBACK" and w.direction == "in" and w.reason_codes
+               and w.reason_codes[0] >= REFUSED_FROM}
+    crashes = h.memo(Transit).crashes
+    events: list[tuple[int, Asked | Heard]] = [(a.event.seq, a) for a in wire_asks]
+    events += [(x.event.seq, x) for x in h.memo(heard) if isinstance(x.event, Wire)]
+    chains: dict[tuple[str, str | None], list[Asked]] = defaultdict(list)
+    for _seq, x in sorted(events, key=lambda e: e[0]):
+        if isinstance(x, Heard):
+            key = (x.node, task_of.get((x.node, x.correlation)))
+            chains.pop(key, None)       # a reply came: what follows is a next turn, or judged
+            continue                    # by no_request_again_after_a_reply
+        key = (x.node, x.task_id)
+        chain = chains[key]
+        if x.tampered:
+            # a fault on its link acted on it: which attempt it was is not known here
+            chains[key] = []
+            c.count("attempts_tampered_on_the_tap")
+            continue
+        if chain and chain[-1].correlation == x.correlation:
+            c.count("the_same_publish_again")
+            continue
+        if chain and any(chain[-1].t_ms <= t <= x.t_ms for t in crashes[x.node]):
+            chains[key] = chain = []
+            c.count("sent_again_after_a_restart")
+        c.count("wire_attempts")
+        if chain:
+            before, n = chain[-1], len(chain)
+            backoff = BACKOFF_MS[min(n - 1, len(BACKOFF_MS) - 1)] * (1 - JITTER)
+            packet = before.event.packet_id if isinstance(before.event, Wire) else None
+            wait = backoff if (x.node, packet) in refused else REPLY_FIRST_MS + backoff
+            gap = x.t_ms - before.t_ms
+            if gap < wait - EARLY_MS:
+                c.violation(f"{x.node} sent task {x.task_id} again {gap:.0f} ms after its "
+                            f"attempt {n}, with no reply between; the profile waits "
+                            f"{wait:.0f} ms", before.event, x.event)
+        chain.append(x)
+        if len(chain) == MAX_ATTEMPTS + 1:
+            c.violation(f"{x.node} sent task {x.task_id} {len(chain)} times with no reply "
+                        f"between (at most {MAX_ATTEMPTS})", *(a.event for a in chain))
 
 
 @rule("A2M-CTX-5, A2M-RR-7: every SendMessage for one Task.id (retries, next turns) carries "

@@ -14,7 +14,8 @@ disk: a restart forgets what was in flight. Bugs to show what the bench finds (`
 NAME`): `same-correlation` retries under the first attempt's Correlation Data (A2M-RETRY-2);
 `fixed-task-id` names every task with one Task.id that is not a UUID (A2M-RR-5);
 `stale-backoff` sends a retry whose backoff began before a reply came (A2M-RETRY-6: written
-here by accident first, and caught by `a2a_requests`).
+here by accident first, and caught by `a2a_requests`); `hasty-retry` gives up on a first
+reply after 3 s, not 15 (A2M-RETRY-1, A2M-RETRY-5: judged off its wire).
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ from paho.mqtt.properties import Properties
 FINAL = {"TASK_STATE_COMPLETED": "COMPLETED", "TASK_STATE_FAILED": "FAILED",
          "TASK_STATE_CANCELED": "CANCELLED", "TASK_STATE_REJECTED": "FAILED",
          "TASK_STATE_INPUT_REQUIRED": "COMPLETED", "TASK_STATE_AUTH_REQUIRED": "FAILED"}
-FIRST_REPLY_S, ATTEMPTS, BACKOFF_S = 15.0, 3, (1.0, 2.0)
+BUGS = {b for flag, b in zip(sys.argv, sys.argv[1:], strict=False) if flag == "--bug"}
+FIRST_REPLY_S, ATTEMPTS, BACKOFF_S = 3.0 if "hasty-retry" in BUGS else 15.0, 3, (1.0, 2.0)
 spec = json.loads(sys.stdin.readline())
 node, a2a = spec["node"], spec["node"]["a2a"]
 ME, AGENT, UNIT, ORG = node["node_id"], node["agents"][0], node["namespace"], a2a["org"]
 REPLY = f"$a2a/v1/reply/{ORG}/{UNIT}/{AGENT}/{ME}"
-BUGS = {b for flag, b in zip(sys.argv, sys.argv[1:], strict=False) if flag == "--bug"}
 out_lock = threading.Lock()
 lock = threading.Lock()         # paho's thread takes replies, the main one the bench's lines
 ops: dict[str, dict] = {}       # request id -> {task, corr: [hex], answered, settled, ...}

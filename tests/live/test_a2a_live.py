@@ -393,7 +393,21 @@ def _reply_topic_never_subscribed(lines: list[dict[str, Any]]) -> None:
     e["properties"]["responseTopic"] += "/elsewhere"
 
 
+def _retry_too_soon(lines: list[dict[str, Any]]) -> None:
+    """The first retry on the wire left 3 s after its attempt, not 15 s and a backoff."""
+    sent = _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")
+    first: dict[str, dict[str, Any]] = {}
+    for e in sent:
+        if e["taskId"] in first and e["properties"]["correlationData"] != \
+                first[e["taskId"]]["properties"]["correlationData"]:
+            e["tMs"] = first[e["taskId"]]["tMs"] + 3_000
+            return
+        first.setdefault(e["taskId"], e)
+    raise AssertionError("no retry on the wire")
+
+
 REQUESTER_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
+    "a retry too soon": (_retry_too_soon, "retries_keep_the_profile"),
     "a retry under the first Correlation Data": (_retry_reuses_the_first_correlation,
                                                  "no_request_again_after_a_reply"),
     "a Task.id that is no UUID": (_task_id_not_a_uuid, "requests_carry_a_reply_path"),
@@ -411,6 +425,20 @@ def test_a_requester_written_elsewhere_is_judged_from_its_wire(
     v = checkers()["a2a_requests"](from_lines([{**e, "seq": i + 1} for i, e in enumerate(lines)]))
     assert v.value is Value.FALSE and {c["rule"] for c in v.counterexamples} == {rule}, \
         (v.counts, v.counterexamples[:2])
+
+
+def test_a_requester_that_gives_up_waiting_too_soon_is_seen_on_its_wire(
+        tmp_path: Path) -> None:
+    """examples/a2a-requester --bug hasty-retry waits 3 s for a first reply, not 15: its
+    retries while the responder is down leave too soon, and the wire shows it."""
+    scenario = compressed("a2a_restart", 20).with_node_command(
+        "requester", (*REQUESTER, "--bug", "hasty-retry"))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    [v] = [v for v in result.verdicts if v.name == "a2a_requests"]
+    assert v.value is Value.FALSE
+    assert "retries_keep_the_profile" in {c["rule"] for c in v.counterexamples}, \
+        v.counterexamples[:2]
 
 
 def test_a_retry_whose_backoff_outlived_the_reply_shows_on_the_requesters_wire(
