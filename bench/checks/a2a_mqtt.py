@@ -233,6 +233,11 @@ def _reply_topics(h: History) -> dict[str, list[str]]:
     return out
 
 
+def _agent_of(h: History) -> dict[str, str]:
+    """Each responder node -> its agent id (what it registered)."""
+    return {r.node: r.agents[0] for r in h.of(ExecutorsRegistered) if r.agents}
+
+
 def _recorders(h: History) -> set[str]:
     """The responders that record what they take in and send (the bench's reference)."""
     return {e.node for e in h.of(A2mRequestTaken)} | {e.node for e in h.of(A2mReplied)}
@@ -985,7 +990,7 @@ def _hostile(h: History, c: Collector, table: dict[str, tuple[int, ...]], what: 
     for a in h.memo(answers):
         out[(a.node, a.topic.rsplit("/", 1)[-1])].append(a)
     # a request the target handed over is answered by the agent it handed it to
-    node_of = {r.agents[0]: r.node for r in h.of(ExecutorsRegistered) if r.agents}
+    node_of = {agent: node for node, agent in h.memo(_agent_of).items()}
     handed: dict[tuple[str, str], set[str]] = defaultdict(set)
     for t in h.of(A2mRequestTaken):
         if t.intake is Intake.HANDED_OVER and t.handed_to and t.response_topic:
@@ -1311,7 +1316,7 @@ class FromAnother:
 def _from_another(h: History) -> tuple[list[FromAnother], int]:
     """The replies taken that another agent than the one asked published; and how many
     taken replies' correlations several agents answered (whose reply each was is unknown)."""
-    agent_of = {r.node: r.agents[0] for r in h.of(ExecutorsRegistered) if r.agents}
+    agent_of: dict[str, str] = h.memo(_agent_of)
     reply_topics = h.memo(_reply_topics)
     asked_of: dict[tuple[str, str], str] = {}
     for a in h.of(A2mAttempt):
@@ -1369,7 +1374,7 @@ def handed_over_requests_reach_their_agent(h: History, c: Collector) -> None:
     link fault on either side held it back, nor a fault refused or altered the card owner's
     publishes meanwhile (its broker refusing the forward: the requester's retry recovers
     it); else undecided (counted)."""
-    node_of = {r.agents[0]: r.node for r in h.of(ExecutorsRegistered) if r.agents}
+    node_of = {agent: node for node, agent in h.memo(_agent_of).items()}
     took = h.memo(intake)
     reached: dict[str, set[tuple[str | None, str | None]]] = defaultdict(set)
     later: dict[str, list[float]] = defaultdict(list)

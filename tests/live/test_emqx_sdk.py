@@ -263,6 +263,20 @@ def test_a_request_published_while_the_sdk_responder_was_away_is_lost(broker: An
     assert asyncio.run(go()) == []
 
 
+async def _answer_completed(raw: Any, m: Any, user: list[tuple[str, str]] | None = None) -> None:
+    """A raw responder's reply to request `m`: its task COMPLETED, on its Response Topic with
+    its Correlation Data (and these User Properties)."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+    props = Properties(PacketTypes.PUBLISH)
+    props.CorrelationData = m.properties.CorrelationData
+    if user:
+        props.UserProperty = user
+    done = {"jsonrpc": "2.0", "id": "1", "result": {"statusUpdate": {
+        "taskId": "t", "contextId": "", "status": {"state": "TASK_STATE_COMPLETED"}}}}
+    await raw.publish(m.properties.ResponseTopic, json.dumps(done), qos=1, properties=props)
+
+
 def test_a_raw_responder_sees_the_sdk_requester_send_again_after_its_reply(
         broker: Any) -> None:
     """A2M-RETRY-4: the reply to the first attempt arrives during the backoff; the SDK
@@ -270,8 +284,6 @@ def test_a_raw_responder_sees_the_sdk_requester_send_again_after_its_reply(
     attempts: list[bytes] = []
 
     async def responder(ready: asyncio.Event) -> None:
-        from paho.mqtt.packettypes import PacketTypes
-        from paho.mqtt.properties import Properties
         async with aiomqtt.Client(broker.host, broker.port,
                                   protocol=aiomqtt.ProtocolVersion.V5) as raw:
             await raw.subscribe(f"$a2a/v1/request/{ORG}/{UNIT}/probe", qos=1)
@@ -280,13 +292,7 @@ def test_a_raw_responder_sees_the_sdk_requester_send_again_after_its_reply(
                 attempts.append(m.properties.CorrelationData)
                 if len(attempts) == 1:
                     await asyncio.sleep(0.7)      # past the 0.5 s wait: in the 1 s backoff
-                    props = Properties(PacketTypes.PUBLISH)
-                    props.CorrelationData = m.properties.CorrelationData
-                    done = {"jsonrpc": "2.0", "id": "1", "result": {"statusUpdate": {
-                        "taskId": "t", "contextId": "", "status": {
-                            "state": "TASK_STATE_COMPLETED"}}}}
-                    await raw.publish(m.properties.ResponseTopic, json.dumps(done), qos=1,
-                                      properties=props)
+                    await _answer_completed(raw, m)
 
     async def go() -> list[str]:
         ready = asyncio.Event()
@@ -322,21 +328,12 @@ def test_the_sdk_requester_gives_its_caller_no_named_agent(broker: Any) -> None:
     named = "probe-delegate-7f3a"
 
     async def responder(ready: asyncio.Event) -> None:
-        from paho.mqtt.packettypes import PacketTypes
-        from paho.mqtt.properties import Properties
         async with aiomqtt.Client(broker.host, broker.port,
                                   protocol=aiomqtt.ProtocolVersion.V5) as raw:
             await raw.subscribe(f"$a2a/v1/request/{ORG}/{UNIT}/probe", qos=1)
             ready.set()
             async for m in raw.messages:
-                props = Properties(PacketTypes.PUBLISH)
-                props.CorrelationData = m.properties.CorrelationData
-                props.UserProperty = [("a2a-responder-agent-id", named)]
-                done = {"jsonrpc": "2.0", "id": "1", "result": {"statusUpdate": {
-                    "taskId": "t", "contextId": "", "status": {
-                        "state": "TASK_STATE_COMPLETED"}}}}
-                await raw.publish(m.properties.ResponseTopic, json.dumps(done), qos=1,
-                                  properties=props)
+                await _answer_completed(raw, m, [("a2a-responder-agent-id", named)])
 
     async def go() -> tuple[list[Any], Any]:
         ready = asyncio.Event()
