@@ -413,3 +413,26 @@ def test_a_workload_no_run_can_record_is_refused(tmp_path: Path,
     assert main(["validate", str(scenario)]) == EXIT_INVALID
     assert "plans 2,000,000,000 requests and events, more than the 2,000,000" \
         in _one_line(capsys)
+
+
+def test_every_argument_of_every_command_says_what_it_is_and_no_example_is_cut() -> None:
+    """`check RUN_DIR` and `--json` once had no help, and `matrix --help` cut its ssh
+    gateway example mid-word ('ss h=me@hostb'): every argument of every command has help
+    text, and an option's help is wrapped at spaces only."""
+    import argparse
+    import contextlib
+    import io
+
+    from bench.cli import build_parser
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"a2a-bench {name}: {action.dest} has no help"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        parser.parse_args(["matrix", "--help"])
+    assert "ssh=me@hostb//python=/opt/a2a-bench/.venv/bin/python//chdir=/opt/a2a-bench" \
+        in out.getvalue()

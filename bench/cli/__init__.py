@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
+from typing import Any
 
 from bench import __version__
 from bench.cli import brokers, catalogue, conform, exchange, explore, matrix, run, stored
@@ -56,15 +58,40 @@ exit codes: 0 every verdict as expected (true unless the scenario expects otherw
 """
 
 
+class _Help(argparse.HelpFormatter):
+    """A description or epilog paragraph (between blank lines) written as one line is
+    wrapped; one written with line breaks of its own (columns, examples) is printed as
+    written. An option's help is wrapped at spaces only: an example in it (a path, an ssh
+    gateway) is never cut in the middle."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out = []
+        for para in text.split("\n\n"):
+            if "\n" in para.strip("\n"):
+                out.append("".join(indent + line for line in para.splitlines(keepends=True)))
+            else:
+                out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                         subsequent_indent=indent, break_long_words=False,
+                                         break_on_hyphens=False))
+        return "\n\n".join(out)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_long_words=False,
+                             break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["formatter_class"] = _Help   # every command's help is formatted alike
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(EXIT_INVALID, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="a2a-bench", description=DESCRIPTION, epilog=EPILOG,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="a2a-bench", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"a2a-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run.add_run(sub)

@@ -28,10 +28,10 @@ def add_deploy(sub: Sub) -> None:
                     "`docker-compose -f FILE up -d` (or `docker compose`), look at it, point "
                     "`a2a-bench run SCENARIO --broker mqtt://127.0.0.1:1883` at its broker, "
                     "and take it down with `docker-compose -f FILE down`.",
-        epilog="example:\n  a2a-bench deploy star --broker mosquitto --compose deploy/star.yml",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog="example:\n  a2a-bench deploy star --broker mosquitto --compose deploy/star.yml")
     dp.add_argument("topology", help="topology file or name (see `a2a-bench list`)")
-    dp.add_argument("--broker", choices=["amqtt", "mosquitto"], default="amqtt")
+    dp.add_argument("--broker", choices=["amqtt", "mosquitto"], default="amqtt",
+                    help="the broker the Compose file runs (default: amqtt)")
     dp.add_argument("--compose", metavar="FILE", required=True, type=Path,
                     help="the Compose file to write (specs/ and data/ go beside it)")
     dp.add_argument("--port", type=int, default=1883,
@@ -59,7 +59,6 @@ def add_brokers(sub: Sub) -> None:
                     "exit codes: 0 measured, 2 a broker the bench starts could not be started,\n"
                     "3 invalid arguments (a URL that names no reachable broker, a refused login or\n"
                     "an unverifiable certificate included)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  a2a-bench brokers                      amqtt and Mosquitto, started here\n"
                "  a2a-bench brokers --broker mqtt://user:secret@10.0.0.5 --broker-restart-command "
                "'systemctl restart mosquitto'\n"

@@ -1,7 +1,6 @@
 """What the bench holds (`list`, `describe`) and whether input files are right (`validate`)."""
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +17,11 @@ if TYPE_CHECKING:
 
 
 def add_list(sub: Sub) -> None:
-    p = sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants")
+    p = sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants",
+                       description="One line for each shipped scenario, topology and matrix, "
+                                   "each fault kind, checker and seeded defect (variant); "
+                                   "`a2a-bench describe NAME` prints the whole of one. Takes "
+                                   "no arguments.")
     p.set_defaults(handler=lambda args: _list())
 
 
@@ -38,9 +41,9 @@ def add_validate(sub: Sub) -> None:
         "validate", help="check scenario, topology and matrix files without running them",
         description="Load each FILE as a run would (a scenario with its topology) and say "
                     "what it holds; a wrong file gets one line naming the file, the key and "
-                    "what was expected.\n\nexit codes: 0 every file is valid, 3 some file is not",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    val.add_argument("files", nargs="+", type=Path, metavar="FILE")
+                    "what was expected.\n\nexit codes: 0 every file is valid, 3 some file is not")
+    val.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                     help="scenario, topology or matrix files (.toml)")
     val.set_defaults(handler=lambda args: _validate(args.files))
 
 

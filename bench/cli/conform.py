@@ -48,8 +48,7 @@ def add_conform(sub: Sub) -> None:
                "         a2a-bench conform --profile a2a-mqtt 'python examples/a2a-responder/responder.py'\n"
                "         a2a-bench conform --profile a2a-mqtt --level must --core ./my-agent\n"
                "         a2a-bench conform --profile a2a-mqtt --role requester "
-               "'python examples/a2a-requester/requester.py'",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "'python examples/a2a-requester/requester.py'")
     cf.add_argument("cmd", metavar="CMD", help="the node's command line (one argument; quote it)")
     cf.add_argument("--profile", choices=["seed", "a2a-mqtt"], default="seed",
                     help="the protocol: the seed documents' (CMD as executors, default) or "

@@ -26,8 +26,7 @@ def add_exchange(sub: Sub) -> None:
         description="Run two reference nodes back to back (no broker; each with its own data "
                     "dir on disk), drive requests through QoS1 redelivery, a retry, an "
                     "unresolvable agent, a missing replyNodeId and an executor crash, record "
-                    "the history and check it.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "the history and check it.")
     ex.add_argument("--out", type=Path, default=None,
                     help="run directory (default: results/exchange-<utc time>-<pid>)")
     ex.add_argument("--auth", choices=["strict", "loose", "audit"], default="loose",

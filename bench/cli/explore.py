@@ -34,7 +34,6 @@ def add_explore(sub: Sub) -> None:
                     "every run's verdicts and the situations each reached.\n\n"
                     "exit codes: 1 a failure was found, 0 none within the budget, 2 interrupted,\n"
                     "3 invalid arguments",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  a2a-bench explore --variant memory_dedup_60s --minutes 5 -j 2 "
                "--out results/explore\n  a2a-bench run results/explore/minimal.toml --mode sim "
                "--variant memory_dedup_60s")

@@ -26,8 +26,7 @@ def add_matrix(sub: Sub) -> None:
                     "stopped (--fresh starts over). At the end: matrix.md, matrix.html (plots "
                     "inline) and matrix.json.\n\nexit codes: 0 every cell shows what it "
                     "expects (a defect: its checker FALSE), 1 some cell does not, 2 interrupted, "
-                    "3 invalid matrix file or arguments, 5 -k or --lf selected no cell",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "3 invalid matrix file or arguments, 5 -k or --lf selected no cell")
     mx.add_argument("matrix_file", type=Path, help="a *.matrix.toml file")
     mx.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                     help="cells run at once (pytest-xdist workers; default 1)")

@@ -94,8 +94,12 @@ def add_check(sub: Sub) -> None:
     check = sub.add_parser("check", help="judge a stored run's history again",
                            description="Re-run every checker over RUN_DIR/history.jsonl and "
                                        "rewrite verdicts.json, metrics.json and report.md.")
-    check.add_argument("run_dir", type=Path)
-    check.add_argument("--json", action="store_true")
+    check.add_argument("run_dir", type=Path, metavar="RUN_DIR",
+                       help="a run folder (results/<run-id>/) holding history.jsonl and "
+                            "scenario.json")
+    check.add_argument("--json", action="store_true",
+                       help="print the summary and the verdicts as one JSON object, not the "
+                            "table")
     check.set_defaults(handler=_check)
 
 

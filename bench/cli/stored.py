@@ -26,8 +26,10 @@ def add_compare(sub: Sub) -> None:
                                       "one scenario on several topologies, substrates or "
                                       "brokers, side by side. Two or more matrix folders: cell "
                                       "by cell.")
-    cmp_.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
-    cmp_.add_argument("--json", action="store_true")
+    cmp_.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                      help="run folders (results/<run-id>/), or matrix folders")
+    cmp_.add_argument("--json", action="store_true",
+                      help="print the comparison as JSON, not the table")
     cmp_.set_defaults(handler=_compare)
 
 
@@ -38,9 +40,11 @@ def add_runs(sub: Sub) -> None:
                     "scenario, variant, substrate and broker, the verdicts and the exit code; "
                     "an interrupted run says so. --keep N removes all but the newest N runs "
                     "(matrix and explore folders are never touched).")
-    runs.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
+    runs.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+                      help="the folder holding the run folders (default: results/)")
     runs.add_argument("--keep", type=int, metavar="N", help="remove all but the newest N runs")
-    runs.add_argument("--json", action="store_true")
+    runs.add_argument("--json", action="store_true",
+                      help="print the list as JSON, one object per run")
     runs.set_defaults(handler=_runs)
 
 
@@ -49,7 +53,8 @@ def add_report(sub: Sub) -> None:
                         description="Draw the plots (PNG and SVG under plots/) and a "
                                     "self-contained report.html for RUN_DIR; for a matrix "
                                     "folder, its matrix.html and plots.")
-    rp.add_argument("run_dir", type=Path)
+    rp.add_argument("run_dir", type=Path, metavar="RUN_DIR",
+                    help="a run folder (results/<run-id>/) or a matrix folder")
     rp.set_defaults(handler=_report)
 
 
