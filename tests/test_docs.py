@@ -4,7 +4,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from bench.checks import SEED, checkers_for
 
@@ -53,3 +57,63 @@ def test_the_checkers_page_counts_the_situations_and_fault_kinds_there_are() -> 
     assert f"the default matrix reaches all {len(SITUATIONS)}," in page
     kinds = re.search(r"for each of the (\d+)\s+kinds of fault", page)
     assert kinds and int(kinds.group(1)) == len(FAULT_KINDS)
+
+
+#: The docs site: README.md is its front page, docs/ and the scenario and topology formats
+#: its pages; the code, the tests and run outputs are not in it (MkDocs 1.6; its config
+#: cannot sit inside the folder it builds, so it is written beside the site).
+SITE = """site_name: a2a-bench
+docs_dir: {root}
+site_dir: {site}
+strict: true
+exclude_docs: |
+  /.venv/
+  /results/
+  !/results/default-matrix.png
+  /tests/
+  /bench/
+  /examples/**/target/
+  /*.egg-info/
+validation:
+  omitted_files: info
+  absolute_links: warn
+  unrecognized_links: info
+  anchors: warn
+"""
+
+
+def _build_site(root: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    config = out / "mkdocs.yml"
+    config.write_text(SITE.format(root=root, site=out / "site"))
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(config)],
+                          capture_output=True, text=True, cwd=out, timeout=300)
+
+
+def test_the_docs_build_as_a_site_and_a_broken_link_fails_it(tmp_path: Path) -> None:
+    """The README and docs/ build with MkDocs, strict: a link to a page or an anchor that
+    is not there fails the build (shown on a page written here with one)."""
+    pytest.importorskip("mkdocs", reason="mkdocs is a test extra: pip install -e '.[test]'")
+    built = _build_site(ROOT, tmp_path)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / "site" / "docs" / "checkers" / "index.html").exists()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "index.md").write_text("# x\n\nSee [the page](gone.md) and [here](#nowhere).\n")
+    (tmp_path / "b").mkdir()
+    failed = _build_site(broken, tmp_path / "b")
+    assert failed.returncode != 0 and "gone.md" in failed.stdout + failed.stderr
+
+
+#: A relative link in a page: [text](target) — its target, without an anchor
+LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)\s#]+)(?:#[^)\s]*)?\)")
+
+
+def test_every_relative_link_in_the_docs_points_at_something_in_the_repository() -> None:
+    """Links MkDocs leaves alone (to a folder, to code) checked here: each exists."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+             ROOT / "scenarios" / "README.md", ROOT / "topologies" / "README.md",
+             *sorted((ROOT / "examples").glob("*/README.md"))]
+    missing = [f"{page.relative_to(ROOT)}: {target}" for page in pages
+               for target in LINK.findall(page.read_text())
+               if not (page.parent / target).exists()]
+    assert not missing, missing
