@@ -89,6 +89,9 @@ def test_the_status_line_counts_requests_and_names_faults_as_they_act(
     # on the workload's clock (it started at 0.4 s of the history), as fault times are
     assert "0.5 s  fault partition[0] starts on exec-2\n" in text
     assert "1.6 s  fault partition[0] healed\n" in text
+    # and the progress line drawn under it never tells an earlier time than it (it once
+    # said 14.4 s under "15.0 s fault latency[0] healed")
+    assert text.split("healed\n", 1)[1].startswith("\r\033[K  run    1.6 / 10.0 s")
     assert "run    1.0 / 10.0 s" in text and "requests 1 sent, 1 settled (1 completed)" in text
     status.tick(12_000.0, 45_000.0)
     assert "run 10.0 s, draining  2.0 / at most 35.0 s" in out.getvalue().rsplit("\r", 1)[-1]

@@ -33,7 +33,6 @@ class Status:
         self._wall0 = time.monotonic()
 
     def observe(self, line: Line) -> None:
-        t = (line.t_ms - self.origin_ms) / 1000
         match line.kind:
             case "workload_started":
                 self.origin_ms = line.t_ms
@@ -48,13 +47,13 @@ class Status:
                 self.acting[index] = kind
                 on = line.fields.get("params")
                 node = f" on {on['node']}" if isinstance(on, dict) and "node" in on else ""
-                self._say(f"{t:7.1f} s  fault {kind}[{index}] starts{node}")
+                self._say(f"{self._now(line):7.1f} s  fault {kind}[{index}] starts{node}")
             case "fault_healed":
                 kind, index = str(line.fields["fault"]), int(line.fields["faultIndex"])
                 self.acting.pop(index, None)
-                self._say(f"{t:7.1f} s  fault {kind}[{index}] healed")
+                self._say(f"{self._now(line):7.1f} s  fault {kind}[{index}] healed")
             case "broker_down" | "broker_up":
-                self._say(f"{t:7.1f} s  {line.kind.replace('_', ' ')}")
+                self._say(f"{self._now(line):7.1f} s  {line.kind.replace('_', ' ')}")
 
     def tick(self, t_ms: float, end_ms: float) -> None:
         self.t_ms, self.end_ms = t_ms, end_ms
@@ -87,3 +86,9 @@ class Status:
     def _say(self, text: str) -> None:
         self.stream.write("\r\033[K  " + text + "\n")
         self._draw()
+
+    def _now(self, line: Line) -> float:
+        """The time a line it prints tells (s), which the progress line then shows too: it
+        never says an earlier time than the line above it."""
+        self.t_ms = max(self.t_ms, line.t_ms - self.origin_ms)
+        return (line.t_ms - self.origin_ms) / 1000

@@ -191,3 +191,25 @@ def test_a_node_whose_reader_the_interruption_landed_in_is_still_stopped() -> No
         assert proc.returncode is not None and node.proc is None
     finally:
         loop.close()
+
+
+def test_a_node_process_stderr_reaches_the_bench_whole_lines_each_named() -> None:
+    """Node processes write their stderr side by side; passed straight through, one's line
+    was cut by another's ('[A2A-MQTT] ' then someone else's text): each whole line is handed
+    on once, with the node that wrote it, however the process split its writes."""
+    import sys
+
+    from bench.substrates.live.nodes import relay_stderr
+    script = ("import sys, time\n"
+              "sys.stderr.write('[A2A-MQTT] '); sys.stderr.flush(); time.sleep(0.3)\n"
+              "sys.stderr.write('store ready\\nsecond line\\n'); sys.stderr.flush()\n")
+
+    async def go() -> list[str]:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", script,
+                                                    stderr=asyncio.subprocess.PIPE)
+        got: list[str] = []
+        assert proc.stderr is not None
+        await asyncio.wait_for(relay_stderr(proc.stderr, "exec-3", got.append), 30)
+        await proc.wait()
+        return got
+    assert asyncio.run(go()) == ["  [exec-3] [A2A-MQTT] store ready", "  [exec-3] second line"]

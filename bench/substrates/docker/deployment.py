@@ -282,8 +282,8 @@ class ContainerLauncher:
         # the container
         return await asyncio.create_subprocess_exec(
             "docker", "start", "--attach", "--interactive", self.name,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
-            start_new_session=True)
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True)
 
     async def freeze(self, proc: asyncio.subprocess.Process, on: bool) -> None:
         """The cgroup freezer (docker pause): alive, its sockets open, doing nothing."""

@@ -25,6 +25,22 @@ from bench.substrates.log import RunLog
 STOP_S = 10.0
 
 
+async def relay_stderr(stream: asyncio.StreamReader, node_id: str,
+                       out: Callable[[str], None]) -> None:
+    """What a node process writes on stderr (a warning, its traceback), line by line, each
+    whole line handed to `out` with the node's name: node processes write side by side,
+    and passed straight through, a line of one was cut by another's and could not be told
+    apart."""
+    while line := await stream.readline():
+        out(f"  [{node_id}] {line.decode(errors='replace').rstrip()}")
+
+
+def _to_stderr(text: str) -> None:
+    """One line on the bench's stderr; on a terminal it first clears the progress line."""
+    sys.stderr.write(("\r\033[K" if sys.stderr.isatty() else "") + text + "\n")
+    sys.stderr.flush()
+
+
 class LiveNode(Protocol):
     node_id: str
     spec: LaunchSpec
@@ -105,7 +121,8 @@ class Launcher(Protocol):
     freezer: str
 
     async def spawn(self) -> asyncio.subprocess.Process:
-        """A new node process, its stdin and stdout piped, waiting for its launch spec."""
+        """A new node process, its stdin, stdout and stderr piped, waiting for its launch
+        spec."""
 
     async def freeze(self, proc: asyncio.subprocess.Process, on: bool) -> None: ...
 
@@ -131,7 +148,7 @@ class LocalProcess:
         # nodes itself, and never kills a node it would then journal as a crash of the node
         return await asyncio.create_subprocess_exec(
             *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=None, env=env, start_new_session=True)
+            stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
 
     async def freeze(self, proc: asyncio.subprocess.Process, on: bool) -> None:
         """SIGSTOP / SIGCONT: the process keeps its sockets and does nothing."""
@@ -175,6 +192,15 @@ class ProcessNode:
         self._standby: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
         self._ending = False     # the bench is ending this process (a crash fault, a stop)
+        self._relays: set[asyncio.Task[None]] = set()   # each process's stderr, relayed
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        proc = await self.launcher.spawn()
+        if proc.stderr is not None:
+            relay = asyncio.create_task(relay_stderr(proc.stderr, self.node_id, _to_stderr))
+            self._relays.add(relay)
+            relay.add_done_callback(self._relays.discard)
+        return proc
 
     @property
     def up(self) -> bool:
@@ -189,7 +215,7 @@ class ProcessNode:
     async def start(self) -> None:
         standby, self._standby = self._standby, None
         self.proc = standby if standby is not None and standby.returncode is None \
-            else await self.launcher.spawn()
+            else await self._spawn()
         self._ending = False
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps(self.spec.to_json()) + "\n").encode())
@@ -230,7 +256,7 @@ class ProcessNode:
         await self._read_to_the_end()
         self.proc = None
         if self._standby is None:
-            self._standby = await self.launcher.spawn()   # loads while the node is down
+            self._standby = await self._spawn()   # loads while the node is down
         return how
 
     async def stop(self) -> None:
@@ -248,6 +274,8 @@ class ProcessNode:
                 await self.proc.wait()
         await self._read_to_the_end()
         self.proc = None
+        if self._relays:     # its processes ended: their last stderr lines, then EOF
+            await asyncio.wait(set(self._relays), timeout=2.0)
 
     def _keep_reading(self) -> None:
         """A Ctrl-C or SIGTERM is raised in whatever Python code runs when it lands, and
