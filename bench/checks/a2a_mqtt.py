@@ -1381,9 +1381,7 @@ def handed_over_requests_reach_their_agent(h: History, c: Collector) -> None:
     for t in took:
         reached[t.node].add((t.response_topic, t.correlation))
         later[t.node].append(t.t_ms)
-    crashes: dict[str, list[float]] = defaultdict(list)
-    for x in h.of(NodeCrashed):
-        crashes[x.node].append(x.t_ms)
+    crashes = h.memo(Transit).crashes
     windows = [w for w in h.memo(fault_windows) if w.fault in LINK_FAULTS | PUBLISH_FAULTS]
     for ho in h.of(A2mRequestTaken):
         if ho.intake is not Intake.HANDED_OVER or ho.handed_to is None:
@@ -1744,9 +1742,7 @@ def _retried_after_its_responder_restarted(h: History) -> int:
     """Requests for a Task.id a responder had taken in before it went down (and came back:
     it took this one in)."""
     began: dict[tuple[str, str], float] = {}
-    restarts: dict[str, list[float]] = defaultdict(list)
-    for x in h.of(NodeCrashed):
-        restarts[x.node].append(x.t_ms)
+    restarts = h.memo(Transit).crashes
     n = 0
     for t in h.of(A2mRequestTaken):
         if t.task_id is None:

@@ -277,34 +277,47 @@ async def _answer_completed(raw: Any, m: Any, user: list[tuple[str, str]] | None
     await raw.publish(m.properties.ResponseTopic, json.dumps(done), qos=1, properties=props)
 
 
+@asynccontextmanager
+async def _raw_responder(broker: Any, answer: Callable[[Any, Any], Any]) -> AsyncIterator[None]:
+    """A raw MQTT 5 client on the probe agent's request topic, each request handed to
+    `answer(client, message)`: running, subscribed, for the body of the `async with`."""
+    ready = asyncio.Event()
+
+    async def serve() -> None:
+        async with aiomqtt.Client(broker.host, broker.port,
+                                  protocol=aiomqtt.ProtocolVersion.V5) as raw:
+            await raw.subscribe(f"$a2a/v1/request/{ORG}/{UNIT}/probe", qos=1)
+            ready.set()
+            async for m in raw.messages:
+                await answer(raw, m)
+    task = asyncio.create_task(serve())
+    await ready.wait()
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 def test_a_raw_responder_sees_the_sdk_requester_send_again_after_its_reply(
         broker: Any) -> None:
     """A2M-RETRY-4: the reply to the first attempt arrives during the backoff; the SDK
     publishes the second attempt anyway (then takes the reply)."""
     attempts: list[bytes] = []
 
-    async def responder(ready: asyncio.Event) -> None:
-        async with aiomqtt.Client(broker.host, broker.port,
-                                  protocol=aiomqtt.ProtocolVersion.V5) as raw:
-            await raw.subscribe(f"$a2a/v1/request/{ORG}/{UNIT}/probe", qos=1)
-            ready.set()
-            async for m in raw.messages:
-                attempts.append(m.properties.CorrelationData)
-                if len(attempts) == 1:
-                    await asyncio.sleep(0.7)      # past the 0.5 s wait: in the 1 s backoff
-                    await _answer_completed(raw, m)
+    async def answer(raw: Any, m: Any) -> None:
+        attempts.append(m.properties.CorrelationData)
+        if len(attempts) == 1:
+            await asyncio.sleep(0.7)      # past the 0.5 s wait: in the 1 s backoff
+            await _answer_completed(raw, m)
 
     async def go() -> list[str]:
-        ready = asyncio.Event()
-        raw = asyncio.create_task(responder(ready))
-        await ready.wait()
-        r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
-                          sdk.TopicSpace(org=ORG, unit=UNIT), first_reply_timeout=0.5)
-        payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
-        kinds = [kind async for kind, _ in r.stream("probe", payload, uuid.uuid4().hex)]
-        await asyncio.sleep(0.3)
-        raw.cancel()
-        await asyncio.gather(raw, return_exceptions=True)
+        async with _raw_responder(broker, answer):
+            r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
+                              sdk.TopicSpace(org=ORG, unit=UNIT), first_reply_timeout=0.5)
+            payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
+            kinds = [kind async for kind, _ in r.stream("probe", payload, uuid.uuid4().hex)]
+            await asyncio.sleep(0.3)
         return kinds
     kinds = asyncio.run(go())
     assert kinds[-1] == "terminal"
@@ -327,24 +340,15 @@ def test_the_sdk_requester_gives_its_caller_no_named_agent(broker: Any) -> None:
     the Requester keeps, holds that name — a caller cannot follow the handover."""
     named = "probe-delegate-7f3a"
 
-    async def responder(ready: asyncio.Event) -> None:
-        async with aiomqtt.Client(broker.host, broker.port,
-                                  protocol=aiomqtt.ProtocolVersion.V5) as raw:
-            await raw.subscribe(f"$a2a/v1/request/{ORG}/{UNIT}/probe", qos=1)
-            ready.set()
-            async for m in raw.messages:
-                await _answer_completed(raw, m, [("a2a-responder-agent-id", named)])
+    async def answer(raw: Any, m: Any) -> None:
+        await _answer_completed(raw, m, [("a2a-responder-agent-id", named)])
 
     async def go() -> tuple[list[Any], Any]:
-        ready = asyncio.Event()
-        raw = asyncio.create_task(responder(ready))
-        await ready.wait()
-        r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
-                          sdk.TopicSpace(org=ORG, unit=UNIT))
-        payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
-        got = [item async for item in r.stream("probe", payload, uuid.uuid4().hex)]
-        raw.cancel()
-        await asyncio.gather(raw, return_exceptions=True)
+        async with _raw_responder(broker, answer):
+            r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
+                              sdk.TopicSpace(org=ORG, unit=UNIT))
+            payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
+            got = [item async for item in r.stream("probe", payload, uuid.uuid4().hex)]
         return got, r
     got, requester = asyncio.run(go())
     assert got and got[-1][0] == "terminal"
