@@ -29,9 +29,16 @@ from bench.checks import (
     interrupted_at_s,
     judge,
     not_applicable,
+    workload_origin_ms,
 )
 from bench.checks.coverage import reached
-from bench.core.events import DirectoryUpdated, HarnessError, RunFinished, RunInterrupted
+from bench.core.events import (
+    DirectoryUpdated,
+    FaultStart,
+    HarnessError,
+    RunFinished,
+    RunInterrupted,
+)
 from bench.faults import CATALOGUE
 from bench.history import History, Line, Recorder, cut_tail
 from bench.loop import Progress, run_loop
@@ -215,6 +222,17 @@ def _timing(run_ms: float, wall: float, events: int) -> dict[str, Any]:
             "sim_s_per_wall_s": run_s / wall if wall > 0 else float("inf"), "events": events}
 
 
+def _on_the_workload_clock(history: History, faults: list[dict[str, Any]]
+                           ) -> list[dict[str, Any]]:
+    """The fault table of report.md in the scenario's terms: when each fault was scheduled
+    (its at_s) and when it was journaled, both in seconds since the workload started."""
+    origin = workload_origin_ms(history)
+    starts = {e.fault_index: e for e in history.of(FaultStart)}
+    return [f | {"at_s": starts[f["index"]].at_ms / 1000,
+                 "journaled_s": (starts[f["index"]].t_ms - origin) / 1000}
+            if f["index"] in starts else f for f in faults]
+
+
 def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float,
               history: History | None = None) -> RunResult:
     history = history or read_for_judging(out_dir / "history.jsonl")
@@ -230,7 +248,8 @@ def judge_run(out_dir: Path, summary: dict[str, Any], duration_ms: float,
     write_json(out_dir / "summary.json", summary)
     # built up as the run went (where, then how long, then how it was judged): whole now
     whole = cast(Summary, summary)
-    (out_dir / "report.md").write_text(render(whole, verdicts, metrics, faults))
+    (out_dir / "report.md").write_text(render(whole, verdicts, metrics,
+                                              _on_the_workload_clock(history, faults)))
     return RunResult(out_dir, verdicts, metrics, whole)
 
 

@@ -96,3 +96,88 @@ def test_the_status_line_counts_requests_and_names_faults_as_they_act(
     status.tick(12_000.0, 45_000.0)
     assert "run 10.0 s, draining  2.0 / at most 35.0 s" in out.getvalue().rsplit("\r", 1)[-1]
     assert text.endswith("\r\033[K")
+
+
+# Pictures that mislead (issue 34, point 7): each test below failed before its fix.
+
+def _history(*events: dict[str, object]) -> list[dict[str, object]]:
+    return [{"seq": i + 1, "node": "bench", **e} for i, e in enumerate(events)]
+
+
+def _spans(ax: object) -> list[tuple[float, float, str]]:
+    from matplotlib.patches import Polygon, Rectangle
+    out = []
+    for p in ax.patches:   # type: ignore[attr-defined]
+        if isinstance(p, Rectangle | Polygon):
+            xs = [x for x, _ in p.get_xy()] if isinstance(p, Polygon) else [
+                p.get_x(), p.get_x() + p.get_width()]
+            out.append((round(min(xs), 3), round(max(xs), 3), p.get_label()))
+    return out
+
+
+STARTED_LATE = _history(
+    {"kind": "workload_started", "tMs": 5000, "durationMs": 20000, "drainMs": 1000},
+    {"kind": "fault_start", "tMs": 13000, "fault": "restart", "faultIndex": 0, "atMs": 8000,
+     "durationMs": None, "params": {"node": "exec-1"}, "disrupts": True},
+    {"kind": "node_crashed", "tMs": 13000, "node": "exec-1", "faultIndex": 0},
+    {"kind": "node_started", "tMs": 15000, "node": "exec-1"},
+    {"kind": "request_settled", "tMs": 10000, "outcome": "COMPLETED", "latencyMs": 120},
+    {"kind": "request_settled", "tMs": 18000, "outcome": "COMPLETED", "latencyMs": 90})
+
+
+def test_latency_over_time_counts_from_the_workload_start_as_fault_times_do() -> None:
+    """A deployment that took 5 s to start: the restart scheduled at_s = 8 is shaded at
+    8–10 s and says so; the axis says what it counts from (it used to start at the
+    history's zero, and the shading sat at 13 s)."""
+    from bench.report.plots import latency_over_time
+    fig = latency_over_time(STARTED_LATE, "t")
+    ax = fig.axes[0]
+    fault = [s for s in _spans(ax) if s[2].startswith("faults[0]")]
+    assert [(a, b) for a, b, _ in fault] == [(8.0, 10.0)], _spans(ax)
+    assert "at 8 s" in fault[0][2] and "8.0–10.0 s" in fault[0][2]
+    assert "workload started" in ax.get_xlabel()
+    assert any(s[2].startswith("start-up (5.0 s") for s in _spans(ax))
+
+
+def test_the_relay_plot_says_how_many_streams_it_shows_and_numbers_seqs_whole() -> None:
+    from bench.report.plots import relay_timeline
+    events = []
+    for k in range(12):
+        for seq in range(1, 4):
+            events.append({"kind": "relay_frame", "tMs": 100 * seq + k, "stream": f"c{k}|a",
+                           "streamSeq": seq, "taskId": f"t{k}"})
+            events.append({"kind": "relay_delivered", "tMs": 100 * seq + k + 5,
+                           "stream": f"c{k}|a", "streamSeq": seq})
+    events.append({"kind": "flow_emitted", "tMs": 1, "stream": "local|a", "taskId": "t99"})
+    fig = relay_timeline(_history(*events), "Relay streams")
+    assert fig is not None
+    ax = fig.axes[0]
+    title = ax.get_title(loc="left")
+    assert "8 of 12 relayed streams" in title and "1 more stayed" in title, title
+    assert "13 tasks" in title
+    fig.canvas.draw()
+    assert all(float(t).is_integer() for t in ax.get_yticks()), ax.get_yticks()
+
+
+def _cell(i: int, variant: str = "reference", dup: int = 0) -> dict[str, object]:
+    return {"cell": {"scenario": f"s{i}", "variant": variant, "seed": 1, "mode": "sim",
+                     "broker": "sim", "nodes": "inproc"},
+            "metrics": {"duplicates_delivered": dup, "duplicates_executed": 0}}
+
+
+def test_the_duplicates_plot_shows_every_cell_and_its_legend_clear_of_the_axis_label() -> None:
+    """Seven cells, one a seeded defect with no duplicates: seven rows (it showed one), and
+    the legend no longer sits on the x axis' label."""
+    from bench.report.plots import duplicates
+    fig = duplicates([_cell(i) for i in range(6)] + [_cell(6, "memory_dedup_60s")], "d")
+    ax = fig.axes[0]
+    assert len(ax.get_yticklabels()) == 7
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert not legend.overlaps(ax.xaxis.label.get_window_extent())
+
+
+def test_an_empty_latency_cdf_claims_no_log_scale() -> None:
+    from bench.report.plots import latency_cdf
+    ax = latency_cdf([("interrupted", [])], "t").axes[0]
+    assert "log" not in ax.get_xlabel() and ax.get_xscale() == "linear"

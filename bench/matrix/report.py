@@ -137,8 +137,12 @@ def _coverage_html(records: list[dict[str, Any]]) -> list[str]:
     from bench.report.html import _e
     table = coverage(records)
     never = sum(not cells for cells in table.values())
+    missed = [s.name for s in SITUATIONS if not table[s.name]]
     rows = [f"<h2>Coverage</h2><p>{len(table) - never} of {len(table)} situations reached "
-            "(protocol paths recognised from each cell's history).</p>"
+            "(protocol paths recognised from each cell's history)"
+            + (f"; never reached: {_e(', '.join(missed))}" if 0 < len(missed) <= 8 else
+               f"; {len(missed)} never reached (below)" if missed else "") + ".</p>"
+            "<details><summary>every situation, with the cells that reached it</summary>"
             "<table><tr><th>situation</th><th>cells</th><th>e.g.</th></tr>"]
     for s in SITUATIONS:
         cells = table[s.name]
@@ -146,7 +150,7 @@ def _coverage_html(records: list[dict[str, Any]]) -> list[str]:
         rows.append(f"<tr{'' if cells else ' class=off'}><td title='{_e(s.description)}'>"
                     f"{_e(s.name)}</td><td>{len(cells)}</td><td>{shown}"
                     f"{' …' if len(cells) > 2 else ''}</td></tr>")
-    return [*rows, "</table>"]
+    return [*rows, "</table></details>"]
 
 
 def _topology_series(out: Path, records: list[dict[str, Any]]) -> list[tuple[str, list[tuple[str, list[float], float | None]]]]:
@@ -205,8 +209,8 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
     body = [f"<h1>matrix {_e(matrix.name)}</h1><p>{_e(matrix.description)}</p>",
             f"<p>{len(records)} of {len(matrix.cells)} cells finished; "
             f"{sum(r['passed'] for r in records)} as expected.</p>",
-            "<table><tr><th>cell</th><th>as expected</th>"
-            + "".join(f"<th title='{_e(c)}'>{i + 1}</th>" for i, c in enumerate(checkers))
+            "<table class='cells'><tr><th>cell</th><th>as expected</th>"
+            + "".join(f"<th class='vertical'><span>{_e(c)}</span></th>" for c in checkers)
             + "<th>requests</th><th>p50 / p99 ms</th><th>dup delivered / executed</th>"
               "<th>wall s</th></tr>"]
     for r in records:
@@ -224,11 +228,11 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
             f"<td>{m['requests']}</td><td>{p}</td>"
             f"<td>{m['duplicates_delivered']} / {m['duplicates_executed']}</td>"
             f"<td>{r['wall_s']:.1f}</td></tr>")
-    body.append("</table><p class='muted'>Columns: " + ", ".join(
-        f"{i + 1} {_e(c)}" for i, c in enumerate(checkers)) + "</p>")
+    body.append("</table><p class='muted'>T true, F false, ? unknown; a red cell is a verdict "
+                "the cell did not expect.</p>")
     body += _latency_html(records)
+    body += ["<h2>Plots</h2>", *_plots(plots, captions, out)]
     body += _coverage_html(records)
-    body += _plots(plots, captions, out)
     (out / "matrix.html").write_text(page(f"matrix {matrix.name}", body))
     return {"md": out / "matrix.md", "html": out / "matrix.html", "json": out / "matrix.json"}
 

@@ -22,6 +22,8 @@ text-align:left;vertical-align:top}th{background:#f5f5f5}
 font-weight:600}.off{background:#fff0f0}code{background:#f3f3f3;padding:1px 4px;border-radius:3px}
 .plot{margin:1em 0}.plot svg{max-width:100%;height:auto}.muted{color:#777}
 details{margin:.3em 0}summary{cursor:pointer}
+table.cells td{white-space:nowrap}th.vertical{vertical-align:bottom;padding:4px 2px}th.vertical span{writing-mode:vertical-rl;
+transform:rotate(180deg);white-space:nowrap;font-weight:500}
 """
 
 
@@ -60,7 +62,37 @@ RUN_CAPTIONS = {
 }
 
 
-def run_html(run_dir: Path, plots: dict[str, dict[str, Path]]) -> str:
+def _fault_timeline(faults: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[str]:
+    """Each fault of the run on the workload's clock, as the scenario scheduled it and as it
+    acted (a node's down time, a broker's outage), with its parameters and the history line
+    that journaled it."""
+    from bench.report.plots import fault_starts_ms, fault_windows, workload_origin_ms
+    origin = workload_origin_ms(events)
+    scheduled = fault_starts_ms(events)
+    journaled = {int(e["faultIndex"]): e for e in events if e["kind"] == "fault_start"}
+    acted: dict[int, list[str]] = {}
+    for t0, t1, label, index in fault_windows(events):
+        acted.setdefault(index, []).append(
+            f"{label}: {(t0 - origin) / 1000:.1f}–{(t1 - origin) / 1000:.1f} s")
+    rows = ["<h2>Fault timeline</h2><p class='muted'>Times in seconds since the workload "
+            f"started ({origin / 1000:.1f} s into the history, once every node was up), the "
+            "clock a scenario's <code>at_s</code> counts on.</p><table><tr><th>#</th>"
+            "<th>fault</th><th>parameters</th><th>scheduled at</th><th>acted</th><th>fired</th>"
+            "<th>journaled at seq</th></tr>"]
+    for f in faults:
+        start = journaled.get(int(f["index"]), {})
+        params = ", ".join(f"{k}={v}" for k, v in sorted((start.get("params") or {}).items())
+                           if v is not None)
+        at = scheduled.get(int(f["index"]))
+        rows.append(f"<tr><td>{f['index']}</td><td>{_e(f['kind'])}</td><td>{_e(params)}</td>"
+                    f"<td>{'–' if at is None else f'{at / 1000:g} s'}</td>"
+                    f"<td>{'<br>'.join(_e(a) for a in acted.get(int(f['index']), [])) or '–'}"
+                    f"</td><td>{f['fired']}</td><td>{f['seq']}</td></tr>")
+    return [*rows, "</table>"]
+
+
+def run_html(run_dir: Path, plots: dict[str, dict[str, Path]],
+             events: list[dict[str, Any]]) -> str:
     summary = json.loads((run_dir / "summary.json").read_text())
     verdicts = json.loads((run_dir / "verdicts.json").read_text())
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -72,15 +104,15 @@ def run_html(run_dir: Path, plots: dict[str, dict[str, Path]]) -> str:
             f"({summary['wall_s']:.2f} s wall). Exit code {summary.get('exit_code')}.</p>",
             f"<p>Replay: <code>{_e(summary['replay'])}</code></p>",
             "<h2>Verdicts</h2><table><tr><th>checker</th><th>verdict</th><th>expected</th>"
-            "<th>counts</th></tr>"]
+            "<th>why (a verdict that judged nothing says so)</th><th>counts</th></tr>"]
     for v in verdicts["verdicts"]:
         want = summary["expect"].get(v["name"], "true")
         counts = ", ".join(f"{k} {n}" for k, n in v["counts"].items() if n)
         off = "" if as_expected(v["value"], want) else " class='off'"
+        note = v["note"].splitlines()[0] if v.get("note") else ""
         body.append(f"<tr{off}><td>{_e(v['name'])}</td><td class='{v['value']}'>"
-                    f"{v['value'].upper()}</td><td>{want}</td><td>{_e(counts)}"
-                    + (f"<br><span class='muted'>{_e(v['note'].splitlines()[0])}</span>"
-                       if v.get("note") else "") + "</td></tr>")
+                    f"{v['value'].upper()}</td><td>{want}</td><td>{_e(note)}</td>"
+                    f"<td class='muted'>{_e(counts)}</td></tr>")
     body.append("</table>")
     for v in verdicts["verdicts"]:
         if v["counterexamples"]:
@@ -115,11 +147,7 @@ def run_html(run_dir: Path, plots: dict[str, dict[str, Path]]) -> str:
     body.append("<h2>Metrics</h2><table>" + "".join(
         f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows) + "</table>")
     if verdicts.get("faults"):
-        body.append("<h2>Fault timeline</h2><table><tr><th>#</th><th>fault</th><th>journaled at "
-                    "seq</th><th>fired</th></tr>")
-        body += [f"<tr><td>{f['index']}</td><td>{_e(f['kind'])}</td><td>{f['seq']}</td>"
-                 f"<td>{f['fired']}</td></tr>" for f in verdicts["faults"]]
-        body.append("</table>")
+        body += _fault_timeline(verdicts["faults"], events)
     body.append("<h2>Plots</h2>")
     body += _plots(plots, RUN_CAPTIONS, run_dir)
     return page(title, body)
@@ -127,10 +155,11 @@ def run_html(run_dir: Path, plots: dict[str, dict[str, Path]]) -> str:
 
 def write_run_report(run_dir: Path) -> Path:
     """Plots (PNG + SVG under plots/) and report.html for one run folder."""
-    from bench.report.plots import run_plots
-    plots = run_plots(run_dir)
+    from bench.report.plots import read_history, run_plots
+    events = read_history(run_dir)
+    plots = run_plots(run_dir, events)
     path = run_dir / "report.html"
-    path.write_text(run_html(run_dir, plots))
+    path.write_text(run_html(run_dir, plots, events))
     md = run_dir / "report.md"
     if md.exists() and "## Plots" not in md.read_text():
         with md.open("a") as fh:

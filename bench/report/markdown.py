@@ -17,6 +17,10 @@ def _fmt(v: Any) -> str:
     return "–" if v is None else str(v)
 
 
+def _at(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds:.1f} s"
+
+
 def render(summary: Summary, verdicts: list[Verdict], metrics: Metrics,
            faults: list[dict[str, Any]]) -> str:
     out = [f"# {summary['scenario']} — {summary['variant']} (seed {summary['seed']})", "",
@@ -64,8 +68,12 @@ def render(summary: Summary, verdicts: list[Verdict], metrics: Metrics,
     for w in metrics["wills_after_silence"] or []:
         out.append(f"| broker keepalive | {text.will_after_silence(w)} |")
     if faults:
-        out += ["", "## Faults", "", "| # | fault | start seq | fired |", "|---|---|---|---|"]
-        out += [f"| {f['index']} | {f['kind']} | {f['seq']} | {f['fired']} |" for f in faults]
+        out += ["", "## Faults", "", "Seconds since the workload started (once every node was "
+                "up), the clock a scenario's `at_s` counts on.", "",
+                "| # | fault | scheduled at | journaled at | fired | history seq |",
+                "|---|---|---|---|---|---|"]
+        out += [f"| {f['index']} | {f['kind']} | {_at(f.get('at_s'))} | "
+                f"{_at(f.get('journaled_s'))} | {f['fired']} | {f['seq']} |" for f in faults]
     situations = summary.get("situations")
     if situations is not None:
         out += ["", "## Situations reached", "",

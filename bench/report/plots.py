@@ -75,6 +75,13 @@ def read_history(run_dir: Path) -> list[dict[str, Any]]:
     return list(read_jsonl(run_dir / "history.jsonl"))
 
 
+def workload_origin_ms(events: Iterable[dict[str, Any]]) -> float:
+    """When the workload's clock started (history ms): a scenario's fault `at_s` and its
+    duration count from here, so the run plots' time axes do too; what came before is the
+    deployment starting (0 if the history has no workload_started, a run cut short early)."""
+    return next((float(e["tMs"]) for e in events if e["kind"] == "workload_started"), 0.0)
+
+
 def fault_windows(events: Iterable[dict[str, Any]]) -> list[tuple[float, float, str, int]]:
     """(start ms, end ms, label, fault index) of each span a fault really acted: for a
     fault that kills nodes, from each crash to that node's next start (its down time, not
@@ -117,15 +124,38 @@ def fault_windows(events: Iterable[dict[str, Any]]) -> list[tuple[float, float, 
     return windows
 
 
-def _shade(ax: Any, windows: list[tuple[float, float, str, int]]) -> None:
-    """Each fault in a colour of its own, labelled once."""
+def fault_starts_ms(events: Iterable[dict[str, Any]]) -> dict[int, float]:
+    """fault index -> its `at_s` as the scenario wrote it (ms on the workload's clock)."""
+    return {int(e["faultIndex"]): float(e["atMs"]) for e in events
+            if e["kind"] == "fault_start" and e.get("atMs") is not None}
+
+
+def _shade(ax: Any, events: list[dict[str, Any]], origin_ms: float) -> None:
+    """Each fault in a colour of its own, labelled once with when the scenario scheduled it
+    and when it acted (a restart in the flush window crashes its node later than its at_s);
+    the deployment's start-up, before the workload's clock, in grey."""
+    if origin_ms >= 50:   # a simulated deployment starts in no time: nothing to show
+        ax.axvspan(-origin_ms / 1000, 0, lw=0, color="#e6e6e6",
+                   label=f"start-up ({origin_ms / 1000:.1f} s, before the workload)")
+    scheduled = fault_starts_ms(events)
+    windows = fault_windows(events)
+    acted: dict[int, list[str]] = defaultdict(list)
+    for t0, t1, _label, index in windows:
+        acted[index].append(f"{(t0 - origin_ms) / 1000:.1f}–{(t1 - origin_ms) / 1000:.1f} s")
     seen: set[int] = set()
     for t0, t1, label, index in windows:
         width = max(t1 - t0, 100.0) / 1000
-        ax.axvspan(t0 / 1000, t0 / 1000 + width, lw=0, alpha=0.55,
-                   color=FAULT_COLOURS[index % len(FAULT_COLOURS)],
-                   label=None if index in seen else f"faults[{index}] {label}")
+        at = f" at {scheduled[index] / 1000:g} s" if index in scheduled else ""
+        ax.axvspan((t0 - origin_ms) / 1000, (t0 - origin_ms) / 1000 + width, lw=0,
+                   alpha=0.55, color=FAULT_COLOURS[index % len(FAULT_COLOURS)],
+                   label=None if index in seen else
+                   f"faults[{index}] {label}{at}: {', '.join(acted[index][:3])}"
+                   + (" …" if len(acted[index]) > 3 else ""))
         seen.add(index)
+
+
+#: The run plots' time axis: the workload's clock, which a scenario's fault times use.
+TIME_AXIS = "s since the workload started (a fault's at_s counts from here)"
 
 
 def latencies(events: Iterable[dict[str, Any]]) -> list[tuple[float, float]]:
@@ -175,8 +205,10 @@ def latency_cdf(series: list[tuple[str, list[float]]], title: str,
         ys = [(k + 1) / len(xs) for k in range(len(xs))]
         ax.step(xs, ys, where="post", color=PALETTE[i % len(PALETTE)], lw=1.8,
                 label=f"{label} (n={len(xs)}, p50 {xs[len(xs) // 2]:.0f} ms)")
-    if not any(values for _, values in series):
+    drawn = any(values for _, values in series)
+    if not drawn:
         _no_data(ax, "no request completed")
+        ax.set_xticks([])
     else:
         ax.set_xscale("log")
         _plain_log(ax.xaxis, [v for _, values in series for v in values])
@@ -185,7 +217,8 @@ def latency_cdf(series: list[tuple[str, list[float]]], title: str,
     ax.set_ylim(0, 1.02)
     for q in (0.5, 0.99):
         ax.axhline(q, color="#888888", lw=0.6, ls=":")
-    _style(ax, title, "request latency (ms, log scale)", "fraction of completed requests")
+    _style(ax, title, "request latency (ms, log scale)" if drawn else "request latency (ms)",
+           "fraction of completed requests")
     _legend(ax, fontsize=8, loc="lower right", frameon=False)
     return fig
 
@@ -193,12 +226,13 @@ def latency_cdf(series: list[tuple[str, list[float]]], title: str,
 def latency_over_time(events: list[dict[str, Any]], title: str) -> Figure:
     """Each completed request at the moment it settled; one answered with an error at its
     latency too (a cross); one that got no response at all along the top, at the moment
-    it gave up."""
-    points = latencies(events)
-    missing = not_completed(events)
-    errors = answered_otherwise(events)
+    it gave up. Time is the workload's clock, as the scenario's fault times are."""
+    origin = workload_origin_ms(events)
+    points = [(t - origin, v) for t, v in latencies(events)]
+    missing = {k: [t - origin for t in ts] for k, ts in not_completed(events).items()}
+    errors = {k: [(t - origin, v) for t, v in tv] for k, tv in answered_otherwise(events).items()}
     fig, ax = plt.subplots(figsize=(9, 4))
-    _shade(ax, fault_windows(events))
+    _shade(ax, events, origin)
     if not points:
         _no_data(ax, "no request completed")
     if points:
@@ -226,27 +260,41 @@ def latency_over_time(events: list[dict[str, Any]], title: str) -> Figure:
             ax.scatter([t / 1000 for t in ts], [top * (1.25 ** i)] * len(ts), marker="v",
                        s=26, lw=0, color=PALETTE[(4 + i) % len(PALETTE)],
                        label=f"{outcome} ({len(ts)}): no response; when it gave up")
-    _style(ax, title, "time (s) — when the request settled", "latency (ms, log scale)")
+    _style(ax, title, f"when the request settled: {TIME_AXIS}",
+           "latency (ms, log scale)" if points else "latency (ms)")
     _legend(ax, fontsize=8, loc="upper left", frameon=False, bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
 def relay_timeline(events: list[dict[str, Any]], title: str, max_streams: int = 8) -> Figure | None:
+    """The relayed streams' frames over the workload's clock (those with gaps first, then
+    the longest, at most `max_streams`; the legend says how many of how many). A stream
+    whose tabs sat on its executor's own node is never relayed and is not drawn: it is
+    counted in the title. A stream is a conversation's to one agent, so several tasks stream
+    on it one after another: the title counts both (relay_integrity counts the tasks')."""
+    origin = workload_origin_ms(events)
     frames: dict[str, list[tuple[float, int]]] = defaultdict(list)
     delivered: dict[str, list[tuple[float, int]]] = defaultdict(list)
     gaps: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
+    emitted: set[tuple[str, str]] = set()
     for e in events:
         if e["kind"] == "relay_frame":
-            frames[e["stream"]].append((float(e["tMs"]), int(e["streamSeq"])))
+            frames[e["stream"]].append((float(e["tMs"]) - origin, int(e["streamSeq"])))
         elif e["kind"] == "relay_delivered":
-            delivered[e["stream"]].append((float(e["tMs"]), int(e["streamSeq"])))
+            delivered[e["stream"]].append((float(e["tMs"]) - origin, int(e["streamSeq"])))
         elif e["kind"] == "relay_gap":
-            gaps[e["stream"]].append((float(e["tMs"]), int(e["fromSeq"]), int(e["toSeq"])))
+            gaps[e["stream"]].append((float(e["tMs"]) - origin, int(e["fromSeq"]),
+                                      int(e["toSeq"])))
+        elif e["kind"] == "flow_emitted" and e.get("stream"):
+            emitted.add((str(e.get("taskId")), str(e["stream"])))
     if not frames:
         return None
+    local = len({stream for _task, stream in emitted} - set(frames))
+    tasks = len(emitted | {(str(e.get("taskId")), str(e["stream"])) for e in events
+                           if e["kind"] == "relay_frame"})
     chosen = sorted(frames, key=lambda s: (-len(gaps.get(s, [])), -len(frames[s]), s))[:max_streams]
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    _shade(ax, fault_windows(events))
+    _shade(ax, events, origin)
     for i, stream in enumerate(sorted(chosen)):
         colour = PALETTE[i % len(PALETTE)]
         f = sorted(frames[stream])
@@ -257,9 +305,16 @@ def relay_timeline(events: list[dict[str, Any]], title: str, max_streams: int = 
         for t, lo, hi in gaps.get(stream, []):
             ax.vlines(t / 1000, lo - 0.4, hi + 0.4, color="#cc0000", lw=3)
             ax.annotate("gap", (t / 1000, hi + 0.4), fontsize=7, color="#cc0000")
-    _style(ax, title + " — line: frames made on the executor; dots: pushed to a tab; "
-           "red: explicit gaps", "time (s)", "seq in stream")
-    _legend(ax, fontsize=7, loc="upper left", frameon=False, ncol=2)
+    from matplotlib.ticker import MaxNLocator
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))   # a seq is a whole number
+    shown = (f"{len(chosen)} of {len(frames)} relayed streams" if len(chosen) < len(frames)
+             else f"all {len(frames)} relayed streams")
+    stayed = f", {local} more stayed on their executor's node" if local else ""
+    _style(ax, f"{title} — {shown}{stayed}; {tasks} tasks streamed on them\nline: frames made on the executor; dots: pushed "
+           "to a tab; red: explicit gaps", TIME_AXIS, "seq in stream")
+    _legend(ax, fontsize=7, loc="upper left", frameon=False, bbox_to_anchor=(1.0, 1.0),
+            title=("streams with gaps first, then the longest" if len(chosen) < len(frames)
+                   else None), title_fontsize=7)
     return fig
 
 
@@ -297,15 +352,31 @@ def message_counts(events: list[dict[str, Any]], title: str) -> Figure:
     _style(ax, f"{title} — {grand_total} published, {per_task}{hidden}", "node",
            "messages published")
     ax.tick_params(axis="x", labelrotation=45 if len(nodes) > 6 else 0, labelsize=8)
+    # the busiest bar does not touch the frame (a zero-height bar stacked on it would pin
+    # the axis to its top: matplotlib keeps a bar's base as a sticky edge)
+    ax.set_ylim(0, max([*bottom, 1]) * 1.08)
     _legend(ax, fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
+#: A duplicates plot shows at most this many cells; the rest are counted in its title.
+MAX_CELLS_SHOWN = 60
+
+
 def duplicates(cells: list[dict[str, Any]], title: str) -> Figure:
-    """Per cell: duplicates that reached a node versus duplicates that ran a task again."""
-    rows = [c for c in cells if c["metrics"]["duplicates_delivered"] or
-            c["metrics"]["duplicates_executed"] or c["cell"]["variant"] != "reference"]
-    rows = rows or cells
+    """Per cell: duplicates that reached a node versus duplicates that ran a task again.
+    Every cell is a row (a zero is a finding too: the ledger had nothing to drop); past
+    MAX_CELLS_SHOWN, the cells with duplicates or a seeded defect come first and the title
+    says how many more had none."""
+    def telling(c: dict[str, Any]) -> bool:
+        return bool(c["metrics"]["duplicates_delivered"] or c["metrics"]["duplicates_executed"]
+                    or c["cell"]["variant"] != "reference")
+    rows = cells
+    if len(cells) > MAX_CELLS_SHOWN:
+        rows = ([c for c in cells if telling(c)] + [c for c in cells if not telling(c)])
+        rows = rows[:MAX_CELLS_SHOWN]
+        title += (f"\n({len(rows)} of {len(cells)} cells; the {len(cells) - len(rows)} not "
+                  "shown had no duplicate and no seeded defect)")
     seeds = len({c["cell"]["seed"] for c in rows}) > 1
     labels = [f"{c['cell']['scenario']} · {c['cell']['variant']}"
               + (f" · s{c['cell']['seed']}" if seeds else "")
@@ -316,21 +387,20 @@ def duplicates(cells: list[dict[str, Any]], title: str) -> Figure:
     executed = [c["metrics"]["duplicates_executed"] for c in rows]
     fig, ax = plt.subplots(figsize=(8, max(3, 0.32 * len(rows) + 1.2)))
     ys = list(range(len(rows)))
-    ax.barh([y + 0.2 for y in ys], delivered, height=0.4, color=PALETTE[0],
+    ax.barh([y - 0.2 for y in ys], delivered, height=0.4, color=PALETTE[0],
             label="duplicates delivered (dropped by ledger or task table)")
-    ax.barh([y - 0.2 for y in ys], executed, height=0.4, color=PALETTE[3],
+    ax.barh([y + 0.2 for y in ys], executed, height=0.4, color=PALETTE[3],
             label="duplicates executed (a task ran again)")
     for y, d, e in zip(ys, delivered, executed, strict=True):   # a zero is a value too
-        ax.text(d, y + 0.2, f" {d}", va="center", fontsize=7, color=PALETTE[0])
-        ax.text(e, y - 0.2, f" {e}", va="center", fontsize=7, color=PALETTE[3])
+        ax.text(d, y - 0.2, f" {d}", va="center", fontsize=7, color=PALETTE[0])
+        ax.text(e, y + 0.2, f" {e}", va="center", fontsize=7, color=PALETTE[3])
     ax.set_yticks(ys, labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlim(0, max([*delivered, *executed, 1]) * 1.12)   # all zeros: 0..1, not ±0.04
     from matplotlib.ticker import MaxNLocator
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _style(ax, title, "count", "")
-    _legend(ax, fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.14),
-            ncol=2)
+    _legend(ax, fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -353,9 +423,10 @@ def topology_comparison(series: list[tuple[str, list[float], float | None]], tit
     return fig
 
 
-def run_plots(run_dir: Path) -> dict[str, dict[str, Path]]:
+def run_plots(run_dir: Path, events: list[dict[str, Any]] | None = None
+              ) -> dict[str, dict[str, Path]]:
     """Every run plot for one run folder, into <run>/plots/. Returns name -> paths."""
-    events = read_history(run_dir)
+    events = read_history(run_dir) if events is None else events
     summary = json.loads((run_dir / "summary.json").read_text())
     label = f"{summary['scenario']} · {summary['variant']} · seed {summary['seed']}"
     folder = run_dir / "plots"
