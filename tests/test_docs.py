@@ -47,6 +47,27 @@ def test_the_readme_is_a_front_door() -> None:
         assert (ROOT / link).exists(), f"README links to {link}, which does not exist"
 
 
+def test_the_readmes_test_command_is_what_ci_runs() -> None:
+    """Point 5: README line 2 installs the same extras and runs the same pytest command as
+    .ci/run, and says what .ci/run adds (each thing a skipped test would need)."""
+    line2 = README.splitlines()[4]
+    ci = (ROOT / ".ci" / "run").read_text()
+    install = re.search(r"pip install -q -e ('[^']*')", line2)
+    assert install and f"pip install -q -e {install.group(1)}" in ci, line2
+    pytest_cmd = line2.split("&& ")[-1]
+    assert pytest_cmd in ci.splitlines()[-1], (pytest_cmd, ci.splitlines()[-1])
+    for need in ("Mosquitto", "Chromium", "docker image", "Rust node"):
+        assert need in README[:1500], f"README's opening does not say .ci/run adds {need}"
+
+
+def test_no_page_points_outside_the_repository() -> None:
+    """Point 6: a clone has no ../shared/ (the specification stays outside the repo)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    outside = [str(p.relative_to(ROOT)) for p in pages
+               if re.search(r"\.\./shared|shared/DESIGN\.md|shared/seeds", p.read_text())]
+    assert not outside, outside
+
+
 def test_the_checkers_page_counts_the_situations_and_fault_kinds_there_are() -> None:
     """docs/checkers.md says how many situations the coverage table has and how many kinds
     of fault bite: numbers a new situation or fault would otherwise leave behind."""
