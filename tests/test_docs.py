@@ -95,18 +95,6 @@ def test_every_entry_of_every_registry_has_its_place_in_the_reference() -> None:
     assert all(f"| `{v}` |" in variants for v in VARIANTS)
 
 
-def test_the_checkers_page_counts_the_situations_and_fault_kinds_there_are() -> None:
-    """docs/checkers.md says how many situations the coverage table has and how many kinds
-    of fault bite: numbers a new situation or fault would otherwise leave behind."""
-    from bench.checks.coverage import FAULT_KINDS, SITUATIONS
-    page = (ROOT / "docs" / "checkers.md").read_text()
-    said = re.search(r"`bench/checks/coverage.py`, (\d+) of them", page)
-    assert said and int(said.group(1)) == len(SITUATIONS)
-    assert f"the default matrix reaches all {len(SITUATIONS)}," in page
-    kinds = re.search(r"for each of the (\d+)\s+kinds of fault", page)
-    assert kinds and int(kinds.group(1)) == len(FAULT_KINDS)
-
-
 #: The docs site: README.md is its front page, docs/ and the scenario and topology formats
 #: its pages; the code, the tests and run outputs are not in it (MkDocs 1.6; its config
 #: cannot sit inside the folder it builds, so it is written beside the site).
