@@ -79,6 +79,8 @@ LAYERS = {
     "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools.golden": {"run", "spec", "variants", "tools.golden"},   # runs every shipped scenario
+    # the reference pages: read every registry, run nothing
+    "tools.reference": {"core", "checks", "faults", "variants", "cli", "tools"},
     "tools": {"tools"},
     "matrix": {"spec", "variants", "checks", "metrics", "run", "report", "substrates", "folders",
                "matrix"},

@@ -68,16 +68,52 @@ def test_no_page_points_outside_the_repository() -> None:
     assert not outside, outside
 
 
-def test_the_checkers_page_counts_the_situations_and_fault_kinds_there_are() -> None:
-    """docs/checkers.md says how many situations the coverage table has and how many kinds
-    of fault bite: numbers a new situation or fault would otherwise leave behind."""
-    from bench.checks.coverage import FAULT_KINDS, SITUATIONS
-    page = (ROOT / "docs" / "checkers.md").read_text()
-    said = re.search(r"`bench/checks/coverage.py`, (\d+) of them", page)
-    assert said and int(said.group(1)) == len(SITUATIONS)
-    assert f"the default matrix reaches all {len(SITUATIONS)}," in page
-    kinds = re.search(r"for each of the (\d+)\s+kinds of fault", page)
-    assert kinds and int(kinds.group(1)) == len(FAULT_KINDS)
+def test_the_reference_pages_are_what_the_code_generates() -> None:
+    """docs/reference/ and the README's command table are generated from the registries:
+    one that differs is named, with the command that regenerates it."""
+    from bench.tools.reference import COMMAND, differences
+    differ = differences(ROOT)
+    assert not differ, (f"{', '.join(differ)}: differs from what the code generates; "
+                        f"regenerate with `{COMMAND}`")
+
+
+def test_the_check_names_a_page_altered_by_one_line(tmp_path: Path) -> None:
+    from bench.tools.reference import differences, generated
+    for path, text in generated(ROOT).items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    assert differences(tmp_path) == []
+    rules = tmp_path / "docs" / "reference" / "rules.md"
+    lines = rules.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("| `"))
+    lines[at] = lines[at].replace("| `", "| `x", 1)
+    rules.write_text("".join(lines))
+    (tmp_path / "docs" / "reference" / "events.md").unlink()
+    readme = tmp_path / "README.md"
+    readme.write_text(readme.read_text().replace("| `list` |", "| `lst` |"))
+    assert differences(tmp_path) == ["docs/reference/rules.md", "docs/reference/events.md",
+                                     "README.md"]
+
+
+def test_every_entry_of_every_registry_has_its_place_in_the_reference() -> None:
+    """What the pages are for, held apart from how they are written: each checker and fault
+    kind a heading others can link to, each situation, event kind and seeded defect a row."""
+    from bench.checks import checkers
+    from bench.checks.coverage import SITUATIONS
+    from bench.core.events import TYPES
+    from bench.faults import CATALOGUE
+    from bench.variants import VARIANTS
+    ref = ROOT / "docs" / "reference"
+    rules, faults, situations, events, variants = (
+        (ref / f"{n}.md").read_text()
+        for n in ("rules", "faults", "situations", "events", "variants"))
+    for name, c in checkers().items():
+        assert f"\n### {name}\n" in rules
+        assert all(f"| `{r.id}` |" in rules for r in c.rules), name
+    assert all(f"\n## {k}\n" in faults for k in CATALOGUE)
+    assert all(f"| `{s.name}` |" in situations for s in SITUATIONS)
+    assert all(f"\n### {k.value}\n" in events for k in TYPES)
+    assert all(f"| `{v}` |" in variants for v in VARIANTS)
 
 
 #: The docs site: README.md is its front page, docs/ and the scenario and topology formats

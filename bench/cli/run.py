@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def add_run(sub: Sub) -> None:
     run = sub.add_parser(
-        "run", help="run a scenario, check its history, write results/<run-id>/",
+        "run", help="run a scenario, check its history, write `results/<run-id>/`",
         description="Run SCENARIO (a file, or a name in scenarios/) on its topology, inject its "
                     "faults, record one history, judge it with every checker, and write the "
                     "run folder: scenario.json, topology.json, history.jsonl, verdicts.json, "

@@ -1370,6 +1370,13 @@ def _plan(cls: type[Event]) -> tuple[_Slot, ...]:
 _PLANS: dict[type[Event], tuple[_Slot, ...]] = {}
 
 
+def fields_of(cls: type[Event]) -> tuple[_Slot, ...]:
+    """The fields a history line of `cls` carries after `seq`, `tMs`, `node` and `kind`,
+    in order: JSON name, type, whether null is a value, whether the line must carry it
+    (what docs/reference/events.md lists)."""
+    return _plan(cls)
+
+
 def to_fields(event: Event) -> dict[str, Json]:
     """The event's fields as a history line carries them (camelCase, JSON values)."""
     out: dict[str, Json] = {}

@@ -1,2 +1,3 @@
-"""Entry points that are tools rather than layers: the attack table, the benchmark, the
-fuzzer and the back-to-back exchange (`python -m bench.tools.<name>`)."""
+"""Entry points that are tools rather than layers, each `python -m bench.tools.<name>` (the
+back-to-back exchange is `a2a-bench exchange`); docs/reference/commands.md lists every one,
+generated from their docstrings."""

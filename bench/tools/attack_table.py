@@ -1,7 +1,7 @@
 """`python -m bench.tools.attack_table`: which attacks succeed, per admission mode and signature
-version — measured by the auth_admission checker on simulated runs of scenarios/attacks.toml,
-tampering.toml, replay_stale.toml and replay_expired.toml (their own seeds), not written by hand. Prints a Markdown
-table (the one in docs/identity.md)."""
+version. Measured by the auth_admission checker on simulated runs of scenarios/attacks.toml,
+tampering.toml, replay_stale.toml and replay_expired.toml (their own seeds), not written by
+hand. Prints a Markdown table (the one in docs/identity.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""`python -m bench.tools.benchmark`: live request-to-response latency and throughput of the
-bench's reference nodes on amqtt and Mosquitto, next to a raw MQTT round trip measured in
-the same run with the same client library (paho-mqtt), so the bench's own overhead reads
-as a ratio. A benchmark, not a test: it prints figures and asserts nothing.
+"""`python -m bench.tools.benchmark`: the live round trip next to raw MQTT; `--scale`, the
+simulator at 100, 1,000 and 10,000 nodes. Live: request-to-response latency and throughput
+of the bench's reference nodes on amqtt and Mosquitto, next to a raw MQTT round trip
+measured in the same run with the same client library (paho-mqtt), so the bench's own
+overhead reads as a ratio. A benchmark, not a test: it prints figures and asserts nothing.
 
 Raw: client A publishes a QoS1 request; client B answers each with a QoS1 response.
 Bench: an orchestrator node sends TASK_REQUEST to an executor node (zero-length task);

@@ -1,5 +1,6 @@
-"""Same seed, same bytes: the hashes of what every shipped scenario writes in simulation
-(its history, verdicts and metrics), checked against `tests/data/golden-sim.json`.
+"""Same seed, same bytes: every shipped scenario's sim hashes against
+`tests/data/golden-sim.json`. The hashes are of what each writes in simulation (its
+history, verdicts and metrics).
 
 A change that must not alter behaviour (a refactor, a faster simulator) leaves every hash
 as it was; one that means to (a fix in the node, the simulator or a checker) rewrites the

@@ -1,5 +1,6 @@
-"""The simulator at scale: one mesh of N nodes run in simulation, and raw simpy moving the
-same number of messages over the same links, for `python -m bench.tools.benchmark --scale`.
+"""One row of `benchmark --scale`, in a process of its own. The simulator at scale: one mesh
+of N nodes run in simulation, and raw simpy moving the same number of messages over the same
+links, for `python -m bench.tools.benchmark --scale`.
 
 A mesh of N nodes: 10 orchestrators (4 below 1,000 nodes) sending 1,000 requests per
 second between them to executors in namespaces of 100 nodes, for `duration_s` with one
