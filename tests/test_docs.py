@@ -41,7 +41,7 @@ def test_the_sample_run_has_the_lines_a_run_prints() -> None:
 
 
 def test_the_readme_is_a_front_door() -> None:
-    assert len(README.encode()) <= 15 * 1024, "README.md is over 15 KB: move details to docs/"
+    assert len(README.encode()) <= 15_000, "README.md is over 15 KB: move details to docs/"
     assert README.startswith("# a2a-bench\n\n```sh\npython3 -m venv .venv && ")
     for link in re.findall(r"\]\(((?:docs|examples|scenarios|topologies|bench)/[^)#]*)", README):
         assert (ROOT / link).exists(), f"README links to {link}, which does not exist"
