@@ -174,3 +174,81 @@ def test_every_relative_link_in_the_docs_points_at_something_in_the_repository()
                for target in LINK.findall(page.read_text())
                if not (page.parent / target).exists()]
     assert not missing, missing
+
+
+# Measurements live in dated findings files (issue 34): a guide says the gist and links to
+# docs/findings/, where each figure has its date, its machine and the command that made it.
+
+FINDINGS = ROOT / "docs" / "findings"
+#: A date as the findings write it.
+DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+#: How a command that measures begins.
+COMMANDS = ("a2a-bench", "python -m bench", ".venv/bin/", "pytest", "bash .ci/run")
+
+
+def _commands(page: str) -> list[str]:
+    """The lines of the page's fenced blocks and its inline code spans."""
+    fenced = [line.strip() for block in re.findall(r"^ *```[^\n]*\n(.*?)^ *```", page, re.S | re.M)
+              for line in block.splitlines()]
+    inline = re.findall(r"`([^`\n]+)`", re.sub(r"^ *```.*?^ *```", "", page, flags=re.S | re.M))
+    return fenced + inline
+
+
+def test_every_findings_file_says_when_and_how_it_was_measured() -> None:
+    pages = sorted(p for p in FINDINGS.glob("*.md") if p.name != "index.md")
+    assert pages, "docs/findings/ holds no findings"
+    undated = [p.name for p in pages if not DATE.search(p.read_text())]
+    assert not undated, f"findings without a date (YYYY-MM-DD): {undated}"
+    commandless = [p.name for p in pages
+                   if not any(c.startswith(COMMANDS) for c in _commands(p.read_text()))]
+    assert not commandless, f"findings without the command that measured them: {commandless}"
+    index = (FINDINGS / "index.md").read_text()
+    unlisted = [p.name for p in pages if f"]({p.name})" not in index]
+    assert not unlisted, f"docs/findings/index.md does not list {unlisted}"
+
+
+#: The topic guides, whose figures live in docs/findings/ (PROTOCOL.md is a spec: its
+#: numbers are requirements; the profile page is generated).
+GUIDES = ("performance", "fidelity", "substrates", "brokers", "explore", "own-node",
+          "identity", "running", "workload", "architecture")
+#: A number followed by a unit of measurement or the simulator's speed, or a ratio (×, not
+#: after a word: keepalive×3/2 is a formula).
+MEASUREMENT = re.compile(r"\d(?:[\d,.]*\d)?(?: ms\b| µs\b| s | min(?:utes?)?\b|\s?GiB|\s?MiB"
+                         r"|\s?MB\b| req/s| requests/s"
+                         r"| simulated s(?:econds?)? per wall s)|(?<!\w)×\s?\d")
+#: Numbers with a unit that are definitions, not measurements: each a parameter the code
+#: or a spec fixes, kept in the guide because the explanation needs its value.
+ALLOWED = (
+    "reconnect after 1 s then 2 s",      # substrates: the simulated clients' ClientConfig
+    "every 6 s ",                        # fidelity, brokers: Mosquitto 2.0's sweep, in its source
+    "reordering within 500 ms",          # workload: the reorder window, PROTOCOL W-REL-7
+    "coalesced (150 ms,",                # workload: thinking coalescing, PROTOCOL W-REL-3
+    "flushed every 5 s ",                # architecture: the ledger's flush, PROTOCOL W-LED-3
+)
+#: identity.md's attack table is the output of `python -m bench.tools.attack_table`,
+#: regenerated and compared by tests/test_attacks.py: it cannot drift, so it stays.
+GENERATED = re.compile(r"<!-- attack-table -->.*?<!-- /attack-table -->", re.S)
+
+
+def _blanked(match: re.Match[str]) -> str:
+    """A fenced block or the generated table, blanked line for line (numbers stay true)."""
+    return "\n" * match.group(0).count("\n")
+
+
+def test_the_guides_quote_no_measurements() -> None:
+    found: list[str] = []
+    used: set[str] = set()
+    for name in GUIDES:
+        page = GENERATED.sub(_blanked, (ROOT / "docs" / f"{name}.md").read_text())
+        page = re.sub(r"^ *```.*?^ *```", _blanked, page, flags=re.S | re.M)
+        for number, line in enumerate(page.splitlines(), 1):
+            text = line + " "          # a figure may end a line: "… 19.9 s" then a break
+            for allowed in ALLOWED:
+                if allowed in text:
+                    used.add(allowed)
+                    text = text.replace(allowed, "")
+            found += [f"docs/{name}.md:{number}: {m.group(0)!r} in {line.strip()!r}"
+                      for m in MEASUREMENT.finditer(text)]
+    assert not found, ("figures belong in a dated findings file under docs/findings/, "
+                       "linked from the guide:\n" + "\n".join(found))
+    assert used == set(ALLOWED), f"allowed, but no longer in any guide: {set(ALLOWED) - used}"
