@@ -210,7 +210,8 @@ def test_every_findings_file_says_when_and_how_it_was_measured() -> None:
 #: The topic guides, whose figures live in docs/findings/ (PROTOCOL.md is a spec: its
 #: numbers are requirements; the profile page is generated).
 GUIDES = ("performance", "fidelity", "substrates", "brokers", "explore", "own-node",
-          "identity", "running", "workload", "architecture")
+          "identity", "running", "workload", "architecture", "checkers", "testing", "faults",
+          "matrices-and-reports")
 #: A number followed by a unit of measurement or the simulator's speed, or a ratio (×, not
 #: after a word: keepalive×3/2 is a formula).
 MEASUREMENT = re.compile(r"\d(?:[\d,.]*\d)?(?: ms\b| µs\b| s | min(?:utes?)?\b|\s?GiB|\s?MiB"
@@ -224,6 +225,8 @@ ALLOWED = (
     "reordering within 500 ms",          # workload: the reorder window, PROTOCOL W-REL-7
     "coalesced (150 ms,",                # workload: thinking coalescing, PROTOCOL W-REL-3
     "flushed every 5 s ",                # architecture: the ledger's flush, PROTOCOL W-LED-3
+    "two 5 s flush intervals",           # checkers: the same flush, in duplicate_execution's row
+    "the 500 ms reorder window",         # checkers: W-REL-7, in relay_integrity's row
 )
 #: identity.md's attack table is the output of `python -m bench.tools.attack_table`,
 #: regenerated and compared by tests/test_attacks.py: it cannot drift, so it stays.

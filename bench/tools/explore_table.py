@@ -2,7 +2,7 @@
 defect. From nothing: the draft that first failed, the seconds it took, the checkers that
 turned FALSE and the scenario's size before and after shrinking, measured, not written by
 hand. Runs `a2a-bench explore --variant V --seed S --runs N -j J` once per seeded defect
-(each in its own process, as a user would) and prints the Markdown table of docs/explore.md; the
+(each in its own process, as a user would) and prints the Markdown table of docs/findings/explore-runs.md; the
 reference row says what the same budget finds on the reference node (nothing, we hope).
 
     python -m bench.tools.explore_table --runs 400 -j 2

@@ -1,6 +1,6 @@
 """What each broker does where MQTT 3.1.1 leaves room, measured with raw clients
 (`a2a-bench brokers`), held against the simulator's row for each of the two brokers the
-bench ships with (`bench.spec.brokers.BEHAVIOURS`: the broker table of docs/brokers.md is this
+bench ships with (`bench.spec.brokers.BEHAVIOURS`: the broker table of docs/findings/brokers-amqtt-mosquitto.md is this
 output, and `--mode sim --broker X` predicts X from that row) — and run against an external broker given by URL, with
 credentials and a restart command, as a user would point it at theirs."""
 
