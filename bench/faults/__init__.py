@@ -36,7 +36,8 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("qos1_redelivery", "the node gets QoS1 messages again: the broker re-sends "
               "delivered ones with DUP, optionally much later (EMQX-style delayed "
               "redelivery), or must redeliver unacknowledged ones, or a PUBLISH arrives twice", {
-                  "probability": Param("probability", "chance that a delivery is re-sent", 0.5),
+                  "probability": Param("probability", "chance that a delivery is re-sent (once: a copy is "
+                                       "not re-sent again)", 0.5),
                   "delay_ms": Param("distribution", "delay before the re-send",
                                     {"dist": "uniform", "low": 50, "high": 2000}),
                   "node": _node("only deliveries to this node (default: all)", required=False),

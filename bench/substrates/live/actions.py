@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, assert_never
@@ -280,7 +281,9 @@ class LiveFaults:
     async def _redeliver(self, step: Redeliver) -> Outcome:
         """A capture client sees every targeted PUBLISH and, with the fault's probability,
         publishes the very same bytes again after the fault's delay (what a broker's
-        delayed QoS1 redelivery looks like to the receiver)."""
+        delayed QoS1 redelivery looks like to the receiver). It sees its own copies too,
+        and re-sends none of them: a delivery is re-sent once at most, as in the simulator
+        (with probability 1, copies of copies would be a storm until the run ended)."""
         index = step.fault.index
         flt = self._inbox_filter(step.node)
         if step.probability <= 0 or step.delay_ms is None:
@@ -291,16 +294,23 @@ class LiveFaults:
         rng = rng_for(step.seed, f"fault/{index}")
         delay_ms, p = step.delay_ms, step.probability
         holder: list[MqttLink] = []
+        copies: Counter[tuple[str, bytes]] = Counter()   # sent, not yet seen come back
 
         def replay(topic: str, payload: bytes) -> None:
             self.replays_due -= 1
             if holder and not holder[0].closed:
+                copies[(topic, payload)] += 1
                 holder[0].publish(topic, payload, 1, False)
                 self.dep.record("nemesis", ev.FaultFired(step.fault.kind, index, "replayed",
                                                      {"topic": topic, "bytes": len(payload)}))
 
         def on_message(d: Delivery) -> None:
             holder[0].ack(d.mid, d.qos)
+            if copies[(d.topic, d.payload)] > 0:     # one of ours, back: not re-sent
+                copies[(d.topic, d.payload)] -= 1
+                if not copies[(d.topic, d.payload)]:
+                    del copies[(d.topic, d.payload)]
+                return
             if rng.random() < p:
                 self.replays_due += 1     # the run is not settled before they happen
                 self.dep.loop.call_later(delay_ms.sample(rng) / 1000, replay, d.topic, d.payload)

@@ -99,12 +99,16 @@ class Session:
     order: int = 0
     #: MQTT 5: when the session ends unless a connection resumes it (None: never)
     expires_at_ms: float | None = None
+    #: packet ids of the copies the qos1_redelivery fault sent: their PUBACK ends them (a
+    #: copy re-sent again and again would be a storm: with probability 1, forever)
+    fault_copies: set[int] = field(default_factory=set)
 
 
 @dataclass
 class Redelivery:
     """The qos1_redelivery fault: after a PUBACK, re-send the message with DUP anyway
-    (EMQX-style delayed redelivery), with a probability, after a delay."""
+    (EMQX-style delayed redelivery), with a probability, after a delay. A delivery is
+    re-sent once at most: the copy's own PUBACK ends it."""
 
     probability: float
     delay_ms: Distribution
@@ -191,8 +195,10 @@ class SimBroker:
                 self.stats["redelivered"] += 1
                 if self.behaviour.resends_under_new_ids:   # a seeded defect
                     del session.inflight[pid]
-                    pid = next(self._pids)
+                    copy, pid = pid in session.fault_copies, next(self._pids)
                     session.inflight[pid] = msg
+                    if copy:
+                        session.fault_copies.add(pid)
                 self._transmit(session, conn, msg, pid,
                                dup=not self.behaviour.resends_under_new_ids)
             queued, session.queued = session.queued, []
@@ -453,6 +459,9 @@ class SimBroker:
         if session is None or session.conn is not conn or not self.up:
             return  # acknowledges a delivery of a dead connection: it stays in flight
         msg = session.inflight.pop(pid, None)
+        if pid in session.fault_copies:    # the fault's own copy: delivered once, at most
+            session.fault_copies.discard(pid)
+            return
         r = self.redelivery
         if msg is not None and r is not None and (r.only_client in (None, conn.client_id)) \
                 and r.rng.random() < r.probability:
@@ -465,6 +474,7 @@ class SimBroker:
     def _redeliver(self, session: Session, msg: Message) -> None:
         pid = next(self._pids)
         session.inflight[pid] = msg
+        session.fault_copies.add(pid)
         conn = session.conn
         if conn is not None and conn.alive and self.up:
             self.stats["redelivered"] += 1
