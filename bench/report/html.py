@@ -66,14 +66,11 @@ def _fault_timeline(faults: list[dict[str, Any]], events: list[dict[str, Any]]) 
     """Each fault of the run on the workload's clock, as the scenario scheduled it and as it
     acted (a node's down time, a broker's outage), with its parameters and the history line
     that journaled it."""
-    from bench.report.plots import fault_starts_ms, fault_windows, workload_origin_ms
+    from bench.report.plots import acted, fault_starts_ms, workload_origin_ms
     origin = workload_origin_ms(events)
     scheduled = fault_starts_ms(events)
     journaled = {int(e["faultIndex"]): e for e in events if e["kind"] == "fault_start"}
-    acted: dict[int, list[str]] = {}
-    for t0, t1, label, index in fault_windows(events):
-        acted.setdefault(index, []).append(
-            f"{label}: {(t0 - origin) / 1000:.1f}–{(t1 - origin) / 1000:.1f} s")
+    spans = acted(events, origin)
     rows = ["<h2>Fault timeline</h2><p class='muted'>Times in seconds since the workload "
             f"started ({origin / 1000:.1f} s into the history, once every node was up), the "
             "clock a scenario's <code>at_s</code> counts on.</p><table><tr><th>#</th>"
@@ -86,7 +83,7 @@ def _fault_timeline(faults: list[dict[str, Any]], events: list[dict[str, Any]]) 
         at = scheduled.get(int(f["index"]))
         rows.append(f"<tr><td>{f['index']}</td><td>{_e(f['kind'])}</td><td>{_e(params)}</td>"
                     f"<td>{'–' if at is None else f'{at / 1000:g} s'}</td>"
-                    f"<td>{'<br>'.join(_e(a) for a in acted.get(int(f['index']), [])) or '–'}"
+                    f"<td>{'<br>'.join(_e(a) for a in spans.get(int(f['index']), [])) or '–'}"
                     f"</td><td>{f['fired']}</td><td>{f['seq']}</td></tr>")
     return [*rows, "</table>"]
 

@@ -130,6 +130,15 @@ def fault_starts_ms(events: Iterable[dict[str, Any]]) -> dict[int, float]:
             if e["kind"] == "fault_start" and e.get("atMs") is not None}
 
 
+def acted(events: list[dict[str, Any]], origin_ms: float) -> dict[int, list[str]]:
+    """fault index -> each span it acted, as "A–B s" on the workload's clock, with the
+    window's label (the node it kept down); the plots' legends and the fault timeline."""
+    out: dict[int, list[str]] = defaultdict(list)
+    for t0, t1, label, index in fault_windows(events):
+        out[index].append(f"{label}: {(t0 - origin_ms) / 1000:.1f}–{(t1 - origin_ms) / 1000:.1f} s")
+    return out
+
+
 def _shade(ax: Any, events: list[dict[str, Any]], origin_ms: float) -> None:
     """Each fault in a colour of its own, labelled once with when the scenario scheduled it
     and when it acted (a restart in the flush window crashes its node later than its at_s);
@@ -138,19 +147,16 @@ def _shade(ax: Any, events: list[dict[str, Any]], origin_ms: float) -> None:
         ax.axvspan(-origin_ms / 1000, 0, lw=0, color="#e6e6e6",
                    label=f"start-up ({origin_ms / 1000:.1f} s, before the workload)")
     scheduled = fault_starts_ms(events)
-    windows = fault_windows(events)
-    acted: dict[int, list[str]] = defaultdict(list)
-    for t0, t1, _label, index in windows:
-        acted[index].append(f"{(t0 - origin_ms) / 1000:.1f}–{(t1 - origin_ms) / 1000:.1f} s")
+    spans = acted(events, origin_ms)
     seen: set[int] = set()
-    for t0, t1, label, index in windows:
+    for t0, t1, _label, index in fault_windows(events):
         width = max(t1 - t0, 100.0) / 1000
         at = f" at {scheduled[index] / 1000:g} s" if index in scheduled else ""
         ax.axvspan((t0 - origin_ms) / 1000, (t0 - origin_ms) / 1000 + width, lw=0,
                    alpha=0.55, color=FAULT_COLOURS[index % len(FAULT_COLOURS)],
                    label=None if index in seen else
-                   f"faults[{index}] {label}{at}: {', '.join(acted[index][:3])}"
-                   + (" …" if len(acted[index]) > 3 else ""))
+                   f"faults[{index}]{at} — {'; '.join(spans[index][:3])}"
+                   + (" …" if len(spans[index]) > 3 else ""))
         seen.add(index)
 
 
