@@ -1028,6 +1028,9 @@ WALL_CLOCK_RECORDS_LATE_MS = 100.0
 
 @dataclass(frozen=True, slots=True)
 class RunStarted(Event):
+    """The bench began a run, its first event: the scenario, variant, seed, topology and
+    substrate, and what the checkers need to know of how and where it ran."""
+
     KIND = EventKind.RUN_STARTED
     scenario: str
     variant: str
@@ -1080,6 +1083,10 @@ class RunInterrupted(Event):
 
 @dataclass(frozen=True, slots=True)
 class RunFinished(Event):
+    """The bench ended the run, once everything it started was stopped: the run's clock when
+    its loop ended (`simulated_ms`: simulated time, or the time since the run started when
+    live), how many workload operations were planned, and the substrate's statistics."""
+
     KIND = EventKind.RUN_FINISHED
     OPEN = True                        # plus the substrate's statistics
     simulated_ms: float
@@ -1095,6 +1102,10 @@ class RunStopping(Event):
 
 @dataclass(frozen=True, slots=True)
 class NodeCrashed(Event):
+    """A node died: a fault crashed it (`fault_index`, journaled by the nemesis), it raised
+    while handling an input (`error`; it is started again from its data a moment later), or its
+    process exited without the bench ending it."""
+
     KIND = EventKind.NODE_CRASHED
     fault_index: int | None            # None: not a fault's doing (the node raised)
     how: str
@@ -1104,6 +1115,10 @@ class NodeCrashed(Event):
 
 @dataclass(frozen=True, slots=True)
 class OpNotIssued(Event):
+    """The bench did not issue a workload operation because its node was down: it did not
+    happen. `op` is its kind (request, event, tab), `id` its message id (a tab's subscriber
+    id)."""
+
     KIND = EventKind.OP_NOT_ISSUED
     op: str
     id: str
@@ -1122,6 +1137,9 @@ class OpFailed(Event):
 
 @dataclass(frozen=True, slots=True)
 class InputLost(Event):
+    """An input for a node (a delivered message, a timer, an operation) arrived while the node
+    was down and was lost: `input` is the input's type."""
+
     KIND = EventKind.INPUT_LOST
     input: str
     reason: str
@@ -1129,6 +1147,10 @@ class InputLost(Event):
 
 @dataclass(frozen=True, slots=True)
 class HarnessError(Event):
+    """The bench, the nemesis or a node process hit an error of its own: an operation a node
+    could not carry out, an output line that did not parse, something it could not connect,
+    stop or clear, a callback that threw, or the run stopping on an exception."""
+
     KIND = EventKind.HARNESS_ERROR
     OPEN = True                        # where it happened: an op, an output line, a trace
     error: str
@@ -1137,6 +1159,9 @@ class HarnessError(Event):
 
 @dataclass(frozen=True, slots=True)
 class SelfCheck(Event):
+    """A node process's message store is ready (`store`: where it is), the first event of each
+    boot: the bench's start-up self-check prints it as the store's line."""
+
     KIND = EventKind.SELF_CHECK
     line: str
     store: str
@@ -1144,6 +1169,10 @@ class SelfCheck(Event):
 
 @dataclass(frozen=True, slots=True)
 class SelfCheckFailed(Event):
+    """The bench's start-up self-check failed for a node: lines were missing or not all its
+    executors registered (`lines`: what it printed; `missing`: how many lines it lacked), or,
+    `after` a restart, it did not register again in time."""
+
     KIND = EventKind.SELF_CHECK_FAILED
     lines: list[str] | None = None     # at start-up: the lines it printed
     missing: int | None = None
@@ -1152,6 +1181,9 @@ class SelfCheckFailed(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultProxy(Event):
+    """The bench put a proxy of its own in front of a node, for link faults or to tap its wire:
+    the node connects to `listen`, which forwards to the broker at `upstream`."""
+
     KIND = EventKind.FAULT_PROXY
     listen: str
     upstream: str
@@ -1160,6 +1192,9 @@ class FaultProxy(Event):
 
 @dataclass(frozen=True, slots=True)
 class MqttConnected(Event):
+    """A node's MQTT client got its CONNACK, at every connect and reconnect: the client id it
+    used, whether the broker kept its session, and what its CONNECT asked for."""
+
     KIND = EventKind.MQTT_CONNECTED
     client_id: str
     session_present: bool
@@ -1171,6 +1206,9 @@ class MqttConnected(Event):
 
 @dataclass(frozen=True, slots=True)
 class MqttDisconnected(Event):
+    """A node's MQTT client lost its connection to the broker (`reason`, as the client says); a
+    running node's client reconnects with backoff."""
+
     KIND = EventKind.MQTT_DISCONNECTED
     client_id: str
     reason: str
@@ -1210,6 +1248,10 @@ class TakeoverWill(Event):
 
 @dataclass(frozen=True, slots=True)
 class HumanClicked(Event):
+    """A simulated person clicked a decision on a gate, journaled by whoever plays the people
+    (the node's host, or the bench) as the click is made, before the node handles it; `click`
+    names it `{gateId}/ask{n}/click{k}`."""
+
     KIND = EventKind.HUMAN_CLICKED
     gate_id: str
     decision: str
@@ -1302,6 +1344,10 @@ class FaultStart(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultFired(Event):
+    """A fault took effect: `action` says what it did (a checker reads only the FaultAction
+    values), the further fields in the fault's own terms; recorded by whoever carried it out
+    (the nemesis, a node's host for its client-side faults, the simulated broker)."""
+
     KIND = EventKind.FAULT_FIRED
     OPEN = True                        # what it did, in the fault's own terms
     fault: str
@@ -1329,6 +1375,10 @@ class BrokerUp(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultRefused(Event):
+    """The nemesis stopped a fault it could not carry out: its script, or one of its steps
+    (`step`: the primitive's name, or `script`), refused, with `reason`; it is not said healed,
+    as what it did before may still be in effect."""
+
     KIND = EventKind.FAULT_REFUSED
     fault: str
     fault_index: int
@@ -1338,6 +1388,10 @@ class FaultRefused(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultError(Event):
+    """A fault's script or one of its steps threw, or the run ended before the fault began or
+    finished: the nemesis journals it (`where`: the traceback, if any) and stops the fault, and
+    the run goes on."""
+
     KIND = EventKind.FAULT_ERROR
     fault: str
     fault_index: int
@@ -1347,6 +1401,8 @@ class FaultError(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultHealed(Event):
+    """A fault's script ended and its window closed: the nemesis says it is healed."""
+
     KIND = EventKind.FAULT_HEALED
     fault: str
     fault_index: int
