@@ -1446,6 +1446,8 @@ class Intake(StrEnum):
 
 
 class ReplyKind(StrEnum):
+    """What a profile responder's reply carries: a JSON-RPC result or error, or a stream item."""
+
     RESULT = "RESULT"            # a JSON-RPC result (a Task)
     ERROR = "ERROR"              # a JSON-RPC error
     STATUS = "STATUS"            # a stream item: TaskStatusUpdateEvent
