@@ -49,12 +49,16 @@ class Secret:
 
 
 class AuthMode(StrEnum):
+    """Which verdicts a node admits: strict only VERIFIED, loose also UNSIGNED, audit every one."""
+
     STRICT = "strict"
     LOOSE = "loose"
     AUDIT = "audit"
 
 
 class SignatureVerdict(StrEnum):
+    """What an envelope's signature proves: VERIFIED, UNSIGNED, or why it proves nothing."""
+
     VERIFIED = "VERIFIED"
     UNSIGNED = "UNSIGNED"
     BAD_SIGNATURE = "BAD_SIGNATURE"
@@ -64,6 +68,8 @@ class SignatureVerdict(StrEnum):
 
 
 class SignatureVersion(StrEnum):
+    """What a signature covers: the seed's string (1) or the canonical envelope's digest (2)."""
+
     V1 = "1"  # the seed's string: messageId|fromAgentId|messageType|timestamp
     V2 = "2"  # digest of the canonical envelope (payload, routing, timestamp, headers)
 

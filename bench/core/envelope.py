@@ -19,6 +19,8 @@ MAX_ENVELOPE_BYTES = 1 << 20
 
 
 class MessageType(StrEnum):
+    """The kind of a seed-protocol envelope (its `messageType`)."""
+
     TASK_REQUEST = "TASK_REQUEST"
     TASK_RESPONSE = "TASK_RESPONSE"
     DATA_REQUEST = "DATA_REQUEST"

@@ -118,6 +118,9 @@ class Delivered(Event):
 # -- the node's life and its directory -----------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class NodeStarted(Event):
+    """A node started, at every boot before it connects: a new `boot_id` for this life of the
+    node, and the namespace, MQTT client id and signature settings it runs with."""
+
     KIND = EventKind.NODE_STARTED
     boot_id: str
     namespace: str
@@ -130,6 +133,10 @@ class NodeStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class Connected(Event):
+    """A node's MQTT connection came up (every CONNACK, a reconnect's too) and it subscribes:
+    `subscriptions` are the filters of that SUBSCRIBE (its inbox, the directory, its scene
+    groups)."""
+
     KIND = EventKind.CONNECTED
     client_id: str
     session_present: bool
@@ -138,6 +145,10 @@ class Connected(Event):
 
 @dataclass(frozen=True, slots=True)
 class RosterLoaded(Event):
+    """A node loaded its roster at start: its configured executors plus the persisted roster's
+    agents of the same namespace (`restored`: those only the persisted roster had), without the
+    default executor."""
+
     KIND = EventKind.ROSTER_LOADED
     agents: list[str]
     restored: list[str]
@@ -146,6 +157,9 @@ class RosterLoaded(Event):
 
 @dataclass(frozen=True, slots=True)
 class RosterRotated(Event):
+    """At start a node found its persisted roster in another namespace: it backed that roster
+    up, dropped its agents (`dropped_agents`) and started from its configuration."""
+
     KIND = EventKind.ROSTER_ROTATED
     from_namespace: str
     to_namespace: str
@@ -154,6 +168,9 @@ class RosterRotated(Event):
 
 @dataclass(frozen=True, slots=True)
 class DefaultExecutorRegistered(Event):
+    """A node's roster came out empty at start, so it registered the default executor
+    (`agent_id`), which serves its own namespace, rather than be a mute receiver."""
+
     KIND = EventKind.DEFAULT_EXECUTOR_REGISTERED
     agent_id: str
     reason: str
@@ -161,6 +178,13 @@ class DefaultExecutorRegistered(Event):
 
 @dataclass(frozen=True, slots=True)
 class ExecutorsRegistered(Event):
+    """A node's subscription was acknowledged (every SUBACK) and the agents it serves are
+    routable: the bench's start-up self-check waits for this, and fails the start when
+    `registered` differs from `expected`.
+
+    `agents` includes the default executor. An A2A-over-MQTT responder records its one agent
+    here, a requester none."""
+
     KIND = EventKind.EXECUTORS_REGISTERED
     registered: int
     expected: int
@@ -170,6 +194,12 @@ class ExecutorsRegistered(Event):
 
 @dataclass(frozen=True, slots=True)
 class DirectoryUpdated(Delivered):
+    """A node took in a directory announcement, its own included: a node online or offline with
+    its agents, or (`cleared`) an empty retained message that removed the node's entry; `known`
+    is how many agents its directory knows after it.
+
+    `was_known`, for a clear: whether the directory had an entry for that node."""
+
     KIND = EventKind.DIRECTORY_UPDATED
     node_id: str
     online: bool
@@ -181,6 +211,9 @@ class DirectoryUpdated(Delivered):
 
 @dataclass(frozen=True, slots=True)
 class DirectoryRejected(Delivered):
+    """A node refused a directory announcement it could not read (not JSON, a nodeId other than
+    its topic's, a field of the wrong type): its directory is unchanged."""
+
     KIND = EventKind.DIRECTORY_REJECTED
     topic: str
     reason: str
@@ -189,6 +222,11 @@ class DirectoryRejected(Delivered):
 # -- inbound ------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class InboundAdmitted(Delivered):
+    """A node took an inbound message in and handed it to `handler`: over MQTT, once its
+    signature verdict was admitted under the node's auth mode, the ledger found it new and it
+    was addressed to this node; `via` local, a message the node sent to itself, which skips the
+    signature check and the ledger (`verdict` None)."""
+
     KIND = EventKind.INBOUND_ADMITTED
     message_id: str
     message_type: MessageType
@@ -205,6 +243,14 @@ class InboundAdmitted(Delivered):
 
 @dataclass(frozen=True, slots=True)
 class InboundDropped(Delivered):
+    """A node dropped an inbound message without handling it, with why (`reason`; `detail` in
+    prose): malformed, its own echo, a verdict its auth mode refuses, a duplicate the ledger
+    has seen, or not its to take (a foreign topic, another node's or namespace's message, no
+    handler for its type).
+
+    Fields the node could not read (a payload that is no envelope) are None, as are the topic,
+    size (`bytes`) and MQTT flags of a message it sent itself."""
+
     KIND = EventKind.INBOUND_DROPPED
     JSON_NAMES = {"size_bytes": "bytes"}
     reason: DropReason                        # DropReason
@@ -220,6 +266,12 @@ class InboundDropped(Delivered):
 
 @dataclass(frozen=True, slots=True)
 class AuthVerdict(Event):
+    """A node in audit mode judged an inbound message's signature: audit admits every verdict
+    (`admitted`) and records each one here, so what it lets in is never unseen.
+
+    `kid` and `signer_node` are the key id and the signing node the message's headers claim
+    (`x-a2a-kid`, `x-a2a-node`)."""
+
     KIND = EventKind.AUTH_VERDICT
     message_id: str
     verdict: SignatureVerdict
@@ -232,6 +284,10 @@ class AuthVerdict(Event):
 
 @dataclass(frozen=True, slots=True)
 class KeysRotated(Event):
+    """A node took new signing keys (a key rotation) and signs with them from now on: the
+    per-agent key ids, whether it has a flat key, and the key ids whose previous key it still
+    accepts (`overlap_kids`); never a key."""
+
     KIND = EventKind.KEYS_ROTATED
     kids: list[str]
     flat: bool
@@ -240,6 +296,9 @@ class KeysRotated(Event):
 
 @dataclass(frozen=True, slots=True)
 class GroupEventReceived(Event):
+    """A node admitted an EVENT multicast to one of its scene groups (after its
+    `inbound_admitted`)."""
+
     KIND = EventKind.GROUP_EVENT_RECEIVED
     message_id: str
     scene_group_id: str | None
@@ -249,6 +308,13 @@ class GroupEventReceived(Event):
 # -- outbound and requests ------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class OutboundSettled(Event):
+    """A node's outgoing message reached its one terminal state: consumed locally without MQTT,
+    PUBLISHED (the broker acknowledged it), UNDELIVERABLE (nowhere to send it) or FAILED (the
+    client refused or failed to send it, or it could not be encoded).
+
+    `reason` is how its target was resolved (e.g. `explicit targetNodeId`), or why it was not
+    sent; `topic` is where it was handed to the client (None: it never was)."""
+
     KIND = EventKind.OUTBOUND_SETTLED
     message_id: str
     message_type: MessageType
@@ -265,6 +331,10 @@ class OutboundSettled(Event):
 
 @dataclass(frozen=True, slots=True)
 class RequestSent(Event):
+    """A requester node took on a request: in the seed protocol a TASK_REQUEST, recorded before
+    it leaves; an A2A-over-MQTT requester records each operation here, its op id as
+    `request_id` and its retry budget as the timeout."""
+
     KIND = EventKind.REQUEST_SENT
     request_id: str
     message_id: str
@@ -278,6 +348,13 @@ class RequestSent(Event):
 
 @dataclass(frozen=True, slots=True)
 class RequestSettled(Event):
+    """A requester node's request ended, once: the response's status, UNDELIVERABLE,
+    SEND_FAILED, or NO_RESPONSE when its timeout passed first (unknown: INFO); `latency_ms`
+    counts from its `request_sent`.
+
+    An A2A-over-MQTT requester records its operation's end here too, in these terms
+    (`a2m_settled` has the profile's own)."""
+
     KIND = EventKind.REQUEST_SETTLED
     request_id: str
     outcome: RequestOutcome                       # RequestOutcome
@@ -287,6 +364,9 @@ class RequestSettled(Event):
 
 @dataclass(frozen=True, slots=True)
 class ResponseUnmatched(Event):
+    """A requester node got a TASK_RESPONSE that matches no pending request — no requestId
+    header, an unknown requestId, or one already settled (`reason`) — and ignored it."""
+
     KIND = EventKind.RESPONSE_UNMATCHED
     request_id: str | None
     message_id: str
@@ -296,6 +376,10 @@ class ResponseUnmatched(Event):
 # -- tasks -----------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class TaskState(Event):
+    """An executor node's task changed state, recorded once the new state is persisted:
+    SUBMITTED, then RUNNING as it starts, then one terminal state; `previous` is None for a new
+    task, and `error` says why one failed or timed out."""
+
     KIND = EventKind.TASK_STATE
     task_id: str
     agent_id: str
@@ -327,6 +411,12 @@ class RequestsRestored(Event):
 
 @dataclass(frozen=True, slots=True)
 class TaskExecuted(Event):
+    """An executor node started a new task's work, once per task id and never for a duplicate
+    request (a process instance's task included).
+
+    An A2A-over-MQTT responder records it for each new Task.id, with the request's Correlation
+    Data in hex as `message_id`."""
+
     KIND = EventKind.TASK_EXECUTED
     task_id: str
     agent_id: str
@@ -336,6 +426,10 @@ class TaskExecuted(Event):
 
 @dataclass(frozen=True, slots=True)
 class TaskDuplicate(Event):
+    """An executor node got a TASK_REQUEST for a task id it already has and did not run it
+    again: `action` says what it did instead (the stored result sent again if the task has
+    ended, nothing while it runs)."""
+
     KIND = EventKind.TASK_DUPLICATE
     task_id: str
     message_id: str
@@ -345,6 +439,9 @@ class TaskDuplicate(Event):
 
 @dataclass(frozen=True, slots=True)
 class TaskLateResult(Event):
+    """An agent's result came for a task that had already ended (its watchdog, a cancel or a
+    restart came first) or that the node does not know: recorded, not applied."""
+
     KIND = EventKind.TASK_LATE_RESULT
     task_id: str
     ok: bool
@@ -355,6 +452,9 @@ class TaskLateResult(Event):
 # -- FLOW-RELAY ------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class SubscriberAttached(Event):
+    """A subscriber (a tab watching a conversation) attached to a node: from now on the node
+    delivers it that conversation's stream frames."""
+
     KIND = EventKind.SUBSCRIBER_ATTACHED
     subscriber_id: str
     conversation_id: str
@@ -362,6 +462,9 @@ class SubscriberAttached(Event):
 
 @dataclass(frozen=True, slots=True)
 class SubscriberDetached(Event):
+    """A subscriber detached from a node (`conversation_id`: the one it watched; None if it was
+    not attached)."""
+
     KIND = EventKind.SUBSCRIBER_DETACHED
     subscriber_id: str
     conversation_id: str | None
@@ -369,6 +472,10 @@ class SubscriberDetached(Event):
 
 @dataclass(frozen=True, slots=True)
 class FlowEmitted(Event):
+    """An executor node's agent emitted one event of a task's stream (a token, thinking, a
+    step, an artifact; or the node's own complete or error as the task ends), before it is
+    coalesced and numbered."""
+
     KIND = EventKind.FLOW_EMITTED
     stream: str
     conversation_id: str | None        # None only from a node that streams a task without one
@@ -380,6 +487,10 @@ class FlowEmitted(Event):
 
 @dataclass(frozen=True, slots=True)
 class RelayFrame(Event):
+    """An executor node made a frame of a task's stream and gave it the stream's next
+    `stream_seq` (thinking text coalesced into one frame), before delivering it to local
+    subscribers or relaying it to the conversation's home node."""
+
     KIND = EventKind.RELAY_FRAME
     stream: str
     stream_seq: int
@@ -391,6 +502,9 @@ class RelayFrame(Event):
 
 @dataclass(frozen=True, slots=True)
 class RelaySent(Event):
+    """An executor node relayed a stream frame to the conversation's home node as a FLOW_EVENT,
+    since no subscriber of the conversation watched on this node."""
+
     KIND = EventKind.RELAY_SENT
     stream: str
     stream_seq: int
@@ -401,6 +515,9 @@ class RelaySent(Event):
 
 @dataclass(frozen=True, slots=True)
 class RelayAccepted(Event):
+    """A receiving node accepted a stream frame in seq order (its cursor for the stream moved
+    to `stream_seq`) and delivers it to the conversation's subscribers."""
+
     KIND = EventKind.RELAY_ACCEPTED
     stream: str
     stream_seq: int
@@ -410,6 +527,9 @@ class RelayAccepted(Event):
 
 @dataclass(frozen=True, slots=True)
 class RelayDuplicate(Event):
+    """A receiving node got a stream frame at or below its cursor for the stream (`cursor`), or
+    one it already holds, and dropped it as a duplicate."""
+
     KIND = EventKind.RELAY_DUPLICATE
     stream: str
     stream_seq: int
@@ -419,6 +539,9 @@ class RelayDuplicate(Event):
 
 @dataclass(frozen=True, slots=True)
 class RelayGap(Event):
+    """A receiving node stopped waiting for the frames `from_seq` to `to_seq` of a stream when
+    its reorder window ran out, and moved its cursor past them."""
+
     KIND = EventKind.RELAY_GAP
     stream: str
     from_seq: int
@@ -428,6 +551,13 @@ class RelayGap(Event):
 
 @dataclass(frozen=True, slots=True)
 class RelayDelivered(Event):
+    """A node delivered a stream frame to one subscriber: `trust` verified if the frame was
+    produced on this node, claimed if another node relayed it.
+
+    `subscriber_conversation` is the conversation the subscriber watches, `conversation_id` the
+    frame's (relay_locality holds them equal); `lane` is
+    `agentId:processInstId:activityId:kind`."""
+
     KIND = EventKind.RELAY_DELIVERED
     subscriber_id: str
     subscriber_conversation: str | None
@@ -457,6 +587,10 @@ class RelayDropped(Event):
 # -- process instances and copy-on-write context ------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class InstanceStarted(Event):
+    """An executor node started a process instance for a task whose request carried a `process`
+    definition: the definition, and its context at version 0 with its `digest` (the first 16
+    hex digits of SHA-256 over its canonical JSON)."""
+
     KIND = EventKind.INSTANCE_STARTED
     process_inst_id: str
     task_id: str
@@ -469,6 +603,12 @@ class InstanceStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class InstanceState(Event):
+    """A process instance paused at a human step or ended, COMPLETED or FAILED: `cause` for a
+    judge, `reason` in prose; its resumption from a gate is `gate_resumed`.
+
+    An instance found RUNNING at a restart is ended FAILED (INTERRUPTED) from its snapshot;
+    `task_id` and `version` are None where the snapshot lacked them."""
+
     KIND = EventKind.INSTANCE_STATE
     process_inst_id: str
     task_id: str | None
@@ -481,6 +621,10 @@ class InstanceState(Event):
 
 @dataclass(frozen=True, slots=True)
 class InstancePersisted(Event):
+    """An executor node wrote a process instance's snapshot to its store (`reason`): at its
+    start, after each merge into its main context (`checkpoint`), when it pauses at a gate
+    (PAUSED, before the GATE_OPEN leaves) and at its end."""
+
     KIND = EventKind.INSTANCE_PERSISTED
     process_inst_id: str
     status: InstanceStatus
@@ -491,6 +635,9 @@ class InstancePersisted(Event):
 
 @dataclass(frozen=True, slots=True)
 class InstanceRehydrated(Event):
+    """After a restart, an executor node read a process instance back into memory from its
+    snapshot, when a gate decision or its task's end named it."""
+
     KIND = EventKind.INSTANCE_REHYDRATED
     process_inst_id: str
     task_id: str
@@ -502,6 +649,9 @@ class InstanceRehydrated(Event):
 
 @dataclass(frozen=True, slots=True)
 class InstancesRestored(Event):
+    """After a restart, an executor node read its process-instance snapshots back: how many,
+    and how many are paused at a gate (their tasks stay alive, waiting for a decision)."""
+
     KIND = EventKind.INSTANCES_RESTORED
     snapshots: int
     paused: int
@@ -509,6 +659,14 @@ class InstancesRestored(Event):
 
 @dataclass(frozen=True, slots=True)
 class StepStarted(Event):
+    """An executor node started one attempt of a process step on a fresh copy of its scope's
+    snapshot (`snapshot_id` at `base_version`, `base_digest` of the copy), and handed the work
+    to the agent.
+
+    `scope` is `main` (the instance's own context) or the id of the sub-flow it runs in; `path`
+    is the step's id, or `parallelId/branchId` and `subflowId/stepId` for an inner step;
+    `retries` is how many retries the step allows."""
+
     KIND = EventKind.STEP_STARTED
     process_inst_id: str
     task_id: str
@@ -524,6 +682,9 @@ class StepStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class StepFinished(Event):
+    """An attempt of a process step ended: `ok`, the writes it made to its copy (`ops`), and
+    `error` when it failed or its writes could not be applied."""
+
     KIND = EventKind.STEP_FINISHED
     process_inst_id: str
     scope: str
@@ -536,6 +697,9 @@ class StepFinished(Event):
 
 @dataclass(frozen=True, slots=True)
 class StepLate(Event):
+    """A step's result came for an attempt that is not running (its instance gone or ended, or
+    another attempt under way): recorded, not applied."""
+
     KIND = EventKind.STEP_LATE
     process_inst_id: str
     path: str
@@ -546,6 +710,10 @@ class StepLate(Event):
 
 @dataclass(frozen=True, slots=True)
 class AttemptDiscarded(Event):
+    """A failed attempt's working copy was thrown away, its scope's context untouched: the step
+    is retried from the same pre-attempt snapshot (`snapshot_id`) while retries are left, else
+    the instance fails."""
+
     KIND = EventKind.ATTEMPT_DISCARDED
     process_inst_id: str
     path: str
@@ -555,6 +723,9 @@ class AttemptDiscarded(Event):
 
 @dataclass(frozen=True, slots=True)
 class ContextForked(Event):
+    """A sub-flow step began: its child context (`snapshot_id`) forked as a copy of the
+    instance's context at `parent_version`."""
+
     KIND = EventKind.CONTEXT_FORKED
     process_inst_id: str
     scope: str
@@ -566,6 +737,10 @@ class ContextForked(Event):
 
 @dataclass(frozen=True, slots=True)
 class ContextMerged(Event):
+    """A result was merged into a scope's context (`operator`), making a new version
+    parent-linked to the last: a step's writes, a gate's decision (under `gates`), or a
+    finished sub-flow's context into the instance's; with the new context and its digest."""
+
     KIND = EventKind.CONTEXT_MERGED
     process_inst_id: str
     scope: str
@@ -583,6 +758,9 @@ class ContextMerged(Event):
 
 @dataclass(frozen=True, slots=True)
 class SubflowFinished(Event):
+    """A sub-flow step ended: `ok`, and its child context is merged into the instance's; failed
+    (`reason`), it is discarded and the instance fails."""
+
     KIND = EventKind.SUBFLOW_FINISHED
     process_inst_id: str
     step: str
@@ -593,6 +771,9 @@ class SubflowFinished(Event):
 # -- human gates: the executor's side ----------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class GateOpenSent(Event):
+    """An executor node's process instance reached a human step: paused and persisted, it sent
+    GATE_OPEN for `gate_id` to the conversation's home node."""
+
     KIND = EventKind.GATE_OPEN_SENT
     gate_id: str
     process_inst_id: str
@@ -604,6 +785,10 @@ class GateOpenSent(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateDecisionReceived(Event):
+    """An executor node got a GATE_DECISION and answers it with a GATE_ACK of `status`, RESUMED
+    only if the named instance was paused at this gate; `instance_status` is where that
+    instance was (None: no such instance)."""
+
     KIND = EventKind.GATE_DECISION_RECEIVED
     gate_id: str
     process_inst_id: str
@@ -615,6 +800,10 @@ class GateDecisionReceived(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateResumed(Event):
+    """An executor node resumed the process instance a decision named, once: approve goes on to
+    the next step, reject or expired ends it FAILED; `instance_gate` is the gate it was paused
+    at."""
+
     KIND = EventKind.GATE_RESUMED
     gate_id: str
     process_inst_id: str
@@ -626,6 +815,10 @@ class GateResumed(Event):
 # -- human gates: the gate store on the orchestrator -------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class GateOpened(Event):
+    """The gate store on a conversation's home node created a gate from the first GATE_OPEN for
+    its id, OPEN and persisted, with its deadline and timeout policy; a person is asked next
+    (`human_asked`)."""
+
     KIND = EventKind.GATE_OPENED
     gate_id: str
     process_inst_id: str
@@ -641,6 +834,9 @@ class GateOpened(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateOpenDuplicate(Event):
+    """The gate store got a GATE_OPEN for a gate it already has and ignored it (`state`: where
+    that gate is)."""
+
     KIND = EventKind.GATE_OPEN_DUPLICATE
     gate_id: str
     state: GateState
@@ -649,6 +845,9 @@ class GateOpenDuplicate(Event):
 
 @dataclass(frozen=True, slots=True)
 class HumanAsked(Event):
+    """The gate store asked the people to decide an open gate (`ask` counts the asks: a restart
+    asks again)."""
+
     KIND = EventKind.HUMAN_ASKED
     gate_id: str
     ask: int
@@ -657,6 +856,9 @@ class HumanAsked(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateClickRejected(Event):
+    """The gate store refused a click on a gate it does not know, or with a decision other than
+    approve or reject (`reason`)."""
+
     KIND = EventKind.GATE_CLICK_REJECTED
     gate_id: str
     click: str
@@ -666,6 +868,9 @@ class GateClickRejected(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateAlreadyDecided(Event):
+    """A click came for a gate already decided: refused explicitly, and the gate keeps its
+    decision (`decided`)."""
+
     KIND = EventKind.GATE_ALREADY_DECIDED
     gate_id: str
     click: str
@@ -676,6 +881,9 @@ class GateAlreadyDecided(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateExpired(Event):
+    """An open gate's deadline passed with no decision: its timeout policy decides it (`reject`
+    decides reject, `fail` decides expired)."""
+
     KIND = EventKind.GATE_EXPIRED
     gate_id: str
     policy: TimeoutPolicy
@@ -684,6 +892,9 @@ class GateExpired(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateDecided(Event):
+    """A gate was decided, once: by a person's click or by its expiry (`decided_by`);
+    `think_ms` runs from its opening to the decision."""
+
     KIND = EventKind.GATE_DECIDED
     gate_id: str
     decision: Decision
@@ -695,6 +906,9 @@ class GateDecided(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateDecisionSent(Event):
+    """The gate store sent a gate's decision, persisted first, as a GATE_DECISION to the gate's
+    agent; each retry until an ACK is a new message (`attempt`)."""
+
     KIND = EventKind.GATE_DECISION_SENT
     gate_id: str
     message_id: str
@@ -705,6 +919,10 @@ class GateDecisionSent(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateAcked(Event):
+    """The gate store got a GATE_ACK: for a decided gate it stops the retries (`attempts`
+    made), for any other it is only noted (`duplicate`); `negative` means the executor resumed
+    nothing (UNKNOWN_INSTANCE or NOT_WAITING)."""
+
     KIND = EventKind.GATE_ACKED
     gate_id: str
     status: AckStatus
@@ -716,6 +934,9 @@ class GateAcked(Event):
 
 @dataclass(frozen=True, slots=True)
 class GateUnacked(Event):
+    """The gate store gave up on a decided gate: no GATE_ACK came after its last attempt
+    (`attempts`)."""
+
     KIND = EventKind.GATE_UNACKED
     gate_id: str
     attempts: int
@@ -724,6 +945,9 @@ class GateUnacked(Event):
 
 @dataclass(frozen=True, slots=True)
 class GatesRestored(Event):
+    """After a restart, the gate store read its gates back: how many, how many are open (asked
+    again, deadline kept) and how many decided (the decision sent again at once)."""
+
     KIND = EventKind.GATES_RESTORED
     gates: int
     open: int
@@ -733,6 +957,12 @@ class GatesRestored(Event):
 # -- the inbound ledger, and warnings ---------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class LedgerFlushed(Event):
+    """A node wrote its inbound ledger to its store, on its flush timer when something changed
+    (a durable ledger only): a crash forgets what was admitted since the last flush.
+
+    `entries` is how many it holds, `expired` how many this flush dropped for their age;
+    `evicted_total` and `expired_total` count since the node started."""
+
     KIND = EventKind.LEDGER_FLUSHED
     entries: int
     expired: int
@@ -742,6 +972,10 @@ class LedgerFlushed(Event):
 
 @dataclass(frozen=True, slots=True)
 class LedgerRestored(Event):
+    """A node read its inbound ledger back at start: how many entries it holds, any `problem`
+    with the stored document, whether the ledger is durable (False: an in-memory window, lost
+    at every restart) and how long an entry lives (`ttl_ms`)."""
+
     KIND = EventKind.LEDGER_RESTORED
     entries: int
     problem: str | None
@@ -794,6 +1028,9 @@ WALL_CLOCK_RECORDS_LATE_MS = 100.0
 
 @dataclass(frozen=True, slots=True)
 class RunStarted(Event):
+    """The bench began a run, its first event: the scenario, variant, seed, topology and
+    substrate, and what the checkers need to know of how and where it ran."""
+
     KIND = EventKind.RUN_STARTED
     scenario: str
     variant: str
@@ -846,6 +1083,10 @@ class RunInterrupted(Event):
 
 @dataclass(frozen=True, slots=True)
 class RunFinished(Event):
+    """The bench ended the run, once everything it started was stopped: the run's clock when
+    its loop ended (`simulated_ms`: simulated time, or the time since the run started when
+    live), how many workload operations were planned, and the substrate's statistics."""
+
     KIND = EventKind.RUN_FINISHED
     OPEN = True                        # plus the substrate's statistics
     simulated_ms: float
@@ -861,6 +1102,10 @@ class RunStopping(Event):
 
 @dataclass(frozen=True, slots=True)
 class NodeCrashed(Event):
+    """A node died: a fault crashed it (`fault_index`, journaled by the nemesis), it raised
+    while handling an input (`error`; it is started again from its data a moment later), or its
+    process exited without the bench ending it."""
+
     KIND = EventKind.NODE_CRASHED
     fault_index: int | None            # None: not a fault's doing (the node raised)
     how: str
@@ -870,6 +1115,10 @@ class NodeCrashed(Event):
 
 @dataclass(frozen=True, slots=True)
 class OpNotIssued(Event):
+    """The bench did not issue a workload operation because its node was down: it did not
+    happen. `op` is its kind (request, event, tab), `id` its message id (a tab's subscriber
+    id)."""
+
     KIND = EventKind.OP_NOT_ISSUED
     op: str
     id: str
@@ -888,6 +1137,9 @@ class OpFailed(Event):
 
 @dataclass(frozen=True, slots=True)
 class InputLost(Event):
+    """An input for a node (a delivered message, a timer, an operation) arrived while the node
+    was down and was lost: `input` is the input's type."""
+
     KIND = EventKind.INPUT_LOST
     input: str
     reason: str
@@ -895,6 +1147,10 @@ class InputLost(Event):
 
 @dataclass(frozen=True, slots=True)
 class HarnessError(Event):
+    """The bench, the nemesis or a node process hit an error of its own: an operation a node
+    could not carry out, an output line that did not parse, something it could not connect,
+    stop or clear, a callback that threw, or the run stopping on an exception."""
+
     KIND = EventKind.HARNESS_ERROR
     OPEN = True                        # where it happened: an op, an output line, a trace
     error: str
@@ -903,6 +1159,9 @@ class HarnessError(Event):
 
 @dataclass(frozen=True, slots=True)
 class SelfCheck(Event):
+    """A node process's message store is ready (`store`: where it is), the first event of each
+    boot: the bench's start-up self-check prints it as the store's line."""
+
     KIND = EventKind.SELF_CHECK
     line: str
     store: str
@@ -910,6 +1169,10 @@ class SelfCheck(Event):
 
 @dataclass(frozen=True, slots=True)
 class SelfCheckFailed(Event):
+    """The bench's start-up self-check failed for a node: lines were missing or not all its
+    executors registered (`lines`: what it printed; `missing`: how many lines it lacked), or,
+    `after` a restart, it did not register again in time."""
+
     KIND = EventKind.SELF_CHECK_FAILED
     lines: list[str] | None = None     # at start-up: the lines it printed
     missing: int | None = None
@@ -918,6 +1181,9 @@ class SelfCheckFailed(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultProxy(Event):
+    """The bench put a proxy of its own in front of a node, for link faults or to tap its wire:
+    the node connects to `listen`, which forwards to the broker at `upstream`."""
+
     KIND = EventKind.FAULT_PROXY
     listen: str
     upstream: str
@@ -926,6 +1192,9 @@ class FaultProxy(Event):
 
 @dataclass(frozen=True, slots=True)
 class MqttConnected(Event):
+    """A node's MQTT client got its CONNACK, at every connect and reconnect: the client id it
+    used, whether the broker kept its session, and what its CONNECT asked for."""
+
     KIND = EventKind.MQTT_CONNECTED
     client_id: str
     session_present: bool
@@ -937,6 +1206,9 @@ class MqttConnected(Event):
 
 @dataclass(frozen=True, slots=True)
 class MqttDisconnected(Event):
+    """A node's MQTT client lost its connection to the broker (`reason`, as the client says); a
+    running node's client reconnects with backoff."""
+
     KIND = EventKind.MQTT_DISCONNECTED
     client_id: str
     reason: str
@@ -976,6 +1248,10 @@ class TakeoverWill(Event):
 
 @dataclass(frozen=True, slots=True)
 class HumanClicked(Event):
+    """A simulated person clicked a decision on a gate, journaled by whoever plays the people
+    (the node's host, or the bench) as the click is made, before the node handles it; `click`
+    names it `{gateId}/ask{n}/click{k}`."""
+
     KIND = EventKind.HUMAN_CLICKED
     gate_id: str
     decision: str
@@ -1068,6 +1344,10 @@ class FaultStart(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultFired(Event):
+    """A fault took effect: `action` says what it did (a checker reads only the FaultAction
+    values), the further fields in the fault's own terms; recorded by whoever carried it out
+    (the nemesis, a node's host for its client-side faults, the simulated broker)."""
+
     KIND = EventKind.FAULT_FIRED
     OPEN = True                        # what it did, in the fault's own terms
     fault: str
@@ -1095,6 +1375,10 @@ class BrokerUp(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultRefused(Event):
+    """The nemesis stopped a fault it could not carry out: its script, or one of its steps
+    (`step`: the primitive's name, or `script`), refused, with `reason`; it is not said healed,
+    as what it did before may still be in effect."""
+
     KIND = EventKind.FAULT_REFUSED
     fault: str
     fault_index: int
@@ -1104,6 +1388,10 @@ class FaultRefused(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultError(Event):
+    """A fault's script or one of its steps threw, or the run ended before the fault began or
+    finished: the nemesis journals it (`where`: the traceback, if any) and stops the fault, and
+    the run goes on."""
+
     KIND = EventKind.FAULT_ERROR
     fault: str
     fault_index: int
@@ -1113,6 +1401,8 @@ class FaultError(Event):
 
 @dataclass(frozen=True, slots=True)
 class FaultHealed(Event):
+    """A fault's script ended and its window closed: the nemesis says it is healed."""
+
     KIND = EventKind.FAULT_HEALED
     fault: str
     fault_index: int
@@ -1156,6 +1446,8 @@ class Intake(StrEnum):
 
 
 class ReplyKind(StrEnum):
+    """What a profile responder's reply carries: a JSON-RPC result or error, or a stream item."""
+
     RESULT = "RESULT"            # a JSON-RPC result (a Task)
     ERROR = "ERROR"              # a JSON-RPC error
     STATUS = "STATUS"            # a stream item: TaskStatusUpdateEvent

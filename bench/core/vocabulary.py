@@ -42,6 +42,8 @@ class TimeoutPolicy(StrEnum):
 
 
 class DecidedBy(StrEnum):
+    """Who decided a gate: a person's click, or its expiry under its timeout policy."""
+
     HUMAN = "human"
     TIMEOUT = "timeout"
 
@@ -71,6 +73,8 @@ class FlowKind(StrEnum):
 
 
 class Trust(StrEnum):
+    """Whether a stream frame was made on the node delivering it (verified) or relayed (claimed)."""
+
     VERIFIED = "verified"   # produced on this node
     CLAIMED = "claimed"     # relayed: the sender says so
 
