@@ -826,7 +826,7 @@ class GateOpened(Event):
     agent_id: str
     executor_node_id: str | None
     conversation_id: str | None
-    deadline_ms: int                   # on the executor node's clock
+    deadline_ms: int                   # on the home node's clock (its open time + timeout_ms)
     on_timeout: TimeoutPolicy
     message_id: str
     timeout_ms: int = 0                # how long from its opening it may stay undecided
