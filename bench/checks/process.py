@@ -18,8 +18,18 @@ from enum import Enum
 from typing import Any
 
 from bench.checks import Checker, Collector, rule
+from bench.checks.execution import frozen_windows
 from bench.checks.network import Transit, sent_where_redirected
-from bench.checks.terms import GATE_IN_FLIGHT_AT_END_MS, INSTANCE_ENDS, NOT_SENT, TASK_ENDS
+from bench.checks.terms import (
+    GATE_IN_FLIGHT_AT_END_MS,
+    GATE_MAX_ATTEMPTS,
+    GATE_RETRY_MS,
+    IN_FLIGHT_AT_END_MS,
+    INSTANCE_ENDS,
+    NOT_SENT,
+    TASK_ENDS,
+    timers_late_ms,
+)
 from bench.core.events import (
     AckStatus,
     ContextForked,
@@ -48,6 +58,7 @@ from bench.core.events import (
     InstanceStarted,
     InstanceState,
     InstanceStatus,
+    NodeStarted,
     OutboundSettled,
     StepFinished,
     StepStarted,
@@ -390,25 +401,52 @@ def every_click_answered(h: History, c: Collector) -> None:
 @rule("DESIGN §3 gates: unacknowledged decisions are retried, or given up explicitly")
 def decision_acknowledged(h: History, c: Collector) -> None:
     """Every decision is acknowledged by the executor or, after the last retry, explicitly
-    given up on (GATE_UNACKED). A decision still being retried when the run ends — its
-    last send closer to the end than twice the gap before it (retries back off) — is
-    undecided, not lost."""
+    given up on (GATE_UNACKED), and it is sent 6 times at most. A decision still within its
+    retry schedule when the run ends is undecided, not lost: PROTOCOL W-GATE-4's next send
+    (or, after the sixth, the give-up) falls due 2 000 ms x attempt after the last send,
+    later by any time its home node spent frozen or down (a restart re-sends a DECIDED gate
+    at once), and a wall clock's timers may fire late."""
     acked = {e.gate_id for e in h.of(GateAcked) if not e.duplicate}
     unacked = {e.gate_id for e in h.of(GateUnacked)}
     late = h.end_ms - GATE_IN_FLIGHT_AT_END_MS
-    sent: dict[str, list[float]] = defaultdict(list)
+    slack = timers_late_ms(h)
+    frozen = h.memo(frozen_windows)
+    crashes = h.memo(Transit).crashes
+    starts: dict[str, list[float]] = defaultdict(list)
+    for st in h.of(NodeStarted):
+        starts[st.node].append(st.t_ms)
+    sent: dict[str, list[GateDecisionSent]] = defaultdict(list)
     for s in h.of(GateDecisionSent):
-        sent[s.gate_id].append(s.t_ms)
+        sent[s.gate_id].append(s)
     for gate_id, d in sorted(h.memo(_gates).decided.items()):
         if gate_id in acked or gate_id in unacked:
             continue
-        times = sent.get(gate_id, [])
-        if d.t_ms > late or (len(times) >= 2 and
-                             h.end_ms - times[-1] < 2 * (times[-1] - times[-2])):
+        sends = [s for s in sent.get(gate_id, []) if s.node == d.node]
+        if not sends:
+            if d.t_ms > late:
+                c.unknown("ack_in_flight_at_end")
+            else:
+                c.violation(f"the decision for gate {gate_id} was never sent, nor given up on "
+                            "(GATE_UNACKED)", d)
+            continue
+        last = sends[-1]
+        if last.attempt > GATE_MAX_ATTEMPTS:
+            c.violation(f"the decision for gate {gate_id} was sent {last.attempt} times; "
+                        f"W-GATE-4 gives up after {GATE_MAX_ATTEMPTS}", last)
+            continue
+        due = last.t_ms + GATE_RETRY_MS * last.attempt
+        due += sum(min(b, h.end_ms) - max(a, last.t_ms) for a, b in frozen.get(d.node, [])
+                   if b > last.t_ms and a < due)
+        crash = next((t for t in crashes[d.node] if t >= last.t_ms), None)
+        if crash is not None and crash < due:   # down: the restart re-sends it at its start
+            back = next((t for t in starts[d.node] if t > crash), None)
+            due = h.end_ms + 1 if back is None else back
+        if due + slack > h.end_ms - IN_FLIGHT_AT_END_MS:
             c.unknown("ack_in_flight_at_end")
         else:
             c.violation(f"the decision for gate {gate_id} was neither acknowledged nor given "
-                        "up on (GATE_UNACKED)", d)
+                        f"up on (GATE_UNACKED): its attempt {last.attempt} was sent at "
+                        f"{last.t_ms:.0f} ms, and nothing followed by {due:.0f} ms", d, last)
 
 
 @rule("DESIGN §3 gates: reject, or expiry under either policy, fails the instance")

@@ -60,6 +60,11 @@ IN_FLIGHT_AT_END_MS = 2_000
 #: making them one would change verdicts: it stays, named.
 GATE_IN_FLIGHT_AT_END_MS = 3_000
 
+#: PROTOCOL W-GATE-4: an unacknowledged decision is re-sent 2 000 ms x attempt after each
+#: attempt, 6 attempts at most; after the last one's wait the gate is given up (UNACKED).
+GATE_RETRY_MS = 2_000
+GATE_MAX_ATTEMPTS = 6
+
 #: [MQTT-3.1.2-24] wants a silent client given up after 1.5 x its keepalive; brokers check in
 #: sweeps (Mosquitto 2.0 every 6 s on whole seconds: 7-14 s at keepalive 5 s, measured by
 #: `a2a-bench brokers`). A broker that has not given it up by twice the clause's bound

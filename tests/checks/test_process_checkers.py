@@ -193,3 +193,35 @@ def test_a_history_with_no_processes_is_unknown_and_says_why(tmp_path: Path) -> 
         "clientId": "n", "bootId": "b", "authMode": "loose", "signatureVersion": "1"}]))
     assert v.value is Value.UNKNOWN and v.counts["gates_opened"] == 0
     assert v.note.startswith("nothing to judge")
+
+
+def test_a_decision_resent_by_a_restart_near_the_end_is_unknown_and_one_dropped_is_lost(
+        events: Events) -> None:
+    """Explore (seed 5, run 54): the home node restarted 0.6 s after a retry and re-sent the
+    decision at once (a restart re-sends a DECIDED gate); its next retry was due 8 s later,
+    after the run's end. The rule read "last gap 0.6 s, quiet for 7.5 s since" as a lost
+    decision; the protocol's schedule (W-GATE-4: 2 000 ms x attempt) says it was still
+    being retried. A home that restarts and never sends the decision again is still FALSE."""
+    evs = copy.deepcopy(events)
+    gate = _unresumed(evs)
+    sent = next(e for e in evs if e["kind"] == "gate_decision_sent" and e["gateId"] == gate)
+    home, end = sent["node"], evs[-1]["tMs"]
+    started = next(e for e in evs if e["kind"] == "node_started" and e["node"] == home)
+
+    def judged(restart_at: float, resend: bool) -> list[str]:
+        more: list[dict[str, Any]] = [
+            {**sent, "tMs": restart_at - 600, "attempt": 3},
+            {"kind": "node_crashed", "node": home, "tMs": restart_at - 500, "faultIndex": None,
+             "how": "raised", "lostWrites": 0},
+            {**started, "tMs": restart_at, "bootId": "again"}]
+        if resend:
+            more.append({**sent, "tMs": restart_at, "attempt": 4})
+        more = [{**e, "seq": evs[-1]["seq"] + 1 + i} for i, e in enumerate(more)]
+        v = GATE_INTEGRITY(History.from_lines([*evs, *more]))
+        return [c["rule"] for c in v.counterexamples if gate in c["why"]]
+
+    assert "decision_acknowledged" not in judged(end - 7500, resend=True)
+    assert "decision_acknowledged" in judged(end - 30000, resend=False)
+    never_gives_up = [*evs, {**sent, "seq": evs[-1]["seq"] + 1, "tMs": end - 100, "attempt": 7}]
+    v = GATE_INTEGRITY(History.from_lines(never_gives_up))
+    assert any("sent 7 times" in c["why"] for c in v.counterexamples), v.counterexamples
