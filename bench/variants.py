@@ -33,6 +33,7 @@ from bench.core.directory import Resolution, Route, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, canonical_json, encode
 from bench.core.events import A2A_MQTT, SEED
+from bench.core.gate import Gate, Gates
 from bench.core.inputs import MessageReceived, Restored, Started
 from bench.core.instance import Instance, InstanceEvent, InstanceStatus
 from bench.core.ledger import LedgerConfig, dedup_key
@@ -199,6 +200,19 @@ class NoRehydration(Node):
             return None
 
     process_engine_class = _Engine
+
+
+class ForgetsUnackedDecisions(Node):
+    """Written by hand (explore's seed-5 finding led to it; no verdict caught it then): after a
+    restart the gate store reloads a DECIDED gate but never sends its decision again, so a
+    decision that died with the process, or whose GATE_ACK did, is never acknowledged nor
+    given up on, and its instance waits for ever."""
+
+    class _Gates(Gates):
+        def resend_after_restart(self, fx: Effects, gate: Gate) -> None:
+            return None
+
+    gates_class = _Gates
 
 
 class SnapshotBeforePaused(Node):
@@ -610,6 +624,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "gate_executor_restart"),
     Variant("snapshot_before_paused", SnapshotBeforePaused, "000 §5.6 #17", "gate_integrity",
             "gate_executor_restart"),
+    Variant("forgets_unacked_decisions", ForgetsUnackedDecisions, "002 §7, DESIGN §3 gates",
+            "gate_integrity", "gate_decision_lost_in_a_crash"),
     Variant("shallow_context_copy", ShallowContextCopy, "004 §一", "context_isolation",
             "context"),
     Variant("failed_subflow_completed", FailedSubflowCompleted, "000 §5 (root cause ②)",

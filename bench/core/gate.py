@@ -234,6 +234,11 @@ class Gates:
                                duplicate=False, message_id=env.message_id,
                                attempts=gate.attempts))
 
+    def resend_after_restart(self, fx: Effects, gate: Gate) -> None:
+        """A decision not acknowledged before the restart goes out again now: the ack (or
+        the decision itself) may have died with the process."""
+        fx.add(StartTimer(_retry(gate.gate_id), fx.now_ms))
+
     def _store(self, fx: Effects, gate: Gate) -> None:
         self.gates[gate.gate_id] = gate
         fx.add(PersistRecord(Table.GATES, gate.gate_id, gate.to_json()))
@@ -253,7 +258,7 @@ class Gates:
                 fx.add(StartTimer(_expiry(gate.gate_id), gate.deadline_ms))
                 self._ask(fx, gate)
             elif gate.state is GateState.DECIDED:
-                fx.add(StartTimer(_retry(gate.gate_id), fx.now_ms))
+                self.resend_after_restart(fx, gate)
         if records:
             fx.record(ev.GatesRestored(gates=len(self.gates),
                                        open=sum(g.state is GateState.OPEN for g in self.gates.values()),

@@ -114,6 +114,7 @@ class Node:
     task_service_class: type[TaskService] = TaskService
     relay_class: type[Relay] = Relay
     process_engine_class: type[ProcessEngine] = ProcessEngine
+    gates_class: type[Gates] = Gates
 
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
@@ -137,7 +138,8 @@ class Node:
                                                    self._task_finished, self.new_message_id)
         self.tasks.start_process = self._start_process
         self.tasks.on_gone = self.processes.on_task_gone
-        self.gates = Gates(config.node_id, GateConfig(), self._send, self.new_message_id)
+        self.gates = self.gates_class(config.node_id, GateConfig(), self._send,
+                                      self.new_message_id)
         self.flows: dict[str, Flow] = {}   # task id -> where its stream goes
         self._streaming: set[str] = set()  # tasks whose flow has emitted something
         self.drops: dict[DropReason, int] = {r: 0 for r in DropReason}
