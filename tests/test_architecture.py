@@ -57,7 +57,7 @@ LAYERS = {
     "substrates.live": {"core", "storage", "history", "spec", "workload", "variants",
                         "faults.primitives", "substrates.host", "substrates.log",
                         "substrates.descriptor",
-                        "substrates.tcp", "substrates.live"},
+                        "substrates.tcp", "substrates.filters", "substrates.live"},
     # docker is the live deployment with its broker and nodes in containers: it builds on live
     "substrates.docker": {"core", "history", "spec", "variants", "faults.primitives",
                           "substrates", "substrates.log", "substrates.descriptor",

@@ -421,3 +421,58 @@ def test_mosquitto_gives_a_silent_client_up_in_the_second_the_simulator_predicts
             assert want / 1000 <= closed + 0.05 <= want / 1000 + 0.65, (last, closed, want)
     finally:
         broker.stop()
+
+
+@pytest.mark.parametrize("kind", brokers())
+def test_amqtt_hands_a_named_client_retained_messages_it_never_subscribed(
+        tmp_path: Path, kind: str) -> None:
+    """A finding of amqtt 0.12 (raw paho clients, no bench code in the path): a client with
+    a username and clean_session=0 that connects while retained cards sit on the broker, on
+    topics other clients' subscriptions match (the nodes' `ooder/directory/+`), is sent
+    them at once, retained, though it sent no SUBSCRIBE at all (without those other
+    subscriptions it is sent nothing). [MQTT-3.3.1-6]: retained messages go to a new
+    subscription whose filter matches them, and only there. Found when qos1_redelivery's capture client (subscribed to
+    every inbox) re-sent directory cards (explore, 2026-12-04). Mosquitto sends nothing.
+    Expected on amqtt 0.12, so a release that fixes it fails here and is noticed. Waits
+    1.5 s for deliveries that should not come."""
+    import paho.mqtt.client as mqtt
+
+    from bench.substrates.live.brokers import make_broker
+
+    broker = make_broker(kind, tmp_path)
+    broker.start()
+    clients: list[mqtt.Client] = []
+    try:
+        def client(name: str) -> mqtt.Client:
+            c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=name,
+                            clean_session=False)
+            c.username_pw_set(name)
+            c.connect(broker.host, broker.port)
+            c.loop_start()
+            clients.append(c)
+            return c
+        for n in ("exec-1", "exec-2", "orch-1"):   # as nodes do: read the directory, announce
+            c = client(n)
+            c.subscribe([("ooder/directory/+", 1), (f"ooder/node/{n}/inbox", 1)])
+            time.sleep(0.2)
+            c.publish(f"ooder/directory/{n}", f"card of {n}".encode(), qos=1,
+                      retain=True).wait_for_publish(5)
+        got: list[str] = []
+        late = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="observer",
+                           clean_session=False)
+        late.username_pw_set("observer")
+        late.on_message = lambda _c, _u, m: got.append(m.topic)
+        late.connect(broker.host, broker.port)
+        late.loop_start()
+        clients.append(late)
+        time.sleep(1.5)
+        if kind == "amqtt":
+            assert got, "amqtt 0.12 sent no stray retained message: fixed? update the finding"
+            assert all(t.startswith("ooder/directory/") for t in got), got
+        else:
+            assert got == []
+    finally:
+        for c in clients:
+            c.loop_stop()
+            c.disconnect()
+        broker.stop()

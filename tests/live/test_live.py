@@ -205,6 +205,7 @@ def test_the_redelivery_fault_resends_each_delivery_once_live(tmp_path: Path) ->
     published = [e for e in lines if e["kind"] == "outbound_settled"
                  and e["state"] == "PUBLISHED" and "/inbox" in (e.get("topic") or "")]
     assert replays, "the fault never fired"
+    assert all(e["topic"].endswith("/inbox") for e in replays), replays[:3]
     assert len(replays) <= len(published), (len(replays), len(published))
     assert result.metrics["duplicates_dropped_by_ledger"] <= len(published)
 

@@ -52,6 +52,7 @@ from bench.faults.primitives import (
     WithholdPuback,
 )
 from bench.spec.distribution import rng_for
+from bench.substrates.filters import matches
 from bench.substrates.live.control import keys_to_json
 from bench.substrates.live.mqtt import Delivery, MqttLink
 from bench.substrates.live.nodes import registered
@@ -306,6 +307,14 @@ class LiveFaults:
 
         def on_message(d: Delivery) -> None:
             holder[0].ack(d.mid, d.qos)
+            if not matches(flt, d.topic):
+                # amqtt 0.12 hands a named client, as it connects, retained messages of
+                # topics it never subscribed (docs/findings/brokers-amqtt-mosquitto.md): a
+                # broker's stray delivery is not a targeted message to re-send
+                self.dep.record("nemesis", ev.FaultFired(step.fault.kind, index,
+                                                         "ignored_off_its_filter",
+                                                         {"topic": d.topic, "filter": flt}))
+                return
             if copies[(d.topic, d.payload)] > 0:     # one of ours, back: not re-sent
                 copies[(d.topic, d.payload)] -= 1
                 if not copies[(d.topic, d.payload)]:
