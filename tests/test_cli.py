@@ -357,6 +357,21 @@ def test_bad_paths_are_one_line_exit_3_not_a_traceback(
         assert "a parent of it is a file" in _one_line(capsys)
 
 
+def test_a_wrong_name_is_one_line_with_a_suggestion_not_a_catalogue(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Newcomer, 2026-12-04: `describe partitoin` got no did-you-mean (`run` did); `run
+    scenarios` (the folder, without a slash) listed all 72 scenario names in one line."""
+    assert main(["describe", "partitoin"]) == EXIT_INVALID
+    assert _one_line(capsys).endswith("did you mean 'partition'?")
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert main(["run", "scenarios", "--mode", "sim"]) == EXIT_INVALID
+    line = _one_line(capsys)
+    assert "scenarios: is a directory" in line and len(line) < 200, line
+    assert main(["run", "zzzqqq", "--mode", "sim"]) == EXIT_INVALID
+    assert _one_line(capsys).endswith("(`a2a-bench list` names them all)")
+
+
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_an_unreadable_scenario_is_one_line_exit_3(tmp_path: Path, command: str) -> None:
     """A file without read permission (PermissionError was a traceback). Root reads

@@ -40,6 +40,28 @@ def test_the_sample_run_has_the_lines_a_run_prints() -> None:
         assert shown in sample, f"README's sample run lacks the {shown.strip()!r} line"
 
 
+def test_the_readmes_false_sample_is_what_the_tool_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The seeded-defect sample (a deterministic simulated run): every line shown is a line
+    the tool prints today, and the run exits 1 (newcomer, 2026-12-04: its seqs had moved)."""
+    from bench.cli import main
+    block = re.search(r"```\n\$ a2a-bench (run [^\n#]*?)\s*(?:#[^\n]*)?\n(.*?)```", README,
+                      re.S)
+    assert block, "README shows no seeded-defect sample"
+    argv = block.group(1).split()
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 1
+    printed = {line.rstrip() for line in capsys.readouterr().out.splitlines()}
+    missing = [line for line in block.group(2).splitlines() if line.rstrip() not in printed]
+    assert not missing, f"README's sample shows lines the tool no longer prints: {missing}"
+
+
+def test_the_readmes_results_folder_is_named_as_the_tool_names_it() -> None:
+    from bench.folders import utc_stamp
+    shown = re.search(r"results: results/quickstart-reference-s1-(\S+)/ ", README)
+    assert shown and re.fullmatch(re.sub(r"\d", r"\\d", utc_stamp()), shown.group(1)), \
+        shown and shown.group(1)
+
+
 def test_the_readme_is_a_front_door() -> None:
     assert len(README.encode()) <= 15_000, "README.md is over 15 KB: move details to docs/"
     assert README.startswith("# a2a-bench\n\n```sh\npython3 -m venv .venv && ")

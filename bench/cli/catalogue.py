@@ -101,7 +101,13 @@ def _describe(name: str) -> int:
         print(f"a2a-bench: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if text is None:
-        print(f"a2a-bench: nothing is called {name!r} (see `a2a-bench list`)", file=sys.stderr)
+        import difflib
+
+        from bench.spec.describe import names
+        close = difflib.get_close_matches(name, names(), n=3)
+        print(f"a2a-bench: nothing is called {name!r}"
+              + (f"; did you mean {' or '.join(map(repr, close))}?" if close else
+                 " (see `a2a-bench list`)"), file=sys.stderr)
         return EXIT_INVALID
     print(text)
     return EXIT_OK

@@ -45,6 +45,17 @@ def describe(name: str) -> str | None:
     return "\n\n".join(found) if found else None
 
 
+def names() -> list[str]:
+    """Everything `describe` knows by name: what `a2a-bench list` shows a line of."""
+    from bench.checks import checkers
+    from bench.faults import CATALOGUE
+    from bench.spec.scenario import SCENARIOS, TOPOLOGIES
+    from bench.variants import VARIANTS
+    found = [p.name.removesuffix(".matrix.toml") if p.name.endswith(".matrix.toml") else p.stem
+             for folder in (SCENARIOS, TOPOLOGIES) for p in folder.glob("*.toml")]
+    return sorted({*found, *CATALOGUE, *checkers(), *VARIANTS})
+
+
 def _raw(path: Path) -> dict[str, object]:
     return read_toml(path)
 

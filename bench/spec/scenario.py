@@ -314,11 +314,14 @@ def find(name_or_path: str, folder: Path, what: str) -> Path:
     candidate = folder / f"{name_or_path}.toml"
     if candidate.exists():
         return candidate
+    if p.is_dir():
+        raise SpecError(f"{name_or_path}: is a directory; expected a {what} file (.toml) or "
+                        f"the name of one in {_display(folder)}")
     known = sorted(x.stem for x in folder.glob("*.toml") if not x.name.endswith(".matrix.toml"))
     close = difflib.get_close_matches(name_or_path, known, n=3)
     raise SpecError(f"no {what} named {name_or_path!r} in {_display(folder)}" +
                     (f"; did you mean {' or '.join(map(repr, close))}?" if close else
-                     f" (known: {known})"))
+                     " (`a2a-bench list` names them all)"))
 
 
 # -- topologies --------------------------------------------------------------------------------
