@@ -154,7 +154,7 @@ def test_the_relay_plot_says_how_many_streams_it_shows_and_numbers_seqs_whole() 
     ax = fig.axes[0]
     title = ax.get_title(loc="left")
     assert "8 of 12 relayed streams" in title and "1 more stayed" in title, title
-    assert "13 tasks" in title
+    assert "13 task streams" in title
     fig.canvas.draw()
     assert all(float(t).is_integer() for t in ax.get_yticks()), ax.get_yticks()
 
@@ -181,3 +181,40 @@ def test_an_empty_latency_cdf_claims_no_log_scale() -> None:
     from bench.report.plots import latency_cdf
     ax = latency_cdf([("interrupted", [])], "t").axes[0]
     assert "log" not in ax.get_xlabel() and ax.get_xscale() == "linear"
+
+
+def test_latency_over_time_draws_no_quantile_of_a_thin_window_and_no_response_off_scale() -> None:
+    """Newcomer, 2026-12-04: the p50/p99 lines ended on a window of one request, ramped
+    across windows with none, and the requests with no response sat at a made-up latency
+    on the latency axis."""
+    import math
+
+    from bench.report.plots import MIN_PER_BIN, latency_over_time
+    events = [{"kind": "workload_started", "tMs": 0, "durationMs": 30000, "drainMs": 0}]
+    events += [{"kind": "request_settled", "tMs": 500 + 100 * k, "outcome": "COMPLETED",
+                "latencyMs": 100 + k} for k in range(30)]                    # 0.5–3.4 s
+    events += [{"kind": "request_settled", "tMs": 20_000, "outcome": "COMPLETED",
+                "latencyMs": 900}]                                           # alone at 20 s
+    events += [{"kind": "request_settled", "tMs": 25_000, "outcome": "UNDELIVERABLE"}]
+    ax = latency_over_time(_history(*events), "t").axes[0]
+    for line in ax.get_lines():
+        drawn = [(x, y) for x, y in zip(*line.get_data(), strict=True) if not math.isnan(y)]
+        assert drawn and max(x for x, _ in drawn) < 5, (line.get_label(), drawn)
+        assert f"{MIN_PER_BIN}+ requests" in str(line.get_label())
+    none = next(c for c in ax.collections if "no response" in str(c.get_label()))
+    assert none.get_transform() != ax.transData   # along the top, not at a latency
+
+
+def test_the_relay_plot_marks_gaps_in_a_colour_no_stream_has() -> None:
+    from matplotlib.colors import to_hex
+
+    from bench.report.plots import PALETTE, relay_timeline
+    events = [{"kind": "relay_frame", "tMs": 10 * s, "stream": "c|a", "streamSeq": s,
+               "taskId": "t"} for s in (1, 2, 5)]
+    events.append({"kind": "relay_gap", "tMs": 60, "stream": "c|a", "fromSeq": 3, "toSeq": 4})
+    fig = relay_timeline(_history(*events), "Relay streams")
+    assert fig is not None
+    ax = fig.axes[0]
+    gaps = [c for c in ax.collections if c.get_linewidth()[0] == 3]
+    assert gaps and all(to_hex(c.get_color()[0]) not in PALETTE for c in gaps)
+    assert "black bars: explicit gaps" in ax.get_title(loc="left")

@@ -373,7 +373,7 @@ def streams_of_their_tasks_conversation(h: History, c: Collector) -> None:
         if (e.task_id, e.stream) in seen:
             continue
         seen.add((e.task_id, e.stream))
-        c.count("streams")
+        c.count("task_streams")       # a task's flow on its stream (one stream carries many)
         if conversation is None:
             c.violation(f"task {e.task_id} was requested with no conversationId, yet its flow "
                         f"streamed into {e.stream!r}", e)

@@ -86,9 +86,10 @@ def _list() -> int:
         for r in checker.rules:
             print(f"      {r.id}: {clip(r.definition, 96)}")
     print("variants (--variant):")
+    width = max(26, *(len(v) for v in VARIANTS))    # the longest name keeps its row aligned
     for v in VARIANTS.values():
         caught = "" if v.name == "reference" else f"  [caught by {v.caught_by} in {v.scenario}]"
-        print(f"  {v.name:<26} {clip(v.summary, 90)}{caught}")
+        print(f"  {v.name:<{width}} {clip(v.summary, 90)}{caught}")
     return EXIT_OK
 
 

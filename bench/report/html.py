@@ -57,7 +57,7 @@ RUN_CAPTIONS = {
     "latency_over_time": "Latency of each request when it settled, with p50/p99 per window; "
                          "fault windows shaded",
     "relay": "Relay streams: seq over time; frames made on the executor, pushed to tabs, and "
-             "explicit gaps",
+             "explicit gaps (black bars)",
     "messages": "Messages published per node and type",
 }
 
@@ -125,7 +125,8 @@ def run_html(run_dir: Path, plots: dict[str, dict[str, Path]],
             ("outcomes", ", ".join(f"{k} {n}" for k, n in metrics["outcomes"].items())),
             ("latency p50 / p90 / p99 / max (ms)", " / ".join(
                 "–" if lat[q] is None else f"{lat[q]:.1f}" for q in ("p50", "p90", "p99", "max"))),
-            ("messages per task", metrics["messages_per_task"]),
+            ("messages per task", "–" if metrics["messages_per_task"] is None
+             else f"{metrics['messages_per_task']:.2f}"),
             ("duplicates delivered / executed",
              f"{metrics['duplicates_delivered']} / {metrics['duplicates_executed']}"),
             ("inbound drops", ", ".join(f"{k} {n}" for k, n in metrics["inbound_drops"].items())

@@ -17,6 +17,11 @@ def _fmt(v: Any) -> str:
     return "–" if v is None else str(v)
 
 
+def _per_task(value: float | None) -> str:
+    """Two decimals, as the messages plot's title and report.html say it."""
+    return "–" if value is None else f"{value:.2f}"
+
+
 def _at(seconds: float | None) -> str:
     return "–" if seconds is None else f"{seconds:.1f} s"
 
@@ -51,7 +56,7 @@ def render(summary: Summary, verdicts: list[Verdict], metrics: Metrics,
             f"| outcomes | {text.outcomes(metrics)} |",
             f"| latency (ms) | {text.latency(lat)} |",
             f"| throughput (completed/s) | {_fmt(metrics['throughput_per_s'])} |",
-            f"| messages per task | {_fmt(metrics['messages_per_task'])} |",
+            f"| messages per task | {_per_task(metrics['messages_per_task'])} |",
             f"| duplicates | {text.duplicates(metrics)} |",
             f"| inbound drops | {', '.join(f'{k} {n}' for k, n in metrics['inbound_drops'].items()) or 'none'} |"]
     relay = metrics["relay"]
@@ -78,5 +83,5 @@ def render(summary: Summary, verdicts: list[Verdict], metrics: Metrics,
     if situations is not None:
         out += ["", "## Situations reached", "",
                 ", ".join(f"{name} ×{n}" for name, n in situations.items()) or
-                "none of the catalogued situations (`bench/checks/coverage.py`)"]
+                "none of the catalogued situations (docs/reference/situations.md lists them)"]
     return "\n".join(out) + "\n"

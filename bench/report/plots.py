@@ -160,6 +160,9 @@ def _shade(ax: Any, events: list[dict[str, Any]], origin_ms: float) -> None:
         seen.add(index)
 
 
+#: A latency-over-time window with fewer requests draws no quantile (the p99 of 2 is noise).
+MIN_PER_BIN = 5
+
 #: The run plots' time axis: the workload's clock, which a scenario's fault times use.
 TIME_AXIS = "s since the workload started (a fault's at_s counts from here)"
 
@@ -221,8 +224,10 @@ def latency_cdf(series: list[tuple[str, list[float]]], title: str,
     if missing:
         title += f"\n(completed requests only; not shown: {_others(missing)})"
     ax.set_ylim(0, 1.02)
-    for q in (0.5, 0.99):
+    for q, name in ((0.5, "p50"), (0.99, "p99")):
         ax.axhline(q, color="#888888", lw=0.6, ls=":")
+        ax.text(0.005, q, name, transform=ax.get_yaxis_transform(), fontsize=7,
+                color="#666666", va="bottom")
     _style(ax, title, "request latency (ms, log scale)" if drawn else "request latency (ms)",
            "fraction of completed requests")
     _legend(ax, fontsize=8, loc="lower right", frameon=False)
@@ -250,22 +255,27 @@ def latency_over_time(events: list[dict[str, Any]], title: str) -> Figure:
         bins: dict[int, list[float]] = defaultdict(list)
         for t, v in points:
             bins[int(t // bin_ms)].append(v)
-        xs = sorted(bins)
+        # every bin from the first to the last: one with too few requests for a quantile
+        # (or none) breaks the line, so it neither ends on one request nor ramps over a gap
+        xs = list(range(min(bins), max(bins) + 1))
         for q, colour, label in ((0.5, PALETTE[1], "p50"), (0.99, PALETTE[3], "p99")):
-            ys = [sorted(bins[b])[min(len(bins[b]) - 1, int(q * len(bins[b])))] for b in xs]
+            ys = [sorted(bins[b])[min(len(bins[b]) - 1, int(q * len(bins[b])))]
+                  if len(bins.get(b, ())) >= MIN_PER_BIN else float("nan") for b in xs]
             ax.plot([(b + 0.5) * bin_ms / 1000 for b in xs], ys, color=colour, lw=1.8,
-                    label=f"{label} per {bin_ms / 1000:g} s")
+                    label=f"{label} per {bin_ms / 1000:g} s (windows of {MIN_PER_BIN}+ requests)")
         ax.set_yscale("log")
         _plain_log(ax.yaxis, [v for _, v in points])
         for i, (outcome, tv) in enumerate(sorted(errors.items())):
             ax.scatter([t / 1000 for t, _ in tv], [v for _, v in tv], marker="x", s=22,
                        lw=1.2, color=PALETTE[(2 + i) % len(PALETTE)],
                        label=f"answered {outcome} ({len(tv)})")
-        top = max(v for _, v in points) * 1.6
+        # no latency to draw: along the top of the frame (axes coordinates), off the scale
         for i, (outcome, ts) in enumerate(sorted(missing.items())):
-            ax.scatter([t / 1000 for t in ts], [top * (1.25 ** i)] * len(ts), marker="v",
+            ax.scatter([t / 1000 for t in ts], [0.97 - 0.04 * i] * len(ts), marker="v",
                        s=26, lw=0, color=PALETTE[(4 + i) % len(PALETTE)],
-                       label=f"{outcome} ({len(ts)}): no response; when it gave up")
+                       transform=ax.get_xaxis_transform(), clip_on=False,
+                       label=f"{outcome} ({len(ts)}): no response, so no latency; "
+                             "when it gave up (along the top)")
     _style(ax, title, f"when the request settled: {TIME_AXIS}",
            "latency (ms, log scale)" if points else "latency (ms)")
     _legend(ax, fontsize=8, loc="upper left", frameon=False, bbox_to_anchor=(1.0, 1.0))
@@ -309,15 +319,16 @@ def relay_timeline(events: list[dict[str, Any]], title: str, max_streams: int = 
         ax.scatter([t / 1000 for t, _ in d], [q for _, q in d], s=9, color=colour, lw=0,
                    label=stream)
         for t, lo, hi in gaps.get(stream, []):
-            ax.vlines(t / 1000, lo - 0.4, hi + 0.4, color="#cc0000", lw=3)
-            ax.annotate("gap", (t / 1000, hi + 0.4), fontsize=7, color="#cc0000")
+            ax.vlines(t / 1000, lo - 0.4, hi + 0.4, color="black", lw=3)
+            ax.annotate("gap", (t / 1000, hi + 0.4), fontsize=7, color="black")
     from matplotlib.ticker import MaxNLocator
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))   # a seq is a whole number
     shown = (f"{len(chosen)} of {len(frames)} relayed streams" if len(chosen) < len(frames)
              else f"all {len(frames)} relayed streams")
     stayed = f", {local} more stayed on their executor's node" if local else ""
-    _style(ax, f"{title} — {shown}{stayed}; {tasks} tasks streamed on them\nline: frames made on the executor; dots: pushed "
-           "to a tab; red: explicit gaps", TIME_AXIS, "seq in stream")
+    _style(ax, f"{title} — {shown}{stayed}; {tasks} task streams on them\nline: frames made "
+           "on the executor; dots: pushed to a tab; black bars: explicit gaps", TIME_AXIS,
+           "seq in stream")
     _legend(ax, fontsize=7, loc="upper left", frameon=False, bbox_to_anchor=(1.0, 1.0),
             title=("streams with gaps first, then the longest" if len(chosen) < len(frames)
                    else None), title_fontsize=7)
