@@ -1373,7 +1373,9 @@ def handed_over_requests_reach_their_agent(h: History, c: Collector) -> None:
     (its forward may have died with it; the requester's retry is sent on again) nor a
     link fault on either side held it back, nor a fault refused or altered the card owner's
     publishes meanwhile (its broker refusing the forward: the requester's retry recovers
-    it); else undecided (counted)."""
+    it), nor the network's account explains the loss (delivery.Transit: a broker restarted
+    without persistence forwards to no delegate until it subscribes again); else
+    undecided (counted)."""
     node_of = {agent: node for node, agent in h.memo(_agent_of).items()}
     took = h.memo(intake)
     reached: dict[str, set[tuple[str | None, str | None]]] = defaultdict(set)
@@ -1381,7 +1383,8 @@ def handed_over_requests_reach_their_agent(h: History, c: Collector) -> None:
     for t in took:
         reached[t.node].add((t.response_topic, t.correlation))
         later[t.node].append(t.t_ms)
-    crashes = h.memo(Transit).crashes
+    transit = h.memo(Transit)
+    crashes = transit.crashes
     windows = [w for w in h.memo(fault_windows) if w.fault in LINK_FAULTS | PUBLISH_FAULTS]
     for ho in h.of(A2mRequestTaken):
         if ho.intake is not Intake.HANDED_OVER or ho.handed_to is None:
@@ -1396,6 +1399,9 @@ def handed_over_requests_reach_their_agent(h: History, c: Collector) -> None:
                 or any({ho.node, to} & set(w.nodes) and w.start_ms <= due and w.end_ms >= ho.t_ms
                        for w in windows):
             c.count("handovers_undecided")
+            continue
+        if (why := transit.lost(ho.node, ho.t_ms, to)) is not None:
+            c.count(f"handover_{why}")
             continue
         c.violation(f"{ho.node} handed request {ho.correlation} (task {ho.task_id}) over to "
                     f"{ho.handed_to}, which took requests in until {max(later[to]) / 1000:.1f} s "
