@@ -66,11 +66,10 @@ def _fault_timeline(faults: list[dict[str, Any]], events: list[dict[str, Any]]) 
     """Each fault of the run on the workload's clock, as the scenario scheduled it and as it
     acted (a node's down time, a broker's outage), with its parameters and the history line
     that journaled it."""
-    from bench.report.plots import acted, fault_starts_ms, workload_origin_ms
+    from bench.report.plots import acted, fault_windows, workload_origin_ms
     origin = workload_origin_ms(events)
-    scheduled = fault_starts_ms(events)
     journaled = {int(e["faultIndex"]): e for e in events if e["kind"] == "fault_start"}
-    spans = acted(events, origin)
+    spans = acted(fault_windows(events), origin)
     rows = ["<h2>Fault timeline</h2><p class='muted'>Times in seconds since the workload "
             f"started ({origin / 1000:.1f} s into the history, once every node was up), the "
             "clock a scenario's <code>at_s</code> counts on.</p><table><tr><th>#</th>"
@@ -80,7 +79,7 @@ def _fault_timeline(faults: list[dict[str, Any]], events: list[dict[str, Any]]) 
         start = journaled.get(int(f["index"]), {})
         params = ", ".join(f"{k}={v}" for k, v in sorted((start.get("params") or {}).items())
                            if v is not None)
-        at = scheduled.get(int(f["index"]))
+        at = start.get("atMs")
         rows.append(f"<tr><td>{f['index']}</td><td>{_e(f['kind'])}</td><td>{_e(params)}</td>"
                     f"<td>{'–' if at is None else f'{at / 1000:g} s'}</td>"
                     f"<td>{'<br>'.join(_e(a) for a in spans.get(int(f['index']), [])) or '–'}"

@@ -130,11 +130,13 @@ def fault_starts_ms(events: Iterable[dict[str, Any]]) -> dict[int, float]:
             if e["kind"] == "fault_start" and e.get("atMs") is not None}
 
 
-def acted(events: list[dict[str, Any]], origin_ms: float) -> dict[int, list[str]]:
-    """fault index -> each span it acted, as "A–B s" on the workload's clock, with the
-    window's label (the node it kept down); the plots' legends and the fault timeline."""
+def acted(windows: list[tuple[float, float, str, int]], origin_ms: float
+          ) -> dict[int, list[str]]:
+    """fault index -> each span of `fault_windows` it acted, as "A–B s" on the workload's
+    clock, with the window's label (the node it kept down); the plots' legends and the fault
+    timeline."""
     out: dict[int, list[str]] = defaultdict(list)
-    for t0, t1, label, index in fault_windows(events):
+    for t0, t1, label, index in windows:
         out[index].append(f"{label}: {(t0 - origin_ms) / 1000:.1f}–{(t1 - origin_ms) / 1000:.1f} s")
     return out
 
@@ -147,9 +149,10 @@ def _shade(ax: Any, events: list[dict[str, Any]], origin_ms: float) -> None:
         ax.axvspan(-origin_ms / 1000, 0, lw=0, color="#e6e6e6",
                    label=f"start-up ({origin_ms / 1000:.1f} s, before the workload)")
     scheduled = fault_starts_ms(events)
-    spans = acted(events, origin_ms)
+    windows = fault_windows(events)
+    spans = acted(windows, origin_ms)
     seen: set[int] = set()
-    for t0, t1, _label, index in fault_windows(events):
+    for t0, t1, _label, index in windows:
         width = max(t1 - t0, 100.0) / 1000
         at = f" at {scheduled[index] / 1000:g} s" if index in scheduled else ""
         ax.axvspan((t0 - origin_ms) / 1000, (t0 - origin_ms) / 1000 + width, lw=0,
@@ -293,9 +296,11 @@ def relay_timeline(events: list[dict[str, Any]], title: str, max_streams: int = 
     delivered: dict[str, list[tuple[float, int]]] = defaultdict(list)
     gaps: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
     emitted: set[tuple[str, str]] = set()
+    streamed: set[tuple[str, str]] = set()        # (task, stream) of the frames relayed
     for e in events:
         if e["kind"] == "relay_frame":
             frames[e["stream"]].append((float(e["tMs"]) - origin, int(e["streamSeq"])))
+            streamed.add((str(e.get("taskId")), str(e["stream"])))
         elif e["kind"] == "relay_delivered":
             delivered[e["stream"]].append((float(e["tMs"]) - origin, int(e["streamSeq"])))
         elif e["kind"] == "relay_gap":
@@ -306,8 +311,7 @@ def relay_timeline(events: list[dict[str, Any]], title: str, max_streams: int = 
     if not frames:
         return None
     local = len({stream for _task, stream in emitted} - set(frames))
-    tasks = len(emitted | {(str(e.get("taskId")), str(e["stream"])) for e in events
-                           if e["kind"] == "relay_frame"})
+    tasks = len(emitted | streamed)
     chosen = sorted(frames, key=lambda s: (-len(gaps.get(s, [])), -len(frames[s]), s))[:max_streams]
     fig, ax = plt.subplots(figsize=(9, 4.5))
     _shade(ax, events, origin)
@@ -440,10 +444,9 @@ def topology_comparison(series: list[tuple[str, list[float], float | None]], tit
     return fig
 
 
-def run_plots(run_dir: Path, events: list[dict[str, Any]] | None = None
-              ) -> dict[str, dict[str, Path]]:
-    """Every run plot for one run folder, into <run>/plots/. Returns name -> paths."""
-    events = read_history(run_dir) if events is None else events
+def run_plots(run_dir: Path, events: list[dict[str, Any]]) -> dict[str, dict[str, Path]]:
+    """Every run plot for one run folder (its history read once by the caller), into
+    <run>/plots/. Returns name -> paths."""
     summary = json.loads((run_dir / "summary.json").read_text())
     label = f"{summary['scenario']} · {summary['variant']} · seed {summary['seed']}"
     folder = run_dir / "plots"

@@ -308,13 +308,14 @@ def commands_page() -> str:
             rows.append((flag, value, _default(a), (_md(a.help or "") or "—") + more))
         body += _table(("argument", "value", "default", "what it is"), rows) if rows \
             else ["No arguments.", ""]
+    tools = _tools()
     body += ["## Tools", "", "Modules under `bench/tools/` run as `python -m MODULE` "
              "(`--help` gives each one's options).", ""]
-    body += _table(("module", "what it does"), ((f"`{m}`", _md(s)) for m, s in _tools()))
+    body += _table(("module", "what it does"), ((f"`{m}`", _md(s)) for m, s in tools))
     return _page("Commands and tools",
                  f"Every `a2a-bench` subcommand with its arguments, from the CLI's own parser "
                  f"({len(subs)} commands; `a2a-bench COMMAND --help` prints the same with "
-                 f"examples), and the {len(_tools())} tools under `bench/tools/`.", body)
+                 f"examples), and the {len(tools)} tools under `bench/tools/`.", body)
 
 
 def readme_block() -> str:

@@ -191,13 +191,15 @@ class SimBroker:
             if not self.behaviour.resends_on_resume:
                 self.stats["lost_on_resume"] += len(session.inflight)
                 session.inflight.clear()
+                session.fault_copies.clear()
             for pid, msg in sorted(session.inflight.items()):
                 self.stats["redelivered"] += 1
                 if self.behaviour.resends_under_new_ids:   # a seeded defect
                     del session.inflight[pid]
-                    copy, pid = pid in session.fault_copies, next(self._pids)
+                    old, pid = pid, next(self._pids)
                     session.inflight[pid] = msg
-                    if copy:
+                    if old in session.fault_copies:  # the mark follows the copy's new id
+                        session.fault_copies.discard(old)
                         session.fault_copies.add(pid)
                 self._transmit(session, conn, msg, pid,
                                dup=not self.behaviour.resends_under_new_ids)
