@@ -796,6 +796,30 @@ def test_a_silent_client_with_every_peer_cut_off_too_is_undecided(
     assert "no_peer_connected_to_see_the_will" in str(v.to_json()), v.to_json()
 
 
+def test_a_will_that_comes_only_with_the_heal_is_no_give_up(runs: dict[str, Lines]) -> None:
+    """Seen live on amqtt 0.12 (a clean clone's CI, 2026-12-05): the broker never timed the
+    silent node out, the heal reset its connection 17 s in, and the will that reset made
+    the broker publish reached the peers in the millisecond the heal was journaled — inside
+    the fault's window, so the rule counted it a give-up. A will later than the bound is
+    none: the simulated Mosquitto's will, moved to just before the heal, is FALSE."""
+    lines = copy.deepcopy(runs["partition"])
+    start = lines[where(lines, "fault_start", lambda e: e["fault"] == "partition")]
+    healed = lines[where(lines, "fault_healed", lambda e: e["faultIndex"] == start["faultIndex"])]
+    v = checkers()["deployment"](from_lines(lines))
+    assert v.rules["gives_up_a_silent_client"]["violations"] == 0, v.rules
+    wills = [e for e in lines if e["kind"] == "directory_updated" and e["nodeId"] == "exec-2"
+             and not e["online"] and start["tMs"] <= e["tMs"] <= healed["tMs"]]
+    assert wills and all(w["tMs"] - start["tMs"] < 15_000 for w in wills), wills
+    for w in wills:
+        lines.remove(w)
+        w["tMs"] = healed["tMs"]
+    at = lines.index(healed)
+    lines[at:at] = wills
+    v = checkers()["deployment"](from_lines(renumbered(lines)))
+    assert v.rules["gives_up_a_silent_client"]["violations"] == 1, v.rules
+    assert "did not give it up within 15 s (its will came only" in str(v.to_json())
+
+
 def test_a_settlement_the_kill_cut_from_the_journal_is_not_called_lost(tmp_path: Path) -> None:
     """Seen live with process nodes: the requester committed a request's settlement, then
     SIGKILL cut its record (the journal follows the write); after the restart the response
