@@ -25,6 +25,8 @@ class RunLog:
         self.undelivered: set[tuple[str, str]] = set()   # (target node, messageId) in flight
         self._delivered: set[tuple[str, str]] = set()    # PUBACK can come after delivery
         self.booted_at: dict[str, float] = {}
+        #: node -> when its MQTT client last connected, while it is connected
+        self.connected_at: dict[str, float] = {}
         self.nodes: set[str] = set()                     # nodes of the deployment
         self.issued: set[str] = set()                    # request ops handed to a node, unseen
         self.requests_sent = 0
@@ -77,6 +79,11 @@ class RunLog:
                 self.undelivered.discard((node, event.message_id))
             case ev.NodeStarted():
                 self.booted_at[node] = t
+                self.connected_at.pop(node, None)
+            case ev.MqttConnected():
+                self.connected_at[node] = t
+            case ev.MqttDisconnected() | ev.NodeCrashed():
+                self.connected_at.pop(node, None)
 
     def issuing(self, message_id: str) -> None:
         """A request op was handed to a node that has not reported it yet (a node process
@@ -87,6 +94,19 @@ class RunLog:
     def quiet(self) -> bool:
         """Nothing left to settle, run or deliver, as far as the history knows."""
         return not (self.issued or self.outstanding or self.running or self.undelivered)
+
+    def only_lost_left(self, since_ms: float) -> bool:
+        """Nothing left but targeted messages not received, none of which can still come:
+        each target's client has been connected since `since_ms`, and nothing at all was
+        recorded since then. A QoS1 message to a connected client arrives in milliseconds;
+        one still missing after that is lost unless the client connects again (its session
+        resumed, the broker re-sends) — and a connection lost or made is recorded. (A
+        broker that loses what it accepted leaves such messages: amqtt 0.12 after a
+        partition, a session taken over; the run need not wait its whole drain for them.)"""
+        return bool(self.undelivered) and not (self.issued or self.outstanding or self.running) \
+            and self.last_recorded_ms <= since_ms \
+            and all(self.connected_at.get(target, since_ms + 1) <= since_ms
+                    for target, _message in self.undelivered)
 
     def watch(self, pred: Predicate, fn: Callable[[], None]) -> Callable[[], None]:
         """Call `fn` once, on the first event `pred` accepts. Returns a cancel function."""

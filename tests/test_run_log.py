@@ -1,0 +1,66 @@
+"""The run log's tally, which tells a live drain when it may stop: targeted messages that
+can no longer come keep it going no longer than `RunLog.only_lost_left` says. Pure: the
+clock is a number the test moves."""
+
+from __future__ import annotations
+
+from bench.core import events as ev
+from bench.core.envelope import MessageType
+from bench.core.vocabulary import OutboundState, RequestOutcome
+from bench.history import Recorder
+from bench.substrates.log import RunLog
+
+
+def _log() -> tuple[RunLog, list[float]]:
+    now = [0.0]
+    log = RunLog(Recorder(), lambda: now[0])
+    log.nodes = {"orch-1", "exec-1"}
+    return log, now
+
+
+def _published(log: RunLog, message_id: str, target: str) -> None:
+    log.record("orch-1", ev.OutboundSettled(message_id, MessageType.TASK_REQUEST,
+                                            OutboundState.PUBLISHED, "directory", "llm.tax",
+                                            target, "r1", f"ooder/node/{target}/inbox"))
+
+
+def test_a_message_lost_while_its_target_stays_connected_stops_holding_the_drain() -> None:
+    log, now = _log()
+    log.record("exec-1", ev.MqttConnected("exec-1", False, None, 5, None))
+    now[0] = 1_000
+    _published(log, "m1", "exec-1")
+    assert not log.quiet
+    assert not log.only_lost_left(now[0] - 5_000)      # just published: it may yet come
+    now[0] = 6_000
+    assert log.only_lost_left(now[0] - 5_000)          # connected throughout, nothing since
+
+
+def test_a_target_not_connected_or_anything_recorded_since_keeps_the_drain_waiting() -> None:
+    log, now = _log()
+    log.record("exec-1", ev.MqttConnected("exec-1", False, None, 5, None))
+    _published(log, "m1", "exec-1")
+    now[0] = 3_000
+    log.record("exec-1", ev.MqttDisconnected("exec-1", "keepalive timeout"))
+    now[0] = 20_000
+    assert not log.only_lost_left(now[0] - 5_000)      # a reconnect would bring it again
+    log.record("exec-1", ev.MqttConnected("exec-1", True, None, 5, None))
+    now[0] = 22_000
+    assert not log.only_lost_left(now[0] - 5_000)      # connected again 2 s ago
+    now[0] = 25_001
+    assert log.only_lost_left(now[0] - 5_000)
+    log.record("exec-1", ev.NodeCrashed(0, "SIGKILL", None))
+    now[0] = 40_000
+    assert not log.only_lost_left(now[0] - 5_000)      # its process is gone, not connected
+
+
+def test_a_request_still_outstanding_is_waited_for_whatever_was_lost() -> None:
+    log, now = _log()
+    log.record("exec-1", ev.MqttConnected("exec-1", False, None, 5, None))
+    log.record("orch-1", ev.RequestSent("r1", "m1", "fin.orchestrator", "llm.tax", "c1",
+                                        1_000_004_000, 4_000))
+    _published(log, "m1", "exec-1")
+    now[0] = 60_000
+    assert not log.only_lost_left(now[0] - 5_000)
+    log.record("orch-1", ev.RequestSettled("r1", RequestOutcome.NO_RESPONSE, 4_000, None))
+    now[0] = 70_000
+    assert log.only_lost_left(now[0] - 5_000)
