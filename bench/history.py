@@ -12,6 +12,7 @@ import heapq
 import json
 import re
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -34,14 +35,16 @@ RESERVED = frozenset({"seq", "tMs", "node", "kind"})
 #: settings). orjson writes the same bytes ~9x faster, except where `_unlike_stdlib` says.
 _STDLIB = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 #: a number orjson writes otherwise: below 1e-4 it writes `0.00001` and `1.5e-7` where the
-#: stdlib writes `1e-05` and `1.5e-07` (a string that looks so costs only the fast path)
+#: stdlib writes `1e-05` and `1.5e-07` (a string that looks so costs only the fast path;
+#: bytes without "e-" or "0.0000", nearly all, skip the search)
 _SMALL_NUMBER = re.compile(rb"[:,\[]-?(?:0\.0000|[0-9.]+e-)")
 
 
 def _unlike_stdlib(out: bytes, value: object) -> bool:
     """Whether orjson's bytes for `value` may differ from the stdlib's: non-ASCII (the stdlib
     escapes it, and DEL), a small float, or a NaN or infinity (orjson writes null)."""
-    return (not out.isascii() or b"\x7f" in out or _SMALL_NUMBER.search(out) is not None
+    return (not out.isascii() or b"\x7f" in out
+            or ((b"e-" in out or b"0.0000" in out) and _SMALL_NUMBER.search(out) is not None)
             or (b"null" in out and non_finite(value)))
 
 
@@ -89,24 +92,43 @@ class Recorder:
     """Appends events in order; optionally streams them to a JSONL file as they come.
 
     With a file, the lines are not kept in memory unless `keep` says so (a 1,000-node run
-    writes over a million): `count` is how many were written, and `observers` see each."""
+    writes over a million): `count` is how many were written, and `observers` see each.
+    Each line is flushed to the file as it is written, or — `flush_after_s` — once that
+    long has passed since the last flush (a simulation writes a million lines in a
+    minute, and a write call for each was a tenth of its run; killed, it loses at most that
+    much, and its seed replays it)."""
 
-    def __init__(self, path: str | Path | None = None, *, keep: bool | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, keep: bool | None = None,
+                 flush_after_s: float | None = None) -> None:
         self.events: list[Line] = []
         self.keep = path is None if keep is None else keep
         self.count = 0
         self._fh: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
+        self.flush_after_s = flush_after_s
+        self._flushed_at = time.monotonic()
         #: called with each line once it is written (a progress display)
         self.observers: list[Callable[[Line], None]] = []
 
-    def append(self, t_ms: float, node: str, event: Event) -> Line:
+    def append(self, t_ms: float, node: str, event: Event) -> Line | None:
+        """Write one line; returns it as kept, or None when nobody keeps or observes it."""
         self.count += 1
-        line = Line(self.count, t_ms, node, event.KIND.value, to_fields(event))
+        fields = to_fields(event)
+        kind = event.KIND.value
+        fh = self._fh
+        if fh is not None:
+            fh.write(dumps_line({"seq": self.count, "tMs": t_ms, "node": node, "kind": kind,
+                                 **fields}) + "\n")
+            after = self.flush_after_s
+            if after is None:
+                fh.flush()
+            elif (now := time.monotonic()) - self._flushed_at >= after:
+                fh.flush()
+                self._flushed_at = now
+        if not self.keep and not self.observers:
+            return None
+        line = Line(self.count, t_ms, node, kind, fields)
         if self.keep:
             self.events.append(line)
-        if self._fh is not None:
-            self._fh.write(dumps_line(line.to_json()) + "\n")
-            self._fh.flush()
         for observe in self.observers:
             observe(line)
         return line

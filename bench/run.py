@@ -188,7 +188,7 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
         resolved |= {"broker": where.broker, "nodes": where.nodes}
     write_json(out_dir / "scenario.json", resolved)
     write_json(out_dir / "topology.json", scenario.topology.to_json())
-    recorder = Recorder(out_dir / "history.jsonl")
+    recorder = Recorder(out_dir / "history.jsonl", flush_after_s=described.history_flush_s)
     if observe is not None:
         recorder.observers.append(observe)
     wall0 = time.perf_counter()

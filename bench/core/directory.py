@@ -233,6 +233,20 @@ class Directory:
 
     def _reindex(self, node_id: str, old: Announcement | None, new: Announcement | None) -> None:
         """Recompute the winner of every agent the change touches (not the whole index)."""
+        if old is new:
+            return    # the same announcement again (parsed once, shared): nothing changes
+        if old is None and new is not None \
+                and not any(d.agent_id in self._announcers for d in new.agents):
+            # a node first heard of, announcing agents nobody else does (a directory filling
+            # up: N of these on each of N nodes): each agent's one announcer is its winner
+            for desc in new.agents:
+                if desc.agent_id in self._announcers:
+                    continue      # listed twice: its first listing is the one that counts
+                self._announcers[desc.agent_id] = (node_id,)
+                if desc.node_id != node_id or desc.online != new.online:   # not as parsed
+                    desc = AgentDescriptor(desc.agent_id, node_id, desc.role, new.online)
+                self._by_agent[desc.agent_id] = desc
+            return
         touched = {a.agent_id for a in old.agents} if old else set()
         for agent in touched:
             self._announcers[agent] = tuple(n for n in self._announcers[agent] if n != node_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,18 @@ class Distribution:
             case "lognormal":
                 return rng.lognormvariate(math.log(p[0]), p[1])
         raise AssertionError(f"unknown distribution {self.kind}")
+
+    def sampler(self) -> Callable[[random.Random], float]:
+        """`sample`, bound to this distribution with its constants worked out once: the
+        same draws, for a caller that samples millions of times (a link's latency)."""
+        p = self.params
+        if self.kind == "fixed":
+            value = p[0]
+            return lambda rng: value
+        if self.kind == "lognormal":
+            mu, sigma = math.log(p[0]), p[1]
+            return lambda rng: rng.lognormvariate(mu, sigma)
+        return self.sample
 
     def to_json(self) -> dict[str, Any]:
         return {"dist": self.kind, **dict(zip(KINDS[self.kind], self.params, strict=False))}

@@ -67,6 +67,10 @@ class Substrate(Protocol):
     #: wait for the batch's group commit): what the rules that time one record against
     #: another allow; 0 where time is simulated
     records_late_ms: float
+    #: how long a history line may wait in its file's buffer before it is flushed (None:
+    #: each line flushed as it is written). A run killed outright loses at most that much
+    #: of its history; a simulation's seed replays it
+    history_flush_s: float | None
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         """Why this substrate cannot run `scenario` with `choice`, in one line, or None."""

@@ -45,4 +45,5 @@ def test_a_connection_delivers_in_the_order_sent_whatever_each_packet_s_latency(
         arrivals.append(now + delay)
     assert arrivals == sorted(arrivals)
     assert conn.transit_ms(0.0, "down") is not None   # not held behind the other direction
-    assert conn.last_arrival["down"] < conn.last_arrival["up"]
+    assert conn.last_down_ms is not None and conn.last_up_ms is not None
+    assert conn.last_down_ms < conn.last_up_ms

@@ -37,6 +37,8 @@ class Sim:
     clock_word = "simulated"
     timers_late_ms = 0.0
     records_late_ms = 0.0
+    #: a million lines a minute: flushed four times a second, not each (bench.history)
+    history_flush_s = 0.25
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         if choice.wire_tap:

@@ -68,7 +68,8 @@ class Connection:
     watched: bool = False      # the client is already timing its silence
     #: when the last packet sent each way ("up" to the broker, "down" to the client)
     #: arrives: TCP delivers in order, so no packet overtakes one sent before it
-    last_arrival: dict[str, float] = field(default_factory=dict)
+    last_up_ms: float | None = None
+    last_down_ms: float | None = None
     #: MQTT 5: the CONNECT's Session Expiry Interval (s); None: MQTT 3.1.1, where a
     #: persistent session never expires
     session_expiry_s: int | None = None
@@ -82,8 +83,17 @@ class Connection:
         delay = self.link.transit_ms()
         if delay is None:
             return None
-        at = max(now + delay, self.last_arrival.get(direction, now))
-        self.last_arrival[direction] = at
+        at = now + delay
+        if direction == "up":
+            last = self.last_up_ms
+            if last is not None and last > at:
+                at = last
+            self.last_up_ms = at
+        else:
+            last = self.last_down_ms
+            if last is not None and last > at:
+                at = last
+            self.last_down_ms = at
         return at - now
 
 
@@ -363,11 +373,18 @@ class SimBroker:
         if msg.retain:
             self._retain(msg)
         route = self._route(msg.topic)
+        # one copy per QoS it goes out with, shared by the sessions (a Message is frozen):
+        # an announcement goes to every node of a global directory
+        copy_at: dict[int, Message] = {}
         for session, granted in route:
             copies = granted if self.behaviour.copy_per_filter else [max(granted)]
             for q in copies:
-                self._deliver(session, Message(msg.topic, msg.payload, min(msg.qos, q), False,
-                                               msg.props, msg.expires_at_ms))
+                qos = min(msg.qos, q)
+                copy = copy_at.get(qos)
+                if copy is None:
+                    copy = copy_at[qos] = Message(msg.topic, msg.payload, qos, False, msg.props,
+                                                  msg.expires_at_ms)
+                self._deliver(session, copy)
         return len(route) + (self._share(msg) if self._shared else 0)
 
     def _share(self, msg: Message) -> int:

@@ -8,6 +8,7 @@ what is in transit; the connection on it dies and MQTT's own redelivery takes ov
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from bench.spec.topology import LinkSpec
 from bench.substrates.tcp import retransmission_delay_ms
@@ -24,6 +25,9 @@ class Link:
         self.packets = 0
         self.lost = 0
         self.retransmissions = 0
+        # the spec's latency sampler, made again when a fault changes the spec
+        self._sampled_spec: LinkSpec | None = None
+        self._latency: Callable[[random.Random], float] = spec.latency_ms.sample
 
     def transit_ms(self) -> float | None:
         """Delay of one packet, or None if it is lost with the link."""
@@ -31,8 +35,13 @@ class Link:
         if not self.up:
             self.lost += 1
             return None
-        delay = self.spec.latency_ms.sample(self.rng)
-        extra, retransmissions = retransmission_delay_ms(self.rng, self.spec.loss)
+        spec = self.spec
+        if spec is not self._sampled_spec:
+            self._sampled_spec, self._latency = spec, spec.latency_ms.sampler()
+        delay = self._latency(self.rng)
+        if not spec.loss:
+            return delay    # no segment lost: no draw for one (what the loop below does)
+        extra, retransmissions = retransmission_delay_ms(self.rng, spec.loss)
         self.retransmissions += retransmissions
         if extra == float("inf"):
             self.lost += 1
