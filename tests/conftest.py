@@ -36,6 +36,35 @@ def pair() -> Callable[..., Wire]:
     return make
 
 
+#: The runs on a wall-clock substrate the fast lane keeps: one each (live, docker).
+FAST_LANE_RUNS = frozenset({
+    "tests/live/test_live.py::test_quickstart_live[inproc-amqtt]",
+    "tests/docker/test_docker.py::test_the_quickstart_runs_in_containers_and_leaves_nothing_behind[amqtt]",
+})
+
+
+def _waits_on_wall_clock(item: pytest.Item) -> bool:
+    """A live or docker run (tests/live, tests/docker, the live cases of
+    test_substrate_faults), but for the fast lane's one run on each substrate."""
+    nodeid = item.nodeid
+    if nodeid in FAST_LANE_RUNS:
+        return False
+    return nodeid.startswith(("tests/live/", "tests/docker/")) or (
+        nodeid.startswith("tests/test_substrate_faults.py") and "-live-" in nodeid)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow tests (`-m "not slow"` leaves them out: the fast lane, docs/testing.md): the
+    wall-clock runs, and those marked so by hand. They are handed out first, so that on
+    `-n auto` the longest waits overlap from the start rather than trail at the end (pytest's
+    order within each group is kept)."""
+    slow = pytest.mark.slow
+    for item in items:
+        if _waits_on_wall_clock(item):
+            item.add_marker(slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: at least 6 workers. Most of the suite's wall time is live tests waiting
     on real time (brokers, timeouts, drains), not CPU: on a 2-core machine the live tests
@@ -52,3 +81,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(
             f"{len(skipped)} tests against Mosquitto were skipped: it is not installed "
             "(Debian: apt-get install mosquitto; .ci/run installs it)", yellow=True)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`-n auto` hands tests out by work stealing: an idle worker takes half of what another
+    still has. xdist's default gives the first quarter of the suite out round robin, once —
+    the slow tests, handed out first, landed there, and one worker's share of them ran for
+    minutes after the others had finished (15 min 54 s against 11 min 9 s, 2026-12-05)."""
+    if config.getvalue("dist") == "load":
+        from xdist.scheduler import WorkStealingScheduling
+        return WorkStealingScheduling(config, log)
+    return None

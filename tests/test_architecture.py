@@ -74,8 +74,8 @@ LAYERS = {
     "tools.attack_table": {"core", "run", "spec", "variants", "tools.attack_table"},
     "tools.exchange": {"core", "storage", "history", "substrates.wire", "tools.exchange"},
     # (its --agents table runs a scenario as `run` would)
-    "tools.benchmark": {"core", "spec", "workload", "substrates", "run", "variants",
-                        "tools.benchmark"},
+    "tools.benchmark": {"core", "spec", "workload", "substrates", "run", "variants", "storage",
+                        "history", "tools.benchmark"},
     "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools.golden": {"run", "spec", "variants", "tools.golden"},   # runs every shipped scenario

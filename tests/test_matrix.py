@@ -113,6 +113,7 @@ def test_a_matrix_runs_filters_writes_junit_and_does_not_redo_finished_cells(tmp
     assert (tmp_path / "results" / "small" / "matrix.html").read_text().count("<svg") >= 1
 
 
+@pytest.mark.slow
 def test_cells_run_on_other_hosts_come_back_into_one_results_folder(tmp_path: Path) -> None:
     """Two execnet gateways stand in for two machines: each starts in a folder of its own
     (its checkout), runs cells into its own results, and ships each back."""
@@ -140,6 +141,7 @@ def test_cells_run_on_other_hosts_come_back_into_one_results_folder(tmp_path: Pa
     assert bad.returncode == 3 and "must be a file in a folder of the project" in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_failing_cell_fails_the_matrix_and_lf_reruns_only_it(tmp_path: Path) -> None:
     body = SMALL + '\n[[group]]\nname = "wrong"\nvariants = ["no_default_executor"]\nscenarios = ["quickstart"]\n'
     path = write(tmp_path, body)
@@ -150,6 +152,7 @@ def test_a_failing_cell_fails_the_matrix_and_lf_reruns_only_it(tmp_path: Path) -
     assert "1 failed" in again.stdout and "deselected" in again.stdout, again.stdout
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_completes_without_redoing_finished_cells(tmp_path: Path) -> None:
     body = "[[group]]\nscenarios = [\"quickstart\", \"latency\", \"loss\", \"restart\", \"streaming\", \"mesh_100\"]\n"
     path = write(tmp_path, body, "kill.matrix.toml")
@@ -174,6 +177,7 @@ def test_sigkill_then_resume_completes_without_redoing_finished_cells(tmp_path: 
     assert not list(cells.glob("*.partial-*")), "the killed cell's scratch folder was left behind"
 
 
+@pytest.mark.slow
 def test_compare_shows_topologies_of_one_matrix_side_by_side_and_matrices_cell_by_cell(tmp_path: Path) -> None:
     path = write(tmp_path, '[[group]]\nscenarios = ["quickstart"]\ntopologies = ["star", "host-local"]\n',
                  "topo.matrix.toml")

@@ -23,8 +23,9 @@ import pytest
 from bench.cli import EXIT_OK, main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (apt-get install "
-                                                         "chromium; .ci/run installs it)")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(CHROMIUM is None, reason="no chromium (apt-get install "
+                                                          "chromium; .ci/run installs it)")]
 
 #: Runs before the page's own content: every error the page raises, or any resource it fails
 #: to load, is kept.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import shutil
 import socket
 import subprocess
@@ -23,17 +24,21 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 
+from bench.core.commands import Table
 from bench.core.config import NodeConfig
 from bench.core.inputs import TaskRequested
 from bench.core.node import Node
+from bench.spec.brokers import BEHAVIOURS
 from bench.spec.distribution import fixed
 from bench.spec.scenario import MAX_NODES_GLOBAL_DIRECTORY
+from bench.storage.files import FileStore
 from bench.substrates.live.brokers import Broker, make_broker
 from bench.substrates.live.host import Clock, LiveHost
 from bench.workload import Behaviour, WorkloadSpec
@@ -112,32 +117,124 @@ def raw_round_trips(broker: Broker, n: int, window: int, seconds: float) -> dict
     return {"p50_ms": p50, "p99_ms": p99, "per_s": count[0] / elapsed}
 
 
-# -- the bench's own round trip ----------------------------------------------------------------
+# -- the floor: what one exchange must wait for on this disk ------------------------------------
 
-async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int,
-                            seconds: float) -> dict[str, float]:
+def commit_ms(workdir: Path, n: int = 200) -> float:
+    """p50 of one durable commit of the nodes' store on this disk: a small record written
+    to SQLite (WAL, synchronous=FULL) and committed, as a node commits a batch."""
+    store = FileStore(workdir / "commit-probe")
+    took = []
+    try:
+        for i in range(n):
+            txn = store.begin()
+            txn.put_record(Table.MESSAGES, f"m{i}", {"n": i, "state": "PUBLISHED"})
+            t0 = time.perf_counter()
+            txn.commit()
+            took.append(time.perf_counter() - t0)
+    finally:
+        store.close()
+    return sorted(took)[len(took) // 2] * 1000
+
+
+class _UnsyncedStore(FileStore):
+    """The nodes' store without its fsyncs (SQLite synchronous=OFF): what durability costs
+    a round trip, read off the difference. The benchmark's only; no node runs so."""
+
+    def __init__(self, data_dir: str | Path) -> None:
+        super().__init__(data_dir)
+        self._db.execute("PRAGMA synchronous=OFF")
+
+
+class _UnsyncedHost(LiveHost):
+    store_class = _UnsyncedStore
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """One way of running the bench's round trip: which protocol's reference nodes, whether
+    they keep their promises of durability, and what of the harness sits on the path."""
+
+    name: str
+    protocol: str = "seed"        # "seed": orchestrator -> executor; "a2a": requester -> responder
+    durable: bool = True          # False: the store's fsyncs off (what durability costs)
+    history: bool = False         # every event a history line in a file, as a run writes it
+    proxy: bool = False           # each node behind the fault proxy, as a live run's are
+
+
+#: The durable commits one round trip waits for in turn, in either protocol: the request,
+#: before it leaves the asker (W-MQTT-5: its outbox entry); its receipt, before the answerer
+#: runs the task and acknowledges it (the task table: a redelivery after a crash must not
+#: run it again); the result, before the answer leaves; the settlement, before the asker
+#: acknowledges the answer and tells its caller. (The PUBACKs' own commits — the outbox
+#: marking a message PUBLISHED — run beside them, off the round trip's path.)
+COMMITS_IN_TURN = 4
+
+#: The rows `python -m bench.tools.benchmark` prints per broker, in order.
+SETUPS = (Setup("bench"), Setup("no fsync", durable=False),
+          Setup("+ history", history=True), Setup("+ history + proxy", history=True, proxy=True),
+          Setup("a2a", protocol="a2a"))
+
+
+def _pair(setup: Setup) -> tuple[NodeConfig, NodeConfig, Any, str]:
+    """The two nodes of a round trip (asking, answering), the core each runs, and the agent
+    asked."""
+    if setup.protocol == "seed":
+        ask, answer = (NodeConfig("orch-1", "fin", ("fin.orchestrator",)),
+                       NodeConfig("exec-1", "llm", ("llm.tax",)))
+        return ask, answer, lambda _cfg: Node, "llm.tax"
+    from bench.spec.scenario import SCENARIOS, load_scenario
+    from bench.substrates import node_configs
+    from bench.variants import REFERENCE
+    configs = node_configs(load_scenario(SCENARIOS / "a2a_quickstart.toml"))
+    return configs["client-1"], configs["tax-1"], REFERENCE.core_for, "billing.tax1"
+
+
+async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int, seconds: float,
+                            setup: Setup = SETUPS[0]) -> dict[str, float]:
+    """The bench's round trip: one node asks, the other runs a zero-length task and
+    answers; it ends when the answer settles the request."""
+    from bench.history import Recorder
+    from bench.spec.topology import MqttVersion
+    from bench.substrates.live.proxy import FaultProxy
+    from bench.substrates.log import RunLog
     clock = Clock(time.time())
     events: list[tuple[str, str]] = []
-    hosts = {}
-    for cfg in (NodeConfig("orch-1", "fin", ("fin.orchestrator",)),
-                NodeConfig("exec-1", "llm", ("llm.tax",))):
-        hosts[cfg.node_id] = LiveHost(cfg, Node, workdir / cfg.node_id, (broker.host, broker.port),
-                                      lambda node, event: events.append((node, event.KIND.value)), clock,
-                                      Behaviour(WorkloadSpec(task_duration_ms=fixed(0.0)), 0))
+    workdir.mkdir(parents=True, exist_ok=True)
+    recorder = Recorder(workdir / "history.jsonl") if setup.history else None
+    log = RunLog(recorder, lambda: clock.now_ms()) if recorder is not None else None
+
+    def sink(node: str, event: Any) -> None:
+        events.append((node, event.KIND.value))
+        if log is not None:
+            log.record(node, event)
+    ask, answer, core_for, agent = _pair(setup)
+    host_class = LiveHost if setup.durable else _UnsyncedHost
+    version = MqttVersion.V5 if setup.protocol == "a2a" else MqttVersion.V311
+    hosts, proxies = {}, []
+    for cfg in (ask, answer):
+        where = (broker.host, broker.port)
+        if setup.proxy:
+            proxy = FaultProxy(where, random.Random(cfg.node_id))
+            await proxy.start()
+            proxies.append(proxy)
+            where = (proxy.host, proxy.port)
+        hosts[cfg.node_id] = host_class(
+            cfg, core_for(cfg), workdir / cfg.node_id, where, sink, clock,
+            Behaviour(WorkloadSpec(task_duration_ms=fixed(0.0)), 0), version=version)
     waiting: dict[str, asyncio.Future[str]] = {}
 
     def settled(rid: str, outcome: str) -> None:
         fut = waiting.pop(rid, None)
         if fut is not None and not fut.done():
             fut.set_result(outcome)
-    hosts["orch-1"].on_settle = settled
+    asker = hosts[ask.node_id]
+    asker.on_settle = settled
     for h in hosts.values():
         h.boot()
     deadline = time.time() + 15
     while sum(1 for _n, k in events if k == "executors_registered") < 2 and time.time() < deadline:
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.3)
-    orch = hosts["orch-1"]
     seq = [0]
 
     async def one() -> str:
@@ -145,17 +242,20 @@ async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int,
         rid = f"b{seq[0]}"
         fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         waiting[rid] = fut
-        orch.feed(TaskRequested(orch.now_ms(), rid, f"m-{rid}", "fin.orchestrator", "llm.tax",
-                                {"n": seq[0]}, target_node_id="exec-1", timeout_ms=10_000))
+        asker.feed(TaskRequested(asker.now_ms(), rid, f"m-{rid}", ask.agents[0], agent,
+                                 {"n": seq[0]}, target_node_id=None if setup.protocol == "a2a"
+                                 else answer.node_id, timeout_ms=10_000))
         return await asyncio.wait_for(fut, 15)
 
     lat = []
+    commits0 = sum(h.commits for h in hosts.values())
     for _ in range(n):
         t0 = time.perf_counter()
         outcome = await one()
         if outcome != "COMPLETED":
             raise RuntimeError(f"bench round trip ended {outcome}")
         lat.append(time.perf_counter() - t0)
+    commits = (sum(h.commits for h in hosts.values()) - commits0) / n
     count = 0
     end = time.perf_counter() + seconds
     t0 = time.perf_counter()
@@ -168,10 +268,15 @@ async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int,
     await asyncio.gather(*(worker() for _ in range(window)))
     elapsed = time.perf_counter() - t0
     for h in hosts.values():
-        h.stop()
+        await h.stop()
+    for proxy in proxies:
+        await proxy.close()
+    if recorder is not None:
+        recorder.close()
     p50, p99 = quantiles(lat)
     batches = sum(h.batches for h in hosts.values())
     return {"p50_ms": p50, "p99_ms": p99, "per_s": count / elapsed,
+            "commits_per_round_trip": commits,
             "batches_per_commit": batches / max(1, sum(h.groups for h in hosts.values()))}
 
 
@@ -280,12 +385,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="A2A-over-MQTT responders under load instead: the reference and the "
                          "EMQX SDK's, through the bench, at rising offered rates")
     ap.add_argument("--rates", default="10,50,100,200", help="--agents: offered requests/s")
+    ap.add_argument("--setups", default="all", metavar="NAMES",
+                    help="the bench rows to run, by name: " + ", ".join(s.name for s in SETUPS)
+                         + " (default all)")
     args = ap.parse_args(argv)
     if args.agents:
         return agent_load_table([float(r) for r in args.rates.split(",")], args.seconds * 2)
     if args.scale:
         return scale_table([int(s) for s in args.sizes.split(",")],
                            args.directories.split(","), args.global_limit)
+    setups = [s for s in SETUPS if args.setups == "all" or s.name in args.setups.split(",")]
     rows = []
     for name in args.brokers.split(","):
         if name == "mosquitto" and not (shutil.which("mosquitto") or Path("/usr/sbin/mosquitto").exists()):
@@ -294,23 +403,43 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tempfile.mkdtemp(prefix=f"a2a-bench-{name}-"))
         broker = make_broker(name, work / "broker")
         broker.start()
+        v5 = BEHAVIOURS[name].v5 is not None
         try:
             raw = raw_round_trips(broker, args.n, args.window, args.seconds)
-            node = asyncio.run(bench_round_trips(broker, work, args.n, args.window, args.seconds))
+            commit = commit_ms(work)
+            nodes = [(setup, asyncio.run(bench_round_trips(
+                broker, work / f"run{i}", args.n, args.window, args.seconds, setup)))
+                for i, setup in enumerate(setups) if v5 or setup.protocol != "a2a"]
         finally:
             broker.stop()
             shutil.rmtree(work, ignore_errors=True)
-        rows.append((name, raw, node))
+        rows.append((name, raw, commit, nodes))
     print(f"round trips: {args.n} sequential for latency; {args.window} outstanding for "
           f"{args.seconds:g} s for throughput; paho-mqtt on both sides")
-    print(f"{'broker':<10} {'':<6} {'p50 ms':>8} {'p99 ms':>8} {'per s':>9}")
-    for name, raw, node in rows:
-        print(f"{name:<10} {'raw':<6} {raw['p50_ms']:8.2f} {raw['p99_ms']:8.2f} {raw['per_s']:9.0f}")
-        print(f"{'':<10} {'bench':<6} {node['p50_ms']:8.2f} {node['p99_ms']:8.2f} {node['per_s']:9.0f}"
-              f"  ({node['batches_per_commit']:.1f} batches per commit)")
-        print(f"{'':<10} {'ratio':<6} {node['p50_ms'] / raw['p50_ms']:8.1f}x "
-              f"{node['p99_ms'] / raw['p99_ms']:7.1f}x {raw['per_s'] / max(node['per_s'], 1e-9):8.1f}x"
-              "  (bench / raw latency; raw / bench throughput)")
+    print(f"floor: the raw round trip plus the {COMMITS_IN_TURN} durable commits one exchange "
+          "waits for in turn, each at this disk's p50 commit (request, receipt, result, "
+          "settlement)")
+    print(f"{'broker':<10} {'':<18} {'p50 ms':>8} {'p99 ms':>8} {'per s':>7} "
+          f"{'p50/floor':>9} {'per s/raw':>9}  commits (all, per round trip), batches per commit")
+    for name, raw, commit, nodes in rows:
+        floor = raw["p50_ms"] + COMMITS_IN_TURN * commit
+        print(f"{name:<10} {'raw':<18} {raw['p50_ms']:8.2f} {raw['p99_ms']:8.2f} "
+              f"{raw['per_s']:7.0f}")
+        print(f"{'':<10} {'floor':<18} {floor:8.2f} {'':>8} {'':>7}  "
+              f"(raw + {COMMITS_IN_TURN} x {commit:.2f} ms commit)")
+        if not any(s.protocol == "a2a" for s, _r in nodes) and any(
+                s.protocol == "a2a" for s in setups):
+            print(f"{'':<10} {'a2a':<18} not run: {name} speaks MQTT 3.1.1 only")
+        for setup, node in nodes:
+            print(f"{'':<10} {setup.name:<18} {node['p50_ms']:8.2f} {node['p99_ms']:8.2f} "
+                  f"{node['per_s']:7.0f} {node['p50_ms'] / floor:8.2f}x "
+                  f"{node['per_s'] / raw['per_s']:8.0%}  {node['commits_per_round_trip']:.1f}, "
+                  f"{node['batches_per_commit']:.1f}")
+    print("bench: the reference nodes as a run has them, fsyncs and all, events kept in "
+          "memory; no fsync: the same without the store's fsyncs (durability's share); "
+          "+ history: every event a history line in a file, as a run writes it; + proxy: "
+          "each node behind the fault proxy, as in a live run (the harness's share); a2a: "
+          "the A2A-over-MQTT profile's requester and responder (MQTT 5)")
     return 0
 
 

@@ -60,6 +60,9 @@ class Clock:
 
 
 class LiveHost(NodeHost):
+    #: the durable store a node keeps under its data dir
+    store_class: type[FileStore] = FileStore
+
     def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
                  broker: tuple[str, int], sink: Sink, clock: Clock,
                  behaviour: Behaviour, login: tuple[str, str | None] | None = None,
@@ -85,8 +88,9 @@ class LiveHost(NodeHost):
         # the group commit: batches handled this turn of the loop, and what waits for them
         self._txn: FileTransaction | None = None
         self._group: list[list[Command] | Callable[[], None]] = []
-        self.groups = 0            # commits (a benchmark reads batches per commit)
+        self.groups = 0            # groups of batches (a benchmark reads batches per group)
         self.batches = 0
+        self.commits = 0           # groups that wrote something, each a durable commit
 
     # -- what NodeHost asks of a substrate ---------------------------------------------------
     def clock_ms(self) -> float:
@@ -121,6 +125,7 @@ class LiveHost(NodeHost):
         group, self._group, self._txn = self._group, [], None
         if txn.records or txn.documents:
             txn.commit()
+            self.commits += 1
         self.groups += 1
         for item in group:
             if callable(item):
@@ -134,7 +139,7 @@ class LiveHost(NodeHost):
         self.epoch += 1
         self.boots += 1
         self.booted_at_ms = self.clock_ms()
-        self.store = FileStore(self.data_dir)
+        self.store = self.store_class(self.data_dir)
         self.record(ev.SelfCheck("message store ready", str(self.store.db_path)))
         self.node = self.node_class(self.config)
         self.feed(Started(self.now_ms(), uuid.uuid4().hex[:12], restore(self.store)))
