@@ -66,11 +66,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: at least 6 workers. Most of the suite's wall time is live tests waiting
-    on real time (brokers, timeouts, drains), not CPU: on a 2-core machine the live tests
-    took 3 min 28 s with 6 workers, and the whole suite 8 min 28 s with 4."""
+    """`-n auto`: at least 10 workers. Most of the suite's wall time is live tests waiting
+    on real time (brokers, timeouts, drains), not CPU: on a 2-core machine the suite kept
+    the cores a third busy with 6 workers (10 min 34 s) and half busy with 10 (7 min 13 s,
+    2026-12-05; docs/findings/suite.md)."""
     import os
-    return max(6, os.cpu_count() or 1)
+    return max(10, os.cpu_count() or 1)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

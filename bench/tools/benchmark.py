@@ -1,14 +1,21 @@
-"""`python -m bench.tools.benchmark`: the live round trip next to raw MQTT; `--scale`, the
-simulator at 100, 1,000 and 10,000 nodes. Live: request-to-response latency and throughput
-of the bench's reference nodes on amqtt and Mosquitto, next to a raw MQTT round trip
-measured in the same run with the same client library (paho-mqtt), so the bench's own
-overhead reads as a ratio. A benchmark, not a test: it prints figures and asserts nothing.
+"""`python -m bench.tools.benchmark`: the live round trip next to raw MQTT and its floor;
+`--scale`, the simulator at 100, 1,000 and 10,000 nodes; `--matrix`, a matrix on one worker
+and on two. A benchmark, not a test: it prints figures, ratios measured side by side in one
+run, and asserts nothing.
+
+Live: request-to-response latency and throughput of the bench's reference nodes on amqtt
+and Mosquitto, next to a raw MQTT round trip measured in the same run with the same client
+library (paho-mqtt), so the bench's own overhead reads as a ratio — and next to the floor,
+what one exchange cannot do without: the raw round trip plus the durable commits the
+protocol's promises put on its path, each timed on this disk in the same run.
 
 Raw: client A publishes a QoS1 request; client B answers each with a QoS1 response.
 Bench: an orchestrator node sends TASK_REQUEST to an executor node (zero-length task);
 the round trip ends when the TASK_RESPONSE settles the request. Both sides do the same
 two QoS1 publishes per round trip; the bench also signs nothing (loose mode), but dedups,
-routes, and commits every batch to SQLite (synchronous=FULL) before publishing.
+routes, and commits every batch to SQLite (synchronous=FULL) before publishing. Further
+rows take it apart (without fsync; with history lines; behind the fault proxy) and run the
+A2A-over-MQTT profile's requester and responder the same way.
 """
 
 from __future__ import annotations
@@ -271,6 +278,8 @@ async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int, 
         await h.stop()
     for proxy in proxies:
         await proxy.close()
+    if proxies:
+        await asyncio.sleep(0.1)    # the proxied connections' tasks end before the loop does
     if recorder is not None:
         recorder.close()
     p50, p99 = quantiles(lat)
@@ -366,6 +375,32 @@ def agent_load_table(rates: list[float], seconds: float) -> int:
     return 0
 
 
+# -- a matrix on one core and on two ---------------------------------------------------------
+
+def matrix_table(matrix: Path, jobs: list[int]) -> int:
+    """The matrix run with each of `jobs` workers in turn, as a user runs it (`a2a-bench
+    matrix FILE -j N --fresh`), wall time side by side: what a second worker buys."""
+    print(f"{matrix}: a2a-bench matrix -j N, each from scratch, one after the other")
+    print(f"{'jobs':>4} {'cells':>6} {'wall s':>8} {'speed-up':>8}")
+    first = None
+    for n in jobs:
+        name = f"benchmark-j{n}-{time.strftime('%Y%m%d-%H%M%S')}"
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "bench", "matrix", str(matrix), "-j",
+                               str(n), "--id", name, "--fresh"], capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        out = Path("results") / name
+        cells = len(list((out / "cells").glob("*/cell.json"))) if out.exists() else 0
+        shutil.rmtree(out, ignore_errors=True)
+        if done.returncode not in (0, 1):
+            print(f"{n:>4} failed (exit {done.returncode}): "
+                  f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+            continue
+        first = first or wall
+        print(f"{n:>4} {cells:>6} {wall:8.1f} {first / wall:7.2f}x", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.tools.benchmark", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -385,10 +420,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="A2A-over-MQTT responders under load instead: the reference and the "
                          "EMQX SDK's, through the bench, at rising offered rates")
     ap.add_argument("--rates", default="10,50,100,200", help="--agents: offered requests/s")
+    ap.add_argument("--matrix", nargs="?", const="scenarios/default.matrix.toml",
+                    metavar="FILE", help="a matrix (default: scenarios/default.matrix.toml) "
+                                         "with -j 1 and -j 2, wall time side by side")
     ap.add_argument("--setups", default="all", metavar="NAMES",
                     help="the bench rows to run, by name: " + ", ".join(s.name for s in SETUPS)
                          + " (default all)")
     args = ap.parse_args(argv)
+    if args.matrix:
+        return matrix_table(Path(args.matrix), [1, 2])
     if args.agents:
         return agent_load_table([float(r) for r in args.rates.split(",")], args.seconds * 2)
     if args.scale:
