@@ -6,6 +6,7 @@ formats a topic. No I/O. (Filter matching is the broker's: `bench.substrates.fil
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -79,16 +80,24 @@ class Topics:
         return f"{self.prefix}/directory/{_segment('namespace', namespace)}/+"
 
     def parse(self, topic: str) -> ParsedTopic:
-        head = self.prefix + "/"
-        if not topic.startswith(head):
-            return ParsedTopic(TopicKind.FOREIGN, None)
-        parts = topic[len(head):].split("/")
-        if len(parts) == 3 and parts[0] == "node" and parts[2] == "inbox" and parts[1]:
-            return ParsedTopic(TopicKind.INBOX, parts[1])
-        if len(parts) == 3 and parts[0] == "event" and parts[1] == "A2A" and parts[2]:
-            return ParsedTopic(TopicKind.GROUP, parts[2])
-        if len(parts) == 2 and parts[0] == "directory" and parts[1]:
-            return ParsedTopic(TopicKind.DIRECTORY, parts[1])
-        if len(parts) == 3 and parts[0] == "directory" and parts[1] and parts[2]:
-            return ParsedTopic(TopicKind.DIRECTORY, parts[2])    # scoped by namespace
+        return _parse(self.prefix, topic)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _parse(prefix: str, topic: str) -> ParsedTopic:
+    """What `topic` is under `prefix`. A pure function of its arguments, and a ParsedTopic
+    is frozen: the nodes of a process share one answer for each topic (a global directory
+    has every node parse every node's announcement topic)."""
+    head = prefix + "/"
+    if not topic.startswith(head):
         return ParsedTopic(TopicKind.FOREIGN, None)
+    parts = topic[len(head):].split("/")
+    if len(parts) == 3 and parts[0] == "node" and parts[2] == "inbox" and parts[1]:
+        return ParsedTopic(TopicKind.INBOX, parts[1])
+    if len(parts) == 3 and parts[0] == "event" and parts[1] == "A2A" and parts[2]:
+        return ParsedTopic(TopicKind.GROUP, parts[2])
+    if len(parts) == 2 and parts[0] == "directory" and parts[1]:
+        return ParsedTopic(TopicKind.DIRECTORY, parts[1])
+    if len(parts) == 3 and parts[0] == "directory" and parts[1] and parts[2]:
+        return ParsedTopic(TopicKind.DIRECTORY, parts[2])    # scoped by namespace
+    return ParsedTopic(TopicKind.FOREIGN, None)

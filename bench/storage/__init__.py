@@ -59,10 +59,16 @@ def stage(txn: Transaction, commands: Iterable[Command]) -> int:
 
 
 def apply(store: Store, commands: Iterable[Command]) -> int:
-    """Make a batch's Persist* commands durable together, before its Publishes go out."""
-    txn = store.begin()
-    n = stage(txn, commands)
-    if n:
+    """Make a batch's Persist* commands durable together, before its Publishes go out (a
+    batch without any begins no transaction: most of a simulation's are such)."""
+    txn: Transaction | None = None
+    n = 0
+    for cmd in commands:
+        if isinstance(cmd, PersistDocument | PersistRecord):
+            if txn is None:
+                txn = store.begin()
+            n += stage(txn, (cmd,))
+    if txn is not None:
         txn.commit()
     return n
 
