@@ -51,8 +51,11 @@ def leftovers() -> list[str]:
 
     def left(labels: dict[str, str]) -> bool:
         return labels.get(PID) == str(os.getpid()) or not _bench_alive(labels.get(PID, ""))
-    found = [c.name for c in client.containers.list(all=True, filters={"label": RUN})  # type: ignore[attr-defined]
-             if left(c.labels)]
+    # the engine's own listing: the SDK's `containers.list` inspects each container, and one
+    # another worker's run removed meanwhile is a 404 (seen under load, ten workers)
+    found = [(c.get("Names") or [c["Id"]])[0].lstrip("/")
+             for c in client.api.containers(all=True, filters={"label": RUN})  # type: ignore[attr-defined]
+             if left(c.get("Labels") or {})]
     found += [n.name for n in client.networks.list(filters={"label": RUN})  # type: ignore[attr-defined]
               if left(n.attrs.get("Labels") or {})]
     return found
