@@ -1,8 +1,9 @@
 """The history: one JSON object per line — `seq`, `tMs`, `node`, `kind`, then the event's
 fields — for every substrate, written and read here against one schema
-(`bench.core.events`). Written line by line and flushed, so a run that dies keeps
-everything it recorded up to that point; read back into typed events, refusing a line
-that does not fit with the file, the line and what was expected.
+(`bench.core.events`). Written line by line and flushed — each line on a wall-clock
+substrate, a simulation's at most a quarter second later — so a run that dies keeps what it
+recorded up to that point; read back into typed events, refusing a line that does not fit
+with the file, the line and what was expected.
 """
 
 from __future__ import annotations
