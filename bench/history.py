@@ -74,6 +74,12 @@ def loads_line(text: str) -> Any:
         return json.loads(text)
 
 
+def line_json(seq: int, t_ms: float, node: str, kind: str,
+              fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A history line's value: the reserved names, then the event's fields."""
+    return {"seq": seq, "tMs": t_ms, "node": node, "kind": kind, **fields}
+
+
 @dataclass(frozen=True, slots=True)
 class Line:
     """One written history line, as the recorder keeps it in memory."""
@@ -85,8 +91,7 @@ class Line:
     fields: Mapping[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "tMs": self.t_ms, "node": self.node, "kind": self.kind,
-                **self.fields}
+        return line_json(self.seq, self.t_ms, self.node, self.kind, self.fields)
 
 
 class Recorder:
@@ -117,8 +122,7 @@ class Recorder:
         kind = event.KIND.value
         fh = self._fh
         if fh is not None:
-            fh.write(dumps_line({"seq": self.count, "tMs": t_ms, "node": node, "kind": kind,
-                                 **fields}) + "\n")
+            fh.write(dumps_line(line_json(self.count, t_ms, node, kind, fields)) + "\n")
             after = self.flush_after_s
             if after is None:
                 fh.flush()
