@@ -34,7 +34,7 @@ from bench.checks import NOT_APPLICABLE, NOTHING, Verdict
 from bench.profiles.a2a_mqtt import clauses
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
-from bench.substrates import Options
+from bench.substrates import EnvironmentFailure, Options
 from bench.variants import REFERENCE
 
 #: (scenario, seconds it is squeezed to, what it exercises)
@@ -60,6 +60,10 @@ class ProtocolRule:
     #: each of them judged it (a restart rule is not passed by a run with no restart), and
     #: FAILs on a violation in any run
     where: tuple[str, ...]
+    #: a count its checker keeps that must be above 0 in some run for the row to PASS: a
+    #: clause that binds only when the node does something ("if set") was not exercised
+    #: by a node that never did (UNKNOWN, saying so; None: every judged run exercises it)
+    exercised: str | None = None
 
 
 RULES: tuple[ProtocolRule, ...] = (
@@ -159,6 +163,7 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_graceful_restart", 12, "stopped with SIGTERM mid-task, started again"),
     ("a2a_oauth", 14, "bearer tokens required: spoilt ones refused, none echoed, over TLS"),
     ("a2a_handover", 20, "a card owner hands its tasks over to a delegate (Extended)"),
+    ("a2a_redelivered", 20, "requests delivered again by the broker, with DUP"),
 )
 #: The runs that need an agent to handle bearer tokens, and the clauses only they judge:
 #: not applicable to one that declares it handles none (--no-tokens)
@@ -175,6 +180,11 @@ A2A_SESSION_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-SESS-3, A2M-ID-1", "the client id is {org}/{unit}/{agent}, every id of "
                  "[A-Za-z0-9_.-]",
                  ("a2a_session.connects_as_org_unit_agent",), ("a2a_quickstart",)),
+    ProtocolRule("A2M-PROP-1", "the binding's User Properties carry their a2a- prefix",
+                 ("a2a_session.binding_properties_carry_the_prefix",), ("a2a_quickstart",)),
+    ProtocolRule("A2M-TOPIC-2", "what it publishes and subscribes under $a2a/ is an "
+                 "interaction topic $a2a/v1/{method}/{org_id}/{unit_id}/{agent_id}",
+                 ("a2a_session.interaction_topics_keep_the_shape",), ("a2a_quickstart",)),
 )
 #: The responder's clauses each judged by rules of the bench, and the runs that put it there
 A2A_RULES: tuple[ProtocolRule, ...] = (
@@ -186,12 +196,16 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-RETRY-3, A2M-DUP-1",
                  "a Task.id runs once, across retries, redeliveries and restarts",
                  ("duplicate_execution.executed_once",),
-                 ("a2a_quickstart", "a2a_restart", "a2a_lost_reply_restart")),
+                 ("a2a_quickstart", "a2a_restart", "a2a_lost_reply_restart", "a2a_redelivered")),
     ProtocolRule("A2M-RR-3, A2M-STREAM-1, A2M-ERR-1",
                  "replies and stream items on the request's Response Topic with its "
                  "Correlation Data",
                  ("a2a_replies.replies_answer_a_request",),
                  ("a2a_quickstart", "a2a_restart", "a2a_tampered")),
+    ProtocolRule("A2M-RR-3", "every request it took in ends in a final answer, unless a fault "
+                 "or a stop explains the loss (liveness)",
+                 ("a2a_replies.every_request_answered",),
+                 ("a2a_quickstart", "a2a_restart", "a2a_multiturn", "a2a_lost_reply_restart")),
     ProtocolRule("A2M-RSP-1", "subscribes its direct request topic",
                  ("a2a_session.subscribes_its_request_topic",), ("a2a_quickstart",)),
     ProtocolRule("A2M-RR-6, A2M-RR-4", "every reply of a task echoes the requester's Task.id, "
@@ -212,8 +226,9 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-CTX-1, A2M-CTX-3",
                  "a task keeps its context; a request naming another is refused (-32602)",
                  ("a2a_replies.contexts_are_kept",), ("a2a_multiturn", "a2a_malformed")),
-    ProtocolRule("A2M-RETRY-3", "a task that ended stays ended (retries, GetTask, CancelTask)",
-                 ("a2a_replies.ended_tasks_stay_ended",),
+    ProtocolRule("A2M-RETRY-3", "a task that ended stays ended; a task it said it has is "
+                 "never denied (retries, GetTask, CancelTask)",
+                 ("a2a_replies.ended_tasks_stay_ended", "a2a_replies.known_tasks_stay_known"),
                  ("a2a_multiturn", "a2a_restart", "a2a_lost_reply_restart")),
     ProtocolRule("A2M-RSP-7", "a request whose bearer token is missing, expired, for another "
                  "audience or issuer, forged or short of the scope is refused, and runs nothing",
@@ -222,6 +237,12 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_session.tokens_never_echoed",), ("a2a_oauth",)),
     ProtocolRule("A2M-SESS-6", "a connection that carries bearer tokens came by TLS",
                  ("a2a_session.tokens_travel_over_tls",), ("a2a_oauth",)),
+    ProtocolRule("A2M-CTX-2", "a request naming a context it does not know opens it, with no "
+                 "error", ("a2a_replies.new_contexts_are_welcome",),
+                 ("a2a_quickstart", "a2a_multiturn"), exercised="contexts_opened"),
+    ProtocolRule("A2M-POOL-1", "the members of a pool share one group_id",
+                 ("a2a_pools.pool_members_share_a_group",), ("a2a_pool",),
+                 exercised="pool_subscriptions"),
     ProtocolRule("A2M-HAND-1", "a task handed over: what the card owner sends on reaches its "
                  "delegate with its reply path, and every reply of the delegate names it",
                  ("a2a_handover.handed_over_replies_name_their_agent",
@@ -232,10 +253,12 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
 A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_quickstart", 6, "requests and replies, nothing breaking"),
     ("a2a_restart", 30, "its responder SIGKILLed for 20 s: first-reply waits and retries"),
+    ("a2a_reply_in_backoff", 20, "answers 14–16 s late: many land while it waits to retry"),
     ("a2a_multiturn", 14, "questions to answer, streams, GetTask, CancelTask"),
     ("a2a_oauth", 14, "bearer tokens required on every request, retries and follow-ups"),
     ("a2a_pool", 6, "a pool's member named in replies: follow-ups go to it (Extended)"),
     ("a2a_handover", 20, "a task handed over to a delegate: follow-ups go to it (Extended)"),
+    ("a2a_redelivered", 20, "replies delivered again by the broker, with DUP"),
 )
 #: The requester's clauses each judged by rules of the bench (from its wire)
 A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
@@ -247,10 +270,11 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-RETRY-2, A2M-RETRY-4, A2M-RETRY-6",
                  "new Correlation Data per attempt; nothing sent again once a reply came",
                  ("a2a_requests.no_request_again_after_a_reply",),
-                 ("a2a_restart", "a2a_multiturn")),
+                 ("a2a_restart", "a2a_reply_in_backoff", "a2a_multiturn")),
     ProtocolRule("A2M-RETRY-1, A2M-RETRY-5", "a retry only after the profile's default waits "
                  "(15 s, then backoff 1 s, 2 s ±20 %), at most three attempts",
-                 ("a2a_requests.retries_keep_the_profile",), ("a2a_restart",)),
+                 ("a2a_requests.retries_keep_the_profile",),
+                 ("a2a_restart", "a2a_reply_in_backoff")),
     ProtocolRule("A2M-CTX-5, A2M-RR-7", "a task sent again keeps its Task.id and context",
                  ("a2a_requests.turns_keep_the_task_and_context",), ("a2a_multiturn",)),
     ProtocolRule("A2M-REQ-5", "every request to a responder requiring them carries a bearer "
@@ -261,6 +285,26 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_pool", "a2a_handover")),
     ProtocolRule("A2M-SESS-6", "a connection that carries bearer tokens came by TLS",
                  ("a2a_session.tokens_travel_over_tls",), ("a2a_oauth",)),
+    ProtocolRule("A2M-RR-1, A2M-TOPIC-2, A2M-TOPIC-3", "requests go to an agent's or a pool's "
+                 "request topic at QoS 1, never to a $share/... topic",
+                 ("a2a_requests.requests_go_to_request_topics",),
+                 ("a2a_quickstart", "a2a_pool")),
+    ProtocolRule("A2M-RR-4, A2M-REQ-1", "Correlation Data of its own: never the Task.id, never "
+                 "shared by two operations in flight on one reply topic",
+                 ("a2a_requests.correlations_are_the_requesters_own",),
+                 ("a2a_quickstart", "a2a_restart", "a2a_multiturn")),
+    ProtocolRule("A2M-CTX-4", "a request's a2a-context-id, where it sets one, is its "
+                 "message's contextId",
+                 ("a2a_requests.context_property_matches_the_payload",),
+                 ("a2a_quickstart", "a2a_multiturn"),
+                 exercised="requests_naming_their_context_twice"),
+    ProtocolRule("A2M-DUP-1", "a reply delivered again (QoS 1, DUP) settles nothing twice",
+                 ("a2a_requests.nothing_settled_twice",), ("a2a_redelivered",),
+                 exercised="redelivered_replies"),
+    ProtocolRule("A2M-RETRY-9", "a request's Message Expiry Interval, where it sets one, "
+                 "outlasts the 15 s first-reply wait",
+                 ("a2a_requests.request_expiry_outlasts_the_wait",), ("a2a_quickstart",),
+                 exercised="requests_with_an_expiry"),
 )
 
 
@@ -276,14 +320,33 @@ class Profile:
     broker: str               # the embedded broker it runs on by default
     #: whom a clause binds that CMD must keep (the profile's clause table; none: the seed's)
     binds: tuple[clauses.Role, ...] = ()
+    #: clauses of those roles no rule judges, each with why: not the role's to keep
+    #: ("not applicable: ...") or out of every scenario's reach ("never exercised: ...")
+    unjudged: tuple[tuple[str, str], ...] = ()
 
 
 PROFILES = {p.name: p for p in (
     Profile("seed", "executor", SUITE, RULES, "amqtt"),
     Profile("a2a-mqtt", "responder", A2A_SUITE, A2A_RULES, "mosquitto",
-            (clauses.Role.RESPONDER, clauses.Role.AGENT, clauses.Role.POOL)),
+            (clauses.Role.RESPONDER, clauses.Role.AGENT, clauses.Role.POOL), (
+                ("A2M-UBSP-1", "never exercised: the bench sends no request under the "
+                               "untrusted-broker security profile (ubsp-v1 is not modelled)"),
+                ("A2M-BIN-1", "never exercised: no scenario asks for "
+                              "a2a-artifact-mode=binary, and the tap does not yet tell a reply "
+                              "that is not JSON from one that is"),
+                ("A2M-DISC-2", "never exercised: the agent contract has no way to tell an "
+                               "agent to leave for good (a stop is a graceful disconnect: "
+                               "A2M-PRES-3)"),
+                ("A2M-DUP-2", "never exercised: no scenario holds a delivered request in a "
+                              "responder past its expiry (the broker drops expired ones: "
+                              "a2a_broker judges that)"))),
     Profile("a2a-mqtt/requester", "requester", A2A_REQUESTER_SUITE, A2A_REQUESTER_RULES,
-            "mosquitto", (clauses.Role.REQUESTER, clauses.Role.AGENT)),
+            "mosquitto", (clauses.Role.REQUESTER, clauses.Role.AGENT),
+            tuple((c, f"{NOT_APPLICABLE}the profile's discovery binds the agents others call "
+                      "(Discovery Publisher Behavior); a requester publishes no Agent Card — "
+                      "one that is also such an agent is judged as a responder")
+                  for c in ("A2M-TOPIC-1", "A2M-DISC-1", "A2M-DISC-2", "A2M-PRES-1",
+                            "A2M-PRES-2", "A2M-PRES-3"))),
 )}
 
 
@@ -292,6 +355,9 @@ class Row:
     rule: ProtocolRule
     status: str          # PASS FAIL UNKNOWN
     evidence: str
+    #: the run of the suite the status comes from: where it failed first, else the first
+    #: run that judges it (None: no run of the suite judges it)
+    scenario: str | None = None
 
     @property
     def declared_out(self) -> bool:
@@ -307,7 +373,8 @@ class Row:
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule.ids, "what": self.rule.what, "status": self.status,
                 "evidence": self.evidence, "judgedBy": list(self.rule.judged_by),
-                **({"level": self.level} if self.level else {})}
+                **({"level": self.level} if self.level else {}),
+                **({"scenario": self.scenario} if self.scenario else {})}
 
 
 def _vacuous(v: Verdict) -> bool:
@@ -321,22 +388,30 @@ def judge_rules(runs: dict[str, list[Verdict]],
     judged it without one; else UNKNOWN, saying which run did not."""
     rows = []
     for rule in rules:
-        failed: list[str] = []
-        missing: list[str] = []
+        failed: list[tuple[str, str]] = []       # (run, evidence)
+        missing: list[tuple[str, str]] = []
         for scenario, verdicts in runs.items():
             outcome = _judged(rule, scenario, verdicts)
             if outcome.startswith("FAIL "):
-                failed.append(outcome[5:])
+                failed.append((scenario, outcome[5:]))
             elif scenario in rule.where and outcome != "PASS":
-                missing.append(outcome)
-        missing += [f"{s}: not run" for s in rule.where if s not in runs]
+                missing.append((scenario, outcome))
+        missing += [(s, f"{s}: not run") for s in rule.where if s not in runs]
+        never = rule.exercised is not None and not any(
+            v.counts.get(rule.exercised, 0) > 0
+            for s in rule.where for v in runs.get(s, ()) if s in runs)
         if failed:
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
-            rows.append(Row(rule, "FAIL", failed[0] + more))
+            rows.append(Row(rule, "FAIL", failed[0][1] + more, failed[0][0]))
+        elif never and not missing:
+            rows.append(Row(rule, "UNKNOWN", f"never exercised: no run of {', '.join(rule.where)}"
+                                             f" counted any {rule.exercised.replace('_', ' ')}",
+                            rule.where[0]))
         elif missing:
-            rows.append(Row(rule, "UNKNOWN", missing[0]))
+            rows.append(Row(rule, "UNKNOWN", missing[0][1], missing[0][0]))
         else:
-            rows.append(Row(rule, "PASS", "judged in " + ", ".join(rule.where)))
+            rows.append(Row(rule, "PASS", "judged in " + ", ".join(rule.where),
+                            rule.where[0] if rule.where else None))
     return rows
 
 
@@ -368,7 +443,8 @@ NO_TOKENS = f"{NOT_APPLICABLE}declared it handles no bearer tokens (--no-tokens)
 
 def clause_rows(rows: list[Row], core_only: bool = False,
                 binds: tuple[clauses.Role, ...] = PROFILES["a2a-mqtt"].binds,
-                no_tokens: bool = False) -> list[Row]:
+                no_tokens: bool = False, unjudged: tuple[tuple[str, str], ...] = ()
+                ) -> list[Row]:
     """The profile's report: its judged rows, then one row per clause binding the role
     (`binds`) that no rule of the bench judges yet; an Extended clause not applicable when
     the agent declares core conformance only, a bearer-token clause when it declares it
@@ -379,9 +455,9 @@ def clause_rows(rows: list[Row], core_only: bool = False,
         first = clauses.BY_ID[r.rule.ids.split(",")[0].strip()]
         if core_only and first.conformance is clauses.Conformance.EXTENDED:
             r = Row(r.rule, "UNKNOWN", f"{NOT_APPLICABLE}declared core conformance only "
-                                       f"(--core); {first.id} is Extended")
+                                       f"(--core); {first.id} is Extended", r.scenario)
         elif no_tokens and first.id in TOKEN_CLAUSES:
-            r = Row(r.rule, "UNKNOWN", NO_TOKENS)
+            r = Row(r.rule, "UNKNOWN", NO_TOKENS, r.scenario)
         out.append(r)
     for c in clauses.CLAUSES:
         if c.id in judged or c.role not in binds:
@@ -389,7 +465,7 @@ def clause_rows(rows: list[Row], core_only: bool = False,
         why = f"{NOT_APPLICABLE}declared core conformance only (--core)" \
             if core_only and c.conformance is clauses.Conformance.EXTENDED \
             else NO_TOKENS if no_tokens and c.id in TOKEN_CLAUSES \
-            else "not judged: no rule of the bench observes it yet"
+            else dict(unjudged).get(c.id, "not judged: no rule of the bench observes it yet")
         out.append(Row(ProtocolRule(c.id, c.text, (), ()), "UNKNOWN", why))
     order = list(clauses.Level)
     return sorted(out, key=lambda r: order.index(clauses.Level(r.level or "MUST")))
@@ -399,29 +475,44 @@ def conform(command: tuple[str, ...], out: Path, broker: str | None = None,
             say: Callable[[str], None] = print,
             suite: tuple[tuple[str, float, str], ...] | None = None,
             profile: str = "seed", core_only: bool = False,
-            no_tokens: bool = False) -> list[Row]:
+            no_tokens: bool = False, only: tuple[str, ...] = ()) -> list[Row]:
     """Run the profile's suite with `command` in its role; the rows of the report. An agent
-    that declares it handles no bearer tokens (`no_tokens`) skips the runs that need them."""
+    that declares it handles no bearer tokens (`no_tokens`) skips the runs that need them;
+    `only` names the runs to make (a row's replay: one run of the suite, again)."""
     p = PROFILES[profile]
     broker = broker or p.broker
     runs: dict[str, list[Verdict]] = {}
-    suite = tuple(s for s in suite or p.suite if not (no_tokens and s[0] in TOKEN_RUNS))
+    suite = tuple(s for s in suite or p.suite if not (no_tokens and s[0] in TOKEN_RUNS)
+                  and (not only or s[0] in only))
     for name, seconds, what in suite:
         scenario = load_scenario(SCENARIOS / f"{name}.toml").squeezed(seconds) \
             .with_node_command(p.role, command)
         t0 = time.perf_counter()
-        result = run_scenario(scenario, REFERENCE, out / name, mode="live",
-                              options=Options(broker=broker))
-        runs[name] = result.verdicts
-        off = [v.name for v in result.verdicts if v.value.value == "false"]
-        say(f"  {name:<20} {time.perf_counter() - t0:5.1f} s  {what}"
-            + (f"  FALSE: {', '.join(off)}" if off else ""))
+        try:
+            result = run_scenario(scenario, REFERENCE, out / name, mode="live",
+                                  options=Options(broker=broker, echo_node_stderr=False))
+        except EnvironmentFailure as exc:   # it never came up: this run judges nothing
+            runs[name] = []
+            say(f"  {name:<20} {time.perf_counter() - t0:5.1f} s  {what}  NOT RUN: {exc}")
+        else:
+            runs[name] = result.verdicts
+            off = [v.name for v in result.verdicts if v.value.value == "false"]
+            say(f"  {name:<20} {time.perf_counter() - t0:5.1f} s  {what}"
+                + (f"  FALSE: {', '.join(off)}" if off else ""))
+        # what the implementation wrote on stderr (its warnings, its tracebacks) is its own:
+        # kept in the run's logs/, and pointed at here in one line
+        logs = sorted((out / name / "logs").glob("*.log"))
+        if logs:
+            lines = sum(len(p.read_text(errors="replace").splitlines()) for p in logs)
+            say(f"  {'':<20}          stderr: {lines} line{'s' if lines != 1 else ''} in "
+                f"{out / name / 'logs'}/ ({', '.join(p.stem for p in logs)})")
     rows = judge_rules(runs, p.rules)
     if p.binds:
-        rows = clause_rows(rows, core_only, p.binds, no_tokens)
+        rows = clause_rows(rows, core_only, p.binds, no_tokens, p.unjudged)
     (out / "conform.json").write_text(json.dumps(
         {"command": list(command), "profile": profile, "broker": broker,
          "suite": [s for s, _t, _w in suite],
+         "seeds": {s: load_scenario(SCENARIOS / f"{s}.toml").seed for s, _t, _w in suite},
          "rules": [r.to_json() for r in rows]}, indent=2) + "\n")
     return rows
 

@@ -9,6 +9,7 @@ with the file, the line and what was expected.
 from __future__ import annotations
 
 import bisect
+import copy
 import heapq
 import json
 import re
@@ -283,6 +284,14 @@ class History:
         h = History([*self.events, e])
         h.count, h.end_ms = self.count + 1, max(self.end_ms, e.t_ms)
         h.streamed, h._folds = self.streamed, dict(self._folds)
+        return h
+
+    def ending_at(self, t_ms: float) -> History:
+        """This history with `end_ms` moved back to `t_ms` (an interruption: what was still
+        due then is judged as still under way at the end); every event stays, so what came
+        after still counts as evidence. The facts `memo` keeps start afresh."""
+        h = copy.copy(self)    # the events and their indexes shared, read-only
+        h._folds, h._memo, h.end_ms = dict(self._folds), {}, min(self.end_ms, t_ms)
         return h
 
     def of(self, kind: type[E]) -> list[E]:

@@ -35,12 +35,19 @@ class _Feeder:
         self.ops = ops
         self.origin_ms = origin_ms
         self.next = 0
+        self.stopped = False
 
     def start(self) -> None:
         if self.ops:
             self.dep.call_later(self.ops[0].at_ms, self._due)
 
+    def stop(self) -> None:
+        """Issue nothing more (the run was interrupted: its deployment is stopping)."""
+        self.stopped = True
+
     def _due(self) -> None:
+        if self.stopped:
+            return
         dep = self.dep
         now = dep.now_ms() - self.origin_ms
         while self.next < len(self.ops) and self.ops[self.next].at_ms <= now:
@@ -62,7 +69,8 @@ def run_loop(dep: Deployment, ops: Sequence[Op], faults: tuple[FaultSpec, ...], 
     dep.record("bench", WorkloadStarted(duration_ms, drain_ms))
     nemesis = Nemesis(dep, faults, origin_ms=origin, workload_ms=duration_ms)
     nemesis.schedule()
-    _Feeder(dep, ops, origin).start()
+    feeder = _Feeder(dep, ops, origin)
+    feeder.start()
     end, deadline = origin + duration_ms, origin + duration_ms + drain_ms
     step = max(1000.0, (duration_ms + drain_ms) / 50)
 
@@ -72,8 +80,16 @@ def run_loop(dep: Deployment, ops: Sequence[Op], faults: tuple[FaultSpec, ...], 
             if progress is not None:
                 progress(dep.now_ms() - origin, deadline - origin)
 
-    advance(end)
-    advance(deadline, lambda: not nemesis.active, dep.poll_ms)
-    advance(deadline, dep.settled, dep.poll_ms)
+    try:
+        advance(end)
+        advance(deadline, lambda: not nemesis.active, dep.poll_ms)
+        advance(deadline, dep.settled, dep.poll_ms)
+    except BaseException:
+        # interrupted (or broken): while the deployment stops, its clock still runs the
+        # calls scheduled on it; no operation is issued and no fault acts any more (a
+        # docker run issued requests to stopped nodes for seconds after a Ctrl-C)
+        feeder.stop()
+        nemesis.halt()
+        raise
     nemesis.close()
     return {"simulated_ms": dep.now_ms(), "operations": len(ops)}

@@ -27,14 +27,14 @@ from bench.core.auth import (
     signed_string,
     verify,
 )
-from bench.core.commands import Publish
+from bench.core.commands import CancelTimer, Publish
 from bench.core.config import NodeConfig
 from bench.core.directory import Resolution, Route, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, canonical_json, encode
 from bench.core.events import A2A_MQTT, SEED
 from bench.core.gate import Gate, Gates
-from bench.core.inputs import MessageReceived, Restored, Started
+from bench.core.inputs import MessageReceived, Restored, Started, TimerKind
 from bench.core.instance import Instance, InstanceEvent, InstanceStatus
 from bench.core.ledger import LedgerConfig, dedup_key
 from bench.core.node import Node
@@ -46,9 +46,9 @@ from bench.core.task import TaskRecord, TaskService
 from bench.profiles.a2a_mqtt import responder as a2m_responder
 from bench.profiles.a2a_mqtt import startup as a2a_startup
 from bench.profiles.a2a_mqtt.io import Effects as ProfileEffects
-from bench.profiles.a2a_mqtt.requester import Operation, Requester
+from bench.profiles.a2a_mqtt.requester import Operation, Phase, Requester
 from bench.profiles.a2a_mqtt.responder import Responder
-from bench.profiles.a2a_mqtt.wire import Call, Method, Props, status_item
+from bench.profiles.a2a_mqtt.wire import Call, ErrorCode, Method, Props, Refusal, status_item
 
 
 class MemoryDedup60s(Node):
@@ -446,6 +446,49 @@ class A2mDedupInMemory(Responder):
         super()._on_started(fx, replace(inp, restored=Restored()))
 
 
+class A2mStuckAfterARestart(Responder):
+    """Liveness (A2M-RR-3): started again with tasks on disk, it 'recovers' first: a new
+    task is stored SUBMITTED and meant to start once recovery is done, and recovery is never
+    marked done. Requests are taken in, retries are answered with the task's state, nothing
+    errs and nothing crashes — and no new task is ever worked on or finally answered."""
+
+    recovering = False
+
+    def _on_started(self, fx: ProfileEffects, inp: Started) -> None:
+        self.recovering = bool(inp.restored.tasks)
+        super()._on_started(fx, inp)
+
+    def _on_send(self, fx: ProfileEffects, call: Call, here: a2m_responder.Watcher,
+                 taken: dict[str, Any]) -> None:
+        if not self.recovering or call.task_id in self.tasks:
+            super()._on_send(fx, call, here, taken)
+            return
+        task = a2m_responder.TaskRecord(call.task_id, call.context_id,
+                                        a2m_responder.TaskState.SUBMITTED, 1,
+                                        watchers=(here,), asked_by=(here.path,))
+        self._state(fx, task, None, "a new Task.id, held until recovery is done")
+        fx.record(ev.A2mRequestTaken(intake=ev.Intake.NEW, method=call.method.value,
+                                     task_id=call.task_id, context_id=call.context_id,
+                                     **taken))
+
+
+class A2mGetTaskRunningOnly(Responder):
+    """A2M-RETRY-3: GetTask looks the task up among those still at work: a task that ended
+    (or asks for input) is 'not found' — to a requester following up a task the responder
+    had just answered."""
+
+    def _on_get(self, fx: ProfileEffects, call: Call, here: a2m_responder.Watcher,
+                taken: dict[str, Any]) -> None:
+        task = self.tasks.get(call.task_id)
+        if task is not None and task.state not in (a2m_responder.TaskState.SUBMITTED,
+                                                   a2m_responder.TaskState.WORKING):
+            self._refuse(fx, here.topic, here.correlation, Refusal(
+                call.rpc_id, ErrorCode.TASK_NOT_FOUND, f"no task {call.task_id}"),
+                here.pooled, {**taken, "method": call.method.value, "task_id": call.task_id})
+            return
+        super()._on_get(fx, call, here, taken)
+
+
 class A2mReplyWithoutCorrelation(Responder):
     """A2M-RR-3: replies and stream items go to the Response Topic without the request's
     Correlation Data (the echo forgotten): the requester can match none of them."""
@@ -471,6 +514,24 @@ class A2mRetrySameCorrelation(Requester):
     def correlation_for(self, op: Operation) -> bytes:
         fresh = super().correlation_for(op)
         return bytes.fromhex(op.correlations[0]) if op.correlations else fresh
+
+
+class A2mStaleBackoff(Requester):
+    """A2M-RETRY-4: the backoff timer is left armed when a reply settles the operation, and
+    its firing sends the request again (the bug first written into examples/a2a-requester
+    by accident, its --bug stale-backoff)."""
+
+    def handle(self, inp: Any) -> list[Any]:
+        return [c for c in super().handle(inp)
+                if not (isinstance(c, CancelTimer) and c.timer.kind is TimerKind.BACKOFF)]
+
+    def _on_timer(self, fx: Any, inp: Any) -> None:
+        op = self.ops.get(inp.timer.key)
+        if inp.timer.kind is TimerKind.BACKOFF and op is not None and self.subscribed \
+                and op.phase in (Phase.ANSWERED, Phase.SETTLED):
+            self._send(fx, op)
+            return
+        super()._on_timer(fx, inp)
 
 
 class A2mStatusWithoutContext(Responder):
@@ -645,10 +706,16 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "attacks_ledger"),
     Variant("a2m_dedup_in_memory", Node, "A2M-RETRY-3", "duplicate_execution", "a2a_restart",
             responder=A2mDedupInMemory),
+    Variant("a2m_stuck_after_a_restart", Node, "A2M-RR-3", "a2a_replies", "a2a_restart",
+            responder=A2mStuckAfterARestart),
+    Variant("a2m_get_task_running_only", Node, "A2M-RETRY-3", "a2a_replies",
+            "a2a_multiturn", responder=A2mGetTaskRunningOnly),
     Variant("a2m_reply_without_correlation", Node, "A2M-RR-3", "a2a_replies",
             "a2a_quickstart", responder=A2mReplyWithoutCorrelation),
     Variant("a2m_retry_same_correlation", Node, "A2M-RETRY-2", "a2a_requests", "a2a_restart",
             requester=A2mRetrySameCorrelation),
+    Variant("a2m_stale_backoff", Node, "A2M-RETRY-4", "a2a_requests", "a2a_reply_in_backoff",
+            requester=A2mStaleBackoff),
     Variant("a2m_pooled_reply_unnamed", Node, "A2M-RSP-5", "a2a_pools", "a2a_pool",
             responder=A2mPooledReplyUnnamed),
     Variant("a2m_status_without_context", Node, "A2M-CTX-1", "a2a_replies", "a2a_multiturn",

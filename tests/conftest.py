@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -93,3 +97,28 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
         from xdist.scheduler import WorkStealingScheduling
         return WorkStealingScheduling(config, log)
     return None
+
+
+#: Where a failing test's run is kept: pytest keeps only its last three base temp dirs, and a
+#: run that failed once on a loaded machine is the evidence the next reader needs.
+KEPT = Path(__file__).resolve().parents[1] / "results" / "failed-tests"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing test that made runs under its tmp_path: each run's history, verdicts and
+    logs are copied to results/failed-tests/<test>/, and the report says where."""
+    outcome = yield
+    report = outcome.get_result()
+    tmp = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.when != "call" or not report.failed or not isinstance(tmp, Path):
+        return
+    runs = sorted({p.parent for p in tmp.rglob("history.jsonl")})
+    if not runs:
+        return
+    dest = KEPT / re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid)[-150:]
+    for run in runs:
+        target = dest / run.relative_to(tmp)
+        shutil.copytree(run, target, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.db", "*.db-*", "broker", "*.png"))
+    report.sections.append(("kept", f"the run(s) of this failure: {dest}"))

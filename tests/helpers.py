@@ -36,10 +36,16 @@ BOOTS = (ev.NodeStarted("b1", "fin", "orch-1", "loose", "1", node="orch-1"),
          ev.NodeStarted("b1", "llm", "exec-1", "loose", "1", node="exec-1"))
 
 
+#: the step between events where a test gives none: 1 ms, or 0 where a test module runs
+#: its histories with every event in one millisecond too (tests/checks/conftest.py)
+STEP_MS = [1.0]
+
+
 def history(*events: ev.Event, boots: bool = True, t0: float = 0.0,
-            step_ms: float = 1.0) -> History:
+            step_ms: float | None = None) -> History:
     """A history of `events` in order: seq 1.., tMs t0 + i * step_ms, and each event's node
     as given (the two boots first, unless boots=False)."""
+    step_ms = STEP_MS[0] if step_ms is None else step_ms
     seq = (*BOOTS, *events) if boots else events
     return History(replace(e, seq=i + 1, t_ms=t0 + i * step_ms) for i, e in enumerate(seq))
 

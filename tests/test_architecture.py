@@ -80,7 +80,8 @@ LAYERS = {
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools.golden": {"run", "spec", "variants", "tools.golden"},   # runs every shipped scenario
     # the reference pages: read every registry, run nothing
-    "tools.reference": {"core", "checks", "faults", "variants", "cli", "tools"},
+    "tools.reference": {"core", "checks", "faults", "variants", "cli", "tools", "conform",
+                        "profiles"},
     "tools": {"tools"},
     "matrix": {"spec", "variants", "checks", "metrics", "run", "report", "substrates", "folders",
                "matrix"},
@@ -90,6 +91,8 @@ LAYERS = {
             "variants", "workload", "run"},
     # conform runs scenarios as `run` would and reads only their verdicts
     "conform": {"checks", "profiles", "run", "spec", "substrates", "variants", "conform"},
+    # what conform leaves for CI (compatibility.json, JUnit XML, a page): from its rows only
+    "certify": {"conform", "profiles", "certify"},
 }
 
 

@@ -179,7 +179,9 @@ def test_out_on_an_existing_run_folder_is_refused(tmp_path: Path,
 
 @pytest.mark.parametrize(("broker", "says"), [
     ("rabbitmq", "--broker='rabbitmq' must be amqtt, mosquitto"),
-    ("mqtt://127.0.0.1:1", "--broker=mqtt://127.0.0.1:1: nothing listens on 127.0.0.1:1")])
+    ("mqtt://127.0.0.1:1", "--broker=mqtt://127.0.0.1:1: nothing listens on 127.0.0.1:1"),
+    # a name that does not resolve is said so at once (it was "nothing listens on" it)
+    ("mqtt://no-such-host.invalid", "no-such-host.invalid does not resolve")])
 def test_a_bad_broker_is_one_line_exit_3_and_leaves_nothing_behind(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         broker: str, says: str) -> None:
@@ -203,13 +205,16 @@ def test_output_cut_short_by_its_reader_is_not_an_error() -> None:
         assert done.returncode == 0 and done.stderr == "", (reader, done.stderr[-500:])
 
 
-def test_every_run_example_of_the_help_names_a_scenario_that_loads() -> None:
-    """The examples in `a2a-bench --help` are what a new user types first."""
+@pytest.mark.parametrize("where", ["a2a-bench --help", "a2a-bench run --help"])
+def test_every_run_example_of_the_help_names_a_scenario_that_loads(where: str) -> None:
+    """The examples in `a2a-bench --help` and `run --help` are what a new user types first."""
     import shlex
 
     from bench.cli import EPILOG, build_parser
     from bench.spec.scenario import SCENARIOS, find, load_scenario
-    examples = [line.strip().split("  ")[0] for line in EPILOG.splitlines()
+    text = EPILOG if where == "a2a-bench --help" else \
+        build_parser()._subparsers._group_actions[0].choices["run"].epilog  # type: ignore[union-attr]
+    examples = [line.strip().split("  ")[0] for line in text.splitlines()
                 if line.strip().startswith("a2a-bench run ")]
     assert len(examples) >= 4
     for example in examples:
@@ -296,7 +301,11 @@ def test_a_simulation_copies_the_broker_it_is_told_to_and_expects_what_that_brok
     (["--mode", "live", "--mqtt", "5", "--broker", "amqtt"],
      "MQTT 5 on amqtt: it speaks MQTT 3.1.1 only"),
     (["--mode", "docker", "--mqtt", "5", "--broker", "amqtt"],
-     "MQTT 5 on amqtt: it speaks MQTT 3.1.1 only")])
+     "MQTT 5 on amqtt: it speaks MQTT 3.1.1 only"),
+    # the simulator's model of amqtt speaks what amqtt speaks (it ran MQTT 5 before)
+    (["--mode", "sim", "--mqtt", "5", "--broker", "amqtt"],
+     "MQTT 5 on amqtt: it speaks MQTT 3.1.1 only (a v5 CONNECT is never answered: `a2a-bench "
+     "brokers`); use --broker mosquitto or generic, or --mqtt 3.1.1")])
 def test_a_broker_that_does_not_fit_the_mode_is_one_line_exit_3(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         argv: list[str], says: str) -> None:
@@ -451,3 +460,15 @@ def test_every_argument_of_every_command_says_what_it_is_and_no_example_is_cut()
         parser.parse_args(["matrix", "--help"])
     assert "ssh=me@hostb//python=/opt/a2a-bench/.venv/bin/python//chdir=/opt/a2a-bench" \
         in out.getvalue()
+
+
+def test_a_live_runs_header_says_which_nodes_are_processes_of_their_own() -> None:
+    """Issue 50: an A2A run said "inproc nodes" with the responder under test a process."""
+    from bench.spec.scenario import SCENARIOS, Mode, load_scenario
+    from bench.substrates import Options, substrate
+    scenario = load_scenario(SCENARIOS / "a2a_quickstart.toml")
+    live = substrate(Mode.LIVE)
+    assert live.header(scenario, Options(broker="mosquitto")).endswith("with inproc nodes")
+    theirs = scenario.with_node_command("responder", ("python", "agent.py"))
+    assert live.header(theirs, Options(broker="mosquitto")).endswith(
+        "with tax-1, tax-2 as processes of their own, 1 inproc")

@@ -91,6 +91,24 @@ def test_groups_cross_and_defects_pair_with_their_scenario(tmp_path: Path) -> No
         "quickstart.reference.own.s1.live.amqtt", "quickstart.reference.own.s1.sim"]
 
 
+def test_a_broker_that_cannot_speak_a_scenarios_mqtt_version_gets_no_cell_of_it(
+        tmp_path: Path) -> None:
+    """The fidelity matrix's `brokers` group crossed every scenario with amqtt, the A2A
+    ones (MQTT 5) included: their live cells were refused and their simulated ones judged
+    amqtt's model for MQTT 5 expiries it never offered (2026-12-05). "@all" leaves them
+    out; a scenario named outright is said."""
+    fidelity = load_matrix(Path("scenarios/fidelity.matrix.toml"))
+    assert not [c.id for c in fidelity.cells if c.scenario.startswith("a2a")
+                and c.broker == "amqtt"]
+    assert [c for c in fidelity.cells if c.scenario.startswith("a2a") and c.mqtt == ""]
+    path = write(tmp_path, "[[group]]\nscenarios=['a2a_expiry']\nbrokers=['amqtt']")
+    with pytest.raises(SpecError, match="MQTT 5 on amqtt: it speaks MQTT 3.1.1 only"):
+        load_matrix(path)
+    path = write(tmp_path, "[[group]]\nscenarios=['quickstart']\nbrokers=['amqtt']\nmqtt=['5']")
+    with pytest.raises(SpecError, match="or --mqtt 3.1.1"):
+        load_matrix(path)
+
+
 def test_a_matrix_runs_filters_writes_junit_and_does_not_redo_finished_cells(tmp_path: Path) -> None:
     path = write(tmp_path, SMALL)
     first = matrix_cli(tmp_path, str(path), "-j", "1", "-k", "quickstart",

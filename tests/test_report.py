@@ -58,6 +58,45 @@ def test_fault_windows_come_from_the_nemesis_journal(tmp_path: Path) -> None:
     assert (out / "report.html").exists() and (out / "plots" / "latency_over_time.svg").exists()
 
 
+def test_a_fault_window_names_the_nodes_its_fault_names() -> None:
+    """The legend said `faults[0] at 5 s — partition: 5.0–10.0 s`: partitioned, but whom?"""
+    events = [{"kind": "fault_start", "tMs": 5000.0, "faultIndex": 0, "fault": "partition",
+               "atMs": 5000.0, "params": {"nodes": ["exec-1", "exec-2"]}},
+              {"kind": "fault_healed", "tMs": 10000.0, "faultIndex": 0}]
+    assert [w[2] for w in fault_windows(events)] == ["partition on exec-1, exec-2"]
+
+
+@pytest.mark.parametrize(("per_second", "upper"), [(12, "max"), (150, "p99")])
+def test_latency_over_time_calls_its_upper_line_a_p99_only_where_windows_hold_one(
+        per_second: int, upper: str) -> None:
+    """A window of about ten requests has no p99 of its own: its 0.99 quantile is its
+    largest latency, and the line says max (issue 50)."""
+    import matplotlib.pyplot as plt
+
+    from bench.report.plots import latency_over_time
+    events = [{"kind": "request_settled", "tMs": 1000.0 * s + k, "outcome": "COMPLETED",
+               "latencyMs": 10.0 + k} for s in range(10) for k in range(per_second)]
+    fig = latency_over_time(events, "t")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    plt.close(fig)
+    assert any(label.startswith(f"{upper} per ") for label in labels), labels
+    assert not any(label.startswith("p99 per ") for label in labels) or upper == "p99"
+
+
+def test_the_duplicates_plot_counts_what_it_leaves_out() -> None:
+    from bench.report.plots import MAX_CELLS_SHOWN, _hidden_cells
+
+    def cell(variant: str, dups: int) -> dict[str, object]:
+        return {"cell": {"variant": variant}, "metrics": {"duplicates_delivered": dups,
+                                                          "duplicates_executed": 0}}
+    rest = [cell("memory_dedup_60s", 1)] * (70 - MAX_CELLS_SHOWN) + [cell("reference", 0)] * 30
+    assert _hidden_cells(100, rest) == (f"({MAX_CELLS_SHOWN} of 100 cells; not shown: "
+                                        f"{100 - MAX_CELLS_SHOWN}, 10 with duplicates, "
+                                        "10 of seeded defects)")
+    assert _hidden_cells(100, [cell("reference", 0)] * 40).endswith(
+        "none with a duplicate or a seeded defect)")
+
+
 def test_report_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     assert main(["report", str(tmp_path)]) == 3
 

@@ -9,6 +9,7 @@ from bench.core.envelope import MessageType
 from bench.core.vocabulary import OutboundState, RequestOutcome
 from bench.history import Recorder
 from bench.substrates.log import RunLog
+from tests.helpers import dropped
 
 
 def _log() -> tuple[RunLog, list[float]]:
@@ -64,3 +65,31 @@ def test_a_request_still_outstanding_is_waited_for_whatever_was_lost() -> None:
     log.record("orch-1", ev.RequestSettled("r1", RequestOutcome.NO_RESPONSE, 4_000, None))
     now[0] = 70_000
     assert log.only_lost_left(now[0] - 5_000)
+
+
+def test_a_stream_frame_held_at_its_home_keeps_the_drain_until_accepted_gapped_or_lost() -> None:
+    """A frame its home admitted behind a hole waits out the reorder window (500 ms), longer
+    than the drain's quiet 300 ms: a live MQTT 5 run on a loaded machine stopped first, and
+    relay_integrity said UNKNOWN for five frames "in flight at end" (2026-12-05)."""
+    def relayed(log: RunLog, seq: int) -> None:
+        log.record("exec-1", ev.RelaySent("s1", seq, f"f{seq}", "c1", "orch-1"))
+
+    log, now = _log()
+    relayed(log, 1)
+    relayed(log, 2)
+    assert not log.quiet
+    log.record("orch-1", ev.RelayAccepted("s1", 1, "one", "c1"))
+    assert not log.quiet                                   # seq 2 still held
+    log.record("orch-1", ev.RelayGap("s1", 2, 3, "reorder window"))
+    assert log.quiet                                       # its home stopped waiting for it
+    relayed(log, 4)
+    log.record("orch-1", ev.RelayDuplicate("s1", 4, 3, "f4"))   # held already: still held
+    assert not log.quiet
+    log.record("orch-1", ev.NodeCrashed(None, "SIGKILL", None, "killed"))
+    assert log.quiet                                       # what it held died with it
+    relayed(log, 5)
+    now[0] = 6_000                                         # lost on the way, nothing since
+    assert log.only_lost_left(now[0] - 5_000)
+    relayed(log, 6)
+    log.record("orch-1", dropped("orch-1", "BAD_SIGNATURE", message_id="f6"))
+    assert 6 not in {seq for _home, _stream, seq in log.frames}    # refused, not held

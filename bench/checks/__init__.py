@@ -73,16 +73,24 @@ class Verdict:
 
 
 class Collector:
-    """Builds one verdict while its rules run: counts, cases per rule, unknowns."""
+    """Builds one verdict while its rules run: counts, cases per rule, unknowns.
 
-    def __init__(self, name: str) -> None:
+    In an interrupted run (`cut`: the seq of its run_interrupted line), a case that cites a
+    line recorded after the interruption is undecided, not a violation: what the deployment
+    did while it stopped — nodes stopped one after another, a peer answering one already
+    gone — counts against nobody."""
+
+    def __init__(self, name: str, cut: int | None = None) -> None:
         self.name = name
+        self.cut = cut
         self.rule = ""
         self.counts: dict[str, int] = defaultdict(int)
         self.examples: list[Case] = []
         self.violations = 0
         self.unknowns = 0
         self.per_rule: dict[str, dict[str, int]] = {}
+        #: (rule, why) -> how many cases it left undecided, in the order first seen
+        self.undecided: dict[tuple[str, str], int] = {}
 
     def enter(self, rule: str) -> None:
         self.rule = rule
@@ -92,6 +100,9 @@ class Collector:
         self.counts[key] += n
 
     def violation(self, why: str, *events: Event, **context: Any) -> None:
+        if self.cut is not None and any(e.seq > self.cut for e in events):
+            self.unknown("after_the_interruption")
+            return
         self.violations += 1
         self.per_rule[self.rule]["violations"] += 1
         if self.per_rule[self.rule]["violations"] <= MAX_EXAMPLES:
@@ -102,9 +113,15 @@ class Collector:
         self.unknowns += 1
         self.per_rule[self.rule]["unknown"] += 1
         self.counts[key] += 1
+        self.undecided[self.rule, key] = self.undecided.get((self.rule, key), 0) + 1
 
     def verdict(self, note: str = "") -> Verdict:
         value = Value.FALSE if self.violations else Value.UNKNOWN if self.unknowns else Value.TRUE
+        if value is Value.UNKNOWN and not note:
+            # an UNKNOWN says why: here, which cases its rules could not decide (a stream
+            # still relaying at the end of a run on a loaded machine said nothing at all)
+            note = UNDECIDED + ", ".join(f"{rule} {why} ({n})"
+                                         for (rule, why), n in self.undecided.items())
         counts = dict(self.counts)
         counts["violations"] = self.violations
         return Verdict(self.name, value, counts, [c.to_json() for c in self.examples], note,
@@ -133,6 +150,8 @@ def rule(cites: str) -> Callable[[RuleFn], Rule]:
     return make
 
 
+#: The note of an UNKNOWN verdict whose rules judged cases but could not decide some
+UNDECIDED = "undecided: "
 #: The note of a verdict that judged nothing (no gate, no stream, no request in the run):
 #: such a checker says UNKNOWN, never TRUE.
 NOTHING = "nothing to judge: "
@@ -156,7 +175,10 @@ class Checker:
     def __call__(self, h: History) -> Verdict:
         """Every rule over the history. A checker with nothing to judge says UNKNOWN and
         why: a TRUE that judged nothing would be mistaken for a tested one."""
-        c = Collector(self.name)
+        stops = h.of(RunInterrupted)
+        if stops:
+            h = h.memo(_cut_short)
+        c = Collector(self.name, stops[0].seq if stops else None)
         crashed: list[str] = []
         for r in self.rules:
             c.enter(r.id)
@@ -171,6 +193,12 @@ class Checker:
             c.unknowns += 1
         notes = ([NOTHING + empty] if empty else []) + crashed
         return c.verdict("; ".join(notes))
+
+
+def _cut_short(h: History) -> History:
+    """An interrupted history as its rules see it: it ends at the interruption, so what was
+    due after it was still under way at the end (one copy, whose facts every checker shares)."""
+    return h.ending_at(h.of(RunInterrupted)[0].t_ms)
 
 
 def folds() -> tuple[type[Fold], ...]:

@@ -194,11 +194,24 @@ def verdict_is_honest(h: History, c: Collector) -> None:
 
 def _rotated_in_flight(h: History, a: AttackSent, checked: Event) -> bool:
     """The target's last key rotation between the attack's send and its check retired the
-    attack's kid (no overlap kept the old key)."""
+    attack's kid (no overlap kept the old key) — recorded by the target, or, for a target
+    that was down when the key_rotation fault rotated the attack's key and started again
+    after the overlap, read with its keys at that start (explore, seed 30 run 280: a replay
+    queued for a node restarting across the rotation)."""
     rotations = [k for k in h.of(KeysRotated)
                  if k.node == a.target_node_id and a.seq < k.seq < checked.seq]
-    return bool(rotations) and a.kid in rotations[-1].kids \
-        and a.kid not in rotations[-1].overlap_kids
+    if rotations:
+        return a.kid in rotations[-1].kids and a.kid not in rotations[-1].overlap_kids
+    for f in h.of(FaultStart):
+        params = f.params if isinstance(f.params, dict) else {}
+        overlap = params.get("overlap_ms", 0.0)
+        if f.fault == "key_rotation" and params.get("agent") == a.kid \
+                and params.get("stale_node") != a.target_node_id \
+                and a.seq < f.seq < checked.seq and isinstance(overlap, int | float) \
+                and any(f.seq < b.seq < checked.seq and b.t_ms >= f.t_ms + overlap
+                        for b in h.boots(a.target_node_id or "")):
+            return True
+    return False
 
 
 @rule("DESIGN §3 Inbound: auth admission before ledger dedup; DESIGN §5")

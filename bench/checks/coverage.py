@@ -67,11 +67,13 @@ class Situation:
 
 
 def _crashes(h: History) -> list[tuple[NodeCrashed, float]]:
-    """Each crash with the time its node was next started (inf: never)."""
-    starts: dict[str, list[float]] = defaultdict(list)
+    """Each crash with the seq its node was next started at (inf: never). What came before
+    what is the history's order throughout: a live history puts a send, a flush and a
+    crash in one millisecond all the time (issue 50)."""
+    starts: dict[str, list[int]] = defaultdict(list)
     for s in h.of(NodeStarted):
-        starts[s.node].append(s.t_ms)
-    return [(c, next((t for t in starts[c.node] if t > c.t_ms), float("inf")))
+        starts[s.node].append(s.seq)
+    return [(c, next((q for q in starts[c.node] if q > c.seq), float("inf")))
             for c in h.of(NodeCrashed)]
 
 
@@ -79,67 +81,67 @@ def _crash_with_publishes_in_flight(h: History) -> int:
     """A crash of a node that had sent a message whose publish had not settled yet: a
     request, relayed frame or gate message (sent events name their message), or a task's
     response (sent when the task ended; its settlement names the request)."""
-    settled = {o.message_id: o.t_ms for o in h.of(OutboundSettled)}
-    answered = {(o.node, o.request_id): o.t_ms for o in h.of(OutboundSettled)
+    settled = {o.message_id: o.seq for o in h.of(OutboundSettled)}
+    answered = {(o.node, o.request_id): o.seq for o in h.of(OutboundSettled)
                 if o.message_type == MessageType.TASK_RESPONSE and o.request_id}
     sends: list[RequestSent | RelaySent | GateOpenSent | GateDecisionSent] = [
         *h.of(RequestSent), *h.of(RelaySent), *h.of(GateOpenSent), *h.of(GateDecisionSent)]
-    sent = [(s.node, s.t_ms, settled.get(s.message_id, float("inf")))   # sent, settled at
+    sent = [(s.node, s.seq, settled.get(s.message_id, float("inf")))   # sent, settled at
             for s in sends]
-    sent += [(t.node, t.t_ms, answered.get((t.node, t.task_id), float("inf")))
+    sent += [(t.node, t.seq, answered.get((t.node, t.task_id), float("inf")))
              for t in h.of(TaskState) if t.state in (TaskStatus.COMPLETED, TaskStatus.FAILED)]
     return sum(1 for crash, _ in h.memo(_crashes)
-               if any(node == crash.node and at <= crash.t_ms < done for node, at, done in sent))
+               if any(node == crash.node and at < crash.seq < done for node, at, done in sent))
 
 
 def _redelivered_after_flushes(h: History) -> int:
     """A node restarted after two or more ledger flushes, then was handed again a message
     it had admitted before the crash (and dropped it as a duplicate)."""
-    admitted: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    admitted: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for a in h.of(InboundAdmitted):
-        admitted[a.node].append((a.t_ms, a.message_id))
-    flushes: dict[str, list[float]] = defaultdict(list)
+        admitted[a.node].append((a.seq, a.message_id))
+    flushes: dict[str, list[int]] = defaultdict(list)
     for f in h.of(LedgerFlushed):
-        flushes[f.node].append(f.t_ms)
-    dups: dict[str, list[tuple[float, str | None]]] = defaultdict(list)
+        flushes[f.node].append(f.seq)
+    dups: dict[str, list[tuple[int, str | None]]] = defaultdict(list)
     for d in h.of(InboundDropped):
         if d.reason == DropReason.DUPLICATE:
-            dups[d.node].append((d.t_ms, d.message_id))
+            dups[d.node].append((d.seq, d.message_id))
     n = 0
     for crash, up in h.memo(_crashes):
-        if sum(t <= crash.t_ms for t in flushes[crash.node]) < 2:
+        if sum(q < crash.seq for q in flushes[crash.node]) < 2:
             continue
-        before = {m for t, m in admitted[crash.node] if t <= crash.t_ms}
-        n += sum(1 for t, m in dups[crash.node] if t >= up and m in before)
+        before = {m for q, m in admitted[crash.node] if q < crash.seq}
+        n += sum(1 for q, m in dups[crash.node] if q > up and m in before)
     return n
 
 
 def _misaddressed_to_empty_roster(h: History) -> int:
     """A request refused as NOT_MINE by a node while the roster it last loaded was empty."""
-    loads: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    loads: dict[str, list[tuple[int, bool]]] = defaultdict(list)
     for r in h.of(RosterLoaded):
-        loads[r.node].append((r.t_ms, not r.agents))
+        loads[r.node].append((r.seq, not r.agents))
 
-    def empty_at(node: str, t: float) -> bool:
-        last = [empty for at, empty in loads[node] if at <= t]
+    def empty_at(node: str, seq: int) -> bool:
+        last = [empty for at, empty in loads[node] if at < seq]
         return bool(last) and last[-1]
     return sum(1 for d in h.of(InboundDropped)
-               if d.reason == DropReason.NOT_MINE and empty_at(d.node, d.t_ms))
+               if d.reason == DropReason.NOT_MINE and empty_at(d.node, d.seq))
 
 
 def _gate_expired_after_home_restart(h: History) -> int:
     opened = {g.gate_id: g for g in h.of(GateOpened)}
     crashes = h.memo(_crashes)
     return sum(1 for e in h.of(GateExpired) if e.gate_id in opened and any(
-        c.node == e.node and opened[e.gate_id].t_ms < c.t_ms < e.t_ms for c, _ in crashes))
+        c.node == e.node and opened[e.gate_id].seq < c.seq < e.seq for c, _ in crashes))
 
 
 def _home_restart_tabs_reattach(h: History) -> int:
     attached = h.of(SubscriberAttached)
     streamed = {r.home_node_id for r in h.of(RelaySent)}
     return sum(1 for c, up in h.memo(_crashes) if c.node in streamed
-               and any(a.node == c.node and a.t_ms < c.t_ms for a in attached)
-               and any(a.node == c.node and a.t_ms >= up for a in attached))
+               and any(a.node == c.node and a.seq < c.seq for a in attached)
+               and any(a.node == c.node and a.seq > up for a in attached))
 
 
 def _turned_down_instance_ends(h: History) -> int:

@@ -7,11 +7,14 @@ import math
 from collections import Counter, defaultdict
 
 from bench.checks import Checker, Collector, rule
+from bench.checks.directory import Directories
 from bench.checks.network import (
     BROKER_DOWN,
     EVERY_NODE,
     Transit,
+    clocks,
     fault_windows,
+    ghosts,
     sent_where_redirected,
     tampered,
 )
@@ -32,6 +35,7 @@ from bench.core.events import (
     ExecutorsRegistered,
     FaultAction,
     FaultFired,
+    FaultStart,
     GateDecisionSent,
     GateOpenSent,
     InboundAdmitted,
@@ -50,6 +54,7 @@ from bench.core.events import (
     RequestsRestored,
     ResponseUnmatched,
     RosterLoaded,
+    SignatureVerdict,
     TaskExecuted,
     TaskState,
     WarningKind,
@@ -135,14 +140,19 @@ def _target_of(h: History) -> dict[str, str]:
 
 
 def _still_running(h: History) -> dict[str, float]:
-    """messageId of a TASK_REQUEST -> when the task it started ended (inf: never), for every
-    request some node executed."""
+    """requestId (the taskId it started: DESIGN §3) -> when the last of its executions ended
+    (inf: one never did), for every request some node executed. Keyed by the task, not the
+    messageId: a forgery sent ahead under a request's messageId runs a task of its own,
+    which must not stand for the genuine one (explore, seed 11 run 1943)."""
     ended: dict[tuple[str, str], float] = {}
     for t in h.of(TaskState):
         if t.state in TASK_ENDS:
             ended.setdefault((t.node, t.task_id), t.t_ms)
-    return {x.message_id: ended.get((x.node, x.task_id), float("inf"))
-            for x in h.of(TaskExecuted)}
+    last: dict[str, float] = {}
+    for x in h.of(TaskExecuted):
+        last[x.task_id] = max(last.get(x.task_id, -math.inf),
+                              ended.get((x.node, x.task_id), math.inf))
+    return last
 
 
 def shadowed_by_a_forgery(h: History) -> set[str]:
@@ -195,6 +205,11 @@ def no_response_explained(h: History, c: Collector) -> None:
             explained.add(o.request_id)   # the network lost it, as the journal explains
     # an attacker rewrote the request's replyNodeId: its answer went where he sent it
     explained |= h.memo(tampered)
+    # an attacker planted a ghost the request was queued for, as W-DIR-5 says: nobody reads
+    # its inbox
+    planted, queued = h.memo(ghosts), h.fold(Directories).queued_offline
+    explained |= {o.request_id for o in h.of(OutboundSettled)
+                  if o.request_id and o.target_node_id in planted and o.seq in queued}
     requesters = {s.request_id: s.node for s in h.of(RequestSent)}
     explained |= h.memo(shadowed_by_a_forgery)
     for d in h.of(InboundDropped):
@@ -207,8 +222,10 @@ def no_response_explained(h: History, c: Collector) -> None:
     settled = _settled(h)
     # the response came, after the requester had given up: slow, not lost. (Before it gave
     # up, a response it could not match is the requester's fault, and explains nothing.)
+    # Both are the requester's events: the history's order says which came first, where
+    # milliseconds called one it could not match in the millisecond it gave up late
     late = {(u.node, u.request_id) for u in h.of(ResponseUnmatched) if u.request_id
-            and any(s.t_ms <= u.t_ms for s in settled.get((u.node, u.request_id), []))}
+            and any(s.seq < u.seq for s in settled.get((u.node, u.request_id), []))}
     for sent in h.of(RequestSent):
         outcomes = settled.get((sent.node, sent.request_id), [])
         if not outcomes or outcomes[0].outcome != RequestOutcome.NO_RESPONSE:
@@ -222,7 +239,7 @@ def no_response_explained(h: History, c: Collector) -> None:
                for o in outages):
             c.count("no_response_during_outage")
             continue
-        if task_ended.get(sent.message_id, -1.0) > outcome.t_ms:
+        if task_ended.get(sent.request_id, -1.0) > outcome.t_ms:
             c.count("no_response_task_slower_than_timeout")
             continue
         if (sent.node, sent.request_id) in late:
@@ -332,8 +349,11 @@ def published_to_a_node(h: History, c: Collector) -> None:
     """A targeted message is published to the inbox of the node it addresses, and that
     address is a node of the deployment — unless a man in the middle gave it that address
     (what answers a request whose replyNodeId he rewrote goes to his node: the response,
-    the streamed frames, the gate it opens)."""
+    the streamed frames, the gate it opens), or an attacker planted it as a gone node's
+    retained announcement the sender had no way to tell from a node away (W-DIR-5)."""
     nodes = h.nodes
+    planted = h.memo(ghosts)
+    queued = h.fold(Directories).queued_offline
     for e in h.of(OutboundSettled):
         if e.state != OutboundState.PUBLISHED or e.message_type == MessageType.EVENT:
             continue
@@ -341,6 +361,11 @@ def published_to_a_node(h: History, c: Collector) -> None:
         target = e.target_node_id
         if target not in nodes and sent_where_redirected(h, e.node, target, e.t_ms):
             c.count("sent_where_an_attacker_redirected_it")
+        elif target in planted and e.seq in queued:
+            # a ghost the attack planted, the only entry listing the agent, and the sender
+            # never saw a live holder go offline: W-DIR-5 queues there (explore, seed 14
+            # run 1440: the orchestrator restarted as the live holder switched namespaces)
+            c.count("queued_for_a_planted_ghost_as_w_dir_5_says")
         elif target not in nodes:
             c.violation(f"{e.message_type} {e.message_id} was published to {e.topic!r}: "
                         f"targetNodeId {target!r} is not a node", e)
@@ -421,14 +446,19 @@ def ended_task_answered(h: History, c: Collector) -> None:
     """Every task an executor ended — COMPLETED, FAILED (an interrupted one too, after a
     restart), TIMEOUT — answers its requester: a TASK_RESPONSE for its requestId leaves that
     executor, settled one way or the other (published, consumed locally, or explicitly
-    UNDELIVERABLE or FAILED). A requester's timeout, or a restart overlapping the request,
-    does not excuse an executor that decided the task and never said so. Excused: an end
+    UNDELIVERABLE or FAILED), or seen arriving where it went. A requester's timeout, or a
+    restart overlapping the request, does not excuse an executor that decided the task and
+    never said so. Excused: an end
     whose response may have died in the executor's MQTT client — the process crashed, or
     the bench replaced its client (duplicate-client-id), within ANSWER_IN_FLIGHT_MS of the
     end or after an outage that held the response since; undecided: an executor cut off
     from then to the end, and an end in the run's last moments (its response on its way)."""
     answered = {(o.node, o.request_id) for o in h.of(OutboundSettled)
                 if o.message_type == MessageType.TASK_RESPONSE and o.request_id}
+    # a response some node took in from the executor left it, settled there or not (its
+    # PUBACK held by a partition, then the process restarted: explore, seed 14 run 1555)
+    arrived = {(a.origin_node_id, a.request_id) for a in h.of(InboundAdmitted)
+               if a.message_type == MessageType.TASK_RESPONSE and a.request_id}
     transit = h.memo(Transit)
     ended: dict[tuple[str, str], TaskState] = {}
     for t in h.of(TaskState):
@@ -438,6 +468,8 @@ def ended_task_answered(h: History, c: Collector) -> None:
         c.count("ended")
         if (node, task_id) in answered:
             c.count("answered")
+        elif (node, task_id) in arrived:
+            c.count("answer_arrived_unsettled")
         elif any(t >= end.t_ms and (t <= end.t_ms + ANSWER_IN_FLIGHT_MS
                                     or transit.out_between(node, end.t_ms, t))
                  for t in [*transit.crashes[node], *transit.replaced[node]]):
@@ -570,10 +602,12 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     who never decide does get through.) Judged from WHOLE_CLASS requests on; undecided: a
     run that ended before any request could end. Not counted: a request to an agent no
     node had registered when it was sent (the workload's unknown agents, a topology with
-    no executor, a node a fault restarted without its agents), one that named a node not
-    hosting its agent (the workload's misaddressed requests), one an admitted forgery
+    no executor, a node down, or one a fault restarted without its agents), one that named
+    a node not hosting its agent (the workload's misaddressed requests), one an admitted forgery
     under its messageId made a duplicate (shadowed_by_a_forgery), one that failed to send
-    while a fault made the client or the broker refuse the requester's publishes, and one
+    while a fault made the client or the broker refuse the requester's publishes, or that
+    admission refused for a fault's doing (a node a key rotation left with the old keys on
+    purpose; STALE on a clock a clock_skew fault set off), and one
     sent while the broker, or the requester's own connection, was out (Transit)."""
     every = h.of(RequestSent)
     # walk registrations and requests in history order: the agents each node has
@@ -586,12 +620,35 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     send_failed = {e.request_id for e in h.of(RequestSettled)
                    if e.outcome == RequestOutcome.SEND_FAILED}
     transit = h.memo(Transit)
-    misaddressed = forged_ahead = refused = cut_off = 0
-    for e in sorted([*h.of(ExecutorsRegistered), *every], key=lambda e: e.seq):
+    # a key rotation that left a node with the old keys on purpose (its stale_node): that
+    # node refusing what is signed under the new ones is the fault's doing (explore, seed 19
+    # runs 417 and 643: every request went to the one executor left stale)
+    stale = {str(f.params["stale_node"]) for f in h.of(FaultStart)
+             if f.fault == "key_rotation" and isinstance(f.params, dict)
+             and f.params.get("stale_node")}
+    refused_by_a_fault = {d.request_id for d in h.of(InboundDropped)
+                     if d.reason == DropReason.AUTH_REJECTED and d.node in stale and d.request_id}
+    # and a clock a clock_skew fault set off, the sender's when it signed or the target's
+    # when it judged: what it called STALE is the fault's doing (explore, seed 34 run 66: a
+    # requester 400 s ahead, every request it sent meanwhile refused STALE)
+    seen, sent_at = h.memo(clocks), {r.request_id: (r.node, r.t_ms) for r in every}
+    refused_by_a_fault |= {d.request_id for d in h.of(InboundDropped)
+                      if d.reason == DropReason.AUTH_REJECTED and d.request_id
+                      and d.verdict == SignatureVerdict.STALE
+                      and (seen.off(d.node, d.t_ms)
+                           or seen.off(*sent_at.get(d.request_id, ("", 0.0))))}
+    misaddressed = forged_ahead = refused = cut_off = refused_for_a_fault = 0
+    for e in sorted([*h.of(ExecutorsRegistered), *h.of(NodeCrashed), *every],
+                    key=lambda e: e.seq):
         if isinstance(e, ExecutorsRegistered):
             hosts.subtract(current.get(e.node, []))
             current[e.node] = list(e.agents)
             hosts.update(e.agents)
+        elif isinstance(e, NodeCrashed):
+            # down, it hosts nothing until it registers again (explore, seed 7 run 1499:
+            # requests while a stale roster's restart had exec-1 down ended UNDELIVERABLE,
+            # rightly, and counted as work that failed by itself)
+            hosts.subtract(current.pop(e.node, []))
         elif isinstance(e, RequestSent) and hosts[e.to_agent_id] > 0:
             if e.target_node_id and e.to_agent_id not in current.get(e.target_node_id, ()):
                 misaddressed += 1       # it named a node that does not host its agent
@@ -602,14 +659,18 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
                 refused += 1            # a fault made the client or the broker refuse it
             elif transit.out_between(e.node, e.t_ms, e.t_ms):
                 cut_off += 1            # the broker, or the requester's link, was out
+            elif e.request_id in refused_by_a_fault:
+                refused_for_a_fault += 1    # a key rotation's stale node, a skewed clock
             else:
                 sent.append(e)
-    c.count("to_an_agent_no_node_hosted",
-            len(every) - len(sent) - misaddressed - forged_ahead - refused - cut_off)
+    c.count("to_an_agent_no_node_hosted", len(every) - len(sent) - misaddressed - forged_ahead
+            - refused - cut_off - refused_for_a_fault)
     c.count("to_a_node_not_hosting_its_agent", misaddressed)
     c.count("shadowed_by_an_admitted_forgery", forged_ahead)
     c.count("refused_at_send_by_a_fault", refused)
     c.count("sent_while_the_requester_or_the_broker_was_out", cut_off)
+    if refused_for_a_fault:   # (only then: every other run's verdicts stay byte for byte)
+        c.count("refused_for_a_key_or_a_clock_a_fault_set", refused_for_a_fault)
     ids = {s.request_id for s in sent}
     executed = {e.task_id for e in h.of(TaskExecuted)} & ids
     answered = {o.request_id for o in h.of(OutboundSettled)

@@ -96,11 +96,16 @@ class Directories(Fold):
         #: it was asked for and when it went out
         self.routed: list[tuple[OutboundSettled, set[str], set[str]]] = []
         self._asked: dict[str, tuple[set[str], set[str]]] = {}
+        self._queueable: dict[str, set[str]] = {}   # request -> offline entries, when asked
         #: node -> the entries of its directory announced offline
         self.offline: dict[str, set[str]] = defaultdict(set)
         #: node -> when a peer took in an offline announcement of it the broker published
         #: as it happened (its will, or its own), not a retained one
         self.wills: dict[str, list[float]] = defaultdict(list)
+        #: the messages published to an entry the sender's directory listed their agent on
+        #: only offline, while it had not seen the agent's holder go offline: queued as
+        #: W-DIR-5 says (the entry may be a ghost the sender cannot tell from a node away)
+        self.queued_offline: set[int] = set()
 
     def _shared(self, agents: Iterable[str]) -> tuple[str, ...]:
         key = tuple(agents)
@@ -148,12 +153,18 @@ class Directories(Fold):
             case RequestSent() if not e.target_node_id:   # a node named: not the directory's
                 held = self._holders(e.node, e.to_agent_id)
                 self._asked[e.message_id] = (held, held - self.offline[e.node])
-            case OutboundSettled() if e.message_type == MessageType.TASK_REQUEST \
-                    and e.state == OutboundState.PUBLISHED and e.to_agent_id \
-                    and e.message_id in self._asked:
-                held, online = self._asked.pop(e.message_id)
-                now = self._holders(e.node, e.to_agent_id)
-                self.routed.append((e, held | now, online | (now - self.offline[e.node])))
+                if e.to_agent_id not in self.went_offline[e.node]:   # resolved now, sent soon
+                    self._queueable[e.message_id] = held & self.offline[e.node]
+            case OutboundSettled() if e.state == OutboundState.PUBLISHED and e.to_agent_id:
+                if e.target_node_id in self._queueable.pop(e.message_id, ()) or (
+                        e.target_node_id in self.offline[e.node]
+                        and e.to_agent_id in self.view[e.node].get(e.target_node_id, ())
+                        and e.to_agent_id not in self.went_offline[e.node]):
+                    self.queued_offline.add(e.seq)
+                if e.message_type == MessageType.TASK_REQUEST and e.message_id in self._asked:
+                    held, online = self._asked.pop(e.message_id)
+                    now = self._holders(e.node, e.to_agent_id)
+                    self.routed.append((e, held | now, online | (now - self.offline[e.node])))
 
     def _holders(self, node: str, agent: str) -> set[str]:
         return {n for n, agents in self.view[node].items() if agent in agents}
@@ -318,7 +329,8 @@ def gives_up_a_silent_client(h: History, c: Collector) -> None:
     a broker publishes then was seen live in the same millisecond the heal was journaled,
     inside the fault's window (amqtt 0.12, which never times a client out). Undecided
     where the silence was shorter than the bound, the keepalive is not recorded, or no
-    peer stayed connected through the bound to see a will (all of them cut off too)."""
+    peer stayed connected through the bound to see a will (all of them cut off too). Not
+    judged: a node down when the partition began (no connection to give up)."""
     seen = h.fold(Directories)
     transit = h.memo(Transit)
     for f in h.memo(fault_windows):
@@ -332,6 +344,12 @@ def gives_up_a_silent_client(h: History, c: Collector) -> None:
                 continue
             if any(f.start_ms <= t <= f.end_ms for t in transit.crashes[node]):
                 continue                   # the node itself went; its will says nothing here
+            if max((t for t in transit.crashes[node] if t <= f.start_ms), default=-1.0) \
+                    >= connects[-1].t_ms:
+                # down when the partition began (its connection, and its will, went with the
+                # crash): no connection for the broker to give up (explore, seed 24 run 1812)
+                c.count("down_when_silenced")
+                continue
             bound = GIVE_UP_BOUND_KEEPALIVES * keepalive * 1000.0
             wills = [t for t in seen.wills.get(node, ()) if f.start_ms <= t <= f.end_ms]
             if any(t <= f.start_ms + bound for t in wills):
@@ -400,8 +418,14 @@ def redelivers_the_same_packet(h: History, c: Collector) -> None:
             c.count("redelivered_as_the_same_packet")    # its DUP: qos1_delivery judges it
             continue
         sent = settled.get(e.message_id)
-        if sent is not None and any(was[2].t_ms - 5_000 <= t <= sent.t_ms
-                                    for t in losses[sent.node]):
+        # its sender lost its connection before the broker's PUBACK reached it (settled
+        # later, or never: it crashed first — explore, seed 27 run 153) and sent it again
+        sender = sent.node if sent is not None else next(
+            (x.origin_node_id for x in (was[2], e)
+             if isinstance(x, InboundAdmitted) and x.origin_node_id), None)
+        until = sent.t_ms if sent is not None else e.t_ms
+        if sender is not None and any(was[2].t_ms - 5_000 <= t <= until
+                                      for t in losses[sender]):
             c.count("sender_resent")
             continue
         if everyone or e.node in resent:

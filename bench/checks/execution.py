@@ -76,24 +76,29 @@ def admitted_once(h: History, c: Collector) -> None:
     admission (no ledger flush between it and the crash, which came within two flush
     intervals of it), or its ledger is not durable (recorded at restore). Defence in
     depth (the task store) may hide a leaky ledger from executed_once; not from here."""
-    first: dict[tuple[str, str], float] = {}
-    flushes: dict[str, list[float]] = defaultdict(list)
+    # "between" is by the history's order (seq), not by milliseconds: live, a flush and an
+    # admission often share one (fidelity matrix, streaming_home_restart on Mosquitto: a
+    # flush recorded just before an admission in the same millisecond counted as after it)
+    first: dict[tuple[str, str], InboundAdmitted] = {}
+    flushes: dict[str, list[int]] = defaultdict(list)
     for f in h.of(LedgerFlushed):
-        flushes[f.node].append(f.t_ms)
-    crashes = h.memo(Transit).crashes
+        flushes[f.node].append(f.seq)
+    crashes: dict[str, list[NodeCrashed]] = defaultdict(list)
+    for x in h.of(NodeCrashed):
+        crashes[x.node].append(x)
     volatile = {r.node for r in h.of(LedgerRestored) if not r.durable}
     for a in h.of(InboundAdmitted):
         key = (a.node, a.message_id)
         c.count("admitted")
-        if key not in first:
-            first[key] = a.t_ms
+        was = first.get(key)
+        first[key] = a
+        if was is None:
             continue
-        t0 = first[key]
-        first[key] = a.t_ms
+        t0 = was.t_ms
         forgot = a.t_ms - t0 >= LEDGER_TTL_MS or any(
-            t0 <= crash <= a.t_ms and (a.node in volatile or (
-                crash - t0 <= LEDGER_UNFLUSHED_MS
-                and not any(t0 <= f <= crash for f in flushes[a.node])))
+            was.seq < crash.seq < a.seq and (a.node in volatile or (
+                crash.t_ms - t0 <= LEDGER_UNFLUSHED_MS
+                and not any(was.seq < f < crash.seq for f in flushes[a.node])))
             for crash in crashes[a.node])
         if forgot:
             c.count("admitted_again_after_the_ledger_forgot")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bench.checks.terms import GIVE_UP_BOUND_KEEPALIVES, IN_FLIGHT_AT_END_MS
@@ -69,13 +70,19 @@ def fault_windows(h: History) -> list[FaultWindow]:
     healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
     out = []
     for f in h.of(FaultStart):
-        params = f.params if isinstance(f.params, dict) else {}
-        many = params.get("nodes")
-        named = [*(many if isinstance(many, list) else []),
-                 *(params[k] for k in ("node", "impostor") if params.get(k) is not None)]
         out.append(FaultWindow(f.fault, f.t_ms, healed.get(f.fault_index, h.end_ms),
-                               tuple(map(str, named))))
+                               nodes_named(f.params)))
     return out
+
+
+def nodes_named(params: object) -> tuple[str, ...]:
+    """The nodes a fault's parameters name (`nodes`, `node`, `impostor`)."""
+    if not isinstance(params, dict):
+        return ()
+    many = params.get("nodes")
+    return tuple(map(str, [*(many if isinstance(many, list) else []),
+                           *(params[k] for k in ("node", "impostor")
+                             if params.get(k) is not None)]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,12 +176,40 @@ def _round_trips(h: History) -> dict[str, list[tuple[float, float]]]:
     return trips
 
 
+def _highest_ms(spec: object) -> float:
+    """The most a latency fault's `latency_ms` (bench.spec.distribution) draws, near enough:
+    a fixed value, a uniform's high, an exponential's 7 means or a lognormal's median times
+    e^(3 sigma) (each past its 99.8th percentile)."""
+    if isinstance(spec, int | float):
+        return float(spec)
+    if not isinstance(spec, dict):
+        return 0.0
+    p = {k: float(v) for k, v in spec.items() if isinstance(v, int | float)}
+    match spec.get("dist"):
+        case "fixed":
+            return p.get("value", 0.0)
+        case "uniform":
+            return p.get("high", 0.0)
+        case "exponential":
+            return 7 * p.get("mean", 0.0)
+        case "lognormal":
+            return p.get("median", 0.0) * math.exp(3 * p.get("sigma", 0.0))
+    return 0.0
+
+
 def _drained(h: History, node: str, healed_ms: float) -> float:
     """When `node`'s connection had caught up after a loss ended at `healed_ms`: TCP
     retransmits what was lost in order, so what is sent later waits behind it — until
     the first message sent after the heal is acknowledged, or TCP gave up."""
     done = [acked for sent, acked in h.memo(_round_trips)[node] if sent >= healed_ms]
     return float(min([*done, healed_ms + TCP_GIVE_UP_MS, h.end_ms]))
+
+
+def held_until(h: History, w: FaultWindow, node: str) -> float:
+    """Until when fault `w` may hold back what `node` sends or is sent: its heal, or for a
+    lossy link the moment its connection caught up with what it lost (_drained): TCP
+    retransmits in order, so what is sent after the heal waits behind it."""
+    return _drained(h, node, w.end_ms) if w.fault == "loss" else w.end_ms
 
 
 #: Faults on the nodes' links (DESIGN §6): the nodes named lose or delay what crosses them.
@@ -303,10 +338,21 @@ class Transit:
                 self.replaced[impostor] += [start.t_ms, *(
                     [healed[start.fault_index]] if start.fault_index in healed else [])]
         self.lossy: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        #: node -> (start, end) of each latency fault on its link, and how late it makes a
+        #: PUBACK at most (there and back at the fault's highest latency)
+        self.delayed: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
         for f in h.memo(fault_windows):
             if f.fault == "loss":
                 for node in f.nodes:
                     self.lossy[node].append((f.start_ms, f.end_ms))
+        for start in h.of(FaultStart):
+            params = start.params if isinstance(start.params, dict) else {}
+            if start.fault == "latency":
+                lag = 2 * _highest_ms(params.get("latency_ms"))
+                named = params.get("nodes")
+                for who in named if isinstance(named, list) else []:
+                    self.delayed[str(who)].append(
+                        (start.t_ms, healed.get(start.fault_index, h.end_ms), lag))
 
     def connected_throughout(self, node: str, start_ms: float, end_ms: float) -> list[str]:
         """The peers of `node` whose own client was connected from before `start_ms` and
@@ -362,7 +408,11 @@ class Transit:
         slowed_since = min([start for start, end in self.lossy[publisher]
                             if start <= t_ms <= _drained(self.h, publisher, end)],
                            default=t_ms)
-        accepted_from = max(connected, slowed_since - PUBACK_WITHIN_MS)
+        # a latency fault on its link held the PUBACK back up to its highest delay there and
+        # back (explore, seed 29 run 2: acknowledged 1 s after the target subscribed again)
+        lag = max([lag for start, end, lag in self.delayed[publisher]
+                   if start <= t_ms <= end + lag], default=0.0)
+        accepted_from = max(connected, min(slowed_since, t_ms - lag) - PUBACK_WITHIN_MS)
         # (a target that never subscribed again is not excused: that is a mute receiver)
         for w in self.wipes:
             resubscribed = next((s for s in self.subscribed[target] if s >= w), -math.inf)
@@ -409,6 +459,13 @@ def redirected(h: History) -> dict[tuple[str, str], float]:
         if i.request_id in rewritten and i.reply_node_id and i.reply_node_id not in nodes:
             out.setdefault((i.node, i.reply_node_id), i.t_ms)
     return out
+
+
+def ghosts(h: History) -> set[str]:
+    """The node ids a ghost_announcement fault announced: no node's, and nobody's inbox."""
+    return {str(f.details["ghost"]) for f in h.of(FaultFired)
+            if f.fault == "ghost_announcement" and isinstance(f.details, Mapping)
+            and f.details.get("ghost")}
 
 
 def sent_where_redirected(h: History, node: str, address: str | None, t_ms: float) -> bool:

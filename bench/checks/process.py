@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.execution import frozen_windows
-from bench.checks.network import Transit, sent_where_redirected
+from bench.checks.network import Transit, clocks, sent_where_redirected
 from bench.checks.terms import (
     GATE_IN_FLIGHT_AT_END_MS,
     GATE_MAX_ATTEMPTS,
@@ -104,6 +104,26 @@ class _Gates:
     fate: dict[str, tuple[Fate, list[Event]]] = field(default_factory=dict)
 
 
+def deadline_on_the_bench(h: History, o: GateOpened) -> float:
+    """When a gate falls due on the bench's clock. Its store keeps the deadline on its own
+    clock (open time there + the timeout) and arms a timer for what is left of it, at the
+    opening and again at each restart; a clock set ahead or behind since the timer was armed
+    moves nothing, but a restart re-arms it on the clock as it is then — so a gate opened
+    while the clock was 400 s ahead, its store restarted once the clock was set right, falls
+    due 400 s late (explore, seed 19 run 213), and one restarted while the clock is ahead
+    falls due at once. (A store down at the moment: expires_on_time.)"""
+    seen = h.memo(clocks)
+    deadline = o.t_ms + seen.off(o.node, o.t_ms) + o.timeout_ms
+    due = o.t_ms + o.timeout_ms                  # the timer armed at the opening
+    for boot in h.boots(o.node):
+        if boot.seq < o.seq:
+            continue
+        if boot.t_ms >= due:
+            break
+        due = max(boot.t_ms, deadline - seen.off(o.node, boot.t_ms))   # armed again
+    return due
+
+
 def _gates(h: History) -> _Gates:
     opens = {e.gate_id: e for e in h.of(GateOpenSent)}
     opened = {e.gate_id: e for e in h.of(GateOpened)}
@@ -138,8 +158,10 @@ def _gates(h: History) -> _Gates:
     for received in h.of(GateDecisionReceived):
         reached.setdefault(received.gate_id, received.seq)
     sends: dict[str, list[str]] = defaultdict(list)
+    sent_at: dict[str, float] = {}
     for sd in h.of(GateDecisionSent):
         sends[sd.gate_id].append(sd.message_id)
+        sent_at[sd.message_id] = sd.t_ms
     g = _Gates(opens, stored, opened, decided, resumes, ends, nacks)
     late = h.end_ms - GATE_IN_FLIGHT_AT_END_MS
     for gate_id, gate in sorted(opens.items()):
@@ -175,7 +197,7 @@ def _gates(h: History) -> _Gates:
         elif d is None:
             o = opened.get(gate_id)
             # the deadline is on the node's clock; the gate's timeout runs from its opening
-            expired = o is not None and o.t_ms + o.timeout_ms < late
+            expired = o is not None and deadline_on_the_bench(h, o) < late
             g.fate[gate_id] = (Fate.EXPIRED_UNDECIDED if expired else Fate.OPEN_AT_END,
                                [o] if o is not None else [gate])
         elif mine:
@@ -189,7 +211,10 @@ def _gates(h: History) -> _Gates:
             g.fate[gate_id] = (Fate.CLOSED_BEFORE, [gate, d])
         elif gate_id in sends and failed.issuperset(sends[gate_id]):
             g.fate[gate_id] = (Fate.DECISION_UNDELIVERABLE, [gate, d])
-        elif d.t_ms > late:
+        elif d.t_ms > late or (gate_id in sends and all(
+                transit.stuck_at_sender(d.node, sent_at[m], m) for m in sends[gate_id])):
+            # (or every send of it still in its sender's TCP retransmission queue: its link
+            # lost half its packets and never caught up — explore, seed 39 run 1408)
             g.fate[gate_id] = (Fate.DECISION_IN_FLIGHT, [gate, d])
         else:
             g.fate[gate_id] = (Fate.NEVER_RESUMED, [gate, d])
@@ -318,7 +343,7 @@ def expires_on_time(h: History, c: Collector) -> None:
         if o is None or not o.timeout_ms:
             continue
         c.count("expired")
-        due = o.t_ms + o.timeout_ms
+        due = deadline_on_the_bench(h, o)
         crash = max((t for t in crashes[e.node] if o.t_ms <= t <= due), default=None)
         if crash is not None:
             back = min((b.t_ms for b in h.boots(e.node) if b.t_ms > crash), default=None)

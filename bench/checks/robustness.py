@@ -135,7 +135,8 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     malformed = {(d.node, d.message_id) for d in h.of(InboundDropped)
                  if d.reason == DropReason.MALFORMED}
     # an injection the broker could not take in (it was down) reached nobody to refuse it
-    broker_out = [o for o in h.memo(Transit).outages if o.node == EVERY_NODE]
+    transit = h.memo(Transit)
+    broker_out = [o for o in transit.outages if o.node == EVERY_NODE]
     for a in attacks:
         node, rid = a.target_node_id or "", a.request_id or ""
         if a.how in HOSTILE_ENVELOPE:
@@ -145,8 +146,16 @@ def hostile_input_refused(h: History, c: Collector) -> None:
                             f"({a.how.replace('_', ' ')})", a)
             elif (node, a.message_id) not in malformed and a.t_ms < late \
                     and node not in crashed:
+                # (or the network may have done with it what it does with any message: a
+                # client id taken over handed the node's inbox to the impostor — explore,
+                # seed 6 run 3394)
+                lost = transit.lost(a.node, a.t_ms, node)
                 if any(o.start_ms <= a.t_ms <= o.end_ms for o in broker_out):
                     c.count("injected_while_the_broker_was_down")
+                elif lost in Transit.UNDECIDED:
+                    c.unknown(lost)
+                elif lost is not None:
+                    c.count(lost)
                 else:
                     c.violation(f"{node} never refused {a.message_id} as MALFORMED "
                                 f"({a.how.replace('_', ' ')})", a)

@@ -31,8 +31,7 @@ def add_conform(sub: Sub) -> None:
                     "situation the protocol's rules are about (streamed tasks, malformed and\n"
                     "forged input, QoS1 redelivery, a restart, a missing replyNodeId, an emptied\n"
                     "roster), then print each rule of docs/PROTOCOL.md as PASS, FAIL or UNKNOWN\n"
-                    "with its evidence. Exit 0 all PASS (or UNKNOWN only where the node declares\n"
-                    "it leaves that part out), 1 some FAIL, 2 some other UNKNOWN. About 2 minutes.\n"
+                    "with its evidence. About 2 minutes.\n"
                     "\n"
                     "--profile a2a-mqtt: CMD as every responder of an A2A-over-MQTT topology,\n"
                     "the reference requester in front, on Mosquitto, through a short run of each\n"
@@ -42,8 +41,15 @@ def add_conform(sub: Sub) -> None:
                     "docs/profiles/a2a-mqtt.md that binds a responder, grouped MUST / SHOULD /\n"
                     "MAY. The agent contract: docs/profiles/own-agent.md. About 5 minutes.\n"
                     "--role requester: CMD as the requester instead, in front of the reference\n"
-                    "responders (the clauses that bind a requester; about 2 minutes).",
-        epilog="example: a2a-bench conform ./my-node\n"
+                    "responders (the clauses that bind a requester; about 2 minutes).\n\n"
+                    "exit codes: 0 every row PASS (or not applicable: a part the node declares\n"
+                    "it leaves out), 1 a MUST FAILs (or a SHOULD, with --strict), 2 no such\n"
+                    "FAIL but some row UNKNOWN, 3 invalid arguments",
+        epilog="besides the table, the run's folder holds compatibility.json (per row: level,\n"
+               "status, evidence, the run and seed, the command that runs it again; schema:\n"
+               "docs/schemas/compatibility.schema.json), junit.xml for CI (schema:\n"
+               "docs/schemas/junit.xsd) and conform.html.\n\n"
+               "example: a2a-bench conform ./my-node\n"
                "         a2a-bench conform './my-node --verbose'   (one argument: quote it)\n"
                "         a2a-bench conform --profile a2a-mqtt 'python examples/a2a-responder/responder.py'\n"
                "         a2a-bench conform --profile a2a-mqtt --level must --core ./my-agent\n"
@@ -70,6 +76,15 @@ def add_conform(sub: Sub) -> None:
                     help="a2a-mqtt: the agent declares it handles no OAuth bearer tokens (it "
                          "neither requires nor sends them): the a2a_oauth run is skipped and "
                          "its clauses (A2M-REQ-5, -RSP-6, -RSP-7, -SESS-6) are not applicable")
+    cf.add_argument("--strict", action="store_true",
+                    help="a SHOULD that FAILs fails the run too (exit 1); without it a SHOULD "
+                         "that fails is reported and only a MUST fails the run")
+    cf.add_argument("--only", action="append", default=[], metavar="RUN",
+                    help="only this run of the suite (repeatable): a row's replay, as "
+                         "compatibility.json gives it")
+    cf.add_argument("--impl-version", default=None, metavar="TEXT",
+                    help="the implementation's version, for the report (e.g. "
+                         "'a2a-over-mqtt 0.1.0')")
     cf.add_argument("--out", type=Path, default=None,
                     help="where the runs go (default: results/conform-<utc time>)")
     cf.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -77,6 +92,7 @@ def add_conform(sub: Sub) -> None:
 
 
 def _conform(args: argparse.Namespace) -> int:
+    from bench.certify import Meta, exit_code, fails, write
     from bench.conform import PROFILES, TOKEN_RUNS, conform, render
     argv = command_line(args.cmd, f"conform {args.cmd!r}")
     if argv is None:
@@ -96,6 +112,12 @@ def _conform(args: argparse.Namespace) -> int:
         print("a2a-bench: conform: --level, --core and --no-tokens are the a2a-mqtt profile's "
               "(--profile a2a-mqtt)", file=sys.stderr)
         return EXIT_INVALID
+    known = [name for name, _s, _w in profile.suite]
+    wrong = [name for name in args.only if name not in known]
+    if wrong:
+        print(f"a2a-bench: conform --only={wrong[0]}: not a run of this suite (its runs: "
+              f"{', '.join(known)})", file=sys.stderr)
+        return EXIT_INVALID
     try:
         out = claim_named(args.out) if args.out else claim(Path("results"), f"conform-{utc_stamp()}")
     except FolderTaken as exc:
@@ -108,20 +130,32 @@ def _conform(args: argparse.Namespace) -> int:
             if args.role == "requester" else \
             "every responder of an A2A-over-MQTT pair, behind the reference requester"
         runs = sum(1 for name, _s, _w in profile.suite
-                   if not (args.no_tokens and name in TOKEN_RUNS))
+                   if not (args.no_tokens and name in TOKEN_RUNS)
+                   and (not args.only or name in args.only))
         print(f"conform {shlex.join(argv)}: {where}, on {broker}; {runs} short "
               f"runs into {out}/")
     rows = conform(argv, out, broker, say=(lambda line: None) if args.json else print,
-                   profile=key, core_only=args.core, no_tokens=args.no_tokens)
+                   profile=key, core_only=args.core, no_tokens=args.no_tokens,
+                   only=tuple(args.only))
     levels = {"must": ("MUST", "MUST NOT"), "should": ("MUST", "MUST NOT", "SHOULD"),
               "may": ("MUST", "MUST NOT", "SHOULD", "MAY")}[args.level]
     rows = [r for r in rows if r.level is None or r.level in levels]
+    meta = Meta(tuple(argv), args.profile, profile.role, broker, out,
+                json.loads((out / "conform.json").read_text())["seeds"],
+                args.impl_version, args.strict, args.level)
+    written = write(rows, meta)
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=2))
     else:
         print(render(rows))
+        failing = [r for r in rows if fails(r, args.strict)]
+        kept_back = [r for r in rows if r.status == "FAIL" and not fails(r, args.strict)]
+        if kept_back:
+            print(f"{len(kept_back)} SHOULD not kept: reported, not failing the run "
+                  "(--strict fails it)")
+        if failing:
+            print(f"fails the run: {', '.join(r.rule.ids for r in failing)}")
+        print(f"report: {', '.join(str(p) for p in written)}")
     # a part the node declares it leaves out is UNKNOWN in the table, as a run says it,
     # and no more a failure of the node than in a run
-    untested = [r for r in rows if r.status == "UNKNOWN" and not r.declared_out]
-    return EXIT_FALSE if any(r.status == "FAIL" for r in rows) else \
-        EXIT_UNKNOWN if untested else EXIT_OK
+    return {1: EXIT_FALSE, 2: EXIT_UNKNOWN, 0: EXIT_OK}[exit_code(rows, args.strict)]

@@ -30,7 +30,16 @@ def add_run(sub: Sub) -> None:
                     "faults, record one history, judge it with every checker, and write the "
                     "run folder: scenario.json, topology.json, history.jsonl, verdicts.json, "
                     "metrics.json, summary.json, report.md. The seed and the command that "
-                    "replays the run are printed.")
+                    "replays the run are printed.",
+        epilog="exit codes: 0 every verdict as its scenario expects, 1 a verdict FALSE, 2 a "
+               "verdict UNKNOWN or a harness error (an interrupted run: Ctrl-C, SIGTERM), 3 "
+               "invalid input (a file, a key, an argument, a broker nobody answers at)\n\n"
+               "examples:\n"
+               "  a2a-bench run quickstart                          live on the embedded amqtt\n"
+               "  a2a-bench run restart --mode sim --seed 7         simulated, another seed\n"
+               "  a2a-bench run restart --broker mosquitto --nodes process\n"
+               "  a2a-bench run quickstart --variant agent_id_as_node_id   a seeded defect\n"
+               "  a2a-bench run a2a_restart --node-command \"responder=python my_agent.py\"")
     run.add_argument("scenario", help="scenario file or name (see `a2a-bench list`)")
     run.add_argument("--topology", help="topology file or name, replacing the scenario's")
     run.add_argument("--mode", choices=["live", "sim", "docker"], default=None,
@@ -112,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
     from bench.spec.topology import MqttVersion
-    from bench.substrates import Choice, substrate
+    from bench.substrates import Choice, EnvironmentFailure, substrate
     from bench.substrates.live.brokers import BrokerError
     from bench.variants import variant
 
@@ -192,6 +201,10 @@ def _run(args: argparse.Namespace) -> int:
     except BrokerError as exc:   # not started or not reached: nothing ran to be judged
         shutil.rmtree(out, ignore_errors=True)
         print(f"a2a-bench: broker: {exc}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    except EnvironmentFailure as exc:   # the environment's failure, said in one line
+        print(f"a2a-bench: {exc}; what was recorded is in {out}/history.jsonl",
+              file=sys.stderr)
         return EXIT_UNKNOWN
     except Exception:
         traceback.print_exc()

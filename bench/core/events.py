@@ -1274,6 +1274,17 @@ class AgentCalled(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class AgentAnswered(Event):
+    """The bench, playing a node's agent, gave it the agent's answer for a task
+    (`task_finished`): from here the node owes its requester the task's final answer. The
+    bench's own observation of the node, never the node's word."""
+
+    KIND = EventKind.AGENT_ANSWERED
+    task_id: str
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Wire(Event):
     """One MQTT packet that crossed a node's wire tap (the proxy in front of it), as the
     bench read it off the wire, not as the node says: `out` from the node towards the
@@ -1600,7 +1611,7 @@ HARNESS: tuple[type[Event], ...] = (
     RunStarted, WorkloadStarted, RunFinished, RunInterrupted, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
     SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
     TakeoverWill,
-    HumanClicked, AgentCalled, Wire, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
+    HumanClicked, AgentCalled, AgentAnswered, Wire, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
     BrokerDown, BrokerUp)
 
 #: Every kind's type: the schema the history is written and read with.

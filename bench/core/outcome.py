@@ -107,6 +107,7 @@ class EventKind(StrEnum):
     BROKER_UP = "broker_up"
     HUMAN_CLICKED = "human_clicked"
     AGENT_CALLED = "agent_called"
+    AGENT_ANSWERED = "agent_answered"
     WIRE = "wire"
     FAULT_START = "fault_start"
     FAULT_FIRED = "fault_fired"

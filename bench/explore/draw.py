@@ -134,10 +134,12 @@ def _draw_a2a(rng: random.Random, name: str) -> Draft:
                        "workload": workload}
     if faults:
         scenario["faults"] = sorted(faults, key=lambda f: f["at_s"])
-        if pooled:
-            # the profile's own hazard (scenario a2a_pool_retry): a pooled retry after a lost
-            # answer may run the task on another member, every agent keeping every clause
-            scenario["expect"] = {"duplicate_execution": "either"}
+    if pooled:
+        # the profile's own hazard (scenario a2a_pool_retry): a pooled retry after a lost —
+        # or only late: a task longer than the 15 s first-reply wait, no fault at all
+        # (explore, seed 40 run 404) — answer may run the task on another member, every
+        # agent keeping every clause
+        scenario["expect"] = {"duplicate_execution": "either"}
     if rng.random() < 0.3:     # drawn last: every earlier draw of a seed stays what it was
         workload["multi_turn_fraction"] = rng.choice((0.3, 1.0))
     # later still, the same: bearer tokens (over TLS where the run is live), with the spoilt

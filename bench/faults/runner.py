@@ -60,6 +60,7 @@ class Nemesis:
         self.origin_ms = origin_ms
         self.workload_ms = workload_ms
         self.runs: list[_Run] = []
+        self.halted = False
 
     @property
     def active(self) -> bool:
@@ -82,6 +83,8 @@ class Nemesis:
 
     # -- the script -------------------------------------------------------------------------------
     def _begin(self, spec: FaultSpec) -> None:
+        if self.halted:
+            return
         kind = CATALOGUE[spec.kind]
         window = spec.at_ms + spec.duration_ms if spec.duration_ms is not None \
             else self.workload_ms
@@ -101,6 +104,8 @@ class Nemesis:
     def _advance(self, run: _Run, value: Outcome | None) -> None:
         """Run the script until it waits (a Wait, HEAL or a primitive in progress) or ends."""
         assert run.script is not None
+        if self.halted:
+            return
         try:
             step = run.script.send(value) if value is not None else next(run.script)
         except StopIteration:   # done acting; the fault's window still closes on time
@@ -169,10 +174,19 @@ class Nemesis:
         self._stop(run)
 
     def _finish(self, run: _Run) -> None:
-        if run.finished:
+        if run.finished or self.halted:
             return
         run.finished = True
         self.stage.record("nemesis", ev.FaultHealed(run.spec.kind, run.spec.index))
+
+    def halt(self) -> None:
+        """The run was interrupted: no fault begins, and no script takes another step, while
+        the deployment stops (what a fault still has in effect, the stop undoes). The
+        interruption is journaled by the run; a fault it cut short says nothing more."""
+        self.halted = True
+        for run in self.runs:
+            if not run.finished and run.script is not None:
+                run.script.close()
 
     def close(self) -> None:
         """The run is over: a fault whose script had not ended (its window or its down time

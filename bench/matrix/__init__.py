@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.spec.brokers import version_refusal
 from bench.spec.distribution import SpecError
 from bench.spec.scenario import MODES, SCENARIOS, Scenario, find, load_scenario, read_toml
 from bench.substrates import Options, substrate
@@ -81,6 +82,20 @@ def _texts(raw: dict[str, Any], key: str, where: str, default: list[Any]) -> lis
     return value
 
 
+def _unspoken(source: Path, mode: str, broker: str, hosting: str, version: str,
+              read: dict[tuple[Path, str], Scenario]) -> str | None:
+    """Why a cell's broker (or the simulator's model of one) cannot carry its MQTT version
+    — amqtt and the A2A scenarios, which speak 5 — or None; the substrate says which
+    broker the cell runs on. `read` keeps each scenario read once per version."""
+    if (source, version) not in read:
+        read[source, version] = load_scenario(source, mqtt=version or None)
+    described = substrate(mode)
+    scenario, options = described.prepare(read[source, version],
+                                          described.cell_choice(broker, hosting))
+    ran_on = described.identity(scenario, options)
+    return version_refusal(scenario, ran_on.model or ran_on.broker)
+
+
 def load_matrix(path: Path) -> Matrix:
     """Read and expand a matrix file; a bad key names the file, the key and what it wants."""
     where = str(path)
@@ -95,6 +110,7 @@ def load_matrix(path: Path) -> Matrix:
     known_scenarios = sorted(p.stem for p in SCENARIOS.glob("*.toml")
                              if not p.name.endswith(".matrix.toml"))
     cells: list[Cell] = []
+    spoken: dict[tuple[Path, str], Scenario] = {}    # each scenario read once per version
     for i, g in enumerate(groups):
         at = f"{where}: group[{i}]"
         if not isinstance(g, dict):
@@ -179,6 +195,14 @@ def load_matrix(path: Path) -> Matrix:
                         for (broker, hosting), version in itertools.product(described.cells(
                                 list(map(str, brokers)), sim_brokers, list(map(str, hostings)),
                                 nodes_of.get(scenario)), versions):
+                            source = Path(files[scenario]) if scenario in files \
+                                else SCENARIOS / f"{scenario}.toml"
+                            refused = _unspoken(source, str(mode), broker, hosting, version,
+                                                spoken)
+                            if refused is not None:
+                                if g.get("scenarios", ["@all"]) == ["@all"]:
+                                    continue       # "@all" leaves them out, as sim_only
+                                raise SpecError(f"{at}: {refused}")
                             cells.append(Cell(name, scenario, variant,
                                               None if topo == "own" else str(topo),
                                               int(seed), str(mode), broker, hosting,

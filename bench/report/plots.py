@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from bench.checks.network import nodes_named  # noqa: E402
 from bench.history import read_jsonl  # noqa: E402
 from bench.substrates import substrate
 
@@ -90,6 +91,7 @@ def fault_windows(events: Iterable[dict[str, Any]]) -> list[tuple[float, float, 
     events = list(events)
     end = max((float(e["tMs"]) for e in events), default=0.0)
     starts: dict[int, tuple[float, str]] = {}
+    named: dict[int, str] = {}                      # fault index -> " on" the nodes it names
     healed: dict[int, float] = {}
     crashed: dict[str, tuple[float, int]] = {}      # node -> (when, fault index)
     outages: dict[int, list[tuple[float, float, str]]] = defaultdict(list)
@@ -98,6 +100,7 @@ def fault_windows(events: Iterable[dict[str, Any]]) -> list[tuple[float, float, 
         t, kind = float(e["tMs"]), e["kind"]
         if kind == "fault_start":
             starts[int(e["faultIndex"])] = (t, str(e["fault"]))
+            named[int(e["faultIndex"])] = _on(e.get("params"))
         elif kind == "fault_healed" and e.get("faultIndex") is not None:
             healed[int(e["faultIndex"])] = t
         elif kind == "node_crashed" and e.get("faultIndex") is not None:
@@ -120,8 +123,14 @@ def fault_windows(events: Iterable[dict[str, Any]]) -> list[tuple[float, float, 
         if outages.get(index):
             windows += [(a, b, f"{label} ({who} down)", index) for a, b, who in outages[index]]
         else:
-            windows.append((t0, healed.get(index, end), label, index))
+            windows.append((t0, healed.get(index, end), label + named.get(index, ""), index))
     return windows
+
+
+def _on(params: object) -> str:
+    """ " on exec-1" (or " on exec-1, exec-2"): the nodes a fault's parameters name."""
+    named = nodes_named(params)
+    return f" on {', '.join(named)}" if named else ""
 
 
 def fault_starts_ms(events: Iterable[dict[str, Any]]) -> dict[int, float]:
@@ -165,6 +174,8 @@ def _shade(ax: Any, events: list[dict[str, Any]], origin_ms: float) -> None:
 
 #: A latency-over-time window with fewer requests draws no quantile (the p99 of 2 is noise).
 MIN_PER_BIN = 5
+#: A window's p99 is its own only with this many requests; with fewer it is its maximum.
+P99_NEEDS = 100
 
 #: The run plots' time axis: the workload's clock, which a scenario's fault times use.
 TIME_AXIS = "s since the workload started (a fault's at_s counts from here)"
@@ -261,7 +272,10 @@ def latency_over_time(events: list[dict[str, Any]], title: str) -> Figure:
         # every bin from the first to the last: one with too few requests for a quantile
         # (or none) breaks the line, so it neither ends on one request nor ramps over a gap
         xs = list(range(min(bins), max(bins) + 1))
-        for q, colour, label in ((0.5, PALETTE[1], "p50"), (0.99, PALETTE[3], "p99")):
+        # a p99 needs 100 requests in its window; of fewer it is the window's largest: said so
+        drawn = [len(bins[b]) for b in xs if len(bins.get(b, ())) >= MIN_PER_BIN]
+        upper = (0.99, "p99") if drawn and min(drawn) >= P99_NEEDS else (1.0, "max")
+        for q, colour, label in ((0.5, PALETTE[1], "p50"), (upper[0], PALETTE[3], upper[1])):
             ys = [sorted(bins[b])[min(len(bins[b]) - 1, int(q * len(bins[b])))]
                   if len(bins.get(b, ())) >= MIN_PER_BIN else float("nan") for b in xs]
             ax.plot([(b + 0.5) * bin_ms / 1000 for b in xs], ys, color=colour, lw=1.8,
@@ -384,20 +398,32 @@ def message_counts(events: list[dict[str, Any]], title: str) -> Figure:
 MAX_CELLS_SHOWN = 60
 
 
+def _hidden_cells(total: int, rest: list[dict[str, Any]]) -> str:
+    """What the duplicates plot leaves out (`rest` of `total` cells), counted from what it
+    leaves out: it said "the 202 not shown had no duplicate and no seeded defect" where 31 of
+    them were seeded defects."""
+    with_duplicates = sum(1 for c in rest if c["metrics"]["duplicates_delivered"]
+                          or c["metrics"]["duplicates_executed"])
+    defects = sum(1 for c in rest if c["cell"]["variant"] != "reference")
+    what = ", ".join([*([f"{with_duplicates} with duplicates"] if with_duplicates else []),
+                      *([f"{defects} of seeded defects"] if defects else [])]) \
+        or "none with a duplicate or a seeded defect"
+    return f"({total - len(rest)} of {total} cells; not shown: {len(rest)}, {what})"
+
+
 def duplicates(cells: list[dict[str, Any]], title: str) -> Figure:
     """Per cell: duplicates that reached a node versus duplicates that ran a task again.
     Every cell is a row (a zero is a finding too: the ledger had nothing to drop); past
     MAX_CELLS_SHOWN, the cells with duplicates or a seeded defect come first and the title
-    says how many more had none."""
+    counts what it leaves out."""
     def telling(c: dict[str, Any]) -> bool:
         return bool(c["metrics"]["duplicates_delivered"] or c["metrics"]["duplicates_executed"]
                     or c["cell"]["variant"] != "reference")
     rows = cells
     if len(cells) > MAX_CELLS_SHOWN:
-        rows = ([c for c in cells if telling(c)] + [c for c in cells if not telling(c)])
-        rows = rows[:MAX_CELLS_SHOWN]
-        title += (f"\n({len(rows)} of {len(cells)} cells; the {len(cells) - len(rows)} not "
-                  "shown had no duplicate and no seeded defect)")
+        ordered = [c for c in cells if telling(c)] + [c for c in cells if not telling(c)]
+        rows = ordered[:MAX_CELLS_SHOWN]
+        title += "\n" + _hidden_cells(len(cells), ordered[MAX_CELLS_SHOWN:])
     seeds = len({c["cell"]["seed"] for c in rows}) > 1
     labels = [f"{c['cell']['scenario']} · {c['cell']['variant']}"
               + (f" · s{c['cell']['seed']}" if seeds else "")

@@ -28,9 +28,9 @@ from bench.substrates.log import RunLog
 from bench.variants import Variant
 from bench.workload import Op
 
-__all__ = ["Choice", "Deployment", "Hosting", "Identity", "Mode", "Options", "RunLog",
-           "SelfCheckFailed", "Substrate", "keyring", "node_configs", "open_deployment",
-           "substrate"]
+__all__ = ["Choice", "Deployment", "EnvironmentFailure", "Hosting", "Identity", "Mode", "Options",
+           "RunLog", "SelfCheckFailed", "Substrate", "keyring", "node_configs",
+           "open_deployment", "substrate"]
 
 
 class Hosting(StrEnum):
@@ -40,7 +40,12 @@ class Hosting(StrEnum):
     PROCESS = "process"
 
 
-class SelfCheckFailed(RuntimeError):
+class EnvironmentFailure(RuntimeError):
+    """The environment failed the run (a node that never came up, an image that could not be
+    built): said in one line, exit 2, never a traceback — it is not the bench's bug."""
+
+
+class SelfCheckFailed(EnvironmentFailure):
     """A node did not come up the way seed 002 §11.3's four start-up lines say it must."""
 
 
@@ -63,6 +68,9 @@ class Options:
     node_commands: tuple[str, ...] = ()
     #: a wire tap in front of every node, not only those a command of their own starts
     wire_tap: bool = False
+    #: node processes' stderr on the bench's stderr as well as in the run folder's logs/
+    #: (conform keeps it to the logs: its table is what it prints)
+    echo_node_stderr: bool = True
 
     @property
     def shown_broker(self) -> str:

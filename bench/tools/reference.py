@@ -344,8 +344,42 @@ def variants_page() -> str:
                  _table(("variant", "caught by", "scenario", "seed ref", "the defect"), rows))
 
 
+def clauses_page() -> str:
+    """Each clause of the A2A-over-MQTT profile, per role `conform` holds a command to: the
+    rules that judge it and the runs of the suite that exercise it, or why none does."""
+    from bench.conform import PROFILES
+    from bench.profiles.a2a_mqtt.clauses import CLAUSES
+    rows = []
+    for c in CLAUSES:
+        cells = []
+        for name in ("a2a-mqtt", "a2a-mqtt/requester"):
+            p = PROFILES[name]
+            if c.role not in p.binds:
+                cells.append("—")
+                continue
+            judged = [r for r in p.rules if c.id in (i.strip() for i in r.ids.split(","))]
+            if judged:
+                rules = sorted({ref for r in judged for ref in r.judged_by})
+                where = sorted({s for r in judged for s in r.where})
+                cells.append(", ".join(f"[`{ref}`](rules.md#{ref.split('.')[0]})"
+                                       for ref in rules)
+                             + " in " + ", ".join(f"`{s}`" for s in where))
+            else:
+                cells.append(_md(dict(p.unjudged).get(c.id, "not judged yet")))
+        rows.append((f"`{c.id}`", c.level.value, c.role.value, _md(c.text), *cells))
+    return _page("Profile clauses",
+                 "Each clause of the A2A-over-MQTT profile (docs/profiles/a2a-mqtt.md, from "
+                 "`bench.profiles.a2a_mqtt.clauses`), as `a2a-bench conform --profile "
+                 "a2a-mqtt` judges it of a responder and with `--role requester` of a "
+                 "requester: the checker rules that decide it and the runs of the suite that "
+                 "exercise it, or why no rule does (— : the clause binds another role).",
+                 _table(("clause", "level", "binds", "what it says", "of a responder",
+                         "of a requester"), rows))
+
+
 # -- the pages --------------------------------------------------------------------------------
 PAGES: dict[str, Callable[[], str]] = {
+    "docs/reference/clauses.md": clauses_page,
     "docs/reference/rules.md": rules_page,
     "docs/reference/faults.md": faults_page,
     "docs/reference/situations.md": situations_page,

@@ -14,7 +14,14 @@ What the adapter adds, and only that:
 - the contract's lines: `executors_registered` at once (the SDK keeps no connection between
   requests: it opens one per request), `request_sent` when a line is taken on, and
   `request_settled` with what the SDK's stream ended in (terminal: COMPLETED; failed or an
-  error: FAILED; input-required: COMPLETED, the turn ended; timeout: NO_RESPONSE).
+  error: FAILED; input-required: COMPLETED, the turn ended; timeout: NO_RESPONSE; an
+  exception the SDK raises to its caller: SEND_FAILED, with the exception on stderr — the
+  request's end, as a caller sees it; the SDK's stream has ended either way);
+- the bench's `stop` line (the end of a run) cancels the requests in flight, as Ctrl-C in
+  the README's `asyncio.run(main())` would.
+Nothing else: no signal handler (SIGTERM does to it what it does to the README's client), no
+reconnect, no setting of its client; tests/live/test_adapters_change_nothing.py holds it to
+the README run alone.
 """
 
 from __future__ import annotations
@@ -22,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 import time
 import uuid
@@ -108,8 +114,6 @@ async def main() -> None:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     asking: set[asyncio.Task[None]] = set()
     lines = asyncio.create_task(bench_lines(reader, asking))
-    # SIGTERM (an operator, `docker stop`, a graceful restart) stops it as the stop line does
-    loop.add_signal_handler(signal.SIGTERM, lines.cancel)
     with contextlib.suppress(asyncio.CancelledError):
         await lines
     for t in asking:

@@ -13,8 +13,11 @@ What the adapter adds, and only that:
 - `executors_registered` once the SDK's SUBSCRIBE is acknowledged: the SDK has no hook
   there, so the adapter wraps `aiomqtt.Client.subscribe` to print the line after it
   returns (the call itself is unchanged);
-- the bench's `stop` line, or SIGTERM, cancels `Responder.run()`, as Ctrl-C would: the
-  SDK's own shutdown (its offline card) runs.
+- the bench's `stop` line (the end of a run) cancels `Responder.run()`, as Ctrl-C in the
+  README's `asyncio.run(main())` would: the SDK's own shutdown (its offline card) runs.
+Nothing else: no signal handler (SIGTERM — a graceful restart fault, `docker stop` — does to
+it what it does to the README's agent), no reconnect, no exception handling, no setting of
+its client; tests/live/test_adapters_change_nothing.py holds it to the README run alone.
 `messageId` in `task_executed` is the request's JSON-RPC id: `on_request` is not given the
 Correlation Data. An agent that asks for input (`inputRequired`) cannot say so through the
 SDK 0.1.0 (`on_request` returns text or raises): its question is returned as the answer.
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 import time
 from typing import Any
@@ -104,8 +106,6 @@ async def main() -> None:
                                                        port=spec["broker"][1]),
                        topics=TopicSpace(org=ORG, unit=UNIT), card={"name": AGENT})
     agent_run = asyncio.create_task(agent.run())
-    # SIGTERM (an operator, `docker stop`, a graceful restart) stops it as the stop line does
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, agent_run.cancel)
     lines = asyncio.create_task(bench_lines(agent_run))
     try:
         await agent_run

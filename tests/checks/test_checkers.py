@@ -27,6 +27,9 @@ from tests.helpers import (
     task_state,
 )
 
+#: every hand-written history also with all its events in one millisecond (conftest.py)
+pytestmark = pytest.mark.usefixtures("one_millisecond_too")
+
 
 def rules_of(v: object) -> set[str]:
     return {c["rule"] for c in v.counterexamples}  # type: ignore[attr-defined]
@@ -38,6 +41,48 @@ def test_duplicate_execution() -> None:
     assert v.value is Value.FALSE and v.counterexamples[0]["seq"] == [3, 4]
     assert v.counterexamples[0]["rule"] == "executed_once"
     assert v.rules["executed_once"]["violations"] == 1
+
+
+def test_admitted_once_orders_a_flush_and_an_admission_by_seq_not_milliseconds() -> None:
+    """Live, a ledger flush and an admission often share a millisecond (the fidelity matrix's
+    streaming_home_restart on Mosquitto): which came first is the history's order."""
+    def judge_at(*events: ev.Event) -> int:
+        return int(DUPLICATE_EXECUTION(history(*events, step_ms=0.0))
+                   .rules["admitted_once"]["violations"])
+
+    flush = at("exec-1", ev.LedgerFlushed(1, 0, 0, 0))
+    again = admitted("exec-1", "llm.tax", "exec-1", message_id="m1")
+    first = admitted("exec-1", "llm.tax", "exec-1", message_id="m1")
+    # flushed, then admitted, then crashed: the ledger never held it, the copy is honest
+    assert judge_at(flush, first, crashed(), booted(), again) == 0
+    # admitted, then flushed, then crashed: the ledger had it on disk, the copy is a duplicate
+    assert judge_at(first, flush, crashed(), booted(), again) == 1
+
+
+def test_nothing_recorded_while_an_interrupted_run_stops_counts_against_a_node() -> None:
+    """Ctrl-C on a docker run: the nodes stop one after another, and an executor still
+    answering the orchestrator already stopped published answers that never reached it
+    (issue 50: qos1_delivery FALSE on the reference). After the interruption nothing is a
+    violation, and what was due then is still under way at the history's end."""
+    stop = ev.RunInterrupted("Ctrl-C", 25_000.0, node="bench")
+    answer = outbound("resp", "PUBLISHED", message_type="TASK_RESPONSE", target="orch-1",
+                      node="exec-1")
+
+    def judged(*events: ev.Event, step_ms: float = 1.0) -> Value:
+        return QOS1_DELIVERY(history(*events, step_ms=step_ms)).value
+
+    # uninterrupted, long before the end: lost, FALSE
+    assert judged(answer, *[at("exec-1", ev.RunStopping())] * 3, step_ms=2_000.0) \
+        is Value.FALSE
+    # published after the interruption: not judged
+    assert judged(stop, answer, *[at("exec-1", ev.RunStopping())] * 3, step_ms=2_000.0) \
+        is Value.UNKNOWN
+    # published just before it, its addressee stopped after: still under way at the cut
+    assert judged(answer, stop, *[at("exec-1", ev.RunStopping())] * 3, step_ms=500.0) \
+        is Value.UNKNOWN
+    # published long before it and lost: a violation all the same
+    assert judged(answer, *[at("exec-1", ev.RunStopping())] * 6, stop, step_ms=500.0) \
+        is Value.FALSE
 
 
 def test_task_lifecycle_true_false_unknown() -> None:
@@ -53,6 +98,8 @@ def test_task_lifecycle_true_false_unknown() -> None:
     v = TASK_LIFECYCLE(running)
     assert v.value is Value.UNKNOWN and v.counts["unfinished_at_end"] == 1
     assert v.rules["reaches_terminal"]["unknown"] == 1
+    # an UNKNOWN says why: the cases its rules could not decide
+    assert v.note == "undecided: reaches_terminal unfinished_at_end (1)"
 
 
 def test_silent_loss() -> None:
@@ -101,15 +148,18 @@ def test_silent_loss() -> None:
     assert answered("orch-2") is Value.FALSE
     assert lost(ev.ResponseUnmatched("r1", "resp", "unknown requestId", node="orch-1")) \
         is Value.FALSE
-    # a crash lasts until the node's client is connected again, not merely booted
+    # a crash lasts until the node's client is connected again, not merely booted (exec-1
+    # back, then orch-1 sends: two nodes' clocks, which a tie cannot order — it reads as
+    # overlap, and excuses)
     back_up = ev.MqttConnected("exec-1", True, node="exec-1")
     healed_before = history(crashed("exec-1"), booted("exec-1"), back_up, request_sent("r1"),
-                            to_exec, request_settled("r1", "NO_RESPONSE"))
+                            to_exec, request_settled("r1", "NO_RESPONSE"), step_ms=1.0)
     assert SILENT_LOSS(healed_before).value is Value.FALSE
     booted_only = history(crashed("exec-1"), booted("exec-1"), request_sent("r1"), to_exec,
                           request_settled("r1", "NO_RESPONSE"))
     assert SILENT_LOSS(booted_only).value is Value.TRUE
-    # after a broker restart a node is out until its own client has reconnected
+    # after a broker restart a node is out until its own client has reconnected (exec-1's
+    # reconnect and orch-1's request: two nodes' clocks, 1 ms apart)
     stop = ev.FaultFired("broker_restart", 0, "broker stopped", node="nemesis")
     start = ev.FaultFired("broker_restart", 0, "broker started", node="nemesis")
 
@@ -119,7 +169,7 @@ def test_silent_loss() -> None:
     def around_restart(*before: ev.Event) -> Value:
         return SILENT_LOSS(history(stop, start, *before, request_sent("r1"), to_exec,
                                    request_settled("r1", "NO_RESPONSE"), back("orch-1"),
-                                   back("exec-1"))).value
+                                   back("exec-1"), step_ms=1.0)).value
 
     assert around_restart() is Value.TRUE
     assert around_restart(back("orch-1"), back("exec-1")) is Value.FALSE
@@ -149,7 +199,8 @@ def test_silent_loss() -> None:
     # still pending when the history ends: unknown; past its deadline: false
     assert SILENT_LOSS(history(request_sent("r1", timeout_ms=10_000), booted(), booted())).value \
         is Value.UNKNOWN
-    assert SILENT_LOSS(history(request_sent("r1", timeout_ms=1), booted(), booted())).value \
+    assert SILENT_LOSS(history(request_sent("r1", timeout_ms=1), booted(), booted(),
+                               step_ms=1.0)).value \
         is Value.FALSE
     twice = history(request_sent("r1"), request_settled("r1", "COMPLETED"),
                     request_settled("r1", "COMPLETED"))

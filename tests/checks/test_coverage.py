@@ -16,6 +16,9 @@ from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE
 from tests.helpers import crashed, dropped, history, outbound, task_state
 
+#: every hand-written history also with all its events in one millisecond (conftest.py)
+pytestmark = pytest.mark.usefixtures("one_millisecond_too")
+
 
 def situations(tmp_path: Path, name: str) -> dict[str, int]:
     run_scenario(load_scenario(SCENARIOS / f"{name}.toml"), REFERENCE, tmp_path, mode="sim")

@@ -7,7 +7,40 @@ the same thing by itself would.
   of a node that went offline: the reference refuses to queue there (W-DIR-5);
 - a forgery admitted under a request's messageId, then the genuine request tampered on the
   way: silent_loss must still see the forgery;
-- a hostile envelope injected while the broker was down: nobody could refuse it;
+- a hostile envelope injected while the broker was down: nobody could refuse it; nor one
+  injected while another node held the target's client id (the impostor was handed it);
+- a reply without Correlation Data the broker's redelivery fault sent twice (up to its
+  last scheduled copy's delay past the heal), or the link duplicated: one reply;
+- a request still running when its requester gave up, while a forgery under its messageId
+  ran and ended elsewhere: the genuine task's end is the one that counts;
+- a request queued for an attacker's ghost, the only entry listing its agent, by a node that
+  never saw a live holder go offline (it had just restarted): W-DIR-5 queues there;
+- a task's answer that reached its requester though its PUBACK never came back (a partition,
+  then a restart): it was answered;
+- frames held behind a hole by a home whose clock was then set back (its reorder window
+  runs on that clock): undecided, not FALSE;
+- a request handed over just after a lossy link's heal, while the link still retransmitted
+  what it had lost: undecided, not FALSE;
+- requests the node a key rotation left with the old keys (on purpose) refused are the
+  fault's doing, not a class of work failing;
+- a gate opened while its store's clock was set ahead falls due that much later (its
+  deadline is on that clock), one whose deadline the clock jumped past at once;
+- a reply without Correlation Data MQTT itself delivered again on a resumed session (DUP,
+  the same packet id): one reply;
+- a partition of a node down when it began: no connection for the broker to give up;
+- a message its sender sent again after losing its connection before the PUBACK — and
+  never settled, having crashed — is new to the broker, not a re-delivery;
+- a message a broker without its sessions took before its target subscribed again, whose
+  PUBACK a slow link brought back after that: lost with the sessions;
+- a replay queued for a node that restarted across a key rotation, its key retired by then:
+  BAD_SIGNATURE is honest at its arrival;
+- requests refused STALE from a requester whose clock a fault set ahead: the fault's doing;
+- a malformed request answered (or not yet) over a lossy link still catching up after its
+  heal: undecided, not FALSE;
+- gate decisions still in their sender's TCP retransmission queue (a lossy link that never
+  caught up): in flight, not unresumed;
+- requests sent while their only executor was down (UNDELIVERABLE, rightly) are no class
+  of work failing by itself;
 - requests the workload misaddressed or a forgery shadowed do not make a run's requests
   "not one got through";
 - a request signed before its sender's clock was set off, acknowledged after: judged by
@@ -116,6 +149,81 @@ def _headers_never_rewritten(lines: Lines) -> None:
                                          and e["attack"] == "tamper_headers")]
 
 
+def _never_taken_over(lines: Lines) -> None:
+    """The impostor's connections under exec-2's client id gone: then nothing took the
+    injections but exec-2, which never refused them."""
+    lines[:] = [e for e in lines if not (e["kind"] == "mqtt_connected" and e["node"] == "orch-1"
+                                         and e.get("clientId") == "exec-2")]
+
+
+def _nothing_redelivered(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e.get("fault") != "qos1_redelivery"]
+
+
+def _never_down(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e["kind"] != "node_crashed"]
+
+
+def _no_delays_journaled(lines: Lines) -> None:
+    """The broker's journal of each copy and its delay gone: a copy seconds after the heal
+    is then past any bound the fault set."""
+    lines[:] = [e for e in lines if not (e["kind"] == "fault_fired"
+                                         and e["fault"] == "qos1_redelivery")]
+
+
+def _hung_tasks_ended(lines: Lines) -> None:
+    """Each task still running at the end given an end at once: then its request had its
+    answer's chance, and no answer is unexplained."""
+    ended = {(e["node"], e["taskId"]) for e in lines
+             if e["kind"] == "task_state" and e["state"] in ("COMPLETED", "FAILED", "TIMEOUT")}
+    out: Lines = []
+    for e in lines:
+        out.append(e)
+        if e["kind"] == "task_executed" and (e["node"], e["taskId"]) not in ended:
+            out.append({k: e[k] for k in ("seq", "tMs", "node", "taskId", "agentId")}
+                       | {"kind": "task_state", "state": "COMPLETED", "previous": "RUNNING",
+                          "error": None})
+    lines[:] = out
+
+
+def _ghost_never_planted(lines: Lines) -> None:
+    """The fault's journal of the ghost it planted gone: a target that is no node and no
+    attack's is the node's own invention."""
+    lines[:] = [e for e in lines if not (e["kind"] == "fault_fired"
+                                         and e["fault"] == "ghost_announcement")]
+
+
+def _answers_never_arrived(lines: Lines) -> None:
+    lines[:] = [e for e in lines if not (e["kind"] == "inbound_admitted"
+                                         and e["messageType"] == "TASK_RESPONSE")]
+
+
+def _nobody_left_stale(lines: Lines) -> None:
+    for e in lines:
+        if e.get("fault") == "key_rotation" and e["kind"] == "fault_start":
+            e["params"] = {k: v for k, v in e["params"].items() if k != "stale_node"}
+
+
+def _copies_marked_new(lines: Lines) -> None:
+    """Every reply taken marked a first delivery: then a second copy is a second reply."""
+    for e in lines:
+        if e["kind"] == "a2m_reply_taken":
+            e["dup"] = False
+
+
+def _sender_never_lost_its_connection(lines: Lines) -> None:
+    lines[:] = [e for e in lines if not (e["node"] == "exec-1" and e["kind"] in (
+        "mqtt_disconnected", "node_crashed"))]
+
+
+def _links_never_slow(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e.get("fault") != "latency"]
+
+
+def _never_rotated(lines: Lines) -> None:
+    lines[:] = [e for e in lines if e.get("fault") != "key_rotation"]
+
+
 CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None]]] = {
     "request_for_a_gone_holder_not_sent_to_a_ghost": (
         [("directory_liveness", "undeliverable_only_when_unknown",
@@ -159,6 +267,61 @@ CASES: dict[str, tuple[list[tuple[str, str, str | None]], Callable[[Lines], None
     "hostile_reply_node_rewritten_by_a_man_in_the_middle": (
         [("robustness", "hostile_input_refused", "reply_node_rewritten_in_flight")],
         _headers_never_rewritten),
+    "hostile_input_lost_to_a_client_id_takeover": (
+        [("robustness", "hostile_input_refused", "lost_to_client_id_takeover")],
+        _never_taken_over),
+    "a2a_redelivered_copy_of_a_reply_without_correlation": (
+        [("a2a_replies", "replies_answer_a_request",
+          "copy_the_redelivery_fault_made")], _nothing_redelivered),
+    "a2a_reply_without_correlation_delivered_twice": (
+        [("a2a_replies", "replies_answer_a_request", "copy_the_redelivery_fault_made")],
+        _nothing_redelivered),
+    "a2a_reply_without_correlation_copied_after_the_heal": (
+        [("a2a_replies", "replies_answer_a_request", "copy_the_redelivery_fault_made")],
+        _no_delays_journaled),
+    "request_still_running_while_a_forgery_under_its_message_id_ended": (
+        [("silent_loss", "no_response_explained", "no_response_task_slower_than_timeout")],
+        _hung_tasks_ended),
+    "queued_for_a_planted_ghost_after_a_restart": (
+        [("targeted_delivery", "published_to_a_node",
+          "queued_for_a_planted_ghost_as_w_dir_5_says")], _ghost_never_planted),
+    "answer_arrived_before_its_puback_died_with_a_restart": (
+        [("reply_routing", "ended_task_answered", "answer_arrived_unsettled")],
+        _answers_never_arrived),
+    "relayed_frames_held_by_a_home_whose_clock_was_set_back": (
+        [("relay_integrity", "relayed_frames_accounted", None)], _no_clock_skew),
+    "a2a_handover_held_behind_a_lossy_link_after_its_heal": (
+        [("a2a_handover", "handed_over_requests_reach_their_agent", "handovers_undecided")],
+        _links_never_lossy),
+    "requests_refused_by_the_node_a_key_rotation_left_stale": (
+        [("silent_loss", "driven_requests_get_through",
+          "refused_for_a_key_or_a_clock_a_fault_set")], _nobody_left_stale),
+    "gate_opened_on_a_clock_set_ahead_expires_that_much_later": (
+        [("gate_integrity", "timeout_policy_applied", "open_at_end")], _no_clock_skew),
+    "a2a_reply_without_correlation_redelivered_on_a_resumed_session": (
+        [("a2a_replies", "replies_answer_a_request",
+          "redelivered_copy_of_a_reply_without_correlation")], _copies_marked_new),
+    "partition_of_a_node_down_when_it_began": (
+        [("deployment", "gives_up_a_silent_client", "down_when_silenced")], _never_down),
+    "response_resent_by_its_sender_after_a_broker_restart": (
+        [("deployment", "redelivers_the_same_packet", "sender_resent")],
+        _sender_never_lost_its_connection),
+    "published_over_a_slow_link_before_the_target_subscribed_again": (
+        [("qos1_delivery", "published_reaches_addressee", "lost_with_non_persistent_broker")],
+        _links_never_slow),
+    "replay_queued_for_a_node_restarting_across_a_key_rotation": (
+        [("auth_admission", "verdict_is_honest", "signed_under_a_key_rotated_in_flight")],
+        _never_rotated),
+    "requests_refused_stale_from_a_requester_a_fault_set_ahead": (
+        [("silent_loss", "driven_requests_get_through",
+          "refused_for_a_key_or_a_clock_a_fault_set")], _no_clock_skew),
+    "a2a_malformed_request_held_behind_a_lossy_link_after_its_heal": (
+        [("a2a_replies", "malformed_requests_refused", None)], _links_never_lossy),
+    "gate_decisions_held_by_a_link_that_never_caught_up": (
+        [("gate_integrity", "decision_resumes", None)], _links_never_lossy),
+    "requests_while_their_only_executor_is_down_do_not_count": (
+        [("silent_loss", "driven_requests_get_through", "to_an_agent_no_node_hosted")],
+        _never_down),
 }
 
 

@@ -75,11 +75,15 @@ def drop_terminal_state(lines: Lines) -> None:
 
 def interrupted_unanswered(lines: Lines) -> None:
     """A task a restart ended FAILED("interrupted"), its requester never told: the
-    response's settlement is gone (nothing left the executor)."""
+    response's settlement is gone, and its arrival (nothing left the executor)."""
     task = lines[where(lines, "task_state", lambda e: e.get("error") == "interrupted")]
     lines.pop(where(lines, "outbound_settled",
                     lambda e: response(e) and e["requestId"] == task["taskId"]
                     and e["node"] == task["node"]))
+    lines[:] = [e for e in lines if not (e["kind"] == "inbound_admitted"
+                                         and e["messageType"] == "TASK_RESPONSE"
+                                         and e.get("requestId") == task["taskId"]
+                                         and e.get("originNodeId") == task["node"])]
 
 
 def merged_out_of_branch_order(lines: Lines) -> None:
@@ -373,6 +377,23 @@ def answered_after_the_end(lines: Lines) -> None:
     lines.insert(i + 1, {**copy.deepcopy(lines[i]), "state": "TASK_STATE_WORKING"})
 
 
+def task_denied(lines: Lines) -> None:
+    """The first GetTask of a task the responder had answered is answered 'task not
+    found' (a table that forgets, a GetTask never implemented)."""
+    get = lines[where(lines, "a2m_request_taken", lambda e: e.get("method") == "GetTask")]
+    i = where(lines, "a2m_replied", lambda e: e["correlation"] == get["correlation"])
+    lines[i].update(reply="ERROR", code=-32001, state=None)
+
+
+def context_refused(lines: Lines) -> None:
+    """The request that opened the first context is answered -32602 (a responder that
+    knows only the contexts it made)."""
+    first = lines[where(lines, "a2m_request_taken", lambda e: e.get("intake") == "NEW"
+                        and e.get("contextId") is not None)]
+    i = where(lines, "a2m_replied", lambda e: e["correlation"] == first["correlation"])
+    lines[i].update(reply="ERROR", code=-32602, state=None)
+
+
 def sent_again_after_its_answer(lines: Lines) -> None:
     """The first request published once more, under new Correlation Data, after its reply."""
     i = where(lines, "a2m_attempt")
@@ -441,6 +462,17 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "contexts_are_kept": ("a2a_multiturn", alter("a2m_replied", lambda e: bool(
         e.get("contextId")) and e["state"] == "TASK_STATE_COMPLETED", contextId="ctx-other")),
     "ended_tasks_stay_ended": ("a2a_multiturn", answered_after_the_end),
+    "known_tasks_stay_known": ("a2a_multiturn", task_denied),
+    "new_contexts_are_welcome": ("a2a_multiturn", context_refused),
+    "nothing_settled_twice": ("a2a_quickstart", repeat("request_settled")),
+    "pool_members_share_a_group": ("a2a_pool", alter(
+        "executors_registered", lambda e: e["node"] == "tax-2",
+        subscribed=lambda e: [f.replace("$share/a2a.acme.billing.p1/", "$share/g2/")
+                              for f in e["subscribed"]])),
+    "requests_go_to_request_topics": ("a2a_quickstart", alter(
+        "a2m_attempt", topic="$a2a/v1/request/acme/billing")),
+    "correlations_are_the_requesters_own": ("a2a_quickstart", alter(
+        "a2m_attempt", correlation=lambda e: e["taskId"].encode().hex())),
     "requests_carry_a_reply_path": ("a2a_quickstart", alter("a2m_attempt", taskId="task-1")),
     "no_request_again_after_a_reply": ("a2a_quickstart", sent_again_after_its_answer),
     "turns_keep_the_task_and_context": ("a2a_multiturn", alter(
@@ -591,9 +623,10 @@ def renumbered(lines: Lines) -> Lines:
 def test_every_rule_has_a_recipe() -> None:
     """Here on simulated histories; the wire's rules on a live one (the simulator has no
     wire to tap), in tests/live/test_wire_tap.py."""
-    from tests.live.test_a2a_live import A2A_WIRE_MUTATIONS
+    from tests.live.test_a2a_live import A2A_WIRE_MUTATIONS, REQUESTER_MUTATIONS
     from tests.live.test_wire_tap import ATTACK_MUTATIONS, MUTATIONS
-    wire = {rule for _mutate, rule in [*MUTATIONS.values(), *ATTACK_MUTATIONS.values()]}
+    wire = {rule for _mutate, rule in [*MUTATIONS.values(), *ATTACK_MUTATIONS.values(),
+                                       *REQUESTER_MUTATIONS.values()]}
     wire |= {rule for _mutate, _checker, rule in A2A_WIRE_MUTATIONS.values()}
     assert set(RECIPES) | wire == set(OWNER)
 

@@ -95,3 +95,4 @@ def test_a_puback_a_lossy_link_slowed_may_belong_to_a_message_still_in_the_loss(
                  outbound("x1", "PUBLISHED", target="orch-1", node="exec-1")]
     assert QOS1_DELIVERY(history(target_only, *tail[:10], fault_healed("loss"), *caught_up,
                                  *tail[:10], SENT, *tail, step_ms=50)).value is Value.FALSE
+

@@ -72,6 +72,15 @@ def test_the_quickstart_runs_in_containers_and_leaves_nothing_behind(tmp_path: P
     assert not leftovers()
 
 
+@pytest.mark.parametrize("point", ["workload", "down", "healed"])
+def test_ctrl_c_anywhere_in_a_docker_run_is_never_a_verdict(tmp_path: Path, point: str) -> None:
+    """Issue 50: Ctrl-C on a docker run exited 1 — the nodes stop one container after
+    another, and executors answering the orchestrator already stopped counted as losses."""
+    from tests.live.test_interrupted import ctrl_c_at
+    ctrl_c_at(tmp_path / "run", point, ("--mode", "docker"))
+    assert not leftovers()
+
+
 def test_a_restart_kills_the_container_and_starts_it_again_on_its_data_dir(tmp_path: Path) -> None:
     result = run_scenario(compressed("restart", 8), REFERENCE, tmp_path, mode=Mode.DOCKER,
                           options=Options(broker="mosquitto"))
@@ -136,6 +145,36 @@ def test_a_seeded_defect_fails_in_docker_as_in_simulation(tmp_path: Path) -> Non
                           options=Options(broker="amqtt"))
     verdicts = {v.name: v.value.value for v in result.verdicts}
     assert verdicts[defect.caught_by] == "false", verdicts
+
+
+def test_a_broker_container_whose_port_was_taken_since_it_was_chosen_publishes_another(
+        tmp_path: Path) -> None:
+    """A full suite beside a fast-lane loop: "Error starting userland proxy: listen tcp4
+    127.0.0.1:60627: bind: address already in use" — another run took the port the broker's
+    container was to publish. Its first start takes another, as a process broker's does."""
+    import socket
+
+    from bench.substrates.docker.deployment import DockerBroker
+    from bench.substrates.docker.image import LABEL, ensure
+    client = ENGINE
+    assert client is not None
+    name = f"a2a-bench-porttest{os.getpid()}"
+    net = client.networks.create(name, labels={LABEL: "test"})  # type: ignore[attr-defined]
+    broker = DockerBroker("amqtt", tmp_path / "broker", client, ensure(client), name,
+                          {LABEL: "test"}, f"{name}-broker")
+    try:
+        with socket.socket() as squatter:
+            squatter.bind(("127.0.0.1", broker.port))
+            squatter.listen()
+            taken = broker.port
+            broker.start()
+            assert broker.port != taken
+    finally:
+        import contextlib
+        broker.stop()
+        with contextlib.suppress(Exception):
+            broker.container.remove(force=True)
+        net.remove()
 
 
 def test_what_a_dead_run_left_is_removed_by_the_next(tmp_path: Path) -> None:

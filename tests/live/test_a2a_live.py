@@ -290,6 +290,30 @@ def _context_of_its_own(lines: list[dict[str, Any]]) -> None:
     reply["conversationId"] = "ctx-made-up"
 
 
+def _final_answer_never_sent(lines: list[dict[str, Any]]) -> None:
+    """The first task tax-1's agent answered: the agent's answer came, and nothing of it
+    left tax-1 on its reply path (a responder that lets a finished task lie)."""
+    task = next(e["taskId"] for e in lines
+                if e["kind"] == "agent_answered" and e["node"] == "tax-1")
+    replies = [e for e in _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/reply/")
+               if e.get("taskId") == task]
+    assert replies
+    lines[:] = [e for e in lines if e not in replies]
+
+
+def _bare_property(lines: list[dict[str, Any]]) -> None:
+    """A reply names its responder in `responder-agent-id`, the prefix left off (A2M-PROP-1)."""
+    reply = _of(lines, "tax-1", "PUBLISH", "out", "$a2a/v1/reply/")[0]
+    users = reply["properties"].setdefault("userProperties", [])
+    users.append(["responder-agent-id", "billing.tax1"])
+
+
+def _topic_out_of_shape(lines: list[dict[str, Any]]) -> None:
+    """It also subscribes `$a2a/v1/requests/...`, a method the binding has not (A2M-TOPIC-2)."""
+    subscribe = _of(lines, "tax-1", "SUBSCRIBE", "out")[0]
+    subscribe["filters"] = [*subscribe["filters"], "$a2a/v1/requests/acme/billing/billing.tax1"]
+
+
 #: the profile's wire rules, each shown FALSE on the real history mutated as a bug would
 A2A_WIRE_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str, str]] = {
     "clean start": (_clean_start, "a2a_session", "connects_with_a_persistent_session"),
@@ -304,6 +328,12 @@ A2A_WIRE_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str,
     "answered twice": (_answered_twice, "a2a_replies", "nothing_after_the_final_answer"),
     "stays online": (_stays_online, "a2a_session", "leaves_offline"),
     "a context of its own": (_context_of_its_own, "a2a_replies", "contexts_are_kept"),
+    "a final answer never sent": (_final_answer_never_sent, "a2a_replies",
+                                  "every_request_answered"),
+    "a binding property without its prefix": (_bare_property, "a2a_session",
+                                              "binding_properties_carry_the_prefix"),
+    "a topic out of shape": (_topic_out_of_shape, "a2a_session",
+                             "interaction_topics_keep_the_shape"),
     "echoes a token": (_echoes_a_token, "a2a_session", "tokens_never_echoed"),
     "tokens in the clear": (_tokens_in_the_clear, "a2a_session", "tokens_travel_over_tls"),
 }
@@ -313,7 +343,7 @@ A2A_WIRE_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str,
 def test_each_profile_wire_rule_fails_on_a_real_history_mutated_as_a_bug_would(
         agent_tapped: list[dict[str, Any]], mutation: str) -> None:
     mutate, checker, rule = A2A_WIRE_MUTATIONS[mutation]
-    lines = [dict(e) for e in agent_tapped]
+    lines = [json.loads(json.dumps(e)) for e in agent_tapped]   # nested dicts too
     mutate(lines)
     v = checkers()[checker](from_lines([{**e, "seq": i + 1} for i, e in enumerate(lines)]))
     assert v.value is Value.FALSE, (mutation, v.counts)
@@ -406,6 +436,25 @@ def _retry_too_soon(lines: list[dict[str, Any]]) -> None:
     raise AssertionError("no retry on the wire")
 
 
+def _expires_within_the_wait(lines: list[dict[str, Any]]) -> None:
+    """Its first request carries a Message Expiry Interval of 10 s (A2M-RETRY-9)."""
+    first = next(e for e in lines if e["kind"] == "wire" and e["node"] == "client-1"
+                 and e["packet"] == "PUBLISH" and e["direction"] == "out"
+                 and (e.get("topic") or "").startswith("$a2a/v1/request/"))
+    first["properties"]["messageExpiryS"] = 10
+
+
+def _context_property_of_another(lines: list[dict[str, Any]]) -> None:
+    """A request names one context in a2a-context-id and another in its payload (A2M-CTX-4)."""
+    first = next(e for e in lines if e["kind"] == "wire" and e["node"] == "client-1"
+                 and e["packet"] == "PUBLISH" and e["direction"] == "out"
+                 and (e.get("topic") or "").startswith("$a2a/v1/request/")
+                 and e.get("conversationId"))
+    users = [u for u in first["properties"].get("userProperties", [])
+             if u[0] != "a2a-context-id"]
+    first["properties"]["userProperties"] = [*users, ["a2a-context-id", "ctx-other"]]
+
+
 REQUESTER_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
     "a retry too soon": (_retry_too_soon, "retries_keep_the_profile"),
     "a retry under the first Correlation Data": (_retry_reuses_the_first_correlation,
@@ -413,6 +462,10 @@ REQUESTER_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str
     "a Task.id that is no UUID": (_task_id_not_a_uuid, "requests_carry_a_reply_path"),
     "a reply topic never subscribed": (_reply_topic_never_subscribed,
                                        "requests_carry_a_reply_path"),
+    "an expiry within the first-reply wait": (_expires_within_the_wait,
+                                              "request_expiry_outlasts_the_wait"),
+    "a context property of another": (_context_property_of_another,
+                                      "context_property_matches_the_payload"),
 }
 
 
@@ -444,14 +497,18 @@ def test_a_requester_that_gives_up_waiting_too_soon_is_seen_on_its_wire(
 def test_a_retry_whose_backoff_outlived_the_reply_shows_on_the_requesters_wire(
         tmp_path: Path) -> None:
     """The bug first written into examples/a2a-requester by accident: a backoff timer armed
-    before the reply came sends the request again when it fires (A2M-RETRY-6)."""
-    scenario = load_scenario(SCENARIOS / "a2a_restart.toml").with_node_command(
+    before the reply came sends the request again when it fires (A2M-RETRY-6); the scenario
+    places replies inside the backoff (a2a_restart placed one there, or none)."""
+    scenario = load_scenario(SCENARIOS / "a2a_reply_in_backoff.toml").with_node_command(
         "requester", (*REQUESTER, "--bug", "stale-backoff"))
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
                           options=Options(broker="mosquitto"))
     [v] = [v for v in result.verdicts if v.name == "a2a_requests"]
     assert v.value is Value.FALSE
-    assert {c["rule"] for c in v.counterexamples} == {"no_request_again_after_a_reply"}
+    # the retry rules see it too, when the stale retry left as its backoff ended (A2M-RETRY-6)
+    rules = {c["rule"] for c in v.counterexamples}
+    assert "no_request_again_after_a_reply" in rules, v.counterexamples[:2]
+    assert rules <= {"no_request_again_after_a_reply", "retries_keep_the_profile"}, rules
 
 
 # -- a graceful stop mid-run (the restart fault's `graceful`: SIGTERM) --------------------------------

@@ -101,7 +101,11 @@ def test_the_profiles_table_has_every_responder_clause_grouped_by_level() -> Non
     assert by["A2M-RSP-5"].evidence.startswith("not applicable: declared core")
     assert by["A2M-RSP-6"].evidence == "a2a_oauth: not run"
     assert by["A2M-SESS-6"].evidence == "a2a_oauth: not run"
-    assert by["A2M-TOPIC-2"].evidence == "not judged: no rule of the bench observes it yet"
+    assert by["A2M-DUP-2"].evidence == "not judged: no rule of the bench observes it yet"
+    # the profile names why no rule judges it: no scenario reaches it
+    named = clause_rows(judge_rules({}, A2A_RULES), unjudged=PROFILES["a2a-mqtt"].unjudged)
+    assert {r.rule.ids: r for r in named}["A2M-DUP-2"].evidence.startswith("never exercised: ")
+    assert not [r for r in named if r.evidence.startswith("not judged")]
     extended = [r for r in rows
                 if BY_ID[r.rule.ids.split(",")[0].strip()].conformance is Conformance.EXTENDED]
     assert extended and all(r.status == "UNKNOWN" and r.declared_out for r in extended)
@@ -141,7 +145,10 @@ def test_one_short_profile_run_of_a_requester_written_elsewhere(tmp_path: Path) 
     assert by["A2M-RR-2, A2M-RR-5, A2M-SESS-2"].status == "FAIL"
     assert "not a UUIDv4" in by["A2M-RR-2, A2M-RR-5, A2M-SESS-2"].evidence
     assert by["A2M-SESS-3, A2M-ID-1"].status == "PASS"
-    assert by["A2M-REQ-1"].evidence == "not judged: no rule of the bench observes it yet"
+    assert by["A2M-SESS-4"].evidence == "not judged: no rule of the bench observes it yet"
+    # a requester publishes no Agent Card: the discovery clauses are not its to keep
+    assert by["A2M-DISC-1"].declared_out and "Discovery Publisher" in by["A2M-DISC-1"].evidence
+    assert by["A2M-RR-1, A2M-TOPIC-2, A2M-TOPIC-3"].evidence == "a2a_pool: not run"
 
 
 def test_the_profile_on_amqtt_or_seed_only_flags_are_one_line_and_exit_3(

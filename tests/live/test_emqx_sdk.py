@@ -101,12 +101,27 @@ def test_the_sdk_responder_dies_of_binary_correlation_data(tmp_path: Path) -> No
     assert died and all("(binary_correlation)" in why for why in died), died
 
 
+def test_the_sdk_responder_answers_get_task_with_an_error(tmp_path: Path) -> None:
+    """A2M-RETRY-3 (a request for a task it has returns that task's state): the SDK has no
+    GetTask — it reads one as a SendMessage without a message and answers -32005, for a task
+    it said a second before was SUBMITTED."""
+    v = _run(tmp_path, "a2a_multiturn", "responder", RESPONDER, squeezed_s=14)
+    assert v["a2a_replies"].value is Value.FALSE
+    assert "known_tasks_stay_known" in _rules(v["a2a_replies"])
+    assert all("GetTask" in c["why"] and "error -32005" in c["why"]
+               for c in v["a2a_replies"].counterexamples if c["rule"] == "known_tasks_stay_known")
+
+
 def test_the_sdk_requester_sends_again_after_the_reply_came(tmp_path: Path) -> None:
     """A2M-RETRY-4: a reply that arrives while it waits out a backoff does not stop the
     retry; the request is published again (the responder here keeps its dedup on disk: no
-    harm done, but a responder whose dedup is the SDK's would run the task twice)."""
-    v = _run(tmp_path, "a2a_restart", "requester", REQUESTER)
+    harm done, but a responder whose dedup is the SDK's would run the task twice). The
+    scenario's 14–16.2 s tasks place about 45 % of the replies in its 1 s backoff (19 judged,
+    10 more forgiven as crossing the reply, of 62 on 2026-12-05): a2a_restart placed one
+    there, or none when the restart was slow."""
+    v = _run(tmp_path, "a2a_reply_in_backoff", "requester", REQUESTER)
     assert v["a2a_requests"].value is Value.FALSE
+    assert v["a2a_requests"].rules["no_request_again_after_a_reply"]["violations"] >= 5
     assert _rules(v["a2a_requests"]) == {"no_request_again_after_a_reply"}
     assert v["a2a_session"].value is Value.FALSE
 
@@ -243,6 +258,25 @@ def test_a_raw_client_sees_a_task_run_again_after_the_sdk_responder_restarts(
         return first.calls, second.calls
     first, second = asyncio.run(go())
     assert first == [task_id] and second == [task_id]
+
+
+def test_a_raw_client_sees_the_sdk_responder_deny_a_task_it_has(broker: Any) -> None:
+    """A2M-RETRY-3: a SendMessage answered (its task SUBMITTED, then COMPLETED), then a
+    GetTask for that Task.id: the SDK answers it with error -32005, and calls its agent
+    for nothing."""
+    task_id = str(uuid.uuid4())
+    get = json.dumps({"jsonrpc": "2.0", "id": "2", "method": "GetTask",
+                      "params": {"id": task_id}}).encode()
+
+    async def go() -> tuple[list[Any], list[Any], list[str]]:
+        p = _probe(broker)
+        async with _running(p):
+            sent = await _ask(broker, _request(task_id), b"c1")
+            asked = await _ask(broker, get, b"c2")
+        return sent, asked, p.calls
+    sent, asked, calls = asyncio.run(go())
+    assert sent and "reply" in _codes(sent) and calls == [task_id], (_codes(sent), calls)
+    assert _codes(asked) == [-32005], asked
 
 
 def test_a_request_published_while_the_sdk_responder_was_away_is_lost(broker: Any) -> None:

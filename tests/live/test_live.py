@@ -13,6 +13,7 @@ import pytest
 from bench.checks import SEED, Value
 from bench.checks.network import PUBACK_WITHIN_MS
 from bench.run import EXIT_OK, run_scenario
+from bench.spec.brokers import BEHAVIOURS
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import Hosting, Options
 from bench.variants import REFERENCE, VARIANTS
@@ -29,7 +30,8 @@ def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
     result = run_scenario(compressed("quickstart", 4), REFERENCE, tmp_path, mode="live",
                           options=Options(broker=broker, hosting=Hosting(nodes)))
     ended_ms = time.time() * 1000
-    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1]) for v in result.verdicts]
+    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
+                                         for v in result.verdicts]
     assert result.metrics["outcomes"].get("COMPLETED", 0) >= 10
     kinds = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"self_check"' in l]
     assert len(kinds) == 4  # one "message store ready" line per node
@@ -42,6 +44,14 @@ def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
     origins = node_clock_origins(tmp_path / "history.jsonl")
     assert origins and all(started_ms - 1_000 <= o <= ended_ms for o in origins), \
         (started_ms, origins[:3], ended_ms)
+    if BEHAVIOURS[broker].subscribe_races_connect:
+        # each node starts once the one before is up (amqtt leaves a client deaf whose
+        # connect raced another's SUBSCRIBE): a boot, its node's registration, the next boot
+        ups = [(e["kind"], e["node"]) for e in map(json.loads, (tmp_path / "history.jsonl")
+                                                     .read_text().splitlines())
+               if e["kind"] in ("node_started", "executors_registered")]
+        assert ups == [(kind, node) for node in dict.fromkeys(n for _k, n in ups)
+                       for kind in ("node_started", "executors_registered")], ups
 
 
 FAULTS = ["restart", "broker_restart", "double_subscription", "overlapping_filters",
@@ -160,7 +170,14 @@ def test_defects_fail_live_as_in_simulation(tmp_path: Path, defect) -> None:  # 
                                            options=options).verdicts}
     bad = {v.name: v for v in run_scenario(scenario, defect, tmp_path / "bad", mode="live",
                                            options=options).verdicts}
-    assert ref[defect.caught_by].value is Value.TRUE, ref[defect.caught_by]
+    judged = ref[defect.caught_by]
+    if broker == "amqtt" and judged.value is Value.FALSE:
+        # amqtt's own loss of what was in flight at the crash (a loaded clean clone's restart:
+        # orch-1-m33 handed over 470 ms before exec-1 died, PUBACKed 1 ms after), not the node's
+        wrong = unexplained_by_amqtt_resume(tmp_path / "ref", {judged.name: judged.value})
+        assert not wrong, (wrong, judged.counterexamples[:2])
+    else:
+        assert judged.value is Value.TRUE, judged
     assert bad[defect.caught_by].value is Value.FALSE, bad[defect.caught_by]
 
 

@@ -130,8 +130,10 @@ class Operation:
     why: ev.AttemptWhy = ev.AttemptWhy.FIRST   # why the next attempt is sent
     turn: int = 1                           # a multi-turn task's turn this operation sends
     #: the agent the latest reply to it named as answering for its task (A2M-HAND-2): kept
-    #: with the operation, so a restart still knows where the task's follow-ups go
+    #: with the operation, so a restart still knows where the task's follow-ups go; and when
+    #: (`named_ms`), so the restart takes the latest name among the task's operations
     responder: str | None = None
+    named_ms: int | None = None
 
     def to_json(self) -> dict[str, Json]:
         return {"opId": self.op_id, "method": self.method.value, "taskId": self.task_id,
@@ -139,7 +141,8 @@ class Operation:
                 "text": self.text, "askedMs": self.asked_ms, "phase": self.phase.value,
                 "attempt": self.attempt, "correlations": list(self.correlations),
                 "chunks": list(self.chunks), "why": self.why.value, "turn": self.turn,
-                **({"responder": self.responder} if self.responder else {})}
+                **({"responder": self.responder} if self.responder else {}),
+                **({"namedMs": self.named_ms} if self.named_ms is not None else {})}
 
     @staticmethod
     def from_json(raw: Json) -> Operation:
@@ -151,7 +154,8 @@ class Operation:
                          int(raw["attempt"]), tuple(raw.get("correlations", ())),
                          tuple(raw.get("chunks", ())),
                          ev.AttemptWhy(raw.get("why", ev.AttemptWhy.FIRST.value)),
-                         int(raw.get("turn", 1)), raw.get("responder"))
+                         int(raw.get("turn", 1)), raw.get("responder"),
+                         None if raw.get("namedMs") is None else int(raw["namedMs"]))
 
 
 _OUTCOME = {TaskState.COMPLETED: ev.A2mOutcome.COMPLETED, TaskState.FAILED: ev.A2mOutcome.FAILED,
@@ -231,8 +235,13 @@ class Requester:
                                          f"record {key!r} unreadable: {exc}"))
                 continue
             self.ops[op.op_id] = op
-        # who answers for each task, as the latest reply named it before the restart
-        for op in sorted(self.ops.values(), key=lambda o: (o.asked_ms, o.op_id)):
+        # who answers for each task, as the latest reply named it before the restart: by
+        # when it was named, not when the operation was asked (a GetTask asked later may hold
+        # an older name than its SendMessage's: a pool member's "no such task", then the
+        # member that had it answering once it was thawed)
+        for op in sorted(self.ops.values(),
+                         key=lambda o: (-1 if o.named_ms is None else o.named_ms,
+                                        o.asked_ms, o.op_id)):
             if op.responder is not None:
                 self.responder_of[op.task_id] = op.responder
         for op in sorted(self.ops.values(), key=lambda o: o.op_id):
@@ -415,7 +424,8 @@ class Requester:
         named = props.user(RESPONDER_AGENT_ID)
         if named is not None:                 # the latest one holds (A2M-HAND-2)
             self.responder_of[op.task_id] = named
-            op = replace(op, responder=named)   # kept with it by the _put that follows
+            op = replace(op, responder=named,   # kept with it by the _put that follows
+                         named_ms=int(fx.now_ms))
         fx.add(CancelTimer(TimerId(TimerKind.FIRST_REPLY, op.op_id)))
         read = _read_reply(body)
         fx.record(ev.A2mReplyTaken(op_id=op.op_id, reply=read.kind, state=read.state, **seen))

@@ -290,7 +290,8 @@ class Responder:
         if isinstance(call, Refusal):
             self._refuse(fx, props.response_topic, props.correlation_data, call, pooled, taken)
             return
-        if self.config.oauth is not None and (why := self.unauthorized(props, msg.now_ms)):
+        if self.config.oauth is not None and not self._copy_of_one_taken(call, props) \
+                and (why := self.unauthorized(props, msg.now_ms)):
             # before anything of it is processed (A2M-RSP-7); its token is echoed nowhere
             self._refuse(fx, props.response_topic, props.correlation_data, Refusal(
                 call.rpc_id, ErrorCode.UNAUTHORIZED, f"unauthorized: {why}"), pooled,
@@ -311,6 +312,15 @@ class Responder:
                 self._on_cancel(fx, call, here, taken)
             case _:
                 assert_never(call.method)
+
+    def _copy_of_one_taken(self, call: Call, props: Props) -> bool:
+        """The request is a copy (a QoS1 redelivery) of one of its task's current turn, taken
+        in and authorized before: its token, expired since, is not judged again — a refusal
+        now would be a second final answer on a correlation whose task still runs
+        (A2M-STREAM-2; explore, seed 7 run 999: ERROR, then the task's RESULT)."""
+        task = self.tasks.get(call.task_id)
+        path = f"{props.response_topic} {(props.correlation_data or b'').hex()}"
+        return task is not None and path in task.asked_by
 
     def _delegate_of(self, call: Call) -> str | None:
         """The agent this request's task is (or, a new task, becomes) handed over to."""

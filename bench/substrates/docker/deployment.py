@@ -219,11 +219,14 @@ class DockerBroker(Broker):
         self.container: Any = None
 
     def start(self, timeout_s: float = 30.0, *, on_second: bool = False) -> None:
+        from docker.errors import APIError
         self.workdir.mkdir(parents=True, exist_ok=True)
-        if self.container is None:
+
+        def create() -> None:
             self.container = self.client.containers.create(
-                self.image, broker_command(self.kind, self.workdir), name=self.name, labels=self.labels,
-                network=self.network, ports={f"{BROKER_PORT}/tcp": ("127.0.0.1", self.port)},
+                self.image, broker_command(self.kind, self.workdir), name=self.name,
+                labels=self.labels, network=self.network,
+                ports={f"{BROKER_PORT}/tcp": ("127.0.0.1", self.port)},
                 volumes=_binds(rw=(self.workdir,)),
                 environment={"PYTHONPATH": str(PROJECT)}, working_dir=str(self.workdir))
 
@@ -231,8 +234,17 @@ class DockerBroker(Broker):
             self.container.start()
             self.proc = _Exited(self.container)  # type: ignore[assignment]
             wait_listening(self.host, self.port, timeout_s, None, None)
-        # containers share the host's monotonic clock: the same phase as a process broker
-        self.launch_in_phase(launch, on_second)
+
+        def moved() -> None:    # its port is the container's: a new one publishes the new
+            with contextlib.suppress(Exception):
+                self.container.remove(force=True)
+            create()
+        if self.container is None:
+            create()
+        # containers share the host's monotonic clock: the same phase as a process broker;
+        # a port taken since it was chosen ("Error starting userland proxy: ... bind:
+        # address already in use", a full suite beside a fast-lane loop) as there too
+        self.launch_on_a_free_port(launch, on_second, APIError, moved)
 
     keep_running = False    # --keep: the end of the run leaves it up
 

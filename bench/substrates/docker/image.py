@@ -27,6 +27,8 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.substrates import EnvironmentFailure
+
 REPOSITORY = "a2a-bench"
 LABEL = "a2a-bench"                 # every image, network and container the bench makes
 PROJECT = Path(__file__).resolve().parents[3]
@@ -35,7 +37,7 @@ PACKAGES = ["python3", "python3-venv", "mosquitto", "iproute2", "iptables", "pro
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
-class ImageError(RuntimeError):
+class ImageError(EnvironmentFailure):
     """The image could not be built (the message says which step and why)."""
 
 
@@ -93,11 +95,33 @@ def ensure(client: object, say: Callable[[str], None] = lambda line: None) -> st
     return tag()
 
 
-def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if done.returncode:
-        raise ImageError(f"{what}: exit {done.returncode}: "
-                         f"{(done.stderr or done.stdout).strip()[-600:]}")
+#: How long an apt command waits for another apt (an unattended upgrade, a second
+#: `.ci/run`) to let go of its lock before the build gives up.
+APT_LOCK_WAIT_S = 300.0
+
+
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None,
+         say: Callable[[str], None] = lambda line: None) -> None:
+    """Run one step of the build. An apt step that finds another apt holding its lock waits
+    for it, saying so once, up to APT_LOCK_WAIT_S (it ended the build with a traceback)."""
+    deadline = time.monotonic() + APT_LOCK_WAIT_S
+    told = False
+    while True:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        out = (done.stderr or done.stdout).strip()
+        locked = cmd[0] == "apt-get" and "Could not get lock" in out
+        if done.returncode and locked and time.monotonic() < deadline:
+            if not told:
+                say(f"{what}: another apt holds its lock; waiting for it (at most "
+                    f"{APT_LOCK_WAIT_S:.0f} s) ...")
+                told = True
+            time.sleep(2.0)
+            continue
+        if done.returncode:
+            raise ImageError(f"{what}: exit {done.returncode}"
+                             + (f" (another apt held its lock for {APT_LOCK_WAIT_S:.0f} s)"
+                                if locked else "") + f": {out[-600:]}")
+        return
 
 
 def _unmount_below(root: Path) -> None:
@@ -111,9 +135,9 @@ def build(client: object, say: Callable[[str], None] = lambda line: None) -> str
     t0 = time.monotonic()
     if shutil.which("debootstrap") is None:
         say("installing debootstrap (apt-get) ...")
-        _run(["apt-get", "update", "-qq"], "apt-get update")
+        _run(["apt-get", "update", "-qq"], "apt-get update", say=say)
         _run(["apt-get", "install", "-y", "-qq", "debootstrap"], "apt-get install debootstrap",
-             env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+             env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"), say=say)
     work = Path(tempfile.mkdtemp(prefix="a2a-bench-image-", dir="/var/tmp"))
     root = work / "root"
     try:

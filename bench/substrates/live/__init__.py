@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from bench.core.events import WALL_CLOCK_RECORDS_LATE_MS as RECORDS_LATE_MS
 from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
-from bench.spec.brokers import BEHAVIOURS
+from bench.spec.brokers import version_refusal as spoken_refusal
 from bench.spec.scenario import Mode, Scenario
 from bench.spec.topology import BrokerModel, MqttVersion
 from bench.substrates.descriptor import (
@@ -70,13 +70,7 @@ def broker_refusal(spec: str, ca_file: str | None,
 
 def version_refusal(scenario: Scenario, broker: str) -> str | None:
     """Why `broker` cannot carry the scenario's MQTT version, in one line, or None."""
-    row = BEHAVIOURS.get(broker)
-    if row is not None and row.v5 is None and scenario.mqtt is MqttVersion.V5:
-        return (f"{scenario.source}: MQTT 5 on {broker}: it speaks MQTT 3.1.1 only (a v5 "
-                "CONNECT is never answered: `a2a-bench brokers`); use --broker mosquitto "
-                "or an mqtt:// broker that speaks 5"
-                + ("" if scenario.mqtt_fixed else ", or --mqtt 3.1.1"))
-    return None
+    return spoken_refusal(scenario, broker, " or an mqtt:// broker that speaks 5")
 
 
 class Live:
@@ -128,6 +122,13 @@ class Live:
         return scenario.expect_for(options.broker)
 
     def header(self, scenario: Scenario, options: Options) -> str:
+        # nodes with a command of their own are processes whatever --nodes says (issue 50:
+        # an A2A run said "inproc nodes" with the responder under test a process)
+        own = [n.id for n in scenario.topology.nodes if n.command]
+        if own and options.hosting.value == "inproc":
+            rest = len(scenario.topology.nodes) - len(own)
+            return (f" on {options.shown_broker} with {', '.join(own)} as processes of "
+                    f"their own" + (f", {rest} inproc" if rest else ""))
         return f" on {options.shown_broker} with {options.hosting.value} nodes"
 
     def replay(self, scenario: Scenario, options: Options) -> list[str]:

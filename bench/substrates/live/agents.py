@@ -58,3 +58,6 @@ class BenchAgents:
         if (click := click_of(op)) is not None:
             self.node.log.record(self.node.node_id, click)
         self.node.send(op)
+        if op.get("op") == "task_finished":
+            self.node.log.record(self.node.node_id,
+                                 ev.AgentAnswered(str(op["task_id"]), bool(op.get("ok"))))

@@ -4,6 +4,7 @@ external broker given by URL, which the bench can restart only with a user's com
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -39,10 +40,42 @@ def mosquitto_exe() -> str | None:
     return exe if Path(exe).exists() else None
 
 
+#: How many ports a broker's first start tries when the one it was given was taken meanwhile.
+PORT_ATTEMPTS = 5
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def _listens(pid: int, port: int) -> bool | None:
+    """Whether process `pid` holds the socket listening on `port` (Linux's /proc; None
+    where that cannot be read): a connection alone may reach another process that took the
+    port while ours failed to bind it."""
+    try:
+        inodes = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with contextlib.suppress(FileNotFoundError):
+                for line in Path(table).read_text().splitlines()[1:]:
+                    f = line.split()
+                    if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(f[9])
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return False     # the process is gone: whoever listens, it is not ours
+    except OSError:
+        return None
+    held = set()
+    for fd in fds:
+        # a process starting up opens and closes files as it imports: an fd listed a moment
+        # ago may be gone now. That was taken for "cannot tell" (None), and a broker that
+        # had failed to bind was believed to listen on the port another process held (CI,
+        # 2026-12-05: the amqtt case of the squatter test)
+        with contextlib.suppress(FileNotFoundError):
+            held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return any(f"socket:[{i}]" in held for i in inodes)
 
 
 def wait_listening(host: str, port: int, timeout_s: float, proc: subprocess.Popen[bytes] | None,
@@ -55,7 +88,13 @@ def wait_listening(host: str, port: int, timeout_s: float, proc: subprocess.Pope
                               f"{host}:{port}\n{tail}")
         try:
             with socket.create_connection((host, port), timeout=0.2):
-                return
+                if proc is None or _listens(proc.pid, port) is not False:
+                    return
+                time.sleep(0.05)     # someone else listens there: ours may yet fail to bind
+        except socket.gaierror as exc:
+            if exc.errno == socket.EAI_NONAME:    # no such name: nothing to wait for
+                raise BrokerError(f"{host} does not resolve ({exc.strerror or exc})") from None
+            time.sleep(0.05)                      # a resolver not answering yet: again
         except OSError:
             time.sleep(0.05)
     raise BrokerError(f"nothing listens on {host}:{port} after {timeout_s:g} s")
@@ -78,6 +117,8 @@ class Broker:
     #: the whole second of the monotonic clock the broker started in, where its row says it
     #: counts whole seconds and a start `on_second` did not straddle one (else None)
     start_second: int | None = None
+    #: how many times it was started: the first start may move to another port
+    starts: int = 0
 
     @property
     def url(self) -> str:
@@ -120,12 +161,39 @@ class Broker:
                 self.proc = subprocess.Popen(self._command(), stdout=fh,
                                              stderr=subprocess.STDOUT, start_new_session=True)
             wait_listening(self.host, self.port, timeout_s, self.proc, log)
-        self.launch_in_phase(launch, on_second)
+        self.launch_on_a_free_port(launch, on_second, BrokerError)
+
+    def launch_on_a_free_port(self, launch: Callable[[], None], on_second: bool,
+                              refused: type[Exception],
+                              moved: Callable[[], None] = lambda: None) -> None:
+        """`launch_in_phase`, and where the port is taken (`refused`, saying "address already
+        in use"), again on another — on the first start only. Its port came free from the
+        kernel a moment ago, and another run on the machine may have taken it since (two
+        tests side by side; a container's "userland proxy ... bind"); a restart keeps its
+        port, which its clients know. `moved` remakes, for the new port, what the refused
+        launch had made for the old one."""
+        first, self.starts = self.starts == 0, self.starts + 1
+        for attempt in range(PORT_ATTEMPTS if first else 1):
+            try:
+                self.launch_in_phase(launch, on_second)
+                return
+            except refused as exc:
+                if attempt + 1 == PORT_ATTEMPTS or not first \
+                        or "address already in use" not in str(exc).lower():
+                    raise
+                self.port = free_port(self.host)
+                moved()
 
     @property
     def _keepalive(self) -> KeepaliveCheck | None:
         """How the simulator's row for this broker says it gives silent clients up."""
         return BEHAVIOURS[self.kind].keepalive_close if self.kind in BEHAVIOURS else None
+
+    @property
+    def races_subscribes(self) -> bool:
+        """Whether a client connecting while another subscribes may go unserved (its row's
+        `subscribe_races_connect`; unknown brokers are taken at their word)."""
+        return self.kind in BEHAVIOURS and BEHAVIOURS[self.kind].subscribe_races_connect
 
     @property
     def sweeps(self) -> bool:

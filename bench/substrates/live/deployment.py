@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
 import time
 import traceback
@@ -38,7 +39,7 @@ from bench.substrates.live.certs import run_ca
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.host import Clock
 from bench.substrates.live.mqtt import Tls
-from bench.substrates.live.nodes import LiveNode, registered
+from bench.substrates.live.nodes import LiveNode, ProcessNode, registered, stderr_sink
 from bench.substrates.live.placement import LocalPlacement, Placement
 from bench.substrates.live.proxy import FaultProxy
 from bench.substrates.live.takeovers import TakeoverWatch
@@ -61,6 +62,11 @@ QUIET_MS = 300
 #: clients. Before, such a run waited its whole drain — 17 s of nothing in each of 16 of
 #: the suite's live runs (2026-12-05).
 LOST_AFTER_MS = 5_000
+
+
+def _ended(node_id: str) -> Callable[[str, ev.Event], bool]:
+    """Matches the record of `node_id`'s process ending (or crashing)."""
+    return lambda node, e: node == node_id and isinstance(e, ev.NodeCrashed)
 
 
 class LiveDeployment:
@@ -339,21 +345,39 @@ class LiveDeployment:
     async def _start_nodes(self, specs: list[LaunchSpec]) -> list[str]:
         """Start every node and wait for its self-check; returns the lines, or raises."""
         for spec in specs:
-            self.nodes[spec.config.node_id] = self.placement.node(
+            node = self.nodes[spec.config.node_id] = self.placement.node(
                 spec, self.log, self.topology.node(spec.config.node_id))
+            if isinstance(node, ProcessNode):
+                node.stderr_out = stderr_sink(self.workdir / "logs" / f"{node.node_id}.log",
+                                              self.options.echo_node_stderr)
         ready = {n: self.watch_for(registered(n)) for n in self.nodes}
+        # a node whose process ended while starting will not come up: no need to wait on
+        ended = {n: self.watch_for(_ended(n)) for n in self.nodes}
         seen: list[Line] = []    # the start-up's lines (the recorder keeps none)
         self.log.recorder.observers.append(seen.append)
         try:
             # side by side: a container or a process takes a moment to start, and a 60-node
             # deployment started one by one took 21 s in docker
-            await asyncio.gather(*(node.start() for node in self.nodes.values()))
+            one_by_one = self.broker.races_subscribes
+            await asyncio.gather(*(node.prepare() if one_by_one else node.start()
+                                   for node in self.nodes.values()))
             # a start returns once the process or container is launched, not running: the
             # self-check waits as long again as the nodes are expected to take to come up,
             # twice (100 containers on a loaded machine came up over 37 s)
-            _done, pending = await asyncio.wait(
-                ready.values(),
-                timeout=SELF_CHECK_TIMEOUT_S + 2 * self.placement.startup_s(len(specs)))
+            # and longer on a machine busier than its cores (load per core, read now)
+            allowed = (SELF_CHECK_TIMEOUT_S + 2 * self.placement.startup_s(len(specs))) \
+                * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+            deadline = self.loop.time() + allowed
+            if one_by_one:
+                await self._one_by_one(ready, ended, deadline)
+            pending = {f for f in ready.values() if not f.done()}
+            while pending and not any(f.done() for f in ended.values()) \
+                    and (left := deadline - self.loop.time()) > 0:
+                _done, pending = await asyncio.wait(
+                    pending | set(ended.values()), timeout=left,
+                    return_when=asyncio.FIRST_COMPLETED)
+                pending -= set(ended.values())
+            waited = allowed - max(0.0, deadline - self.loop.time())
         finally:
             self.log.recorder.observers.remove(seen.append)
         events = [e.to_json() for e in seen]
@@ -369,12 +393,44 @@ class LiveDeployment:
                 failed.append(n)
                 self.record(n, ev.SelfCheckFailed(lines=node_lines,
                                                   missing=check.expected - len(node_lines)))
-        for fut in pending:
+        # before the cancel below, which makes every future done: a self-check that had
+        # waited its time out said of its slow node "its process ended" (a docker run
+        # under load, 2026-12-05), sending the reader after a crash that never was
+        gone = {n for n, fut in ended.items() if fut.done()}
+        for fut in [*pending, *ended.values()]:
             fut.cancel()
         if failed:
-            raise SelfCheckFailed(f"self-check failed on {failed}: "
-                                  f"see self_check_failed in the history")
+            # one line: who, the last start-up line each printed, how long the bench waited,
+            # and where the node's own words are (its stderr, in the run folder)
+            said = []
+            for n in failed:
+                last = check.lines(events, n)
+                log = self.workdir / "logs" / f"{n}.log"
+                said.append(f"{n} (last start-up line: {last[-1].strip()!r}" if last
+                            else f"{n} (no start-up line")
+                if n in gone:
+                    said[-1] += "; its process ended"
+                said[-1] += f"; its stderr: {log})" if log.exists() else ")"
+            raise SelfCheckFailed(f"node{'s' if len(failed) > 1 else ''} not up after "
+                                  f"{waited:.1f} s: {', '.join(said)}; see self_check_failed "
+                                  "in the history")
         return lines
+
+    async def _one_by_one(self, ready: dict[str, asyncio.Future[None]],
+                          ended: dict[str, asyncio.Future[None]], deadline: float) -> None:
+        """Start the nodes (loaded already) one after another, each once the one before is
+        up: on a broker whose row says a SUBSCRIBE racing another client's connect may go
+        unanswered (amqtt 0.12.1, docs/findings/brokers-amqtt-mosquitto.md), nodes started
+        side by side came up connected and deaf — one in about twenty docker runs on a
+        loaded machine. A node that ended, or the self-check's time out, ends the wait: the
+        rest start at once and the self-check says who did not come up."""
+        waiting = True
+        for n, node in self.nodes.items():
+            await node.start()
+            if waiting and (left := deadline - self.loop.time()) > 0:
+                await asyncio.wait({ready[n], ended[n]}, timeout=left,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            waiting = ready[n].done()
 
     def watch_for(self, pred: Callable[[str, ev.Event], bool]) -> asyncio.Future[None]:
         """A future that is done when the run records an event `pred` matches."""

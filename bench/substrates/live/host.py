@@ -41,8 +41,9 @@ from bench.substrates.host import NodeHost
 from bench.substrates.live.mqtt import Delivery, MqttLink, Tls
 from bench.workload import Behaviour
 
-#: (node, event) -> None: where history events go.
-Sink = Callable[[str, ev.Event], None]
+#: (node, event, when) -> None: where history events go; `when` is the node's clock at the
+#: decision the event records (None: now).
+Sink = Callable[[str, ev.Event, float | None], None]
 
 
 class Clock:
@@ -87,7 +88,11 @@ class LiveHost(NodeHost):
         self._last_connect: Connect | None = None
         # the group commit: batches handled this turn of the loop, and what waits for them
         self._txn: FileTransaction | None = None
-        self._group: list[list[Command] | Callable[[], None]] = []
+        #: each batch with the node's clock when it was handled: its records are stamped
+        #: with that, not with when the group's commit let them out (a loaded machine's
+        #: fsync and loop made them late by more than the substrate promised)
+        self._group: list[tuple[float, list[Command]] | Callable[[], None]] = []
+        self._decided_ms: float | None = None
         self.groups = 0            # groups of batches (a benchmark reads batches per group)
         self.batches = 0
         self.commits = 0           # groups that wrote something, each a durable commit
@@ -100,7 +105,7 @@ class LiveHost(NodeHost):
         self.loop.call_later(max(0.0, delay_ms / 1000), fn)
 
     def record(self, event: ev.Event) -> None:
-        self.sink(self.node_id, event)
+        self.sink(self.node_id, event, self._decided_ms)
 
     # -- the group commit ------------------------------------------------------------------------
     def durably(self, store: Store, commands: list[Command]) -> None:
@@ -109,7 +114,7 @@ class LiveHost(NodeHost):
             self._txn = store.begin()
             self.loop.call_soon(self._commit_group, self.epoch, self._txn)
         stage(self._txn, commands)
-        self._group.append(commands)
+        self._group.append((self.clock_ms(), commands))
         self.batches += 1
 
     def after_durable(self, fn: Callable[[], None]) -> None:
@@ -130,9 +135,13 @@ class LiveHost(NodeHost):
         for item in group:
             if callable(item):
                 item()
-            else:
-                for cmd in item:
+                continue
+            self._decided_ms, commands = item
+            try:
+                for cmd in commands:
                     self.carry_out(cmd)
+            finally:
+                self._decided_ms = None
 
     # -- life -----------------------------------------------------------------------------------
     def boot(self) -> None:

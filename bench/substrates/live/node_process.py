@@ -43,8 +43,9 @@ async def main() -> None:
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     out = sys.stdout
 
-    def sink(node: str, event: Event) -> None:
-        out.write(json.dumps({"node": node, "kind": event.KIND.value, "tMs": clock.now_ms(),
+    def sink(node: str, event: Event, t_ms: float | None = None) -> None:
+        out.write(json.dumps({"node": node, "kind": event.KIND.value,
+                              "tMs": clock.now_ms() if t_ms is None else t_ms,
                               "fields": to_fields(event)},
                              separators=(",", ":")) + "\n")
         out.flush()

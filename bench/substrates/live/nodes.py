@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from bench.core import events as ev
@@ -41,6 +42,19 @@ def _to_stderr(text: str) -> None:
     sys.stderr.flush()
 
 
+def stderr_sink(log: Path, echo: bool) -> Callable[[str], None]:
+    """Where a node process's stderr lines go: always to `log` in the run folder (its
+    warnings and tracebacks are the node's, kept with the run), and to the bench's stderr
+    too unless the caller prints something else there (conform's table)."""
+    def out(text: str) -> None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(text.split("] ", 1)[-1] + "\n")     # the file names the node
+        if echo:
+            _to_stderr(text)
+    return out
+
+
 class LiveNode(Protocol):
     node_id: str
     spec: LaunchSpec
@@ -48,6 +62,10 @@ class LiveNode(Protocol):
     @property
     def up(self) -> bool: ...
 
+    async def prepare(self) -> None:
+        """Whatever `start` can do ahead (a process or container loaded, waiting for its
+        launch spec), so that the start itself is quick."""
+        ...
     async def start(self) -> None: ...
     async def crash(self, graceful: bool = False) -> str:
         """Kill it (SIGKILL), or stop it as an operator does (SIGTERM); says how."""
@@ -79,8 +97,11 @@ class InprocNode:
     def up(self) -> bool:
         return self.host is not None
 
+    async def prepare(self) -> None:
+        pass
+
     async def start(self) -> None:
-        self.host = self.spec.host(lambda node, event: self.log.record(node, event),
+        self.host = self.spec.host(lambda node, event, t_ms: self.log.record(node, event, t_ms),
                                    Clock(self.spec.t0))
         self.host.boot()
 
@@ -193,11 +214,14 @@ class ProcessNode:
         self._reader: asyncio.Task[None] | None = None
         self._ending = False     # the bench is ending this process (a crash fault, a stop)
         self._relays: set[asyncio.Task[None]] = set()   # each process's stderr, relayed
+        #: where those lines go (the deployment points it at the run folder's logs/)
+        self.stderr_out: Callable[[str], None] = _to_stderr
 
     async def _spawn(self) -> asyncio.subprocess.Process:
         proc = await self.launcher.spawn()
         if proc.stderr is not None:
-            relay = asyncio.create_task(relay_stderr(proc.stderr, self.node_id, _to_stderr))
+            relay = asyncio.create_task(relay_stderr(proc.stderr, self.node_id,
+                                                     self.stderr_out))
             self._relays.add(relay)
             relay.add_done_callback(self._relays.discard)
         return proc
@@ -211,6 +235,10 @@ class ProcessNode:
         if standby is not None and standby.returncode is None:
             standby.kill()
             await standby.wait()
+
+    async def prepare(self) -> None:
+        if self._standby is None:
+            self._standby = await self._spawn()
 
     async def start(self) -> None:
         standby, self._standby = self._standby, None

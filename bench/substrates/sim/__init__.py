@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.spec.brokers import version_refusal
 from bench.spec.scenario import Mode, Scenario
 from bench.spec.topology import BrokerModel
 from bench.substrates.descriptor import (
@@ -62,7 +63,12 @@ class Sim:
                     "live runs only; a simulation runs the simulator's broker model "
                     f"({scenario.topology.broker.value}; --broker chooses another) and its "
                     "nodes in its own loop")
-        return None
+        # the model copies its broker, MQTT versions included: an MQTT 5 run on the model
+        # of a broker that speaks 3.1.1 only simulated a broker that does not exist (the
+        # fidelity matrix's A2A cells on amqtt judged it for expiries it never offered)
+        model = scenario.topology.broker.value if choice.broker in (None, OWN_MODEL) \
+            else choice.broker
+        return version_refusal(scenario, model, " or generic")
 
     def prepare(self, scenario: Scenario, choice: Choice) -> tuple[Scenario, Options]:
         from bench.substrates import Options
