@@ -50,6 +50,14 @@ def history(*events: ev.Event, boots: bool = True, t0: float = 0.0,
     return History(replace(e, seq=i + 1, t_ms=t0 + i * step_ms) for i, e in enumerate(seq))
 
 
+def not_true(result: Any) -> str:
+    """A run's verdicts other than TRUE, each with its first counterexample in full: as an
+    assertion's message (a string, which pytest prints whole; a list it cut at 240
+    characters, and a CI failure then hid the rule's own words)."""
+    return "\n".join(f"{v.name} {v.value.value}: {json.dumps(v.counterexamples[:1])}"
+                     for v in result.verdicts if v.value.value != "true")
+
+
 def at(node: str, event: ev.Event) -> ev.Event:
     return replace(event, node=node)
 

@@ -182,23 +182,67 @@ def _trails(h: History) -> dict[tuple[str, str], list[TaskState]]:
     return trails
 
 
+def _reaches(a: TaskStatus, b: TaskStatus) -> bool:
+    """Whether the task state machine leads from `a` to `b` (in none or more moves)."""
+    seen, todo = {a}, [a]
+    while todo:
+        s = todo.pop()
+        for x, y in TASK_MOVES:
+            if x == s and y not in seen:
+                seen.add(y)
+                todo.append(y)
+    return b in seen
+
+
+def _kills_read_back(h: History) -> dict[str, list[tuple[int, int]]]:
+    """node -> (seq of a crash, seq of the task table read back after it) for each crash its
+    node came back from with tasks on disk (tasks_restored)."""
+    restores: dict[str, list[int]] = defaultdict(list)
+    for r in h.of(TasksRestored):
+        restores[r.node].append(r.seq)
+    out: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for x in h.of(NodeCrashed):
+        back = min((s for s in restores[x.node] if s > x.seq), default=None)
+        if back is not None:
+            out[x.node].append((x.seq, back))
+    return out
+
+
 @rule("DESIGN §3 Tasks: SUBMITTED → RUNNING → one terminal state")
 def legal_transitions(h: History, c: Collector) -> None:
     """Every task starts SUBMITTED, moves only along the task state machine, says which
-    state it left, and never changes state after a terminal one."""
+    state it left, and never changes state after a terminal one. A node records a state
+    only once it is on disk, so a kill may cut records whose states were written: across
+    a crash its node came back from, reading its task table, the first record may say it
+    left a state whose record never came (SUBMITTED, RUNNING, then after the restart FAILED
+    "interrupted" from RUNNING, the RUNNING record cut), if the machine leads there."""
     trails = _trails(h)
+    kills = h.memo(_kills_read_back)
     c.count("tasks", len(trails))
+
+    def cut(node: str, after: int, before: int) -> bool:
+        return any(after < x < back < before for x, back in kills[node])
+
     for (node, task_id), events in sorted(trails.items()):
         first = events[0]
         if first.state != TaskStatus.SUBMITTED or first.previous is not None:
-            c.violation(f"task {task_id} on {node} did not start SUBMITTED", first)
+            if first.previous is not None and (first.previous, first.state) in TASK_MOVES \
+                    and cut(node, 0, first.seq):
+                c.count("records_cut_by_a_kill")
+            else:
+                c.violation(f"task {task_id} on {node} did not start SUBMITTED", first)
         terminal_seen: TaskState | None = None
         for prev, cur in zip(events, events[1:], strict=False):
             if terminal_seen is not None:
                 c.violation(f"task {task_id} on {node} changed state after terminal "
                             f"{terminal_seen.state}", terminal_seen, cur)
                 break
-            if (prev.state, cur.state) not in TASK_MOVES or cur.previous != prev.state:
+            if (prev.state, cur.state) in TASK_MOVES and cur.previous == prev.state:
+                pass
+            elif cur.previous is not None and (cur.previous, cur.state) in TASK_MOVES \
+                    and _reaches(prev.state, cur.previous) and cut(node, prev.seq, cur.seq):
+                c.count("records_cut_by_a_kill")
+            else:
                 c.violation(f"task {task_id} on {node}: illegal {prev.state} -> {cur.state}",
                             prev, cur)
             if cur.state in TASK_ENDS:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from bench.checks import Checker, Rule, Value, checkers, judge
@@ -100,6 +103,75 @@ def test_task_lifecycle_true_false_unknown() -> None:
     assert v.rules["reaches_terminal"]["unknown"] == 1
     # an UNKNOWN says why: the cases its rules could not decide
     assert v.note == "undecided: reaches_terminal unfinished_at_end (1)"
+
+
+def restored(node: str = "exec-1", ended: tuple[str, ...] = ()) -> ev.TasksRestored:
+    return ev.TasksRestored(1, list(ended), node=node)
+
+
+def test_a_kill_may_cut_the_records_of_states_it_wrote() -> None:
+    """CI, docker restart under load: a node records a state once it is on disk, so a kill
+    can cut SUBMITTED's or RUNNING's record after the write; the node, back, reads the task
+    RUNNING and ends it FAILED from RUNNING. Across a crash it came back from (its task
+    table read back), a record may say it left a state whose record never came — only
+    along the machine, never out of an end."""
+    interrupted = task_state("r", "FAILED", "RUNNING", "interrupted")
+    back = (crashed(), booted(), restored())
+    cut_running = history(task_state("r", "SUBMITTED", None), *back, interrupted)
+    v = TASK_LIFECYCLE(cut_running)
+    assert v.value is Value.TRUE and v.counts["records_cut_by_a_kill"] == 1
+    cut_both = history(*back, interrupted)
+    assert TASK_LIFECYCLE(cut_both).counts["records_cut_by_a_kill"] == 1
+    # no crash between, or no task table read back after it: nothing could have cut them
+    assert rules_of(TASK_LIFECYCLE(history(task_state("r", "SUBMITTED", None), interrupted))) \
+        == {"legal_transitions"}
+    assert rules_of(TASK_LIFECYCLE(history(task_state("r", "SUBMITTED", None), crashed(),
+                                           booted(), interrupted))) == {"legal_transitions"}
+    # a crash after the record explains nothing
+    assert rules_of(TASK_LIFECYCLE(history(interrupted, *back))) == {"legal_transitions"}
+    # never out of an end, never to a state the machine does not lead to
+    ended = history(task_state("r", "SUBMITTED", None), task_state("r", "RUNNING", "SUBMITTED"),
+                    task_state("r", "COMPLETED", "RUNNING"), *back, interrupted)
+    assert TASK_LIFECYCLE(ended).value is Value.FALSE
+    wrong = history(task_state("r", "SUBMITTED", None), *back,
+                    task_state("r", "COMPLETED", "SUBMITTED"))
+    assert rules_of(TASK_LIFECYCLE(wrong)) == {"legal_transitions"}
+    skipped = history(task_state("r", "SUBMITTED", None), *back,
+                      task_state("r", "SUBMITTED", "RUNNING"))
+    assert rules_of(TASK_LIFECYCLE(skipped)) == {"legal_transitions"}
+
+
+def test_a_real_restart_with_its_interrupted_tasks_records_cut() -> None:
+    """The same on a recorded live restart (SIGKILL, process nodes, Mosquitto): an
+    interrupted task's RUNNING record removed from before the kill, then its SUBMITTED
+    too, is a cut the kill explains; a COMPLETED written in before the kill is not."""
+    import gzip
+    from pathlib import Path
+
+    from bench.history import loads_line
+    recorded = Path(__file__).parents[1] / "data" / "live" / \
+        "restart.reference.own.s1.live.mosquitto.process.jsonl.gz"
+    with gzip.open(recorded, "rt") as fh:
+        lines = [loads_line(line) for line in fh if line.strip()]
+    crash = next(x["seq"] for x in lines if x["kind"] == "node_crashed")
+    task = next(x["taskId"] for x in lines if x["kind"] == "task_state"
+                and x.get("error") == "interrupted")
+
+    def judged(keep: Callable[[dict[str, Any]], bool]) -> Any:
+        return TASK_LIFECYCLE(History.from_lines([x for x in lines if keep(x)]))
+
+    def mine(x: dict[str, Any], *states: str) -> bool:
+        return x["kind"] == "task_state" and x["taskId"] == task and x["state"] in states \
+            and x["seq"] < crash
+
+    assert judged(lambda x: True).value is Value.TRUE
+    for states in (("RUNNING",), ("SUBMITTED", "RUNNING")):
+        v = judged(lambda x, states=states: not mine(x, *states))
+        assert v.value is Value.TRUE and v.counts["records_cut_by_a_kill"] == 1
+    ended = [dict(x, state="COMPLETED", previous="RUNNING", seq=x["seq"] + 0.5)
+             if mine(x, "RUNNING") else x for x in lines]
+    lines = sorted([*lines, *(x for x in ended if x not in lines)], key=lambda x: x["seq"])
+    assert rules_of(judged(lambda x: True)) == {"legal_transitions"}
 
 
 def test_silent_loss() -> None:

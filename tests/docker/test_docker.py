@@ -14,6 +14,7 @@ from bench.run import EXIT_OK, run_scenario
 from bench.spec.scenario import SCENARIOS, Mode, load_scenario
 from bench.substrates import Options
 from bench.variants import REFERENCE, VARIANTS
+from tests.helpers import not_true
 from tests.live.conftest import compressed, partitioned
 
 
@@ -66,8 +67,7 @@ def test_the_quickstart_runs_in_containers_and_leaves_nothing_behind(tmp_path: P
                                                                     broker: str) -> None:
     result = run_scenario(compressed("quickstart", 4), REFERENCE, tmp_path, mode=Mode.DOCKER,
                           options=Options(broker=broker))
-    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
-                                         for v in result.verdicts]
+    assert result.exit_code == EXIT_OK, not_true(result)
     assert result.summary["nodes"] == "container" and result.metrics["outcomes"]["COMPLETED"]
     assert not leftovers()
 
@@ -84,8 +84,7 @@ def test_ctrl_c_anywhere_in_a_docker_run_is_never_a_verdict(tmp_path: Path, poin
 def test_a_restart_kills_the_container_and_starts_it_again_on_its_data_dir(tmp_path: Path) -> None:
     result = run_scenario(compressed("restart", 8), REFERENCE, tmp_path, mode=Mode.DOCKER,
                           options=Options(broker="mosquitto"))
-    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
-                                         for v in result.verdicts]
+    assert result.exit_code == EXIT_OK, not_true(result)
     history = (tmp_path / "history.jsonl").read_text()
     assert '"how":"SIGKILL (docker kill)"' in history and '"restarted"' in history
     assert not leftovers()
@@ -97,8 +96,7 @@ def test_an_mqtt_5_session_expires_in_containers_as_live_and_in_simulation(tmp_p
     session held is lost with that explanation (qos1_delivery), and nothing is silent."""
     result = run_scenario(compressed("session_expired", 12), REFERENCE, tmp_path,
                           mode=Mode.DOCKER, options=Options(broker="mosquitto"))
-    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
-                                         for v in result.verdicts]
+    assert result.exit_code == EXIT_OK, not_true(result)
     counts = {v.name: v.counts for v in result.verdicts}
     assert counts["deployment"]["away_past_expiry"] == 1
     assert counts["qos1_delivery"]["session_expired"] == 1
@@ -113,8 +111,7 @@ def test_the_a2a_profiles_responder_killed_in_its_container_keeps_every_rule(
     its Task.id table on its data dir: nothing runs twice, every request settles."""
     result = run_scenario(load_scenario(SCENARIOS / "a2a_restart.toml"), REFERENCE, tmp_path,
                           mode=Mode.DOCKER, options=Options(broker="mosquitto"))
-    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
-                                         for v in result.verdicts]
+    assert result.exit_code == EXIT_OK, not_true(result)
     history = (tmp_path / "history.jsonl").read_text()
     assert '"how":"SIGKILL (docker kill)"' in history and '"protocol":"a2a-mqtt"' in history
     assert not leftovers()

@@ -17,7 +17,7 @@ from bench.spec.brokers import BEHAVIOURS
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import Hosting, Options
 from bench.variants import REFERENCE, VARIANTS
-from tests.helpers import node_clock_origins
+from tests.helpers import node_clock_origins, not_true
 from tests.live.conftest import brokers, compressed, partitioned
 
 BROKERS = brokers()
@@ -30,8 +30,7 @@ def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
     result = run_scenario(compressed("quickstart", 4), REFERENCE, tmp_path, mode="live",
                           options=Options(broker=broker, hosting=Hosting(nodes)))
     ended_ms = time.time() * 1000
-    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
-                                         for v in result.verdicts]
+    assert result.exit_code == EXIT_OK, not_true(result)
     assert result.metrics["outcomes"].get("COMPLETED", 0) >= 10
     kinds = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"self_check"' in l]
     assert len(kinds) == 4  # one "message store ready" line per node

@@ -16,6 +16,7 @@ from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import Options
 from bench.variants import REFERENCE
+from tests.helpers import not_true
 from tests.live.conftest import compressed
 
 REFERENCE_COMMAND = (sys.executable, "-m", "bench.substrates.live.node_process")
@@ -25,8 +26,7 @@ def test_executors_started_by_a_command_run_beside_an_inproc_orchestrator(tmp_pa
     scenario = compressed("quickstart", 4).with_node_command("executor", REFERENCE_COMMAND)
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
                           options=Options(broker="amqtt"))
-    assert result.exit_code == EXIT_OK, [(v.name, v.value, v.counterexamples[:1])
-                                         for v in result.verdicts]
+    assert result.exit_code == EXIT_OK, not_true(result)
     assert result.metrics["outcomes"].get("COMPLETED", 0) >= 10
     assert scenario.command_nodes == ("exec-1", "exec-2", "exec-3")
 

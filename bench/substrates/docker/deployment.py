@@ -51,8 +51,12 @@ RUN = f"{LABEL}.run"     # label: the run id
 PID = f"{LABEL}.pid"     # label: the bench process that made it
 KEEP = f"{LABEL}.keep"   # label: left up on purpose (--keep): no later run removes it
 #: How long a killed node's `docker start -ai` may take to pass on the last lines its node
-#: wrote, and end by itself, before the bench kills it too.
-ATTACH_DRAIN_S = 5.0
+#: wrote, and end by itself, before the bench kills it too (it ends within milliseconds
+#: of the container's kill, measured beside eight test workers, 2026-12-05: a longer bound
+#: costs nothing, a shorter one may cut the history).
+ATTACH_DRAIN_S = 20.0
+#: What a crash's `how` adds when the bench had to kill the attach stream.
+CUT = "; its attach stream did not end within {:g} s of it (lines it held are lost)"
 
 
 def engine() -> Any:
@@ -262,6 +266,15 @@ class DockerBroker(Broker):
         self.proc = None
 
 
+async def _cut(proc: asyncio.subprocess.Process) -> str:
+    """Ends a node's `docker start -ai` if it is still running; says so if it was."""
+    if proc.returncode is not None:
+        return ""
+    proc.kill()
+    await proc.wait()
+    return CUT.format(ATTACH_DRAIN_S)
+
+
 class ContainerLauncher:
     """A node process in its own container: `docker start -ai` carries its stdin and stdout
     as a pipe does for `--nodes process`. A crash kills the container (SIGKILL); the next
@@ -311,10 +324,7 @@ class ContainerLauncher:
             # and RUNNING, so the restored task looked as if it never started).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), ATTACH_DRAIN_S)
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        return "SIGKILL (docker kill)"
+        return "SIGKILL (docker kill)" + await _cut(proc)
 
     async def terminate(self, proc: asyncio.subprocess.Process) -> str:
         """`docker stop`: SIGTERM to the container's first process, SIGKILL after STOP_S."""
@@ -323,10 +333,7 @@ class ContainerLauncher:
                 None, lambda: self.container.stop(timeout=int(STOP_S)))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), ATTACH_DRAIN_S)
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        return f"SIGTERM (docker stop, SIGKILL after {STOP_S:g} s)"
+        return f"SIGTERM (docker stop, SIGKILL after {STOP_S:g} s)" + await _cut(proc)
 
 
 class ContainerPlacement:
