@@ -50,6 +50,12 @@ class Meta:
     implementation_version: str | None = None
     strict: bool = False
     level: str = "may"              # the table down to this level
+    image: str | None = None        # --image: the implementation's container image
+
+    @property
+    def shown(self) -> str:
+        """The implementation as a reader knows it: its command line, or its image."""
+        return f"image {self.image}" if self.image else shlex.join(self.command)
 
     @property
     def suite_flags(self) -> list[str]:
@@ -84,7 +90,7 @@ def replay(row: Row, meta: Meta) -> str | None:
     if row.scenario is None:
         return None
     return shlex.join(["a2a-bench", "conform", *meta.suite_flags, "--only", row.scenario,
-                       shlex.join(meta.command)])
+                       *(["--image", meta.image] if meta.image else [shlex.join(meta.command)])])
 
 
 def _ids(row: Row) -> list[str]:
@@ -115,6 +121,7 @@ def compatibility(rows: list[Row], meta: Meta) -> dict[str, Any]:
         "format": FORMAT,
         "bench": {"name": "a2a-bench", "version": metadata.version("a2a-bench")},
         "implementation": {"command": list(meta.command),
+                           **({"image": meta.image} if meta.image else {}),
                            "version": meta.implementation_version},
         "profile": meta.profile, "role": meta.role, "broker": meta.broker,
         "spec": ({"document": clauses.SPEC, "commit": clauses.SPEC_COMMIT}
@@ -134,7 +141,7 @@ def junit(rows: list[Row], meta: Meta) -> str:
     suite = ET.SubElement(root, "testsuite", name=suite_name, tests=str(len(rows)),
                           failures=str(failures), errors="0", skipped=str(skipped), time="0")
     props = ET.SubElement(suite, "properties")
-    for name, value in (("command", shlex.join(meta.command)), ("broker", meta.broker),
+    for name, value in (("command", meta.shown), ("broker", meta.broker),
                         ("implementation.version", meta.implementation_version or ""),
                         ("strict", str(meta.strict).lower())):
         ET.SubElement(props, "property", name=name, value=value)
@@ -161,7 +168,7 @@ COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "UNKNOWN": "#8d6e63",
 def page(rows: list[Row], meta: Meta) -> str:
     """conform.html: the table to read, grouped by level."""
     c = compatibility(rows, meta)
-    head = (f"<h1>{html.escape(shlex.join(meta.command))}</h1>"
+    head = (f"<h1>{html.escape(meta.shown)}</h1>"
             f"<p>{html.escape(meta.profile)} profile, as the {html.escape(meta.role)}, on "
             f"{html.escape(meta.broker)}"
             + (f"; implementation version {html.escape(meta.implementation_version)}"
@@ -188,7 +195,7 @@ def page(rows: list[Row], meta: Meta) -> str:
             f"{html.escape(r.evidence)}</div>"
             + (f"<code>{html.escape(how)}</code>" if how else "") + "</td></tr>")
     return ("<!doctype html><meta charset=utf-8><title>conform: "
-            f"{html.escape(shlex.join(meta.command))}</title><style>"
+            f"{html.escape(meta.shown)}</title><style>"
             "body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:1100px}"
             "table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;"
             "padding:6px 8px;vertical-align:top;text-align:left}tr.level th{background:#f3f3f3;"

@@ -475,21 +475,26 @@ def conform(command: tuple[str, ...], out: Path, broker: str | None = None,
             say: Callable[[str], None] = print,
             suite: tuple[tuple[str, float, str], ...] | None = None,
             profile: str = "seed", core_only: bool = False,
-            no_tokens: bool = False, only: tuple[str, ...] = ()) -> list[Row]:
-    """Run the profile's suite with `command` in its role; the rows of the report. An agent
-    that declares it handles no bearer tokens (`no_tokens`) skips the runs that need them;
-    `only` names the runs to make (a row's replay: one run of the suite, again)."""
+            no_tokens: bool = False, only: tuple[str, ...] = (),
+            image: str | None = None) -> list[Row]:
+    """Run the profile's suite with `command` in its role — or, given `image`, a container
+    of that image (--mode docker: its entrypoint speaks the node-process protocol, as
+    docs/PROTOCOL.md says); the rows of the report. An agent that declares it handles no
+    bearer tokens (`no_tokens`) skips the runs that need them; `only` names the runs to
+    make (a row's replay: one run of the suite, again)."""
     p = PROFILES[profile]
     broker = broker or p.broker
     runs: dict[str, list[Verdict]] = {}
     suite = tuple(s for s in suite or p.suite if not (no_tokens and s[0] in TOKEN_RUNS)
                   and (not only or s[0] in only))
     for name, seconds, what in suite:
-        scenario = load_scenario(SCENARIOS / f"{name}.toml").squeezed(seconds) \
-            .with_node_command(p.role, command)
+        scenario = load_scenario(SCENARIOS / f"{name}.toml").squeezed(seconds)
+        scenario = scenario.with_node_image(p.role, image) if image \
+            else scenario.with_node_command(p.role, command)
         t0 = time.perf_counter()
         try:
-            result = run_scenario(scenario, REFERENCE, out / name, mode="live",
+            result = run_scenario(scenario, REFERENCE, out / name,
+                                  mode="docker" if image else "live",
                                   options=Options(broker=broker, echo_node_stderr=False))
         except EnvironmentFailure as exc:   # it never came up: this run judges nothing
             runs[name] = []
@@ -510,7 +515,8 @@ def conform(command: tuple[str, ...], out: Path, broker: str | None = None,
     if p.binds:
         rows = clause_rows(rows, core_only, p.binds, no_tokens, p.unjudged)
     (out / "conform.json").write_text(json.dumps(
-        {"command": list(command), "profile": profile, "broker": broker,
+        {"command": list(command), **({"image": image} if image else {}),
+         "profile": profile, "broker": broker,
          "suite": [s for s, _t, _w in suite],
          "seeds": {s: load_scenario(SCENARIOS / f"{s}.toml").seed for s, _t, _w in suite},
          "rules": [r.to_json() for r in rows]}, indent=2) + "\n")

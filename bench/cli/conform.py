@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def add_conform(sub: Sub) -> None:
     cf = sub.add_parser(
-        "conform", help="judge anyone's node against docs/PROTOCOL.md, rule by rule",
+        "conform", help="judge anyone's node against its protocol, rule by rule",
         description="Start CMD as every executor of a star beside the reference orchestrator,\n"
                     "on the embedded broker and behind the wire tap, through a short run of each\n"
                     "situation the protocol's rules are about (streamed tasks, malformed and\n"
@@ -54,8 +54,15 @@ def add_conform(sub: Sub) -> None:
                "         a2a-bench conform --profile a2a-mqtt 'python examples/a2a-responder/responder.py'\n"
                "         a2a-bench conform --profile a2a-mqtt --level must --core ./my-agent\n"
                "         a2a-bench conform --profile a2a-mqtt --role requester "
-               "'python examples/a2a-requester/requester.py'")
-    cf.add_argument("cmd", metavar="CMD", help="the node's command line (one argument; quote it)")
+               "'python examples/a2a-requester/requester.py'\n"
+               "         a2a-bench conform --profile a2a-mqtt --image my-agent:1.2   "
+               "(its containers)")
+    cf.add_argument("cmd", metavar="CMD", nargs="?", default=None,
+                    help="the node's command line (one argument; quote it)")
+    cf.add_argument("--image", default=None, metavar="IMAGE",
+                    help="instead of CMD: the node as a container of IMAGE, built beforehand "
+                         "(docker build), its entrypoint speaking the node-process protocol "
+                         "on stdin and stdout (docs/PROTOCOL.md); the runs use --mode docker")
     cf.add_argument("--profile", choices=["seed", "a2a-mqtt"], default="seed",
                     help="the protocol: the seed documents' (CMD as executors, default) or "
                          "A2A over MQTT (CMD as responders)")
@@ -94,7 +101,11 @@ def add_conform(sub: Sub) -> None:
 def _conform(args: argparse.Namespace) -> int:
     from bench.certify import Meta, exit_code, fails, write
     from bench.conform import PROFILES, TOKEN_RUNS, conform, render
-    argv = command_line(args.cmd, f"conform {args.cmd!r}")
+    if (args.cmd is None) == (args.image is None):
+        print("a2a-bench: conform: expected the node's command line (CMD) or --image IMAGE, "
+              "one of the two", file=sys.stderr)
+        return EXIT_INVALID
+    argv = () if args.cmd is None else command_line(args.cmd, f"conform {args.cmd!r}")
     if argv is None:
         return EXIT_INVALID
     if args.profile == "seed" and args.role != "responder":
@@ -118,6 +129,15 @@ def _conform(args: argparse.Namespace) -> int:
         print(f"a2a-bench: conform --only={wrong[0]}: not a run of this suite (its runs: "
               f"{', '.join(known)})", file=sys.stderr)
         return EXIT_INVALID
+    if args.image:   # as `run --mode docker` refuses a topology's image it cannot start
+        from bench.spec.scenario import SCENARIOS, load_scenario
+        from bench.substrates import Choice, substrate
+        first = load_scenario(SCENARIOS / f"{profile.suite[0][0]}.toml") \
+            .with_node_image(profile.role, args.image)
+        refusal = substrate("docker").refusal(first, Choice(broker=broker))
+        if refusal is not None:
+            print(f"a2a-bench: conform --image: {refusal}", file=sys.stderr)
+            return EXIT_INVALID
     try:
         out = claim_named(args.out) if args.out else claim(Path("results"), f"conform-{utc_stamp()}")
     except FolderTaken as exc:
@@ -132,17 +152,19 @@ def _conform(args: argparse.Namespace) -> int:
         runs = sum(1 for name, _s, _w in profile.suite
                    if not (args.no_tokens and name in TOKEN_RUNS)
                    and (not args.only or name in args.only))
-        print(f"conform {shlex.join(argv)}: {where}, on {broker}; {runs} short "
-              f"runs into {out}/")
+        shown = f"--image {args.image}" if args.image else shlex.join(argv)
+        print(f"conform {shown}: {where}, on {broker}"
+              f"{' (its containers: --mode docker)' if args.image else ''}; {runs} short "
+              f"run{'s' if runs != 1 else ''} into {out}/")
     rows = conform(argv, out, broker, say=(lambda line: None) if args.json else print,
                    profile=key, core_only=args.core, no_tokens=args.no_tokens,
-                   only=tuple(args.only))
+                   only=tuple(args.only), image=args.image)
     levels = {"must": ("MUST", "MUST NOT"), "should": ("MUST", "MUST NOT", "SHOULD"),
               "may": ("MUST", "MUST NOT", "SHOULD", "MAY")}[args.level]
     rows = [r for r in rows if r.level is None or r.level in levels]
     meta = Meta(tuple(argv), args.profile, profile.role, broker, out,
                 json.loads((out / "conform.json").read_text())["seeds"],
-                args.impl_version, args.strict, args.level)
+                args.impl_version, args.strict, args.level, args.image)
     written = write(rows, meta)
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=2))

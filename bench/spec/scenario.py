@@ -163,11 +163,19 @@ class Scenario:
         """Every node of `role` started by `command` (anyone's node) instead of the
         reference; SpecError if the topology has no node of that role (on an A2A-over-MQTT
         topology `requester` and `responder` name its roles too)."""
+        return self._with_nodes(role, "--node-command", command=command, image=None)
+
+    def with_node_image(self, role: str, image: str) -> Scenario:
+        """Every node of `role` a container of `image` (anyone's node, --mode docker), as
+        with_node_command."""
+        return self._with_nodes(role, "--image", command=(), image=image)
+
+    def _with_nodes(self, role: str, flag: str, **given: Any) -> Scenario:
         named = A2A_ROLES[role].value if role in A2A_ROLES and self.topology.a2a_org else role
         if not any(n.role.value == named for n in self.topology.nodes):
-            raise SpecError(f"--node-command {role}=…: topology {self.topology.name} has no "
+            raise SpecError(f"{flag} {role}=…: topology {self.topology.name} has no "
                             f"node of role {role!r}")
-        nodes = tuple(replace(n, command=command) if n.role.value == named else n
+        nodes = tuple(replace(n, **given) if n.role.value == named else n
                       for n in self.topology.nodes)
         return replace(self, topology=replace(self.topology, nodes=nodes))
 

@@ -466,3 +466,35 @@ def test_the_emqx_sdks_agents_against_each_other_in_containers(tmp_path: Path) -
     assert {c["rule"] for c in verdicts["a2a_session"].counterexamples} == {
         "connects_with_a_persistent_session"}
     assert leftovers() == []
+
+
+def test_conform_judges_an_implementation_as_its_container_image(tmp_path: Path) -> None:
+    """Issue 46: `conform --image`: the EMQX SDK's responder as a container of an image
+    built FROM the bench's (examples/emqx-sdk/Dockerfile), one run of the suite: the table,
+    compatibility.json naming the image, its replay with --image; an image the engine does
+    not have is one line and exit 3 (test_conform.py has the flags)."""
+    import a2a_over_mqtt  # noqa: F401 - the pinned SDK is a test extra
+
+    from bench.cli import main
+    from bench.substrates.docker.image import LABEL, ensure
+    base = ensure(ENGINE)
+    tag = "a2a-bench-emqx-sdk-responder:test"
+    ENGINE.images.build(path=str(Path(__file__).resolve().parents[2] / "examples" / "emqx-sdk"),
+                        tag=tag, buildargs={"BASE": base, "ROLE": "responder"},
+                        labels={LABEL: "example"}, rm=True)
+    out = tmp_path / "conform"
+    code = main(["conform", "--profile", "a2a-mqtt", "--image", tag, "--only", "a2a_quickstart",
+                 "--impl-version", "a2a-over-mqtt 0.1.0", "--out", str(out)])
+    assert code in (1, 2), code    # the SDK's findings, or rows no run of one judged
+    report = json.loads((out / "compatibility.json").read_text())
+    assert report["implementation"] == {"command": [], "image": tag,
+                                        "version": "a2a-over-mqtt 0.1.0"}
+    by = {tuple(c["ids"]): c for c in report["clauses"]}
+    ident = by[("A2M-SESS-3", "A2M-ID-1")]
+    assert ident["status"] == "PASS" and ident["replay"].endswith(f"--image {tag}")
+    assert '"nodes":"container"' in (out / "a2a_quickstart" / "history.jsonl").read_text() \
+        or json.loads((out / "a2a_quickstart" / "summary.json").read_text())["nodes"] \
+        == "container"
+    assert main(["conform", "--profile", "a2a-mqtt", "--image", "a2a-bench-no-such:0"]) == 3
+    assert leftovers() == []
+

@@ -160,3 +160,13 @@ def test_the_profile_on_amqtt_or_seed_only_flags_are_one_line_and_exit_3(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "MQTT 5" in err[0] and "--profile a2a-mqtt" in err[1], err
     assert "--no-tokens" in err[2]
+
+
+def test_conform_takes_a_command_or_an_image_and_an_image_it_has(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", "--profile", "a2a-mqtt"]) == EXIT_INVALID
+    assert main(["conform", "--profile", "a2a-mqtt", "--image", "x:1", sys.executable]) \
+        == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("CMD) or --image IMAGE" in line for line in err), err
+

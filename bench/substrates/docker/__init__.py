@@ -54,9 +54,9 @@ class Docker:
         if own is not None:
             return own
         if scenario.image_nodes and (missing := missing_images(scenario)):
-            return (f"image {missing[0]!r} (image = in the topology) is not on this Docker "
-                    f"engine: build it first (docker build -t {missing[0]} …); `docker "
-                    "images` lists what is")
+            return (f"image {missing[0]!r} (a node's own: image = in a topology, or conform "
+                    f"--image) is not on this Docker engine: build it first (docker build "
+                    f"-t {missing[0]} …); `docker images` lists what is")
         if (choice.broker or "amqtt") not in EMBEDDED:
             return (f"--broker={choice.broker}: --mode docker runs its broker in a container: "
                     "amqtt or mosquitto")
