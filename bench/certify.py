@@ -51,11 +51,15 @@ class Meta:
     strict: bool = False
     level: str = "may"              # the table down to this level
     image: str | None = None        # --image: the implementation's container image
+    #: the command that makes one run of the suite again, less `--only RUN` (None: conform's)
+    again: tuple[str, ...] | None = None
+    name: str | None = None         # grid: the implementation's name ("reference": no command)
 
     @property
     def shown(self) -> str:
         """The implementation as a reader knows it: its command line, or its image."""
-        return f"image {self.image}" if self.image else shlex.join(self.command)
+        return f"image {self.image}" if self.image else shlex.join(self.command) \
+            if self.command else f"the bench's reference {self.role}"
 
     @property
     def suite_flags(self) -> list[str]:
@@ -89,6 +93,8 @@ def replay(row: Row, meta: Meta) -> str | None:
     """The one command that runs the row's run of the suite again."""
     if row.scenario is None:
         return None
+    if meta.again is not None:
+        return shlex.join([*meta.again, "--only", row.scenario])
     return shlex.join(["a2a-bench", "conform", *meta.suite_flags, "--only", row.scenario,
                        *(["--image", meta.image] if meta.image else [shlex.join(meta.command)])])
 
@@ -122,6 +128,7 @@ def compatibility(rows: list[Row], meta: Meta) -> dict[str, Any]:
         "bench": {"name": "a2a-bench", "version": metadata.version("a2a-bench")},
         "implementation": {"command": list(meta.command),
                            **({"image": meta.image} if meta.image else {}),
+                           **({"name": meta.name} if meta.name else {}),
                            "version": meta.implementation_version},
         "profile": meta.profile, "role": meta.role, "broker": meta.broker,
         "spec": ({"document": clauses.SPEC, "commit": clauses.SPEC_COMMIT}
@@ -207,11 +214,13 @@ def page(rows: list[Row], meta: Meta) -> str:
             "<th>what, and the evidence</th></tr>" + "".join(body) + "</table>\n")
 
 
-def write(rows: list[Row], meta: Meta) -> list[Path]:
-    """compatibility.json, junit.xml and conform.html into the run's folder."""
+def write(rows: list[Row], meta: Meta, into: Path | None = None) -> list[Path]:
+    """compatibility.json, junit.xml and conform.html into the run's folder (or `into`)."""
     import json
+    into = into or meta.out
+    into.mkdir(parents=True, exist_ok=True)
     files = {"compatibility.json": json.dumps(compatibility(rows, meta), indent=2) + "\n",
              "junit.xml": junit(rows, meta), "conform.html": page(rows, meta)}
     for name, text in files.items():
-        (meta.out / name).write_text(text)
-    return [meta.out / name for name in files]
+        (into / name).write_text(text)
+    return [into / name for name in files]

@@ -381,19 +381,28 @@ def _vacuous(v: Verdict) -> bool:
     return v.note.startswith((NOTHING, NOT_APPLICABLE))
 
 
+#: (run, counterexample) -> whether the case is about the implementation judged (None:
+#: every case is: its counterpart is the reference, which the suite holds to every rule)
+Owns = Callable[[str, dict[str, Any]], bool]
+
+
 def judge_rules(runs: dict[str, list[Verdict]],
-                rules: tuple[ProtocolRule, ...] = RULES) -> list[Row]:
+                rules: tuple[ProtocolRule, ...] = RULES, owns: Owns | None = None) -> list[Row]:
     """One row per protocol rule, from the verdicts of the runs of the suite: FAIL on a
     violation of one of its checker rules in any run; PASS when every run of its `where`
-    judged it without one; else UNKNOWN, saying which run did not."""
+    judged it without one; else UNKNOWN, saying which run did not. Given `owns`, only a
+    violation whose counterexample is about the implementation judged FAILs its row; one
+    about its counterpart leaves the row UNKNOWN, naming it."""
     rows = []
     for rule in rules:
         failed: list[tuple[str, str]] = []       # (run, evidence)
         missing: list[tuple[str, str]] = []
         for scenario, verdicts in runs.items():
-            outcome = _judged(rule, scenario, verdicts)
+            outcome = _judged(rule, scenario, verdicts, owns)
             if outcome.startswith("FAIL "):
                 failed.append((scenario, outcome[5:]))
+            elif outcome.startswith(ELSEWHERE):
+                missing.append((scenario, outcome))
             elif scenario in rule.where and outcome != "PASS":
                 missing.append((scenario, outcome))
         missing += [(s, f"{s}: not run") for s in rule.where if s not in runs]
@@ -415,7 +424,12 @@ def judge_rules(runs: dict[str, list[Verdict]],
     return rows
 
 
-def _judged(rule: ProtocolRule, scenario: str, verdicts: list[Verdict]) -> str:
+#: how a row's evidence begins when the run's violations of it were its counterpart's
+ELSEWHERE = "not this implementation's: "
+
+
+def _judged(rule: ProtocolRule, scenario: str, verdicts: list[Verdict],
+            owns: Owns | None = None) -> str:
     """PASS, "FAIL <evidence>", or why the run did not judge the rule."""
     by_name = {v.name: v for v in verdicts}
     why_not = f"{scenario}: no checker rule of it judged anything"
@@ -427,7 +441,10 @@ def _judged(rule: ProtocolRule, scenario: str, verdicts: list[Verdict]) -> str:
             continue
         counts = v.rules[rule_id]
         if counts["violations"]:
-            case = next((c for c in v.counterexamples if c["rule"] == rule_id), None)
+            cases = [c for c in v.counterexamples if c["rule"] == rule_id]
+            case = next((c for c in cases if owns is None or owns(scenario, c)), None)
+            if case is None and cases:
+                return f"{ELSEWHERE}{scenario}: {ref}: {cases[0]['why']}"
             return f"FAIL {scenario}: {ref}: {case['why'] if case else 'violated'}"
         if _vacuous(v):
             why_not = f"{scenario}: {v.note.splitlines()[0]}"
@@ -484,18 +501,44 @@ def conform(command: tuple[str, ...], out: Path, broker: str | None = None,
     make (a row's replay: one run of the suite, again)."""
     p = PROFILES[profile]
     broker = broker or p.broker
-    runs: dict[str, list[Verdict]] = {}
     suite = tuple(s for s in suite or p.suite if not (no_tokens and s[0] in TOKEN_RUNS)
                   and (not only or s[0] in only))
+    runs = run_suite(suite, out, broker, say, **(
+        {"images": {p.role: image}} if image else {"commands": {p.role: command}}))
+    rows = judge_rules(runs, p.rules)
+    if p.binds:
+        rows = clause_rows(rows, core_only, p.binds, no_tokens, p.unjudged)
+    (out / "conform.json").write_text(json.dumps(
+        {"command": list(command), **({"image": image} if image else {}),
+         "profile": profile, "broker": broker,
+         "suite": [s for s, _t, _w in suite],
+         "seeds": {s: load_scenario(SCENARIOS / f"{s}.toml").seed for s, _t, _w in suite},
+         "rules": [r.to_json() for r in rows]}, indent=2) + "\n")
+    return rows
+
+
+def run_suite(suite: tuple[tuple[str, float, str], ...], out: Path, broker: str,
+              say: Callable[[str], None] = print,
+              commands: dict[str, tuple[str, ...]] | None = None,
+              images: dict[str, str] | None = None,
+              tap_all: bool = False) -> dict[str, list[Verdict]]:
+    """Each run of `suite` into out/<run>, the nodes of each role of `commands` started by
+    its command, of each role of `images` containers of its image (--mode docker), the
+    rest the reference (behind the wire tap too with `tap_all`: judged from its wire as
+    anyone's); each run's verdicts ([] for a run that never came up)."""
+    runs: dict[str, list[Verdict]] = {}
     for name, seconds, what in suite:
         scenario = load_scenario(SCENARIOS / f"{name}.toml").squeezed(seconds)
-        scenario = scenario.with_node_image(p.role, image) if image \
-            else scenario.with_node_command(p.role, command)
+        for role, command in (commands or {}).items():
+            scenario = scenario.with_node_command(role, command)
+        for role, image in (images or {}).items():
+            scenario = scenario.with_node_image(role, image)
         t0 = time.perf_counter()
         try:
             result = run_scenario(scenario, REFERENCE, out / name,
-                                  mode="docker" if image else "live",
-                                  options=Options(broker=broker, echo_node_stderr=False))
+                                  mode="docker" if images else "live",
+                                  options=Options(broker=broker, echo_node_stderr=False,
+                                                  wire_tap=tap_all))
         except EnvironmentFailure as exc:   # it never came up: this run judges nothing
             runs[name] = []
             say(f"  {name:<20} {time.perf_counter() - t0:5.1f} s  {what}  NOT RUN: {exc}")
@@ -511,16 +554,7 @@ def conform(command: tuple[str, ...], out: Path, broker: str | None = None,
             lines = sum(len(p.read_text(errors="replace").splitlines()) for p in logs)
             say(f"  {'':<20}          stderr: {lines} line{'s' if lines != 1 else ''} in "
                 f"{out / name / 'logs'}/ ({', '.join(p.stem for p in logs)})")
-    rows = judge_rules(runs, p.rules)
-    if p.binds:
-        rows = clause_rows(rows, core_only, p.binds, no_tokens, p.unjudged)
-    (out / "conform.json").write_text(json.dumps(
-        {"command": list(command), **({"image": image} if image else {}),
-         "profile": profile, "broker": broker,
-         "suite": [s for s, _t, _w in suite],
-         "seeds": {s: load_scenario(SCENARIOS / f"{s}.toml").seed for s, _t, _w in suite},
-         "rules": [r.to_json() for r in rows]}, indent=2) + "\n")
-    return rows
+    return runs
 
 
 def render(rows: list[Row], width: int = 100) -> str:

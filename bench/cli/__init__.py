@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_explore(sub)
     brokers.add_brokers(sub)
     conform.add_conform(sub)
+    conform.add_grid(sub)
     exchange.add_exchange(sub)
     return parser
 

@@ -181,3 +181,95 @@ def _conform(args: argparse.Namespace) -> int:
     # a part the node declares it leaves out is UNKNOWN in the table, as a run says it,
     # and no more a failure of the node than in a run
     return {1: EXIT_FALSE, 2: EXIT_UNKNOWN, 0: EXIT_OK}[exit_code(rows, args.strict)]
+
+
+def add_grid(sub: Sub) -> None:
+    gr = sub.add_parser(
+        "grid", help="A2A over MQTT: conform per broker x responder x requester",
+        description="Brokers x responders x requesters, each cell the conform suites of both\n"
+                    "roles run once with that responder as every responder and that requester in\n"
+                    "front (the reference for a side not given), judged per role as conform\n"
+                    "judges (a violation counts against the side its counterexample is about).\n"
+                    "13 runs a cell (the two suites share seven); --only keeps some of them.\n\n"
+                    "exit codes: 0 every cell's every clause PASS, 1 a MUST FAILs in some cell,\n"
+                    "2 no such FAIL but some clause UNKNOWN, 3 invalid arguments",
+        epilog="the folder holds grid.json (per cell: each role's counts, exit code, failed\n"
+               "clauses, and its compatibility.json), grid.md and grid.html; each cell's folder\n"
+               "its runs and, per role, compatibility.json, junit.xml and conform.html.\n\n"
+               "example: a2a-bench grid --responder 'sdk=python examples/emqx-sdk/responder.py'"
+               " \\\n"
+               "             --requester 'sdk=python examples/emqx-sdk/requester.py'\n"
+               "         a2a-bench grid --responder 'mine=./my-agent' --only a2a_quickstart")
+    gr.add_argument("--responder", action="append", default=[], metavar="NAME=CMD",
+                    help="a responder besides the reference: its name in the grid, then its "
+                         "command line (repeatable)")
+    gr.add_argument("--requester", action="append", default=[], metavar="NAME=CMD",
+                    help="a requester besides the reference (repeatable)")
+    gr.add_argument("--broker", action="append", default=[], choices=["amqtt", "mosquitto"],
+                    help="a broker to run every cell on (repeatable; default: every embedded "
+                         "broker that speaks MQTT 5)")
+    gr.add_argument("--no-reference", action="store_true",
+                    help="leave the reference out of the sides given implementations")
+    gr.add_argument("--only", action="append", default=[], metavar="RUN",
+                    help="only this run of the suites (repeatable)")
+    gr.add_argument("--out", type=Path, default=None,
+                    help="where the cells go (default: results/grid-<utc time>)")
+    gr.add_argument("--json", action="store_true", help="print grid.json")
+    gr.set_defaults(handler=_grid)
+
+
+def _impls(given: list[str], flag: str, reference: bool) -> tuple[object, ...] | None:
+    from bench.grid import REFERENCE, Impl
+    impls = [Impl(REFERENCE)] if reference or not given else []
+    for text in given:
+        name, eq, cmd = text.partition("=")
+        if not eq or not name or any(c in name for c in "/ ") or name == REFERENCE:
+            print(f"a2a-bench: grid {flag} {text!r}: expected NAME=CMD, a name of its own "
+                  f"(no '/' or space, not {REFERENCE!r}) then the command line",
+                  file=sys.stderr)
+            return None
+        argv = command_line(cmd, f"grid {flag} {name}=…")
+        if argv is None:
+            return None
+        if name in {i.name for i in impls}:
+            print(f"a2a-bench: grid {flag} {name}=…: that name is given twice", file=sys.stderr)
+            return None
+        impls.append(Impl(name, argv))
+    return tuple(impls)
+
+
+def _grid(args: argparse.Namespace) -> int:
+    from bench.grid import grid, mqtt5_brokers, render, suite, to_json
+    responders = _impls(args.responder, "--responder", not args.no_reference)
+    requesters = _impls(args.requester, "--requester", not args.no_reference)
+    if responders is None or requesters is None:
+        return EXIT_INVALID
+    brokers = tuple(dict.fromkeys(args.broker)) or mqtt5_brokers()
+    if "amqtt" in brokers:
+        print("a2a-bench: grid --broker amqtt: the profile speaks MQTT 5 and amqtt 3.1.1 "
+              "only; use --broker mosquitto", file=sys.stderr)
+        return EXIT_INVALID
+    known = [name for name, _s, _w in suite()]
+    wrong = [name for name in args.only if name not in known]
+    if wrong:
+        print(f"a2a-bench: grid --only={wrong[0]}: not a run of the suites (their runs: "
+              f"{', '.join(known)})", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        out = claim_named(args.out) if args.out else claim(Path("results"), f"grid-{utc_stamp()}")
+    except FolderTaken as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    cells_n = len(brokers) * len(responders) * len(requesters)
+    say = (lambda line: None) if args.json else print
+    say(f"grid: {cells_n} cell{'s' if cells_n != 1 else ''} ({len(brokers)} broker x "
+        f"{len(responders)} responder x {len(requesters)} requester), "
+        f"{len(suite(tuple(args.only)))} runs each, into {out}/")
+    cells = grid(brokers, responders, requesters, out, tuple(args.only), say)  # type: ignore[arg-type]
+    if args.json:
+        print(json.dumps(to_json(cells), indent=2))
+    else:
+        print(render(cells))
+        print(f"report: {out / 'grid.html'}, {out / 'grid.json'}")
+    codes = {c.exit_code(role) for c in cells for role in ("responder", "requester")}
+    return EXIT_FALSE if 1 in codes else EXIT_UNKNOWN if 2 in codes else EXIT_OK

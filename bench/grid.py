@@ -1,0 +1,226 @@
+"""`a2a-bench grid`: which A2A-over-MQTT implementations work with which, on which brokers.
+
+A cell is one broker, one responder and one requester: the reference, or anyone's by its
+command line. The cell runs the conform suites of both roles once (the responder's, then
+the requester's runs the first has not made), every responder of the topology started by
+the responder's command and the requester by the requester's, and judges each role's
+clauses as `conform` does (bench/conform.py): one table per role. Where both sides are
+somebody's, a violation counts against the side its counterexample is about (the node of
+its first history line); one about the other side leaves the row UNKNOWN, naming it, so a
+requester's fault never shows as its responder's. Each cell's folder holds its runs and,
+per role, compatibility.json, junit.xml and conform.html (bench/certify.py); the grid's
+own folder grid.json, grid.md and grid.html, each cell linking to its evidence.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import certify
+from bench.conform import PROFILES, Row, clause_rows, judge_rules, run_suite
+from bench.history import read_jsonl
+from bench.spec.brokers import BEHAVIOURS
+from bench.spec.scenario import A2A_ROLES, SCENARIOS, load_scenario
+from bench.substrates.live import EMBEDDED
+
+#: the roles of a cell, each with the conform profile that holds it
+ROLES = {"responder": "a2a-mqtt", "requester": "a2a-mqtt/requester"}
+REFERENCE = "reference"
+FORMAT = "a2a-bench/grid/1"
+
+
+def mqtt5_brokers() -> tuple[str, ...]:
+    """The embedded brokers that speak MQTT 5 (the profile needs it): the grid's default."""
+    return tuple(b for b in EMBEDDED if BEHAVIOURS[b].v5 is not None)
+
+
+@dataclass(frozen=True)
+class Impl:
+    """One implementation of a role: the reference (no command) or anyone's."""
+
+    name: str
+    command: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        return f"{self.name}={shlex.join(self.command)}"
+
+
+@dataclass
+class Cell:
+    broker: str
+    responder: Impl
+    requester: Impl
+    out: Path
+    rows: dict[str, list[Row]] = field(default_factory=dict)    # role -> its table
+
+    @property
+    def name(self) -> str:
+        return self.out.name
+
+    def impl(self, role: str) -> Impl:
+        return self.responder if role == "responder" else self.requester
+
+    def counts(self, role: str) -> dict[str, int]:
+        return {s: sum(certify.status(r) == s for r in self.rows[role])
+                for s in ("PASS", "FAIL", "UNKNOWN", "NOT_APPLICABLE")}
+
+    def exit_code(self, role: str) -> int:
+        return certify.exit_code(self.rows[role], strict=False)
+
+
+def suite(only: tuple[str, ...] = ()) -> tuple[tuple[str, float, str], ...]:
+    """Both roles' runs, each once: the responder's suite, then the requester's others."""
+    runs: dict[str, tuple[str, float, str]] = {}
+    for profile in ROLES.values():
+        for s in PROFILES[profile].suite:
+            runs.setdefault(s[0], s)
+    return tuple(s for name, s in runs.items() if not only or name in only)
+
+
+def _owner(out: Path, role: str) -> Callable[[str, dict[str, Any]], bool]:
+    """Whether a run's counterexample is about a node of `role` (its first line's node)."""
+    nodes: dict[str, dict[int, str]] = {}
+    mine: dict[str, set[str]] = {}
+
+    def owns(run: str, case: dict[str, Any]) -> bool:
+        if run not in nodes:
+            nodes[run] = {int(x["seq"]): str(x["node"])
+                          for x in read_jsonl(out / run / "history.jsonl")}
+            mine[run] = {n.id for n in load_scenario(SCENARIOS / f"{run}.toml").topology.nodes
+                         if n.role is A2A_ROLES[role]}
+        first = next(iter(case.get("seq") or ()), None)
+        return first is None or nodes[run].get(int(first)) in mine[run]
+
+    return owns
+
+
+def run_cell(cell: Cell, only: tuple[str, ...], say: Callable[[str], None]) -> Cell:
+    """Make the cell's runs and judge both roles from them."""
+    commands = {role: cell.impl(role).command for role in ROLES if cell.impl(role).command}
+    # every side behind the wire tap: the reference is judged from its wire as anyone's
+    runs = run_suite(suite(only), cell.out, cell.broker, say, commands=commands, tap_all=True)
+    both = len(commands) == 2
+    for role, key in ROLES.items():
+        p = PROFILES[key]
+        mine = {s for s, _t, _w in p.suite}
+        rows = judge_rules({k: v for k, v in runs.items() if k in mine}, p.rules,
+                           owns=_owner(cell.out, role) if both else None)
+        cell.rows[role] = clause_rows(rows, False, p.binds, False, p.unjudged)
+    return cell
+
+
+def grid(brokers: tuple[str, ...], responders: tuple[Impl, ...], requesters: tuple[Impl, ...],
+         out: Path, only: tuple[str, ...] = (),
+         say: Callable[[str], None] = print) -> list[Cell]:
+    """Every cell, its tables written beside its runs; grid.json, grid.md, grid.html."""
+    cells = []
+    for broker in brokers:
+        for r in responders:
+            for q in requesters:
+                cell = Cell(broker, r, q, out / f"{broker}--{r.name}--{q.name}")
+                say(f"{cell.name}: responder {r.name}, requester {q.name}, on {broker}")
+                cells.append(run_cell(cell, only, say))
+                _write_cell(cell, only)
+    write(cells, out)
+    return cells
+
+
+def again(cell: Cell) -> tuple[str, ...]:
+    """The grid command that makes this cell's runs again, this cell alone (less `--only
+    RUN`): a side not given is the reference, and --no-reference keeps it off the other."""
+    flags = [f for role in ROLES for f in
+             ((f"--{role}", cell.impl(role).flag) if cell.impl(role).command else ())]
+    return ("a2a-bench", "grid", "--broker", cell.broker, "--no-reference", *flags)
+
+
+def _write_cell(cell: Cell, only: tuple[str, ...]) -> None:
+    seeds = {s: load_scenario(SCENARIOS / f"{s}.toml").seed for s, _t, _w in suite(only)}
+    for role, key in ROLES.items():
+        impl = cell.impl(role)
+        meta = certify.Meta(impl.command, "a2a-mqtt", PROFILES[key].role, cell.broker,
+                            cell.out, seeds, again=again(cell), name=impl.name)
+        certify.write(cell.rows[role], meta, into=cell.out / role)
+
+
+def to_json(cells: list[Cell]) -> dict[str, Any]:
+    return {"format": FORMAT, "cells": [{
+        "broker": c.broker, "folder": c.name,
+        **{role: {"name": c.impl(role).name, "command": list(c.impl(role).command),
+                  "counts": c.counts(role), "exitCode": c.exit_code(role),
+                  # every FAIL, at any level; a SHOULD among them fails no cell
+                  "failed": [{"ids": r.rule.ids, "level": certify.level(r)}
+                             for r in c.rows[role] if r.status == "FAIL"],
+                  "compatibility": f"{c.name}/{role}/compatibility.json"}
+           for role in ROLES}} for c in cells]}
+
+
+def _summary(c: Cell, role: str) -> str:
+    n = c.counts(role)
+    return f"{n['PASS']} PASS, {n['FAIL']} FAIL, {n['UNKNOWN']} UNKNOWN"
+
+
+def render(cells: list[Cell]) -> str:
+    """The grid as a Markdown table: a row per cell, each role's counts."""
+    lines = ["| broker | responder | requester | responder's clauses | requester's clauses |",
+             "|---|---|---|---|---|"]
+    for c in cells:
+        lines.append(f"| {c.broker} | {c.responder.name} | {c.requester.name} | "
+                     f"[{_summary(c, 'responder')}]({c.name}/responder/conform.html) | "
+                     f"[{_summary(c, 'requester')}]({c.name}/requester/conform.html) |")
+    return "\n".join(lines)
+
+
+COLOURS = {0: "#2e7d32", 1: "#c62828", 2: "#9e9e9e"}
+
+
+def page(cells: list[Cell]) -> str:
+    """grid.html: per broker, responders down and requesters across; each cell both roles'
+    counts, coloured by the worse, each linking to its role's page."""
+    parts = []
+    for broker in dict.fromkeys(c.broker for c in cells):
+        mine = [c for c in cells if c.broker == broker]
+        qs = list(dict.fromkeys(c.requester.name for c in mine))
+        rs = list(dict.fromkeys(c.responder.name for c in mine))
+        by = {(c.responder.name, c.requester.name): c for c in mine}
+        head = "".join(f"<th>requester {html.escape(q)}</th>" for q in qs)
+        body = []
+        for r in rs:
+            tds = []
+            for q in qs:
+                c = by[r, q]
+                worst = 1 if 1 in (c.exit_code("responder"), c.exit_code("requester")) else \
+                    2 if 2 in (c.exit_code("responder"), c.exit_code("requester")) else 0
+                links = "".join(
+                    f"<div><a href='{c.name}/{role}/conform.html'>{role}</a>: "
+                    f"{_summary(c, role)}</div>" for role in ROLES)
+                tds.append(f"<td style='border-left:6px solid {COLOURS[worst]}'>{links}</td>")
+            body.append(f"<tr><th>responder {html.escape(r)}</th>{''.join(tds)}</tr>")
+        parts.append(f"<h2>on {html.escape(broker)}</h2><table><tr><th></th>{head}</tr>"
+                     + "".join(body) + "</table>")
+    given = {i.name: i for c in cells for i in (c.responder, c.requester) if i.command}
+    if given:
+        parts.append("<p>" + "<br>".join(
+            f"<b>{html.escape(name)}</b>: <code>{html.escape(shlex.join(i.command))}</code>"
+            for name, i in given.items()) + "</p>")
+    return ("<!doctype html><meta charset=utf-8><title>a2a-bench grid</title><style>"
+            "body{font:14px/1.4 system-ui,sans-serif;margin:2em}table{border-collapse:"
+            "collapse}td,th{border:1px solid #ddd;padding:6px 10px;text-align:left;"
+            "vertical-align:top}</style><h1>A2A over MQTT: who works with whom</h1>"
+            "<p>Each cell: the conform suites of both roles, run once with that responder "
+            "and that requester; the left border red where a MUST fails, grey where some "
+            "clause is UNKNOWN, green where every clause passed.</p>" + "".join(parts) + "\n")
+
+
+def write(cells: list[Cell], out: Path) -> list[Path]:
+    files = {"grid.json": json.dumps(to_json(cells), indent=2) + "\n",
+             "grid.md": render(cells) + "\n", "grid.html": page(cells)}
+    for name, text in files.items():
+        (out / name).write_text(text)
+    return [out / name for name in files]
