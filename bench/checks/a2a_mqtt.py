@@ -1293,6 +1293,28 @@ MALFORMED_ANSWER: dict[str, tuple[int, ...]] = {
     "empty": (-32700, -32600, -32005),                             # A2M-RSP-3: some error
     "binary_correlation": (ANSWERED,),                             # A2M-RR-3: answered
 }
+#: A field of the wrong JSON type (the malformed_request fault's `type:<field>:<type>`
+#: cases), by field: JSON-RPC 2.0 §5.1 — not a valid Request object (jsonrpc, id, method,
+#: or params not structured) is -32600 Invalid Request, a method's parameters that are not
+#: what it takes -32602 Invalid params (A2M-RSP-3: "validate request payloads"); a Task.id
+#: not a string is a missing one (A2M-RSP-4), answered as no_task_id is.
+WRONG_TYPE_ANSWER: dict[str, tuple[int, ...]] = {
+    "jsonrpc": (-32600,), "id": (-32600,), "method": (-32600,), "params": (-32600, -32602),
+    "params.message": (-32602,), "params.message.messageId": (-32602,),
+    "params.message.role": (-32602,), "params.message.parts": (-32602,),
+    "params.message.contextId": (-32602,), "params.message.taskId": (-32602, -32005),
+    "GetTask.params.id": (-32602,), "CancelTask.params.id": (-32602,),
+}
+
+
+def answer_to(case: str) -> tuple[int, ...] | None:
+    """What the profile says a malformed request of `case` gets (MALFORMED_ANSWER, or by
+    its field for a wrong-type case); None: not a malformed case."""
+    if case.startswith("type:"):
+        return WRONG_TYPE_ANSWER.get(case.split(":")[1])
+    return MALFORMED_ANSWER.get(case)
+
+
 #: A request whose bearer token a responder that requires tokens must refuse (A2M-RSP-7): the
 #: spec names no code (A2A v1.0 has none for a failed authentication; "follow the core
 #: A2A/JSON-RPC definitions"), so any JSON-RPC error answers it — never a result.
@@ -1319,7 +1341,7 @@ def malformed_requests_refused(h: History, c: Collector) -> None:
     that ends by itself, or raises, after taking one in). Undecided where the responder
     was down, a fault acted on it or on the broker, or the run ended, before it could
     answer."""
-    _hostile(h, c, MALFORMED_ANSWER, "a malformed request")
+    _hostile(h, c, answer_to, "a malformed request")
 
 
 @rule("A2M-RSP-7: where bearer tokens are required, a request whose token is "
@@ -1329,12 +1351,13 @@ def unauthorized_requests_refused(h: History, c: Collector) -> None:
     """Each request of the malformed_request fault's token cases (valid in every other way,
     to a responder that requires tokens) is answered with a JSON-RPC error — the spec names
     no code — and its Task.id is executed nowhere; judged as malformed requests are."""
-    _hostile(h, c, TOKEN_ANSWER, "a request with a bad token")
+    _hostile(h, c, TOKEN_ANSWER.get, "a request with a bad token")
 
 
-def _hostile(h: History, c: Collector, table: dict[str, tuple[int, ...]], what: str) -> None:
-    """The malformed_request fault's requests of the cases in `table`, each answered as
-    `table` says, run nowhere, and the responder alive after them."""
+def _hostile(h: History, c: Collector, table: Callable[[str], tuple[int, ...] | None],
+             what: str) -> None:
+    """The malformed_request fault's requests of the cases `table` knows, each answered as
+    it says, run nowhere, and the responder alive after them."""
     out: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     for a in h.memo(answers):
         out[(a.node, a.topic.rsplit("/", 1)[-1])].append(a)
@@ -1366,11 +1389,12 @@ def _hostile(h: History, c: Collector, table: dict[str, tuple[int, ...]], what: 
                                and a.seq < d.seq), key=lambda a: a.seq, default=None)
                    for d in died}
     for attack in h.of(AttackSent):
-        if attack.attack != "malformed_request" or attack.how not in table:
+        want = table(attack.how) if attack.attack == "malformed_request" else None
+        if want is None:
             continue
         node, token = attack.target_node_id or "", attack.message_id
-        want = table[attack.how]
-        c.count(f"malformed_{attack.how}")
+        c.count("malformed_wrong_type" if attack.how.startswith("type:")
+                else f"malformed_{attack.how}")
         got = out[(node, token)] + [a for d in sorted(handed[(node, token)])
                                     for a in out[(d, token)]]
         if attack.request_id in ran and attack.how not in OPENED:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.faults import CATALOGUE
-from bench.faults.a2a_attacks import CASES, TOKEN_CASES
+from bench.faults.a2a_attacks import CASES, TOKEN_CASES, TYPE_CASES
 from bench.workload import HUMAN_KINDS
 
 Table = dict[str, Any]
@@ -270,7 +270,10 @@ def _param(rng: random.Random, kind: str, name: str, pkind: str, choices: tuple[
             return rng.choice(agents) if name == "agent" else "spare"
         case "texts":
             if kind == "malformed_request":   # the token cases need an [a2a.oauth] topology
-                choices = tuple(c for c in choices if c not in TOKEN_CASES)
+                # (and the wrong-type ones, added later, are left out: the draws of every
+                # seed stay what they were)
+                choices = tuple(c for c in choices if c not in TOKEN_CASES
+                                and c not in TYPE_CASES)
             if choices:
                 return rng.sample(choices, k=rng.randint(1, len(choices)))
             return ["spare.helper"]

@@ -30,6 +30,25 @@ CASES = ("not_json", "not_utf8", "array", "null", "no_jsonrpc", "unknown_method"
 #: for another unit, from another issuer, signed by another key, or short of the scope
 TOKEN_CASES = ("no_token", "not_bearer", "not_a_jwt", "expired_token", "wrong_audience",
                "wrong_issuer", "forged_token", "missing_scope")
+#: A wrong JSON value of each type (a case sends one where its field wants another type)
+WRONG_VALUES: dict[str, object] = {"null": None, "boolean": True, "number": 7, "string": "x",
+                                   "array": ["x"], "object": {"x": 1}}
+#: Each field of a request a responder reads, and the JSON types A2A v1.0's JSON-RPC binding
+#: lets it be (JSON-RPC 2.0 §4: an id is a string or a number — null only discouraged, and
+#: never sent here; A2A's Message: messageId and role strings, parts an array, contextId
+#: optional; SendMessage's params an object holding the message; GetTask's and
+#: CancelTask's params.id a string). Every other type is invalid input (A2M-RSP-3).
+TYPED_FIELDS: dict[str, tuple[str, ...]] = {
+    "jsonrpc": ("string",), "id": ("string", "number", "null"), "method": ("string",),
+    "params": ("object",), "params.message": ("object",),
+    "params.message.messageId": ("string",), "params.message.role": ("string",),
+    "params.message.parts": ("array",), "params.message.contextId": ("string", "null"),
+    "params.message.taskId": ("string",),
+    "GetTask.params.id": ("string",), "CancelTask.params.id": ("string",),
+}
+#: the wrong-type cases, derived from TYPED_FIELDS: `type:<field>:<the type sent>`
+TYPE_CASES = tuple(f"type:{field}:{t}" for field, ok in TYPED_FIELDS.items()
+                   for t in WRONG_VALUES if t not in ok)
 #: context_switch is sent after its opening: a valid request (it runs) creating the task
 #: the switch then names in another context (A2M-CTX-3)
 OPENING = "context_opening"
@@ -52,6 +71,22 @@ def _send(task_id: str | None, context: str | None = "ctx-hostile",
     if task_id is not None:
         message["taskId"] = task_id
     return {"jsonrpc": "2.0", "id": "hostile", "method": method, "params": {"message": message}}
+
+
+def _typed(case: str, task_id: str) -> bytes:
+    """A valid request with one field of the wrong JSON type, as `type:<field>:<type>`
+    says (a GetTask or CancelTask one where the field is named after its method)."""
+    _, field, kind = case.split(":")
+    method, _, path = field.partition(".") if field.startswith(("GetTask.", "CancelTask.")) \
+        else ("SendMessage", "", field)
+    body: dict[str, object] = _send(task_id) if method == "SendMessage" else \
+        {"jsonrpc": "2.0", "id": "hostile", "method": method, "params": {"id": task_id}}
+    *parents, last = path.split(".")
+    holder = body
+    for key in parents:
+        holder = holder[key]   # type: ignore[assignment]
+    holder[last] = WRONG_VALUES[kind]
+    return json.dumps(body).encode()
 
 
 def _b64(raw: bytes) -> str:
@@ -115,6 +150,7 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
         OPENING: json.dumps(_send(task_id, context="ctx-first")).encode(),
         "context_switch": json.dumps(_send(task_id, context="ctx-second")).encode(),
         **{c: json.dumps(_send(task_id)).encode() for c in TOKEN_CASES},
+        **({case: _typed(case, task_id)} if case in TYPE_CASES else {}),
     }
     if case == OPENING:
         token += "-open"

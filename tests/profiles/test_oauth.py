@@ -85,4 +85,9 @@ def test_every_case_the_attack_sends_has_the_answer_the_judge_wants() -> None:
     from bench.faults.a2a_attacks import CASES, TOKEN_CASES
     assert set(MALFORMED_ANSWER) == set(CASES)
     assert set(TOKEN_ANSWER) == set(TOKEN_CASES)
+    # the wrong-type cases: the judge knows an answer for every field the fault derives them from
+    from bench.checks.a2a_mqtt import WRONG_TYPE_ANSWER, answer_to
+    from bench.faults.a2a_attacks import TYPE_CASES, TYPED_FIELDS
+    assert set(WRONG_TYPE_ANSWER) == set(TYPED_FIELDS)
+    assert all(answer_to(case) for case in TYPE_CASES) and len(TYPE_CASES) == 57
     assert not set(CASES) & set(TOKEN_CASES)

@@ -45,7 +45,7 @@ def responder(pool: str | None = None) -> tuple[Responder, list[object]]:
 def send(task_id: str = TASK, *, corr: bytes = b"c1", method: str = "SendMessage",
          context: str | None = CTX, text: str = "hello", topic: str | None = None,
          props: Props | None = None, rpc_id: object = "1") -> MessageReceived:
-    message: dict[str, Any] = {"taskId": task_id, "role": "ROLE_USER",
+    message: dict[str, Any] = {"messageId": "m1", "taskId": task_id, "role": "ROLE_USER",
                                "parts": [{"text": text}]}
     if context is not None:
         message["contextId"] = context

@@ -159,8 +159,9 @@ class Refusal:
 def parse_call(payload: bytes, props: Props) -> Call | Refusal:
     """A request's payload read as the profile's JSON-RPC, or the error to answer with.
     Checks, in order: UTF-8 and JSON (-32700); a JSON-RPC 2.0 request object (-32600); a
-    method of the profile (-32601); params (-32602: Task.id a UUIDv4, A2M-RSP-4; a
-    User Property a2a-context-id that differs from the payload's, A2M-CTX-4)."""
+    method of the profile (-32601); params (-32602: an object; the message's messageId,
+    role and parts of their types; Task.id a UUIDv4, A2M-RSP-4; a User Property
+    a2a-context-id that differs from the payload's, A2M-CTX-4)."""
     try:
         raw: object = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -189,6 +190,17 @@ def parse_call(payload: bytes, props: Props) -> Call | Refusal:
     message = params.get("message")
     if not isinstance(message, dict):
         return Refusal(rpc_id, ErrorCode.INVALID_PARAMS, "params.message must be an object")
+    # A2A's Message: messageId and role strings, parts an array of Part objects — a field of
+    # another JSON type is invalid input (A2M-RSP-3; it ran such a request until the
+    # a2a_bad_types scenario sent each field every wrong type)
+    for key in ("messageId", "role"):
+        if not isinstance(message.get(key), str) or not message[key]:
+            return Refusal(rpc_id, ErrorCode.INVALID_PARAMS,
+                           f"message.{key} must be a non-empty string")
+    parts = message.get("parts")
+    if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+        return Refusal(rpc_id, ErrorCode.INVALID_PARAMS,
+                       "message.parts must be an array of Part objects")
     task_id = message.get("taskId")
     if not isinstance(task_id, str) or not UUID4.match(task_id):
         return Refusal(rpc_id, ErrorCode.INVALID_PARAMS,
@@ -201,9 +213,7 @@ def parse_call(payload: bytes, props: Props) -> Call | Refusal:
     if in_props is not None and in_props != context_id:
         return Refusal(rpc_id, ErrorCode.INVALID_PARAMS,
                        "User Property a2a-context-id differs from message.contextId (A2M-CTX-4)")
-    parts = message.get("parts")
-    texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)] \
-        if isinstance(parts, list) else []
+    texts = [p["text"] for p in parts if isinstance(p.get("text"), str)]
     return Call(rpc_id, method, task_id, context_id, "".join(texts))
 
 
