@@ -85,6 +85,26 @@ def test_the_sdk_responder_on_bad_input(tmp_path: Path) -> None:
     assert _rules(v["a2a_session"]) == {"connects_with_a_persistent_session"}
 
 
+def test_the_sdk_responder_on_fields_of_the_wrong_json_type(tmp_path: Path) -> None:
+    """A2M-RSP-3 on a2a_bad_types (each field a responder reads, given each JSON type it
+    may not have): it runs requests whose jsonrpc, method, messageId or role is of the
+    wrong type as valid ones; it answers a params or a message that is no object with
+    -32700 Parse error (the JSON parsed: JSON-RPC 2.0 says -32602 or -32600); and a Task.id
+    that is a JSON object ends its message loop (both responders die)."""
+    v = _run(tmp_path, "a2a_bad_types", "responder", RESPONDER, squeezed_s=14)
+    assert v["a2a_replies"].value is Value.FALSE
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    executed = {e["taskId"] for e in lines if e["kind"] == "task_executed"}
+    ran = {e["how"] for e in lines if e["kind"] == "attack_sent" and e["requestId"] in executed}
+    assert {"type:jsonrpc:number", "type:method:number", "type:params.message.role:number",
+            "type:params.message.messageId:number"} <= ran, sorted(ran)
+    died = [e for e in lines if e["kind"] == "node_crashed" and e["faultIndex"] is None]
+    assert died, "the responders outlived a Task.id that is an object"
+    whys = [c["why"] for c in v["a2a_replies"].counterexamples]
+    assert any("with error -32700" in why for why in whys) or \
+        v["a2a_replies"].rules["malformed_requests_refused"]["violations"] > 10, whys
+
+
 def test_the_sdk_responder_dies_of_a_json_array(tmp_path: Path) -> None:
     """A2M-RSP-3: a payload that is JSON but not an object ends its message loop (its
     process exits)."""
@@ -224,6 +244,19 @@ RAW_CASES: dict[str, tuple[bytes, bytes, Callable[[Probe, bool, list[Any]], bool
                    lambda p, alive, got: len(p.calls) == 1),
     "an unknown method": (_request(str(uuid.uuid4()), method="DeleteEverything"), b"c1",
                           lambda p, alive, got: len(p.calls) == 1),
+    # finding (a2a_bad_types): fields of the wrong JSON type — a role that is a number runs;
+    # a message that is a string gets -32700 (the JSON parsed); a Task.id that is an object
+    # ends its message loop (`TypeError: unhashable type: 'dict'`)
+    "a role that is a number": (_request(str(uuid.uuid4())).replace(b'"ROLE_USER"', b"7"),
+                                b"c1", lambda p, alive, got: len(p.calls) == 1),
+    "a message that is a string": (json.dumps({"jsonrpc": "2.0", "id": "1",
+                                               "method": "SendMessage",
+                                               "params": {"message": "hi"}}).encode(), b"c1",
+                                   lambda p, alive, got: _codes(got) == [-32700]),
+    # (an empty one, falsy, is refused -32005: the SDK tests `not task_id` first)
+    "a Task.id that is an object": (_request("x").replace(b'"taskId": "x"',
+                                                          b'"taskId": {"x": 1}'),
+                                    b"c1", lambda p, alive, got: not alive and not got),
 }
 
 
