@@ -307,6 +307,9 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
                  "outlasts the 15 s first-reply wait",
                  ("a2a_requests.request_expiry_outlasts_the_wait",), ("a2a_quickstart",),
                  exercised="requests_with_an_expiry"),
+    ProtocolRule("A2M-SESS-4", "a reply topic suffix of 48 bits of chance or more, no reply "
+                 "topic shared", ("a2a_requests.reply_suffixes_resist_collisions",),
+                 ("a2a_quickstart",), exercised="reply_topics"),
 )
 
 

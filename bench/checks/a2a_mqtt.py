@@ -9,6 +9,7 @@ ends, the retry profile is kept, every reply answers a request that was sent, on
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -659,6 +660,65 @@ def request_expiry_outlasts_the_wait(h: History, c: Collector) -> None:
             c.violation(f"{a.node} published a request with a Message Expiry Interval of "
                         f"{expiry} s, within the {REPLY_FIRST_MS / 1000:.0f} s first-reply wait",
                         a.event)
+
+
+#: A2M-SESS-4's "high collision resistance", in bits: what a reply suffix must hold once the
+#: names it is built of are taken out. 48 bits give two of 10,000 concurrent requesters
+#: of one agent id the same suffix with odds of about 2 in 10 million (n^2 / 2^49); a
+#: UUIDv4's 122 bits, 12 hex digits' 48 pass; a node id or a counter does not.
+SUFFIX_BITS = 48
+
+
+def _suffix_bits(suffix: str, names: set[str]) -> float:
+    """What `suffix` may hold of chance, in bits: its characters less every known name in
+    it (its node, client and agent ids, org and unit) and separators, each worth the
+    alphabet its kind of characters spans (hex digits 4 bits, digits and lower case
+    letters 5.2, both cases 5.95)."""
+    rest = suffix.lower()
+    for name in sorted(names, key=len, reverse=True):
+        if len(name) >= 3:
+            rest = rest.replace(name.lower(), "")
+    rest = re.sub(r"[-_./]", "", rest)
+    if not rest:
+        return 0.0
+    cased = any(ch.isupper() for ch in suffix)
+    alphabet = 16 if re.fullmatch(r"[0-9a-f]+", rest) else 10 if rest.isdigit() \
+        else 62 if cased else 36
+    return len(rest) * math.log2(alphabet)
+
+
+@rule("A2M-SESS-4: a requester's reply topic suffix resists collisions: concurrent "
+      "requesters never share a reply stream")
+def reply_suffixes_resist_collisions(h: History, c: Collector) -> None:
+    """Per requester, each Response Topic its requests name: the suffix after its agent id
+    (`$a2a/v1/reply/{org}/{unit}/{agent_id}/{reply_suffix}`; the last level of a topic
+    not of that shape) holds at least SUFFIX_BITS of chance once the names it is built of
+    are taken out (a node id, a client id, `r-client-1`: none), and no two requesters name
+    the same reply topic."""
+    started = h.of(RunStarted)
+    client_ids = (started[0].client_ids if started else None) or {}
+    users: dict[str, set[str]] = defaultdict(set)
+    judged: set[tuple[str, str]] = set()
+    for a in h.memo(asked):
+        topic = a.response_topic
+        if not topic or (a.node, topic) in judged:
+            continue
+        judged.add((a.node, topic))
+        users[topic].add(a.node)
+        c.count("reply_topics")
+        levels = topic.split("/")
+        shaped = topic.startswith("$a2a/v1/reply/") and len(levels) > 6
+        suffix = "/".join(levels[6:]) if shaped else levels[-1]
+        names = {a.node, *(client_ids.get(a.node, "").split("/")),
+                 *(levels[3:6] if shaped else ())}
+        bits = _suffix_bits(suffix, names)
+        if bits < SUFFIX_BITS:
+            c.violation(f"{a.node} named the reply topic {topic}: its suffix {suffix!r} holds "
+                        f"about {bits:.0f} bits of chance once its names are taken out, under "
+                        f"the {SUFFIX_BITS} collision resistance asks", a.event)
+    for topic, nodes in sorted(users.items()):
+        if len(nodes) > 1:
+            c.violation(f"{', '.join(sorted(nodes))} all named the reply topic {topic}")
 
 
 #: How long after a reply crossed a requester's wire a request of its may still be one it
@@ -2154,7 +2214,7 @@ A2A_REQUESTS = Checker(
      no_request_again_after_a_reply, follow_ups_go_to_the_named_agent,
      requests_go_to_request_topics, correlations_are_the_requesters_own,
      request_expiry_outlasts_the_wait, context_property_matches_the_payload,
-     nothing_settled_twice), _no_operation,
+     nothing_settled_twice, reply_suffixes_resist_collisions), _no_operation,
     protocols=frozenset({A2A_MQTT}))
 A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "

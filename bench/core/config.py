@@ -78,6 +78,10 @@ class A2aAgent:
     hands_over_to: str | None = None
     #: a responder serving the tasks another hands over to it: its replies name it
     delegate: bool = False
+    #: a requester's reply topic suffix (A2M-SESS-4: collision resistant), drawn by the
+    #: deployment from the run's entropy; the same across the node's restarts (its
+    #: persistent session keeps the topic). None: `r-{node id}` (a test's requester)
+    reply_suffix: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

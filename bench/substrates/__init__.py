@@ -8,6 +8,7 @@ asks whether it is quiet. Everything a deployment records goes through its `RunL
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -154,19 +155,24 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
                       task_timeout_ms=scenario.workload.task_timeout_ms,
                       request_timeout_ms=scenario.workload.request_timeout_ms,
                       directory_scope=scenario.topology.directory_scope(node),
-                      a2a=_a2a_agent(node, scenario) if scenario.topology.a2a_org else None)
+                      a2a=_a2a_agent(node, scenario, run_id) if scenario.topology.a2a_org
+                      else None)
 
 
-def _a2a_agent(node: NodeSpec, scenario: Scenario) -> A2aAgent:
-    """What `node` is as an agent of an A2A-over-MQTT topology."""
+def _a2a_agent(node: NodeSpec, scenario: Scenario, run_id: str | None = None) -> A2aAgent:
+    """What `node` is as an agent of an A2A-over-MQTT topology. A requester's reply suffix
+    is 64 bits from the run's seed (and run id): collision resistant (A2M-SESS-4), the same
+    run after run with one seed, as the simulator's every draw."""
     t, responder = scenario.topology, node.role is Role.EXECUTOR
     assert t.a2a_org is not None
     oauth = None if t.a2a_oauth is None else OAuth.of_run(
         scenario.seed, t.a2a_org, node.namespace, signer=not responder, issuer=t.a2a_oauth.issuer,
         scope=t.a2a_oauth.scope, ttl_s=t.a2a_oauth.token_ttl_s)
     to = t.node(node.hands_over_to).agents[0] if node.hands_over_to else None
+    suffix = None if responder else "r-" + hashlib.sha256(
+        f"{scenario.seed}/{run_id or ''}/{node.id}/reply".encode()).hexdigest()[:16]
     return A2aAgent(t.a2a_org, responder, node.pool, t.a2a_request_expiry_s, oauth, to,
-                    node.id in t.delegates)
+                    node.id in t.delegates, suffix)
 
 
 def client_id_of(node: NodeSpec, run_id: str | None = None, a2a_org: str | None = None) -> str:

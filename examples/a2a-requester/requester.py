@@ -5,8 +5,8 @@ line, what to ask; it prints what it asked and how each request ended:
 
     a2a-bench run a2a_restart --node-command "requester=python examples/a2a-requester/requester.py"
 
-It keeps what the profile asks of a requester: a persistent session, its reply topic
-subscribed before anything is published, Response Topic and Correlation Data on every
+It keeps what the profile asks of a requester: a persistent session, its reply topic (its
+suffix a fresh UUID's hex: A2M-SESS-4) subscribed before anything is published, Response Topic and Correlation Data on every
 request, a UUIDv4 Task.id of its own making (the same for every attempt, GetTask, CancelTask
 and next turn), the retry profile (first reply within 15 s, three attempts, backoff 1 s and
 2 s ±20 %, new Correlation Data each time, none once a reply came). It keeps nothing on
@@ -15,7 +15,8 @@ NAME`): `same-correlation` retries under the first attempt's Correlation Data (A
 `fixed-task-id` names every task with one Task.id that is not a UUID (A2M-RR-5);
 `stale-backoff` sends a retry whose backoff began before a reply came (A2M-RETRY-6: written
 here by accident first, and caught by `a2a_requests`); `hasty-retry` gives up on a first
-reply after 3 s, not 15 (A2M-RETRY-1, A2M-RETRY-5: judged off its wire).
+reply after 3 s, not 15 (A2M-RETRY-1, A2M-RETRY-5: judged off its wire);
+`guessable-reply-topic` ends its reply topic in its node id (A2M-SESS-4).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ FIRST_REPLY_S, ATTEMPTS, BACKOFF_S = 3.0 if "hasty-retry" in BUGS else 15.0, 3, 
 spec = json.loads(sys.stdin.readline())
 node, a2a = spec["node"], spec["node"]["a2a"]
 ME, AGENT, UNIT, ORG = node["node_id"], node["agents"][0], node["namespace"], a2a["org"]
-REPLY = f"$a2a/v1/reply/{ORG}/{UNIT}/{AGENT}/{ME}"
+REPLY = f"$a2a/v1/reply/{ORG}/{UNIT}/{AGENT}/" + \
+    (ME if "guessable-reply-topic" in BUGS else uuid.uuid4().hex)
 out_lock = threading.Lock()
 lock = threading.Lock()         # paho's thread takes replies, the main one the bench's lines
 ops: dict[str, dict] = {}       # request id -> {task, corr: [hex], answered, settled, ...}

@@ -465,6 +465,10 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "known_tasks_stay_known": ("a2a_multiturn", task_denied),
     "new_contexts_are_welcome": ("a2a_multiturn", context_refused),
     "nothing_settled_twice": ("a2a_quickstart", repeat("request_settled")),
+    # the requester subscribed (and so names) a reply topic ending in its node id
+    "reply_suffixes_resist_collisions": ("a2a_quickstart", alter(
+        "executors_registered", lambda e: not e["agents"],
+        subscribed=lambda e: [f.rsplit("/", 1)[0] + "/r-client-1" for f in e["subscribed"]])),
     "pool_members_share_a_group": ("a2a_pool", alter(
         "executors_registered", lambda e: e["node"] == "tax-2",
         subscribed=lambda e: [f.replace("$share/a2a.acme.billing.p1/", "$share/g2/")

@@ -444,6 +444,17 @@ def _expires_within_the_wait(lines: list[dict[str, Any]]) -> None:
     first["properties"]["messageExpiryS"] = 10
 
 
+def _guessable_reply_topic(lines: list[dict[str, Any]]) -> None:
+    """Its reply topic, wherever it shows (subscribed, named, replied to), ends in the
+    requester's node id (A2M-SESS-4)."""
+    topic = next(e["properties"]["responseTopic"] for e in lines if e["kind"] == "wire"
+                 and e["node"] == "client-1" and e["packet"] == "PUBLISH"
+                 and (e.get("properties") or {}).get("responseTopic"))
+    guessable = topic.rsplit("/", 1)[0] + "/client-1"
+    for i, e in enumerate(lines):
+        lines[i] = json.loads(json.dumps(e).replace(topic, guessable))
+
+
 def _context_property_of_another(lines: list[dict[str, Any]]) -> None:
     """A request names one context in a2a-context-id and another in its payload (A2M-CTX-4)."""
     first = next(e for e in lines if e["kind"] == "wire" and e["node"] == "client-1"
@@ -466,6 +477,8 @@ REQUESTER_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str
                                               "request_expiry_outlasts_the_wait"),
     "a context property of another": (_context_property_of_another,
                                       "context_property_matches_the_payload"),
+    "a reply topic ending in its node id": (_guessable_reply_topic,
+                                            "reply_suffixes_resist_collisions"),
 }
 
 
@@ -478,6 +491,20 @@ def test_a_requester_written_elsewhere_is_judged_from_its_wire(
     v = checkers()["a2a_requests"](from_lines([{**e, "seq": i + 1} for i, e in enumerate(lines)]))
     assert v.value is Value.FALSE and {c["rule"] for c in v.counterexamples} == {rule}, \
         (v.counts, v.counterexamples[:2])
+
+
+def test_a_requester_whose_reply_topic_ends_in_its_node_id_is_seen_on_its_wire(
+        tmp_path: Path) -> None:
+    """examples/a2a-requester --bug guessable-reply-topic: its reply suffix is its node id,
+    which two instances of one agent share (A2M-SESS-4); as written, a fresh UUID's hex."""
+    scenario = compressed("a2a_quickstart", 4).with_node_command(
+        "requester", (*REQUESTER, "--bug", "guessable-reply-topic"))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    [v] = [v for v in result.verdicts if v.name == "a2a_requests"]
+    assert {c["rule"] for c in v.counterexamples} == {"reply_suffixes_resist_collisions"}, \
+        v.counterexamples[:2]
+    assert "'client-1' holds about 0 bits" in v.counterexamples[0]["why"]
 
 
 def test_a_requester_that_gives_up_waiting_too_soon_is_seen_on_its_wire(

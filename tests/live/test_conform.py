@@ -145,7 +145,7 @@ def test_one_short_profile_run_of_a_requester_written_elsewhere(tmp_path: Path) 
     assert by["A2M-RR-2, A2M-RR-5, A2M-SESS-2"].status == "FAIL"
     assert "not a UUIDv4" in by["A2M-RR-2, A2M-RR-5, A2M-SESS-2"].evidence
     assert by["A2M-SESS-3, A2M-ID-1"].status == "PASS"
-    assert by["A2M-SESS-4"].evidence == "not judged: no rule of the bench observes it yet"
+    assert by["A2M-SESS-4"].status == "PASS"     # a fresh UUID's hex for its suffix
     # a requester publishes no Agent Card: the discovery clauses are not its to keep
     assert by["A2M-DISC-1"].declared_out and "Discovery Publisher" in by["A2M-DISC-1"].evidence
     assert by["A2M-RR-1, A2M-TOPIC-2, A2M-TOPIC-3"].evidence == "a2a_pool: not run"

@@ -130,7 +130,7 @@ def test_a_request_a_fault_stripped_or_altered_on_the_tap_is_not_the_requesters_
     the requester, and its retry is no retry after a reply."""
     from bench.checks import Value, checkers
     from tests.helpers import from_lines
-    reply = "$a2a/v1/reply/acme/billing/client1/r1"
+    reply = "$a2a/v1/reply/acme/billing/client1/9f86d081884c7d65"   # 64 bits (A2M-SESS-4)
 
     def publish(seq: int, t: int, corr: str | None, task: str, direction: str = "out",
                 topic: str = "$a2a/v1/request/acme/billing/tax1") -> dict[str, object]:

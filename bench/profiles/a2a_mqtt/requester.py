@@ -171,11 +171,13 @@ class Requester:
 
     @classmethod
     def for_node(cls, config: NodeConfig) -> Requester:
-        """The requester a topology's node is; its reply suffix is its node id, unique in the
-        run and the same across its restarts (its persistent session keeps the topic)."""
+        """The requester a topology's node is; its reply suffix the one its deployment drew
+        (collision resistant, A2M-SESS-4), the same across its restarts (its persistent
+        session keeps the topic); else its node id."""
         assert config.a2a is not None, f"node {config.node_id} is not an A2A-over-MQTT agent"
         return cls(RequesterConfig(Topics(config.a2a.org_id, config.namespace),
-                                   config.agents[0], f"r-{config.node_id}",
+                                   config.agents[0],
+                                   config.a2a.reply_suffix or f"r-{config.node_id}",
                                    request_expiry_s=config.a2a.request_expiry_s,
                                    oauth=config.a2a.oauth))
 

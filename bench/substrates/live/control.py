@@ -68,7 +68,9 @@ class LaunchSpec:
                                  **({"oauth": c.a2a.oauth.to_json()} if c.a2a.oauth else {}),
                                  **({"hands_over_to": c.a2a.hands_over_to}
                                     if c.a2a.hands_over_to else {}),
-                                 **({"delegate": True} if c.a2a.delegate else {})}}
+                                 **({"delegate": True} if c.a2a.delegate else {}),
+                                 **({"reply_suffix": c.a2a.reply_suffix}
+                                    if c.a2a.reply_suffix else {})}}
                         if c.a2a is not None else {})},
             "auth": {"mode": c.auth.mode.value, "version": c.auth.version.value,
                      "max_skew_ms": c.auth.max_skew_ms,
@@ -100,7 +102,8 @@ class LaunchSpec:
                                          OAuth.from_json(n["a2a"]["oauth"])
                                          if "oauth" in n["a2a"] else None,
                                          n["a2a"].get("hands_over_to"),
-                                         bool(n["a2a"].get("delegate", False)))
+                                         bool(n["a2a"].get("delegate", False)),
+                                         n["a2a"].get("reply_suffix"))
                             if "a2a" in n else None)
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"],
