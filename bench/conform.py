@@ -261,6 +261,7 @@ A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_pool", 6, "a pool's member named in replies: follow-ups go to it (Extended)"),
     ("a2a_handover", 20, "a task handed over to a delegate: follow-ups go to it (Extended)"),
     ("a2a_redelivered", 20, "replies delivered again by the broker, with DUP"),
+    ("a2a_stray_replies", 30, "replies that lose their Correlation Data on the way"),
 )
 #: The requester's clauses each judged by rules of the bench (from its wire)
 A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
@@ -307,6 +308,10 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
                  "outlasts the 15 s first-reply wait",
                  ("a2a_requests.request_expiry_outlasts_the_wait",), ("a2a_quickstart",),
                  exercised="requests_with_an_expiry"),
+    ProtocolRule("A2M-REQ-2", "a reply without its Correlation Data answers nothing: the "
+                 "request it was meant for is still retried",
+                 ("a2a_requests.uncorrelated_replies_answer_nothing",), ("a2a_stray_replies",),
+                 exercised="uncorrelated_replies"),
     ProtocolRule("A2M-SESS-4", "a reply topic suffix of 48 bits of chance or more, no reply "
                  "topic shared", ("a2a_requests.reply_suffixes_resist_collisions",),
                  ("a2a_quickstart",), exercised="reply_topics"),

@@ -721,6 +721,75 @@ def reply_suffixes_resist_collisions(h: History, c: Collector) -> None:
             c.violation(f"{', '.join(sorted(nodes))} all named the reply topic {topic}")
 
 
+#: How long past its retry's latest moment (the first-reply wait, the longest backoff with
+#: its jitter) a requester judged from its wire may still send it: a busy machine's timers
+UNCORRELATED_SLACK_MS = 3_000.0
+
+
+@rule("A2M-REQ-2: a reply with missing or unknown Correlation Data is a protocol error, "
+      "ignored: it answers nothing")
+def uncorrelated_replies_answer_nothing(h: History, c: Collector) -> None:
+    """Off a requester's wire: a reply that reached it without Correlation Data, or with
+    Correlation Data it never sent, naming a task it had asked for (Task.id), answers none
+    of its requests. Where no reply with Correlation Data of its requests for that task had
+    come before it and its latest attempt was not its last, the requester, still waiting,
+    must retry once the first-reply wait is over: one that never asks about the task again
+    took the stray reply for its answer (the retry's own answer may come later). Undecided
+    where its attempts were spent, it crashed or a fault acted on its link meanwhile, or
+    the run ended before its retry was due."""
+    own = h.memo(_askers)
+    sent: dict[str, set[str]] = defaultdict(set)                # node -> correlations
+    asks: dict[tuple[str, str], list[Asked]] = defaultdict(list)  # (node, task) -> requests
+    for a in h.memo(asked):
+        if a.node in own or not isinstance(a.event, Wire):
+            continue
+        if a.correlation is not None:
+            sent[a.node].add(a.correlation)
+        if a.task_id:
+            asks[(a.node, a.task_id)].append(a)
+    mine: dict[tuple[str, str], set[str]] = {
+        key: {a.correlation for a in reqs if a.correlation} for key, reqs in asks.items()}
+    replies = [r for r in h.memo(heard) if isinstance(r.event, Wire)]
+    # (node, task) -> when the first reply with Correlation Data of its requests came
+    answered: dict[tuple[str, str], int] = {}
+    for r in replies:
+        key = (r.node, r.event.task_id or "")                    # type: ignore[union-attr]
+        if r.correlation is not None and r.correlation in mine.get(key, ()):
+            answered.setdefault(key, r.event.seq)
+    crashes = h.memo(Transit).crashes
+    windows = h.memo(fault_windows)
+    judged: set[tuple[str, str]] = set()
+    for r in replies:
+        assert isinstance(r.event, Wire)
+        task = r.event.task_id
+        if task is None or (r.correlation is not None and r.correlation in sent[r.node]):
+            continue
+        key = (r.node, task)
+        before = [a for a in asks.get(key, ()) if a.event.seq < r.event.seq]
+        if not before or key in judged or answered.get(key, r.event.seq + 1) < r.event.seq:
+            continue
+        judged.add(key)
+        c.count("uncorrelated_replies")
+        latest = before[-1]
+        due = latest.t_ms + REPLY_FIRST_MS + BACKOFF_MS[1] * 1.2 + UNCORRELATED_SLACK_MS
+        if len(before) >= MAX_ATTEMPTS or due > h.end_ms \
+                or any(latest.t_ms <= t <= due for t in crashes[r.node]) \
+                or any(w.fault != "property_tampering" and (not w.nodes or r.node in w.nodes)
+                       and w.start_ms <= due and w.end_ms >= latest.t_ms for w in windows):
+            c.unknown("no_retry_due_before_the_end")
+            continue
+        if any(a.event.seq > r.event.seq for a in asks[key]):
+            c.count("uncorrelated_replies_ignored")
+            continue
+        corr = "no Correlation Data" if r.correlation is None else \
+            f"Correlation Data {r.correlation} it never sent"
+        c.violation(f"{r.node} got a reply for task {task} with {corr} at {r.t_ms:.0f} ms and "
+                    f"never asked about the task again, though no reply to its requests for it "
+                    f"had come (attempt {len(before)} of {MAX_ATTEMPTS}, sent at "
+                    f"{latest.t_ms:.0f} ms): it took a stray reply for its answer",
+                    latest.event, r.event)
+
+
 #: How long after a reply crossed a requester's wire a request of its may still be one it
 #: had written before it read that reply (the tap records each direction as it passes)
 CROSSING_MS = 200.0
@@ -2214,7 +2283,8 @@ A2A_REQUESTS = Checker(
      no_request_again_after_a_reply, follow_ups_go_to_the_named_agent,
      requests_go_to_request_topics, correlations_are_the_requesters_own,
      request_expiry_outlasts_the_wait, context_property_matches_the_payload,
-     nothing_settled_twice, reply_suffixes_resist_collisions), _no_operation,
+     nothing_settled_twice, reply_suffixes_resist_collisions,
+     uncorrelated_replies_answer_nothing), _no_operation,
     protocols=frozenset({A2A_MQTT}))
 A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "

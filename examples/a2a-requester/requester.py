@@ -16,7 +16,9 @@ NAME`): `same-correlation` retries under the first attempt's Correlation Data (A
 `stale-backoff` sends a retry whose backoff began before a reply came (A2M-RETRY-6: written
 here by accident first, and caught by `a2a_requests`); `hasty-retry` gives up on a first
 reply after 3 s, not 15 (A2M-RETRY-1, A2M-RETRY-5: judged off its wire);
-`guessable-reply-topic` ends its reply topic in its node id (A2M-SESS-4).
+`guessable-reply-topic` ends its reply topic in its node id (A2M-SESS-4);
+`settles-by-task-id` takes a reply it cannot correlate for the request of the task it
+names (A2M-REQ-2).
 """
 
 from __future__ import annotations
@@ -138,6 +140,8 @@ def on_message(_c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:
     corr = getattr(m.properties, "CorrelationData", None)
     with lock:
         rid = by_corr.get(corr.hex()) if corr is not None else None
+        if rid is None and "settles-by-task-id" in BUGS:
+            rid = _by_task(m.payload)
         if rid is None or ops[rid]["settled"]:
             return                                     # A2M-REQ-2: not ours, ignored
         op = ops[rid]
@@ -154,6 +158,18 @@ def on_message(_c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:
         state = (item.get("status") or {}).get("state") if isinstance(item, dict) else None
         if state in FINAL or op["method"] in ("GetTask", "CancelTask"):
             settle(rid, FINAL.get(state, "COMPLETED"))
+
+
+def _by_task(payload: bytes) -> str | None:
+    """--bug settles-by-task-id: the open request of the task a reply names."""
+    try:
+        result = json.loads(payload).get("result") or {}
+    except (ValueError, AttributeError):
+        return None
+    item = result.get("statusUpdate") or result.get("task") or result
+    task = item.get("id") or item.get("taskId") if isinstance(item, dict) else None
+    return next((rid for rid, op in ops.items() if op["task"] == task and not op["settled"]
+                 and op["method"] == "SendMessage"), None)
 
 
 def on_subscribe(_c: mqtt.Client, _u: object, _mid: int, _codes: object, _p: object) -> None:

@@ -404,11 +404,16 @@ def requester_tapped(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str,
 
 
 def _retry_reuses_the_first_correlation(lines: list[dict[str, Any]]) -> None:
+    """A retry under its first attempt's Correlation Data, which its replies then echo."""
     sent = _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")
     first: dict[str, str] = {}
     for e in sent:
         if e["taskId"] in first:      # a retry: the same Task.id again
-            e["properties"]["correlationData"] = first[e["taskId"]]
+            own, e["properties"]["correlationData"] = \
+                e["properties"]["correlationData"], first[e["taskId"]]
+            for r in _of(lines, "client-1", "PUBLISH", "in", "$a2a/v1/reply/"):
+                if r["properties"].get("correlationData") == own:
+                    r["properties"]["correlationData"] = first[e["taskId"]]
             return
         first[e["taskId"]] = e["properties"]["correlationData"]
     raise AssertionError("no retry on the wire")
@@ -442,6 +447,23 @@ def _expires_within_the_wait(lines: list[dict[str, Any]]) -> None:
                  and e["packet"] == "PUBLISH" and e["direction"] == "out"
                  and (e.get("topic") or "").startswith("$a2a/v1/request/"))
     first["properties"]["messageExpiryS"] = 10
+
+
+def _stray_reply_taken(lines: list[dict[str, Any]]) -> None:
+    """The one reply to a task asked once, early, reaches it without Correlation Data: it
+    never asks again, as if it had taken that stray reply for its answer (A2M-REQ-2)."""
+    sent = _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")
+    got = _of(lines, "client-1", "PUBLISH", "in", "$a2a/v1/reply/")
+    asked: dict[str, int] = {}
+    for e in sent:
+        asked[e["taskId"]] = asked.get(e["taskId"], 0) + 1
+    end = max(e["tMs"] for e in lines)
+    for e in got:
+        if asked.get(e["taskId"]) == 1 and e["tMs"] < end - 25_000 \
+                and sum(g["taskId"] == e["taskId"] for g in got) == 1:
+            del e["properties"]["correlationData"]
+            return
+    raise AssertionError("no task asked once and answered once early enough")
 
 
 def _guessable_reply_topic(lines: list[dict[str, Any]]) -> None:
@@ -479,6 +501,8 @@ REQUESTER_MUTATIONS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str
                                       "context_property_matches_the_payload"),
     "a reply topic ending in its node id": (_guessable_reply_topic,
                                             "reply_suffixes_resist_collisions"),
+    "a stray reply taken for an answer": (_stray_reply_taken,
+                                          "uncorrelated_replies_answer_nothing"),
 }
 
 
@@ -491,6 +515,27 @@ def test_a_requester_written_elsewhere_is_judged_from_its_wire(
     v = checkers()["a2a_requests"](from_lines([{**e, "seq": i + 1} for i, e in enumerate(lines)]))
     assert v.value is Value.FALSE and {c["rule"] for c in v.counterexamples} == {rule}, \
         (v.counts, v.counterexamples[:2])
+
+
+def test_a_requester_that_takes_a_stray_reply_for_its_answer_is_seen_on_its_wire(
+        tmp_path: Path) -> None:
+    """a2a_stray_replies: replies reach the requester without Correlation Data. As written,
+    examples/a2a-requester ignores them and retries (A2M-REQ-2); with --bug
+    settles-by-task-id it takes one for the answer to the task it names and never asks
+    again."""
+    for bug in ((), ("--bug", "settles-by-task-id")):
+        scenario = load_scenario(SCENARIOS / "a2a_stray_replies.toml").with_node_command(
+            "requester", (*REQUESTER, *bug))
+        result = run_scenario(scenario, REFERENCE, tmp_path / (bug[-1] if bug else "as-written"),
+                              mode="live", options=Options(broker="mosquitto"))
+        [v] = [v for v in result.verdicts if v.name == "a2a_requests"]
+        rule = v.rules["uncorrelated_replies_answer_nothing"]
+        if bug:
+            assert rule["violations"] >= 1 and {c["rule"] for c in v.counterexamples} == {
+                "uncorrelated_replies_answer_nothing"}, v.counterexamples[:2]
+        else:
+            assert v.value is Value.TRUE and v.counts["uncorrelated_replies_ignored"] >= 1, \
+                (v.counts, v.counterexamples[:2])
 
 
 def test_a_requester_whose_reply_topic_ends_in_its_node_id_is_seen_on_its_wire(
