@@ -749,19 +749,18 @@ def uncorrelated_replies_answer_nothing(h: History, c: Collector) -> None:
             asks[(a.node, a.task_id)].append(a)
     mine: dict[tuple[str, str], set[str]] = {
         key: {a.correlation for a in reqs if a.correlation} for key, reqs in asks.items()}
-    replies = [r for r in h.memo(heard) if isinstance(r.event, Wire)]
+    replies = [(r, r.event) for r in h.memo(heard) if isinstance(r.event, Wire)]
     # (node, task) -> when the first reply with Correlation Data of its requests came
     answered: dict[tuple[str, str], int] = {}
-    for r in replies:
-        key = (r.node, r.event.task_id or "")                    # type: ignore[union-attr]
+    for r, w in replies:
+        key = (r.node, w.task_id or "")
         if r.correlation is not None and r.correlation in mine.get(key, ()):
-            answered.setdefault(key, r.event.seq)
+            answered.setdefault(key, w.seq)
     crashes = h.memo(Transit).crashes
     windows = h.memo(fault_windows)
     judged: set[tuple[str, str]] = set()
-    for r in replies:
-        assert isinstance(r.event, Wire)
-        task = r.event.task_id
+    for r, w in replies:
+        task = w.task_id
         if task is None or (r.correlation is not None and r.correlation in sent[r.node]):
             continue
         key = (r.node, task)
@@ -774,8 +773,8 @@ def uncorrelated_replies_answer_nothing(h: History, c: Collector) -> None:
         due = latest.t_ms + REPLY_FIRST_MS + BACKOFF_MS[1] * 1.2 + UNCORRELATED_SLACK_MS
         if len(before) >= MAX_ATTEMPTS or due > h.end_ms \
                 or any(latest.t_ms <= t <= due for t in crashes[r.node]) \
-                or any(w.fault != "property_tampering" and (not w.nodes or r.node in w.nodes)
-                       and w.start_ms <= due and w.end_ms >= latest.t_ms for w in windows):
+                or any(f.fault != "property_tampering" and (not f.nodes or r.node in f.nodes)
+                       and f.start_ms <= due and f.end_ms >= latest.t_ms for f in windows):
             c.unknown("no_retry_due_before_the_end")
             continue
         if any(a.event.seq > r.event.seq for a in asks[key]):

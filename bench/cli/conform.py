@@ -20,7 +20,7 @@ from bench.cli.common import (
 from bench.folders import FolderTaken, claim, claim_named, utc_stamp
 
 if TYPE_CHECKING:
-    pass
+    from bench.grid import Impl
 
 
 def add_conform(sub: Sub) -> None:
@@ -218,7 +218,7 @@ def add_grid(sub: Sub) -> None:
     gr.set_defaults(handler=_grid)
 
 
-def _impls(given: list[str], flag: str, reference: bool) -> tuple[object, ...] | None:
+def _impls(given: list[str], flag: str, reference: bool) -> tuple[Impl, ...] | None:
     from bench.grid import REFERENCE, Impl
     impls = [Impl(REFERENCE)] if reference or not given else []
     for text in given:
@@ -265,7 +265,7 @@ def _grid(args: argparse.Namespace) -> int:
     say(f"grid: {cells_n} cell{'s' if cells_n != 1 else ''} ({len(brokers)} broker x "
         f"{len(responders)} responder x {len(requesters)} requester), "
         f"{len(suite(tuple(args.only)))} runs each, into {out}/")
-    cells = grid(brokers, responders, requesters, out, tuple(args.only), say)  # type: ignore[arg-type]
+    cells = grid(brokers, responders, requesters, out, tuple(args.only), say)
     if args.json:
         print(json.dumps(to_json(cells), indent=2))
     else:

@@ -6,8 +6,8 @@ line, what to ask; it prints what it asked and how each request ended:
     a2a-bench run a2a_restart --node-command "requester=python examples/a2a-requester/requester.py"
 
 It keeps what the profile asks of a requester: a persistent session, its reply topic (its
-suffix a fresh UUID's hex: A2M-SESS-4) subscribed before anything is published, Response Topic and Correlation Data on every
-request, a UUIDv4 Task.id of its own making (the same for every attempt, GetTask, CancelTask
+suffix a fresh UUID's hex: A2M-SESS-4) subscribed before anything is published, Response
+Topic and Correlation Data on every request, a UUIDv4 Task.id of its own making (the same for every attempt, GetTask, CancelTask
 and next turn), the retry profile (first reply within 15 s, three attempts, backoff 1 s and
 2 s ±20 %, new Correlation Data each time, none once a reply came). It keeps nothing on
 disk: a restart forgets what was in flight. Bugs to show what the bench finds (`--bug
