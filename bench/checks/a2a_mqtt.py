@@ -769,6 +769,9 @@ def uncorrelated_replies_answer_nothing(h: History, c: Collector) -> None:
             continue
         judged.add(key)
         c.count("uncorrelated_replies")
+        if any(a.event.seq > r.event.seq for a in asks[key]):
+            c.count("uncorrelated_replies_ignored")     # it asked again: still waiting
+            continue
         latest = before[-1]
         due = latest.t_ms + REPLY_FIRST_MS + BACKOFF_MS[1] * 1.2 + UNCORRELATED_SLACK_MS
         if len(before) >= MAX_ATTEMPTS or due > h.end_ms \
@@ -776,9 +779,6 @@ def uncorrelated_replies_answer_nothing(h: History, c: Collector) -> None:
                 or any(f.fault != "property_tampering" and (not f.nodes or r.node in f.nodes)
                        and f.start_ms <= due and f.end_ms >= latest.t_ms for f in windows):
             c.unknown("no_retry_due_before_the_end")
-            continue
-        if any(a.event.seq > r.event.seq for a in asks[key]):
-            c.count("uncorrelated_replies_ignored")
             continue
         corr = "no Correlation Data" if r.correlation is None else \
             f"Correlation Data {r.correlation} it never sent"
