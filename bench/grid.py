@@ -4,10 +4,11 @@ A cell is one broker, one responder and one requester: the reference, or anyone'
 command line. The cell runs the conform suites of both roles once (the responder's, then
 the requester's runs the first has not made), every responder of the topology started by
 the responder's command and the requester by the requester's, and judges each role's
-clauses as `conform` does (bench/conform.py): one table per role. Where both sides are
-somebody's, a violation counts against the side its counterexample is about (the node of
-its first history line); one about the other side leaves the row UNKNOWN, naming it, so a
-requester's fault never shows as its responder's. Each cell's folder holds its runs and,
+clauses as `conform` does (bench/conform.py): one table per role, every agent behind the
+wire tap, the reference too. A violation counts against the side its counterexample is
+about (a node one of its history lines is of, or its words name); one about the other
+side only leaves the row UNKNOWN, naming it, so a requester's fault never shows as its
+responder's. Each cell's folder holds its runs and,
 per role, compatibility.json, junit.xml and conform.html (bench/certify.py); the grid's
 own folder grid.json, grid.md and grid.html, each cell linking to its evidence.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,18 +87,24 @@ def suite(only: tuple[str, ...] = ()) -> tuple[tuple[str, float, str], ...]:
 
 
 def _owner(out: Path, role: str) -> Callable[[str, dict[str, Any]], bool]:
-    """Whether a run's counterexample is about a node of `role` (its first line's node)."""
+    """Whether a run's counterexample is about a node of `role`: one of its history lines
+    is that node's, or its words name it; else, if it names a node of the other side, it
+    is not; a case about neither (the bench's own lines only) counts against both."""
     nodes: dict[str, dict[int, str]] = {}
-    mine: dict[str, set[str]] = {}
+    sides: dict[str, tuple[set[str], set[str]]] = {}
 
     def owns(run: str, case: dict[str, Any]) -> bool:
         if run not in nodes:
             nodes[run] = {int(x["seq"]): str(x["node"])
                           for x in read_jsonl(out / run / "history.jsonl")}
-            mine[run] = {n.id for n in load_scenario(SCENARIOS / f"{run}.toml").topology.nodes
-                         if n.role is A2A_ROLES[role]}
-        first = next(iter(case.get("seq") or ()), None)
-        return first is None or nodes[run].get(int(first)) in mine[run]
+            topology = load_scenario(SCENARIOS / f"{run}.toml").topology
+            sides[run] = ({n.id for n in topology.nodes if n.role is A2A_ROLES[role]},
+                          {n.id for n in topology.nodes if n.role is not A2A_ROLES[role]})
+        mine, theirs = sides[run]
+        why = str(case.get("why", ""))
+        about = {nodes[run].get(int(s), "") for s in case.get("seq") or ()} | {
+            n for n in mine | theirs if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", why)}
+        return bool(about & mine) or not about & theirs
 
     return owns
 
@@ -106,12 +114,11 @@ def run_cell(cell: Cell, only: tuple[str, ...], say: Callable[[str], None]) -> C
     commands = {role: cell.impl(role).command for role in ROLES if cell.impl(role).command}
     # every side behind the wire tap: the reference is judged from its wire as anyone's
     runs = run_suite(suite(only), cell.out, cell.broker, say, commands=commands, tap_all=True)
-    both = len(commands) == 2
     for role, key in ROLES.items():
         p = PROFILES[key]
         mine = {s for s, _t, _w in p.suite}
         rows = judge_rules({k: v for k, v in runs.items() if k in mine}, p.rules,
-                           owns=_owner(cell.out, role) if both else None)
+                           owns=_owner(cell.out, role))
         cell.rows[role] = clause_rows(rows, False, p.binds, False, p.unjudged)
     return cell
 
@@ -204,11 +211,13 @@ def page(cells: list[Cell]) -> str:
             body.append(f"<tr><th>responder {html.escape(r)}</th>{''.join(tds)}</tr>")
         parts.append(f"<h2>on {html.escape(broker)}</h2><table><tr><th></th>{head}</tr>"
                      + "".join(body) + "</table>")
-    given = {i.name: i for c in cells for i in (c.responder, c.requester) if i.command}
+    # (a responder and a requester may share a name: each is listed as its role's)
+    given = {(role, c.impl(role).name): c.impl(role) for c in cells for role in ROLES
+             if c.impl(role).command}
     if given:
         parts.append("<p>" + "<br>".join(
-            f"<b>{html.escape(name)}</b>: <code>{html.escape(shlex.join(i.command))}</code>"
-            for name, i in given.items()) + "</p>")
+            f"{role} <b>{html.escape(name)}</b>: <code>{html.escape(shlex.join(i.command))}"
+            "</code>" for (role, name), i in given.items()) + "</p>")
     return ("<!doctype html><meta charset=utf-8><title>a2a-bench grid</title><style>"
             "body{font:14px/1.4 system-ui,sans-serif;margin:2em}table{border-collapse:"
             "collapse}td,th{border:1px solid #ddd;padding:6px 10px;text-align:left;"

@@ -190,7 +190,7 @@ def add_grid(sub: Sub) -> None:
                     "roles run once with that responder as every responder and that requester in\n"
                     "front (the reference for a side not given), judged per role as conform\n"
                     "judges (a violation counts against the side its counterexample is about).\n"
-                    "13 runs a cell (the two suites share seven); --only keeps some of them.\n\n"
+                    "A cell makes each run of both suites once; --only keeps some.\n\n"
                     "exit codes: 0 every cell's every clause PASS, 1 a MUST FAILs in some cell,\n"
                     "2 no such FAIL but some clause UNKNOWN, 3 invalid arguments",
         epilog="the folder holds grid.json (per cell: each role's counts, exit code, failed\n"

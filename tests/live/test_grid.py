@@ -43,4 +43,5 @@ def test_a_cell_of_two_implementations_blames_each_for_its_own(tmp_path: Path) -
     assert replay.startswith("a2a-bench grid --broker mosquitto --no-reference --responder")
     assert replay.endswith("--only a2a_quickstart")
     assert tables["requester"]["implementation"]["name"] == "ex"
-    assert "bad</b>" in (out / "grid.html").read_text()
+    page = (out / "grid.html").read_text()
+    assert "responder <b>bad</b>" in page and "requester <b>ex</b>" in page
