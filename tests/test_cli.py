@@ -146,7 +146,7 @@ def test_a_run_with_no_request_and_an_empty_history_say_unknown(
 def test_runs_started_in_the_same_second_finish_in_their_own_folders(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("bench.cli.run.utc_stamp", lambda: "20261201-000000")
+    monkeypatch.setattr("bench.cli.common.utc_stamp", lambda: "20261201-000000")
     for _ in range(2):
         assert main(["run", "quickstart", "--mode", "sim", "--no-plots"]) == EXIT_OK
     folders = sorted(p.name for p in (tmp_path / "results").iterdir())

@@ -10,7 +10,10 @@ import argparse
 import shlex
 import shutil
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from bench.folders import FolderTaken, claim, claim_named, utc_stamp
 
 EXIT_OK, EXIT_FALSE, EXIT_UNKNOWN, EXIT_INVALID = 0, 1, 2, 3
 
@@ -18,6 +21,27 @@ if TYPE_CHECKING:
     Sub = argparse._SubParsersAction[Any]
 else:
     Sub = argparse._SubParsersAction
+
+
+def out_folder(given: Path | None, name: str) -> Path | None:
+    """Where a command writes: the folder given (--out, which must hold no run yet), or
+    results/<name>-<UTC time>; None once the one line saying why not is printed."""
+    try:
+        return claim_named(given) if given else claim(Path("results"), f"{name}-{utc_stamp()}")
+    except FolderTaken as exc:
+        print(f"a2a-bench: {exc}", file=sys.stderr)
+        return None
+
+
+def unknown_run(only: list[str], known: list[str], command: str, suites: bool = False) -> bool:
+    """Whether an --only names a run the suite (or `suites`) has not, once the one line
+    saying so, with the runs it has, is printed."""
+    wrong = [name for name in only if name not in known]
+    if wrong:
+        what = "the suites (their runs" if suites else "this suite (its runs"
+        print(f"a2a-bench: {command} --only={wrong[0]}: not a run of {what}: "
+              f"{', '.join(known)})", file=sys.stderr)
+    return bool(wrong)
 
 
 def command_line(command: str, given: str, role: str | None = None) -> tuple[str, ...] | None:

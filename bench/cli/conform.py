@@ -16,8 +16,9 @@ from bench.cli.common import (
     EXIT_UNKNOWN,
     Sub,
     command_line,
+    out_folder,
+    unknown_run,
 )
-from bench.folders import FolderTaken, claim, claim_named, utc_stamp
 
 if TYPE_CHECKING:
     from bench.grid import Impl
@@ -123,11 +124,7 @@ def _conform(args: argparse.Namespace) -> int:
         print("a2a-bench: conform: --level, --core and --no-tokens are the a2a-mqtt profile's "
               "(--profile a2a-mqtt)", file=sys.stderr)
         return EXIT_INVALID
-    known = [name for name, _s, _w in profile.suite]
-    wrong = [name for name in args.only if name not in known]
-    if wrong:
-        print(f"a2a-bench: conform --only={wrong[0]}: not a run of this suite (its runs: "
-              f"{', '.join(known)})", file=sys.stderr)
+    if unknown_run(args.only, [name for name, _s, _w in profile.suite], "conform"):
         return EXIT_INVALID
     if args.image:   # as `run --mode docker` refuses a topology's image it cannot start
         from bench.spec.scenario import SCENARIOS, load_scenario
@@ -138,10 +135,8 @@ def _conform(args: argparse.Namespace) -> int:
         if refusal is not None:
             print(f"a2a-bench: conform --image: {refusal}", file=sys.stderr)
             return EXIT_INVALID
-    try:
-        out = claim_named(args.out) if args.out else claim(Path("results"), f"conform-{utc_stamp()}")
-    except FolderTaken as exc:
-        print(f"a2a-bench: {exc}", file=sys.stderr)
+    out = out_folder(args.out, "conform")
+    if out is None:
         return EXIT_INVALID
     if not args.json:
         where = "every executor of a star, beside the reference orchestrator" \
@@ -249,16 +244,10 @@ def _grid(args: argparse.Namespace) -> int:
         print("a2a-bench: grid --broker amqtt: the profile speaks MQTT 5 and amqtt 3.1.1 "
               "only; use --broker mosquitto", file=sys.stderr)
         return EXIT_INVALID
-    known = [name for name, _s, _w in suite()]
-    wrong = [name for name in args.only if name not in known]
-    if wrong:
-        print(f"a2a-bench: grid --only={wrong[0]}: not a run of the suites (their runs: "
-              f"{', '.join(known)})", file=sys.stderr)
+    if unknown_run(args.only, [name for name, _s, _w in suite()], "grid", suites=True):
         return EXIT_INVALID
-    try:
-        out = claim_named(args.out) if args.out else claim(Path("results"), f"grid-{utc_stamp()}")
-    except FolderTaken as exc:
-        print(f"a2a-bench: {exc}", file=sys.stderr)
+    out = out_folder(args.out, "grid")
+    if out is None:
         return EXIT_INVALID
     cells_n = len(brokers) * len(responders) * len(requesters)
     say = (lambda line: None) if args.json else print

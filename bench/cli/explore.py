@@ -13,8 +13,8 @@ from bench.cli.common import (
     EXIT_OK,
     EXIT_UNKNOWN,
     Sub,
+    out_folder,
 )
-from bench.folders import FolderTaken, claim, claim_named, utc_stamp
 
 if TYPE_CHECKING:
     pass
@@ -74,11 +74,8 @@ def _explore(args: argparse.Namespace) -> int:
             print(f"a2a-bench: {flag}={value} must be > 0", file=sys.stderr)
             return EXIT_INVALID
     minutes = args.minutes if args.minutes is not None or args.runs is not None else 5.0
-    try:
-        out = claim_named(args.out) if args.out else claim(
-            Path("results"), f"explore-{args.variant}-s{args.seed}-{utc_stamp()}")
-    except FolderTaken as exc:
-        print(f"a2a-bench: {exc}", file=sys.stderr)
+    out = out_folder(args.out, f"explore-{args.variant}-s{args.seed}")
+    if out is None:
         return EXIT_INVALID
     budget = f"{args.runs} scenarios" if args.runs else f"{minutes:g} minutes"
     say = (lambda line: None) if args.json else (lambda line: print("  " + line, flush=True))

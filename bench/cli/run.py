@@ -16,8 +16,8 @@ from bench.cli.common import (
     EXIT_UNKNOWN,
     Sub,
     command_line,
+    out_folder,
 )
-from bench.folders import FolderTaken, claim, claim_named, utc_stamp
 
 if TYPE_CHECKING:
     from bench.run import Interrupted, RunResult
@@ -154,11 +154,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"a2a-bench: {refusal}", file=sys.stderr)
         return EXIT_INVALID
     scenario, options = described.prepare(scenario, choice)
-    try:
-        out = claim_named(args.out) if args.out else claim(
-            Path("results"), f"{scenario.name}-{chosen.name}-s{scenario.seed}-{utc_stamp()}")
-    except FolderTaken as exc:
-        print(f"a2a-bench: {exc}", file=sys.stderr)
+    out = out_folder(args.out, f"{scenario.name}-{chosen.name}-s{scenario.seed}")
+    if out is None:
         return EXIT_INVALID
     if not args.json:
         print(f"a2a-bench run {scenario.source}: topology {scenario.topology.name} "
