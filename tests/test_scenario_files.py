@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,3 +174,23 @@ def test_the_mqtt_version_comes_from_the_flag_the_scenario_or_the_topology(tmp_p
     # amqtt speaks 3.1.1 only: a generic topology on 5 runs live on Mosquitto
     assert BrokerModel.GENERIC.live_default_for(MqttVersion.V5) == "mosquitto"
     assert BrokerModel.GENERIC.live_default_for(MqttVersion.V311) == "amqtt"
+
+
+@pytest.mark.parametrize("change, needle", [
+    # a pool member subscribing the pool's topic itself beside another member: each would
+    # get every request
+    (lambda t: t.replace('pool = "p1"\n', 'pool = "p1"\npool_shared = false\n', 1),
+     "nodes[1].pool_shared=false: 'tax-1' subscribes pool 'p1' itself"),
+    (lambda t: t.replace('agents = ["billing.client1"]\n',
+                         'agents = ["billing.client1"]\ncapacity = 2\n'),
+     "nodes[0].capacity: only a responder"),
+    (lambda t: t.replace('pool = "p1"\n', 'pool = "p1"\ncapacity = 0\n', 1),
+     "nodes[1].capacity=0 must be"),
+])
+def test_a_pool_member_alone_and_a_capacity_name_file_and_key(
+        tmp_path: Path, change: Any, needle: str) -> None:
+    from bench.spec.scenario import TOPOLOGIES
+    (tmp_path / "t.toml").write_text(change((TOPOLOGIES / "a2a-pool.toml").read_text()))
+    with pytest.raises(SpecError) as exc:
+        load_topology(tmp_path / "t.toml")
+    assert needle in str(exc.value) and "t.toml" in str(exc.value), str(exc.value)

@@ -82,6 +82,11 @@ class A2aAgent:
     #: deployment from the run's entropy; the same across the node's restarts (its
     #: persistent session keeps the topic). None: `r-{node id}` (a test's requester)
     reply_suffix: str | None = None
+    #: a pool's only member subscribing the pool's topic itself (False), or through the
+    #: pool's shared subscription
+    pool_shared: bool = True
+    #: a responder's bound on the tasks it runs at once (-32004 beyond it; None: none)
+    capacity: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,9 +32,12 @@ class Props:
                 found = v
         return found
 
-    def tampered(self, prop: str, strip: bool, key: str) -> Props | None:
+    def tampered(self, prop: str, strip: bool, key: str, add: bool = False) -> Props | None:
         """These properties with `prop` stripped, or altered (TAMPER_MARK appended; a User
-        Property: the value of every `key`); None when it has nothing of the kind."""
+        Property: the value of every `key`); None when it has nothing of the kind. `add`: a
+        User Property `key` it lacks is added, its value TAMPER_MARK (one it has, altered)."""
+        if add and prop == "user_property" and not any(k == key for k, _v in self.user_properties):
+            return replace(self, user_properties=(*self.user_properties, (key, TAMPER_MARK)))
         if prop == "response_topic" and self.response_topic is not None:
             return replace(self, response_topic=None if strip
                            else self.response_topic + TAMPER_MARK)

@@ -203,13 +203,15 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("property_tampering", "MQTT 5: on the node's link, a share of its PUBLISHes "
               "loses a property, or has it altered (\"|tampered\" appended), on the way to "
               "the broker: a Response Topic, Correlation Data or a User Property, as a "
-              "bridge, a gateway or a broker that drops properties would; each time is "
-              "counted and journaled", {
+              "bridge, a gateway or a broker that drops properties would — or gains a User "
+              "Property it did not send; each time is counted and journaled", {
                   "node": _node("the node whose publishes are tampered with"),
                   "property": Param("choice", "response_topic, correlation_data or "
                                     "user_property", "correlation_data", choices=TAMPERABLE),
-                  "action": Param("choice", "strip (removed) or alter (\"|tampered\" "
-                                  "appended to its value)", "strip", choices=("strip", "alter")),
+                  "action": Param("choice", "strip (removed), alter (\"|tampered\" "
+                                  "appended to its value) or add (a User Property it lacks, "
+                                  "its value \"|tampered\"; one it has, altered)", "strip",
+                                  choices=("strip", "alter", "add")),
                   "key": Param("text", "the User Property's name (property = user_property)",
                                "a2a-context-id"),
                   "probability": Param("probability", "share of its publishes tampered with",

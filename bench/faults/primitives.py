@@ -251,12 +251,15 @@ class TamperProperties:
     strip: bool
     key: str
     seed: int
+    #: a User Property `key` the PUBLISH lacks is added (action = "add")
+    add: bool = False
 
     def fired(self, count: int) -> Firing | None:
         """What the fault journals when it is turned off: how many it tampered with."""
         if not count:
             return None
-        return Firing(f"PUBLISH {self.prop} {'stripped' if self.strip else 'altered'}",
+        how = "stripped" if self.strip else "added or altered" if self.add else "altered"
+        return Firing(f"PUBLISH {self.prop} {how}",
                       self.node, {"count": count, "property": self.prop})
 
 
@@ -274,7 +277,7 @@ class Tampering:
         s = self.step
         if self.rng.random() >= s.probability:
             return None
-        new = props.tampered(s.prop, s.strip, s.key)
+        new = props.tampered(s.prop, s.strip, s.key, s.add)
         if new is not None:
             self.count += 1
         return new

@@ -259,9 +259,14 @@ def property_tampering(spec: FaultSpec, ctx: Context) -> Script:
         return
     p = spec.params
     node, prop, strip, key = p["node"], p["property"], p["action"] == "strip", p["key"]
-    yield TamperProperties(_ref(spec), node, p["probability"], prop, strip, key, ctx.seed)
+    add = p["action"] == "add"
+    if add and prop != "user_property":
+        yield Refuse(f"action = \"add\" adds a User Property (property = \"user_property\"), "
+                     f"not {prop}")
+        return
+    yield TamperProperties(_ref(spec), node, p["probability"], prop, strip, key, ctx.seed, add)
     yield HEAL
-    yield TamperProperties(_ref(spec), node, 0.0, prop, strip, key, ctx.seed)
+    yield TamperProperties(_ref(spec), node, 0.0, prop, strip, key, ctx.seed, add)
 
 
 # -- the broker and the links ----------------------------------------------------------------------

@@ -362,7 +362,8 @@ def load_topology(path: Path) -> Topology:
     for i, n in enumerate(nodes_raw):
         t = _Table(n, f"{f}: nodes[{i}]", {"id", "role", "namespace", "agents", "scene_groups",
                                            "client_id", "link", "count", "command", "image",
-                                           "pool", "hands_over_to"})
+                                           "pool", "hands_over_to", "pool_shared",
+                                           "capacity"})
         count = t.integer("count", 1, low=1)
         if len(nodes) + count > MAX_NODES:
             raise SpecError(f"{t.key('count')}={count}: the topology would have "
@@ -384,6 +385,15 @@ def load_topology(path: Path) -> Topology:
             raise SpecError(f"{t.key('hands_over_to')}: only a responder of an A2A-over-MQTT "
                             "topology, one node (no count) serving no pool, hands its tasks "
                             "over")
+        pool_shared = t.boolean("pool_shared", True)
+        if not pool_shared and (pool is None or count > 1):
+            raise SpecError(f"{t.key('pool_shared')}=false: a responder that serves a pool "
+                            "(pool = ...), one node (no count), subscribes the pool's topic "
+                            "itself — its pool's only member")
+        capacity = t.integer("capacity", 0, low=1) if "capacity" in n else None
+        if capacity is not None and (not a2a_org or role is not Role.EXECUTOR):
+            raise SpecError(f"{t.key('capacity')}: only a responder of an A2A-over-MQTT "
+                            "topology runs a bounded number of tasks")
         ns = t.text("namespace")
         if "." in ns:
             raise SpecError(f"{t.key('namespace')}={ns!r} must not contain '.'")
@@ -414,7 +424,7 @@ def load_topology(path: Path) -> Topology:
                 _a2a_node(t, ns, agents, pool)
             nodes.append(NodeSpec(node_id, role, ns, agents, tuple(expand(g) for g in groups_t),
                                   expand(client), node_link, tuple(command), image, pool,
-                                  hands_over_to))
+                                  hands_over_to, pool_shared, capacity))
     seen: set[str] = set()
     for n in nodes:
         if n.id in seen:
@@ -431,6 +441,12 @@ def load_topology(path: Path) -> Topology:
                             f"id of another responder of unit {n.namespace!r} that serves no "
                             f"pool and hands nothing over itself; responders: "
                             f"{sorted(x.id for x in nodes if x.role is Role.EXECUTOR)}")
+    for i, n in enumerate(nodes):
+        members = [x.id for x in nodes if x.pool == n.pool and x.namespace == n.namespace]
+        if not n.pool_shared and len(members) > 1:
+            raise SpecError(f"{f}: nodes[{i}].pool_shared=false: {n.id!r} subscribes pool "
+                            f"{n.pool!r} itself, so every request to it would reach each of "
+                            f"its members {members}: expected it the pool's only member")
     if not any(n.role is Role.ORCHESTRATOR for n in nodes):
         raise SpecError(f"{f}: nodes: at least one node needs role = \"orchestrator\"")
     if directory == "global" and len(nodes) > MAX_NODES_GLOBAL_DIRECTORY:

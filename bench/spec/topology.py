@@ -77,6 +77,13 @@ class NodeSpec:
     #: A2A over MQTT: the responder (a node id) this card owner hands every new task over
     #: to (user story 07); that node serves only what it is handed
     hands_over_to: str | None = None
+    #: A2A over MQTT: false — this responder, its pool's only member, subscribes the pool's
+    #: topic itself, not through a shared subscription (the profile's MAY: a broker that
+    #: serves no shared subscription on $a2a/..., Mosquitto 2.0.11, still has a pool)
+    pool_shared: bool = True
+    #: A2A over MQTT: the tasks this responder runs at once; a new one beyond them is
+    #: refused -32004 responder_unavailable (None: no bound)
+    capacity: int | None = None
 
     @property
     def external(self) -> bool:
@@ -95,7 +102,9 @@ class NodeSpec:
                 **({"command": list(self.command)} if self.command else {}),
                 **({"image": self.image} if self.image else {}),
                 **({"pool": self.pool} if self.pool else {}),
-                **({"hands_over_to": self.hands_over_to} if self.hands_over_to else {})}
+                **({"hands_over_to": self.hands_over_to} if self.hands_over_to else {}),
+                **({} if self.pool_shared else {"pool_shared": False}),
+                **({"capacity": self.capacity} if self.capacity is not None else {})}
 
 
 @dataclass(frozen=True, slots=True)

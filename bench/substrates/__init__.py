@@ -172,7 +172,7 @@ def _a2a_agent(node: NodeSpec, scenario: Scenario, run_id: str | None = None) ->
     suffix = None if responder else "r-" + hashlib.sha256(
         f"{scenario.seed}/{run_id or ''}/{node.id}/reply".encode()).hexdigest()[:16]
     return A2aAgent(t.a2a_org, responder, node.pool, t.a2a_request_expiry_s, oauth, to,
-                    node.id in t.delegates, suffix)
+                    node.id in t.delegates, suffix, node.pool_shared, node.capacity)
 
 
 def client_id_of(node: NodeSpec, run_id: str | None = None, a2a_org: str | None = None) -> str:

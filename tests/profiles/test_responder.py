@@ -190,7 +190,7 @@ def test_hostile_payloads_are_answered_with_their_json_rpc_error_and_never_run()
     assert _error(r.handle(send(task_id=str(uuid.UUID(int=9, version=1)))))["code"] == -32602
     mismatch = Props(response_topic=REPLY, correlation_data=b"c1",
                      user_properties=((CONTEXT_ID, "other"),))
-    assert _error(r.handle(send(props=mismatch)))["code"] == -32602
+    assert _error(r.handle(send(props=mismatch)))["code"] == -32005   # binding metadata
 
 
 def test_no_correlation_is_a_transport_protocol_error_and_no_reply_path_a_recorded_drop() -> None:
@@ -320,3 +320,33 @@ def test_nothing_runs_twice(steps: list[str]) -> None:
             r = Responder(ResponderConfig(TOPICS, "tax"))
             feed(Started(i, f"b{i}", Restored(tasks=dict(table))))
     assert executed == 1
+
+
+def test_a_responder_at_its_capacity_refuses_a_new_task_with_responder_unavailable() -> None:
+    """A2M-ERR-2: a responder that runs `capacity` tasks at once answers a new one -32004
+    responder_unavailable (error.data.a2a_error exactly) and runs nothing of it; a retry of
+    a task it has is still answered from its table, and once a task ends a new one runs."""
+    r = Responder(ResponderConfig(TOPICS, "tax", {"name": "tax"}, capacity=1))
+    r.handle(Started(0, "b1"))
+    assert executes(r.handle(send()))
+    other = str(uuid.UUID(int=3, version=4))
+    error = _error(r.handle(send(other, corr=b"c2")))
+    assert error["code"] == -32004 and error["data"]["a2a_error"] == "responder_unavailable"
+    assert "result" in replies(r.handle(send(corr=b"c3")))[0]     # its own task: the state
+    r.handle(TaskFinished(5, TASK, True, "ok"))
+    assert executes(r.handle(send(other, corr=b"c4")))
+
+
+def test_a_pools_only_member_may_subscribe_the_pool_topic_itself() -> None:
+    """Optional Shared Subscription Dispatch 4 (MAY): a member not sharing its pool
+    subscribes the pool's own topic — and answers a pooled request naming itself."""
+    r = Responder(ResponderConfig(TOPICS, "tax", {"name": "tax"}, pool_id="p1",
+                                  pool_shared=False))
+    r.handle(Started(0, "b1"))
+    [sub] = [c for c in r.handle(ConnectionUp(1)) if isinstance(c, Subscribe)]
+    assert TOPICS.pool("p1") in sub.filters and not any(f.startswith("$share/")
+                                                        for f in sub.filters)
+    r.handle(send(topic=TOPICS.pool("p1")))
+    [answer] = [p for p in publishes(r.handle(TaskFinished(5, TASK, True, "ok")))
+                if p.topic == REPLY]
+    assert answer.props is not None and answer.props.user(RESPONDER_AGENT_ID) == "tax"

@@ -182,6 +182,12 @@ class ResponderConfig:
     hands_over_to: str | None = None
     #: it serves tasks handed over to it: every reply names it (A2M-HAND-1)
     delegate: bool = False
+    #: False: its pool's only member, it subscribes the pool's topic itself (the profile's
+    #: MAY; a broker that serves no shared subscription on $a2a/... still has a pool)
+    pool_shared: bool = True
+    #: the tasks it runs at once: a new one beyond them is refused -32004
+    #: responder_unavailable, and nothing of it runs (None: no bound)
+    capacity: int | None = None
 
 
 class Responder:
@@ -195,7 +201,8 @@ class Responder:
         return cls(ResponderConfig(Topics(config.a2a.org_id, config.namespace), config.agents[0],
                                    {"name": config.agents[0], "nodeId": config.node_id},
                                    config.a2a.pool_id, config.a2a.oauth,
-                                   config.a2a.hands_over_to, config.a2a.delegate))
+                                   config.a2a.hands_over_to, config.a2a.delegate,
+                                   config.a2a.pool_shared, config.a2a.capacity))
 
     def __init__(self, config: ResponderConfig) -> None:
         self.config = config
@@ -204,7 +211,8 @@ class Responder:
         self.request_topic = t.request(config.agent_id)
         self.pool_topic = t.pool(config.pool_id) if config.pool_id else None
         self.filters = (self.request_topic,) + (
-            (t.shared_pool(config.pool_id),) if config.pool_id else ())
+            () if not config.pool_id else (t.shared_pool(config.pool_id),) if config.pool_shared
+            else (t.pool(config.pool_id),))
         self.card = json.dumps(dict(config.card) or {"name": config.agent_id},
                                sort_keys=True).encode()
         self.tasks: dict[str, TaskRecord] = {}
@@ -359,6 +367,12 @@ class Responder:
         task = self.tasks.get(call.task_id)
         ids: dict[str, Any] = dict(method=call.method.value, task_id=call.task_id,
                                    context_id=call.context_id)
+        if task is None and self._full():
+            self._refuse(fx, here.topic, here.correlation, Refusal(
+                call.rpc_id, ErrorCode.RESPONDER_UNAVAILABLE,
+                f"{self.config.capacity} tasks running, as many as it runs at once"),
+                here.pooled, {**taken, **ids})
+            return
         if task is None:
             task = TaskRecord(call.task_id, call.context_id, S.SUBMITTED, 1, watchers=(here,),
                               asked_by=(here.path,))
@@ -393,6 +407,13 @@ class Responder:
                 (w.topic, w.correlation) == (here.topic, here.correlation) for w in task.watchers):
             self._put(fx, replace(task, watchers=(*task.watchers, here),
                                   asked_by=(*task.asked_by, here.path)))
+
+    def _full(self) -> bool:
+        """It runs as many tasks as its capacity: a new one would be one too many."""
+        cap = self.config.capacity
+        return cap is not None and sum(
+            t.state in (S.SUBMITTED, S.WORKING) and t.handed_to is None
+            for t in self.tasks.values()) >= cap
 
     def _on_get(self, fx: Effects, call: Call, here: Watcher, taken: dict[str, Any]) -> None:
         task = self.tasks.get(call.task_id)

@@ -160,8 +160,9 @@ def parse_call(payload: bytes, props: Props) -> Call | Refusal:
     """A request's payload read as the profile's JSON-RPC, or the error to answer with.
     Checks, in order: UTF-8 and JSON (-32700); a JSON-RPC 2.0 request object (-32600); a
     method of the profile (-32601); params (-32602: an object; the message's messageId,
-    role and parts of their types; Task.id a UUIDv4, A2M-RSP-4; a User Property
-    a2a-context-id that differs from the payload's, A2M-CTX-4)."""
+    role and parts of their types; Task.id a UUIDv4, A2M-RSP-4); -32005 for a User
+    Property a2a-context-id that differs from the payload's (binding metadata invalid,
+    A2M-CTX-4)."""
     try:
         raw: object = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -211,8 +212,9 @@ def parse_call(payload: bytes, props: Props) -> Call | Refusal:
                        "message.contextId must be a non-empty string when present")
     in_props = props.user(CONTEXT_ID)
     if in_props is not None and in_props != context_id:
-        return Refusal(rpc_id, ErrorCode.INVALID_PARAMS,
-                       "User Property a2a-context-id differs from message.contextId (A2M-CTX-4)")
+        return Refusal(rpc_id, ErrorCode.TRANSPORT_PROTOCOL_ERROR,
+                       "User Property a2a-context-id differs from message.contextId: binding "
+                       "metadata invalid (A2M-CTX-4, A2M-ERR-2)")
     texts = [p["text"] for p in parts if isinstance(p.get("text"), str)]
     return Call(rpc_id, method, task_id, context_id, "".join(texts))
 

@@ -70,7 +70,10 @@ class LaunchSpec:
                                     if c.a2a.hands_over_to else {}),
                                  **({"delegate": True} if c.a2a.delegate else {}),
                                  **({"reply_suffix": c.a2a.reply_suffix}
-                                    if c.a2a.reply_suffix else {})}}
+                                    if c.a2a.reply_suffix else {}),
+                                 **({} if c.a2a.pool_shared else {"pool_shared": False}),
+                                 **({"capacity": c.a2a.capacity}
+                                    if c.a2a.capacity is not None else {})}}
                         if c.a2a is not None else {})},
             "auth": {"mode": c.auth.mode.value, "version": c.auth.version.value,
                      "max_skew_ms": c.auth.max_skew_ms,
@@ -103,7 +106,9 @@ class LaunchSpec:
                                          if "oauth" in n["a2a"] else None,
                                          n["a2a"].get("hands_over_to"),
                                          bool(n["a2a"].get("delegate", False)),
-                                         n["a2a"].get("reply_suffix"))
+                                         n["a2a"].get("reply_suffix"),
+                                         bool(n["a2a"].get("pool_shared", True)),
+                                         n["a2a"].get("capacity"))
                             if "a2a" in n else None)
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"],
