@@ -262,6 +262,10 @@ A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_handover", 20, "a task handed over to a delegate: follow-ups go to it (Extended)"),
     ("a2a_redelivered", 20, "replies delivered again by the broker, with DUP"),
     ("a2a_stray_replies", 30, "replies that lose their Correlation Data on the way"),
+    ("a2a_pool_unnamed", 30, "a pool of one whose replies lose the member's name on the way"),
+    ("a2a_binding_errors", 20, "refused -32004 by a busy responder, -32005 for metadata a "
+                               "gateway spoilt"),
+    ("a2a_stream_stall", 60, "streams that bring nothing for 40 s: recovered with GetTask"),
 )
 #: The requester's clauses each judged by rules of the bench (from its wire)
 A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
@@ -285,7 +289,7 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-REQ-4, A2M-HAND-2, A2M-RETRY-8", "follow-ups go to the agent a reply "
                  "named; a pooled request is retried to its pool until then",
                  ("a2a_requests.follow_ups_go_to_the_named_agent",),
-                 ("a2a_pool", "a2a_handover")),
+                 ("a2a_pool", "a2a_pool_unnamed", "a2a_handover")),
     ProtocolRule("A2M-SESS-6", "a connection that carries bearer tokens came by TLS",
                  ("a2a_session.tokens_travel_over_tls",), ("a2a_oauth",)),
     ProtocolRule("A2M-RR-1, A2M-TOPIC-2, A2M-TOPIC-3", "requests go to an agent's or a pool's "
@@ -315,6 +319,21 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-SESS-4", "a reply topic suffix of 48 bits of chance or more, no reply "
                  "topic shared", ("a2a_requests.reply_suffixes_resist_collisions",),
                  ("a2a_quickstart",), exercised="reply_topics"),
+    ProtocolRule("A2M-REQ-3", "a reply to a pooled request naming no responder answers "
+                 "nothing: the request is still retried",
+                 ("a2a_requests.unnamed_pooled_replies_answer_nothing",), ("a2a_pool_unnamed",),
+                 exercised="unnamed_pooled_replies"),
+    ProtocolRule("A2M-STREAM-2, A2M-STREAM-3", "a status that ends a correlation's stream "
+                 "(terminal, input-required) ends the operation at once",
+                 ("a2a_requests.final_statuses_end_the_operation",),
+                 ("a2a_quickstart", "a2a_multiturn"), exercised="operations_ended_by_a_status"),
+    ProtocolRule("A2M-ERR-3", "a request refused -32005 is not sent again unchanged",
+                 ("a2a_requests.protocol_errors_not_retried_unchanged",),
+                 ("a2a_binding_errors",), exercised="protocol_errors"),
+    ProtocolRule("A2M-RETRY-7", "a stream stalled past its 30 s idle wait is recovered with "
+                 "GetTask, not the request again",
+                 ("a2a_requests.stalled_streams_recovered_with_get_task",),
+                 ("a2a_stream_stall",), exercised="stalled_streams"),
 )
 
 

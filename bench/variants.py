@@ -9,6 +9,7 @@ must catch it; `tests/test_variants.py` runs each against its scenario.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -654,6 +655,45 @@ class A2mNamedAgentInMemory(Requester):
         self.responder_of.clear()
 
 
+class A2mStallRepublishes(Requester):
+    """A2M-RETRY-7: a stream that brings nothing for the idle wait is recovered by
+    publishing the request again (a new attempt, new Correlation Data), not with GetTask."""
+
+    def _follow_up(self, fx: Any, op: Operation) -> None:
+        self._send(fx, op)
+
+
+class A2mStatusNotTheEnd(Requester):
+    """A2M-STREAM-2, A2M-STREAM-3: a status update whose state ends the stream (terminal,
+    input-required) is taken for one more item: only a Task result ends an operation, so
+    a stream that ended on a status waits out its 30 s idle wait."""
+
+    _status = False
+
+    def _on_reply(self, fx: Any, msg: MessageReceived) -> None:
+        try:
+            body = json.loads(msg.payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            body = None
+        result = body.get("result") if isinstance(body, dict) else None
+        self._status = isinstance(result, dict) and "statusUpdate" in result
+        try:
+            super()._on_reply(fx, msg)
+        finally:
+            self._status = False
+
+    def _settle(self, fx: Any, op: Operation, outcome: ev.A2mOutcome, code: int | None,
+                text: str | None) -> None:
+        if self._status and outcome is not ev.A2mOutcome.ERROR:
+            self._answered(fx, op)
+            return
+        super()._settle(fx, op, outcome, code, text)
+
+    def _next_turn(self, fx: Any, op: Operation) -> None:
+        if not self._status:
+            super()._next_turn(fx, op)
+
+
 REFERENCE = Variant("reference", Node, "-", "-", "quickstart")
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -716,6 +756,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             requester=A2mRetrySameCorrelation),
     Variant("a2m_stale_backoff", Node, "A2M-RETRY-4", "a2a_requests", "a2a_reply_in_backoff",
             requester=A2mStaleBackoff),
+    Variant("a2m_stall_republishes", Node, "A2M-RETRY-7", "a2a_requests", "a2a_stream_stall",
+            requester=A2mStallRepublishes),
+    Variant("a2m_status_not_the_end", Node, "A2M-STREAM-2, A2M-STREAM-3", "a2a_requests",
+            "a2a_streams", requester=A2mStatusNotTheEnd),
     Variant("a2m_pooled_reply_unnamed", Node, "A2M-RSP-5", "a2a_pools", "a2a_pool",
             responder=A2mPooledReplyUnnamed),
     Variant("a2m_status_without_context", Node, "A2M-CTX-1", "a2a_replies", "a2a_multiturn",

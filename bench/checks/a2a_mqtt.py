@@ -220,6 +220,16 @@ def heard(h: History) -> list[Heard]:
     return [x for _seq, x in sorted(out, key=lambda x: x[0])]
 
 
+def _unnamed_pooled(h: History) -> set[int]:
+    """The replies (their events' seq) a requester got off its wire to a request it had sent
+    to a pool's topic, naming no responder: protocol errors (A2M-REQ-3) that answer nothing
+    (`unnamed_pooled_replies_answer_nothing` judges that the requester knew)."""
+    pooled = {(a.node, a.correlation) for a in h.memo(asked)
+              if isinstance(a.event, Wire) and a.correlation is not None and _pool_of(a.topic)}
+    return {x.event.seq for x in h.memo(heard) if isinstance(x.event, Wire) and x.named is None
+            and (x.node, x.correlation) in pooled}
+
+
 def _subscribed_at(h: History) -> dict[tuple[str, str], float]:
     """(tapped node, filter) -> when its first SUBSCRIBE naming that filter left it."""
     out: dict[tuple[str, str], float] = {}
@@ -599,11 +609,18 @@ def correlations_are_the_requesters_own(h: History, c: Collector) -> None:
 def context_property_matches_the_payload(h: History, c: Collector) -> None:
     """Off a requester's wire: a request carrying both User Property `a2a-context-id` and
     a `Message.context_id` in its payload carries the same context in both (the payload is
-    authoritative: a responder routing by the property files the task elsewhere)."""
+    authoritative: a responder routing by the property files the task elsewhere). The
+    tap reads a request after the faults on its link: a value a property_tampering fault
+    added or altered there (its mark, in its window) is not the requester's."""
+    windows = [_tampering(h, "user_property", "add"), _tampering(h, "user_property", "alter")]
     for a in h.memo(asked):
         if not isinstance(a.event, Wire):
             continue
         said = _user(a.event, "a2a-context-id")
+        if said is not None and said.endswith(TAMPER_TEXT) and any(
+                x <= a.t_ms <= y for w in windows for x, y in w.get(a.node, ())):
+            c.count("context_properties_tampered_on_the_tap")
+            continue
         if said is None or a.event.conversation_id is None:
             continue
         c.count("requests_naming_their_context_twice")
@@ -737,40 +754,62 @@ def uncorrelated_replies_answer_nothing(h: History, c: Collector) -> None:
     took the stray reply for its answer (the retry's own answer may come later). Undecided
     where its attempts were spent, it crashed or a fault acted on its link meanwhile, or
     the run ended before its retry was due."""
+    _strays_answer_nothing(h, c, "uncorrelated_replies", lambda r, mine, pooled: (
+        r.correlation is None or r.correlation not in mine))
+
+
+@rule("A2M-REQ-3: a reply to a pooled request without a2a-responder-agent-id is a protocol "
+      "error: it answers nothing")
+def unnamed_pooled_replies_answer_nothing(h: History, c: Collector) -> None:
+    """Off a requester's wire: a reply with the Correlation Data of a request it sent to a
+    pool's topic that names no responder (no User Property a2a-responder-agent-id) answers
+    nothing: the requester cannot tell which member holds the task. Judged as a stray reply
+    is (`uncorrelated_replies_answer_nothing`): where no valid reply had come and attempts
+    were left, the requester must retry once the first-reply wait is over — one that never
+    asks about the task again took the unnamed reply for its answer."""
+    _strays_answer_nothing(h, c, "unnamed_pooled_replies", lambda r, mine, pooled: (
+        r.correlation is not None and r.correlation in pooled and r.named is None))
+
+
+def _strays_answer_nothing(h: History, c: Collector, what: str,
+                           stray: Callable[[Heard, set[str], set[str]], bool]) -> None:
+    """A reply `stray` calls a protocol error (given the requester's own Correlation Data
+    and those of its pooled requests) settles nothing: judged per (requester, Task.id) at
+    the first such reply before any valid one (counts `{what}`, `{what}_ignored`)."""
     own = h.memo(_askers)
     sent: dict[str, set[str]] = defaultdict(set)                # node -> correlations
+    pooled: dict[str, set[str]] = defaultdict(set)              # node -> those sent to a pool
     asks: dict[tuple[str, str], list[Asked]] = defaultdict(list)  # (node, task) -> requests
     for a in h.memo(asked):
         if a.node in own or not isinstance(a.event, Wire):
             continue
         if a.correlation is not None:
             sent[a.node].add(a.correlation)
+            if _pool_of(a.topic):
+                pooled[a.node].add(a.correlation)
         if a.task_id:
             asks[(a.node, a.task_id)].append(a)
-    mine: dict[tuple[str, str], set[str]] = {
-        key: {a.correlation for a in reqs if a.correlation} for key, reqs in asks.items()}
     replies = [(r, r.event) for r in h.memo(heard) if isinstance(r.event, Wire)]
-    # (node, task) -> when the first reply with Correlation Data of its requests came
+    # (node, task) -> when the first valid reply to one of its requests came
     answered: dict[tuple[str, str], int] = {}
     for r, w in replies:
-        key = (r.node, w.task_id or "")
-        if r.correlation is not None and r.correlation in mine.get(key, ()):
-            answered.setdefault(key, w.seq)
+        if not stray(r, sent[r.node], pooled[r.node]) and r.correlation in sent[r.node]:
+            answered.setdefault((r.node, w.task_id or ""), w.seq)
     crashes = h.memo(Transit).crashes
     windows = h.memo(fault_windows)
     judged: set[tuple[str, str]] = set()
     for r, w in replies:
         task = w.task_id
-        if task is None or (r.correlation is not None and r.correlation in sent[r.node]):
+        if task is None or not stray(r, sent[r.node], pooled[r.node]):
             continue
         key = (r.node, task)
         before = [a for a in asks.get(key, ()) if a.event.seq < r.event.seq]
         if not before or key in judged or answered.get(key, r.event.seq + 1) < r.event.seq:
             continue
         judged.add(key)
-        c.count("uncorrelated_replies")
+        c.count(what)
         if any(a.event.seq > r.event.seq for a in asks[key]):
-            c.count("uncorrelated_replies_ignored")     # it asked again: still waiting
+            c.count(f"{what}_ignored")      # it asked again: still waiting
             continue
         latest = before[-1]
         due = latest.t_ms + REPLY_FIRST_MS + BACKOFF_MS[1] * 1.2 + UNCORRELATED_SLACK_MS
@@ -780,13 +819,265 @@ def uncorrelated_replies_answer_nothing(h: History, c: Collector) -> None:
                        and f.start_ms <= due and f.end_ms >= latest.t_ms for f in windows):
             c.unknown("no_retry_due_before_the_end")
             continue
-        corr = "no Correlation Data" if r.correlation is None else \
-            f"Correlation Data {r.correlation} it never sent"
-        c.violation(f"{r.node} got a reply for task {task} with {corr} at {r.t_ms:.0f} ms and "
-                    f"never asked about the task again, though no reply to its requests for it "
-                    f"had come (attempt {len(before)} of {MAX_ATTEMPTS}, sent at "
-                    f"{latest.t_ms:.0f} ms): it took a stray reply for its answer",
+        if r.correlation is None:
+            how = "no Correlation Data"
+        elif r.correlation not in sent[r.node]:
+            how = f"Correlation Data {r.correlation} it never sent"
+        else:
+            how = f"no a2a-responder-agent-id, to its pooled request {r.correlation}"
+        c.violation(f"{r.node} got a reply for task {task} with {how} at {r.t_ms:.0f} ms and "
+                    f"never asked about the task again, though no valid reply to its requests "
+                    f"for it had come (attempt {len(before)} of {MAX_ATTEMPTS}, sent at "
+                    f"{latest.t_ms:.0f} ms): it took a protocol error for its answer",
                     latest.event, r.event)
+
+
+#: How soon after a status that ends a correlation's stream reached it a requester reports
+#: the operation ended (A2M-STREAM-2, A2M-STREAM-3): at once, the spec says; the bound is a
+#: loaded machine's, well below the 30 s stream idle wait a requester that does not take
+#: the status for the end waits out
+SETTLE_AFTER_FINAL_MS = 5_000.0
+#: How long past the stream idle wait a requester has to publish its GetTask (A2M-RETRY-7):
+#: a timer's slack on a loaded machine
+RECOVERY_GRACE_MS = 10_000.0
+
+
+def _ends_by_task(h: History) -> dict[tuple[str, str], list[float]]:
+    """(requester, Task.id) -> when it reported an operation on the task ended: its own
+    record (A2mSettled), or the request_settled line of one written elsewhere that names
+    the Task.id."""
+    own = h.memo(_askers)
+    out: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for s in h.of(A2mSettled):
+        out[(s.node, s.task_id)].append(s.t_ms)
+    for e in h.of(RequestSettled):
+        if e.task_id is not None and e.node not in own:
+            out[(e.node, e.task_id)].append(e.t_ms)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@dataclass
+class _Chain:
+    """One operation of a requester on a task as its wire (or its records) shows it: the
+    requests for one Task.id and method (SendMessage and SendStreamingMessage alike) with
+    no final reply between, the stream items that came, and the reply that ended it."""
+
+    node: str
+    task: str
+    method: str
+    first: Asked
+    items: list[Heard]
+    end: Heard | None = None
+
+
+def _chains(h: History) -> list[_Chain]:
+    """Every requester's operations, in the order they began. A final reply (a status that
+    ends the stream, an error, any result of GetTask or CancelTask) ends its chain; a
+    later reply to one of its correlations (a late answer to an earlier attempt, a copy)
+    is none of a new one's. A SendMessage sent again after a terminal status (a retry
+    that should not have left, `no_request_again_after_a_reply`'s to judge) joins the
+    operation that status ended: only input-required, auth-required or an error begins a
+    new one (the task's next turn, a retry the profile allows)."""
+    events: list[tuple[int, Asked | Heard]] = [(a.event.seq, a) for a in h.memo(asked)]
+    events += [(x.event.seq, x) for x in h.memo(heard)]
+    unnamed = h.memo(_unnamed_pooled)
+    chain_of: dict[tuple[str, str], _Chain] = {}         # (node, correlation) -> its chain
+    current: dict[tuple[str, str, str], _Chain] = {}    # (node, task, method) -> open chain
+    done: dict[tuple[str, str, str], _Chain] = {}       # ... -> the one a terminal state ended
+    out: list[_Chain] = []
+    for _seq, x in sorted(events, key=lambda e: e[0]):
+        if isinstance(x, Asked):
+            if x.task_id is None or x.correlation is None or x.method is None:
+                continue
+            method = "SendMessage" if x.method == "SendStreamingMessage" else x.method
+            key = (x.node, x.task_id, method)
+            chain = current.get(key) or done.get(key)
+            if chain is None:
+                chain = current[key] = _Chain(x.node, x.task_id, method, x, [])
+                out.append(chain)
+            chain_of[(x.node, x.correlation)] = chain
+            continue
+        chain = chain_of.get((x.node, x.correlation or ""))
+        if chain is None or chain.end is not None or x.event.seq in unnamed:
+            continue
+        if x.code is not None or x.state in FINAL_STATES or chain.method != "SendMessage":
+            chain.end = x
+            key = (chain.node, chain.task, chain.method)
+            current.pop(key, None)
+            if chain.method == "SendMessage" and x.state in TERMINAL_STATES:
+                done[key] = chain
+        else:
+            chain.items.append(x)
+    return out
+
+
+@rule("A2M-STREAM-2, A2M-STREAM-3: a status that ends a correlation's stream (terminal, or "
+      "input-required, auth-required) ends the requester's operation at once")
+def final_statuses_end_the_operation(h: History, c: Collector) -> None:
+    """Per requester, from what it published and received (its records, or its wire) and
+    the ends it reports: the status that ended a SendMessage's stream — COMPLETED, FAILED,
+    CANCELED or REJECTED (A2M-STREAM-2: the requester takes it as completion), input-required
+    or auth-required (A2M-STREAM-3: the correlation's in-flight state cleaned up, the task
+    not ended) — is followed within SETTLE_AFTER_FINAL_MS by the requester's report that an
+    operation on that Task.id ended. A requester that takes only a Task result for the end,
+    or keeps the correlation in flight, waits out its stream idle wait (30 s) or forever;
+    what it publishes after is `no_request_again_after_a_reply`'s. A status that comes
+    after the requester had reported an end since the operation began (its stream idle
+    wait, A2M-RETRY-7) asks for no second one. An end reported by a GetTask or CancelTask
+    on the task is taken for the operation's (the bench cannot tell an operation's end from
+    another's on one Task.id: a follow-up's end may hide a late one). Undecided where the requester
+    names no Task.id in its ends, or crashed, or the run ended, before the bound."""
+    ends = h.memo(_ends_by_task)
+    reporting = {node for node, _task in ends}
+    own = h.memo(_askers)
+    crashes = h.memo(Transit).crashes
+    late = records_late_ms(h)
+    used: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for chain in h.memo(_chains):
+        f = chain.end
+        if chain.method != "SendMessage" or f is None or f.code is not None \
+                or f.state not in FINAL_STATES:
+            continue
+        key = (chain.node, chain.task)
+        c.count("operations_ended_by_a_status")
+        if chain.node not in reporting:
+            c.unknown("ends_name_no_task")
+            continue
+        bound = f.t_ms + SETTLE_AFTER_FINAL_MS + (late if chain.node in own else 0.0)
+        times = ends.get(key, [])
+        before = next((i for i, t in enumerate(times) if i not in used[key]
+                       and chain.first.t_ms - CROSSING_MS <= t < f.t_ms - CROSSING_MS), None)
+        if before is not None:
+            # it had ended the operation already (its stream idle wait, a GetTask's end)
+            used[key].add(before)
+            c.count("statuses_after_the_operation_ended")
+            continue
+        pick = next((i for i, t in enumerate(times) if i not in used[key]
+                     and t >= f.t_ms - CROSSING_MS), None)
+        if pick is not None and times[pick] <= bound:
+            used[key].add(pick)
+            continue
+        if bound > h.end_ms or any(f.t_ms - CROSSING_MS <= t <= bound
+                                   for t in crashes[chain.node]):
+            c.unknown("ended_by_a_status_near_the_end")
+            continue
+        what = "the stream's end" if f.state in TERMINAL_STATES else \
+            "the end of the correlation (the task waits for its next turn)"
+        if pick is None:
+            c.violation(f"{chain.node} got {f.state} for task {chain.task} at {f.t_ms:.0f} ms "
+                        f"and never reported the operation ended: it did not take the status "
+                        f"for {what}", chain.first.event, f.event)
+        else:
+            used[key].add(pick)
+            c.violation(f"{chain.node} got {f.state} for task {chain.task} at {f.t_ms:.0f} ms "
+                        f"and reported the operation ended only "
+                        f"{(times[pick] - f.t_ms) / 1000:.1f} s later: it did not take the "
+                        f"status for {what}", chain.first.event, f.event)
+
+
+@rule("A2M-RETRY-7 (SHOULD): a stream stalled past its idle wait is recovered with GetTask on "
+      "its Task.id, not by publishing the request again")
+def stalled_streams_recovered_with_get_task(h: History, c: Collector) -> None:
+    """Per requester, from what it published and received (its records, or its wire): a
+    SendMessage whose stream had brought at least one item and then nothing — no item, no
+    final status — for longer than the stream idle wait (30 s) is followed, within
+    RECOVERY_GRACE_MS of that wait's end, by a GetTask on its Task.id (earlier is welcome);
+    publishing the SendMessage again, or nothing, is not the recovery the profile asks
+    for. Undecided where the requester crashed, or the run ended, before the bound."""
+    crashes = h.memo(Transit).crashes
+    asks: dict[tuple[str, str], list[Asked]] = defaultdict(list)
+    for a in h.memo(asked):
+        if a.task_id is not None:
+            asks[(a.node, a.task_id)].append(a)
+    for chain in h.memo(_chains):
+        if chain.method != "SendMessage" or not chain.items:
+            continue
+        times = [x.t_ms for x in chain.items] + \
+            ([chain.end.t_ms] if chain.end is not None else [h.end_ms])
+        stall = next((a for a, b in zip(times, times[1:], strict=False)
+                      if b - a > STREAM_IDLE_MS + EARLY_MS), None)
+        if stall is None:
+            continue
+        c.count("stalled_streams")
+        due = stall + STREAM_IDLE_MS + RECOVERY_GRACE_MS
+        after = [a for a in asks[(chain.node, chain.task)] if stall < a.t_ms <= due]
+        first = after[0] if after else None
+        if first is not None and first.method == "GetTask":
+            c.count("stalled_streams_recovered")
+            continue
+        if first is not None and first.method in ("SendMessage", "SendStreamingMessage"):
+            c.violation(f"{chain.node}'s stream for task {chain.task} stalled after "
+                        f"{stall:.0f} ms, and it published the request again at "
+                        f"{first.t_ms:.0f} ms instead of asking with GetTask",
+                        chain.items[-1].event, first.event)
+            continue
+        if due > h.end_ms or any(stall <= t <= due for t in crashes[chain.node]):
+            c.unknown("stalled_near_the_end")
+            continue
+        c.violation(f"{chain.node}'s stream for task {chain.task} stalled after {stall:.0f} ms "
+                    f"(no item, no final status for {STREAM_IDLE_MS / 1000:.0f} s) and it sent "
+                    f"no GetTask on the task by {due:.0f} ms"
+                    + (f" (it sent {first.method})" if first is not None else ""),
+                    chain.first.event, chain.items[-1].event)
+
+
+#: JSON-RPC error -32005 transport_protocol_error: binding metadata invalid (A2M-ERR-3: not
+#: retried unless the request is corrected)
+TRANSPORT_PROTOCOL_ERROR = -32005
+
+
+def _binding(a: Asked) -> tuple[object, ...] | None:
+    """A request's binding metadata as its requester sent it: its a2a- User Properties but
+    the bearer token (a fresh one corrects nothing the binding reads) and a value a fault
+    on its link added or altered (TAMPER_TEXT), its Content Type, whether it had a Response
+    Topic; None where only the requester's records tell (no wire)."""
+    if not isinstance(a.event, Wire):
+        return None
+    p = _props(a.event)
+    users = p.get("userProperties")
+    pairs = sorted((str(u[0]), str(u[1])) for u in (users if isinstance(users, list) else [])
+                   if isinstance(u, list | tuple) and len(u) == 2
+                   and str(u[0]).startswith("a2a-") and u[0] != "a2a-authorization"
+                   and not str(u[1]).endswith(TAMPER_TEXT))
+    return (tuple(pairs), p.get("contentType"), p.get("responseTopic") is not None)
+
+
+@rule("A2M-ERR-3: a request answered -32005 (binding metadata invalid) is not sent again "
+      "unless its metadata is corrected; -32003 and -32004 may be retried")
+def protocol_errors_not_retried_unchanged(h: History, c: Collector) -> None:
+    """Off a requester's wire: once a SendMessage of a task got -32005 transport_protocol_error
+    on its correlation, no later SendMessage for the task carries the same binding metadata
+    (`_binding`: what the requester put there, not what a fault on its link did) — the
+    responder would refuse it again. After -32003 or -32004 (retry-eligible at the
+    application's policy) a retry is welcome and counted, as is an operation ended there:
+    the wire cannot show how a requester's application was told."""
+    asks: dict[tuple[str, str], list[Asked]] = defaultdict(list)
+    for a in h.memo(asked):
+        if a.task_id is not None and a.method in ("SendMessage", "SendStreamingMessage"):
+            asks[(a.node, a.task_id)].append(a)
+    for chain in h.memo(_chains):
+        e = chain.end
+        if chain.method != "SendMessage" or e is None or not isinstance(e.event, Wire) \
+                or e.code not in (*RETRY_ELIGIBLE, TRANSPORT_PROTOCOL_ERROR):
+            continue
+        mine = asks[(chain.node, chain.task)]
+        later = [a for a in mine if a.event.seq > e.event.seq]
+        if e.code in RETRY_ELIGIBLE:
+            c.count("retry_eligible_errors")
+            c.count("retry_eligible_errors_retried" if later else "ended_on_a_retry_eligible_error")
+            continue
+        c.count("protocol_errors")
+        sent = next((a for a in reversed(mine) if a.correlation == e.correlation
+                     and a.event.seq < e.event.seq), None)
+        if sent is None or not later:
+            continue
+        again = next((a for a in later if _binding(a) == _binding(sent)), None)
+        if again is None:
+            c.count("protocol_errors_retried_corrected")
+            continue
+        c.violation(f"{chain.node} got -32005 transport_protocol_error for task {chain.task} at "
+                    f"{e.t_ms:.0f} ms and sent it again at {again.t_ms:.0f} ms with the same "
+                    f"binding metadata", sent.event, e.event, again.event)
 
 
 #: How long after a reply crossed a requester's wire a request of its may still be one it
@@ -940,16 +1231,18 @@ def no_request_again_after_a_reply(h: History, c: Collector) -> None:
     reply to an earlier one came — a result, a stream item or an error — unless that reply
     asked for the next turn (input-required, auth-required) or was an error the profile
     lets it retry (-32003, -32004); and no attempt reuses Correlation Data an earlier
-    request for the task had."""
+    request for the task had. A reply to a pooled request that names no responder is a
+    protocol error (A2M-REQ-3): it stops nothing."""
     events: list[tuple[int, Asked | Heard]] = [(a.event.seq, a) for a in h.memo(asked)]
     events += [(x.event.seq, x) for x in h.memo(heard)]
     task_of: dict[tuple[str, str], str] = {}          # (node, correlation) -> Task.id
     used: dict[tuple[str, str], set[str]] = defaultdict(set)
     answered: dict[tuple[str, str], Heard] = {}       # (node, task) -> the reply that stops
+    unnamed = h.memo(_unnamed_pooled)
     for _seq, x in sorted(events, key=lambda e: e[0]):
         if isinstance(x, Heard):
             task = task_of.get((x.node, x.correlation or ""))
-            if task is None:
+            if task is None or x.event.seq in unnamed:    # a protocol error stops nothing
                 continue
             if x.state in NEXT_TURN_STATES or x.code in RETRY_ELIGIBLE:
                 answered.pop((x.node, task), None)
@@ -1097,6 +1390,9 @@ def replies_answer_a_request(h: History, c: Collector) -> None:
 #: docs/faults.md documents the fault), as the history writes it: hex. Written out here, not
 #: imported: a judge shares no code with what it judges.
 TAMPERED = b"|tampered".hex()
+#: ... and what it appends to a text value it alters (a User Property), or is the value of
+#: one it adds (the fault's documented mark, written out here)
+TAMPER_TEXT = "|tampered"
 #: How long before a tampering fault started a publish it acted on may have been recorded:
 #: journaled as it is handed to the client, it reaches the node's link a little later
 #: (a commit, a slow link, the client's queue while it reconnects).
@@ -1665,10 +1961,16 @@ def pooled_replies_name_their_responder(h: History, c: Collector) -> None:
     """Every reply a requester took for a request it sent to a pool carries User Property
     a2a-responder-agent-id: without it the requester cannot send the task's follow-ups to
     the member that holds it. Judged per attempt (by its Correlation Data): a follow-up of
-    a pooled task sent to the member's own topic gets a plain reply."""
+    a pooled task sent to the member's own topic gets a plain reply. A reply taken while a
+    property_tampering fault stripped User Properties on the way is not its responder's
+    doing (counted)."""
     pooled = {(a.node, a.correlation) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
+    stripping = [w for ws in _tampering(h, "user_property", "strip").values() for w in ws]
     for r in h.of(A2mReplyTaken):
         if r.op_id is None or (r.node, r.correlation) not in pooled:
+            continue
+        if r.responder_agent_id is None and any(a <= r.t_ms <= b for a, b in stripping):
+            c.count("pooled_replies_stripped_on_the_way")
             continue
         c.count("pooled_replies")
         if r.responder_agent_id is None:
@@ -2283,7 +2585,10 @@ A2A_REQUESTS = Checker(
      requests_go_to_request_topics, correlations_are_the_requesters_own,
      request_expiry_outlasts_the_wait, context_property_matches_the_payload,
      nothing_settled_twice, reply_suffixes_resist_collisions,
-     uncorrelated_replies_answer_nothing), _no_operation,
+     uncorrelated_replies_answer_nothing, unnamed_pooled_replies_answer_nothing,
+     final_statuses_end_the_operation, stalled_streams_recovered_with_get_task,
+     protocol_errors_not_retried_unchanged),
+    _no_operation,
     protocols=frozenset({A2A_MQTT}))
 A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "

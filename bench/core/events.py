@@ -353,13 +353,15 @@ class RequestSettled(Event):
     counts from its `request_sent`.
 
     An A2A-over-MQTT requester records its operation's end here too, in these terms
-    (`a2m_settled` has the profile's own)."""
+    (`a2m_settled` has the profile's own); one written elsewhere names the operation's
+    Task.id (`task_id`), which ties its end to what its wire shows."""
 
     KIND = EventKind.REQUEST_SETTLED
     request_id: str
     outcome: RequestOutcome                       # RequestOutcome
     latency_ms: int
     response_message_id: str | None
+    task_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

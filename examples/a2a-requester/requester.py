@@ -6,10 +6,12 @@ line, what to ask; it prints what it asked and how each request ended:
     a2a-bench run a2a_restart --node-command "requester=python examples/a2a-requester/requester.py"
 
 It keeps what the profile asks of a requester: a persistent session, its reply topic (its
-suffix a fresh UUID's hex: A2M-SESS-4) subscribed before anything is published, Response
-Topic and Correlation Data on every request, a UUIDv4 Task.id of its own making (the same for every attempt, GetTask, CancelTask
-and next turn), the retry profile (first reply within 15 s, three attempts, backoff 1 s and
-2 s ±20 %, new Correlation Data each time, none once a reply came). It keeps nothing on
+suffix a fresh UUID's hex: A2M-SESS-4) subscribed before anything is published, a pooled
+task's follow-ups and retries sent to the member a reply named (A2M-REQ-4, A2M-RETRY-8),
+Response Topic and Correlation Data on every request, a UUIDv4 Task.id of its own making
+(the same for every attempt, GetTask, CancelTask and next turn), the retry profile (first
+reply within 15 s, three attempts, backoff 1 s and 2 s ±20 %, new Correlation Data each
+time, none once a reply came). It keeps nothing on
 disk: a restart forgets what was in flight. Bugs to show what the bench finds (`--bug
 NAME`): `same-correlation` retries under the first attempt's Correlation Data (A2M-RETRY-2);
 `fixed-task-id` names every task with one Task.id that is not a UUID (A2M-RR-5);
@@ -18,7 +20,13 @@ here by accident first, and caught by `a2a_requests`); `hasty-retry` gives up on
 reply after 3 s, not 15 (A2M-RETRY-1, A2M-RETRY-5: judged off its wire);
 `guessable-reply-topic` ends its reply topic in its node id (A2M-SESS-4);
 `settles-by-task-id` takes a reply it cannot correlate for the request of the task it
-names (A2M-REQ-2).
+names (A2M-REQ-2); `trusts-unnamed-pool-replies` takes a reply to a pooled request that
+names no responder (A2M-REQ-3); `waits-out-the-stream` ends an operation only on a Task
+result, not on a status update that ends the stream (A2M-STREAM-2, A2M-STREAM-3);
+`republishes-stalled-streams` sends the request again when a stream stalls, not GetTask
+(A2M-RETRY-7); `retries-protocol-errors` sends a request refused -32005 again (A2M-ERR-3).
+A stream that brings nothing for 30 s (the profile's stream idle wait) ends its operation
+NO_RESPONSE, and a GetTask on its Task.id asks where the task stands (A2M-RETRY-7).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ FINAL = {"TASK_STATE_COMPLETED": "COMPLETED", "TASK_STATE_FAILED": "FAILED",
          "TASK_STATE_INPUT_REQUIRED": "COMPLETED", "TASK_STATE_AUTH_REQUIRED": "FAILED"}
 BUGS = {b for flag, b in zip(sys.argv, sys.argv[1:], strict=False) if flag == "--bug"}
 FIRST_REPLY_S, ATTEMPTS, BACKOFF_S = 3.0 if "hasty-retry" in BUGS else 15.0, 3, (1.0, 2.0)
+STREAM_IDLE_S = 30.0
 spec = json.loads(sys.stdin.readline())
 node, a2a = spec["node"], spec["node"]["a2a"]
 ME, AGENT, UNIT, ORG = node["node_id"], node["agents"][0], node["namespace"], a2a["org"]
@@ -51,6 +60,7 @@ lock = threading.Lock()         # paho's thread takes replies, the main one the 
 ops: dict[str, dict] = {}       # request id -> {task, corr: [hex], answered, settled, ...}
 by_corr: dict[str, str] = {}    # Correlation Data (hex) -> request id
 task_of: dict[str, str] = {}    # request id -> its Task.id (a follow-up names its request)
+member_of: dict[str, str] = {}  # Task.id -> the agent a reply named for it (a pool's member)
 subscribed = threading.Event()
 
 
@@ -74,13 +84,16 @@ def ask(req: dict) -> None:
     task = task or ("not-a-uuid" if "fixed-task-id" in BUGS else str(uuid.uuid4()))
     task_of[req["request_id"]] = task
     to = req["to_agent_id"]
+    if task in member_of:                              # its follow-ups go there (A2M-REQ-4)
+        to = member_of[task]
     topic = f"$a2a/v1/request/{ORG}/{UNIT}/" + (f"pool/{to[5:]}" if to.startswith("pool:")
                                                  else to)
     context = str(uuid.uuid5(uuid.NAMESPACE_URL, req["conversation_id"])) \
         if req.get("conversation_id") else None
     ops[req["request_id"]] = {"task": task, "method": method, "topic": topic, "corr": [],
                               "context": context, "text": payload.get("ask", ""),
-                              "asked": now_ms(), "answered": False, "settled": False}
+                              "asked": now_ms(), "answered": False, "settled": False,
+                              "pooled": to.startswith("pool:"), "items": 0}
     budget = int(ATTEMPTS * FIRST_REPLY_S * 1000 + sum(BACKOFF_S) * 1200)
     say("request_sent", requestId=req["request_id"], messageId=req["message_id"],
         fromAgentId=AGENT, toAgentId=to, conversationId=context,
@@ -90,6 +103,9 @@ def ask(req: dict) -> None:
 
 def send(rid: str) -> None:
     op = ops[rid]
+    if op["pooled"] and op["task"] in member_of:       # its retries too (A2M-RETRY-8)
+        op["topic"] = f"$a2a/v1/request/{ORG}/{UNIT}/{member_of[op['task']]}"
+        op["pooled"] = False
     corr = op["corr"][0] if op["corr"] and "same-correlation" in BUGS else uuid.uuid4().hex
     op["corr"].append(corr)
     by_corr[corr] = rid
@@ -132,8 +148,29 @@ def retry(rid: str) -> None:
 def settle(rid: str, outcome: str) -> None:
     op = ops[rid]
     op["settled"] = True
+    if rid.endswith(".get"):
+        return                                         # its own follow-up: nobody asked
     say("request_settled", requestId=rid, outcome=outcome, latencyMs=now_ms() - op["asked"],
-        responseMessageId=None)
+        responseMessageId=None, taskId=op["task"])
+
+
+def stream_idle(rid: str, items: int) -> None:
+    """No stream item for STREAM_IDLE_S since the one counted `items`: the operation ends,
+    and GetTask on its Task.id asks where the task stands (A2M-RETRY-7)."""
+    with lock:
+        op = ops[rid]
+        if op["settled"] or op["items"] != items:
+            return
+        if "republishes-stalled-streams" in BUGS:
+            send(rid)
+            return
+        settle(rid, "NO_RESPONSE")
+        member = op.get("member")                      # a pool's: its own topic (A2M-REQ-4)
+        topic = f"$a2a/v1/request/{ORG}/{UNIT}/{member}" if member else op["topic"]
+        ops[rid + ".get"] = {**op, "method": "GetTask", "corr": [], "answered": False,
+                             "settled": False, "asked": now_ms(), "items": 0, "topic": topic,
+                             "pooled": not member and op["pooled"]}
+        send(rid + ".get")
 
 
 def on_message(_c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:
@@ -145,19 +182,42 @@ def on_message(_c: mqtt.Client, _u: object, m: mqtt.MQTTMessage) -> None:
         if rid is None or ops[rid]["settled"]:
             return                                     # A2M-REQ-2: not ours, ignored
         op = ops[rid]
+        if op["pooled"] and _named(m) is None and "trusts-unnamed-pool-replies" not in BUGS:
+            return                                     # A2M-REQ-3: a protocol error, ignored
+        op["member"] = _named(m) or op.get("member")
+        if op["member"]:
+            member_of[op["task"]] = op["member"]
         op["answered"] = True                          # no retry after this (A2M-RETRY-4)
         try:
             body = json.loads(m.payload)
         except ValueError:
             return
         if not isinstance(body, dict) or "error" in body:
+            code = (body.get("error") or {}).get("code") if isinstance(body, dict) else None
+            if code == -32005 and "retries-protocol-errors" in BUGS and len(op["corr"]) < ATTEMPTS:
+                op["answered"] = False
+                threading.Timer(BACKOFF_S[0], retry, (rid,)).start()
+                return
             settle(rid, "FAILED")
             return
         result = body.get("result") or {}
         item = result.get("statusUpdate") or result.get("task") or result
         state = (item.get("status") or {}).get("state") if isinstance(item, dict) else None
+        if "waits-out-the-stream" in BUGS and "statusUpdate" in result:
+            state = None                               # only a Task result ends it
         if state in FINAL or op["method"] in ("GetTask", "CancelTask"):
             settle(rid, FINAL.get(state, "COMPLETED"))
+            return
+        op["items"] += 1
+        idle = threading.Timer(STREAM_IDLE_S, stream_idle, (rid, op["items"]))
+        idle.daemon = True
+        idle.start()
+
+
+def _named(m: mqtt.MQTTMessage) -> str | None:
+    """The responder a reply names (User Property a2a-responder-agent-id)."""
+    return next((v for k, v in getattr(m.properties, "UserProperty", None) or ()
+                 if k == "a2a-responder-agent-id"), None)
 
 
 def _by_task(payload: bytes) -> str | None:

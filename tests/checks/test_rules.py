@@ -27,7 +27,7 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
              "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed",
-             "a2a_multiturn", "a2a_oauth", "a2a_handover")
+             "a2a_multiturn", "a2a_oauth", "a2a_handover", "a2a_stream_stall")
 
 
 @pytest.fixture(scope="module")
@@ -465,6 +465,12 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "known_tasks_stay_known": ("a2a_multiturn", task_denied),
     "new_contexts_are_welcome": ("a2a_multiturn", context_refused),
     "nothing_settled_twice": ("a2a_quickstart", repeat("request_settled")),
+    # an operation's end reported 20 s after the status that ended its stream
+    "final_statuses_end_the_operation": ("a2a_quickstart", alter(
+        "a2m_settled", tMs=lambda e: e["tMs"] + 20_000)),
+    # a stalled stream with no GetTask after it
+    "stalled_streams_recovered_with_get_task": ("a2a_stream_stall", drop(
+        "a2m_attempt", lambda e: e["method"] == "GetTask")),
     # the requester subscribed (and so names) a reply topic ending in its node id
     "reply_suffixes_resist_collisions": ("a2a_quickstart", alter(
         "executors_registered", lambda e: not e["agents"],
@@ -628,9 +634,11 @@ def test_every_rule_has_a_recipe() -> None:
     """Here on simulated histories; the wire's rules on a live one (the simulator has no
     wire to tap), in tests/live/test_wire_tap.py."""
     from tests.live.test_a2a_live import A2A_WIRE_MUTATIONS, REQUESTER_MUTATIONS
+    from tests.live.test_a2a_requester_clauses import CLAUSE_MUTATIONS
     from tests.live.test_wire_tap import ATTACK_MUTATIONS, MUTATIONS
     wire = {rule for _mutate, rule in [*MUTATIONS.values(), *ATTACK_MUTATIONS.values(),
                                        *REQUESTER_MUTATIONS.values()]}
+    wire |= {rule for _scenario, _mutate, rule in CLAUSE_MUTATIONS.values()}
     wire |= {rule for _mutate, _checker, rule in A2A_WIRE_MUTATIONS.values()}
     assert set(RECIPES) | wire == set(OWNER)
 

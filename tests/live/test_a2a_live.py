@@ -420,7 +420,12 @@ def _retry_reuses_the_first_correlation(lines: list[dict[str, Any]]) -> None:
 
 
 def _task_id_not_a_uuid(lines: list[dict[str, Any]]) -> None:
-    _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")[0]["taskId"] = "task-1"
+    """Its first request names task-1 (and so does the end it reports of it)."""
+    first = _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")[0]
+    for e in lines:
+        if e["kind"] == "request_settled" and e.get("taskId") == first["taskId"]:
+            e["taskId"] = "task-1"
+    first["taskId"] = "task-1"
 
 
 def _reply_topic_never_subscribed(lines: list[dict[str, Any]]) -> None:

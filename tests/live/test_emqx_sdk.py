@@ -345,15 +345,17 @@ async def _answer_completed(raw: Any, m: Any, user: list[tuple[str, str]] | None
 
 
 @asynccontextmanager
-async def _raw_responder(broker: Any, answer: Callable[[Any, Any], Any]) -> AsyncIterator[None]:
-    """A raw MQTT 5 client on the probe agent's request topic, each request handed to
-    `answer(client, message)`: running, subscribed, for the body of the `async with`."""
+async def _raw_responder(broker: Any, answer: Callable[[Any, Any], Any],
+                         target: str = "probe") -> AsyncIterator[None]:
+    """A raw MQTT 5 client on the request topic of `target` (the probe agent, or
+    `pool/{id}`), each request handed to `answer(client, message)`: running, subscribed,
+    for the body of the `async with`."""
     ready = asyncio.Event()
 
     async def serve() -> None:
         async with aiomqtt.Client(broker.host, broker.port,
                                   protocol=aiomqtt.ProtocolVersion.V5) as raw:
-            await raw.subscribe(f"$a2a/v1/request/{ORG}/{UNIT}/probe", qos=1)
+            await raw.subscribe(f"$a2a/v1/request/{ORG}/{UNIT}/{target}", qos=1)
             ready.set()
             async for m in raw.messages:
                 await answer(raw, m)
@@ -421,3 +423,56 @@ def test_the_sdk_requester_gives_its_caller_no_named_agent(broker: Any) -> None:
     assert got and got[-1][0] == "terminal"
     assert named not in repr(got)
     assert named not in repr(vars(requester))
+
+
+def test_the_sdk_requester_takes_a_pooled_reply_that_names_no_responder(broker: Any) -> None:
+    """A2M-REQ-3, seen without the bench: a raw member of pool p9 (subscribed to the pool's
+    topic) answers without a2a-responder-agent-id; `stream("pool/p9", ...)` yields the
+    reply as the task's end and asks nothing again — the protocol error is its answer."""
+    asked: list[bytes] = []
+
+    async def answer(raw: Any, m: Any) -> None:
+        asked.append(m.properties.CorrelationData)
+        await _answer_completed(raw, m)
+
+    async def go() -> list[str]:
+        async with _raw_responder(broker, answer, "pool/p9"):
+            r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
+                              sdk.TopicSpace(org=ORG, unit=UNIT), first_reply_timeout=2.0)
+            payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
+            kinds = [kind async for kind, _ in r.stream("pool/p9", payload, uuid.uuid4().hex)]
+            await asyncio.sleep(2.5)      # past its first-reply wait: no second attempt
+        return kinds
+    assert asyncio.run(go()) == ["terminal"]
+    assert len(asked) == 1
+
+
+def test_the_sdk_requester_ends_a_stalled_stream_without_get_task(broker: Any) -> None:
+    """A2M-RETRY-7 (SHOULD), seen without the bench: a raw responder sends one WORKING
+    status and then nothing; past the stream idle wait (1 s here, the SDK's own setting)
+    the SDK yields a timeout and publishes nothing more — no GetTask on the task."""
+    got: list[dict[str, Any]] = []
+
+    async def answer(raw: Any, m: Any) -> None:
+        from paho.mqtt.packettypes import PacketTypes
+        from paho.mqtt.properties import Properties
+        got.append(json.loads(m.payload))
+        if len(got) > 1:
+            return
+        props = Properties(PacketTypes.PUBLISH)
+        props.CorrelationData = m.properties.CorrelationData
+        working = {"jsonrpc": "2.0", "id": "1", "result": {"statusUpdate": {
+            "taskId": "t", "contextId": "", "status": {"state": "TASK_STATE_WORKING"}}}}
+        await raw.publish(m.properties.ResponseTopic, json.dumps(working), qos=1,
+                          properties=props)
+
+    async def go() -> list[str]:
+        async with _raw_responder(broker, answer):
+            r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
+                              sdk.TopicSpace(org=ORG, unit=UNIT), stream_idle_timeout=1.0)
+            payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
+            kinds = [kind async for kind, _ in r.stream("probe", payload, uuid.uuid4().hex)]
+            await asyncio.sleep(1.5)
+        return kinds
+    assert asyncio.run(go())[-1] == "timeout"
+    assert [g.get("method") for g in got] == [got[0].get("method")]   # the request, alone

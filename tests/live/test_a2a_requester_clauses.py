@@ -1,0 +1,160 @@
+"""The requester's clauses judged last (A2M-REQ-3, A2M-ERR-3, A2M-RETRY-7, A2M-STREAM-2/3),
+each off the wire of examples/a2a-requester, a requester written outside the bench: as
+written it keeps them (its runs below, recorded once); a real history of it, mutated where
+the clause would be broken, turns the rule FALSE (CLAUSE_MUTATIONS); and with a bug of its
+own (`--bug`) it breaks the clause the bug is about."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.checks import Value, checkers
+from bench.run import run_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.substrates import Options
+from bench.variants import REFERENCE
+from tests.helpers import from_lines
+from tests.live.conftest import compressed
+from tests.live.test_a2a_live import REQUESTER
+
+Lines = list[dict[str, Any]]
+
+
+def _run(out: Path, name: str, *bug: str) -> tuple[Any, Lines]:
+    scenario = load_scenario(SCENARIOS / f"{name}.toml").with_node_command(
+        "requester", (*REQUESTER, *(("--bug", bug[0]) if bug else ())))
+    result = run_scenario(scenario, REFERENCE, out, mode="live",
+                          options=Options(broker="mosquitto"))
+    [v] = [v for v in result.verdicts if v.name == "a2a_requests"]
+    return v, [json.loads(line) for line in (out / "history.jsonl").open()]
+
+
+def _judged(lines: Lines) -> Any:
+    return checkers()["a2a_requests"](from_lines([{**e, "seq": i + 1}
+                                                  for i, e in enumerate(lines)]))
+
+
+def _wire(lines: Lines, direction: str, prefix: str) -> Lines:
+    return [e for e in lines if e["kind"] == "wire" and e["node"] == "client-1"
+            and e["direction"] == direction and e["packet"] == "PUBLISH"
+            and (e.get("topic") or "").startswith(prefix)]
+
+
+def _correlation(e: dict[str, Any]) -> str | None:
+    return (e.get("properties") or {}).get("correlationData")
+
+
+# -- mutations of its real histories ----------------------------------------------------------------
+def _unnamed_reply_taken(lines: Lines) -> None:
+    """The first task that got a pooled reply naming no responder is never asked about
+    again: as if the requester had taken that reply for its answer (A2M-REQ-3)."""
+    asked = _wire(lines, "out", "$a2a/v1/request/")
+    unnamed = next(e for e in _wire(lines, "in", "$a2a/v1/reply/")
+                   if not any(u[0] == "a2a-responder-agent-id"
+                              for u in (e.get("properties") or {}).get("userProperties", []))
+                   and any(a["seq"] > e["seq"] and a.get("taskId") == e.get("taskId")
+                           for a in asked))
+    later = [a for a in asked if a["seq"] > unnamed["seq"] and a.get("taskId") == unnamed["taskId"]]
+    gone = {_correlation(a) for a in later}
+    lines[:] = [e for e in lines if e not in later and not (
+        e in _wire(lines, "in", "$a2a/v1/reply/") and _correlation(e) in gone)]
+
+
+def _refused_sent_again(lines: Lines) -> None:
+    """A request the responder refused -32005 is published again a second later, its
+    binding metadata as it was (A2M-ERR-3)."""
+    error = next(e for e in _wire(lines, "in", "$a2a/v1/reply/") if e.get("rpcError") == -32005)
+    sent = next(e for e in _wire(lines, "out", "$a2a/v1/request/")
+                if _correlation(e) == _correlation(error))
+    again = copy.deepcopy(sent)
+    again["properties"]["correlationData"] = "0f" * 16
+    again["tMs"] = error["tMs"] + 1_000
+    lines.insert(lines.index(error) + 1, again)
+
+
+def _gets(lines: Lines) -> Lines:
+    return [e for e in _wire(lines, "out", "$a2a/v1/request/") if e.get("rpcMethod") == "GetTask"]
+
+
+def _no_get_task(lines: Lines) -> None:
+    """No GetTask after the streams stalled (A2M-RETRY-7)."""
+    gets = _gets(lines)
+    lines[:] = [e for e in lines if e not in gets]
+
+
+def _request_again_for_get_task(lines: Lines) -> None:
+    """The stalled streams' request published again where the GetTask was (A2M-RETRY-7)."""
+    for e in _gets(lines):
+        e["rpcMethod"] = "SendStreamingMessage"
+
+
+#: name -> (the scenario its as-written history comes from, the mutation, the rule it breaks)
+CLAUSE_MUTATIONS: dict[str, tuple[str, Callable[[Lines], None], str]] = {
+    "an unnamed pooled reply taken for the answer": (
+        "a2a_pool_unnamed", _unnamed_reply_taken, "unnamed_pooled_replies_answer_nothing"),
+    "a request refused -32005 sent again unchanged": (
+        "a2a_binding_errors", _refused_sent_again, "protocol_errors_not_retried_unchanged"),
+    "a stalled stream with no GetTask": (
+        "a2a_stream_stall", _no_get_task, "stalled_streams_recovered_with_get_task"),
+    "a stalled stream's request sent again": (
+        "a2a_stream_stall", _request_again_for_get_task,
+        "stalled_streams_recovered_with_get_task"),
+}
+#: what each as-written run must have exercised, and seen kept
+EXERCISED = {"a2a_pool_unnamed": "unnamed_pooled_replies_ignored",
+             "a2a_binding_errors": "protocol_errors",
+             "a2a_stream_stall": "stalled_streams_recovered"}
+
+
+@pytest.fixture(scope="module")
+def as_written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Lines]:
+    """examples/a2a-requester as written on each scenario: every rule of a2a_requests TRUE,
+    and the clause the scenario is about exercised."""
+    out: dict[str, Lines] = {}
+    for name, seen in EXERCISED.items():
+        v, lines = _run(tmp_path_factory.mktemp(name), name)
+        assert v.value is Value.TRUE and v.counts.get(seen, 0) >= 1, \
+            (name, v.counts, v.counterexamples[:2])
+        out[name] = lines
+    return out
+
+
+@pytest.mark.parametrize("mutation", sorted(CLAUSE_MUTATIONS))
+def test_its_history_mutated_where_the_clause_breaks_is_false(
+        as_written: dict[str, Lines], mutation: str) -> None:
+    scenario, mutate, rule = CLAUSE_MUTATIONS[mutation]
+    lines = copy.deepcopy(as_written[scenario])
+    mutate(lines)
+    v = _judged(lines)
+    assert v.value is Value.FALSE and rule in {c["rule"] for c in v.counterexamples}, \
+        (v.rules, v.counterexamples[:2])
+
+
+@pytest.mark.parametrize(("name", "bug", "rule"), [
+    ("a2a_pool_unnamed", "trusts-unnamed-pool-replies", "unnamed_pooled_replies_answer_nothing"),
+    ("a2a_binding_errors", "retries-protocol-errors", "protocol_errors_not_retried_unchanged")])
+def test_its_bug_breaks_the_clause(tmp_path: Path, name: str, bug: str, rule: str) -> None:
+    """With the bug, examples/a2a-requester takes a pooled reply that names no responder
+    for the answer (A2M-REQ-3), or sends a request refused -32005 again (A2M-ERR-3)."""
+    v, _lines = _run(tmp_path, name, bug)
+    assert v.rules[rule]["violations"] >= 1 and rule in {c["rule"] for c in v.counterexamples}, \
+        (v.counts, v.counterexamples[:2])
+
+
+def test_a_requester_that_waits_out_a_finished_stream_is_seen(tmp_path: Path) -> None:
+    """examples/a2a-requester --bug waits-out-the-stream takes only a Task result for an
+    operation's end: a stream that ended on a status update (A2M-STREAM-2) is left open
+    until its 30 s idle wait."""
+    scenario = compressed("a2a_streams", 20).with_node_command(
+        "requester", (*REQUESTER, "--bug", "waits-out-the-stream"))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    [v] = [v for v in result.verdicts if v.name == "a2a_requests"]
+    assert "final_statuses_end_the_operation" in {c["rule"] for c in v.counterexamples}, \
+        (v.counts, v.counterexamples[:2])
