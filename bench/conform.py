@@ -278,6 +278,10 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
                  "new Correlation Data per attempt; nothing sent again once a reply came",
                  ("a2a_requests.no_request_again_after_a_reply",),
                  ("a2a_restart", "a2a_reply_in_backoff", "a2a_multiturn")),
+    ProtocolRule("A2M-RETRY-5, A2M-RETRY-4", "every operation it took on ends — an answer, an "
+                 "error, or its give-up after its attempts — within the profile's budget "
+                 "(liveness)", ("a2a_requests.every_operation_settles",),
+                 ("a2a_quickstart", "a2a_restart", "a2a_multiturn", "a2a_stream_stall")),
     ProtocolRule("A2M-RETRY-1, A2M-RETRY-5", "a retry only after the profile's default waits "
                  "(15 s, then backoff 1 s, 2 s ±20 %), at most three attempts",
                  ("a2a_requests.retries_keep_the_profile",),

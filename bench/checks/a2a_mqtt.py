@@ -43,6 +43,7 @@ from bench.core.events import (
     NodeCrashed,
     NodeStarted,
     ReplyKind,
+    RequestSent,
     RequestSettled,
     RunStarted,
     TaskExecuted,
@@ -330,7 +331,13 @@ def every_operation_settles(h: History, c: Collector) -> None:
     answer, an error, or NO_REPLY once its attempts ran out — at once when a final reply
     (a result, an error, a terminal status) reached it. Undecided: one that got no final
     reply and was still within its budget (every attempt's wait, every backoff, a
-    stream's idle wait) when the run ended, or whose requester crashed meanwhile."""
+    stream's idle wait) when the run ended, or whose requester crashed meanwhile.
+
+    A requester written elsewhere is held to the same budget through its contract's
+    lines: every operation it said it took on (request_sent) it says it ended
+    (request_settled) within OPERATION_BUDGET_MS — an answer, an error, or its give-up
+    after the profile's attempts (liveness, the requester's side)."""
+    _contract_operations_settle(h, c)
     settled = {(e.node, e.op_id) for e in h.of(A2mSettled)}
     first: dict[tuple[str, str], A2mAttempt] = {}
     for a in h.of(A2mAttempt):
@@ -362,6 +369,57 @@ def every_operation_settles(h: History, c: Collector) -> None:
             c.violation(f"{node} began {op} ({a.method} on task {a.task_id}) and never "
                         f"ended it: {(h.end_ms - a.t_ms) / 1000:.0f} s, its budget "
                         f"{OPERATION_BUDGET_MS / 1000:.0f} s", a)
+
+
+#: How late past OPERATION_BUDGET_MS a requester's own report of an operation's end may come
+#: (its process printing it on a loaded machine)
+REPORT_SLACK_MS = 5_000.0
+
+
+def _contract_operations_settle(h: History, c: Collector) -> None:
+    """every_operation_settles for requesters that keep no records of the profile's (one
+    written elsewhere): its request_sent and request_settled lines. Where request_sent
+    names the Task.id, the bound is tighter, from its wire: nothing is waited for once
+    the task has been quiet — no attempt of it sent, no reply of it heard — for the
+    stream idle wait (30 s, longer than a first-reply wait and its backoff)."""
+    own = h.memo(_askers)
+    ends = {(e.node, e.request_id): e.t_ms for e in h.of(RequestSettled) if e.node not in own}
+    crashes = h.memo(Transit).crashes
+    seen: dict[tuple[str, str], list[float]] = defaultdict(list)     # (node, task) -> times
+    for a in h.memo(asked):
+        if a.task_id is not None and a.node not in own:
+            seen[(a.node, a.task_id)].append(a.t_ms)
+    for x in h.memo(heard):
+        task = x.event.task_id if isinstance(x.event, Wire) else None
+        if task is not None:
+            seen[(x.node, task)].append(x.t_ms)
+    for s in h.of(RequestSent):
+        if s.node in own:
+            continue
+        c.count("operations_it_reported")
+        end = ends.get((s.node, s.request_id))
+        bound = s.t_ms + OPERATION_BUDGET_MS + REPORT_SLACK_MS
+        why = f"the profile's budget is {OPERATION_BUDGET_MS / 1000:.0f} s"
+        if s.task_id is not None:
+            c.count("operations_naming_their_task")
+            last = max((t for t in seen[(s.node, s.task_id)] if s.t_ms - CROSSING_MS <= t
+                        and (end is None or t <= end)), default=s.t_ms)
+            if last + STREAM_IDLE_MS + REPORT_SLACK_MS < bound:
+                bound = last + STREAM_IDLE_MS + REPORT_SLACK_MS
+                why = (f"nothing of task {s.task_id} crossed its wire after {last:.0f} ms, and "
+                       f"the profile waits {STREAM_IDLE_MS / 1000:.0f} s at most")
+        if end is not None and end <= bound:
+            continue
+        if end is not None:
+            c.violation(f"{s.node} ended {s.request_id} only {(end - s.t_ms) / 1000:.0f} s "
+                        f"after it took it on: {why}", s)
+        elif bound > h.end_ms:
+            c.unknown("open_when_the_run_ended")
+        elif any(t >= s.t_ms for t in crashes[s.node]):
+            c.count("open_when_its_requester_crashed")
+        else:
+            c.violation(f"{s.node} took {s.request_id} on at {s.t_ms:.0f} ms and never said it "
+                        f"ended ({(h.end_ms - s.t_ms) / 1000:.0f} s): {why}", s)
 
 
 @rule("A2M-RETRY-1, A2M-RETRY-2, A2M-RETRY-5, A2M-RETRY-6: retries with new Correlation Data "

@@ -345,6 +345,8 @@ class RequestSent(Event):
     timeout_ms: int
     task_timeout_ms: int | None = None  # the task timeout it asks of the executor (timeoutMs)
     target_node_id: str | None = None  # the node it named (targetNodeId); None: the directory's
+    #: an A2A-over-MQTT requester written elsewhere: the Task.id the operation is about
+    task_id: str | None = None
 
 @dataclass(frozen=True, slots=True)
 class RequestSettled(Event):

@@ -97,7 +97,7 @@ def ask(req: dict) -> None:
     budget = int(ATTEMPTS * FIRST_REPLY_S * 1000 + sum(BACKOFF_S) * 1200)
     say("request_sent", requestId=req["request_id"], messageId=req["message_id"],
         fromAgentId=AGENT, toAgentId=to, conversationId=context,
-        deadlineMs=now_ms() + budget, timeoutMs=budget)
+        deadlineMs=now_ms() + budget, timeoutMs=budget, taskId=task)
     send(req["request_id"])
 
 

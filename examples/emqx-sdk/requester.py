@@ -13,11 +13,11 @@ What the adapter adds, and only that:
   (`params.id` the Task.id of the request they follow, for the last two);
 - the contract's lines: `executors_registered` at once (the SDK keeps no connection between
   requests: it opens one per request), `request_sent` when a line is taken on, and
-  `request_settled` with the Task.id it sent (`taskId`) and what the SDK's stream ended in
-  (terminal: COMPLETED; failed or an error: FAILED; input-required: COMPLETED, the turn
-  ended; timeout: NO_RESPONSE; an exception the SDK raises to its caller: SEND_FAILED, with
-  the exception on stderr — the request's end, as a caller sees it; the SDK's stream has
-  ended either way);
+  `request_settled`, each with the Task.id it sent (`taskId`), the latter with what the
+  SDK's stream ended in (terminal: COMPLETED; failed or an error: FAILED; input-required:
+  COMPLETED, the turn ended; timeout: NO_RESPONSE; an exception the SDK raises to its
+  caller: SEND_FAILED, with the exception on stderr — the request's end, as a caller sees
+  it; the SDK's stream has ended either way);
 - the bench's `stop` line (the end of a run) cancels the requests in flight, as Ctrl-C in
   the README's `asyncio.run(main())` would.
 Nothing else: no signal handler (SIGTERM does to it what it does to the README's client), no
@@ -84,7 +84,8 @@ async def ask(req: dict[str, Any]) -> None:
     asked = now_ms()
     say("request_sent", requestId=req["request_id"], messageId=req["message_id"],
         fromAgentId=AGENT, toAgentId=req["to_agent_id"],
-        conversationId=req.get("conversation_id"), deadlineMs=asked + 95_000, timeoutMs=95_000)
+        conversationId=req.get("conversation_id"), deadlineMs=asked + 95_000, timeoutMs=95_000,
+        taskId=task_of[req["request_id"]])
     outcome = "NO_RESPONSE"
     try:
         async for kind, _content in requester.stream(target, payload, uuid.uuid4().hex):

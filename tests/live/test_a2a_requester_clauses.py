@@ -94,6 +94,14 @@ def _request_again_for_get_task(lines: Lines) -> None:
         e["rpcMethod"] = "SendStreamingMessage"
 
 
+def _never_said_ended(lines: Lines) -> None:
+    """Its first operation, answered early, is never said ended (request_settled gone):
+    liveness, the requester's side."""
+    first = next(e for e in lines if e["kind"] == "request_settled"
+                 and e["outcome"] == "COMPLETED" and e["tMs"] < 15_000)
+    lines.remove(first)
+
+
 #: name -> (the scenario its as-written history comes from, the mutation, the rule it breaks)
 CLAUSE_MUTATIONS: dict[str, tuple[str, Callable[[Lines], None], str]] = {
     "an unnamed pooled reply taken for the answer": (
@@ -102,6 +110,8 @@ CLAUSE_MUTATIONS: dict[str, tuple[str, Callable[[Lines], None], str]] = {
         "a2a_binding_errors", _refused_sent_again, "protocol_errors_not_retried_unchanged"),
     "a stalled stream with no GetTask": (
         "a2a_stream_stall", _no_get_task, "stalled_streams_recovered_with_get_task"),
+    "an operation it never said it ended": (
+        "a2a_stream_stall", _never_said_ended, "every_operation_settles"),
     "a stalled stream's request sent again": (
         "a2a_stream_stall", _request_again_for_get_task,
         "stalled_streams_recovered_with_get_task"),
