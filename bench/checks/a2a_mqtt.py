@@ -414,7 +414,9 @@ def _contract_operations_settle(h: History, c: Collector) -> None:
             c.violation(f"{s.node} ended {s.request_id} only {(end - s.t_ms) / 1000:.0f} s "
                         f"after it took it on: {why}", s)
         elif bound > h.end_ms:
-            c.unknown("open_when_the_run_ended")
+            # the bench's stop ended it before its bound: no evidence either way, and not a
+            # case the rule could decide on any run (every run stops with some in flight)
+            c.count("open_when_the_run_ended")
         elif any(t >= s.t_ms for t in crashes[s.node]):
             c.count("open_when_its_requester_crashed")
         else:
@@ -984,7 +986,8 @@ def final_statuses_end_the_operation(h: History, c: Collector) -> None:
     wait, A2M-RETRY-7) asks for no second one. An end reported by a GetTask or CancelTask
     on the task is taken for the operation's (the bench cannot tell an operation's end from
     another's on one Task.id: a follow-up's end may hide a late one). Undecided where the requester
-    names no Task.id in its ends, or crashed, or the run ended, before the bound."""
+    names no Task.id in its ends, or crashed, or the run ended, before the bound; not judged
+    where the requester restarted between the operation's first request and the status."""
     ends = h.memo(_ends_by_task)
     reporting = {node for node, _task in ends}
     own = h.memo(_askers)
@@ -998,6 +1001,11 @@ def final_statuses_end_the_operation(h: History, c: Collector) -> None:
             continue
         key = (chain.node, chain.task)
         c.count("operations_ended_by_a_status")
+        if any(chain.first.t_ms <= t <= f.t_ms for t in crashes[chain.node]):
+            # its requester restarted meanwhile: what it kept of the operation is its own
+            # (a restart may forget what was in flight; every_operation_settles judges that)
+            c.count("began_before_its_requester_restarted")
+            continue
         if chain.node not in reporting:
             c.unknown("ends_name_no_task")
             continue
@@ -1041,7 +1049,8 @@ def stalled_streams_recovered_with_get_task(h: History, c: Collector) -> None:
     final status — for longer than the stream idle wait (30 s) is followed, within
     RECOVERY_GRACE_MS of that wait's end, by a GetTask on its Task.id (earlier is welcome);
     publishing the SendMessage again, or nothing, is not the recovery the profile asks
-    for. Undecided where the requester crashed, or the run ended, before the bound."""
+    for. Undecided where the requester crashed, or the run ended, before the bound; not
+    judged where it restarted between the operation's first request and the stall."""
     crashes = h.memo(Transit).crashes
     asks: dict[tuple[str, str], list[Asked]] = defaultdict(list)
     for a in h.memo(asked):
@@ -1054,7 +1063,7 @@ def stalled_streams_recovered_with_get_task(h: History, c: Collector) -> None:
             ([chain.end.t_ms] if chain.end is not None else [h.end_ms])
         stall = next((a for a, b in zip(times, times[1:], strict=False)
                       if b - a > STREAM_IDLE_MS + EARLY_MS), None)
-        if stall is None:
+        if stall is None or any(chain.first.t_ms <= t <= stall for t in crashes[chain.node]):
             continue
         c.count("stalled_streams")
         due = stall + STREAM_IDLE_MS + RECOVERY_GRACE_MS
