@@ -90,3 +90,25 @@ def test_a_refused_publish_ends_failed_and_its_request_send_failed(tmp_path: Pat
     failed = [e for e in lines if e["kind"] == "outbound_settled" and e["state"] == "FAILED"]
     assert {e["messageType"] for e in failed} >= {"TASK_REQUEST", "TASK_RESPONSE"}
     assert result.metrics["outcomes"].get("SEND_FAILED", 0) > 0
+
+
+def test_a_gateway_that_adds_a_user_property_is_refused_for_any_other_property(
+        tmp_path: Path) -> None:
+    """property_tampering's `add` stamps a User Property on (a2a_binding_errors: each is
+    counted, and the responder refuses those requests -32005); asked to add a Response
+    Topic or Correlation Data it is refused in the journal, nothing else done."""
+    import json
+    from dataclasses import replace
+    scenario = load_scenario(SCENARIOS / "a2a_binding_errors.toml")
+    run_scenario(scenario, REFERENCE, tmp_path / "added", mode="sim")
+    lines = [json.loads(line) for line in (tmp_path / "added" / "history.jsonl").open()]
+    assert any(e["kind"] == "fault_fired" and "added or altered" in e.get("action", "")
+               for e in lines), [e for e in lines if e["kind"].startswith("fault")]
+    assert any(e["kind"] == "a2m_replied" and e.get("code") == -32005 for e in lines)
+    [fault] = scenario.faults
+    wrong = replace(scenario, faults=(replace(fault, params={**fault.params,
+                                                             "property": "response_topic"}),))
+    run_scenario(wrong, REFERENCE, tmp_path / "wrong", mode="sim")
+    lines = [json.loads(line) for line in (tmp_path / "wrong" / "history.jsonl").open()]
+    refused = [e for e in lines if e["kind"] == "fault_refused"]
+    assert refused and "adds a User Property" in refused[0]["reason"]
