@@ -814,7 +814,7 @@ def uncorrelated_replies_answer_nothing(h: History, c: Collector) -> None:
     took the stray reply for its answer (the retry's own answer may come later). Undecided
     where its attempts were spent, it crashed or a fault acted on its link meanwhile, or
     the run ended before its retry was due."""
-    _strays_answer_nothing(h, c, "uncorrelated_replies", lambda r, mine, pooled: (
+    _strays_answer_nothing(h, c, "uncorrelated_replies", lambda r, mine: (
         r.correlation is None or r.correlation not in mine))
 
 
@@ -827,40 +827,38 @@ def unnamed_pooled_replies_answer_nothing(h: History, c: Collector) -> None:
     is (`uncorrelated_replies_answer_nothing`): where no valid reply had come and attempts
     were left, the requester must retry once the first-reply wait is over — one that never
     asks about the task again took the unnamed reply for its answer."""
-    _strays_answer_nothing(h, c, "unnamed_pooled_replies", lambda r, mine, pooled: (
-        r.correlation is not None and r.correlation in pooled and r.named is None))
+    unnamed = h.memo(_unnamed_pooled)
+    _strays_answer_nothing(h, c, "unnamed_pooled_replies",
+                           lambda r, mine: r.event.seq in unnamed)
 
 
 def _strays_answer_nothing(h: History, c: Collector, what: str,
-                           stray: Callable[[Heard, set[str], set[str]], bool]) -> None:
-    """A reply `stray` calls a protocol error (given the requester's own Correlation Data
-    and those of its pooled requests) settles nothing: judged per (requester, Task.id) at
-    the first such reply before any valid one (counts `{what}`, `{what}_ignored`)."""
+                           stray: Callable[[Heard, set[str]], bool]) -> None:
+    """A reply `stray` calls a protocol error (given the requester's own Correlation Data)
+    settles nothing: judged per (requester, Task.id) at the first such reply before any
+    valid one (counts `{what}`, `{what}_ignored`)."""
     own = h.memo(_askers)
     sent: dict[str, set[str]] = defaultdict(set)                # node -> correlations
-    pooled: dict[str, set[str]] = defaultdict(set)              # node -> those sent to a pool
     asks: dict[tuple[str, str], list[Asked]] = defaultdict(list)  # (node, task) -> requests
     for a in h.memo(asked):
         if a.node in own or not isinstance(a.event, Wire):
             continue
         if a.correlation is not None:
             sent[a.node].add(a.correlation)
-            if _pool_of(a.topic):
-                pooled[a.node].add(a.correlation)
         if a.task_id:
             asks[(a.node, a.task_id)].append(a)
     replies = [(r, r.event) for r in h.memo(heard) if isinstance(r.event, Wire)]
     # (node, task) -> when the first valid reply to one of its requests came
     answered: dict[tuple[str, str], int] = {}
     for r, w in replies:
-        if not stray(r, sent[r.node], pooled[r.node]) and r.correlation in sent[r.node]:
+        if not stray(r, sent[r.node]) and r.correlation in sent[r.node]:
             answered.setdefault((r.node, w.task_id or ""), w.seq)
     crashes = h.memo(Transit).crashes
     windows = h.memo(fault_windows)
     judged: set[tuple[str, str]] = set()
     for r, w in replies:
         task = w.task_id
-        if task is None or not stray(r, sent[r.node], pooled[r.node]):
+        if task is None or not stray(r, sent[r.node]):
             continue
         key = (r.node, task)
         before = [a for a in asks.get(key, ()) if a.event.seq < r.event.seq]
@@ -914,6 +912,15 @@ def _ends_by_task(h: History) -> dict[tuple[str, str], list[float]]:
         if e.task_id is not None and e.node not in own:
             out[(e.node, e.task_id)].append(e.t_ms)
     return {k: sorted(v) for k, v in out.items()}
+
+
+def _asked_by_task(h: History) -> dict[tuple[str, str], list[Asked]]:
+    """(requester, Task.id) -> every request it published for the task, in history order."""
+    out: dict[tuple[str, str], list[Asked]] = defaultdict(list)
+    for a in h.memo(asked):
+        if a.task_id is not None:
+            out[(a.node, a.task_id)].append(a)
+    return out
 
 
 @dataclass
@@ -1052,10 +1059,7 @@ def stalled_streams_recovered_with_get_task(h: History, c: Collector) -> None:
     for. Undecided where the requester crashed, or the run ended, before the bound; not
     judged where it restarted between the operation's first request and the stall."""
     crashes = h.memo(Transit).crashes
-    asks: dict[tuple[str, str], list[Asked]] = defaultdict(list)
-    for a in h.memo(asked):
-        if a.task_id is not None:
-            asks[(a.node, a.task_id)].append(a)
+    asks = h.memo(_asked_by_task)
     for chain in h.memo(_chains):
         if chain.method != "SendMessage" or not chain.items:
             continue
@@ -1067,7 +1071,7 @@ def stalled_streams_recovered_with_get_task(h: History, c: Collector) -> None:
             continue
         c.count("stalled_streams")
         due = stall + STREAM_IDLE_MS + RECOVERY_GRACE_MS
-        after = [a for a in asks[(chain.node, chain.task)] if stall < a.t_ms <= due]
+        after = [a for a in asks.get((chain.node, chain.task), ()) if stall < a.t_ms <= due]
         first = after[0] if after else None
         if first is not None and first.method == "GetTask":
             c.count("stalled_streams_recovered")
@@ -1118,16 +1122,14 @@ def protocol_errors_not_retried_unchanged(h: History, c: Collector) -> None:
     responder would refuse it again. After -32003 or -32004 (retry-eligible at the
     application's policy) a retry is welcome and counted, as is an operation ended there:
     the wire cannot show how a requester's application was told."""
-    asks: dict[tuple[str, str], list[Asked]] = defaultdict(list)
-    for a in h.memo(asked):
-        if a.task_id is not None and a.method in ("SendMessage", "SendStreamingMessage"):
-            asks[(a.node, a.task_id)].append(a)
+    asks = h.memo(_asked_by_task)
     for chain in h.memo(_chains):
         e = chain.end
         if chain.method != "SendMessage" or e is None or not isinstance(e.event, Wire) \
                 or e.code not in (*RETRY_ELIGIBLE, TRANSPORT_PROTOCOL_ERROR):
             continue
-        mine = asks[(chain.node, chain.task)]
+        mine = [a for a in asks.get((chain.node, chain.task), ())
+                if a.method in ("SendMessage", "SendStreamingMessage")]
         later = [a for a in mine if a.event.seq > e.event.seq]
         if e.code in RETRY_ELIGIBLE:
             c.count("retry_eligible_errors")

@@ -330,9 +330,10 @@ def test_a_request_published_while_the_sdk_responder_was_away_is_lost(broker: An
     assert asyncio.run(go()) == []
 
 
-async def _answer_completed(raw: Any, m: Any, user: list[tuple[str, str]] | None = None) -> None:
-    """A raw responder's reply to request `m`: its task COMPLETED, on its Response Topic with
-    its Correlation Data (and these User Properties)."""
+async def _answer_completed(raw: Any, m: Any, user: list[tuple[str, str]] | None = None,
+                            state: str = "TASK_STATE_COMPLETED") -> None:
+    """A raw responder's status update to request `m`: its task COMPLETED (or `state`), on
+    its Response Topic with its Correlation Data (and these User Properties)."""
     from paho.mqtt.packettypes import PacketTypes
     from paho.mqtt.properties import Properties
     props = Properties(PacketTypes.PUBLISH)
@@ -340,8 +341,20 @@ async def _answer_completed(raw: Any, m: Any, user: list[tuple[str, str]] | None
     if user:
         props.UserProperty = user
     done = {"jsonrpc": "2.0", "id": "1", "result": {"statusUpdate": {
-        "taskId": "t", "contextId": "", "status": {"state": "TASK_STATE_COMPLETED"}}}}
+        "taskId": "t", "contextId": "", "status": {"state": state}}}}
     await raw.publish(m.properties.ResponseTopic, json.dumps(done), qos=1, properties=props)
+
+
+async def _sdk_asks(broker: Any, target: str = "probe", after_s: float = 0.0,
+                    **settings: float) -> list[str]:
+    """The SDK's Requester (with these settings of its own) asks `target` once, as its
+    README's client does: the kinds `stream()` yields, then `after_s` more of watching."""
+    r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
+                      sdk.TopicSpace(org=ORG, unit=UNIT), **settings)
+    payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
+    kinds = [kind async for kind, _ in r.stream(target, payload, uuid.uuid4().hex)]
+    await asyncio.sleep(after_s)
+    return kinds
 
 
 @asynccontextmanager
@@ -382,12 +395,7 @@ def test_a_raw_responder_sees_the_sdk_requester_send_again_after_its_reply(
 
     async def go() -> list[str]:
         async with _raw_responder(broker, answer):
-            r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
-                              sdk.TopicSpace(org=ORG, unit=UNIT), first_reply_timeout=0.5)
-            payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
-            kinds = [kind async for kind, _ in r.stream("probe", payload, uuid.uuid4().hex)]
-            await asyncio.sleep(0.3)
-        return kinds
+            return await _sdk_asks(broker, after_s=0.3, first_reply_timeout=0.5)
     kinds = asyncio.run(go())
     assert kinds[-1] == "terminal"
     assert len(attempts) == 2 and attempts[0] != attempts[1]
@@ -437,12 +445,8 @@ def test_the_sdk_requester_takes_a_pooled_reply_that_names_no_responder(broker: 
 
     async def go() -> list[str]:
         async with _raw_responder(broker, answer, "pool/p9"):
-            r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
-                              sdk.TopicSpace(org=ORG, unit=UNIT), first_reply_timeout=2.0)
-            payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
-            kinds = [kind async for kind, _ in r.stream("pool/p9", payload, uuid.uuid4().hex)]
-            await asyncio.sleep(2.5)      # past its first-reply wait: no second attempt
-        return kinds
+            # watched past its first-reply wait: no second attempt
+            return await _sdk_asks(broker, "pool/p9", after_s=2.5, first_reply_timeout=2.0)
     assert asyncio.run(go()) == ["terminal"]
     assert len(asked) == 1
 
@@ -454,25 +458,12 @@ def test_the_sdk_requester_ends_a_stalled_stream_without_get_task(broker: Any) -
     got: list[dict[str, Any]] = []
 
     async def answer(raw: Any, m: Any) -> None:
-        from paho.mqtt.packettypes import PacketTypes
-        from paho.mqtt.properties import Properties
         got.append(json.loads(m.payload))
-        if len(got) > 1:
-            return
-        props = Properties(PacketTypes.PUBLISH)
-        props.CorrelationData = m.properties.CorrelationData
-        working = {"jsonrpc": "2.0", "id": "1", "result": {"statusUpdate": {
-            "taskId": "t", "contextId": "", "status": {"state": "TASK_STATE_WORKING"}}}}
-        await raw.publish(m.properties.ResponseTopic, json.dumps(working), qos=1,
-                          properties=props)
+        if len(got) == 1:
+            await _answer_completed(raw, m, state="TASK_STATE_WORKING")
 
     async def go() -> list[str]:
         async with _raw_responder(broker, answer):
-            r = sdk.Requester(sdk.MqttConfig(host=broker.host, port=broker.port),
-                              sdk.TopicSpace(org=ORG, unit=UNIT), stream_idle_timeout=1.0)
-            payload = sdk.A2ARequest(text="hi", request_id="1").to_json()
-            kinds = [kind async for kind, _ in r.stream("probe", payload, uuid.uuid4().hex)]
-            await asyncio.sleep(1.5)
-        return kinds
+            return await _sdk_asks(broker, after_s=1.5, stream_idle_timeout=1.0)
     assert asyncio.run(go())[-1] == "timeout"
     assert [g.get("method") for g in got] == [got[0].get("method")]   # the request, alone
