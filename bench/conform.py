@@ -161,6 +161,8 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_lost_reply_restart", 30, "replies lost, a restart, then the retries arrive"),
     ("a2a_bad_input", 12, "the bad input that kills no careless responder, case by case"),
     ("a2a_bad_types", 14, "every field it reads given every JSON type it may not have"),
+    ("a2a_bad_properties", 10, "every MQTT 5 property it reads, in each form the profile "
+     "forbids or lets vary"),
     ("a2a_graceful_restart", 12, "stopped with SIGTERM mid-task, started again"),
     ("a2a_oauth", 14, "bearer tokens required: spoilt ones refused, none echoed, over TLS"),
     ("a2a_handover", 20, "a card owner hands its tasks over to a delegate (Extended)"),
@@ -220,7 +222,13 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-RSP-3, A2M-RSP-4, A2M-CTX-4, A2M-ERR-2",
                  "a malformed request gets the error the profile names and runs nothing",
                  ("a2a_replies.malformed_requests_refused",),
-                 ("a2a_malformed", "a2a_bad_input", "a2a_bad_types")),
+                 ("a2a_malformed", "a2a_bad_input", "a2a_bad_types", "a2a_bad_properties")),
+    ProtocolRule("A2M-PROP-2", "a request carrying an a2a- User Property the profile does not "
+                 "define is served as if it were not there",
+                 ("a2a_replies.unknown_properties_ignored",), ("a2a_bad_properties",)),
+    ProtocolRule("A2M-BIN-1", "a request asking for an artifact mode nobody supports is "
+                 "answered in JSON", ("a2a_replies.unknown_artifact_modes_answered_in_json",),
+                 ("a2a_bad_properties",)),
     ProtocolRule("A2M-RSP-5", "a reply to a pooled request names its responder",
                  ("a2a_pools.pooled_replies_name_their_responder",), ("a2a_pool",)),
     ProtocolRule("A2M-PRES-3", "leaving on purpose, its card offline before the DISCONNECT",
@@ -266,6 +274,8 @@ A2A_REQUESTER_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_binding_errors", 20, "refused -32004 by a busy responder, -32005 for metadata a "
                                "gateway spoilt"),
     ("a2a_stream_stall", 60, "streams that bring nothing for 40 s: recovered with GetTask"),
+    ("a2a_reply_extras", 10, "replies carrying an a2a- User Property the profile does not "
+     "define"),
 )
 #: The requester's clauses each judged by rules of the bench (from its wire)
 A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
@@ -327,6 +337,10 @@ A2A_REQUESTER_RULES: tuple[ProtocolRule, ...] = (
                  "nothing: the request is still retried",
                  ("a2a_requests.unnamed_pooled_replies_answer_nothing",), ("a2a_pool_unnamed",),
                  exercised="unnamed_pooled_replies"),
+    ProtocolRule("A2M-PROP-2", "a reply carrying an a2a- User Property the profile does not "
+                 "define ends its operation as any reply does",
+                 ("a2a_requests.replies_with_unknown_properties_taken",), ("a2a_reply_extras",),
+                 exercised="replies_with_unknown_properties"),
     ProtocolRule("A2M-STREAM-2, A2M-STREAM-3", "a status that ends a correlation's stream "
                  "(terminal, input-required) ends the operation at once",
                  ("a2a_requests.final_statuses_end_the_operation",),
@@ -364,9 +378,6 @@ PROFILES = {p.name: p for p in (
             (clauses.Role.RESPONDER, clauses.Role.AGENT, clauses.Role.POOL), (
                 ("A2M-UBSP-1", "never exercised: the bench sends no request under the "
                                "untrusted-broker security profile (ubsp-v1 is not modelled)"),
-                ("A2M-BIN-1", "never exercised: no scenario asks for "
-                              "a2a-artifact-mode=binary, and the tap does not yet tell a reply "
-                              "that is not JSON from one that is"),
                 ("A2M-DISC-2", "never exercised: the agent contract has no way to tell an "
                                "agent to leave for good (a stop is a graceful disconnect: "
                                "A2M-PRES-3)"),

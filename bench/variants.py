@@ -655,6 +655,68 @@ class A2mNamedAgentInMemory(Requester):
         self.responder_of.clear()
 
 
+#: the User Properties the four variants below know (of the profile's, those a request or
+#: a reply of the reference carries); any other a2a- one is "unknown" to them
+_KNOWN_TO_THEM = frozenset({"a2a-context-id", "a2a-authorization", "a2a-responder-agent-id",
+                            "a2a-status", "a2a-status-source"})
+
+
+def _unknown_a2a(props: Props | None, known: frozenset[str] = _KNOWN_TO_THEM) -> bool:
+    return props is not None and any(k.startswith("a2a-") and k not in known
+                                     for k, _v in props.user_properties)
+
+
+class A2mContextPropertyLastValue(Responder):
+    """A2M-CTX-4: of a request's a2a-context-id User Properties only the last is compared
+    with the payload's contextId (a dict made of the pairs): a first one that differs is
+    never seen, and the request runs. The reference's own bug until a2a_bad_properties."""
+
+    def _on_request(self, fx: ProfileEffects, msg: MessageReceived) -> None:
+        if msg.props is not None:
+            last = msg.props.user("a2a-context-id")
+            users = tuple(p for p in msg.props.user_properties if p[0] != "a2a-context-id")
+            msg = replace(msg, props=replace(msg.props, user_properties=(
+                *users, *((("a2a-context-id", last),) if last is not None else ()))))
+        super()._on_request(fx, msg)
+
+
+class A2mRepliesToWildcards(Responder):
+    """A2M-RSP-2: any Response Topic that is not empty is taken for a reply path, one with a
+    wildcard too: the request runs, and its replies go where no broker lets them. The
+    reference's own bug until a2a_bad_properties."""
+
+    def no_reply_path(self, response_topic: str | None) -> str | None:
+        return None if response_topic else super().no_reply_path(response_topic)
+
+
+class A2mDropsUnknownProperties(Responder):
+    """A2M-PROP-2: a request carrying an a2a- User Property it does not know is dropped
+    unanswered (a strict whitelist of the binding's properties, made before a newer one)."""
+
+    def _on_request(self, fx: ProfileEffects, msg: MessageReceived) -> None:
+        if not _unknown_a2a(msg.props, _KNOWN_TO_THEM | {"a2a-artifact-mode"}):
+            super()._on_request(fx, msg)
+
+
+class A2mDropsArtifactModes(Responder):
+    """A2M-BIN-1: a request asking for an a2a-artifact-mode other than json or binary is
+    dropped unanswered, not served in JSON."""
+
+    def _on_request(self, fx: ProfileEffects, msg: MessageReceived) -> None:
+        artifacts = None if msg.props is None else msg.props.user("a2a-artifact-mode")
+        if artifacts in (None, "json", "binary"):
+            super()._on_request(fx, msg)
+
+
+class A2mRefusesUnknownReplyProperties(Requester):
+    """A2M-PROP-2: a reply carrying an a2a- User Property it does not know is ignored as a
+    protocol error: the operation waits out its first-reply wait and retries."""
+
+    def _on_reply(self, fx: ProfileEffects, msg: MessageReceived) -> None:
+        if not _unknown_a2a(msg.props):
+            super()._on_reply(fx, msg)
+
+
 class A2mStallRepublishes(Requester):
     """A2M-RETRY-7: a stream that brings nothing for the idle wait is recovered by
     publishing the request again (a new attempt, new Correlation Data), not with GetTask."""
@@ -784,6 +846,16 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "a2a_handover", responder=A2mHandoverDropsTheReplyPath),
     Variant("a2m_named_agent_in_memory", Node, "A2M-HAND-2", "a2a_requests", "a2a_handover",
             requester=A2mNamedAgentInMemory),
+    Variant("a2m_context_property_last_value", Node, "A2M-CTX-4", "a2a_replies",
+            "a2a_bad_properties", responder=A2mContextPropertyLastValue),
+    Variant("a2m_replies_to_wildcards", Node, "A2M-RSP-2", "a2a_replies", "a2a_bad_properties",
+            responder=A2mRepliesToWildcards),
+    Variant("a2m_drops_unknown_properties", Node, "A2M-PROP-2", "a2a_replies",
+            "a2a_bad_properties", responder=A2mDropsUnknownProperties),
+    Variant("a2m_drops_artifact_modes", Node, "A2M-BIN-1", "a2a_replies", "a2a_bad_properties",
+            responder=A2mDropsArtifactModes),
+    Variant("a2m_refuses_unknown_reply_properties", Node, "A2M-PROP-2", "a2a_requests",
+            "a2a_reply_extras", requester=A2mRefusesUnknownReplyProperties),
 )}
 
 

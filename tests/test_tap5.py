@@ -49,6 +49,18 @@ def test_a_v5_publish_is_read_with_its_properties_both_ways() -> None:
         assert 0 < props["messageExpiryS"] <= 30    # type: ignore[operator]
 
 
+def test_a_publish_whose_payload_is_no_json_is_marked_so() -> None:
+    """A binary artifact chunk, bytes that are no UTF-8, text that is no JSON: `not_json`
+    (what unknown_artifact_modes_answered_in_json reads); JSON of any kind, or nothing (a
+    retained card cleared), leaves it unset."""
+    for payload in (b"\x89PNG\r\n", b'{"id": "\xff"}', b"not json"):
+        w = tap.read(bytes(mqtt5.PublishPacket("t/r", payload).write()), False, v5=True)
+        assert w is not None and w.not_json is True, payload
+    for payload in (b'{"jsonrpc": "2.0", "id": 1, "result": {}}', b"[1]", b"7", b""):
+        w = tap.read(bytes(mqtt5.PublishPacket("t/r", payload).write()), False, v5=True)
+        assert w is not None and w.not_json is None, payload
+
+
 def test_a_v5_puback_carries_its_reason_code() -> None:
     w = tap.read(_of(tap.PUBACK, False), False, v5=True)
     assert w is not None and w.reason_codes == [0]

@@ -1048,6 +1048,64 @@ def final_statuses_end_the_operation(h: History, c: Collector) -> None:
                         f"status for {what}", chain.first.event, f.event)
 
 
+@rule("A2M-PROP-2 (SHOULD): a reply carrying an a2a- User Property the profile does not "
+      "define ends the operation as it would without it")
+def replies_with_unknown_properties_taken(h: History, c: Collector) -> None:
+    """Per requester: a final reply to one of its requests that carried an `a2a-` User
+    Property the binding does not define (BINDING_PROPERTIES) — seen so on its wire, or
+    published while a property_tampering fault added such a property to its responder's
+    publishes — is followed within SETTLE_AFTER_FINAL_MS by the requester's report that an
+    operation on that Task.id ended, as any final reply is: a requester that takes the
+    unknown property for a protocol error, or the reply for another's, waits out its
+    first-reply wait and retries instead. Judged from what was sent to it, not from what
+    it says it took in. Undecided where the requester names no Task.id in its ends, or
+    crashed, or the run ended, before the bound."""
+    ends = h.memo(_ends_by_task)
+    reporting = {node for node, _task in ends}
+    own = h.memo(_askers)
+    crashes = h.memo(Transit).crashes
+    late = records_late_ms(h)
+    adding = _tampering(h, "user_property", "add",
+                        lambda key: key.startswith("a2a-") and key not in BINDING_PROPERTIES)
+
+    def unknown_on(w: Wire) -> bool:
+        pairs = _props(w).get("userProperties")
+        return any(isinstance(p, list) and len(p) == 2 and str(p[0]).startswith("a2a-")
+                   and p[0] not in BINDING_PROPERTIES
+                   for p in (pairs if isinstance(pairs, list) else []))
+    by_path = {(a.response_topic, a.correlation): a for a in h.memo(asked)
+               if a.correlation is not None and a.task_id is not None}
+    heard_unknown = {(x.topic, x.correlation) for x in h.memo(heard)
+                     if isinstance(x.event, Wire) and unknown_on(x.event)}
+    judged: set[tuple[str | None, str]] = set()
+    for f in h.memo(answers):
+        path = (f.topic, f.correlation or "")
+        ask = by_path.get(path)
+        if ask is None or not f.final or path in judged:
+            continue
+        if path not in heard_unknown and not any(
+                a <= f.t_ms <= b for a, b in adding.get(f.node, ())):
+            continue
+        judged.add(path)
+        node, task = ask.node, str(ask.task_id)
+        c.count("replies_with_unknown_properties")
+        if any(ask.t_ms <= t <= f.t_ms for t in crashes[node]):
+            continue
+        if node not in reporting:
+            c.unknown("ends_name_no_task")
+            continue
+        bound = f.t_ms + CROSSING_MS + SETTLE_AFTER_FINAL_MS + (late if node in own else 0.0)
+        if any(f.t_ms - CROSSING_MS <= t <= bound for t in ends.get((node, task), ())):
+            continue
+        if bound > h.end_ms or any(f.t_ms <= t <= bound for t in crashes[node]):
+            c.unknown("unknown_property_reply_near_the_end")
+            continue
+        c.violation(f"{node} was sent the final reply to its request for task {task} at "
+                    f"{f.t_ms:.0f} ms carrying an a2a- User Property the profile does not "
+                    f"define, and reported no end within "
+                    f"{SETTLE_AFTER_FINAL_MS / 1000:.0f} s", ask.event, f.event)
+
+
 @rule("A2M-RETRY-7 (SHOULD): a stream stalled past its idle wait is recovered with GetTask on "
       "its Task.id, not by publishing the request again")
 def stalled_streams_recovered_with_get_task(h: History, c: Collector) -> None:
@@ -1490,16 +1548,19 @@ def _copying(h: History) -> list[tuple[tuple[str, ...], float, float]]:
     return out
 
 
-def _tampering(h: History, prop: str, action: str) -> dict[str, list[tuple[float, float]]]:
-    """Node -> when a property_tampering fault on `prop` with `action` acted on its
-    publishes (journaled start to heal: a publish it tampered with left meanwhile, or was
-    recorded up to TAMPER_LEAD_MS before the start and was still on its way)."""
+def _tampering(h: History, prop: str, action: str,
+               key: Callable[[str], bool] = lambda _key: True
+               ) -> dict[str, list[tuple[float, float]]]:
+    """Node -> when a property_tampering fault on `prop` with `action` (a User Property:
+    one whose `key` passes) acted on its publishes (journaled start to heal: a publish it
+    tampered with left meanwhile, or was recorded up to TAMPER_LEAD_MS before the start and
+    was still on its way)."""
     healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for f in h.of(FaultStart):
         params = f.params if isinstance(f.params, dict) else {}
         if f.fault == "property_tampering" and params.get("property") == prop \
-                and params.get("action") == action:
+                and params.get("action") == action and key(str(params.get("key"))):
             out[str(params.get("node"))].append((f.t_ms - TAMPER_LEAD_MS,
                                                  healed.get(f.fault_index, h.end_ms)))
     return out
@@ -1785,7 +1846,20 @@ MALFORMED_ANSWER: dict[str, tuple[int, ...]] = {
     "context_switch": (-32602,),                                   # A2M-CTX-3
     "empty": (-32700, -32600, -32005),                             # A2M-RSP-3: some error
     "binary_correlation": (ANSWERED,),                             # A2M-RR-3: answered
+    # MQTT 5 properties in a form the profile forbids: a Response Topic nobody can publish to
+    # is no reply path (A2M-RSP-2: dropped, never run); a context property empty, or repeated
+    # with a value that differs, is invalid binding metadata (A2M-CTX-4); a payload its
+    # Payload Format Indicator calls UTF-8 that is not cannot be parsed (A2M-RSP-3)
+    "prop:response_topic:empty": (), "prop:response_topic:wildcard": (),
+    "prop:a2a-context-id:empty": (-32602, -32005), "prop:a2a-context-id:twice": (-32602, -32005),
+    "prop:payload_format:not_utf8": (-32700,),
 }
+#: Valid requests carrying metadata the profile says changes nothing, each answered as any
+#: request is: an a2a- User Property it does not define is ignored (A2M-PROP-2), an
+#: a2a-artifact-mode nobody supports leaves the reply in JSON (A2M-BIN-1)
+IGNORED_ANSWER: dict[str, tuple[int, ...]] = {"prop:a2a-unknown:present": (ANSWERED,)}
+ARTIFACT_MODE_ANSWER: dict[str, tuple[int, ...]] = {
+    "prop:a2a-artifact-mode:unknown": (ANSWERED,)}
 #: A field of the wrong JSON type (the malformed_request fault's `type:<field>:<type>`
 #: cases), by field: JSON-RPC 2.0 §5.1 — not a valid Request object (jsonrpc, id, method,
 #: or params not structured) is -32600 Invalid Request, a method's parameters that are not
@@ -1818,7 +1892,8 @@ TOKEN_ANSWER: dict[str, tuple[int, ...]] = {
                                     "missing_scope")}
 #: The requests whose Task.id a valid request ran: the fault's opening (context_switch), or
 #: the request itself (binary_correlation) — that one execution is not a malformed one's
-OPENED = frozenset({"context_switch", "binary_correlation"})
+OPENED = frozenset({"context_switch", "binary_correlation", *IGNORED_ANSWER,
+                    *ARTIFACT_MODE_ANSWER})
 #: How long a responder has to answer a malformed request before it counts as unanswered
 MALFORMED_WITHIN_MS = 5_000.0
 
@@ -1845,6 +1920,33 @@ def unauthorized_requests_refused(h: History, c: Collector) -> None:
     to a responder that requires tokens) is answered with a JSON-RPC error — the spec names
     no code — and its Task.id is executed nowhere; judged as malformed requests are."""
     _hostile(h, c, TOKEN_ANSWER.get, "a request with a bad token")
+
+
+@rule("A2M-PROP-2: a valid request carrying an a2a- User Property the profile does not "
+      "define is served as if it were not there")
+def unknown_properties_ignored(h: History, c: Collector) -> None:
+    """Each request of the malformed_request fault's case prop:a2a-unknown:present (valid,
+    with an a2a- User Property no part of the profile defines) is answered with no error,
+    judged as malformed requests are (SHOULD: Error Handling and Deduplication 3)."""
+    _hostile(h, c, IGNORED_ANSWER.get, "a request with an a2a- property unknown to it")
+
+
+@rule("A2M-BIN-1: a request asking for an artifact mode nobody supports is answered in JSON")
+def unknown_artifact_modes_answered_in_json(h: History, c: Collector) -> None:
+    """Each request of the malformed_request fault's case prop:a2a-artifact-mode:unknown
+    (valid, `a2a-artifact-mode: hologram`) is answered with no error, judged as malformed
+    requests are, and nothing published to its Response Topic is other than JSON (the
+    tap's reading of the PUBLISH: a payload that is no JSON text is a binary artifact
+    chunk, which only a supported `binary` request may get)."""
+    _hostile(h, c, ARTIFACT_MODE_ANSWER.get, "a request with an unsupported artifact mode")
+    asked = {a.message_id: a for a in h.of(AttackSent)
+             if a.attack == "malformed_request" and a.how in ARTIFACT_MODE_ANSWER}
+    for a in h.memo(answers):
+        token = a.topic.rsplit("/", 1)[-1]
+        if token in asked and isinstance(a.event, Wire) and a.event.not_json:
+            c.violation(f"{a.node} published a payload that is no JSON to the reply path of "
+                        f"a request asking for an unsupported artifact mode", asked[token],
+                        a.event)
 
 
 def _hostile(h: History, c: Collector, table: Callable[[str], tuple[int, ...] | None],
@@ -1902,8 +2004,8 @@ def _hostile(h: History, c: Collector, table: Callable[[str], tuple[int, ...] | 
             continue
         if not want:
             if got:
-                c.violation(f"{node} answered a request with no Response Topic "
-                            f"({attack.how})", attack, got[0].event)
+                c.violation(f"{node} answered a request with no Response Topic it could "
+                            f"publish to ({attack.how})", attack, got[0].event)
             continue
         says = " or ".join("a reply that is no error" if w == ANSWERED else
                            "some JSON-RPC error" if w == ANY_ERROR else f"error {w}"
@@ -2656,7 +2758,7 @@ A2A_REQUESTS = Checker(
      nothing_settled_twice, reply_suffixes_resist_collisions,
      uncorrelated_replies_answer_nothing, unnamed_pooled_replies_answer_nothing,
      final_statuses_end_the_operation, stalled_streams_recovered_with_get_task,
-     protocol_errors_not_retried_unchanged),
+     protocol_errors_not_retried_unchanged, replies_with_unknown_properties_taken),
     _no_operation,
     protocols=frozenset({A2A_MQTT}))
 A2A_REPLIES = Checker(
@@ -2667,7 +2769,8 @@ A2A_REPLIES = Checker(
     (replies_answer_a_request, replies_echo_the_task_id, nothing_after_the_final_answer,
      refused_requests_run_nothing, malformed_requests_refused, contexts_are_kept,
      ended_tasks_stay_ended, every_request_answered, known_tasks_stay_known,
-     new_contexts_are_welcome), _no_intake,
+     new_contexts_are_welcome, unknown_properties_ignored,
+     unknown_artifact_modes_answered_in_json), _no_intake,
     protocols=frozenset({A2A_MQTT}))
 
 A2A_POOLS = Checker(

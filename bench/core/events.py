@@ -1338,6 +1338,8 @@ class Wire(Event):
     rpc_error: int | None = None
     task_id: str | None = None
     task_state: str | None = None
+    #: a PUBLISH whose payload is no JSON text at all (True; None: it is, or was not read)
+    not_json: bool | None = None
     #: a PUBLISH that carried bearer tokens (JWTs) anywhere — its a2a-authorization, another
     #: property, its payload: their fingerprints (sha256, 16 hex digits). The tap records
     #: no token itself: an a2a-authorization value reads "Bearer <fingerprint>"

@@ -23,6 +23,9 @@ class Props:
     user_properties: tuple[tuple[str, str], ...] = ()
     content_type: str | None = None
     message_expiry_s: int | None = None
+    #: the Payload Format Indicator (1: the payload is UTF-8 text, [MQTT-3.3.2-4]; 0 or
+    #: None: unspecified bytes)
+    payload_format: int | None = None
 
     def user(self, key: str) -> str | None:
         """The last value of User Property `key`."""

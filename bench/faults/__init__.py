@@ -233,11 +233,13 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                 required=False),
                   "interval_ms": Param("ms", "time between two requests", 500.0),
                   "cases": Param("texts", "the cases to send, in turn (default: every one "
-                                 "but the token cases and the wrong-type ones, "
+                                 "but the token cases, the wrong-type ones, "
                                  "type:<field>:<type>, a field of the request given a JSON "
-                                 "type A2A does not allow there)", a2a_attacks.CASES,
+                                 "type A2A does not allow there, and the property ones, "
+                                 "prop:<property>:<form>, an MQTT 5 property in a form the "
+                                 "profile forbids or lets vary)", a2a_attacks.CASES,
                                  choices=a2a_attacks.CASES + a2a_attacks.TOKEN_CASES
-                                 + a2a_attacks.TYPE_CASES)},
+                                 + a2a_attacks.TYPE_CASES + a2a_attacks.PROP_CASES)},
               scripts.malformed_request),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {

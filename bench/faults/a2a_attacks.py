@@ -3,7 +3,9 @@ cases of issue 32 — malformed JSON, non-UTF-8 bytes, a JSON array or null, a r
 without jsonrpc, an unknown method, a missing or non-UUID Task.id, a context id that
 differs between its User Property and the payload, a task's next request in another context
 than the one it was created in, an empty payload, and the binding's own: no Response Topic,
-no Correlation Data; and one valid request whose Correlation Data is binary, not UTF-8.
+no Correlation Data; and one valid request whose Correlation Data is binary, not UTF-8;
+each MQTT 5 property a responder reads in the forms the profile forbids or lets vary
+(PROPERTY_FORMS).
 Built here from the spec, never with an agent's code (the answer each must get is the
 judge's to know: `bench.checks.a2a_mqtt.MALFORMED_ANSWER`). No I/O."""
 
@@ -49,6 +51,30 @@ TYPED_FIELDS: dict[str, tuple[str, ...]] = {
 #: the wrong-type cases, derived from TYPED_FIELDS: `type:<field>:<the type sent>`
 TYPE_CASES = tuple(f"type:{field}:{t}" for field, ok in TYPED_FIELDS.items()
                    for t in WRONG_VALUES if t not in ok)
+#: Each MQTT 5 property of a request a responder reads, and the forms of it the profile
+#: forbids or lets vary — MQTT 5 fixes every property's type on the wire (a Response Topic
+#: is a UTF-8 string, Correlation Data binary, a User Property a pair of strings), so what
+#: can be wrong is the form. The absent forms and binary Correlation Data are CASES
+#: (no_response_topic, no_correlation, binary_correlation), a context property that differs
+#: from the payload too (context_mismatch). Here: a Response Topic that is no topic to
+#: publish to, empty ([MQTT-4.7.3-1]) or with a wildcard ([MQTT-3.3.2-14]) — no reply
+#: path, so not executed (A2M-RSP-2); an a2a-context-id empty, or given twice with
+#: different values (a User Property may repeat, [MQTT-3.3.2-18]), one of them the
+#: payload's — binding metadata invalid (A2M-CTX-4); a payload that is no UTF-8 although
+#: its Payload Format Indicator says it is — a parse error (A2M-RSP-3); and two a valid
+#: request may carry, which change nothing: an a2a- User Property the profile does not
+#: define (ignored, Error Handling and Deduplication 3: A2M-PROP-2) and an a2a-artifact-mode
+#: no responder supports (answered in JSON, A2M-BIN-1).
+PROPERTY_FORMS: dict[str, tuple[str, ...]] = {
+    "response_topic": ("empty", "wildcard"),
+    "a2a-context-id": ("empty", "twice"),
+    "payload_format": ("not_utf8",),
+    "a2a-unknown": ("present",),
+    "a2a-artifact-mode": ("unknown",),
+}
+#: the property cases, derived from PROPERTY_FORMS: `prop:<property>:<form>`
+PROP_CASES = tuple(f"prop:{prop}:{form}" for prop, forms in PROPERTY_FORMS.items()
+                   for form in forms)
 #: context_switch is sent after its opening: a valid request (it runs) creating the task
 #: the switch then names in another context (A2M-CTX-3)
 OPENING = "context_opening"
@@ -151,14 +177,25 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
         "context_switch": json.dumps(_send(task_id, context="ctx-second")).encode(),
         **{c: json.dumps(_send(task_id)).encode() for c in TOKEN_CASES},
         **({case: _typed(case, task_id)} if case in TYPE_CASES else {}),
+        **{c: json.dumps(_send(task_id)).encode() for c in PROP_CASES},
+        "prop:payload_format:not_utf8": b'{"jsonrpc":"2.0","id":"\xff\xfe"}',
     }
     if case == OPENING:
         token += "-open"
-    reply = f"$a2a/v1/reply/{org}/{unit}/nemesis/{token}"
+    reply = {"prop:response_topic:empty": "",
+             "prop:response_topic:wildcard": f"$a2a/v1/reply/{org}/{unit}/+/{token}"}.get(
+        case, f"$a2a/v1/reply/{org}/{unit}/nemesis/{token}")
     correlation = None if case == "no_correlation" else \
         b"\xff\xfe" + token.encode() if case == "binary_correlation" else token.encode()
-    users: tuple[tuple[str, str], ...] = (("a2a-context-id", "ctx-property"),) \
-        if case == "context_mismatch" else ()
+    users: tuple[tuple[str, str], ...] = {
+        "context_mismatch": (("a2a-context-id", "ctx-property"),),
+        "prop:a2a-context-id:empty": (("a2a-context-id", ""),),
+        # the payload's value last: a responder that reads only the last one is satisfied
+        "prop:a2a-context-id:twice": (("a2a-context-id", "ctx-property"),
+                                      ("a2a-context-id", "ctx-hostile")),
+        "prop:a2a-unknown:present": (("a2a-bench-unknown", "ignore me"),),
+        "prop:a2a-artifact-mode:unknown": (("a2a-artifact-mode", "hologram"),),
+    }.get(case, ())
     if oauth is not None:
         value = bearer(oauth, f"a2a://{org}/{unit}", now_ms,
                        case if case in TOKEN_CASES else "")
@@ -166,7 +203,8 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
             users = (*users, ("a2a-authorization", value))
     props = Props(response_topic=None if case == "no_response_topic" else reply,
                   correlation_data=correlation, user_properties=users,
-                  content_type="application/json")
+                  content_type="application/json",
+                  payload_format=1 if case == "prop:payload_format:not_utf8" else None)
     named = bad_id if case == "bad_task_id" else task_id    # the Task.id its payload names
     event = AttackSent(ATTACK, case, fault_index, token, named, target_node, agent, "",
                        None, SignatureVerdict.UNSIGNED)

@@ -19,8 +19,12 @@ broker queued while it was away is lost); `no-card` never publishes its card onl
 `stays-online` leaves without saying so (its card says online after it is gone, A2M-PRES-3);
 `echoes-token` copies a request's User Properties, its bearer token among them, onto its
 replies (A2M-RSP-6); `plain-tcp` connects to the broker's plain port though it was given
-TLS (its requests' tokens then cross in the clear, A2M-SESS-6). Where its topology requires
-bearer tokens it checks them with PyJWT; where the bench offers TLS it connects by it.
+TLS (its requests' tokens then cross in the clear, A2M-SESS-6); `any-reply-topic` takes any
+Response Topic it is given for a reply path, an empty one or one with a wildcard too (it runs
+the task, and paho refuses the publish: A2M-RSP-2); `last-context-property` compares only the
+last of a request's a2a-context-id User Properties with its payload (A2M-CTX-4). Where its
+topology requires bearer tokens it checks them with PyJWT; where the bench offers TLS it
+connects by it.
 """
 
 from __future__ import annotations
@@ -140,8 +144,10 @@ def invalid(m: mqtt.MQTTMessage) -> tuple[int, str] | dict:
         assert "any-task-id" in BUGS or uuid.UUID(msg["taskId"]).version == 4
     except (AssertionError, KeyError, TypeError, ValueError):
         return -32602, "message.taskId must be a UUIDv4"
-    given = dict(getattr(m.properties, "UserProperty", [])).get("a2a-context-id")
-    if given is not None and given != msg.get("contextId"):
+    given = [v for k, v in getattr(m.properties, "UserProperty", []) if k == "a2a-context-id"]
+    if "last-context-property" in BUGS:               # a dict of the pairs: the last one only
+        given = given[-1:]
+    if any(v != msg.get("contextId") for v in given):  # a User Property may repeat
         return -32602, "a2a-context-id differs from message.contextId"
     if getattr(m.properties, "CorrelationData", None) is None:
         return -32005, "no Correlation Data"
@@ -152,8 +158,9 @@ def take(c: mqtt.Client, m: mqtt.MQTTMessage) -> None:
     topic = getattr(m.properties, "ResponseTopic", None)
     corr = getattr(m.properties, "CorrelationData", None)
     try:
-        if topic is None:
-            return                                    # no reply path: dropped
+        if topic is None or ("any-reply-topic" not in BUGS and (
+                not topic or any(ch in topic for ch in "+#"))):
+            return                                    # no reply path (none to publish to): dropped
         req = invalid(m)
         if isinstance(req, tuple):
             code, why = req

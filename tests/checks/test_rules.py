@@ -27,7 +27,8 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "broker_redelivery", "duplicate_client_id", "tampering_v2", "attacks_ledger",
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
              "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed",
-             "a2a_multiturn", "a2a_oauth", "a2a_handover", "a2a_stream_stall")
+             "a2a_multiturn", "a2a_oauth", "a2a_handover", "a2a_stream_stall",
+             "a2a_bad_properties", "a2a_reply_extras")
 
 
 @pytest.fixture(scope="module")
@@ -371,6 +372,17 @@ def malformed_answered_ok(lines: Lines) -> None:
     answer.update(reply="RESULT", code=None, state="TASK_STATE_COMPLETED")
 
 
+def refused_for_a_property(case: str) -> Mutation:
+    """The valid request of `case` (metadata the profile says changes nothing) is answered
+    -32005, as a responder with a whitelist of the binding's properties would."""
+    def go(lines: Lines) -> None:
+        attack = lines[where(lines, "attack_sent", lambda e: e["how"] == case)]
+        for e in lines:
+            if e["kind"] == "a2m_replied" and e["topic"].endswith("/" + attack["messageId"]):
+                e.update(reply="ERROR", code=-32005, state=None)
+    return go
+
+
 def answered_after_the_end(lines: Lines) -> None:
     """A task answered COMPLETED is answered WORKING afterwards (a retry, a GetTask)."""
     i = where(lines, "a2m_replied", lambda e: e.get("state") == "TASK_STATE_COMPLETED")
@@ -468,6 +480,13 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     # an operation's end reported 20 s after the status that ended its stream
     "final_statuses_end_the_operation": ("a2a_quickstart", alter(
         "a2m_settled", tMs=lambda e: e["tMs"] + 20_000)),
+    # a reply carrying an unknown a2a- property ended nothing for 20 s
+    "replies_with_unknown_properties_taken": ("a2a_reply_extras", alter(
+        "a2m_settled", tMs=lambda e: e["tMs"] + 20_000)),
+    "unknown_properties_ignored": ("a2a_bad_properties",
+                                   refused_for_a_property("prop:a2a-unknown:present")),
+    "unknown_artifact_modes_answered_in_json": ("a2a_bad_properties", refused_for_a_property(
+        "prop:a2a-artifact-mode:unknown")),
     # a stalled stream with no GetTask after it
     "stalled_streams_recovered_with_get_task": ("a2a_stream_stall", drop(
         "a2m_attempt", lambda e: e["method"] == "GetTask")),

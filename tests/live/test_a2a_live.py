@@ -615,6 +615,57 @@ def test_a_responder_written_elsewhere_stopped_with_sigterm_says_offline_before_
     assert v.value is Value.UNKNOWN and v.counts["stops_without_a_disconnect"] == 1, v.counts
 
 
+# -- MQTT 5 properties in the forms the profile forbids (a2a_bad_properties) -------------------------
+@pytest.mark.parametrize("bug, ran", [
+    ((), set()),
+    # a Response Topic nobody can publish to taken for a reply path: the task runs, and the
+    # reply's publish (paho refuses a wildcard) kills the process that runs it
+    (("--bug", "any-reply-topic"), {"prop:response_topic:empty", "prop:response_topic:wildcard"}),
+    # only the last of two a2a-context-id values compared with the payload's
+    (("--bug", "last-context-property"), {"prop:a2a-context-id:twice"}),
+])
+def test_a_responder_written_elsewhere_on_each_property_form(
+        tmp_path: Path, bug: tuple[str, ...], ran: set[str]) -> None:
+    """a2a_bad_properties with examples/a2a-responder as its responders, live on Mosquitto
+    (which forwards every one of these forms: measured 2026-12-05, 2.0.11): the forms the
+    profile forbids refused or dropped and run nowhere, the two valid ones served — judged
+    off the wire by the tap, as any responder's. Each of its two hand-written bugs the
+    derived cases found in it turns malformed_requests_refused FALSE, naming those cases."""
+    scenario = load_scenario(SCENARIOS / "a2a_bad_properties.toml").with_node_command(
+        "responder", (*EXAMPLE, *bug))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    v = {v.name: v for v in result.verdicts}["a2a_replies"]
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    executed = {e["taskId"] for e in lines if e["kind"] == "task_executed"}
+    sent = [e for e in lines if e["kind"] == "attack_sent"]
+    served = {"prop:a2a-unknown:present", "prop:a2a-artifact-mode:unknown"}
+    got = {e["how"] for e in sent if e["requestId"] in executed}
+    # (a process the bug kills serves nothing after: the valid ones may not come to run)
+    assert ran <= got <= served | ran and (ran or got == served), got
+    if not ran:
+        assert v.value is Value.TRUE, v.counterexamples[:3]
+        assert v.rules["unknown_properties_ignored"] == {"violations": 0, "unknown": 0}
+        assert v.rules["unknown_artifact_modes_answered_in_json"] == \
+            {"violations": 0, "unknown": 0}
+        # the same history, the reply to an unsupported artifact mode read by the tap as no
+        # JSON (a binary artifact chunk nobody asked for): FALSE, by that rule alone
+        modes = {e["messageId"] for e in sent if e["how"] == "prop:a2a-artifact-mode:unknown"}
+        [first] = [e for e in lines if e["kind"] == "wire" and e["direction"] == "out"
+                   and e["packet"] == "PUBLISH" and e.get("topic", "").rsplit("/", 1)[-1]
+                   in modes][:1]
+        first["notJson"] = True
+        mutated = checkers()["a2a_replies"](from_lines(lines))
+        assert mutated.value is Value.FALSE
+        assert {c["rule"] for c in mutated.counterexamples} == \
+            {"unknown_artifact_modes_answered_in_json"}
+        return
+    assert v.value is Value.FALSE
+    named = {c["why"].rsplit("(", 1)[-1].split(")")[0] for c in v.counterexamples
+             if c["rule"] == "malformed_requests_refused"}
+    assert ran <= named, v.counterexamples[:4]
+
+
 # -- bearer tokens (a2a_oauth) ---------------------------------------------------------------------
 def test_a_responder_written_elsewhere_checks_bearer_tokens_and_echoes_none(
         tmp_path: Path) -> None:

@@ -85,6 +85,27 @@ def test_the_sdk_responder_on_bad_input(tmp_path: Path) -> None:
     assert _rules(v["a2a_session"]) == {"connects_with_a_persistent_session"}
 
 
+def test_the_sdk_responder_on_each_property_form(tmp_path: Path) -> None:
+    """A2M-CTX-4 and A2M-RSP-3 on a2a_bad_properties (each MQTT 5 property a responder reads,
+    in the forms the profile forbids): an a2a-context-id that is empty, or given twice, is
+    run (the property is never read: finding 7); a non-UTF-8 payload whose Payload Format
+    Indicator says UTF-8 is dropped without a word (finding 4). A Response Topic with a
+    wildcard is not run: the SDK's handler fails at its first publish, and it goes on; the
+    two valid cases are served."""
+    v = _run(tmp_path, "a2a_bad_properties", "responder", RESPONDER)
+    replies = v["a2a_replies"]
+    assert replies.value is Value.FALSE
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    executed = {e["taskId"] for e in lines if e["kind"] == "task_executed"}
+    ran = {e["how"] for e in lines if e["kind"] == "attack_sent" and e["requestId"] in executed}
+    assert ran == {"prop:a2a-context-id:empty", "prop:a2a-context-id:twice",
+                   "prop:a2a-unknown:present", "prop:a2a-artifact-mode:unknown"}, ran
+    whys = [c["why"] for c in replies.counterexamples if c["rule"] == "malformed_requests_refused"]
+    assert any("never answered" in w and "(prop:payload_format:not_utf8)" in w for w in whys), whys
+    assert replies.rules["unknown_properties_ignored"]["violations"] == 0
+    assert replies.rules["unknown_artifact_modes_answered_in_json"]["violations"] == 0
+
+
 def test_the_sdk_responder_on_fields_of_the_wrong_json_type(tmp_path: Path) -> None:
     """A2M-RSP-3 on a2a_bad_types (each field a responder reads, given each JSON type it
     may not have): it runs requests whose jsonrpc, method, messageId or role is of the
@@ -272,6 +293,27 @@ def test_a_raw_client_sees_the_sdk_responder_take_bad_input(broker: Any, case: s
             return p, not task.done(), got
     p, alive, got = asyncio.run(go())
     assert finding(p, alive, got), (case, _codes(got), p.calls, alive)
+
+
+@pytest.mark.parametrize("user", [[("a2a-context-id", "ctx-other")],
+                                  [("a2a-context-id", "")],
+                                  [("a2a-context-id", "ctx-other"), ("a2a-context-id", "ctx-a")]],
+                         ids=["differs", "empty", "twice"])
+def test_a_raw_client_sees_the_sdk_responder_run_a_request_whose_context_property_differs(
+        broker: Any, user: list[tuple[str, str]]) -> None:
+    """A2M-CTX-4 (finding 7): a request whose User Property a2a-context-id is not its
+    payload's contextId — another value, an empty one, or the payload's value after another
+    — is run and answered as if it were fine (the SDK reads no such property)."""
+    task_id = str(uuid.uuid4())
+
+    async def go() -> tuple[list[Any], list[str]]:
+        p = _probe(broker)
+        async with _running(p):
+            got = await _ask(broker, _request(task_id, context="ctx-a"), b"c1", user=user)
+        return got, p.calls
+    got, calls = asyncio.run(go())
+    assert calls == [task_id] and "reply" in _codes(got) and -32602 not in _codes(got), \
+        (_codes(got), calls)
 
 
 def test_a_raw_client_sees_a_task_run_again_after_the_sdk_responder_restarts(

@@ -81,9 +81,20 @@ def test_every_case_the_attack_sends_has_the_answer_the_judge_wants() -> None:
     """The judge's tables (written apart from the attack: an oracle shares no code with
     what it judges) name exactly the cases the attack can send: a case added to the attack
     and not to its table would be sent and never judged."""
-    from bench.checks.a2a_mqtt import MALFORMED_ANSWER, TOKEN_ANSWER
-    from bench.faults.a2a_attacks import CASES, TOKEN_CASES
-    assert set(MALFORMED_ANSWER) == set(CASES)
+    from bench.checks.a2a_mqtt import (
+        ARTIFACT_MODE_ANSWER,
+        IGNORED_ANSWER,
+        MALFORMED_ANSWER,
+        TOKEN_ANSWER,
+    )
+    from bench.faults.a2a_attacks import CASES, PROP_CASES, PROPERTY_FORMS, TOKEN_CASES
+    assert set(MALFORMED_ANSWER) - set(PROP_CASES) == set(CASES)
+    # the property cases: each judged by exactly one table (the MQTT 5 forms of bad input,
+    # or the metadata a valid request carries that changes nothing)
+    tables = (MALFORMED_ANSWER, IGNORED_ANSWER, ARTIFACT_MODE_ANSWER)
+    assert all(sum(case in t for t in tables) == 1 for case in PROP_CASES)
+    assert not (set(IGNORED_ANSWER) | set(ARTIFACT_MODE_ANSWER)) - set(PROP_CASES)
+    assert len(PROP_CASES) == sum(map(len, PROPERTY_FORMS.values())) == 7
     assert set(TOKEN_ANSWER) == set(TOKEN_CASES)
     # the wrong-type cases: the judge knows an answer for every field the fault derives them from
     from bench.checks.a2a_mqtt import WRONG_TYPE_ANSWER, answer_to

@@ -245,6 +245,9 @@ CLAUSES: tuple[Clause, ...] = (
            "is corrected."),
     Clause("A2M-PROP-1", MUST, A, "A2A User Property Naming 1",
            "User Properties this binding defines carry the `a2a-` prefix."),
+    Clause("A2M-PROP-2", SHOULD, A, "Error Handling and Deduplication 3",
+           "Unknown `a2a-` User Properties are ignored unless this profile marks them "
+           "mandatory."),
     Clause("A2M-QOS-1", MUST, B, "QoS Guidance 3",
            "Brokers and clients support QoS 1 on discovery, request and reply paths."),
     # -- extended modes

@@ -285,9 +285,10 @@ class Responder:
             fx.record(ev.A2mRequestTaken(intake=ev.Intake.DROPPED, reason="not a request topic "
                                          "of this agent", **taken))
             return
-        if not props.response_topic:
-            fx.record(ev.A2mRequestTaken(intake=ev.Intake.DROPPED, reason="no Response Topic: "
-                                         "no reply path (A2M-RSP-2)", **taken))
+        no_path = self.no_reply_path(props.response_topic)
+        if no_path is not None or props.response_topic is None:
+            fx.record(ev.A2mRequestTaken(intake=ev.Intake.DROPPED,
+                                         reason=no_path or "no Response Topic", **taken))
             return
         pooled = msg.topic == self.pool_topic
         call = parse_call(msg.payload, props)
@@ -320,6 +321,18 @@ class Responder:
                 self._on_cancel(fx, call, here, taken)
             case _:
                 assert_never(call.method)
+
+    def no_reply_path(self, response_topic: str | None) -> str | None:
+        """Why a request's Response Topic is no reply path (None: it is one). None given,
+        or one nobody can publish to: empty ([MQTT-4.7.3-1]) or with a wildcard
+        ([MQTT-3.3.2-14]; a broker drops the connection that tries) — the request is
+        dropped, never run (A2M-RSP-2; it replied to wildcards until the a2a_bad_properties
+        scenario sent one)."""
+        if not response_topic:
+            return "no Response Topic: no reply path (A2M-RSP-2)"
+        if any(c in response_topic for c in "+#\0"):
+            return "Response Topic with a wildcard: no reply path (A2M-RSP-2)"
+        return None
 
     def _copy_of_one_taken(self, call: Call, props: Props) -> bool:
         """The request is a copy (a QoS1 redelivery) of one of its task's current turn, taken

@@ -210,8 +210,10 @@ def parse_call(payload: bytes, props: Props) -> Call | Refusal:
     if context_id is not None and (not isinstance(context_id, str) or not context_id):
         return Refusal(rpc_id, ErrorCode.INVALID_PARAMS,
                        "message.contextId must be a non-empty string when present")
-    in_props = props.user(CONTEXT_ID)
-    if in_props is not None and in_props != context_id:
+    # every value: a User Property may repeat ([MQTT-3.3.2-18]), and one that differs is
+    # invalid metadata even where another matches (it ran such a request, reading the last
+    # value only, until the a2a_bad_properties scenario sent two)
+    if any(k == CONTEXT_ID and v != context_id for k, v in props.user_properties):
         return Refusal(rpc_id, ErrorCode.TRANSPORT_PROTOCOL_ERROR,
                        "User Property a2a-context-id differs from message.contextId: binding "
                        "metadata invalid (A2M-CTX-4, A2M-ERR-2)")

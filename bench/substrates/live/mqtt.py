@@ -82,6 +82,8 @@ def to_paho(props: Props, packet: int = PacketTypes.PUBLISH) -> Properties:
         out.ContentType = props.content_type
     if props.message_expiry_s is not None:
         out.MessageExpiryInterval = props.message_expiry_s
+    if props.payload_format is not None:
+        out.PayloadFormatIndicator = props.payload_format
     return out
 
 
@@ -93,7 +95,8 @@ def from_paho(props: Properties | None) -> Props | None:
                 bytes(props.CorrelationData) if hasattr(props, "CorrelationData") else None,
                 tuple((str(k), str(v)) for k, v in getattr(props, "UserProperty", ())),
                 getattr(props, "ContentType", None),
-                getattr(props, "MessageExpiryInterval", None))
+                getattr(props, "MessageExpiryInterval", None),
+                getattr(props, "PayloadFormatIndicator", None))
     return None if got == Props() else got
 
 

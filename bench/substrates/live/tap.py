@@ -120,8 +120,8 @@ def _envelope(wire: Wire, topic: str, payload: bytes) -> Wire:
     """The PUBLISH's record with its envelope's routing fields, when it carries one."""
     try:
         env = json.loads(payload)
-    except ValueError:
-        env = None
+    except ValueError:   # a UnicodeDecodeError too
+        return replace(wire, not_json=True) if payload else wire
     if isinstance(env, dict) and env.get("jsonrpc") == "2.0":
         return _rpc(wire, env)
     if not isinstance(env, dict) or "directory" in topic.split("/")[1:-1]:
