@@ -360,7 +360,7 @@ def clauses_page() -> str:
             judged = [r for r in p.rules if c.id in (i.strip() for i in r.ids.split(","))]
             if judged:
                 rules = sorted({ref for r in judged for ref in r.judged_by})
-                where = sorted({s for r in judged for s in r.where})
+                where = sorted({s for r in judged for s in r.runs})
                 cells.append(", ".join(f"[`{ref}`](rules.md#{ref.split('.')[0]})"
                                        for ref in rules)
                              + " in " + ", ".join(f"`{s}`" for s in where))

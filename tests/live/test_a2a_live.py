@@ -615,7 +615,7 @@ def test_a_responder_written_elsewhere_stopped_with_sigterm_says_offline_before_
     assert v.value is Value.UNKNOWN and v.counts["stops_without_a_disconnect"] == 1, v.counts
 
 
-# -- MQTT 5 properties in the forms the profile forbids (a2a_bad_properties) -------------------------
+# -- MQTT 5 properties in the forms the profile forbids (a2a_bad_properties) ----------------------
 @pytest.mark.parametrize("bug, ran", [
     ((), set()),
     # a Response Topic nobody can publish to taken for a reply path: the task runs, and the

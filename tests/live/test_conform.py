@@ -51,6 +51,37 @@ def test_a_rule_fails_on_any_violation_passes_where_judged_and_else_is_unknown()
     assert rows["W-TOP-4"].status == "PASS"
 
 
+def test_a_rule_judged_in_one_of_its_alternative_runs_passes_naming_the_one_that_could_not(
+        ) -> None:
+    """`one_of`: runs that each reach the rule's situation their own way. One judging it is
+    enough, the one that could not decide is named; none judging it leaves it UNKNOWN; a
+    violation in any FAILs."""
+    from bench.conform import ProtocolRule
+    rule = ProtocolRule("A2M-REQ-4", "follow-ups",
+                        ("a2a_requests.follow_ups_go_to_the_named_agent",), ("a2a_handover",),
+                        one_of=("a2a_pool", "a2a_pool_unnamed"))
+
+    def run(v: int, u: int, note: str = "") -> list[Verdict]:
+        return [_verdict("a2a_requests", {"follow_ups_go_to_the_named_agent": (v, u)}, note,
+                         [{"rule": "follow_ups_go_to_the_named_agent", "why": "to the pool"}]
+                         if v else None)]
+    judged, undecided = run(0, 0), run(0, 2)
+    [row] = judge_rules({"a2a_handover": judged, "a2a_pool": undecided,
+                         "a2a_pool_unnamed": judged}, (rule,))
+    assert row.status == "PASS", row
+    assert row.evidence == ("judged in a2a_handover, a2a_pool_unnamed; not in a2a_pool: "
+                            "a2a_requests.follow_ups_go_to_the_named_agent could not decide "
+                            "2 case(s)")
+    [row] = judge_rules({"a2a_handover": judged, "a2a_pool": undecided}, (rule,))
+    assert row.status == "UNKNOWN" and row.scenario == "a2a_pool", row
+    [row] = judge_rules({"a2a_handover": judged, "a2a_pool": run(1, 0),
+                         "a2a_pool_unnamed": judged}, (rule,))
+    assert row.status == "FAIL" and row.scenario == "a2a_pool", row
+    # the runs of `where` are each still needed
+    [row] = judge_rules({"a2a_pool_unnamed": judged}, (rule,))
+    assert row.status == "UNKNOWN" and row.evidence == "a2a_handover: not run", row
+
+
 def test_one_short_run_gives_the_table_with_its_evidence(tmp_path: Path) -> None:
     rows = conform(REFERENCE_COMMAND, tmp_path, say=lambda line: None,
                    suite=(("quickstart", 4, "streamed tasks"),))
@@ -82,7 +113,7 @@ def test_the_profiles_rules_cite_its_clauses_and_rules_that_exist(role: str) -> 
     # each row is about a clause that binds the role
     assert all(BY_ID[i.strip()].role in p.binds for rule in p.rules for i in rule.ids.split(","))
     assert all((SCENARIOS / f"{name}.toml").exists() for name, _s, _w in p.suite)
-    assert {s for rule in p.rules for s in rule.where} <= {s for s, _t, _w in p.suite}
+    assert {s for rule in p.rules for s in rule.runs} <= {s for s, _t, _w in p.suite}
 
 
 def test_the_profiles_table_has_every_responder_clause_grouped_by_level() -> None:
