@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import certify
+from bench.checks import Verdict, judge
 from bench.conform import PROFILES, Row, clause_rows, judge_rules, run_suite
 from bench.history import read_jsonl
+from bench.run import read_for_judging
 from bench.spec.brokers import BEHAVIOURS
 from bench.spec.scenario import A2A_ROLES, SCENARIOS, load_scenario
 from bench.substrates.live import EMBEDDED
@@ -42,16 +44,31 @@ def mqtt5_brokers() -> tuple[str, ...]:
     return tuple(b for b in EMBEDDED if BEHAVIOURS[b].v5 is not None)
 
 
+#: what an implementation may declare it leaves out, as conform's flags say it (--core,
+#: --no-tokens): the clauses it names are then not applicable to it, in every cell
+DECLARATIONS = ("core", "no-tokens")
+
+
 @dataclass(frozen=True)
 class Impl:
-    """One implementation of a role: the reference (no command) or anyone's."""
+    """One implementation of a role: the reference (no command) or anyone's, with what it
+    declares it leaves out (DECLARATIONS) and the version it says it is."""
 
     name: str
     command: tuple[str, ...] = ()
+    declares: frozenset[str] = frozenset()
+    version: str | None = None
 
     @property
     def flag(self) -> str:
         return f"{self.name}={shlex.join(self.command)}"
+
+    @property
+    def flags(self) -> tuple[tuple[str, str], ...]:
+        """Its declarations and version as the grid command line gives them."""
+        return (*((("--declare", f"{self.name}={','.join(sorted(self.declares))}"),)
+                  if self.declares else ()),
+                *((("--impl-version", f"{self.name}={self.version}"),) if self.version else ()))
 
 
 @dataclass
@@ -109,17 +126,35 @@ def _owner(out: Path, role: str) -> Callable[[str, dict[str, Any]], bool]:
     return owns
 
 
+def _every_case(run: Path, verdicts: list[Verdict]) -> list[Verdict]:
+    """The run's verdicts with every counterexample, not the first few of each rule: which
+    side a violation is about is read from its case, and a side's case past the few a
+    verdict keeps would otherwise leave its row UNKNOWN, naming the other side."""
+    kept: dict[tuple[str, str], int] = {}
+    for v in verdicts:
+        for c in v.counterexamples:
+            kept[v.name, c["rule"]] = kept.get((v.name, c["rule"]), 0) + 1
+    if all(n["violations"] <= kept.get((v.name, rule), 0)
+           for v in verdicts for rule, n in v.rules.items()):
+        return verdicts
+    return judge(read_for_judging(run / "history.jsonl"), [v.name for v in verdicts],
+                 keep=None)
+
+
 def run_cell(cell: Cell, only: tuple[str, ...], say: Callable[[str], None]) -> Cell:
     """Make the cell's runs and judge both roles from them."""
     commands = {role: cell.impl(role).command for role in ROLES if cell.impl(role).command}
     # every side behind the wire tap: the reference is judged from its wire as anyone's
     runs = run_suite(suite(only), cell.out, cell.broker, say, commands=commands, tap_all=True)
+    runs = {name: _every_case(cell.out / name, verdicts) for name, verdicts in runs.items()}
     for role, key in ROLES.items():
         p = PROFILES[key]
         mine = {s for s, _t, _w in p.suite}
         rows = judge_rules({k: v for k, v in runs.items() if k in mine}, p.rules,
                            owns=_owner(cell.out, role))
-        cell.rows[role] = clause_rows(rows, False, p.binds, False, p.unjudged)
+        impl = cell.impl(role)
+        cell.rows[role] = clause_rows(rows, "core" in impl.declares, p.binds,
+                                      "no-tokens" in impl.declares, p.unjudged)
     return cell
 
 
@@ -144,6 +179,9 @@ def again(cell: Cell) -> tuple[str, ...]:
     RUN`): a side not given is the reference, and --no-reference keeps it off the other."""
     flags = [f for role in ROLES for f in
              ((f"--{role}", cell.impl(role).flag) if cell.impl(role).command else ())]
+    # (a responder and a requester of one name declare once)
+    flags += [f for pair in dict.fromkeys(p for role in ROLES for p in cell.impl(role).flags)
+              for f in pair]
     return ("a2a-bench", "grid", "--broker", cell.broker, "--no-reference", *flags)
 
 
@@ -152,7 +190,8 @@ def _write_cell(cell: Cell, only: tuple[str, ...]) -> None:
     for role, key in ROLES.items():
         impl = cell.impl(role)
         meta = certify.Meta(impl.command, "a2a-mqtt", PROFILES[key].role, cell.broker,
-                            cell.out, seeds, again=again(cell), name=impl.name)
+                            cell.out, seeds, implementation_version=impl.version,
+                            again=again(cell), name=impl.name)
         certify.write(cell.rows[role], meta, into=cell.out / role)
 
 
@@ -160,6 +199,8 @@ def to_json(cells: list[Cell]) -> dict[str, Any]:
     return {"format": FORMAT, "cells": [{
         "broker": c.broker, "folder": c.name,
         **{role: {"name": c.impl(role).name, "command": list(c.impl(role).command),
+                  "declares": sorted(c.impl(role).declares),
+                  **({"version": c.impl(role).version} if c.impl(role).version else {}),
                   "counts": c.counts(role), "exitCode": c.exit_code(role),
                   # every FAIL, at any level; a SHOULD among them fails no cell
                   "failed": [{"ids": r.rule.ids, "level": certify.level(r)}

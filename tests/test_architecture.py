@@ -93,8 +93,9 @@ LAYERS = {
     "conform": {"checks", "profiles", "run", "spec", "substrates", "variants", "conform"},
     # what conform leaves for CI (compatibility.json, JUnit XML, a page): from its rows only
     "certify": {"conform", "profiles", "certify"},
-    # the grid: conform's suites and tables, per cell of brokers x responders x requesters
-    "grid": {"certify", "conform", "history", "spec", "substrates", "grid"},
+    # the grid: conform's suites and tables, per cell of brokers x responders x requesters;
+    # a run's history judged again as `check` judges it, keeping every counterexample
+    "grid": {"certify", "checks", "conform", "history", "run", "spec", "substrates", "grid"},
 }
 
 

@@ -19,6 +19,9 @@ from bench.grid import mqtt5_brokers, suite
     (["--responder", "x="], "expected a command line"),
     (["--broker", "amqtt"], "MQTT 5"),
     (["--only", "quickstart"], "not a run of the suites"),
+    (["--responder", "x=true", "--declare", "x=everything"], "expected core or no-tokens"),
+    (["--responder", "x=true", "--declare", "y=core"], "NAME one of the implementations"),
+    (["--responder", "x=true", "--impl-version", "x"], "expected NAME="),
 ])
 def test_bad_grid_arguments_are_one_line_and_exit_3(
         argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,3 +52,49 @@ def test_a_counterexample_counts_against_the_side_it_is_about(tmp_path: Path) ->
     assert responder("a2a_quickstart", by_line) and not requester("a2a_quickstart", by_line)
     assert requester("a2a_quickstart", by_words) and not responder("a2a_quickstart", by_words)
     assert responder("a2a_quickstart", neither) and requester("a2a_quickstart", neither)
+
+
+def test_what_an_implementation_declares_holds_in_every_cell_it_is_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--declare NAME=no-tokens,core: the bearer-token and Extended clauses are not
+    applicable to NAME (as conform's flags make them), to NAME alone — the reference on the
+    other side is still held to them; the cell's command to run it again says so, and
+    grid.json carries it."""
+    import bench.grid as g
+    from bench.checks import NOT_APPLICABLE
+    monkeypatch.setattr(g, "run_suite", lambda *a, **k: {})
+    sdk = g.Impl("sdk", ("python", "x.py"), frozenset({"no-tokens", "core"}), "sdk 0.1")
+    cell = g.run_cell(g.Cell("mosquitto", sdk, g.Impl(g.REFERENCE), tmp_path / "c"), (),
+                      lambda _line: None)
+    rsp = {r.rule.ids.split(",")[0]: r for r in cell.rows["responder"]}
+    req = {r.rule.ids.split(",")[0]: r for r in cell.rows["requester"]}
+    assert NOT_APPLICABLE in rsp["A2M-RSP-7"].evidence and "no-tokens" in rsp["A2M-RSP-7"].evidence
+    assert NOT_APPLICABLE in rsp["A2M-RSP-5"].evidence and "--core" in rsp["A2M-RSP-5"].evidence
+    assert NOT_APPLICABLE not in req["A2M-REQ-5"].evidence        # the reference's
+    assert g.again(cell)[-4:] == ("--declare", "sdk=core,no-tokens",
+                                  "--impl-version", "sdk=sdk 0.1")
+    [c] = g.to_json([cell])["cells"]
+    assert c["responder"]["declares"] == ["core", "no-tokens"]
+    assert c["responder"]["version"] == "sdk 0.1" and c["requester"]["declares"] == []
+
+
+def test_a_side_s_case_past_the_few_a_verdict_keeps_is_read_again_from_the_history(
+        tmp_path: Path) -> None:
+    """A cell reads which side a violation is about from its counterexample; a verdict keeps
+    the first five of each rule. Where it kept fewer than it counted, the run's history is
+    judged again keeping every one (a responder's case behind five of its requester's
+    would otherwise leave the responder's row UNKNOWN, naming the requester)."""
+    from dataclasses import replace
+
+    from bench.grid import _every_case
+    from bench.run import run_scenario
+    from bench.spec.scenario import SCENARIOS, load_scenario
+    from bench.variants import VARIANTS
+    result = run_scenario(load_scenario(SCENARIOS / "a2a_bad_properties.toml"),
+                          VARIANTS["a2m_drops_unknown_properties"], tmp_path)
+    [v] = [v for v in result.verdicts if v.name == "a2a_replies"]
+    assert v.rules["unknown_properties_ignored"]["violations"] == 3
+    assert _every_case(tmp_path, result.verdicts) is result.verdicts     # every case kept
+    cut = replace(v, counterexamples=v.counterexamples[:1])
+    [again] = _every_case(tmp_path, [cut])
+    assert again.name == "a2a_replies" and again.counterexamples == v.counterexamples

@@ -80,9 +80,11 @@ class Collector:
     did while it stopped — nodes stopped one after another, a peer answering one already
     gone — counts against nobody."""
 
-    def __init__(self, name: str, cut: int | None = None) -> None:
+    def __init__(self, name: str, cut: int | None = None,
+                 keep: int | None = MAX_EXAMPLES) -> None:
         self.name = name
         self.cut = cut
+        self.keep = keep       # counterexamples kept per rule (None: every one)
         self.rule = ""
         self.counts: dict[str, int] = defaultdict(int)
         self.examples: list[Case] = []
@@ -105,7 +107,7 @@ class Collector:
             return
         self.violations += 1
         self.per_rule[self.rule]["violations"] += 1
-        if self.per_rule[self.rule]["violations"] <= MAX_EXAMPLES:
+        if self.keep is None or self.per_rule[self.rule]["violations"] <= self.keep:
             self.examples.append(Case(self.rule, why, tuple(e.seq for e in events), context))
 
     def unknown(self, key: str) -> None:
@@ -172,13 +174,14 @@ class Checker:
     #: protocol has nothing to say of the other's
     protocols: frozenset[str] = frozenset({SEED})
 
-    def __call__(self, h: History) -> Verdict:
-        """Every rule over the history. A checker with nothing to judge says UNKNOWN and
-        why: a TRUE that judged nothing would be mistaken for a tested one."""
+    def __call__(self, h: History, keep: int | None = MAX_EXAMPLES) -> Verdict:
+        """Every rule over the history, `keep` counterexamples of each (None: every one). A
+        checker with nothing to judge says UNKNOWN and why: a TRUE that judged nothing
+        would be mistaken for a tested one."""
         stops = h.of(RunInterrupted)
         if stops:
             h = h.memo(_cut_short)
-        c = Collector(self.name, stops[0].seq if stops else None)
+        c = Collector(self.name, stops[0].seq if stops else None, keep)
         crashed: list[str] = []
         for r in self.rules:
             c.enter(r.id)
@@ -307,7 +310,8 @@ def checkers_for(protocol: str) -> dict[str, Checker]:
     return {k: v for k, v in checkers().items() if protocol in v.protocols}
 
 
-def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
+def judge(history: History, only: Iterable[str] | None = None,
+          keep: int | None = MAX_EXAMPLES) -> list[Verdict]:
     selected = checkers_for(protocol_of(history))
     if only is not None:
         selected = {k: v for k, v in selected.items() if k in set(only)}
@@ -317,7 +321,7 @@ def judge(history: History, only: Iterable[str] | None = None) -> list[Verdict]:
     verdicts = []
     for name, check in selected.items():
         try:
-            v = check(history)
+            v = check(history, keep)
         except Exception as exc:  # a checker bug is UNKNOWN, never a crashed run
             v = Verdict(name, Value.UNKNOWN, note=f"checker crashed: {exc!r}\n"
                                                   f"{traceback.format_exc(limit=3)}")

@@ -7,7 +7,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench.cli.common import (
     EXIT_FALSE,
@@ -193,7 +193,8 @@ def add_grid(sub: Sub) -> None:
                "its runs and, per role, compatibility.json, junit.xml and conform.html.\n\n"
                "example: a2a-bench grid --responder 'sdk=python examples/emqx-sdk/responder.py'"
                " \\\n"
-               "             --requester 'sdk=python examples/emqx-sdk/requester.py'\n"
+               "             --requester 'sdk=python examples/emqx-sdk/requester.py' \\\n"
+               "             --declare sdk=no-tokens --impl-version 'sdk=a2a-over-mqtt 0.1.0'\n"
                "         a2a-bench grid --responder 'mine=./my-agent' --only a2a_quickstart")
     gr.add_argument("--responder", action="append", default=[], metavar="NAME=CMD",
                     help="a responder besides the reference: its name in the grid, then its "
@@ -205,6 +206,13 @@ def add_grid(sub: Sub) -> None:
                          "broker that speaks MQTT 5)")
     gr.add_argument("--no-reference", action="store_true",
                     help="leave the reference out of the sides given implementations")
+    gr.add_argument("--declare", action="append", default=[], metavar="NAME=WHAT",
+                    help="what the implementation NAME leaves out, as conform's flags say it: "
+                         "core (no Extended clause), no-tokens (no bearer tokens), or both "
+                         "(core,no-tokens); those clauses are then not applicable to it "
+                         "(repeatable)")
+    gr.add_argument("--impl-version", action="append", default=[], metavar="NAME=VERSION",
+                    help="the version of implementation NAME, for its reports (repeatable)")
     gr.add_argument("--only", action="append", default=[], metavar="RUN",
                     help="only this run of the suites (repeatable)")
     gr.add_argument("--out", type=Path, default=None,
@@ -233,12 +241,48 @@ def _impls(given: list[str], flag: str, reference: bool) -> tuple[Impl, ...] | N
     return tuple(impls)
 
 
+def _declared(responders: tuple[Impl, ...], requesters: tuple[Impl, ...],
+              declare: list[str], versions: list[str]
+              ) -> tuple[tuple[Impl, ...], tuple[Impl, ...]] | None:
+    """The implementations with what --declare and --impl-version say of each, by name."""
+    from dataclasses import replace
+
+    from bench.grid import DECLARATIONS
+    names = {i.name for i in (*responders, *requesters) if i.command}
+    said: dict[str, dict[str, Any]] = {}
+    for flag, given in (("--declare", declare), ("--impl-version", versions)):
+        for text in given:
+            name, eq, what = text.partition("=")
+            if not eq or name not in names:
+                print(f"a2a-bench: grid {flag} {text!r}: expected NAME=…, NAME one of the "
+                      f"implementations given ({', '.join(sorted(names)) or 'none'})",
+                      file=sys.stderr)
+                return None
+            if flag == "--impl-version":
+                said.setdefault(name, {})["version"] = what
+                continue
+            parts = {p.strip() for p in what.split(",")}
+            if not parts <= set(DECLARATIONS):
+                print(f"a2a-bench: grid --declare {text!r}: expected "
+                      f"{' or '.join(DECLARATIONS)} (comma-separated), not "
+                      f"{', '.join(sorted(parts - set(DECLARATIONS)))}", file=sys.stderr)
+                return None
+            said.setdefault(name, {}).setdefault("declares", frozenset())
+            said[name]["declares"] |= parts
+    return (tuple(replace(i, **said.get(i.name, {})) for i in responders),
+            tuple(replace(i, **said.get(i.name, {})) for i in requesters))
+
+
 def _grid(args: argparse.Namespace) -> int:
     from bench.grid import grid, mqtt5_brokers, render, suite, to_json
     responders = _impls(args.responder, "--responder", not args.no_reference)
     requesters = _impls(args.requester, "--requester", not args.no_reference)
     if responders is None or requesters is None:
         return EXIT_INVALID
+    sides = _declared(responders, requesters, args.declare, args.impl_version)
+    if sides is None:
+        return EXIT_INVALID
+    responders, requesters = sides
     brokers = tuple(dict.fromkeys(args.broker)) or mqtt5_brokers()
     if "amqtt" in brokers:
         print("a2a-bench: grid --broker amqtt: the profile speaks MQTT 5 and amqtt 3.1.1 "
