@@ -171,6 +171,7 @@ A2A_SUITE: tuple[tuple[str, float, str], ...] = (
     ("a2a_lost_reply_restart", 30, "replies lost, a restart, then the retries arrive"),
     ("a2a_bad_input", 12, "the bad input that kills no careless responder, case by case"),
     ("a2a_bad_types", 14, "every field it reads given every JSON type it may not have"),
+    ("a2a_bad_values", 10, "every field it reads given a value of its type the rules forbid"),
     ("a2a_bad_properties", 10, "every MQTT 5 property it reads, in each form the profile "
      "forbids or lets vary"),
     ("a2a_graceful_restart", 12, "stopped with SIGTERM mid-task, started again"),
@@ -232,7 +233,8 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-RSP-3, A2M-RSP-4, A2M-CTX-4, A2M-ERR-2",
                  "a malformed request gets the error the profile names and runs nothing",
                  ("a2a_replies.malformed_requests_refused",),
-                 ("a2a_malformed", "a2a_bad_input", "a2a_bad_types", "a2a_bad_properties")),
+                 ("a2a_malformed", "a2a_bad_input", "a2a_bad_types", "a2a_bad_values",
+                  "a2a_bad_properties")),
     ProtocolRule("A2M-PROP-2", "a request carrying an a2a- User Property the profile does not "
                  "define is served as if it were not there",
                  ("a2a_replies.unknown_properties_ignored",), ("a2a_bad_properties",)),

@@ -680,6 +680,16 @@ class A2mContextPropertyLastValue(Responder):
         super()._on_request(fx, msg)
 
 
+class A2mAnyRole(Responder):
+    """A2M-RSP-3: a message's role is read as any non-empty string, no value of A2A's Role
+    enum asked for: a message whose role is ROLE_ROBOT runs. The reference's own bug until
+    a2a_bad_values."""
+
+    def _on_request(self, fx: ProfileEffects, msg: MessageReceived) -> None:
+        super()._on_request(fx, replace(msg, payload=msg.payload.replace(
+            b'"role": "ROLE_ROBOT"', b'"role": "ROLE_USER"')))
+
+
 class A2mRepliesToWildcards(Responder):
     """A2M-RSP-2: any Response Topic that is not empty is taken for a reply path, one with a
     wildcard too: the request runs, and its replies go where no broker lets them. The
@@ -848,6 +858,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             requester=A2mNamedAgentInMemory),
     Variant("a2m_context_property_last_value", Node, "A2M-CTX-4", "a2a_replies",
             "a2a_bad_properties", responder=A2mContextPropertyLastValue),
+    Variant("a2m_any_role", Node, "A2M-RSP-3", "a2a_replies", "a2a_bad_values",
+            responder=A2mAnyRole),
     Variant("a2m_replies_to_wildcards", Node, "A2M-RSP-2", "a2a_replies", "a2a_bad_properties",
             responder=A2mRepliesToWildcards),
     Variant("a2m_drops_unknown_properties", Node, "A2M-PROP-2", "a2a_replies",

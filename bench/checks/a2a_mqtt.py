@@ -1870,15 +1870,35 @@ WRONG_TYPE_ANSWER: dict[str, tuple[int, ...]] = {
     "params.message": (-32602,), "params.message.messageId": (-32602,),
     "params.message.role": (-32602,), "params.message.parts": (-32602,),
     "params.message.contextId": (-32602,), "params.message.taskId": (-32602, -32005),
-    "GetTask.params.id": (-32602,), "CancelTask.params.id": (-32602,),
+    # (-32601 too: a responder without GetTask or CancelTask has no such method to run)
+    "GetTask.params.id": (-32602, -32601), "CancelTask.params.id": (-32602, -32601),
+}
+
+
+#: A field given a value of its own type that the rules forbid (the fault's
+#: `value:<field>:<name>` cases), by field: jsonrpc not "2.0" is no JSON-RPC 2.0 Request
+#: (-32600); a method the server does not have is -32601 (an empty one, -32600 too); a
+#: message's messageId empty, its role no Role, its parts no Parts: -32602; a Task.id
+#: empty or a UUID of another version than 4 is what A2M-RSP-4 rejects (-32602, or the
+#: binding's -32005); a GetTask's or CancelTask's empty params.id names no task (-32602,
+#: A2A's -32001 TaskNotFound, or -32005 as for a SendMessage's missing Task.id; -32601
+#: from a responder that has no such method).
+WRONG_VALUE_ANSWER: dict[str, tuple[int, ...]] = {
+    "jsonrpc": (-32600,), "method": (-32601, -32600), "params.message.messageId": (-32602,),
+    "params.message.role": (-32602,), "params.message.parts": (-32602,),
+    "params.message.taskId": (-32602, -32005),
+    "GetTask.params.id": (-32602, -32001, -32005, -32601),
+    "CancelTask.params.id": (-32602, -32001, -32005, -32601),
 }
 
 
 def answer_to(case: str) -> tuple[int, ...] | None:
     """What the profile says a malformed request of `case` gets (MALFORMED_ANSWER, or by
-    its field for a wrong-type case); None: not a malformed case."""
+    its field for a wrong-type or a malformed-value case); None: not a malformed case."""
     if case.startswith("type:"):
         return WRONG_TYPE_ANSWER.get(case.split(":")[1])
+    if case.startswith("value:"):
+        return WRONG_VALUE_ANSWER.get(case.split(":")[1])
     return MALFORMED_ANSWER.get(case)
 
 
@@ -1989,6 +2009,7 @@ def _hostile(h: History, c: Collector, table: Callable[[str], tuple[int, ...] | 
             continue
         node, token = attack.target_node_id or "", attack.message_id
         c.count("malformed_wrong_type" if attack.how.startswith("type:")
+                else "malformed_wrong_value" if attack.how.startswith("value:")
                 else f"malformed_{attack.how}")
         got = out[(node, token)] + [a for d in sorted(handed[(node, token)])
                                     for a in out[(d, token)]]

@@ -235,11 +235,14 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "cases": Param("texts", "the cases to send, in turn (default: every one "
                                  "but the token cases, the wrong-type ones, "
                                  "type:<field>:<type>, a field of the request given a JSON "
-                                 "type A2A does not allow there, and the property ones, "
+                                 "type A2A does not allow there, the malformed-value "
+                                 "ones, value:<field>:<name>, a field given a value of its "
+                                 "type the rules forbid, and the property ones, "
                                  "prop:<property>:<form>, an MQTT 5 property in a form the "
                                  "profile forbids or lets vary)", a2a_attacks.CASES,
                                  choices=a2a_attacks.CASES + a2a_attacks.TOKEN_CASES
-                                 + a2a_attacks.TYPE_CASES + a2a_attacks.PROP_CASES)},
+                                 + a2a_attacks.TYPE_CASES + a2a_attacks.VALUE_CASES
+                                 + a2a_attacks.PROP_CASES)},
               scripts.malformed_request),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {

@@ -51,6 +51,23 @@ TYPED_FIELDS: dict[str, tuple[str, ...]] = {
 #: the wrong-type cases, derived from TYPED_FIELDS: `type:<field>:<the type sent>`
 TYPE_CASES = tuple(f"type:{field}:{t}" for field, ok in TYPED_FIELDS.items()
                    for t in WRONG_VALUES if t not in ok)
+#: Each field of TYPED_FIELDS, given a value of its own type that the rules forbid under any
+#: reading (JSON-RPC 2.0 §4: jsonrpc exactly "2.0", a method the server has; A2A's Message:
+#: a messageId, a role of its enum ROLE_USER / ROLE_AGENT, parts that are Part objects;
+#: A2M-RSP-4: a Task.id that is a UUIDv4 — a UUID of another version is none; GetTask's and
+#: CancelTask's params.id naming a task). `id` (any string or number) and contextId (an
+#: empty one is ProtoJSON's absent one: a new context) have none.
+MALFORMED_VALUES: dict[str, dict[str, object]] = {
+    "jsonrpc": {"1.0": "1.0"}, "method": {"empty": ""},
+    "params.message.messageId": {"empty": ""},
+    "params.message.role": {"not_a_role": "ROLE_ROBOT"},
+    "params.message.parts": {"not_parts": [7, "hi"]},
+    "params.message.taskId": {"empty": "", "uuid1": "6f1d2c2e-2a3b-11ef-8b5c-0242ac120002"},
+    "GetTask.params.id": {"empty": ""}, "CancelTask.params.id": {"empty": ""},
+}
+#: the malformed-value cases, derived from MALFORMED_VALUES: `value:<field>:<name>`
+VALUE_CASES = tuple(f"value:{field}:{name}" for field, values in MALFORMED_VALUES.items()
+                    for name in values)
 #: Each MQTT 5 property of a request a responder reads, and the forms of it the profile
 #: forbids or lets vary — MQTT 5 fixes every property's type on the wire (a Response Topic
 #: is a UTF-8 string, Correlation Data binary, a User Property a pair of strings), so what
@@ -99,10 +116,12 @@ def _send(task_id: str | None, context: str | None = "ctx-hostile",
     return {"jsonrpc": "2.0", "id": "hostile", "method": method, "params": {"message": message}}
 
 
-def _typed(case: str, task_id: str) -> bytes:
+def _typed(case: str, task_id: str, value: object = None) -> bytes:
     """A valid request with one field of the wrong JSON type, as `type:<field>:<type>`
-    says (a GetTask or CancelTask one where the field is named after its method)."""
-    _, field, kind = case.split(":")
+    says, or of a forbidden value, as `value:<field>:<name>` does (`value`, where given, in
+    place of the table's: a case's own Task.id); a GetTask or CancelTask one where the
+    field is named after its method."""
+    family, field, kind = case.split(":")
     method, _, path = field.partition(".") if field.startswith(("GetTask.", "CancelTask.")) \
         else ("SendMessage", "", field)
     body: dict[str, object] = _send(task_id) if method == "SendMessage" else \
@@ -111,7 +130,8 @@ def _typed(case: str, task_id: str) -> bytes:
     holder = body
     for key in parents:
         holder = holder[key]   # type: ignore[assignment]
-    holder[last] = WRONG_VALUES[kind]
+    holder[last] = WRONG_VALUES[kind] if family == "type" else \
+        value if value is not None else MALFORMED_VALUES[field][kind]
     return json.dumps(body).encode()
 
 
@@ -156,6 +176,10 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
     task_id = f"00000000-0000-4000-8{fault_index % 1000:03d}-{n:012d}"   # a UUIDv4 of its own
     # not a UUID, and its own too: a responder that runs it runs this case's task only
     bad_id = f"not-a-uuid-{fault_index}-{n}"
+    # a UUID of version 1, its own likewise (the table's, with this case's digits)
+    uuid1 = str(MALFORMED_VALUES["params.message.taskId"]["uuid1"])[:20] + \
+        f"{fault_index % 1000:03d}-{n:012d}" if case == "value:params.message.taskId:uuid1" \
+        else None
     bodies: dict[str, bytes] = {
         "not_json": b'{"jsonrpc": "2.0", "id": ',
         "not_utf8": b'{"jsonrpc":"2.0","id":"\xff\xfe"}',
@@ -176,7 +200,7 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
         OPENING: json.dumps(_send(task_id, context="ctx-first")).encode(),
         "context_switch": json.dumps(_send(task_id, context="ctx-second")).encode(),
         **{c: json.dumps(_send(task_id)).encode() for c in TOKEN_CASES},
-        **({case: _typed(case, task_id)} if case in TYPE_CASES else {}),
+        **({case: _typed(case, task_id, uuid1)} if case in TYPE_CASES + VALUE_CASES else {}),
         **{c: json.dumps(_send(task_id)).encode() for c in PROP_CASES},
         "prop:payload_format:not_utf8": b'{"jsonrpc":"2.0","id":"\xff\xfe"}',
     }
@@ -205,7 +229,8 @@ def malformed_request(case: str, n: int, fault_index: int, *, org: str, unit: st
                   correlation_data=correlation, user_properties=users,
                   content_type="application/json",
                   payload_format=1 if case == "prop:payload_format:not_utf8" else None)
-    named = bad_id if case == "bad_task_id" else task_id    # the Task.id its payload names
+    named = bad_id if case == "bad_task_id" else uuid1 or \
+        ("" if case == "value:params.message.taskId:empty" else task_id)  # its payload's Task.id
     event = AttackSent(ATTACK, case, fault_index, token, named, target_node, agent, "",
                        None, SignatureVerdict.UNSIGNED)
     return Malformed(f"$a2a/v1/request/{org}/{unit}/{agent}", bodies[case], props, event)

@@ -133,7 +133,8 @@ def invalid(m: mqtt.MQTTMessage) -> tuple[int, str] | dict:
         req = json.loads(m.payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return -32700, "parse error"
-    if not isinstance(req, dict) or req.get("jsonrpc") != "2.0" or "id" not in req \
+    if not isinstance(req, dict) or req.get("jsonrpc") != "2.0" \
+            or not isinstance(req.get("id"), (str, int)) or isinstance(req["id"], bool) \
             or not isinstance(req.get("method"), str):
         return -32600, "invalid request"
     if req["method"] != "SendMessage":
@@ -144,6 +145,14 @@ def invalid(m: mqtt.MQTTMessage) -> tuple[int, str] | dict:
         assert "any-task-id" in BUGS or uuid.UUID(msg["taskId"]).version == 4
     except (AssertionError, KeyError, TypeError, ValueError):
         return -32602, "message.taskId must be a UUIDv4"
+    # A2A's Message: a messageId, a role of its enum, parts that are Part objects, a
+    # contextId that is a string if any
+    if not isinstance(msg.get("messageId"), str) or not msg["messageId"] \
+            or msg.get("role") not in ("ROLE_USER", "ROLE_AGENT") \
+            or not isinstance(msg.get("parts"), list) \
+            or not all(isinstance(p, dict) for p in msg["parts"]) \
+            or not isinstance(msg.get("contextId", ""), (str, type(None))):
+        return -32602, "message needs a messageId, a role, Part objects, a string contextId"
     given = [v for k, v in getattr(m.properties, "UserProperty", []) if k == "a2a-context-id"]
     if "last-context-property" in BUGS:               # a dict of the pairs: the last one only
         given = given[-1:]

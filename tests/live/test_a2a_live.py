@@ -615,6 +615,21 @@ def test_a_responder_written_elsewhere_stopped_with_sigterm_says_offline_before_
     assert v.value is Value.UNKNOWN and v.counts["stops_without_a_disconnect"] == 1, v.counts
 
 
+@pytest.mark.parametrize("name", ["a2a_bad_types", "a2a_bad_values"])
+def test_a_responder_written_elsewhere_refuses_every_derived_bad_field(
+        tmp_path: Path, name: str) -> None:
+    """examples/a2a-responder on the cases derived from the field tables (every wrong JSON
+    type, every forbidden value), judged off its wire: each refused with the error JSON-RPC
+    names, none run, none unanswered. (It ran a request whose id was an array, and left one
+    whose contextId was a number unanswered, until these runs were pinned.)"""
+    scenario = load_scenario(SCENARIOS / f"{name}.toml").with_node_command("responder", EXAMPLE)
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    v = {v.name: v for v in result.verdicts}["a2a_replies"]
+    assert v.value is Value.TRUE, v.counterexamples[:3]
+    assert v.rules["malformed_requests_refused"] == {"violations": 0, "unknown": 0}
+
+
 # -- MQTT 5 properties in the forms the profile forbids (a2a_bad_properties) ----------------------
 @pytest.mark.parametrize("bug, ran", [
     ((), set()),

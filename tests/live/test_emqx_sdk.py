@@ -106,6 +106,25 @@ def test_the_sdk_responder_on_each_property_form(tmp_path: Path) -> None:
     assert replies.rules["unknown_artifact_modes_answered_in_json"]["violations"] == 0
 
 
+def test_the_sdk_responder_on_malformed_values(tmp_path: Path) -> None:
+    """A2M-RSP-3, A2M-RSP-4 on a2a_bad_values (each field a responder reads, given a value of
+    its type the rules forbid): it runs a request whose jsonrpc is "1.0", whose method is
+    empty (findings 5), whose messageId is empty or role ROLE_ROBOT (finding 13), whose
+    Task.id is a UUID of version 1 (finding 6); parts that are no Parts get -32700 (the JSON
+    parsed; finding 13)."""
+    v = _run(tmp_path, "a2a_bad_values", "responder", RESPONDER)
+    assert v["a2a_replies"].value is Value.FALSE
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    executed = {e["taskId"] for e in lines if e["kind"] == "task_executed"}
+    ran = {e["how"] for e in lines if e["kind"] == "attack_sent" and e["requestId"] in executed}
+    assert ran == {"value:jsonrpc:1.0", "value:method:empty",
+                   "value:params.message.messageId:empty",
+                   "value:params.message.role:not_a_role",
+                   "value:params.message.taskId:uuid1"}, ran
+    whys = [c["why"] for c in v["a2a_replies"].counterexamples]
+    assert not any("never answered" in w or "died" in w for w in whys), whys
+
+
 def test_the_sdk_responder_on_fields_of_the_wrong_json_type(tmp_path: Path) -> None:
     """A2M-RSP-3 on a2a_bad_types (each field a responder reads, given each JSON type it
     may not have): it runs requests whose jsonrpc, method, messageId or role is of the
@@ -274,6 +293,13 @@ RAW_CASES: dict[str, tuple[bytes, bytes, Callable[[Probe, bool, list[Any]], bool
                                                "method": "SendMessage",
                                                "params": {"message": "hi"}}).encode(), b"c1",
                                    lambda p, alive, got: _codes(got) == [-32700]),
+    # finding (a2a_bad_values): values of the right type the rules forbid — a role that is
+    # no Role, a Task.id that is a UUID of version 1 — run
+    "a role that is no Role": (_request(str(uuid.uuid4())).replace(b'"ROLE_USER"',
+                                                                  b'"ROLE_ROBOT"'),
+                               b"c1", lambda p, alive, got: len(p.calls) == 1),
+    "a Task.id that is a UUID of version 1": (_request(str(uuid.uuid1())), b"c1",
+                                              lambda p, alive, got: len(p.calls) == 1),
     # (an empty one, falsy, is refused -32005: the SDK tests `not task_id` first)
     "a Task.id that is an object": (_request("x").replace(b'"taskId": "x"',
                                                           b'"taskId": {"x": 1}'),

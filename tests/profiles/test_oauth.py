@@ -101,4 +101,9 @@ def test_every_case_the_attack_sends_has_the_answer_the_judge_wants() -> None:
     from bench.faults.a2a_attacks import TYPE_CASES, TYPED_FIELDS
     assert set(WRONG_TYPE_ANSWER) == set(TYPED_FIELDS)
     assert all(answer_to(case) for case in TYPE_CASES) and len(TYPE_CASES) == 57
+    # the malformed-value cases: an answer for every field the value table names
+    from bench.checks.a2a_mqtt import WRONG_VALUE_ANSWER
+    from bench.faults.a2a_attacks import MALFORMED_VALUES, VALUE_CASES
+    assert set(WRONG_VALUE_ANSWER) == set(MALFORMED_VALUES) <= set(TYPED_FIELDS)
+    assert all(answer_to(case) for case in VALUE_CASES) and len(VALUE_CASES) == 9
     assert not set(CASES) & set(TOKEN_CASES)

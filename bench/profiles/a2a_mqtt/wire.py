@@ -156,6 +156,10 @@ class Refusal:
     message: str
 
 
+#: A2A v1.0's Role, as its JSON carries it (ROLE_UNSPECIFIED is no role a message has)
+ROLES = ("ROLE_USER", "ROLE_AGENT")
+
+
 def parse_call(payload: bytes, props: Props) -> Call | Refusal:
     """A request's payload read as the profile's JSON-RPC, or the error to answer with.
     Checks, in order: UTF-8 and JSON (-32700); a JSON-RPC 2.0 request object (-32600); a
@@ -198,6 +202,12 @@ def parse_call(payload: bytes, props: Props) -> Call | Refusal:
         if not isinstance(message.get(key), str) or not message[key]:
             return Refusal(rpc_id, ErrorCode.INVALID_PARAMS,
                            f"message.{key} must be a non-empty string")
+    # and a role of A2A v1.0's enum (it ran a message whose role was ROLE_ROBOT until the
+    # a2a_bad_values scenario sent one)
+    if message["role"] not in ROLES:
+        return Refusal(rpc_id, ErrorCode.INVALID_PARAMS,
+                       f"message.role must be one of {', '.join(ROLES)}, not "
+                       f"{str(message['role'])[:40]!r}")
     parts = message.get("parts")
     if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
         return Refusal(rpc_id, ErrorCode.INVALID_PARAMS,
