@@ -173,6 +173,19 @@ def asked(h: History) -> list[Asked]:
                       next(iter(replies.get(a.node, ())), None), a.method, a.task_id,
                       a.context_id, a, bearer=a.bearer))
         for a in h.of(A2mAttempt)]
+    out += _asked_off_the_wire(h, own)
+    return [a for _seq, a in sorted(out, key=lambda x: x[0])]
+
+
+def wire_asked(h: History) -> list[Asked]:
+    """Every request a requester's wire tap saw it publish, the reference's too where it was
+    tapped (a grid, --wire-tap): what the rules that read only wires judge."""
+    return [a for _seq, a in sorted(_asked_off_the_wire(h, set()), key=lambda x: x[0])]
+
+
+def _asked_off_the_wire(h: History, skip: set[str]) -> list[tuple[int, Asked]]:
+    """The requests the taps saw leave each requester but those of `skip`, by seq."""
+    out: list[tuple[int, Asked]] = []
     # the tap reads a PUBLISH after the proxy's faults acted on it
     stripped = _tampering(h, "correlation_data", "strip")
     altered = _tampering(h, "correlation_data", "alter")
@@ -180,7 +193,7 @@ def asked(h: History) -> list[Asked]:
     # over) is not one it asked
     took = {(t.node, t.response_topic, t.correlation) for t in h.memo(intake)}
     for w in h.of(Wire):
-        if w.node in own or w.direction != "out" or w.packet != "PUBLISH" \
+        if w.node in skip or w.direction != "out" or w.packet != "PUBLISH" \
                 or not (w.topic or "").startswith(REQUEST_PREFIX):
             continue
         p = _props(w)
@@ -197,7 +210,7 @@ def asked(h: History) -> list[Asked]:
                                  _text(p.get("responseTopic")), w.rpc_method, w.task_id,
                                  w.conversation_id, w, tampered,
                                  bearer is not None and bearer.startswith("Bearer "))))
-    return [a for _seq, a in sorted(out, key=lambda x: x[0])]
+    return out
 
 
 def heard(h: History) -> list[Heard]:
@@ -209,25 +222,37 @@ def heard(h: History) -> list[Heard]:
                       -1 if r.reply is ReplyKind.ERROR else None, r.state, r,
                       r.responder_agent_id))
         for r in h.of(A2mReplyTaken) if r.reason is None]
+    out += _heard_off_the_wire(h, own)
+    return [x for _seq, x in sorted(out, key=lambda x: x[0])]
+
+
+def wire_heard(h: History) -> list[Heard]:
+    """Every reply a requester's wire tap saw reach it, the reference's too where tapped."""
+    return [x for _seq, x in sorted(_heard_off_the_wire(h, set()), key=lambda x: x[0])]
+
+
+def _heard_off_the_wire(h: History, skip: set[str]) -> list[tuple[int, Heard]]:
+    """The replies the taps saw reach each requester but those of `skip`, by seq."""
+    out: list[tuple[int, Heard]] = []
     subscribed: dict[tuple[str, str], float] = h.memo(_subscribed_at)
     for w in h.of(Wire):
         topic = w.topic or ""
-        if w.node in own or w.direction != "in" or w.packet != "PUBLISH" \
+        if w.node in skip or w.direction != "in" or w.packet != "PUBLISH" \
                 or not topic.startswith("$a2a/v1/reply/") or (w.node, topic) not in subscribed:
             continue
         out.append((w.seq, Heard(w.node, w.t_ms, topic, _text(_props(w).get("correlationData")),
                                  w.rpc_error, w.task_state, w,
                                  _user(w, "a2a-responder-agent-id"))))
-    return [x for _seq, x in sorted(out, key=lambda x: x[0])]
+    return out
 
 
 def _unnamed_pooled(h: History) -> set[int]:
     """The replies (their events' seq) a requester got off its wire to a request it had sent
     to a pool's topic, naming no responder: protocol errors (A2M-REQ-3) that answer nothing
     (`unnamed_pooled_replies_answer_nothing` judges that the requester knew)."""
-    pooled = {(a.node, a.correlation) for a in h.memo(asked)
-              if isinstance(a.event, Wire) and a.correlation is not None and _pool_of(a.topic)}
-    return {x.event.seq for x in h.memo(heard) if isinstance(x.event, Wire) and x.named is None
+    pooled = {(a.node, a.correlation) for a in h.memo(wire_asked)
+              if a.correlation is not None and _pool_of(a.topic)}
+    return {x.event.seq for x in h.memo(wire_heard) if x.named is None
             and (x.node, x.correlation) in pooled}
 
 
@@ -837,17 +862,16 @@ def _strays_answer_nothing(h: History, c: Collector, what: str,
     """A reply `stray` calls a protocol error (given the requester's own Correlation Data)
     settles nothing: judged per (requester, Task.id) at the first such reply before any
     valid one (counts `{what}`, `{what}_ignored`)."""
-    own = h.memo(_askers)
+    # off the wire, every requester's that was tapped, the reference's too (a grid,
+    # --wire-tap): its own records keep no Task.id of a reply they ignored
     sent: dict[str, set[str]] = defaultdict(set)                # node -> correlations
     asks: dict[tuple[str, str], list[Asked]] = defaultdict(list)  # (node, task) -> requests
-    for a in h.memo(asked):
-        if a.node in own or not isinstance(a.event, Wire):
-            continue
+    for a in h.memo(wire_asked):
         if a.correlation is not None:
             sent[a.node].add(a.correlation)
         if a.task_id:
             asks[(a.node, a.task_id)].append(a)
-    replies = [(r, r.event) for r in h.memo(heard) if isinstance(r.event, Wire)]
+    replies = [(r, r.event) for r in h.memo(wire_heard) if isinstance(r.event, Wire)]
     # (node, task) -> when the first valid reply to one of its requests came
     answered: dict[tuple[str, str], int] = {}
     for r, w in replies:
@@ -2786,7 +2810,8 @@ A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "
     "sent, on its Response Topic, with its Correlation Data; every request taken in is "
     "answered (liveness); refused input runs nothing; a task keeps its context, a task that "
-    "ended stays ended, and a task it has is never denied.",
+    "ended stays ended, and a task it has is never denied; an a2a- property it does not know, "
+    "or an artifact mode it does not support, changes nothing.",
     (replies_answer_a_request, replies_echo_the_task_id, nothing_after_the_final_answer,
      refused_requests_run_nothing, malformed_requests_refused, contexts_are_kept,
      ended_tasks_stay_ended, every_request_answered, known_tasks_stay_known,

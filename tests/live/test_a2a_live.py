@@ -615,6 +615,29 @@ def test_a_responder_written_elsewhere_stopped_with_sigterm_says_offline_before_
     assert v.value is Value.UNKNOWN and v.counts["stops_without_a_disconnect"] == 1, v.counts
 
 
+def test_the_reference_requester_behind_a_tap_is_judged_on_stray_replies_as_anyone(
+        tmp_path: Path) -> None:
+    """A2M-REQ-2 is judged off a requester's wire (its own records keep no Task.id of a reply
+    they ignored): the reference behind the tap (--wire-tap, a grid's every cell) is judged
+    as anyone's — each stray reply ignored and its request retried. The same history with
+    the retries after the first stray cut is FALSE."""
+    result = run_scenario(load_scenario(SCENARIOS / "a2a_stray_replies.toml"), REFERENCE,
+                          tmp_path, mode="live", options=Options(broker="mosquitto",
+                                                                 wire_tap=True))
+    [v] = [v for v in result.verdicts if v.name == "a2a_requests"]
+    assert v.value is Value.TRUE, v.counterexamples[:2]
+    assert v.counts["uncorrelated_replies"] > 0 and \
+        v.rules["uncorrelated_replies_answer_nothing"]["violations"] == 0
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
+    [stray] = [e for e in _of(lines, "client-1", "PUBLISH", "in", "$a2a/v1/reply/")
+               if "correlationData" not in (e.get("properties") or {})][:1]
+    later = {e["seq"] for e in _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")
+             if e["seq"] > stray["seq"] and e.get("taskId") == stray.get("taskId")}
+    assert later, "the reference asked nothing again after the stray"
+    mutated = checkers()["a2a_requests"](from_lines([e for e in lines if e["seq"] not in later]))
+    assert "uncorrelated_replies_answer_nothing" in {c["rule"] for c in mutated.counterexamples}
+
+
 @pytest.mark.parametrize("name", ["a2a_bad_types", "a2a_bad_values"])
 def test_a_responder_written_elsewhere_refuses_every_derived_bad_field(
         tmp_path: Path, name: str) -> None:
