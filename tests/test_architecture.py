@@ -79,6 +79,7 @@ LAYERS = {
     "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools.golden": {"run", "spec", "variants", "tools.golden"},   # runs every shipped scenario
+    "tools.reach": {"matrix", "tools.reach"},     # runs a matrix's cells under coverage.py
     # the reference pages: read every registry, run nothing
     "tools.reference": {"core", "checks", "faults", "variants", "cli", "tools", "conform",
                         "profiles"},

@@ -1,0 +1,241 @@
+"""The branches of the judged code the shipped matrix runs (coverage.py). What the shipped
+matrix executes of the code its verdicts judge — the reference implementations (the seed
+protocol's node core, the A2A-over-MQTT profile's responder and requester), the simulated
+broker and the fault code — measured with coverage.py's branch coverage over the matrix's
+simulated cells alone, no unit test. A bug in a branch no scenario runs cannot fail a verdict: this says where those
+branches are.
+
+    python -m bench.tools.reach                        # scenarios/default.matrix.toml
+    python -m bench.tools.reach --workers 2 --out results/reach
+
+It prints a table per module (statements and branches reached), writes coverage.py's HTML
+report into OUT/html/ and OUT/reach.json (per module its figures and the lines and branch
+arcs no cell reached: what `--compare` reads), and exits 0. `--compare BASE.json` exits 1
+when this run leaves a line unreached that BASE reached or did not have (a new branch no
+scenario executes), naming each, except the lines `tests/data/unreached.toml` lists with a
+reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+import tomllib
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+#: what the verdicts judge, as coverage.py's `source` (packages and modules, dotted)
+MEASURED = ("bench.core", "bench.profiles", "bench.substrates.sim.broker", "bench.faults")
+#: of those, files that hold no behaviour a scenario could run (the profile's clause table:
+#: text for the docs and conform)
+OMITTED = ("bench/profiles/a2a_mqtt/clauses.py",)
+#: lines allowed to stay unreached, each with its reason (`path:line = "reason"`)
+EXCEPTIONS = ROOT / "tests" / "data" / "unreached.toml"
+#: the modes whose cells run here: the simulation (live and docker cells are skipped)
+MODES = ("sim",)
+
+
+def _batch(cells: list[dict[str, Any]], out: str, data: str) -> tuple[int, int]:
+    """Run `cells` (Cell.to_json()) under coverage in this process, saving its data file
+    under `data`: (cells run, cells whose run raised)."""
+    import coverage
+    cov = coverage.Coverage(data_file=data, data_suffix=True, branch=True,
+                            source=list(MEASURED), omit=[str(ROOT / o) for o in OMITTED])
+    failed = 0
+    cov.start()     # before the bench is imported (a fresh process): its import lines count
+    try:
+        from bench.matrix import Cell, run_cell
+        for raw in cells:
+            try:
+                run_cell(Path(out), Cell(**raw))
+            except Exception as exc:   # noqa: BLE001 - one cell's failure costs its own lines only
+                failed += 1
+                print(f"reach: cell {raw.get('scenario')} raised {exc!r}", file=sys.stderr)
+    finally:
+        cov.stop()
+        cov.save()
+    return len(cells), failed
+
+
+def measure(matrix: Path, out: Path, workers: int,
+            say: Any = print) -> dict[str, Any]:
+    """Every simulated cell of `matrix` run under coverage, in `workers` processes; the
+    combined figures per module."""
+    import coverage
+
+    from bench.matrix import load_matrix
+    m = load_matrix(matrix)
+    cells = [c for c in m.cells if c.mode in MODES]
+    out.mkdir(parents=True, exist_ok=True)
+    data = str(out / ".coverage")
+    for stale in out.glob(".coverage*"):
+        stale.unlink()
+    raw = [_fields(c) for c in cells]
+    share = [raw[i::workers] for i in range(workers)]
+    say(f"reach: {len(cells)} simulated cells of {matrix.name} ({len(m.cells) - len(cells)} "
+        f"of other modes skipped) in {workers} worker(s), under coverage.py (branch)")
+    t0 = time.perf_counter()
+    # fresh interpreters ("spawn"): a forked one would hold the bench imported already
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        done = list(pool.map(_batch, share, [str(out / "cells")] * workers, [data] * workers))
+    wall = time.perf_counter() - t0
+    cov = coverage.Coverage(data_file=data, branch=True, source=list(MEASURED),
+                            omit=[str(ROOT / o) for o in OMITTED])
+    cov.combine([str(p) for p in out.glob(".coverage.*")])
+    cov.save()
+    cov.html_report(directory=str(out / "html"), title=f"a2a-bench reach: {matrix.name}")
+    report = _figures(cov)
+    report |= {"matrix": str(matrix), "cells": sum(n for n, _f in done),
+               "cells_failed": sum(f for _n, f in done), "wall_s": round(wall, 1),
+               "measured": list(MEASURED)}
+    (out / "reach.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def _fields(cell: Any) -> dict[str, Any]:
+    import dataclasses
+    return {f.name: getattr(cell, f.name) for f in dataclasses.fields(cell)}
+
+
+def _figures(cov: Any) -> dict[str, Any]:
+    """Per module (its path under the repository): statements and branches, how many were
+    reached, and what was not (lines; branch arcs as [from, to], to < 0 an exit)."""
+    data = cov.get_data()
+    modules: dict[str, Any] = {}
+    for path in sorted(data.measured_files()):
+        rel = str(Path(path).resolve().relative_to(ROOT))
+        analysis = cov._analyze(path)     # coverage.py's own per-file analysis
+        numbers = analysis.numbers
+        missing_arcs = analysis.missing_branch_arcs()
+        text = Path(path).read_text().splitlines()
+        modules[rel] = {
+            "statements": numbers.n_statements, "missed": numbers.n_missing,
+            "branches": numbers.n_branches, "partial": numbers.n_partial_branches,
+            "branches_missed": numbers.n_missing_branches,
+            "missing_lines": sorted(analysis.missing),
+            "missing_arcs": sorted([a, b] for a, bs in missing_arcs.items() for b in bs),
+            # each unreached line (or the line a branch not taken leaves) by its text: what
+            # a comparison with another commit matches, whatever lines moved between them
+            "unreached": sorted({text[n - 1].strip() for n in (
+                *analysis.missing, *missing_arcs)} - {""}),
+        }
+    # every measured module, also one no cell imported (all of it unreached)
+    for rel in _sources():
+        modules.setdefault(rel, {"statements": None, "missed": None, "branches": None,
+                                 "partial": None, "branches_missed": None,
+                                 "missing_lines": [], "missing_arcs": [], "unreached": [],
+                                 "never_imported": True})
+    return {"modules": modules, "total": _total(modules.values())}
+
+
+def _sources() -> list[str]:
+    out = []
+    for dotted in MEASURED:
+        base = ROOT / Path(*dotted.split("."))
+        files = [base.with_suffix(".py")] if base.with_suffix(".py").exists() \
+            else sorted(base.rglob("*.py"))
+        out += [str(f.relative_to(ROOT)) for f in files
+                if str(f.relative_to(ROOT)) not in OMITTED]
+    return out
+
+
+def _total(modules: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    known = [m for m in modules if m["statements"] is not None]
+    s = sum(m["statements"] for m in known)
+    b = sum(m["branches"] for m in known)
+    sm = sum(m["missed"] for m in known)
+    bm = sum(m["branches_missed"] for m in known)
+    return {"statements": s, "missed": sm, "branches": b, "branches_missed": bm,
+            "statement_pct": _pct(s - sm, s), "branch_pct": _pct(b - bm, b)}
+
+
+def _pct(n: int, of: int) -> float:
+    return round(100.0 * n / of, 1) if of else 100.0
+
+
+def render(report: dict[str, Any]) -> str:
+    """The table: per module, statements and branches reached by the matrix's cells."""
+    rows = [("module", "stmts", "reached", "branches", "reached")]
+    for rel, m in report["modules"].items():
+        if m["statements"] is None:
+            rows.append((rel, "-", "never imported", "-", ""))
+            continue
+        rows.append((rel, str(m["statements"]), f"{_pct(m['statements'] - m['missed'], m['statements'])} %",
+                     str(m["branches"]),
+                     f"{_pct(m['branches'] - m['branches_missed'], m['branches'])} %"))
+    t = report["total"]
+    rows.append(("total", str(t["statements"]), f"{t['statement_pct']} %", str(t["branches"]),
+                 f"{t['branch_pct']} %"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+                     for r in rows)
+
+
+def exceptions(path: Path = EXCEPTIONS) -> dict[str, dict[str, str]]:
+    """Per module (its path), the lines (their text, stripped) allowed to stay unreached,
+    each with why (tests/data/unreached.toml: a table per module, `"line text" = "why"`)."""
+    if not path.exists():
+        return {}
+    raw = tomllib.loads(path.read_text())
+    return {file: {str(k): str(v) for k, v in lines.items()} for file, lines in raw.items()}
+
+
+def new_unreached(report: dict[str, Any], base: dict[str, Any],
+                  allowed: dict[str, dict[str, str]]) -> list[str]:
+    """The lines this report leaves unreached that `base` did not (by their text, so lines
+    that only moved match): a branch added, or a scenario lost, that no cell executes —
+    less the allowed ones. Each as `path: line text` with its line number."""
+    out = []
+    for rel, m in report["modules"].items():
+        before = base["modules"].get(rel, {})
+        was = set(before.get("unreached", ())) | set(allowed.get(rel, {}))
+        if m.get("never_imported") and not before.get("never_imported", False):
+            out.append(f"{rel}: no cell imports it")
+            continue
+        fresh = set(m["unreached"]) - was
+        if not fresh:
+            continue
+        text = (ROOT / rel).read_text().splitlines()
+        numbers = set(m["missing_lines"]) | {a for a, _b in m["missing_arcs"]}
+        for n in sorted(numbers):
+            if text[n - 1].strip() in fresh:
+                out.append(f"{rel}:{n}: {text[n - 1].strip()}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.tools.reach", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("matrix", nargs="?", type=Path,
+                    default=ROOT / "scenarios" / "default.matrix.toml")
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "reach")
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--compare", type=Path, default=None, metavar="BASE.json",
+                    help="exit 1 naming each line unreached here that BASE reached or lacked")
+    args = ap.parse_args(argv)
+    if not args.matrix.exists():
+        print(f"reach: {args.matrix}: no such matrix file", file=sys.stderr)
+        return 3
+    report = measure(args.matrix, args.out, max(1, args.workers))
+    print(render(report))
+    print(f"{report['cells']} cells ({report['cells_failed']} raised) in {report['wall_s']} s; "
+          f"report: {args.out / 'html' / 'index.html'}, {args.out / 'reach.json'}")
+    if args.compare is not None:
+        fresh = new_unreached(report, json.loads(args.compare.read_text()), exceptions())
+        for line in fresh:
+            print(f"reach: {line}: no cell of the matrix executes it (a scenario that does, or "
+                  f"a line in {EXCEPTIONS.relative_to(ROOT)} saying why not)", file=sys.stderr)
+        return 1 if fresh else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

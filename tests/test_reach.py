@@ -1,0 +1,49 @@
+"""`python -m bench.tools.reach`: the matrix's branch coverage of what its verdicts judge,
+and the comparison CI makes with the main branch's (a line no cell executes, new since)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.tools import reach
+
+TINY = """name = "tiny"
+description = "two cells"
+[[group]]
+name = "g"
+scenarios = ["a2a_quickstart", "quickstart"]
+variants = ["reference"]
+seeds = [1]
+"""
+
+
+def test_a_tiny_matrix_is_measured_per_module_with_its_unreached_lines(tmp_path: Path) -> None:
+    """Two simulated cells under coverage.py in a fresh process: the reference requester
+    ran (its import lines counted too), the clause table is not measured, and what no
+    cell ran is listed by line and by text."""
+    (tmp_path / "tiny.toml").write_text(TINY)
+    report = reach.measure(tmp_path / "tiny.toml", tmp_path / "out", 1, say=lambda _l: None)
+    modules = report["modules"]
+    assert report["cells"] == 2 and report["cells_failed"] == 0
+    requester = modules["bench/profiles/a2a_mqtt/requester.py"]
+    assert 0 < requester["missed"] < requester["statements"]
+    assert "bench/profiles/a2a_mqtt/clauses.py" not in modules
+    scripts = modules["bench/faults/scripts.py"]    # no fault in either scenario
+    assert scripts["unreached"] and len(scripts["missing_lines"]) == scripts["missed"]
+    assert (tmp_path / "out" / "html" / "index.html").exists()
+    assert "total" in reach.render(report)
+
+
+def test_a_line_unreached_since_the_base_is_named_unless_it_moved_or_is_allowed() -> None:
+    base = {"modules": {"bench/faults/scripts.py": {"unreached": ["old = 1"]}}}
+    src = (reach.ROOT / "bench/faults/scripts.py").read_text().splitlines()
+    n = next(i for i, line in enumerate(src, 1) if line.strip().startswith("def "))
+    line = src[n - 1].strip()
+    now = {"modules": {"bench/faults/scripts.py": {
+        "missing_lines": [n], "missing_arcs": [], "unreached": [line, "old = 1"]}}}
+    assert reach.new_unreached(now, base, {}) == [f"bench/faults/scripts.py:{n}: {line}"]
+    # the same text unreached in the base (it only moved): nothing new
+    moved = {"modules": {"bench/faults/scripts.py": {"unreached": [line]}}}
+    assert reach.new_unreached(now, moved, {}) == []
+    allowed = {"bench/faults/scripts.py": {line: "a reason"}}
+    assert reach.new_unreached(now, base, allowed) == []
