@@ -861,7 +861,10 @@ def _strays_answer_nothing(h: History, c: Collector, what: str,
                            stray: Callable[[Heard, set[str]], bool]) -> None:
     """A reply `stray` calls a protocol error (given the requester's own Correlation Data)
     settles nothing: judged per (requester, Task.id) at the first such reply before any
-    valid one (counts `{what}`, `{what}_ignored`)."""
+    valid one (counts `{what}`, `{what}_ignored`); where a valid reply came after it,
+    before a retry was due, that one answered the request (`{what}_then_answered`: the next
+    item of a responder that streams its statuses) and the case is not one of `{what}`: what
+    the requester made of the stray cannot be told."""
     # off the wire, every requester's that was tapped, the reference's too (a grid,
     # --wire-tap): its own records keep no Task.id of a reply they ignored
     sent: dict[str, set[str]] = defaultdict(set)                # node -> correlations
@@ -874,9 +877,11 @@ def _strays_answer_nothing(h: History, c: Collector, what: str,
     replies = [(r, r.event) for r in h.memo(wire_heard) if isinstance(r.event, Wire)]
     # (node, task) -> when the first valid reply to one of its requests came
     answered: dict[tuple[str, str], int] = {}
+    valid: dict[tuple[str, str], list[Heard]] = defaultdict(list)
     for r, w in replies:
         if not stray(r, sent[r.node]) and r.correlation in sent[r.node]:
             answered.setdefault((r.node, w.task_id or ""), w.seq)
+            valid[(r.node, w.task_id or "")].append(r)
     crashes = h.memo(Transit).crashes
     windows = h.memo(fault_windows)
     judged: set[tuple[str, str]] = set()
@@ -889,12 +894,19 @@ def _strays_answer_nothing(h: History, c: Collector, what: str,
         if not before or key in judged or answered.get(key, r.event.seq + 1) < r.event.seq:
             continue
         judged.add(key)
+        latest = before[-1]
+        due = latest.t_ms + REPLY_FIRST_MS + BACKOFF_MS[1] * 1.2 + UNCORRELATED_SLACK_MS
+        if not any(a.event.seq > r.event.seq for a in asks[key]) and any(
+                r.event.seq < v.event.seq and v.t_ms <= due for v in valid[key]):
+            # a valid reply came after it, before a retry was due (the stream's next item:
+            # a responder that streams status updates): that one answered the request, and
+            # what the requester made of the stray cannot be told — no case of `what`
+            c.count(f"{what}_then_answered")
+            continue
         c.count(what)
         if any(a.event.seq > r.event.seq for a in asks[key]):
             c.count(f"{what}_ignored")      # it asked again: still waiting
             continue
-        latest = before[-1]
-        due = latest.t_ms + REPLY_FIRST_MS + BACKOFF_MS[1] * 1.2 + UNCORRELATED_SLACK_MS
         if len(before) >= MAX_ATTEMPTS or due > h.end_ms \
                 or any(latest.t_ms <= t <= due for t in crashes[r.node]) \
                 or any(f.fault != "property_tampering" and (not f.nodes or r.node in f.nodes)

@@ -634,8 +634,23 @@ def test_the_reference_requester_behind_a_tap_is_judged_on_stray_replies_as_anyo
     later = {e["seq"] for e in _of(lines, "client-1", "PUBLISH", "out", "$a2a/v1/request/")
              if e["seq"] > stray["seq"] and e.get("taskId") == stray.get("taskId")}
     assert later, "the reference asked nothing again after the stray"
-    mutated = checkers()["a2a_requests"](from_lines([e for e in lines if e["seq"] not in later]))
+    cut = [e for e in lines if e["seq"] not in later]
+    mutated = checkers()["a2a_requests"](from_lines(cut))
     assert "uncorrelated_replies_answer_nothing" in {c["rule"] for c in mutated.counterexamples}
+    # a responder that streams: the stray was its first item, the next came with the
+    # Correlation Data — that one answered the request, no retry was owed, and what the
+    # requester made of the stray cannot be told (no case either way)
+    asked = next(e for e in _of(cut, "client-1", "PUBLISH", "out", "$a2a/v1/request/")
+                 if e.get("taskId") == stray.get("taskId") and e["seq"] < stray["seq"])
+    follow = {**stray, "seq": stray["seq"] + 0.5, "tMs": stray["tMs"] + 50,
+              "properties": {**stray["properties"],
+                             "correlationData": asked["properties"]["correlationData"]}}
+    streamed = sorted([*cut, follow], key=lambda e: e["seq"])
+    for i, e in enumerate(streamed, 1):
+        e["seq"] = i
+    v2 = checkers()["a2a_requests"](from_lines(streamed))
+    assert "uncorrelated_replies_answer_nothing" not in {c["rule"] for c in v2.counterexamples}
+    assert v2.counts["uncorrelated_replies_then_answered"] >= 1, v2.counts
 
 
 @pytest.mark.parametrize("name", ["a2a_bad_types", "a2a_bad_values"])
