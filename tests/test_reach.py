@@ -3,7 +3,10 @@ and the comparison CI makes with the main branch's (a line no cell executes, new
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from bench.tools import reach
 
@@ -41,9 +44,27 @@ def test_a_line_unreached_since_the_base_is_named_unless_it_moved_or_is_allowed(
     line = src[n - 1].strip()
     now = {"modules": {"bench/faults/scripts.py": {
         "missing_lines": [n], "missing_arcs": [], "unreached": [line, "old = 1"]}}}
-    assert reach.new_unreached(now, base, {}) == [f"bench/faults/scripts.py:{n}: {line}"]
+    assert reach.new_unreached(now, base, {}) == [f"bench/faults/scripts.py:{n}: `{line}`"]
     # the same text unreached in the base (it only moved): nothing new
     moved = {"modules": {"bench/faults/scripts.py": {"unreached": [line]}}}
     assert reach.new_unreached(now, moved, {}) == []
     allowed = {"bench/faults/scripts.py": {line: "a reason"}}
     assert reach.new_unreached(now, base, allowed) == []
+
+
+@pytest.mark.slow
+def test_every_branch_the_main_branch_reached_is_still_reached(tmp_path: Path) -> None:
+    """The default matrix under coverage.py (about a minute on 2 cores): a line of the
+    reference implementations, the simulated broker or the fault code that no cell runs and
+    that the main branch's run (tests/data/reach-baseline.json) ran or did not have — a
+    branch added without the scenario that reaches it — fails, named, unless
+    tests/data/unreached.toml says why it may stay so. (Shown on a deliberate one,
+    2026-12-05: an `if` on a case the fault never sends, named with its body.)"""
+    report = reach.measure(reach.ROOT / "scenarios" / "default.matrix.toml", tmp_path, 2,
+                           say=lambda _line: None)
+    assert report["cells_failed"] == 0
+    fresh = reach.new_unreached(report, json.loads(reach.BASELINE.read_text()),
+                                reach.exceptions())
+    assert not fresh, ("run by no cell of the default matrix (a scenario that runs each, or "
+                       "a line in tests/data/unreached.toml saying why not; "
+                       "python -m bench.tools.reach):\n" + "\n".join(fresh))

@@ -36,8 +36,11 @@ MEASURED = ("bench.core", "bench.profiles", "bench.substrates.sim.broker", "benc
 #: of those, files that hold no behaviour a scenario could run (the profile's clause table:
 #: text for the docs and conform)
 OMITTED = ("bench/profiles/a2a_mqtt/clauses.py",)
-#: lines allowed to stay unreached, each with its reason (`path:line = "reason"`)
+#: lines allowed to stay unreached, each with its reason (a table per module: `"line text" =
+#: "reason"`)
 EXCEPTIONS = ROOT / "tests" / "data" / "unreached.toml"
+#: the main branch's unreached lines (per module, their text): what CI compares a change with
+BASELINE = ROOT / "tests" / "data" / "reach-baseline.json"
 #: the modes whose cells run here: the simulation (live and docker cells are skipped)
 MODES = ("sim",)
 
@@ -207,8 +210,17 @@ def new_unreached(report: dict[str, Any], base: dict[str, Any],
         numbers = set(m["missing_lines"]) | {a for a, _b in m["missing_arcs"]}
         for n in sorted(numbers):
             if text[n - 1].strip() in fresh:
-                out.append(f"{rel}:{n}: {text[n - 1].strip()}")
+                out.append(f"{rel}:{n}: `{text[n - 1].strip()}`")
     return out
+
+
+def baseline(report: dict[str, Any]) -> dict[str, Any]:
+    """What a later run is compared with: per module its unreached lines' text, and whether
+    no cell imported it."""
+    return {"matrix": Path(report["matrix"]).name, "total": report["total"],
+            "modules": {rel: {"unreached": m["unreached"],
+                              **({"never_imported": True} if m.get("never_imported") else {})}
+                        for rel, m in report["modules"].items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,7 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "reach")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--compare", type=Path, default=None, metavar="BASE.json",
-                    help="exit 1 naming each line unreached here that BASE reached or lacked")
+                    help="exit 1 naming each line unreached here that BASE reached or lacked "
+                         f"(the main branch's: {BASELINE.relative_to(ROOT)})")
+    ap.add_argument("--write-baseline", action="store_true",
+                    help=f"write this run's unreached lines to {BASELINE.relative_to(ROOT)}")
     args = ap.parse_args(argv)
     if not args.matrix.exists():
         print(f"reach: {args.matrix}: no such matrix file", file=sys.stderr)
@@ -228,11 +243,15 @@ def main(argv: list[str] | None = None) -> int:
     print(render(report))
     print(f"{report['cells']} cells ({report['cells_failed']} raised) in {report['wall_s']} s; "
           f"report: {args.out / 'html' / 'index.html'}, {args.out / 'reach.json'}")
+    if args.write_baseline:
+        BASELINE.write_text(json.dumps(baseline(report), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {BASELINE.relative_to(ROOT)}")
     if args.compare is not None:
         fresh = new_unreached(report, json.loads(args.compare.read_text()), exceptions())
         for line in fresh:
-            print(f"reach: {line}: no cell of the matrix executes it (a scenario that does, or "
-                  f"a line in {EXCEPTIONS.relative_to(ROOT)} saying why not)", file=sys.stderr)
+            print(f"reach: {line} is run by no cell of the matrix: a scenario that runs it, "
+                  f"or its line in {EXCEPTIONS.relative_to(ROOT)} saying why not",
+                  file=sys.stderr)
         return 1 if fresh else 0
     return 0
 
