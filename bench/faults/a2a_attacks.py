@@ -3,9 +3,11 @@ cases of issue 32 — malformed JSON, non-UTF-8 bytes, a JSON array or null, a r
 without jsonrpc, an unknown method, a missing or non-UUID Task.id, a context id that
 differs between its User Property and the payload, a task's next request in another context
 than the one it was created in, an empty payload, and the binding's own: no Response Topic,
-no Correlation Data; and one valid request whose Correlation Data is binary, not UTF-8;
-each MQTT 5 property a responder reads in the forms the profile forbids or lets vary
-(PROPERTY_FORMS).
+no Correlation Data; and one valid request whose Correlation Data is binary, not UTF-8.
+Derived from tables rather than written one by one: each field a responder reads given each
+JSON type it may not have (TYPED_FIELDS) and each value of its type the rules forbid
+(MALFORMED_VALUES); each MQTT 5 property it reads in the forms the profile forbids or lets
+vary (PROPERTY_FORMS).
 Built here from the spec, never with an agent's code (the answer each must get is the
 judge's to know: `bench.checks.a2a_mqtt.MALFORMED_ANSWER`). No I/O."""
 
