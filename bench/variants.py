@@ -727,6 +727,17 @@ class A2mRefusesUnknownReplyProperties(Requester):
             super()._on_reply(fx, msg)
 
 
+class A2mGivesUpWhenRefused(Requester):
+    """A2M-RETRY-5: a request whose publish the broker refused (a PUBACK failure reason code)
+    is given up at once, NOT_SENT, with its attempts left — not sent again."""
+
+    def _retry_or_give_up(self, fx: Any, op: Operation, why: Any, outcome: Any) -> None:
+        if why is ev.AttemptWhy.NOT_ACCEPTED:
+            self._settle(fx, op, outcome, None, None)
+            return
+        super()._retry_or_give_up(fx, op, why, outcome)
+
+
 class A2mStallRepublishes(Requester):
     """A2M-RETRY-7: a stream that brings nothing for the idle wait is recovered by
     publishing the request again (a new attempt, new Correlation Data), not with GetTask."""
@@ -866,6 +877,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "a2a_bad_properties", responder=A2mDropsUnknownProperties),
     Variant("a2m_drops_artifact_modes", Node, "A2M-BIN-1", "a2a_replies", "a2a_bad_properties",
             responder=A2mDropsArtifactModes),
+    Variant("a2m_gives_up_when_refused", Node, "A2M-RETRY-5", "a2a_requests",
+            "a2a_publish_refused", requester=A2mGivesUpWhenRefused),
     Variant("a2m_refuses_unknown_reply_properties", Node, "A2M-PROP-2", "a2a_requests",
             "a2a_reply_extras", requester=A2mRefusesUnknownReplyProperties),
 )}

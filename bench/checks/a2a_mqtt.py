@@ -1142,6 +1142,37 @@ def replies_with_unknown_properties_taken(h: History, c: Collector) -> None:
                     f"{SETTLE_AFTER_FINAL_MS / 1000:.0f} s", ask.event, f.event)
 
 
+#: A PUBACK reason code that says the broker did not accept the publish (MQTT 5 §3.4.2.1)
+REFUSED_FROM = 0x80
+
+
+@rule("A2M-RETRY-5: a publish the broker did not accept is retried until the attempts run out")
+def refused_publishes_retried(h: History, c: Collector) -> None:
+    """A request whose PUBLISH the broker refused (a PUBACK reason code of 0x80 or more)
+    was not sent: the requester sends it again (new Correlation Data, the same Task.id) —
+    after the profile's backoff — unless that was its last attempt. Of the reference, from
+    its records: an operation it gave up NOT_SENT with attempts left. Of one written
+    elsewhere: undecided — its tap shows the refusing PUBACK but not the PUBLISH it refused
+    (the fault proxy refuses it before the tap's record), so which Task.id to hold to its
+    retry is not on the wire."""
+    for p in h.of(A2mPuback):
+        if p.reason_code >= REFUSED_FROM:
+            c.count("refused_publishes")
+    for s in h.of(A2mSettled):
+        if s.outcome is A2mOutcome.NOT_SENT and s.attempts < MAX_ATTEMPTS:
+            c.violation(f"{s.node} gave up its {s.method} of task {s.task_id} as not sent after "
+                        f"{s.attempts} of {MAX_ATTEMPTS} attempts: a publish not accepted is "
+                        f"retried until the attempts run out", s)
+    own = h.memo(_askers)
+    requesters = {a.node for a in h.memo(wire_asked)}
+    for w in h.of(Wire):
+        if w.node in own or w.node not in requesters or w.direction != "in" \
+                or w.packet != "PUBACK" or not w.reason_codes \
+                or w.reason_codes[0] < REFUSED_FROM:
+            continue
+        c.unknown("refused_request_not_on_the_tap")
+
+
 @rule("A2M-RETRY-7 (SHOULD): a stream stalled past its idle wait is recovered with GetTask on "
       "its Task.id, not by publishing the request again")
 def stalled_streams_recovered_with_get_task(h: History, c: Collector) -> None:
@@ -2815,7 +2846,8 @@ A2A_REQUESTS = Checker(
      nothing_settled_twice, reply_suffixes_resist_collisions,
      uncorrelated_replies_answer_nothing, unnamed_pooled_replies_answer_nothing,
      final_statuses_end_the_operation, stalled_streams_recovered_with_get_task,
-     protocol_errors_not_retried_unchanged, replies_with_unknown_properties_taken),
+     protocol_errors_not_retried_unchanged, replies_with_unknown_properties_taken,
+     refused_publishes_retried),
     _no_operation,
     protocols=frozenset({A2A_MQTT}))
 A2A_REPLIES = Checker(

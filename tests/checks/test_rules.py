@@ -28,7 +28,7 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
              "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed",
              "a2a_multiturn", "a2a_oauth", "a2a_handover", "a2a_stream_stall",
-             "a2a_bad_properties", "a2a_reply_extras")
+             "a2a_bad_properties", "a2a_reply_extras", "a2a_publish_refused")
 
 
 @pytest.fixture(scope="module")
@@ -480,6 +480,9 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     # an operation's end reported 20 s after the status that ended its stream
     "final_statuses_end_the_operation": ("a2a_quickstart", alter(
         "a2m_settled", tMs=lambda e: e["tMs"] + 20_000)),
+    # an operation whose publishes were refused, given up after its first attempt
+    "refused_publishes_retried": ("a2a_publish_refused", alter(
+        "a2m_settled", lambda e: e["outcome"] == "NOT_SENT", attempts=1)),
     # a reply carrying an unknown a2a- property ended nothing for 20 s
     "replies_with_unknown_properties_taken": ("a2a_reply_extras", alter(
         "a2m_settled", tMs=lambda e: e["tMs"] + 20_000)),
