@@ -1105,10 +1105,8 @@ def replies_with_unknown_properties_taken(h: History, c: Collector) -> None:
                         lambda key: key.startswith("a2a-") and key not in BINDING_PROPERTIES)
 
     def unknown_on(w: Wire) -> bool:
-        pairs = _props(w).get("userProperties")
-        return any(isinstance(p, list) and len(p) == 2 and str(p[0]).startswith("a2a-")
-                   and p[0] not in BINDING_PROPERTIES
-                   for p in (pairs if isinstance(pairs, list) else []))
+        return any(str(name).startswith("a2a-") and name not in BINDING_PROPERTIES
+                   for name, _value in _user_pairs(w))
     by_path = {(a.response_topic, a.correlation): a for a in h.memo(asked)
                if a.correlation is not None and a.task_id is not None}
     heard_unknown = {(x.topic, x.correlation) for x in h.memo(heard)
@@ -2553,13 +2551,19 @@ def _tapped(h: History) -> dict[str, list[Wire]]:
     return out
 
 
+def _user_pairs(w: Wire) -> list[tuple[object, object]]:
+    """A tapped PUBLISH's User Properties, (name, value) in order, the well-formed ones."""
+    pairs = _props(w).get("userProperties")
+    return [(p[0], p[1]) for p in (pairs if isinstance(pairs, list) else [])
+            if isinstance(p, list) and len(p) == 2]
+
+
 def _user(w: Wire, key: str) -> str | None:
     """The last value of User Property `key` on a tapped PUBLISH."""
     found = None
-    pairs = _props(w).get("userProperties")
-    for pair in pairs if isinstance(pairs, list) else []:
-        if isinstance(pair, list) and len(pair) == 2 and pair[0] == key:
-            found = pair[1]
+    for name, value in _user_pairs(w):
+        if name == key:
+            found = value
     return found if isinstance(found, str) else None
 
 

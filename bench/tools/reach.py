@@ -19,6 +19,7 @@ reason.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -48,14 +49,21 @@ BASELINE = ROOT / "tests" / "data" / "reach-baseline.json"
 MODES = ("sim",)
 
 
-def _batch(cells: list[dict[str, Any]], out: str, data: str) -> tuple[int, int]:
-    """Run `cells` (Cell.to_json()) under coverage in this process, saving its data file
-    under `data`: (cells run, cells whose run raised)."""
+def _coverage(data: str, suffix: bool = False) -> Any:
+    """coverage.py as reach measures: branches, of MEASURED less OMITTED, EXCLUDED left out."""
     import coverage
-    cov = coverage.Coverage(data_file=data, data_suffix=True, branch=True,
+    cov = coverage.Coverage(data_file=data, data_suffix=suffix, branch=True,
                             source=list(MEASURED), omit=[str(ROOT / o) for o in OMITTED])
     for pattern in EXCLUDED:
         cov.exclude(pattern)
+    return cov
+
+
+def _batch(cells: list[dict[str, Any]], out: str, data: str) -> tuple[int, int]:
+    """Run `cells` (a matrix Cell's fields each: a Cell itself would import the bench as it
+    is unpickled, before coverage starts) under coverage in this process, saving its data
+    file under `data`: (cells run, cells whose run raised)."""
+    cov = _coverage(data, suffix=True)
     failed = 0
     cov.start()     # before the bench is imported (a fresh process): its import lines count
     try:
@@ -76,8 +84,6 @@ def measure(matrix: Path, out: Path, workers: int,
             say: Any = print) -> dict[str, Any]:
     """Every simulated cell of `matrix` run under coverage, in `workers` processes; the
     combined figures per module."""
-    import coverage
-
     from bench.matrix import load_matrix
     m = load_matrix(matrix)
     cells = [c for c in m.cells if c.mode in MODES]
@@ -85,7 +91,7 @@ def measure(matrix: Path, out: Path, workers: int,
     data = str(out / ".coverage")
     for stale in out.glob(".coverage*"):
         stale.unlink()
-    raw = [_fields(c) for c in cells]
+    raw = [dataclasses.asdict(c) for c in cells]
     share = [raw[i::workers] for i in range(workers)]
     say(f"reach: {len(cells)} simulated cells of {matrix.name} ({len(m.cells) - len(cells)} "
         f"of other modes skipped) in {workers} worker(s), under coverage.py (branch)")
@@ -94,10 +100,7 @@ def measure(matrix: Path, out: Path, workers: int,
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         done = list(pool.map(_batch, share, [str(out / "cells")] * workers, [data] * workers))
     wall = time.perf_counter() - t0
-    cov = coverage.Coverage(data_file=data, branch=True, source=list(MEASURED),
-                            omit=[str(ROOT / o) for o in OMITTED])
-    for pattern in EXCLUDED:
-        cov.exclude(pattern)
+    cov = _coverage(data)
     cov.combine([str(p) for p in out.glob(".coverage.*")])
     cov.save()
     cov.html_report(directory=str(out / "html"), title=f"a2a-bench reach: {matrix.name}")
@@ -107,11 +110,6 @@ def measure(matrix: Path, out: Path, workers: int,
                "measured": list(MEASURED)}
     (out / "reach.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
-
-
-def _fields(cell: Any) -> dict[str, Any]:
-    import dataclasses
-    return {f.name: getattr(cell, f.name) for f in dataclasses.fields(cell)}
 
 
 def _figures(cov: Any) -> dict[str, Any]:
