@@ -35,7 +35,7 @@ from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, canonical_json, encode
 from bench.core.events import A2A_MQTT, SEED
 from bench.core.gate import Gate, Gates
-from bench.core.inputs import MessageReceived, Restored, Started, TimerKind
+from bench.core.inputs import MessageReceived, Restored, Started, TaskFinished, TimerKind
 from bench.core.instance import Instance, InstanceEvent, InstanceStatus
 from bench.core.ledger import LedgerConfig, dedup_key
 from bench.core.node import Node
@@ -718,6 +718,16 @@ class A2mDropsArtifactModes(Responder):
             super()._on_request(fx, msg)
 
 
+class A2mCompletesFailedTasks(Responder):
+    """A2M-BASE-1: a task whose agent failed is reported COMPLETED (the agent's error as
+    its result): every request is answered, every state is one a task may take."""
+
+    def _on_ended(self, fx: ProfileEffects, inp: TaskFinished) -> None:
+        if not inp.ok:
+            inp = replace(inp, ok=True, result=inp.error or "the agent failed")
+        super()._on_ended(fx, inp)
+
+
 class A2mRefusesUnknownReplyProperties(Requester):
     """A2M-PROP-2: a reply carrying an a2a- User Property it does not know is ignored as a
     protocol error: the operation waits out its first-reply wait and retries."""
@@ -879,6 +889,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             responder=A2mDropsArtifactModes),
     Variant("a2m_gives_up_when_refused", Node, "A2M-RETRY-5", "a2a_requests",
             "a2a_publish_refused", requester=A2mGivesUpWhenRefused),
+    Variant("a2m_completes_failed_tasks", Node, "A2M-BASE-1", "a2a_replies", "a2a_streams",
+            responder=A2mCompletesFailedTasks),
     Variant("a2m_refuses_unknown_reply_properties", Node, "A2M-PROP-2", "a2a_requests",
             "a2a_reply_extras", requester=A2mRefusesUnknownReplyProperties),
 )}

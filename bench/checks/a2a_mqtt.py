@@ -67,6 +67,9 @@ NO_MATCHING_SUBSCRIBERS = 0x10
 FINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
                           "TASK_STATE_REJECTED", "TASK_STATE_INPUT_REQUIRED",
                           "TASK_STATE_AUTH_REQUIRED"})
+COMPLETED, FAILED, CANCELED, INPUT_REQUIRED = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
+                                              "TASK_STATE_CANCELED",
+                                              "TASK_STATE_INPUT_REQUIRED")
 #: The task states no task leaves (A2A v1.0's terminal states).
 TERMINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
                              "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"})
@@ -1892,6 +1895,54 @@ def ended_tasks_stay_ended(h: History, c: Collector) -> None:
                         f"{first.state}", first.event, a.event)
 
 
+@rule("A2M-BASE-1: a task ends as its agent did: COMPLETED when the agent succeeded, FAILED "
+      "when it failed, INPUT_REQUIRED when it asked for input")
+def tasks_end_as_their_agent_did(h: History, c: Collector) -> None:
+    """The bench plays every responder's agent and journals each answer it gives
+    (`AgentAnswered`: ok or failed, and whether it asked for input) — its own observation,
+    never the responder's word. The first stream-final answer the responder publishes about
+    that task afterwards (off its wire, or from its records) says what the agent did:
+    `TASK_STATE_COMPLETED` for a success, `TASK_STATE_FAILED` for a failure,
+    `TASK_STATE_INPUT_REQUIRED` for a question. Explained, not judged: the task had ended
+    before the agent answered (cancelled, failed by its watchdog: the answer comes too
+    late to count), the responder crashed in between, or a CancelTask for the task came
+    first (`TASK_STATE_CANCELED`). A responder that reports a failed task COMPLETED (or a
+    successful one FAILED, or a finished one still waiting for input) fails this; the
+    liveness of the answer is `every_request_answered`'s."""
+    crashes = h.memo(Transit).crashes
+    finals: dict[tuple[str, str], list[Answer]] = defaultdict(list)
+    for a in h.memo(answers):
+        if a.task_id is not None and a.kind != "ERROR" and a.state in FINAL_STATES:
+            finals[(a.node, a.task_id)].append(a)
+    cancels: dict[str, list[float]] = defaultdict(list)
+    for t in h.memo(intake):
+        if t.method == "CancelTask" and t.task_id is not None and not t.refused:
+            cancels[t.task_id].append(t.t_ms)
+    for e in h.of(AgentAnswered):
+        mine = finals.get((e.node, e.task_id), [])
+        if any(a.event.seq < e.seq and a.state in TERMINAL_STATES for a in mine):
+            c.count("answered_after_its_task_ended")
+            continue
+        after = next((a for a in mine if a.event.seq > e.seq), None)
+        if after is None:
+            c.count("no_final_answer_after_it")     # every_request_answered judges that
+            continue
+        if any(e.t_ms <= x <= after.t_ms for x in crashes.get(e.node, ())):
+            c.count("its_responder_crashed_meanwhile")
+            continue
+        if after.state == CANCELED \
+                and any(x <= after.t_ms for x in cancels.get(e.task_id, ())):
+            c.count("canceled_meanwhile")
+            continue
+        agent = ("asked for input" if e.asks_input else "succeeded") if e.ok else "failed"
+        want = (INPUT_REQUIRED if e.asks_input else COMPLETED) if e.ok else FAILED
+        c.count(f"agent_{agent.replace(' ', '_')}")
+        if after.state != want:
+            c.violation(f"{e.node}'s agent {agent} on task {e.task_id} at {e.t_ms:.0f} ms and "
+                        f"its next final answer about the task, at {after.t_ms:.0f} ms, said "
+                        f"{after.state} (A2A: {want})", e, after.event)
+
+
 #: What a responder answers each request the malformed_request fault sends (attack_sent.how),
 #: as the profile and JSON-RPC 2.0 prescribe: the error codes it may answer with; () where
 #: there is no reply path (A2M-RSP-2: dropped); ANSWERED for the one valid request (binary
@@ -2858,13 +2909,14 @@ A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "
     "sent, on its Response Topic, with its Correlation Data; every request taken in is "
     "answered (liveness); refused input runs nothing; a task keeps its context, a task that "
-    "ended stays ended, and a task it has is never denied; an a2a- property it does not know, "
-    "or an artifact mode it does not support, changes nothing.",
+    "ended stays ended, and a task it has is never denied; a task ends as its agent did; an "
+    "a2a- property it does not know, or an artifact mode it does not support, changes "
+    "nothing.",
     (replies_answer_a_request, replies_echo_the_task_id, nothing_after_the_final_answer,
      refused_requests_run_nothing, malformed_requests_refused, contexts_are_kept,
      ended_tasks_stay_ended, every_request_answered, known_tasks_stay_known,
      new_contexts_are_welcome, unknown_properties_ignored,
-     unknown_artifact_modes_answered_in_json), _no_intake,
+     unknown_artifact_modes_answered_in_json, tasks_end_as_their_agent_did), _no_intake,
     protocols=frozenset({A2A_MQTT}))
 
 A2A_POOLS = Checker(

@@ -1280,12 +1280,15 @@ class AgentCalled(Event):
 @dataclass(frozen=True, slots=True)
 class AgentAnswered(Event):
     """The bench, playing a node's agent, gave it the agent's answer for a task
-    (`task_finished`): from here the node owes its requester the task's final answer. The
-    bench's own observation of the node, never the node's word."""
+    (`task_finished`: a line to a node written elsewhere, an input to one of this package):
+    from here the node owes its requester the task's final answer, and that answer says
+    what the agent did. The bench's own observation of the node, never the node's word."""
 
     KIND = EventKind.AGENT_ANSWERED
     task_id: str
     ok: bool
+    #: the agent ended its turn asking the requester for input (ok, `inputRequired`)
+    asks_input: bool = False
 
 
 @dataclass(frozen=True, slots=True)

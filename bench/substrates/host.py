@@ -51,7 +51,7 @@ from bench.core.node import Node
 from bench.faults.primitives import FaultRef
 from bench.spec.distribution import rng_for
 from bench.storage import Store, apply
-from bench.workload import Behaviour, Plan, agent_input, click_of
+from bench.workload import Behaviour, Plan, agent_input, answer_of, click_of
 
 #: How long a supervisor waits before starting a node whose process died of an exception.
 RESTART_AFTER_RAISE_MS = 1_000.0
@@ -291,6 +291,8 @@ class NodeHost(ABC):
             def told(op: dict[str, Any] = op) -> Input:
                 if (click := click_of(op)) is not None:   # journaled as it is made
                     self.record(click)
+                if (answer := answer_of(op)) is not None:
+                    self.record(answer)
                 return agent_input(op, self.now_ms())
             self.later(delay, told)
 

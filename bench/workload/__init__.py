@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.core.events import HumanClicked
+from bench.core.events import AgentAnswered, HumanClicked
 from bench.core.inputs import (
     AgentEmitted,
     GroupEventRequested,
@@ -464,6 +464,16 @@ def click_of(op: dict[str, Any]) -> HumanClicked | None:
     if op["op"] != "human_decided":
         return None
     return HumanClicked(op["gate_id"], op["decision"], op["click"])
+
+
+def answer_of(op: dict[str, Any]) -> AgentAnswered | None:
+    """What the journal says of an agent's answer to a task as it is given (whoever plays
+    the agents, the bench journals it: the node's own word never stands in for it)."""
+    if op["op"] != "task_finished":
+        return None
+    result = op.get("result")
+    return AgentAnswered(str(op["task_id"]), bool(op["ok"]), asks_input=bool(
+        op["ok"]) and isinstance(result, dict) and INPUT_REQUIRED in result)
 
 
 def agent_input(op: dict[str, Any], now_ms: int) -> Input:

@@ -474,6 +474,9 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "contexts_are_kept": ("a2a_multiturn", alter("a2m_replied", lambda e: bool(
         e.get("contextId")) and e["state"] == "TASK_STATE_COMPLETED", contextId="ctx-other")),
     "ended_tasks_stay_ended": ("a2a_multiturn", answered_after_the_end),
+    # the agent failed a task the responder then reported COMPLETED
+    "tasks_end_as_their_agent_did": ("a2a_quickstart", alter(
+        "agent_answered", lambda e: e["ok"], ok=False)),
     "known_tasks_stay_known": ("a2a_multiturn", task_denied),
     "new_contexts_are_welcome": ("a2a_multiturn", context_refused),
     "nothing_settled_twice": ("a2a_quickstart", repeat("request_settled")),

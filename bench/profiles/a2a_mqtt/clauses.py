@@ -60,6 +60,12 @@ C, R, Q, A, S, P, B = (Conformance, Role.RESPONDER, Role.REQUESTER, Role.AGENT,
 MUST, MUST_NOT, SHOULD, MAY = Level.MUST, Level.MUST_NOT, Level.SHOULD, Level.MAY
 
 CLAUSES: tuple[Clause, ...] = (
+    # -- the base specification
+    Clause("A2M-BASE-1", MUST, R, "The MQTT Transport for A2A (A2A base specification)",
+           "A2A v1.0's data structures, method semantics and error codes hold unless the "
+           "profile overrides them: a task's state says what became of its work — "
+           "`TASK_STATE_COMPLETED` when its agent succeeded, `TASK_STATE_FAILED` when it "
+           "failed."),
     # -- topics and identifiers
     Clause("A2M-TOPIC-1", MUST, A, "Topic Model / Discovery Topic",
            "Agent Cards are published retained at `$a2a/v1/discovery/{org_id}/{unit_id}/{agent_id}`."),

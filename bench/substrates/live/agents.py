@@ -8,7 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from bench.core import events as ev
-from bench.workload import click_of
+from bench.workload import answer_of, click_of
 
 if TYPE_CHECKING:
     from bench.substrates.live.nodes import ProcessNode
@@ -58,6 +58,5 @@ class BenchAgents:
         if (click := click_of(op)) is not None:
             self.node.log.record(self.node.node_id, click)
         self.node.send(op)
-        if op.get("op") == "task_finished":
-            self.node.log.record(self.node.node_id,
-                                 ev.AgentAnswered(str(op["task_id"]), bool(op.get("ok"))))
+        if (answer := answer_of(op)) is not None:
+            self.node.log.record(self.node.node_id, answer)
