@@ -45,6 +45,9 @@ EXCLUDED = (r"case _:\n\s*assert_never\(", r"assert_never\(")
 EXCEPTIONS = ROOT / "tests" / "data" / "unreached.toml"
 #: the main branch's unreached lines (per module, their text): what CI compares a change with
 BASELINE = ROOT / "tests" / "data" / "reach-baseline.json"
+#: the shipped matrices whose simulated cells reach the judged code: the default one (the
+#: fast lane's), and reach.matrix.toml, the cells it takes to go further (CI runs both)
+SHIPPED = (ROOT / "scenarios" / "default.matrix.toml", ROOT / "scenarios" / "reach.matrix.toml")
 #: the modes whose cells run here: the simulation (live and docker cells are skipped)
 MODES = ("sim",)
 
@@ -80,20 +83,22 @@ def _batch(cells: list[dict[str, Any]], out: str, data: str) -> tuple[int, int]:
     return len(cells), failed
 
 
-def measure(matrix: Path, out: Path, workers: int,
+def measure(matrices: Path | list[Path], out: Path, workers: int,
             say: Any = print) -> dict[str, Any]:
-    """Every simulated cell of `matrix` run under coverage, in `workers` processes; the
-    combined figures per module."""
+    """Every simulated cell of `matrices` (a cell in two of them runs once) run under
+    coverage, in `workers` processes; the combined figures per module."""
     from bench.matrix import load_matrix
-    m = load_matrix(matrix)
-    cells = [c for c in m.cells if c.mode in MODES]
+    files = [matrices] if isinstance(matrices, Path) else matrices
+    every = {c.id: c for f in files for c in load_matrix(f).cells}
+    cells = [c for c in every.values() if c.mode in MODES]
+    name = " + ".join(f.name for f in files)
     out.mkdir(parents=True, exist_ok=True)
     data = str(out / ".coverage")
     for stale in out.glob(".coverage*"):
         stale.unlink()
     raw = [dataclasses.asdict(c) for c in cells]
     share = [raw[i::workers] for i in range(workers)]
-    say(f"reach: {len(cells)} simulated cells of {matrix.name} ({len(m.cells) - len(cells)} "
+    say(f"reach: {len(cells)} simulated cells of {name} ({len(every) - len(cells)} "
         f"of other modes skipped) in {workers} worker(s), under coverage.py (branch)")
     t0 = time.perf_counter()
     # fresh interpreters ("spawn"): a forked one would hold the bench imported already
@@ -103,9 +108,9 @@ def measure(matrix: Path, out: Path, workers: int,
     cov = _coverage(data)
     cov.combine([str(p) for p in out.glob(".coverage.*")])
     cov.save()
-    cov.html_report(directory=str(out / "html"), title=f"a2a-bench reach: {matrix.name}")
+    cov.html_report(directory=str(out / "html"), title=f"a2a-bench reach: {name}")
     report = _figures(cov)
-    report |= {"matrix": str(matrix), "cells": sum(n for n, _f in done),
+    report |= {"matrix": name, "cells": sum(n for n, _f in done),
                "cells_failed": sum(f for _n, f in done), "wall_s": round(wall, 1),
                "measured": list(MEASURED)}
     (out / "reach.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -114,8 +119,11 @@ def measure(matrix: Path, out: Path, workers: int,
 
 def _figures(cov: Any) -> dict[str, Any]:
     """Per module (its path under the repository): statements and branches, how many were
-    reached, and what was not (lines; branch arcs as [from, to], to < 0 an exit)."""
+    reached, and what was not (lines; branch arcs as [from, to], to < 0 an exit). The lines
+    EXCEPTIONS allows to stay unreached (each with its reason) are left out of the figures
+    and counted apart (`excluded`); `raw_*` are the figures with them in."""
     data = cov.get_data()
+    allowed = exceptions()
     modules: dict[str, Any] = {}
     for path in sorted(data.measured_files()):
         rel = str(Path(path).resolve().relative_to(ROOT))
@@ -123,10 +131,17 @@ def _figures(cov: Any) -> dict[str, Any]:
         numbers = analysis.numbers
         missing_arcs = analysis.missing_branch_arcs()
         text = Path(path).read_text().splitlines()
+        out = {n for n, line in enumerate(text, 1) if line.strip() in allowed.get(rel, {})}
+        stats = {n: st for n, st in analysis.branch_stats().items() if n not in out}
+        statements = set(analysis.statements) - out
+        branches = sum(total for total, _taken in stats.values())
         modules[rel] = {
-            "statements": numbers.n_statements, "missed": numbers.n_missing,
-            "branches": numbers.n_branches, "partial": numbers.n_partial_branches,
-            "branches_missed": numbers.n_missing_branches,
+            "statements": len(statements), "missed": len(set(analysis.missing) - out),
+            "branches": branches,
+            "branches_missed": branches - sum(taken for _total, taken in stats.values()),
+            "excluded": len(out & set(analysis.statements)),
+            "raw_statements": numbers.n_statements, "raw_missed": numbers.n_missing,
+            "raw_branches": numbers.n_branches, "raw_branches_missed": numbers.n_missing_branches,
             "missing_lines": sorted(analysis.missing),
             "missing_arcs": sorted([a, b] for a, bs in missing_arcs.items() for b in bs),
             # each unreached line (or the line a branch not taken leaves) by its text: what
@@ -137,7 +152,7 @@ def _figures(cov: Any) -> dict[str, Any]:
     # every measured module, also one no cell imported (all of it unreached)
     for rel in _sources():
         modules.setdefault(rel, {"statements": None, "missed": None, "branches": None,
-                                 "partial": None, "branches_missed": None,
+                                 "branches_missed": None, "excluded": 0,
                                  "missing_lines": [], "missing_arcs": [], "unreached": [],
                                  "never_imported": True})
     return {"modules": modules, "total": _total(modules.values())}
@@ -156,12 +171,15 @@ def _sources() -> list[str]:
 
 def _total(modules: Iterable[dict[str, Any]]) -> dict[str, Any]:
     known = [m for m in modules if m["statements"] is not None]
-    s = sum(m["statements"] for m in known)
-    b = sum(m["branches"] for m in known)
-    sm = sum(m["missed"] for m in known)
-    bm = sum(m["branches_missed"] for m in known)
+
+    def total(key: str) -> int:
+        return sum(m.get(key, m[key.removeprefix("raw_")]) for m in known)
+    s, sm, b, bm = (total(k) for k in ("statements", "missed", "branches", "branches_missed"))
+    rb, rbm = total("raw_branches"), total("raw_branches_missed")
     return {"statements": s, "missed": sm, "branches": b, "branches_missed": bm,
-            "statement_pct": _pct(s - sm, s), "branch_pct": _pct(b - bm, b)}
+            "statement_pct": _pct(s - sm, s), "branch_pct": _pct(b - bm, b),
+            "excluded": sum(m["excluded"] for m in known),
+            "raw_branches": rb, "raw_branches_missed": rbm, "raw_branch_pct": _pct(rb - rbm, rb)}
 
 
 def _pct(n: int, of: int) -> float:
@@ -170,21 +188,26 @@ def _pct(n: int, of: int) -> float:
 
 def render(report: dict[str, Any]) -> str:
     """The table: per module, statements and branches reached by the matrix's cells."""
-    rows = [("module", "stmts", "reached", "branches", "reached")]
+    rows = [("module", "stmts", "reached", "branches", "reached", "excluded")]
     for rel, m in report["modules"].items():
         if m["statements"] is None:
-            rows.append((rel, "-", "never imported", "-", ""))
+            rows.append((rel, "-", "never imported", "-", "", ""))
             continue
-        rows.append((rel, str(m["statements"]), f"{_pct(m['statements'] - m['missed'], m['statements'])} %",
+        rows.append((rel, str(m["statements"]),
+                     f"{_pct(m['statements'] - m['missed'], m['statements'])} %",
                      str(m["branches"]),
-                     f"{_pct(m['branches'] - m['branches_missed'], m['branches'])} %"))
+                     f"{_pct(m['branches'] - m['branches_missed'], m['branches'])} %",
+                     str(m["excluded"] or "")))
     t = report["total"]
     rows.append(("total", str(t["statements"]), f"{t['statement_pct']} %", str(t["branches"]),
-                 f"{t['branch_pct']} %"))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-                     for r in rows)
+                 f"{t['branch_pct']} %", str(t["excluded"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    table = "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+                      for r in rows)
+    return (f"{table}\n(excluded: lines {EXCEPTIONS.relative_to(ROOT)} allows to stay "
+            f"unreached, each with its reason, left out of the figures; with them in, "
+            f"branches {t['raw_branch_pct']} %)")
 
 
 def exceptions(path: Path = EXCEPTIONS) -> dict[str, dict[str, str]]:
@@ -222,7 +245,7 @@ def new_unreached(report: dict[str, Any], base: dict[str, Any],
 def baseline(report: dict[str, Any]) -> dict[str, Any]:
     """What a later run is compared with: per module its unreached lines' text, and whether
     no cell imported it."""
-    return {"matrix": Path(report["matrix"]).name, "total": report["total"],
+    return {"matrix": report["matrix"], "total": report["total"],
             "modules": {rel: {"unreached": m["unreached"],
                               **({"never_imported": True} if m.get("never_imported") else {})}
                         for rel, m in report["modules"].items()}}
@@ -231,8 +254,9 @@ def baseline(report: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.tools.reach", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("matrix", nargs="?", type=Path,
-                    default=ROOT / "scenarios" / "default.matrix.toml")
+    ap.add_argument("matrix", nargs="*", type=Path, default=list(SHIPPED),
+                    help="the matrices whose simulated cells run (default: the shipped "
+                         "ones, " + ", ".join(p.name for p in SHIPPED) + ")")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "reach")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--compare", type=Path, default=None, metavar="BASE.json",
@@ -241,9 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-baseline", action="store_true",
                     help=f"write this run's unreached lines to {BASELINE.relative_to(ROOT)}")
     args = ap.parse_args(argv)
-    if not args.matrix.exists():
-        print(f"reach: {args.matrix}: no such matrix file", file=sys.stderr)
-        return 3
+    for path in args.matrix:
+        if not path.exists():
+            print(f"reach: {path}: no such matrix file", file=sys.stderr)
+            return 3
     report = measure(args.matrix, args.out, max(1, args.workers))
     print(render(report))
     print(f"{report['cells']} cells ({report['cells_failed']} raised) in {report['wall_s']} s; "
