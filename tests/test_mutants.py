@@ -27,6 +27,13 @@ def test_only_a_false_the_reference_does_not_give_counts_as_caught() -> None:
     cell = {"verdicts": {"silent_loss": "false", "deployment": "false", "relay": "unknown"},
             "expect": {"silent_loss": "true", "deployment": "false", "relay": "true"}}
     assert caught({"cells": {"c": cell}}) == ["c: silent_loss"]
+    # a verdict its scenario expects either way counts where the unmutated run was not FALSE
+    either = {"verdicts": {"duplicate_execution": "false"},
+              "expect": {"duplicate_execution": "either"}}
+    base = {"cells": {"c": {"verdicts": {"duplicate_execution": "false"}},
+                      "d": {"verdicts": {"duplicate_execution": "true"}}}}
+    assert caught({"cells": {"c": either}}) == []
+    assert caught({"cells": {"c": either, "d": either}}, base) == ["d: duplicate_execution"]
 
 
 def test_a_site_is_found_again_after_an_edit_moves_it() -> None:

@@ -32,7 +32,8 @@ def test_a_tiny_matrix_is_measured_per_module_with_its_unreached_lines(tmp_path:
     assert 0 < requester["missed"] < requester["statements"]
     assert "bench/profiles/a2a_mqtt/clauses.py" not in modules
     scripts = modules["bench/faults/scripts.py"]    # no fault in either scenario
-    assert scripts["unreached"] and len(scripts["missing_lines"]) == scripts["missed"]
+    assert scripts["unreached"] and len(scripts["missing_lines"]) == scripts["raw_missed"]
+    assert scripts["missed"] <= scripts["raw_missed"]     # less what unreached.toml excuses
     assert (tmp_path / "out" / "html" / "index.html").exists()
     assert "total" in reach.render(report)
 
@@ -54,18 +55,17 @@ def test_a_line_unreached_since_the_base_is_named_unless_it_moved_or_is_allowed(
 
 @pytest.mark.slow
 def test_every_branch_the_main_branch_reached_is_still_reached(tmp_path: Path) -> None:
-    """The default matrix under coverage.py (about a minute on 2 cores): a line of the
-    reference implementations, the simulated broker or the fault code that no cell runs and
-    that the main branch's run (tests/data/reach-baseline.json) ran or did not have — a
+    """The shipped matrices under coverage.py (default and reach: 452 cells, about 75 s alone
+    on 2 cores): a line of the reference implementations, the simulated broker or the
+    fault code that no cell runs and that the main branch's run (tests/data/reach-baseline.json) ran or did not have — a
     branch added without the scenario that reaches it — fails, named, unless
     tests/data/unreached.toml says why it may stay so. (Shown on a deliberate one,
     2026-12-05: an `if` on a case the fault never sends, named with its body.)"""
-    report = reach.measure(reach.ROOT / "scenarios" / "default.matrix.toml", tmp_path, 2,
-                           say=lambda _line: None)
+    report = reach.measure(list(reach.SHIPPED), tmp_path, 2, say=lambda _line: None)
     assert report["cells_failed"] == 0
     fresh = reach.new_unreached(report, json.loads(reach.BASELINE.read_text()),
                                 reach.exceptions())
-    assert not fresh, ("run by no cell of the default matrix (a scenario that runs each, or "
+    assert not fresh, ("run by no cell of the shipped matrices (a scenario that runs each, or "
                        "a line in tests/data/unreached.toml saying why not; "
                        "python -m bench.tools.reach):\n" + "\n".join(fresh))
 
@@ -76,5 +76,5 @@ def test_each_line_allowed_to_stay_unreached_is_a_line_of_its_module_with_a_reas
     for module, lines in reach.exceptions().items():
         text = {line.strip() for line in (reach.ROOT / module).read_text().splitlines()}
         for line, why in lines.items():
-            assert line in text, f"{module}: no line {line!r}"
+            assert line in text or line == reach.WHOLE, f"{module}: no line {line!r}"
             assert len(why) > 20, f"{module}: {line!r} needs its reason"

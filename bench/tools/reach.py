@@ -1,20 +1,20 @@
-"""The branches of the judged code the shipped matrix runs (coverage.py). What the shipped
-matrix executes of the code its verdicts judge — the reference implementations (the seed
+"""The branches of the judged code the shipped matrices run (coverage.py). What the shipped
+matrices execute of the code their verdicts judge — the reference implementations (the seed
 protocol's node core, the A2A-over-MQTT profile's responder and requester), the simulated
-broker and the fault code — measured with coverage.py's branch coverage over the matrix's
-simulated cells alone, no unit test. A bug in a branch no scenario runs cannot fail a verdict: this says where those
-branches are.
+broker and the fault code — measured with coverage.py's branch coverage over the matrices'
+simulated cells alone, no unit test. A bug in a branch no scenario runs cannot fail a
+verdict: this says where those branches are.
 
-    python -m bench.tools.reach                        # scenarios/default.matrix.toml
-    python -m bench.tools.reach --workers 2 --out results/reach
+    python -m bench.tools.reach                        # the shipped matrices (default, reach)
+    python -m bench.tools.reach scenarios/default.matrix.toml --workers 2 --out results/reach
 
-It prints a table per module (statements and branches reached), writes coverage.py's HTML
-report into OUT/html/ and OUT/reach.json (per module its figures and the lines and branch
-arcs no cell reached: what `--compare` reads), and exits 0. `--compare BASE.json` exits 1
-when this run leaves a line unreached that BASE reached or did not have (a new branch no
-scenario executes), naming each, except the lines `tests/data/unreached.toml` lists with a
-reason.
-"""
+It prints a table per module (statements and branches reached; the lines
+`tests/data/unreached.toml` allows to stay unreached, each with its reason, left out and
+counted apart), writes coverage.py's HTML report into OUT/html/ and OUT/reach.json (per
+module its figures and the lines and branch arcs no cell reached: what `--compare` reads),
+and exits 0. `--compare BASE.json` exits 1 when this run leaves a line unreached that BASE
+reached or did not have (a new branch no scenario executes), naming each, except the lines
+`tests/data/unreached.toml` lists."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import dataclasses
 import json
 import multiprocessing
 import os
+import re
 import sys
 import time
 import tomllib
@@ -43,6 +44,8 @@ EXCLUDED = (r"case _:\n\s*assert_never\(", r"assert_never\(")
 #: lines allowed to stay unreached, each with its reason (a table per module: `"line text" =
 #: "reason"`)
 EXCEPTIONS = ROOT / "tests" / "data" / "unreached.toml"
+#: the key that allows a whole module to stay unreached (one the simulation never runs)
+WHOLE = "*"
 #: the main branch's unreached lines (per module, their text): what CI compares a change with
 BASELINE = ROOT / "tests" / "data" / "reach-baseline.json"
 #: the shipped matrices whose simulated cells reach the judged code: the default one (the
@@ -131,7 +134,7 @@ def _figures(cov: Any) -> dict[str, Any]:
         numbers = analysis.numbers
         missing_arcs = analysis.missing_branch_arcs()
         text = Path(path).read_text().splitlines()
-        out = {n for n, line in enumerate(text, 1) if line.strip() in allowed.get(rel, {})}
+        out = excused(text, {*analysis.missing, *missing_arcs}, allowed.get(rel, {}))
         stats = {n: st for n, st in analysis.branch_stats().items() if n not in out}
         statements = set(analysis.statements) - out
         branches = sum(total for total, _taken in stats.values())
@@ -156,6 +159,33 @@ def _figures(cov: Any) -> dict[str, Any]:
                                  "missing_lines": [], "missing_arcs": [], "unreached": [],
                                  "never_imported": True})
     return {"modules": modules, "total": _total(modules.values())}
+
+
+#: a line's trailing comment (what is left is its code: an `if ...:  # why` opens a block)
+_CODE = re.compile(r"\s+#[^\"']*$")
+
+
+def excused(text: list[str], unreached: set[int], listed: dict[str, str]) -> set[int]:
+    """The lines (numbers) of a module, its source `text`, that the exceptions `listed` for
+    it leave out: every line if it is listed whole ("*"); else each unreached line whose
+    text is listed (a line of the same text that ran needs no excuse) and, where that line
+    opens a block (an `if`, an `except`, a `case`), the block under it."""
+    if WHOLE in listed:
+        return set(range(1, len(text) + 1))
+    out = set()
+    for n in sorted(unreached):
+        line = text[n - 1]
+        if line.strip() not in listed:
+            continue
+        out.add(n)
+        if _CODE.sub("", line).rstrip().endswith(":"):
+            indent = len(line) - len(line.lstrip())
+            for m in range(n + 1, len(text) + 1):
+                body = text[m - 1]
+                if body.strip() and len(body) - len(body.lstrip()) <= indent:
+                    break
+                out.add(m)
+    return out
 
 
 def _sources() -> list[str]:
@@ -227,16 +257,18 @@ def new_unreached(report: dict[str, Any], base: dict[str, Any],
     out = []
     for rel, m in report["modules"].items():
         before = base["modules"].get(rel, {})
-        was = set(before.get("unreached", ())) | set(allowed.get(rel, {}))
+        if WHOLE in allowed.get(rel, {}):
+            continue
         if m.get("never_imported") and not before.get("never_imported", False):
             out.append(f"{rel}: no cell imports it")
             continue
-        fresh = set(m["unreached"]) - was
+        fresh = set(m["unreached"]) - set(before.get("unreached", ()))
         if not fresh:
             continue
         text = (ROOT / rel).read_text().splitlines()
         numbers = set(m["missing_lines"]) | {a for a, _b in m["missing_arcs"]}
-        for n in sorted(numbers):
+        left_out = excused(text, numbers, allowed.get(rel, {}))
+        for n in sorted(numbers - left_out):
             if text[n - 1].strip() in fresh:
                 out.append(f"{rel}:{n}: `{text[n - 1].strip()}`")
     return out
