@@ -748,6 +748,19 @@ class A2mGivesUpWhenRefused(Requester):
         super()._retry_or_give_up(fx, op, why, outcome)
 
 
+class A2mBacksOffTooLong(Requester):
+    """A2M-RETRY-1: an unanswered request's backoff is read one step late — 2, 4, 4 s where
+    the profile says 1, 2, 4 s (±20 %): every retry comes a second or two after its time."""
+
+    @classmethod
+    def for_node(cls, config: NodeConfig) -> Requester:
+        made = super().for_node(config)
+        backoff = made.config.retry.backoff_ms
+        made.config = replace(made.config, retry=replace(
+            made.config.retry, backoff_ms=(*backoff[1:], backoff[-1])))
+        return made
+
+
 class A2mStallRepublishes(Requester):
     """A2M-RETRY-7: a stream that brings nothing for the idle wait is recovered by
     publishing the request again (a new attempt, new Correlation Data), not with GetTask."""
@@ -891,6 +904,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "a2a_publish_refused", requester=A2mGivesUpWhenRefused),
     Variant("a2m_completes_failed_tasks", Node, "A2M-BASE-1", "a2a_replies", "a2a_streams",
             responder=A2mCompletesFailedTasks),
+    Variant("a2m_backs_off_too_long", Node, "A2M-RETRY-1", "a2a_requests",
+            "a2a_lost_reply_restart", requester=A2mBacksOffTooLong),
     Variant("a2m_refuses_unknown_reply_properties", Node, "A2M-PROP-2", "a2a_requests",
             "a2a_reply_extras", requester=A2mRefusesUnknownReplyProperties),
 )}

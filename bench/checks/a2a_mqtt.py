@@ -458,8 +458,10 @@ def _contract_operations_settle(h: History, c: Collector) -> None:
 def retries_keep_the_profile(h: History, c: Collector) -> None:
     """An operation's attempts: at most MAX_ATTEMPTS, each with Correlation Data none of
     the others had and the Task.id of the first; a retry only after the previous attempt
-    went unanswered for REPLY_FIRST_MS (or was not accepted) and its backoff (±20 %);
-    and no attempt at all once a correlated reply or stream item reached the requester.
+    went unanswered for REPLY_FIRST_MS (or was not accepted) and its backoff (±20 %) —
+    and no later than that, unless a fault acted on the requester (or on every node) or
+    it crashed meanwhile; and no attempt at all once a correlated reply or stream item
+    reached the requester.
     (A restart sends what was in flight again: not a retry, judged as a first.)"""
     attempts: dict[tuple[str, str], list[A2mAttempt]] = defaultdict(list)
     for a in h.of(A2mAttempt):
@@ -472,6 +474,14 @@ def retries_keep_the_profile(h: History, c: Collector) -> None:
     # amount): the requester's waits are read on its own clock (sent_ms) where it says it,
     # else allowing the substrate's records_late_ms
     early = EARLY_MS + records_late_ms(h)
+    crashes = h.memo(Transit).crashes
+    # what may hold a retry past its time: a fault acting on the requester (a pause, a
+    # partition that queues it until it is back) or on every node (the broker), a crash
+    near = h.memo(fault_windows)
+
+    def held(node: str, start: float, end: float) -> bool:
+        return any(w.start_ms <= end and w.end_ms >= start and (not w.nodes or node in w.nodes)
+                   for w in near) or any(start <= x <= end for x in crashes.get(node, ()))
     for key, tries in sorted(attempts.items()):
         c.count("attempts", len(tries))
         node, op = key
@@ -500,6 +510,16 @@ def retries_keep_the_profile(h: History, c: Collector) -> None:
             if gap < wait - slack:
                 c.violation(f"{node} retried {op} {gap:.0f} ms after its attempt "
                             f"{before.attempt}; the profile waits {wait:.0f} ms", before, after)
+                continue
+            latest = wait / (1 - JITTER) * (1 + JITTER) if after.why is AttemptWhy.NOT_ACCEPTED \
+                else REPLY_FIRST_MS + (wait - REPLY_FIRST_MS) / (1 - JITTER) * (1 + JITTER)
+            if gap > latest + slack:
+                if held(node, before.t_ms, after.t_ms):
+                    c.count("retried_late_while_a_fault_acted")
+                else:
+                    c.violation(f"{node} retried {op} {gap:.0f} ms after its attempt "
+                                f"{before.attempt}; the profile retries within {latest:.0f} ms "
+                                "(A2M-RETRY-1: backoff 1, 2, 4 s ±20 %)", before, after)
     _wire_retries(h, c)
 
 
@@ -1357,6 +1377,45 @@ def requests_carry_a_token(h: History, c: Collector) -> None:
         else:
             c.violation(f"{a.node} published a request to {a.topic} without a bearer token "
                         "in a2a-authorization, to a responder that requires one", a.event)
+
+
+#: How soon after it was minted a token the bench's requester sent is still good for sure:
+#: well within the shortest lifetime a topology gives its tokens (`token_ttl_s`, 60 s on the
+#: shipped a2a-oauth topology), whatever the broker's delay
+TOKEN_FRESH_MS = 10_000.0
+#: JSON-RPC 2.0 invalid request: what a responder of the profile answers a token it refuses
+INVALID_REQUEST = -32600
+
+
+@rule("A2M-RSP-7: a request carrying a good bearer token is processed, not refused as "
+      "unauthorized")
+def good_tokens_honoured(h: History, c: Collector) -> None:
+    """Where responders require tokens, each request the bench's requester sent with a
+    token it had just minted (good: signed by the server, for this audience and scope) is
+    not answered 'invalid request' (-32600, the refusal of a token) within TOKEN_FRESH_MS
+    of its sending. Explained: a property_tampering fault acted meanwhile (it may have
+    stripped or altered the token). A responder that refuses good tokens — its clock read
+    in the wrong unit, the audience compared with another name — answers every request
+    with an error, which every other rule takes as an answer."""
+    if not _tokens_required(h):
+        return
+    by_path = h.memo(_answers_by_path)
+    tampering = [w for w in h.memo(fault_windows) if w.fault == "property_tampering"]
+    for a in h.memo(asked):
+        # the bench's requester (its records say the request carried the token it minted)
+        if not isinstance(a.event, A2mAttempt) or a.bearer is not True or a.correlation is None:
+            continue
+        refused = [x for x in by_path.get((a.response_topic, a.correlation), ())
+                   if _code(x) == INVALID_REQUEST and x.t_ms - a.t_ms <= TOKEN_FRESH_MS]
+        if not refused:
+            c.count("requests_with_a_good_token_not_refused")
+            continue
+        if any(w.start_ms <= refused[0].t_ms and w.end_ms >= a.t_ms for w in tampering):
+            c.count("refused_while_its_properties_were_tampered_with")
+            continue
+        c.violation(f"{refused[0].node} refused {a.node}'s {a.method or 'request'} for task "
+                    f"{a.task_id}, whose token was minted {refused[0].t_ms - a.t_ms:.0f} ms "
+                    f"before, as an invalid request (-32600)", a.event, refused[0].event)
 
 
 @rule("A2M-RSP-6: a bearer token is echoed nowhere: no reply, stream item or other message "
@@ -2953,9 +3012,10 @@ def _no_tokens(h: History) -> str | None:
 A2A_OAUTH = Checker(
     "a2a_oauth", "A2A over MQTT, bearer tokens: where responders require them, every request "
     "carries one; a request whose token is missing, expired, for another audience, from "
-    "another issuer, forged or short of the scope is refused and runs nothing (that no agent "
-    "echoes a token is a2a_session's, off the wire).",
-    (requests_carry_a_token, unauthorized_requests_refused), _no_tokens,
+    "another issuer, forged or short of the scope is refused and runs nothing, one whose "
+    "token is good is not refused (that no agent echoes a token is a2a_session's, off the "
+    "wire).",
+    (requests_carry_a_token, unauthorized_requests_refused, good_tokens_honoured), _no_tokens,
     protocols=frozenset({A2A_MQTT}))
 
 

@@ -474,6 +474,10 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "contexts_are_kept": ("a2a_multiturn", alter("a2m_replied", lambda e: bool(
         e.get("contextId")) and e["state"] == "TASK_STATE_COMPLETED", contextId="ctx-other")),
     "ended_tasks_stay_ended": ("a2a_multiturn", answered_after_the_end),
+    # a request whose token was good answered as an invalid request (its token refused)
+    "good_tokens_honoured": ("a2a_oauth", alter(
+        "a2m_replied", lambda e: e["reply"] == "RESULT" and "nemesis" not in e["topic"],
+        reply="ERROR", code=-32600)),
     # the agent failed a task the responder then reported COMPLETED
     "tasks_end_as_their_agent_did": ("a2a_quickstart", alter(
         "agent_answered", lambda e: e["ok"], ok=False)),
