@@ -241,6 +241,10 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
     ProtocolRule("A2M-BIN-1", "a request asking for an artifact mode nobody supports is "
                  "answered in JSON", ("a2a_replies.unknown_artifact_modes_answered_in_json",),
                  ("a2a_bad_properties",)),
+    ProtocolRule("A2M-BASE-1", "a task ends as its agent did: COMPLETED when it succeeded, "
+                 "INPUT_REQUIRED when it asked, FAILED when it failed",
+                 ("a2a_replies.tasks_end_as_their_agent_did",),
+                 ("a2a_quickstart", "a2a_multiturn")),
     ProtocolRule("A2M-RSP-5", "a reply to a pooled request names its responder",
                  ("a2a_pools.pooled_replies_name_their_responder",), ("a2a_pool",)),
     ProtocolRule("A2M-PRES-3", "leaving on purpose, its card offline before the DISCONNECT",
@@ -253,8 +257,10 @@ A2A_RULES: tuple[ProtocolRule, ...] = (
                  ("a2a_replies.ended_tasks_stay_ended", "a2a_replies.known_tasks_stay_known"),
                  ("a2a_multiturn", "a2a_restart", "a2a_lost_reply_restart")),
     ProtocolRule("A2M-RSP-7", "a request whose bearer token is missing, expired, for another "
-                 "audience or issuer, forged or short of the scope is refused, and runs nothing",
-                 ("a2a_oauth.unauthorized_requests_refused",), ("a2a_oauth",)),
+                 "audience or issuer, forged or short of the scope is refused, and runs "
+                 "nothing; one whose token is good is not refused",
+                 ("a2a_oauth.unauthorized_requests_refused", "a2a_oauth.good_tokens_honoured"),
+                 ("a2a_oauth",)),
     ProtocolRule("A2M-RSP-6", "no bearer token echoed in a reply's payload or properties",
                  ("a2a_session.tokens_never_echoed",), ("a2a_oauth",)),
     ProtocolRule("A2M-SESS-6", "a connection that carries bearer tokens came by TLS",

@@ -1393,14 +1393,20 @@ def good_tokens_honoured(h: History, c: Collector) -> None:
     """Where responders require tokens, each request the bench's requester sent with a
     token it had just minted (good: signed by the server, for this audience and scope) is
     not answered 'invalid request' (-32600, the refusal of a token) within TOKEN_FRESH_MS
-    of its sending. Explained: a property_tampering fault acted meanwhile (it may have
-    stripped or altered the token). A responder that refuses good tokens — its clock read
+    of its sending. Explained: a fault that may have held the request past its token's
+    lifetime (a pause, a partition, latency or loss on either agent's link, a redelivery,
+    the broker's restart, the responder's crash) or altered its token (property
+    tampering) acted meanwhile. A responder that refuses good tokens — its clock read
     in the wrong unit, the audience compared with another name — answers every request
     with an error, which every other rule takes as an answer."""
     if not _tokens_required(h):
         return
     by_path = h.memo(_answers_by_path)
-    tampering = [w for w in h.memo(fault_windows) if w.fault == "property_tampering"]
+    crashes = h.memo(Transit).crashes
+    # what may hold a request past its token's lifetime (a link fault: a pause, a partition;
+    # a redelivery, the broker's restart) or alter its token (property tampering)
+    held = [w for w in h.memo(fault_windows) if w.fault in LINK_FAULTS or w.fault in (
+        "property_tampering", "qos1_redelivery", "broker_restart")]
     for a in h.memo(asked):
         # the bench's requester (its records say the request carried the token it minted)
         if not isinstance(a.event, A2mAttempt) or a.bearer is not True or a.correlation is None:
@@ -1410,8 +1416,11 @@ def good_tokens_honoured(h: History, c: Collector) -> None:
         if not refused:
             c.count("requests_with_a_good_token_not_refused")
             continue
-        if any(w.start_ms <= refused[0].t_ms and w.end_ms >= a.t_ms for w in tampering):
-            c.count("refused_while_its_properties_were_tampered_with")
+        x = refused[0]
+        if any(w.start_ms <= x.t_ms and w.end_ms >= a.t_ms
+               and (not w.nodes or x.node in w.nodes or a.node in w.nodes) for w in held) \
+                or any(a.t_ms <= t <= x.t_ms for t in crashes.get(x.node, ())):
+            c.count("refused_after_a_fault_held_or_altered_it")
             continue
         c.violation(f"{refused[0].node} refused {a.node}'s {a.method or 'request'} for task "
                     f"{a.task_id}, whose token was minted {refused[0].t_ms - a.t_ms:.0f} ms "
