@@ -334,6 +334,26 @@ class DuplicateRaises(Node):
         raise RuntimeError(f"UNIQUE constraint failed: messages.message_id ({env.message_id})")
 
 
+class LenientEnvelopes(Node):
+    """DESIGN §3 ("never silently re-typed"): a forgiving parser — an envelope's unknown
+    fields are dropped and a string field given a number is read as that number's text,
+    so the message is taken as if it were well-formed."""
+
+    def _on_message(self, fx: Effects, event: MessageReceived) -> None:
+        try:
+            raw = json.loads(event.payload)
+        except ValueError:
+            raw = None
+        if isinstance(raw, dict):
+            known = {"messageId", "conversationId", "sceneGroupId", "fromAgentId", "toAgentId",
+                     "targetNodeId", "messageType", "timestamp", "payload", "headers"}
+            fixed = {k: str(v) if isinstance(v, int) and k not in ("timestamp",) and
+                     k != "payload" and not isinstance(v, bool) else v
+                     for k, v in raw.items() if k in known}
+            event = replace(event, payload=json.dumps(fixed).encode())
+        super()._on_message(fx, event)
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     name: str
@@ -806,6 +826,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     REFERENCE,
     Variant("memory_dedup_60s", MemoryDedup60s, "000 §3.2 A9", "duplicate_execution",
             "redelivery_restart"),
+    Variant("lenient_envelopes", LenientEnvelopes, "DESIGN §3", "robustness",
+            "malformed_envelopes"),
     Variant("duplicate_raises", DuplicateRaises, "000 §3.2, DESIGN §3", "robustness",
             "qos1_redelivery"),
     Variant("no_default_executor", NoDefaultExecutor, "000 §3.3 C3", "directory_liveness",

@@ -55,6 +55,7 @@ PARAMS: dict[str, dict[str, object]] = {
     "property_tampering": {"node": "client-1", "probability": 1.0, "property": "user_property",
                            "action": "alter", "key": "a2a-context-id"},
     "malformed_request": {"interval_ms": 300},
+    "malformed_envelope": {"interval_ms": 100},
 }
 #: Kinds that act on MQTT 5 only: their small scenario speaks it (live: on Mosquitto).
 V5_ONLY = {"puback_refused", "property_tampering", "malformed_request"}

@@ -133,6 +133,8 @@ def attack_has_an_outcome(h: History, c: Collector) -> None:
         + [(e.fault_index, e.seq) for e in h.of(FaultError)]
     transit = h.memo(Transit)
     for a in h.of(AttackSent):
+        if a.attack == "malformed_envelope":     # malformed input: robustness judges it
+            continue
         label = _label(h, a)
         c.count(f"{label} sent")
         first = _first_after(h, a)
@@ -168,7 +170,7 @@ def verdict_is_honest(h: History, c: Collector) -> None:
     whose clock a fault has set off may disagree on freshness alone (STALE one way or the
     other), as an honest verifier with that clock would."""
     skewed = [f for f in h.memo(fault_windows) if f.fault == "clock_skew"]
-    attacks = h.of(AttackSent)
+    attacks = [a for a in h.of(AttackSent) if a.attack != "malformed_envelope"]
     for a in attacks:
         first = _first_after(h, a)
         recorded = getattr(first, "verdict", None) if first is not None else None

@@ -207,7 +207,8 @@ def _hostile_admitted(h: History) -> int:
 #: which faults really did something in which cells.
 FAULT_KINDS = ("qos1_redelivery", "double_subscription", "empty_directory", "directory_wipe",
                "ghost_announcement", "stale_roster", "restart", "broker_restart", "pause", "partition", "latency", "loss",
-               "duplicate_client_id", "missing_reply_node", "publish_failure", "puback_refused", "property_tampering", "malformed_request", "forged_sender",
+               "duplicate_client_id", "missing_reply_node", "publish_failure", "puback_refused", "property_tampering", "malformed_request",
+               "malformed_envelope", "forged_sender",
                "hostile_input", "ledger_poisoning", "replay", "tamper_payload", "tamper_routing", "tamper_headers",
                "clock_skew", "key_rotation")
 

@@ -249,6 +249,10 @@ def no_response_explained(h: History, c: Collector) -> None:
                     "nothing in the history says why", sent, outcome, requestId=sent.request_id)
 
 
+#: The fault whose messages a node must drop as MALFORMED (bench.faults.envelope_attacks)
+MALFORMED_ENVELOPE = "malformed_envelope"
+
+
 @rule("DESIGN §3 Inbound: every drop carries its reason, and the reason is true")
 def drops_are_true(h: History, c: Collector) -> None:
     """A drop explains a lost message only if its reason is true, so each is checked: a
@@ -257,7 +261,8 @@ def drops_are_true(h: History, c: Collector) -> None:
     a message the node sent itself (it settled it, or another node took it in from it); a
     request addressed to the node is NOT_MINE only for an agent it had not registered (its
     roster and executors, since it last started; one addressed elsewhere reached it through
-    a borrowed client id); nothing the bench sends is MALFORMED."""
+    a borrowed client id); nothing the bench sends is MALFORMED but what the
+    malformed_envelope fault sends (judged by robustness)."""
     sent_by: dict[str, set[str]] = defaultdict(set)    # message -> nodes that sent it
     first_sent: dict[str, float] = {}
     to_agent: dict[str, str | None] = {}
@@ -286,11 +291,18 @@ def drops_are_true(h: History, c: Collector) -> None:
     seen: set[tuple[str, str]] = set()
     agents: dict[str, set[str]] = defaultdict(set)
     crashes: dict[str, list[float]] = defaultdict(list)
+    # what the malformed_envelope fault sent each node, some of it with no messageId a node
+    # can read: a MALFORMED drop of no id is one of them (judged by robustness)
+    unread: dict[str, int] = defaultdict(int)
     events: list[Event] = sorted([*h.of(InboundAdmitted), *h.of(InboundDropped),
                                   *h.of(NodeStarted), *h.of(NodeCrashed), *h.of(RosterLoaded),
-                                  *h.of(ExecutorsRegistered)], key=lambda e: e.seq)
+                                  *h.of(ExecutorsRegistered), *h.of(AttackSent)],
+                                 key=lambda e: e.seq)
     for e in events:
         match e:
+            case AttackSent():
+                if e.attack == MALFORMED_ENVELOPE and e.target_node_id is not None:
+                    unread[e.target_node_id] += 1
             case NodeStarted():
                 agents[e.node].clear()
             case NodeCrashed():
@@ -305,6 +317,9 @@ def drops_are_true(h: History, c: Collector) -> None:
                 before = (e.node, mid) in seen
                 seen.add((e.node, mid))
                 if mid in attacks:
+                    continue
+                if e.reason == DropReason.MALFORMED and not mid and unread[e.node] > 0:
+                    unread[e.node] -= 1
                     continue
                 if e.reason == DropReason.MALFORMED:
                     c.violation(f"{e.node} dropped {mid or 'a message'} as MALFORMED "

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 
 from bench.checks import Checker, Collector, declared_without, rule
+from bench.checks.directory import Directories
 from bench.checks.network import EVERY_NODE, Transit
 from bench.checks.terms import NOT_SENT, TASK_ENDS
 from bench.core.events import (
     AttackSent,
+    DirectoryRejected,
     DropReason,
     Event,
     InboundAdmitted,
@@ -58,8 +60,9 @@ def warnings_are_true(h: History, c: Collector) -> None:
     while the node had none; the warnings of broken bookkeeping or a broken store never
     (see NEVER_PROVOKED), nor an unrestorable ledger. Undeliverable messages are judged
     by directory_liveness and reply_routing."""
-    without_reply = {(a.node, a.request_id) for a in h.of(InboundAdmitted)
-                     if a.request_id and a.reply_node_id is None}
+    # a request's task id is its requestId, or its messageId where it carries none
+    without_reply = {(a.node, a.request_id or a.message_id) for a in h.of(InboundAdmitted)
+                     if a.reply_node_id is None}
     bad_definitions = {(a.target_node_id, a.request_id) for a in h.of(AttackSent)
                        if a.attack == "hostile_input"
                        and a.how not in HOSTILE_REPLY | HOSTILE_ENVELOPE | HOSTILE_WELL_FORMED}
@@ -220,8 +223,79 @@ def _no_node(h: History) -> str | None:
     return None if h.of(NodeStarted) else "no node started"
 
 
+#: The malformed_envelope fault's cases a node must take (DESIGN §3's headers are optional:
+#: null is none), or may bound as it likes (a size DESIGN sets no limit for); every other
+#: case is an envelope DESIGN §3 rules out, or (`ann:`) an announcement that is none
+ENVELOPE_WELL_FORMED = frozenset({"headers_null"})
+ENVELOPE_ANY_OUTCOME = frozenset({"too_large"})
+
+
+@rule("DESIGN §3: malformed input is a recorded rejection, never a crash and never silently "
+      "re-typed")
+def malformed_envelopes_refused(h: History, c: Collector) -> None:
+    """Each message of the malformed_envelope fault that reached a node: an envelope DESIGN
+    §3 rules out (no UTF-8, no JSON, no object, a field missing, unknown or of the wrong
+    type) is dropped MALFORMED — its first outcome at the node after it was sent, matched
+    by its messageId or, where the node could read none, by being the next MALFORMED drop
+    of no id there — never admitted, never run; the edge case (headers null) is never
+    called MALFORMED; the 2 MiB one has some recorded outcome. An announcement that is none
+    is refused (directory_rejected) by some node and its node id never enters a directory.
+    Undecided: what the broker could not take in (down), what was still in flight at the
+    end, a target that crashed meanwhile."""
+    attacks = [a for a in h.of(AttackSent) if a.attack == "malformed_envelope"]
+    if not attacks:
+        return
+    outcomes: list[InboundAdmitted | InboundDropped] = sorted(
+        [*h.of(InboundAdmitted), *h.of(InboundDropped)], key=lambda e: e.seq)
+    used: set[int] = set()
+    rejected = {(d.node, d.topic.rsplit("/", 1)[-1]) for d in h.of(DirectoryRejected)}
+    entered = h.fold(Directories).last_online      # node id -> its latest online announcement
+    crashed = {e.node for e in h.of(NodeCrashed)}
+    transit = h.memo(Transit)
+    broker_out = [o for o in transit.outages if o.node == EVERY_NODE]
+    late = h.end_ms - 3_000
+    for a in attacks:
+        if any(o.start_ms <= a.t_ms <= o.end_ms for o in broker_out) or a.t_ms > late:
+            c.unknown("sent_while_the_broker_was_down_or_at_the_end")
+            continue
+        if a.how.startswith("ann:"):
+            c.count("announcements_that_are_none")
+            if a.message_id in entered:
+                c.violation(f"{a.message_id} entered a directory from an announcement that is "
+                            f"none ({a.how})", a)
+            elif not any(ghost == a.message_id for _node, ghost in rejected):
+                c.violation(f"no node recorded its refusal of the announcement of "
+                            f"{a.message_id} ({a.how})", a)
+            continue
+        node = a.target_node_id or ""
+        first = next((o for o in outcomes if o.node == node and o.seq > a.seq
+                      and id(o) not in used and (o.message_id == a.message_id or (
+                          isinstance(o, InboundDropped) and not o.message_id
+                          and o.reason == DropReason.MALFORMED))), None)
+        if first is None:
+            if node in crashed:
+                c.unknown("its_target_crashed")
+            else:
+                c.violation(f"{node} recorded no outcome of {a.message_id} ({a.how})", a)
+            continue
+        used.add(id(first))
+        malformed = isinstance(first, InboundDropped) and first.reason == DropReason.MALFORMED
+        c.count(f"{a.how.split(':', 1)[0]}_{'malformed' if malformed else 'taken'}")
+        if a.how in ENVELOPE_ANY_OUTCOME:
+            continue
+        if a.how in ENVELOPE_WELL_FORMED:
+            if malformed:
+                c.violation(f"{node} dropped {a.message_id} as MALFORMED, an envelope DESIGN "
+                            f"§3 allows ({a.how.replace('_', ' ')})", a, first)
+        elif not malformed:
+            what = "admitted" if isinstance(first, InboundAdmitted) \
+                else f"dropped as {first.reason} (not MALFORMED)"
+            c.violation(f"{node} {what} {a.message_id}, an envelope DESIGN §3 rules out "
+                        f"({a.how})", a, first)
+
+
 ROBUSTNESS = Checker("robustness", "No node dies of its own exception: every input gets a "
                      "recorded outcome (DESIGN §3); every warning it gives is true; hostile "
                      "input is refused, and nothing is published off the topic scheme.",
                      (never_raises, warnings_are_true, hostile_input_refused,
-                      topics_well_formed), _no_node)
+                      malformed_envelopes_refused, topics_well_formed), _no_node)

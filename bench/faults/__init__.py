@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench.core.properties import TAMPERABLE
-from bench.faults import a2a_attacks, scripts
+from bench.faults import a2a_attacks, envelope_attacks, scripts
 from bench.faults.spec import FaultKind, FaultSpec, Param
 from bench.faults.spec import parse_fault as _parse_fault
 from bench.spec.topology import Topology
@@ -244,6 +244,22 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                  + a2a_attacks.TYPE_CASES + a2a_attacks.VALUE_CASES
                                  + a2a_attacks.PROP_CASES)},
               scripts.malformed_request),
+    FaultKind("malformed_envelope", "the bench publishes to executors' inboxes envelopes "
+              "DESIGN §3 rules out, each one step from a valid TASK_REQUEST — bytes that are "
+              "no UTF-8 or no JSON, NaN or a number no double holds, an array or null, an "
+              "unknown field or message type, a required field missing, a string field empty "
+              "or a number, a timestamp negative or a string, headers that are no object of "
+              "strings — and one at the edge of well-formed (headers null), one of 2 MiB; "
+              "and announcements that are none (not JSON, an array, a nodeId other than "
+              "the topic's, a field of the wrong type) under node ids nobody has: each "
+              "case in turn; each must be dropped MALFORMED with a reason (the edge one "
+              "taken), refused from the directory, never run, never a crash", {
+                  "node": _node("the executor (default: every executor in turn)",
+                                required=False),
+                  "interval_ms": Param("ms", "time between two messages", 200.0),
+                  "cases": Param("texts", "the cases to send, in turn (default: every one)",
+                                 envelope_attacks.CASES, choices=envelope_attacks.CASES)},
+              scripts.malformed_envelope),
     FaultKind("missing_reply_node", "the requester sends TASK_REQUESTs without "
               "headers.replyNodeId (seed D14)", {
                   "node": _node("the requester"),

@@ -20,7 +20,7 @@ from bench.core.config import NodeConfig, OAuth
 from bench.core.envelope import Envelope, MessageType, decode
 from bench.core.events import AttackSent
 from bench.core.topics import TopicKind
-from bench.faults import a2a_attacks
+from bench.faults import a2a_attacks, envelope_attacks
 from bench.faults.attacks import (
     HOSTILE_WHAT,
     AttackMessage,
@@ -449,6 +449,34 @@ def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
             yield Inject(_ref(spec), msg.topic, msg.payload, props=msg.props)
             ctx.fired(Firing(a2a_attacks.ATTACK, node.id, {"case": kind,
                                                            "messageId": msg.event.message_id}))
+        yield Wait(spec.params["interval_ms"])
+
+
+def malformed_envelope(spec: FaultSpec, ctx: Context) -> Script:
+    """Envelopes and announcements a seed-protocol node must refuse (or, one at the edge of
+    well-formed, take), one case after another, each executor in turn (or the one named),
+    journaled before each is published."""
+    if ctx.topology.a2a_org is not None:
+        yield Refuse(f"malformed_envelope sends seed-protocol envelopes, and topology "
+                     f"{ctx.topology.name} speaks A2A over MQTT (malformed_request)")
+        return
+    named = spec.params.get("node")
+    targets = [n for n in ctx.topology.nodes if n.role.value != "orchestrator" and n.agents
+               and (named is None or n.id == named)]
+    if not targets:
+        yield Refuse(f"{named} is no executor of topology {ctx.topology.name}" if named
+                     else f"topology {ctx.topology.name} has no executor")
+        return
+    cases, prefix = spec.params["cases"], _any_config(ctx).prefix
+    n = 0
+    while ctx.now_ms() < ctx.end_ms:
+        node, case = targets[n % len(targets)], cases[n % len(cases)]
+        n += 1
+        msg = envelope_attacks.malformed_envelope(case, n, spec.index, target_node=node.id,
+                                                  target_agent=node.agents[0],
+                                                  now_ms=ctx.wall_ms(), prefix=prefix)
+        yield _inject(spec, ctx, msg)
+        _attacked(ctx, msg)
         yield Wait(spec.params["interval_ms"])
 
 

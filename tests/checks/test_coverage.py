@@ -71,6 +71,7 @@ WITNESSES: dict[str, set[str]] = {
     "a2a_tampered": {"property_tampering_bit", "a2a_retried_for_no_first_reply",
                      "a2a_retry_answered_from_the_task_table"},
     "a2a_malformed": {"malformed_request_bit"},
+    "malformed_envelopes": {"malformed_envelope_bit"},
     "a2a_restart": {"restart_bit", "a2a_retried_for_no_first_reply",
                     "a2a_retry_after_its_responder_restarted",
                     "a2a_retry_answered_from_the_task_table"},

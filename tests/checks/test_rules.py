@@ -28,7 +28,8 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "key_rotation", "clock_ahead", "gate_decision_redelivered", "session_expired",
              "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed",
              "a2a_multiturn", "a2a_oauth", "a2a_handover", "a2a_stream_stall",
-             "a2a_bad_properties", "a2a_reply_extras", "a2a_publish_refused")
+             "a2a_bad_properties", "a2a_reply_extras", "a2a_publish_refused",
+             "malformed_envelopes")
 
 
 @pytest.fixture(scope="module")
@@ -478,6 +479,10 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "good_tokens_honoured": ("a2a_oauth", alter(
         "a2m_replied", lambda e: e["reply"] == "RESULT" and "nemesis" not in e["topic"],
         reply="ERROR", code=-32600)),
+    # a malformed envelope dropped as not the node's to take, not as MALFORMED
+    "malformed_envelopes_refused": ("malformed_envelopes", alter(
+        "inbound_dropped", lambda e: e["reason"] == "MALFORMED" and e.get("messageId"),
+        reason="NOT_MINE")),
     # the agent failed a task the responder then reported COMPLETED
     "tasks_end_as_their_agent_did": ("a2a_quickstart", alter(
         "agent_answered", lambda e: e["ok"], ok=False)),

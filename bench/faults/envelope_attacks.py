@@ -1,0 +1,116 @@
+"""Malformed input for a seed-protocol node (DESIGN §3: "malformed or unknown input is a
+recorded rejection, never a crash and never silently re-typed"), derived from the envelope
+as DESIGN §3 writes it, not from the node's parser: each case is one small step from a valid
+TASK_REQUEST (a byte that is no UTF-8, a field missing, a string field given a number, an
+unknown field or message type, a header that is no string), sent to a node's inbox; and one
+step from a valid directory announcement (DESIGN §3: `{prefix}/directory/{nodeId}`, its
+`nodeId`, `online`, `namespace`, `agents`), sent under a node id nobody has. What the
+judge expects of each (`ENVELOPE_EXPECT`, `ANNOUNCEMENT_CASES`) is written here, beside the
+cases, from the same reading of DESIGN — never from `bench.core.envelope`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bench.core.events import AttackSent, SignatureVerdict
+from bench.core.topics import Topics
+from bench.faults.attacks import AttackMessage
+
+#: The envelope's string fields (DESIGN §3), the first two required, the rest optional
+#: (null or absent); messageType is required and one of the message types; timestamp is a
+#: required count of milliseconds; headers an object of strings.
+REQUIRED_TEXT = ("messageId", "fromAgentId")
+OPTIONAL_TEXT = ("conversationId", "sceneGroupId", "toAgentId", "targetNodeId")
+#: Where an envelope stops being one: what a node must drop as MALFORMED (recorded, with a
+#: reason), by case
+MALFORMED = "MALFORMED"
+#: An envelope at the edge of well-formed that a node must not call malformed (DESIGN §3
+#: calls headers optional: null is no headers)
+WELL_FORMED = "WELL_FORMED"
+#: A message of a size DESIGN sets no bound for: any recorded outcome (a node may bound what
+#: it reads, and say so)
+ANY_OUTCOME = "ANY_OUTCOME"
+ENVELOPE_EXPECT: dict[str, str] = {
+    "not_utf8": MALFORMED, "not_json": MALFORMED, "nan": MALFORMED, "huge_number": MALFORMED,
+    "array": MALFORMED, "null": MALFORMED, "unknown_field": MALFORMED,
+    "unknown_type": MALFORMED, "type_not_string": MALFORMED,
+    "timestamp_negative": MALFORMED, "timestamp_string": MALFORMED,
+    "headers_array": MALFORMED, "header_number": MALFORMED,
+    **{f"missing:{f}": MALFORMED for f in (*REQUIRED_TEXT, "messageType", "timestamp")},
+    **{f"empty:{f}": MALFORMED for f in (*REQUIRED_TEXT, *OPTIONAL_TEXT)},
+    **{f"number:{f}": MALFORMED for f in (*REQUIRED_TEXT, *OPTIONAL_TEXT)},
+    "headers_null": WELL_FORMED, "too_large": ANY_OUTCOME,
+}
+#: An announcement a node must refuse (its directory unchanged, the refusal recorded)
+ANNOUNCEMENT_CASES = ("ann:not_json", "ann:array", "ann:node_mismatch", "ann:online_text",
+                      "ann:namespace_number", "ann:agents_object", "ann:agent_without_id")
+CASES = (*ENVELOPE_EXPECT, *ANNOUNCEMENT_CASES)
+#: Larger than any envelope a node needs to take (the payloads of the workload are a few
+#: hundred bytes)
+LARGE_BYTES = 2 * 1024 * 1024
+
+
+def _request(message_id: str, target_node: str, target_agent: str, now_ms: int) -> dict[str, Any]:
+    return {"messageId": message_id, "conversationId": f"malformed-{message_id}",
+            "sceneGroupId": None, "fromAgentId": "bench.attacker", "toAgentId": target_agent,
+            "targetNodeId": target_node, "messageType": "TASK_REQUEST", "timestamp": now_ms,
+            "payload": {"ask": "malformed"},
+            "headers": {"requestId": message_id, "replyNodeId": "bench-attacker"}}
+
+
+def _text(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def malformed_envelope(case: str, n: int, index: int, *, target_node: str, target_agent: str,
+                       now_ms: int, prefix: str) -> AttackMessage:
+    """The `n`th message of fault `index`, of kind `case`: an envelope to `target_node`'s
+    inbox, or (an `ann:` case) an announcement on the directory topic of a node id nobody
+    has. Its messageId (the announcement's node id) is its own: `malformed-{index}-{n}`."""
+    mid = f"malformed-{index}-{n}"
+    topics = Topics(prefix)
+    if case in ANNOUNCEMENT_CASES:
+        ghost = f"ghost-{index}-{n}"
+        good = {"nodeId": ghost, "online": True, "namespace": "fin",
+                "agents": [{"agentId": "fin.ghost"}]}
+        bodies: dict[str, bytes] = {
+            "ann:not_json": b'{"nodeId": ', "ann:array": _text([good]),
+            "ann:node_mismatch": _text(good | {"nodeId": f"{ghost}-other"}),
+            "ann:online_text": _text(good | {"online": "yes"}),
+            "ann:namespace_number": _text(good | {"namespace": 7}),
+            "ann:agents_object": _text(good | {"agents": {"agentId": "fin.ghost"}}),
+            "ann:agent_without_id": _text(good | {"agents": [{"role": "executor"}]}),
+        }
+        return AttackMessage(topics.directory(ghost), bodies[case], AttackSent(
+            "malformed_envelope", case, index, ghost, None, None, None, "", None,
+            SignatureVerdict.UNSIGNED))
+    env = _request(mid, target_node, target_agent, now_ms)
+    field = case.split(":", 1)[1] if ":" in case else ""
+    if case.startswith("missing:"):
+        env.pop(field)
+    elif case.startswith("empty:"):
+        env[field] = ""
+    elif case.startswith("number:"):
+        env[field] = 7
+    payloads: dict[str, bytes] = {
+        "not_utf8": b'{"messageId":"\xff\xfe"}', "not_json": b'{"messageId": ',
+        "nan": _text(env).replace(b'"timestamp":' + str(now_ms).encode(), b'"timestamp":NaN'),
+        "huge_number": _text(env).replace(b'"timestamp":' + str(now_ms).encode(),
+                                          b'"timestamp":1e999'),
+        "array": _text([env]), "null": b"null",
+        "unknown_field": _text(env | {"priority": "high"}),
+        "unknown_type": _text(env | {"messageType": "TASK_EXPLODE"}),
+        "type_not_string": _text(env | {"messageType": 3}),
+        "timestamp_negative": _text(env | {"timestamp": -1}),
+        "timestamp_string": _text(env | {"timestamp": str(now_ms)}),
+        "headers_array": _text(env | {"headers": ["requestId"]}),
+        "header_number": _text(env | {"headers": {"requestId": 7}}),
+        "headers_null": _text(env | {"headers": None}),
+        "too_large": _text(env | {"payload": {"ask": "x" * LARGE_BYTES}}),
+    }
+    body = payloads.get(case) or _text(env)
+    return AttackMessage(topics.inbox(target_node), body, AttackSent(
+        "malformed_envelope", case, index, mid, mid, target_node, target_agent,
+        "bench.attacker", None, SignatureVerdict.UNSIGNED))
