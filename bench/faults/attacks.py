@@ -188,15 +188,19 @@ def tampered(payload: bytes, what: str, index: int, *, agents_of_node: tuple[str
 #: four step kinds, 0..10 retries, unique ids), each one small step from a valid one; then
 #: an envelope DESIGN §3 refuses (an optional string field present but empty: a
 #: conversationId "" would name the conversation "" a stream goes to) and one at its edge
-#: it must not (a timestamp of 0 is a well-formed one, stale: judged by admission).
+#: it must not (a timestamp of 0 is a well-formed one, stale: judged by admission); then
+#: six more definitions the grammar rules out (no step, a step that is no object, an id
+#: that is no path segment, a merge it does not know, a human step's timeout of 0 or
+#: policy it does not know) — last, so that the first eight keep their turns.
 HOSTILE_WHAT = ("reply_slash", "reply_wildcard", "nested_human", "unknown_step",
                 "retries_out_of_range", "duplicate_step_ids", "empty_conversation",
-                "timestamp_zero")
+                "timestamp_zero", "no_steps", "step_not_object", "step_id_with_slash",
+                "merge_unknown", "human_timeout_zero", "human_policy_unknown")
 HOSTILE_REPLY = ("reply_slash", "reply_wildcard")
 HOSTILE_ENVELOPE = ("empty_conversation", "timestamp_zero")
 
 
-def _hostile_process(what: str) -> list[dict[str, Any]]:
+def _hostile_process(what: str) -> list[Any]:
     work = {"id": "w", "kind": "work"}
     if what == "nested_human":
         return [{"id": "fan", "kind": "parallel", "branches": [
@@ -207,6 +211,19 @@ def _hostile_process(what: str) -> list[dict[str, Any]]:
         return [{"id": "w", "kind": "work", "retries": 1_000_000}]
     if what == "duplicate_step_ids":
         return [work, {"id": "w", "kind": "work"}]
+    if what == "no_steps":
+        return []
+    if what == "step_not_object":
+        return [work, "work"]
+    if what == "step_id_with_slash":
+        return [{"id": "w/x", "kind": "work"}]
+    if what == "merge_unknown":
+        return [{"id": "w", "kind": "work", "merge": "shuffle"}]
+    if what == "human_timeout_zero":
+        return [work, {"id": "ask", "kind": "human", "prompt": "approve?", "timeoutMs": 0}]
+    if what == "human_policy_unknown":
+        return [work, {"id": "ask", "kind": "human", "prompt": "approve?",
+                       "onTimeout": "ignore"}]
     raise ValueError(f"hostile_input what={what!r} must be one of {list(HOSTILE_WHAT)}")
 
 

@@ -43,6 +43,16 @@ ENVELOPE_EXPECT: dict[str, str] = {
     **{f"number:{f}": MALFORMED for f in (*REQUIRED_TEXT, *OPTIONAL_TEXT)},
     "headers_null": WELL_FORMED, "too_large": ANY_OUTCOME,
 }
+#: Well-formed envelopes whose payload is not the body their message type carries (DESIGN
+#: §3 and seed 002 §6–§7: a FLOW_EVENT's stream, seq > 0, kind and text in a conversation;
+#: a gate's ids, timeout and policy; a decision of approve or reject; an answer's status),
+#: one field wrong each: MALFORMED too
+BODY_CASES = ("body:FLOW_EVENT:no_conversation", "body:FLOW_EVENT:text_number",
+              "body:FLOW_EVENT:seq_zero", "body:FLOW_EVENT:kind_unknown",
+              "body:GATE_OPEN:no_gate_id", "body:GATE_OPEN:timeout_zero",
+              "body:GATE_DECISION:decision_unknown", "body:GATE_ACK:not_object",
+              "body:TASK_RESPONSE:status_unknown")
+ENVELOPE_EXPECT |= {case: MALFORMED for case in BODY_CASES}
 #: An announcement a node must refuse (its directory unchanged, the refusal recorded)
 ANNOUNCEMENT_CASES = ("ann:not_json", "ann:array", "ann:node_mismatch", "ann:online_text",
                       "ann:namespace_number", "ann:agents_object", "ann:agent_without_id")
@@ -87,6 +97,10 @@ def malformed_envelope(case: str, n: int, index: int, *, target_node: str, targe
             "malformed_envelope", case, index, ghost, None, None, None, "", None,
             SignatureVerdict.UNSIGNED))
     env = _request(mid, target_node, target_agent, now_ms)
+    if case in BODY_CASES:
+        return AttackMessage(topics.inbox(target_node), _text(_body(case, env)), AttackSent(
+            "malformed_envelope", case, index, mid, mid, target_node, target_agent,
+            "bench.attacker", None, SignatureVerdict.UNSIGNED))
     field = case.split(":", 1)[1] if ":" in case else ""
     if case.startswith("missing:"):
         env.pop(field)
@@ -114,3 +128,40 @@ def malformed_envelope(case: str, n: int, index: int, *, target_node: str, targe
     return AttackMessage(topics.inbox(target_node), body, AttackSent(
         "malformed_envelope", case, index, mid, mid, target_node, target_agent,
         "bench.attacker", None, SignatureVerdict.UNSIGNED))
+
+
+def _body(case: str, env: dict[str, Any]) -> dict[str, Any]:
+    """`env` as a message of the case's type whose body has the case's one thing wrong."""
+    _, mtype, wrong = case.split(":")
+    good: dict[str, dict[str, Any]] = {
+        "FLOW_EVENT": {"stream": f"{env['conversationId']}|fin.ghost", "seq": 1,
+                       "kind": "token", "text": "t", "lane": "main"},
+        "GATE_OPEN": {"gateId": "g-malformed", "processInstId": "p-malformed",
+                      "activityId": "ask", "agentId": env["toAgentId"], "prompt": "?",
+                      "timeoutMs": 1000, "onTimeout": "fail"},
+        "GATE_DECISION": {"gateId": "g-malformed", "processInstId": "p-malformed",
+                          "decision": "approve"},
+        "GATE_ACK": {"gateId": "g-malformed", "status": "applied"},
+        "TASK_RESPONSE": {"status": "COMPLETED", "result": None},
+    }
+    body: Any = dict(good[mtype])
+    match wrong:
+        case "no_conversation":
+            env = env | {"conversationId": None}
+        case "text_number":
+            body["text"] = 7
+        case "seq_zero":
+            body["seq"] = 0
+        case "kind_unknown":
+            body["kind"] = "shout"
+        case "no_gate_id":
+            del body["gateId"]
+        case "timeout_zero":
+            body["timeoutMs"] = 0
+        case "decision_unknown":
+            body["decision"] = "maybe"
+        case "not_object":
+            body = ["gateId"]
+        case _:     # status_unknown
+            body["status"] = "DONE-ISH"
+    return env | {"messageType": mtype, "payload": body}
