@@ -26,6 +26,7 @@ from bench.core.events import (
     NodeWarning,
     OutboundSettled,
     OutboundState,
+    TaskExecuted,
     TaskState,
     TaskStatus,
     WarningKind,
@@ -228,6 +229,9 @@ def _no_node(h: History) -> str | None:
 #: case is an envelope DESIGN §3 rules out, or (`ann:`) an announcement that is none
 ENVELOPE_WELL_FORMED = frozenset({"headers_null"})
 ENVELOPE_ANY_OUTCOME = frozenset({"too_large"})
+#: ... and the well-formed ones it has no business running (a TASK_REQUEST on a scene
+#: group's topic, a DATA_REQUEST): never MALFORMED, never run as a task
+ENVELOPE_NOT_TO_RUN = frozenset({"route:request_on_group", "route:no_handler"})
 
 
 @rule("DESIGN §3: malformed input is a recorded rejection, never a crash and never silently "
@@ -240,14 +244,17 @@ def malformed_envelopes_refused(h: History, c: Collector) -> None:
     of no id there — never admitted, never run; the edge case (headers null) is never
     called MALFORMED; the 2 MiB one has some recorded outcome. An announcement that is none
     is refused (directory_rejected) by some node and its node id never enters a directory.
-    Undecided: what the broker could not take in (down), what was still in flight at the
-    end, a target that crashed meanwhile."""
+    A well-formed message it has no business running (a TASK_REQUEST on a scene group's
+    topic, a DATA_REQUEST) is never called MALFORMED and never run as a task. Undecided:
+    what the broker could not take in (down), what was still in flight at the end, a
+    target that crashed meanwhile."""
     attacks = [a for a in h.of(AttackSent) if a.attack == "malformed_envelope"]
     if not attacks:
         return
     outcomes: list[InboundAdmitted | InboundDropped] = sorted(
         [*h.of(InboundAdmitted), *h.of(InboundDropped)], key=lambda e: e.seq)
     used: set[int] = set()
+    ran = {(x.node, x.task_id) for x in h.of(TaskExecuted)}
     rejected = {(d.node, d.topic.rsplit("/", 1)[-1]) for d in h.of(DirectoryRejected)}
     entered = h.fold(Directories).last_online      # node id -> its latest online announcement
     crashed = {e.node for e in h.of(NodeCrashed)}
@@ -282,6 +289,12 @@ def malformed_envelopes_refused(h: History, c: Collector) -> None:
         malformed = isinstance(first, InboundDropped) and first.reason == DropReason.MALFORMED
         c.count(f"{a.how.split(':', 1)[0]}_{'malformed' if malformed else 'taken'}")
         if a.how in ENVELOPE_ANY_OUTCOME:
+            continue
+        if a.how in ENVELOPE_NOT_TO_RUN:
+            if malformed or (node, a.message_id) in ran:
+                c.violation(f"{node} {'ran' if not malformed else 'called MALFORMED'} "
+                            f"{a.message_id}, a well-formed message it has no business "
+                            f"running ({a.how})", a, first)
             continue
         if a.how in ENVELOPE_WELL_FORMED:
             if malformed:

@@ -53,6 +53,13 @@ BODY_CASES = ("body:FLOW_EVENT:no_conversation", "body:FLOW_EVENT:text_number",
               "body:GATE_DECISION:decision_unknown", "body:GATE_ACK:not_object",
               "body:TASK_RESPONSE:status_unknown")
 ENVELOPE_EXPECT |= {case: MALFORMED for case in BODY_CASES}
+#: A well-formed message a node has no business running (DESIGN §3: route by toAgentId /
+#: canHandle, then the handler; a drop on the way is NOT_MINE): a TASK_REQUEST on a scene
+#: group's multicast topic, a DATA_REQUEST the seed node has no handler for — dropped with
+#: a reason or taken, never run as a task
+ROUTED = "ROUTED"
+ROUTE_CASES = ("route:request_on_group", "route:no_handler")
+ENVELOPE_EXPECT |= {case: ROUTED for case in ROUTE_CASES}
 #: An announcement a node must refuse (its directory unchanged, the refusal recorded)
 ANNOUNCEMENT_CASES = ("ann:not_json", "ann:array", "ann:node_mismatch", "ann:online_text",
                       "ann:namespace_number", "ann:agents_object", "ann:agent_without_id")
@@ -75,10 +82,11 @@ def _text(value: Any) -> bytes:
 
 
 def malformed_envelope(case: str, n: int, index: int, *, target_node: str, target_agent: str,
-                       now_ms: int, prefix: str) -> AttackMessage:
+                       now_ms: int, prefix: str, group: str | None = None) -> AttackMessage:
     """The `n`th message of fault `index`, of kind `case`: an envelope to `target_node`'s
-    inbox, or (an `ann:` case) an announcement on the directory topic of a node id nobody
-    has. Its messageId (the announcement's node id) is its own: `malformed-{index}-{n}`."""
+    inbox (or, route:request_on_group, to its scene group `group`), or (an `ann:` case) an
+    announcement on the directory topic of a node id nobody has. Its messageId (the
+    announcement's node id) is its own: `malformed-{index}-{n}`."""
     mid = f"malformed-{index}-{n}"
     topics = Topics(prefix)
     if case in ANNOUNCEMENT_CASES:
@@ -97,6 +105,14 @@ def malformed_envelope(case: str, n: int, index: int, *, target_node: str, targe
             "malformed_envelope", case, index, ghost, None, None, None, "", None,
             SignatureVerdict.UNSIGNED))
     env = _request(mid, target_node, target_agent, now_ms)
+    if case in ROUTE_CASES:
+        # (a node in no scene group has no group topic: it gets the DATA_REQUEST instead)
+        on_group = case == "route:request_on_group" and group is not None
+        topic = topics.group(group) if on_group and group else topics.inbox(target_node)
+        body = env if on_group else env | {"messageType": "DATA_REQUEST"}
+        return AttackMessage(topic, _text(body), AttackSent(
+            "malformed_envelope", case, index, mid, mid, target_node, target_agent,
+            "bench.attacker", None, SignatureVerdict.UNSIGNED))
     if case in BODY_CASES:
         return AttackMessage(topics.inbox(target_node), _text(_body(case, env)), AttackSent(
             "malformed_envelope", case, index, mid, mid, target_node, target_agent,

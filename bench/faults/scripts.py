@@ -472,9 +472,11 @@ def malformed_envelope(spec: FaultSpec, ctx: Context) -> Script:
     while ctx.now_ms() < ctx.end_ms:
         node, case = targets[n % len(targets)], cases[n % len(cases)]
         n += 1
+        groups = ctx.config(node.id).scene_groups
         msg = envelope_attacks.malformed_envelope(case, n, spec.index, target_node=node.id,
                                                   target_agent=node.agents[0],
-                                                  now_ms=ctx.wall_ms(), prefix=prefix)
+                                                  now_ms=ctx.wall_ms(), prefix=prefix,
+                                                  group=groups[0] if groups else None)
         yield _inject(spec, ctx, msg)
         _attacked(ctx, msg)
         yield Wait(spec.params["interval_ms"])
