@@ -1422,9 +1422,9 @@ def good_tokens_honoured(h: History, c: Collector) -> None:
                 or any(a.t_ms <= t <= x.t_ms for t in crashes.get(x.node, ())):
             c.count("refused_after_a_fault_held_or_altered_it")
             continue
-        c.violation(f"{refused[0].node} refused {a.node}'s {a.method or 'request'} for task "
-                    f"{a.task_id}, whose token was minted {refused[0].t_ms - a.t_ms:.0f} ms "
-                    f"before, as an invalid request (-32600)", a.event, refused[0].event)
+        c.violation(f"{x.node} refused {a.node}'s {a.method or 'request'} for task "
+                    f"{a.task_id}, whose token was minted {x.t_ms - a.t_ms:.0f} ms before, as "
+                    "an invalid request (-32600)", a.event, x.event)
 
 
 @rule("A2M-RSP-6: a bearer token is echoed nowhere: no reply, stream item or other message "

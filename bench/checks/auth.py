@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import EVERY_NODE, Transit, clocks, fault_windows
-from bench.checks.terms import ADMITTED, IN_FLIGHT_AT_END_MS
+from bench.checks.terms import ADMITTED, IN_FLIGHT_AT_END_MS, MALFORMED_ENVELOPE
 from bench.core.events import (
     AttackSent,
     AuthMode,
@@ -133,7 +133,7 @@ def attack_has_an_outcome(h: History, c: Collector) -> None:
         + [(e.fault_index, e.seq) for e in h.of(FaultError)]
     transit = h.memo(Transit)
     for a in h.of(AttackSent):
-        if a.attack == "malformed_envelope":     # malformed input: robustness judges it
+        if a.attack == MALFORMED_ENVELOPE:     # malformed input: robustness judges it
             continue
         label = _label(h, a)
         c.count(f"{label} sent")
@@ -170,7 +170,7 @@ def verdict_is_honest(h: History, c: Collector) -> None:
     whose clock a fault has set off may disagree on freshness alone (STALE one way or the
     other), as an honest verifier with that clock would."""
     skewed = [f for f in h.memo(fault_windows) if f.fault == "clock_skew"]
-    attacks = [a for a in h.of(AttackSent) if a.attack != "malformed_envelope"]
+    attacks = [a for a in h.of(AttackSent) if a.attack != MALFORMED_ENVELOPE]
     for a in attacks:
         first = _first_after(h, a)
         recorded = getattr(first, "verdict", None) if first is not None else None

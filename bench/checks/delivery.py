@@ -22,6 +22,7 @@ from bench.checks.terms import (
     CLOCK_SLACK_MS,
     DEFAULT_EXECUTOR,
     IN_FLIGHT_AT_END_MS,
+    MALFORMED_ENVELOPE,
     NOT_SENT,
     TARGETED,
     TASK_ENDS,
@@ -247,10 +248,6 @@ def no_response_explained(h: History, c: Collector) -> None:
             continue
         c.violation(f"request {sent.request_id} to {sent.to_agent_id} got no response and "
                     "nothing in the history says why", sent, outcome, requestId=sent.request_id)
-
-
-#: The fault whose messages a node must drop as MALFORMED (bench.faults.envelope_attacks)
-MALFORMED_ENVELOPE = "malformed_envelope"
 
 
 @rule("DESIGN §3 Inbound: every drop carries its reason, and the reason is true")

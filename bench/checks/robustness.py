@@ -9,7 +9,7 @@ import re
 from bench.checks import Checker, Collector, declared_without, rule
 from bench.checks.directory import Directories
 from bench.checks.network import EVERY_NODE, Transit
-from bench.checks.terms import NOT_SENT, TASK_ENDS
+from bench.checks.terms import MALFORMED_ENVELOPE, NOT_SENT, TASK_ENDS
 from bench.core.events import (
     AttackSent,
     DirectoryRejected,
@@ -248,7 +248,7 @@ def malformed_envelopes_refused(h: History, c: Collector) -> None:
     topic, a DATA_REQUEST) is never called MALFORMED and never run as a task. Undecided:
     what the broker could not take in (down), what was still in flight at the end, a
     target that crashed meanwhile."""
-    attacks = [a for a in h.of(AttackSent) if a.attack == "malformed_envelope"]
+    attacks = [a for a in h.of(AttackSent) if a.attack == MALFORMED_ENVELOPE]
     if not attacks:
         return
     outcomes: list[InboundAdmitted | InboundDropped] = sorted(

@@ -90,3 +90,7 @@ def timers_late_ms(h: History) -> float:
     started = h.of(RunStarted)
     late = started[0].timers_late_ms if started else None
     return WALL_CLOCK_TIMERS_LATE_MS if late is None else late
+
+#: The fault whose messages a node must refuse as malformed input (DESIGN §3): judged by
+#: robustness.malformed_envelopes_refused, left alone by the rules of other attacks and drops
+MALFORMED_ENVELOPE = "malformed_envelope"
