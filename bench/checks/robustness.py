@@ -9,7 +9,7 @@ import re
 from bench.checks import Checker, Collector, declared_without, rule
 from bench.checks.directory import Directories
 from bench.checks.network import EVERY_NODE, Transit
-from bench.checks.terms import MALFORMED_ENVELOPE, NOT_SENT, TASK_ENDS
+from bench.checks.terms import IN_FLIGHT_AT_END_MS, MALFORMED_ENVELOPE, NOT_SENT, TASK_ENDS
 from bench.core.events import (
     AttackSent,
     DirectoryRejected,
@@ -260,7 +260,7 @@ def malformed_envelopes_refused(h: History, c: Collector) -> None:
     crashed = {e.node for e in h.of(NodeCrashed)}
     transit = h.memo(Transit)
     broker_out = [o for o in transit.outages if o.node == EVERY_NODE]
-    late = h.end_ms - 3_000
+    late = h.end_ms - IN_FLIGHT_AT_END_MS
     for a in attacks:
         if any(o.start_ms <= a.t_ms <= o.end_ms for o in broker_out) or a.t_ms > late:
             c.unknown("sent_while_the_broker_was_down_or_at_the_end")

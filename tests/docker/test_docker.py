@@ -129,8 +129,9 @@ def test_the_a2a_profiles_responder_stopped_by_docker_stop_says_offline_before_i
     assert session.value.value == "true" and session.counts["graceful_leaves"] >= 2, \
         session.counts
     lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
-    [stop] = [e for e in lines if e["kind"] == "node_crashed"]
-    [began] = [e for e in lines if e["kind"] == "fault_start"]
+    [stop] = [e for e in lines if e["kind"] == "node_crashed" and e["node"] == "tax-1"]
+    began = next(e for e in lines
+                 if e["kind"] == "fault_start" and e["params"].get("node") == "tax-1")
     assert stop["how"].startswith("SIGTERM (docker stop") and stop["tMs"] - began["tMs"] < 5_000
     assert not leftovers()
 

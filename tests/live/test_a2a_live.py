@@ -601,7 +601,7 @@ def test_a_responder_written_elsewhere_stopped_with_sigterm_says_offline_before_
     verdicts = _verdicts(result)
     assert verdicts["a2a_session"] is Value.TRUE and verdicts["duplicate_execution"] is Value.TRUE
     lines = [json.loads(line) for line in (tmp_path / "history.jsonl").open()]
-    [stop] = [e for e in lines if e["kind"] == "node_crashed"]
+    [stop] = [e for e in lines if e["kind"] == "node_crashed" and e["node"] == "tax-1"]
     assert stop["how"] == "SIGTERM" and stop["node"] == "tax-1"
     began = next(e["seq"] for e in lines if e["kind"] == "fault_start")
     during = [e for e in _of(lines, "tax-1", "DISCONNECT", "out") if began < e["seq"] < stop["seq"]]
