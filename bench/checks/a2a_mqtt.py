@@ -1771,8 +1771,10 @@ def every_request_answered(h: History, c: Collector) -> None:
     """Liveness, from what the responder took in (its wire, or its records) and what it
     published: every request a requester sent that reached a responder is answered — a
     SendMessage by a final answer of its task (a terminal state, input-required, an error)
-    published after it came, on any of the task's correlations (a retry's answer reaches
-    the operation); a GetTask or CancelTask by any answer under its Correlation Data.
+    published after it came under its own Correlation Data — a retry that joined a task
+    still running is owed the task's end too, not only its state at once (a final answer
+    to an earlier attempt does not answer it); a GetTask or CancelTask by any answer under
+    its Correlation Data.
     It is owed `ANSWER_AFTER_ITS_AGENT_MS` after the task's work ended (the bench's agent
     answered it, or, of the reference, the task's state ended), or the first-reply wait
     after it came when no work on the task began (the agent called) and none had ended.
@@ -1784,10 +1786,6 @@ def every_request_answered(h: History, c: Collector) -> None:
     sent, by_corr = h.memo(_sent), h.memo(_answers_by_path)
     crashes = h.memo(Transit).crashes
     windows = [w for w in h.memo(fault_windows) if w.fault not in NODE_FAULTS]
-    finals: dict[str, list[Answer]] = defaultdict(list)         # Task.id -> final answers
-    for a in h.memo(answers):
-        if a.task_id is not None and a.final:
-            finals[a.task_id].append(a)
     ended: dict[tuple[str, str], list[float]] = defaultdict(list)   # (node, task) -> when
     for e in h.of(AgentAnswered):
         ended[(e.node, e.task_id)].append(e.t_ms)
@@ -1816,8 +1814,7 @@ def every_request_answered(h: History, c: Collector) -> None:
         if t.method in ("GetTask", "CancelTask"):
             if any(a.t_ms >= t.t_ms - EARLY_MS for a in mine):
                 continue
-        elif any(a.t_ms >= t.t_ms - EARLY_MS for a in finals.get(t.task_id, ())) \
-                or any(a.final and a.t_ms >= t.t_ms - EARLY_MS for a in mine):
+        elif any(a.final and a.t_ms >= t.t_ms - EARLY_MS for a in mine):
             continue
         work = sorted(ended.get((t.node, t.task_id), ()))
         later = [x for x in work if x >= t.t_ms]
