@@ -480,8 +480,8 @@ def retries_keep_the_profile(h: History, c: Collector) -> None:
     near = h.memo(fault_windows)
 
     def held(node: str, start: float, end: float) -> bool:
-        return any(w.start_ms <= end and w.end_ms >= start and (not w.nodes or node in w.nodes)
-                   for w in near) or any(start <= x <= end for x in crashes.get(node, ()))
+        return any(w.acts_on(start, end, node) for w in near) \
+            or any(start <= x <= end for x in crashes.get(node, ()))
     for key, tries in sorted(attempts.items()):
         c.count("attempts", len(tries))
         node, op = key
@@ -1163,10 +1163,6 @@ def replies_with_unknown_properties_taken(h: History, c: Collector) -> None:
                     f"{SETTLE_AFTER_FINAL_MS / 1000:.0f} s", ask.event, f.event)
 
 
-#: A PUBACK reason code that says the broker did not accept the publish (MQTT 5 §3.4.2.1)
-REFUSED_FROM = 0x80
-
-
 @rule("A2M-RETRY-5: a publish the broker did not accept is retried until the attempts run out")
 def refused_publishes_retried(h: History, c: Collector) -> None:
     """A request whose PUBLISH the broker refused (a PUBACK reason code of 0x80 or more)
@@ -1417,8 +1413,7 @@ def good_tokens_honoured(h: History, c: Collector) -> None:
             c.count("requests_with_a_good_token_not_refused")
             continue
         x = refused[0]
-        if any(w.start_ms <= x.t_ms and w.end_ms >= a.t_ms
-               and (not w.nodes or x.node in w.nodes or a.node in w.nodes) for w in held) \
+        if any(w.acts_on(a.t_ms, x.t_ms, x.node, a.node) for w in held) \
                 or any(a.t_ms <= t <= x.t_ms for t in crashes.get(x.node, ())):
             c.count("refused_after_a_fault_held_or_altered_it")
             continue
@@ -1827,8 +1822,7 @@ def every_request_answered(h: History, c: Collector) -> None:
             due = t.t_ms + WORK_BEGINS_WITHIN_MS
         if any(t.t_ms <= x <= due for x in crashes.get(t.node, ())):
             c.count("lost_with_its_process")
-        elif any(w.start_ms <= due and w.end_ms >= t.t_ms
-                 and (not w.nodes or t.node in w.nodes) for w in windows):
+        elif any(w.acts_on(t.t_ms, due, t.node) for w in windows):
             c.count("while_a_fault_acted")
         elif due > h.end_ms:
             c.unknown("still_owed_when_the_run_ended")

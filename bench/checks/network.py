@@ -64,6 +64,12 @@ class FaultWindow:
     end_ms: float
     nodes: tuple[str, ...]
 
+    def acts_on(self, start_ms: float, end_ms: float, *nodes: str) -> bool:
+        """It was in effect at some time of [start_ms, end_ms], on one of `nodes` (a fault
+        that names no node acts on every one)."""
+        return self.start_ms <= end_ms and self.end_ms >= start_ms \
+            and (not self.nodes or any(n in self.nodes for n in nodes))
+
 
 def fault_windows(h: History) -> list[FaultWindow]:
     """Every fault the journal started, with the window it really had."""

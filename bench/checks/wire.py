@@ -231,8 +231,7 @@ def acknowledges_what_it_takes(h: History, c: Collector) -> None:
                 if later is None:
                     continue   # the connection ended before the node got to it
                 ack = acked[later.packet_id]   # type: ignore[index]
-                if any(w.start_ms <= ack.t_ms and w.end_ms >= e.t_ms
-                       and (not w.nodes or node in w.nodes) for w in windows):
+                if any(w.acts_on(e.t_ms, ack.t_ms, node) for w in windows):
                     continue
                 c.violation(f"{node} never acknowledged packet {e.packet_id} "
                             f"({e.message_id or e.topic}) but acknowledged a later one", e, ack)
