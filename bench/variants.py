@@ -347,8 +347,8 @@ class LenientEnvelopes(Node):
         if isinstance(raw, dict):
             known = {"messageId", "conversationId", "sceneGroupId", "fromAgentId", "toAgentId",
                      "targetNodeId", "messageType", "timestamp", "payload", "headers"}
-            fixed = {k: str(v) if isinstance(v, int) and k not in ("timestamp",) and
-                     k != "payload" and not isinstance(v, bool) else v
+            fixed = {k: str(v) if k not in ("timestamp", "payload") and isinstance(v, int)
+                     and not isinstance(v, bool) else v
                      for k, v in raw.items() if k in known}
             event = replace(event, payload=json.dumps(fixed).encode())
         super()._on_message(fx, event)

@@ -12,6 +12,7 @@ cases, from the same reading of DESIGN — never from `bench.core.envelope`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from bench.core.events import AttackSent, SignatureVerdict
@@ -105,18 +106,24 @@ def malformed_envelope(case: str, n: int, index: int, *, target_node: str, targe
             "malformed_envelope", case, index, ghost, None, None, None, "", None,
             SignatureVerdict.UNSIGNED))
     env = _request(mid, target_node, target_agent, now_ms)
+    topic = topics.inbox(target_node)
     if case in ROUTE_CASES:
         # (a node in no scene group has no group topic: it gets the DATA_REQUEST instead)
         on_group = case == "route:request_on_group" and group is not None
-        topic = topics.group(group) if on_group and group else topics.inbox(target_node)
-        body = env if on_group else env | {"messageType": "DATA_REQUEST"}
-        return AttackMessage(topic, _text(body), AttackSent(
-            "malformed_envelope", case, index, mid, mid, target_node, target_agent,
-            "bench.attacker", None, SignatureVerdict.UNSIGNED))
-    if case in BODY_CASES:
-        return AttackMessage(topics.inbox(target_node), _text(_body(case, env)), AttackSent(
-            "malformed_envelope", case, index, mid, mid, target_node, target_agent,
-            "bench.attacker", None, SignatureVerdict.UNSIGNED))
+        topic = topics.group(group) if on_group and group else topic
+        body = _text(env if on_group else env | {"messageType": "DATA_REQUEST"})
+    elif case in BODY_CASES:
+        body = _text(_body(case, env))
+    else:
+        body = _envelope(case, env, now_ms)
+    return AttackMessage(topic, body, AttackSent(
+        "malformed_envelope", case, index, mid, mid, target_node, target_agent,
+        "bench.attacker", None, SignatureVerdict.UNSIGNED))
+
+
+def _envelope(case: str, env: dict[str, Any], now_ms: int) -> bytes:
+    """The bytes of an envelope case: `env` one step from valid (only the case's bytes are
+    made: the 2 MiB one is not built for every message)."""
     field = case.split(":", 1)[1] if ":" in case else ""
     if case.startswith("missing:"):
         env.pop(field)
@@ -124,26 +131,23 @@ def malformed_envelope(case: str, n: int, index: int, *, target_node: str, targe
         env[field] = ""
     elif case.startswith("number:"):
         env[field] = 7
-    payloads: dict[str, bytes] = {
-        "not_utf8": b'{"messageId":"\xff\xfe"}', "not_json": b'{"messageId": ',
-        "nan": _text(env).replace(b'"timestamp":' + str(now_ms).encode(), b'"timestamp":NaN'),
-        "huge_number": _text(env).replace(b'"timestamp":' + str(now_ms).encode(),
-                                          b'"timestamp":1e999'),
-        "array": _text([env]), "null": b"null",
-        "unknown_field": _text(env | {"priority": "high"}),
-        "unknown_type": _text(env | {"messageType": "TASK_EXPLODE"}),
-        "type_not_string": _text(env | {"messageType": 3}),
-        "timestamp_negative": _text(env | {"timestamp": -1}),
-        "timestamp_string": _text(env | {"timestamp": str(now_ms)}),
-        "headers_array": _text(env | {"headers": ["requestId"]}),
-        "header_number": _text(env | {"headers": {"requestId": 7}}),
-        "headers_null": _text(env | {"headers": None}),
-        "too_large": _text(env | {"payload": {"ask": "x" * LARGE_BYTES}}),
+    stamp = b'"timestamp":' + str(now_ms).encode()
+    payloads: dict[str, Callable[[], bytes]] = {
+        "not_utf8": lambda: b'{"messageId":"\xff\xfe"}', "not_json": lambda: b'{"messageId": ',
+        "nan": lambda: _text(env).replace(stamp, b'"timestamp":NaN'),
+        "huge_number": lambda: _text(env).replace(stamp, b'"timestamp":1e999'),
+        "array": lambda: _text([env]), "null": lambda: b"null",
+        "unknown_field": lambda: _text(env | {"priority": "high"}),
+        "unknown_type": lambda: _text(env | {"messageType": "TASK_EXPLODE"}),
+        "type_not_string": lambda: _text(env | {"messageType": 3}),
+        "timestamp_negative": lambda: _text(env | {"timestamp": -1}),
+        "timestamp_string": lambda: _text(env | {"timestamp": str(now_ms)}),
+        "headers_array": lambda: _text(env | {"headers": ["requestId"]}),
+        "header_number": lambda: _text(env | {"headers": {"requestId": 7}}),
+        "headers_null": lambda: _text(env | {"headers": None}),
+        "too_large": lambda: _text(env | {"payload": {"ask": "x" * LARGE_BYTES}}),
     }
-    body = payloads.get(case) or _text(env)
-    return AttackMessage(topics.inbox(target_node), body, AttackSent(
-        "malformed_envelope", case, index, mid, mid, target_node, target_agent,
-        "bench.attacker", None, SignatureVerdict.UNSIGNED))
+    return payloads.get(case, lambda: _text(env))()
 
 
 def _body(case: str, env: dict[str, Any]) -> dict[str, Any]:

@@ -203,7 +203,7 @@ def _total(modules: Iterable[dict[str, Any]]) -> dict[str, Any]:
     known = [m for m in modules if m["statements"] is not None]
 
     def total(key: str) -> int:
-        return sum(m.get(key, m[key.removeprefix("raw_")]) for m in known)
+        return sum(m[key] for m in known)
     s, sm, b, bm = (total(k) for k in ("statements", "missed", "branches", "branches_missed"))
     rb, rbm = total("raw_branches"), total("raw_branches_missed")
     return {"statements": s, "missed": sm, "branches": b, "branches_missed": bm,
