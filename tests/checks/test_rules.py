@@ -983,3 +983,21 @@ def test_a_v2_signature_that_leaves_the_headers_out_is_caught_on_a_real_history(
                 "qos": 1, "retain": False}
     v = checkers()["auth_admission"](from_lines(renumbered(lines)))
     assert v.value is Value.FALSE and v.rules["verdict_is_honest"]["violations"] == 1, v.rules
+
+
+def test_a_retry_later_than_its_backoff_allows_turns_the_retry_rule_false(
+        runs: dict[str, Lines]) -> None:
+    """retries_keep_the_profile's later half (A2M-RETRY-1: a retry no later than its backoff
+    allows, where no fault acted on the requester) on a real history: a2a_restart's first
+    retry, moved 3 s later on its record and its clock, is FALSE — the responder's restart
+    names another node and excuses nothing; unmoved, the same history is TRUE."""
+    lines = copy.deepcopy(runs["a2a_restart"])
+    checker = checkers()[OWNER["retries_keep_the_profile"]]
+    assert checker(from_lines(renumbered(lines))).rules["retries_keep_the_profile"][
+        "violations"] == 0
+    e = lines[where(lines, "a2m_attempt", lambda e: e["attempt"] == 2)]
+    e["tMs"] += 3_000
+    e["sentMs"] += 3_000
+    v = checker(from_lines(renumbered(lines)))
+    assert v.value is Value.FALSE and v.rules["retries_keep_the_profile"]["violations"] == 1
+    assert any("the profile retries within" in c["why"] for c in v.counterexamples)
