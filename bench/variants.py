@@ -748,6 +748,14 @@ class A2mCompletesFailedTasks(Responder):
         super()._on_ended(fx, inp)
 
 
+class A2mCapacityIgnored(Responder):
+    """The topology's capacity read but never enforced (a configuration key lost on its way
+    to the check): the responder starts every new task it is sent, however many run."""
+
+    def _full(self) -> bool:
+        return False
+
+
 class A2mRefusesUnknownReplyProperties(Requester):
     """A2M-PROP-2: a reply carrying an a2a- User Property it does not know is ignored as a
     protocol error: the operation waits out its first-reply wait and retries."""
@@ -926,6 +934,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "a2a_publish_refused", requester=A2mGivesUpWhenRefused),
     Variant("a2m_completes_failed_tasks", Node, "A2M-BASE-1", "a2a_replies", "a2a_streams",
             responder=A2mCompletesFailedTasks),
+    Variant("a2m_capacity_ignored", Node, "A2M-ERR-2", "a2a_replies", "a2a_binding_errors",
+            responder=A2mCapacityIgnored),
     Variant("a2m_backs_off_too_long", Node, "A2M-RETRY-1", "a2a_requests",
             "a2a_lost_reply_restart", requester=A2mBacksOffTooLong),
     Variant("a2m_refuses_unknown_reply_properties", Node, "A2M-PROP-2", "a2a_requests",

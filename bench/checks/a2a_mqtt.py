@@ -2002,6 +2002,62 @@ def tasks_end_as_their_agent_did(h: History, c: Collector) -> None:
                         f"{after.state} (A2A: {want})", e, after.event)
 
 
+@rule("A2M-ERR-2: a responder the topology bounds to N tasks at once never runs more; "
+      "beyond them it answers -32004 responder_unavailable")
+def capacity_kept(h: History, c: Collector) -> None:
+    """Where a topology gives a responder a `capacity` (the tasks it may run at once), no task
+    of it starts while that many run. A task runs from its start — the responder's record
+    of a new task or a next turn (`A2mRequestTaken` NEW or CONTINUED), or, for an agent
+    written elsewhere, its call to the agent the bench plays (`AgentCalled`) — until the
+    bench's agent answered it (`AgentAnswered`) or the responder published a stream-final
+    answer about it (an end, a cancel, a question). A next turn of a task that asked for
+    input runs again and counts, but is not judged: the bound is on new tasks (the
+    topology's word: "refuse a new one beyond it"). A crash or restart of the responder
+    forgets what it ran: a count from there on is only ever lower, never a false alarm."""
+    started = h.of(RunStarted)
+    caps = (started[0].capacities if started else None) or {}
+    if not caps:
+        return
+    marks: list[tuple[int, str, str, str, Event]] = []     # (seq, what, node, task, event)
+    for t in h.of(A2mRequestTaken):
+        if t.node in caps and t.task_id is not None \
+                and t.intake in (Intake.NEW, Intake.CONTINUED):
+            marks.append((t.seq, "start", t.node, t.task_id, t))
+    for called in h.of(AgentCalled):
+        if called.node in caps:
+            marks.append((called.seq, "start", called.node, called.task_id, called))
+    for e in h.of(AgentAnswered):
+        if e.node in caps:
+            marks.append((e.seq, "end", e.node, e.task_id, e))
+    for a in h.memo(answers):
+        if a.node in caps and a.task_id is not None and a.kind != "ERROR" \
+                and a.state in FINAL_STATES:
+            marks.append((a.event.seq, "end", a.node, a.task_id, a.event))
+    for x in (*h.of(NodeCrashed), *h.of(NodeStarted)):
+        if x.node in caps:
+            marks.append((x.seq, "forget", x.node, "", x))
+    running: dict[str, dict[str, Event]] = defaultdict(dict)
+    seen: set[tuple[str, str]] = set()
+    for _seq, what, node, task, event in sorted(marks, key=lambda m: m[0]):
+        now = running[node]
+        if what == "forget":
+            now.clear()
+        elif what == "end":
+            now.pop(task, None)
+        elif (node, task) in seen:
+            now[task] = event
+            c.count("next_turns_started_where_bounded")
+        else:
+            seen.add((node, task))
+            c.count("tasks_started_where_bounded")
+            if len(now) >= caps[node]:
+                c.violation(f"{node} started task {task} at {event.t_ms:.0f} ms while it ran "
+                            f"{len(now)} ({', '.join(sorted(now))}): its capacity is "
+                            f"{caps[node]}", *now.values(), event)
+            now[task] = event
+    c.count("responders_bounded", len(caps))
+
+
 #: What a responder answers each request the malformed_request fault sends (attack_sent.how),
 #: as the profile and JSON-RPC 2.0 prescribe: the error codes it may answer with; () where
 #: there is no reply path (A2M-RSP-2: dropped); ANSWERED for the one valid request (binary
@@ -2968,14 +3024,15 @@ A2A_REPLIES = Checker(
     "a2a_replies", "A2A over MQTT, responder side: every reply answers a request that was "
     "sent, on its Response Topic, with its Correlation Data; every request taken in is "
     "answered (liveness); refused input runs nothing; a task keeps its context, a task that "
-    "ended stays ended, and a task it has is never denied; a task ends as its agent did; an "
-    "a2a- property it does not know, or an artifact mode it does not support, changes "
-    "nothing.",
+    "ended stays ended, and a task it has is never denied; a task ends as its agent did; one "
+    "bounded to N tasks at once runs no more; an a2a- property it does not know, or an "
+    "artifact mode it does not support, changes nothing.",
     (replies_answer_a_request, replies_echo_the_task_id, nothing_after_the_final_answer,
      refused_requests_run_nothing, malformed_requests_refused, contexts_are_kept,
      ended_tasks_stay_ended, every_request_answered, known_tasks_stay_known,
      new_contexts_are_welcome, unknown_properties_ignored,
-     unknown_artifact_modes_answered_in_json, tasks_end_as_their_agent_did), _no_intake,
+     unknown_artifact_modes_answered_in_json, tasks_end_as_their_agent_did,
+     capacity_kept), _no_intake,
     protocols=frozenset({A2A_MQTT}))
 
 A2A_POOLS = Checker(

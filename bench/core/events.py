@@ -1063,6 +1063,9 @@ class RunStarted(Event):
     protocol: str | None = None
     #: A2A over MQTT: its responders required bearer tokens on requests (None: none did)
     bearer_tokens: bool | None = None
+    #: A2A over MQTT: how many tasks each responder the topology bounds (`capacity`) may run
+    #: at once; None where no node is bounded
+    capacities: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1726,12 +1729,17 @@ def _is_str_dict(v: object) -> bool:
                                        for k, x in v.items())
 
 
+def _is_int_dict(v: object) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and _is_int(x) for k, x in v.items())
+
+
 #: field type -> whether a JSON value is one (a dict lookup per field: reading a history
 #: of a million lines checks some ten million)
 _CHECKS: dict[str, Callable[[object], bool]] = {
     "str": lambda v: isinstance(v, str), "int": _is_int, "float": _is_number,
     "bool": lambda v: isinstance(v, bool), "list[str]": _is_str_list,
-    "list[int]": _is_int_list, "dict[str, str]": _is_str_dict, "Json": lambda v: True,
+    "list[int]": _is_int_list, "dict[str, str]": _is_str_dict, "dict[str, int]": _is_int_dict,
+    "Json": lambda v: True,
     "dict[str, Json]": lambda v: isinstance(v, dict)}
 
 

@@ -201,7 +201,9 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
                       substrate(mode).timers_late_ms, given, scenario.mqtt.value,
                       substrate(mode).records_late_ms,
                       scenario.protocol if scenario.topology.a2a_org else None,
-                      True if scenario.topology.a2a_oauth else None)
+                      True if scenario.topology.a2a_oauth else None,
+                      {n.id: n.capacity for n in scenario.topology.nodes
+                       if n.capacity is not None} or None)
 
 
 #: The package that describes each substrate (its SUBSTRATE): one per Mode.

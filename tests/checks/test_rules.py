@@ -29,7 +29,7 @@ SCENARIOS = ("quickstart", "gates", "attacks_audit", "partition", "publish_failu
              "a2a_quickstart", "a2a_restart", "a2a_pool", "a2a_expiry", "a2a_malformed",
              "a2a_multiturn", "a2a_oauth", "a2a_handover", "a2a_stream_stall",
              "a2a_bad_properties", "a2a_reply_extras", "a2a_publish_refused",
-             "malformed_envelopes")
+             "malformed_envelopes", "a2a_binding_errors")
 
 
 @pytest.fixture(scope="module")
@@ -486,6 +486,10 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     # the agent failed a task the responder then reported COMPLETED
     "tasks_end_as_their_agent_did": ("a2a_quickstart", alter(
         "agent_answered", lambda e: e["ok"], ok=False)),
+    # a request refused -32004 while the responder's one task ran, started as a new task
+    "capacity_kept": ("a2a_binding_errors", alter(
+        "a2m_request_taken", lambda e: e.get("code") == -32004, intake="NEW", code=None,
+        reason=None)),
     "known_tasks_stay_known": ("a2a_multiturn", task_denied),
     "new_contexts_are_welcome": ("a2a_multiturn", context_refused),
     "nothing_settled_twice": ("a2a_quickstart", repeat("request_settled")),
