@@ -2534,6 +2534,41 @@ def pooled_requests_reach_one_member(h: History, c: Collector) -> None:
                     f"{len(others) + 1} members", *(t.event for t in taken))
 
 
+#: Failure reason codes of a PUBACK start here (MQTT 5 §3.4.2.1)
+PUBACK_FAILURE = 0x80
+#: How long after a refusing fault's heal a refusal may still be heard: the PUBACK of a
+#: publish refused just before it, on its way back
+REFUSED_IN_FLIGHT_MS = 1_000.0
+
+
+@rule("MQTT 5 §3.4.2.1 (a PUBACK failure reason code says why the broker refused): a "
+      "request publish is refused only while a fault that refuses its sender's publishes acts")
+def refusals_have_a_cause(h: History, c: Collector) -> None:
+    """The bench configures no quota, ACL or limit that would make a broker refuse a
+    requester's PUBLISH: every PUBACK failure (0x80 and above) a requester hears — its own
+    record (`A2mPuback`), or off its wire tap the PUBACK that reached it — falls inside the
+    window of a `puback_refused` fault naming it, or within REFUSED_IN_FLIGHT_MS after its
+    heal. A refusal outside is a broker refusing what it had no reason to refuse (a profile
+    request on a `$a2a/...` topic), or a fault that went on acting after the history says it
+    healed — and then every rule that excuses what happened in the window excused the wrong
+    span."""
+    windows = [w for w in h.memo(fault_windows) if w.fault == "puback_refused"]
+    own = h.memo(_askers)
+    heard: list[tuple[str, float, int, str, Event]] = [
+        (p.node, p.t_ms, p.reason_code, p.topic, p) for p in h.of(A2mPuback)
+        if p.reason_code >= PUBACK_FAILURE]
+    heard += [(w.node, w.t_ms, code, "", w) for w in h.of(Wire)
+              if w.node not in own and w.direction == "in" and w.packet == "PUBACK"
+              for code in (w.reason_codes or ())[:1] if code >= PUBACK_FAILURE]
+    for node, t, code, topic, event in heard:
+        c.count("publishes_refused")
+        if any(w.acts_on(t - REFUSED_IN_FLIGHT_MS, t, node) for w in windows):
+            continue
+        where = f" to {topic}" if topic else ""
+        c.violation(f"the broker refused {node}'s publish{where} at {t:.0f} ms with 0x{code:02x} "
+                    f"while no fault refused its publishes", event)
+
+
 @rule("MQTT 5 §3.3.2.3.3 [MQTT-3.3.2-5]: a message past its Message Expiry Interval is not "
       "delivered; A2M-RETRY-9, A2M-DUP-2")
 def expired_requests_not_delivered(h: History, c: Collector) -> None:
@@ -2977,7 +3012,12 @@ def _no_pool(h: History) -> str | None:
 def _no_broker_promise(h: History) -> str | None:
     if any(_pool_of(a.topic) or a.expiry_s is not None for a in h.of(A2mAttempt)):
         return None
-    return "no request went to a pool and none carried a Message Expiry Interval"
+    if any(p.reason_code >= PUBACK_FAILURE for p in h.of(A2mPuback)) or any(
+            w.packet == "PUBACK" and w.direction == "in" and w.reason_codes
+            and w.reason_codes[0] >= PUBACK_FAILURE for w in h.of(Wire)):
+        return None
+    return ("no request went to a pool, none carried a Message Expiry Interval, and the "
+            "broker refused none")
 
 
 def _no_intake(h: History) -> str | None:
@@ -3044,9 +3084,11 @@ A2A_BROKER = Checker(
     "a2a_broker", "A2A over MQTT, what the profile relies on of its MQTT 5 broker: a pooled "
     "request reaches one member of the pool's shared group (a broker that answers 'no "
     "matching subscribers' serves no pool; one that copies it to every member runs it "
-    "twice); a request past its Message Expiry Interval is not delivered.",
+    "twice); a request past its Message Expiry Interval is not delivered; a request is "
+    "refused only while a fault refuses its sender's publishes.",
     (pooled_requests_reach_the_pool, pooled_requests_reach_one_member,
-     expired_requests_not_delivered), _no_broker_promise, protocols=frozenset({A2A_MQTT}))
+     expired_requests_not_delivered, refusals_have_a_cause), _no_broker_promise,
+    protocols=frozenset({A2A_MQTT}))
 
 A2A_SESSION = Checker(
     "a2a_session", "A2A over MQTT, an agent's session and presence as its wire shows them: "

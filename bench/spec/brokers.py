@@ -151,6 +151,11 @@ class V5Behaviour:
     #: a defect: a shared group's message goes to every member, as if each had subscribed
     #: the filter alone (breaking MQTT 5 §4.8.2); no row here has it, a test seeds it
     shared_to_every_member: bool = False
+    #: a broker that keeps topics starting with `$` to itself (MQTT 5 §4.7.2 says a server
+    #: SHOULD keep clients from exchanging messages on them): a client's QoS 1 PUBLISH to one
+    #: is refused, PUBACK 0x87 Not authorized, and not routed — every A2A-over-MQTT request,
+    #: card and reply is on `$a2a/...`; no row here has it, a test seeds it
+    refuses_dollar_publishes: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,8 +252,8 @@ class BrokerDefect:
         if self.name in ("resends_under_new_ids", "resumes_expired_sessions"):
             return replace(base, **{self.name: True})
         assert base.v5 is not None, f"{base.name} speaks no MQTT 5"
-        if self.name == "shared_to_every_member":
-            return replace(base, v5=replace(base.v5, shared_to_every_member=True))
+        if self.name in ("shared_to_every_member", "refuses_dollar_publishes"):
+            return replace(base, v5=replace(base.v5, **{self.name: True}))
         return replace(base, v5=replace(base.v5, message_expiry=False))
 
 
@@ -261,6 +266,9 @@ BROKER_DEFECTS: dict[str, BrokerDefect] = {d.name: d for d in (
                  "pooled_requests_reach_one_member", "not seen; a plausible $share bug"),
     BrokerDefect("ignores_message_expiry", "a2a_expiry", "a2a_broker",
                  "expired_requests_not_delivered", "not seen; a plausible queue bug"),
+    BrokerDefect("refuses_dollar_publishes", "a2a_quickstart", "a2a_broker",
+                 "refusals_have_a_cause", "a broker keeping $ topics to itself (MQTT 5 "
+                 "§4.7.2's SHOULD), as issue 48's trial saw one refuse a profile will"),
 )}
 
 

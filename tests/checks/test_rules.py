@@ -496,6 +496,9 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     # an operation's end reported 20 s after the status that ended its stream
     "final_statuses_end_the_operation": ("a2a_quickstart", alter(
         "a2m_settled", tMs=lambda e: e["tMs"] + 20_000)),
+    # a refusal heard 12 s later than it was: after the fault that refused it healed
+    "refusals_have_a_cause": ("a2a_publish_refused", alter(
+        "a2m_puback", lambda e: e["reasonCode"] >= 0x80, tMs=lambda e: e["tMs"] + 12_000)),
     # an operation whose publishes were refused, given up after its first attempt
     "refused_publishes_retried": ("a2a_publish_refused", alter(
         "a2m_settled", lambda e: e["outcome"] == "NOT_SENT", attempts=1)),

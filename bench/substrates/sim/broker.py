@@ -357,6 +357,14 @@ class SimBroker:
         return sorted(found)
 
     # -- messages ---------------------------------------------------------------------------
+    def refusal(self, msg: Message) -> int | None:
+        """The MQTT 5 PUBACK reason code this broker refuses a client's QoS 1 PUBLISH with
+        (not routing it), or None: it takes it."""
+        v5 = self.behaviour.v5
+        if v5 is not None and v5.refuses_dollar_publishes and msg.topic.startswith("$"):
+            return 0x87     # Not authorized: a seeded defect for the profile
+        return None
+
     def publish(self, msg: Message) -> int:
         """Route one accepted PUBLISH; returns how many sessions it matched (on MQTT 5 a
         PUBACK says 0x10 "no matching subscribers" when none did)."""

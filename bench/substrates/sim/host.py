@@ -410,6 +410,9 @@ class SimHost(NodeHost):
             # routed, and acknowledged with a failure reason code
             self.publishes_refused += 1
             code: int | None = refuse[1]
+        elif cmd.qos >= 1 and conn.session_expiry_s is not None \
+                and (refused := broker.refusal(msg)) is not None:
+            code = refused      # the broker's own refusal (MQTT 5)
         else:
             matched = broker.publish(msg)
             # MQTT 5 §3.4.2.1: 0x10 "No matching subscribers" (if the broker's row says
