@@ -252,8 +252,10 @@ class BrokerDefect:
         if self.name in ("resends_under_new_ids", "resumes_expired_sessions"):
             return replace(base, **{self.name: True})
         assert base.v5 is not None, f"{base.name} speaks no MQTT 5"
-        if self.name in ("shared_to_every_member", "refuses_dollar_publishes"):
-            return replace(base, v5=replace(base.v5, **{self.name: True}))
+        if self.name == "shared_to_every_member":
+            return replace(base, v5=replace(base.v5, shared_to_every_member=True))
+        if self.name == "refuses_dollar_publishes":
+            return replace(base, v5=replace(base.v5, refuses_dollar_publishes=True))
         return replace(base, v5=replace(base.v5, message_expiry=False))
 
 
