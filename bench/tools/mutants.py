@@ -21,8 +21,11 @@ per mutant, and a summary.
     python -m bench.tools.mutants --sample 40 --seed 1 --explore-minutes 1 --out DIR
 
 Hand-written bugs are judged the same way: each a unified diff against the repository (as
-`git diff` writes it), its first lines starting with `#` saying what bug it is. The held-out
-set of `tests/data/mutants/` is one command:
+`git diff` writes it), its first lines starting with `#` saying what bug it is. A bug found
+to be no bug at all — equivalent, or behaviour the specification allows — keeps its patch
+with a line `# equivalent: <the argument, in one sentence>`; uncaught, it is reported apart
+with its argument and left out of the kill rate; caught, the argument is printed as wrong.
+The held-out set of `tests/data/mutants/` is one command:
 
     python -m bench.tools.mutants --patches tests/data/mutants --out DIR
 """
@@ -323,11 +326,21 @@ def main(argv: list[str] | None = None) -> int:
     return summarize(args.out / "mutants.jsonl")
 
 
+#: The line of a hand-written bug that argues it is none (equivalent, or allowed)
+EQUIVALENT = "# equivalent:"
+
+
 def describe(patch: Path) -> str:
-    """What a hand-written bug is: its leading `#` lines."""
+    """What a hand-written bug is: its leading `#` lines (its argument apart)."""
     lines = [line[1:].strip() for line in patch.read_text().splitlines()
-             if line.startswith("#")]
+             if line.startswith("#") and not line.startswith(EQUIVALENT)]
     return " ".join(lines) or patch.stem
+
+
+def argued(patch: Path) -> str | None:
+    """Why a hand-written bug is argued to be none (its `# equivalent:` line), or None."""
+    return next((line[len(EQUIVALENT):].strip() for line in patch.read_text().splitlines()
+                 if line.startswith(EQUIVALENT)), None)
 
 
 def apply_patch(tree: Path, patch: Path) -> str | None:
@@ -359,7 +372,7 @@ def run_patches(patches: list[Path], args: argparse.Namespace) -> int:
         _copy(tree, base_tree)
         refused = apply_patch(tree, patch)
         record: dict[str, Any] = {"file": patch.name, "line": 0, "what": describe(patch),
-                                  "kind": "patch"}
+                                  "kind": "patch", "equivalent": argued(patch)}
         if refused is not None:
             record |= {"status": "does_not_apply", "why": refused}
         else:
@@ -372,10 +385,13 @@ def run_patches(patches: list[Path], args: argparse.Namespace) -> int:
                       "killed_by_matrix" if hits else
                       "no_history_changed" if not changed else "survived_matrix")
             found = None
-            if status in ("survived_matrix", "no_history_changed") and args.explore_minutes > 0:
+            if status in ("survived_matrix", "no_history_changed") and args.explore_minutes > 0 \
+                    and not record["equivalent"]:
                 found = explore(tree, args.explore_minutes, args.jobs, args.seed)["found"]
                 status = ("killed_by_explore" if found else
                           "survived" if status == "survived_matrix" else "never_caught_unchanged")
+            if record["equivalent"] and not status.startswith("killed"):
+                status = "argued_equivalent"
             record |= {"status": status, "caught": hits[:5], "changed_cells": len(changed),
                        "explore": found, "wall_s": round(result["wall_s"], 1)}
         log.write(json.dumps(record) + "\n")
@@ -405,6 +421,12 @@ def summarize(path: Path) -> int:
         if r["status"] in ("survived", "survived_matrix", "no_history_changed",
                            "never_caught_unchanged"):
             print(f"  {r['status']}: {r['file']}:{r['line']} {r['what']}")
+    for r in records:
+        if r["status"] == "argued_equivalent":
+            print(f"  argued equivalent, left out: {r['file']}: {r['equivalent']}")
+        elif r.get("equivalent") and r["status"].startswith("killed"):
+            print(f"  argued equivalent but caught (the argument is wrong): {r['file']}: "
+                  f"{r['caught'][0] if r.get('caught') else r['status']}")
     return 0
 
 
