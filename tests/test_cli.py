@@ -178,7 +178,7 @@ def test_out_on_an_existing_run_folder_is_refused(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("broker", "says"), [
-    ("rabbitmq", "--broker='rabbitmq' must be amqtt, mosquitto"),
+    ("hivemq", "--broker='hivemq' must be one of amqtt, mosquitto"),
     ("mqtt://127.0.0.1:1", "--broker=mqtt://127.0.0.1:1: nothing listens on 127.0.0.1:1"),
     # a name that does not resolve is said so at once (it was "nothing listens on" it)
     ("mqtt://no-such-host.invalid", "no-such-host.invalid does not resolve")])

@@ -23,6 +23,7 @@ from bench.substrates.descriptor import (
     Identity,
     own_nodes_refusal,
 )
+from bench.substrates.live.kinds import KINDS
 
 if TYPE_CHECKING:
     from bench.history import Recorder
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 #: How long a broker named by URL has to answer before a run is refused.
 EXTERNAL_REACH_S = 5.0
-EMBEDDED = ("amqtt", "mosquitto")
+EMBEDDED = ("amqtt", "mosquitto")     # the brokers the simulator models (spec/brokers.py)
 
 
 def sim_only_refusal(scenario: Scenario) -> str | None:
@@ -53,11 +54,14 @@ def broker_refusal(spec: str, ca_file: str | None,
         make_broker,
         mosquitto_exe,
     )
+    from bench.substrates.live.kinds import KINDS
     if spec == "mosquitto" and mosquitto_exe() is None:
         return f"--broker=mosquitto: {MOSQUITTO_MISSING}" + (
             "; MQTT 5 runs on Mosquitto or an mqtt:// broker that speaks it (the embedded "
             "amqtt speaks 3.1.1 only; moat-lib-mqtt was tried and fails what the scenarios "
             "need: docs/findings/moat-lib-mqtt.md)" if version is MqttVersion.V5 else "")
+    if spec in KINDS and not KINDS[spec].installed:
+        return f"--broker={spec}: {KINDS[spec].missing()}"
     try:
         broker = make_broker(spec, Path("."), ca_file=ca_file)
         if broker.kind == "external":
@@ -70,6 +74,18 @@ def broker_refusal(spec: str, ca_file: str | None,
 
 def version_refusal(scenario: Scenario, broker: str) -> str | None:
     """Why `broker` cannot carry the scenario's MQTT version, in one line, or None."""
+    from bench.spec.brokers import BEHAVIOURS
+    from bench.substrates.live.kinds import KINDS
+    kind = KINDS.get(broker)
+    # (a broker the simulator models is refused in its row's words)
+    if kind is not None and broker not in BEHAVIOURS and scenario.mqtt not in kind.speaks:
+        others = [k for k, v in KINDS.items() if scenario.mqtt in v.speaks]
+        return (f"{scenario.source}: MQTT {scenario.mqtt.value} on {broker}: {kind.title} "
+                f"{kind.pinned} speaks MQTT {' and '.join(v.value for v in kind.speaks)} only "
+                f"(`a2a-bench brokers --broker {broker}`); use --broker "
+                f"{' | '.join(others)} or an mqtt:// broker that speaks it"
+                + ("" if scenario.mqtt_fixed else
+                   f", or --mqtt {kind.speaks[0].value}"))
     return spoken_refusal(scenario, broker, " or an mqtt:// broker that speaks 5")
 
 
@@ -90,15 +106,15 @@ class Live:
         if choice.swarm:
             return SWARM_IS_DOCKERS
         if choice.broker == BrokerModel.GENERIC.value:
-            return ("--broker=generic is a simulated broker model; live, give amqtt, "
-                    "mosquitto or an mqtt:// URL")
+            return ("--broker=generic is a simulated broker model; live, give "
+                    f"{', '.join(KINDS)} or an mqtt:// URL")
         only = sim_only_refusal(scenario)
         if only is not None:
             return only
         broker = choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt)
         if (refused := version_refusal(scenario, broker)) is not None:
             return refused
-        if broker not in EMBEDDED and not choice.restart_command:
+        if broker not in KINDS and not choice.restart_command:
             for spec in scenario.faults:
                 if spec.kind == "broker_restart":
                     return (f"{scenario.source}: faults[{spec.index}] broker_restart needs "

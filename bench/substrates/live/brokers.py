@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +18,10 @@ from urllib.parse import urlparse
 
 from bench.spec.brokers import BEHAVIOURS, RUN_AFTER_BROKER_MS, KeepaliveCheck
 from bench.spec.topology import MqttVersion
+from bench.substrates.live.kinds import KINDS, Setup, mosquitto_conf
 from bench.substrates.live.mqtt import Tls
+
+__all__ = ["KINDS", "Broker", "BrokerError", "make_broker", "mosquitto_conf"]
 
 #: MQTT 3.1.1 §3.2.2.3: why a broker refused a connection.
 CONNACK_CODES = {1: "unacceptable protocol version", 2: "client identifier rejected",
@@ -36,8 +37,7 @@ MOSQUITTO_MISSING = "mosquitto is not installed (Debian: apt-get install mosquit
 
 def mosquitto_exe() -> str | None:
     """Where Mosquitto is (Debian puts it in /usr/sbin, often not on a user's PATH)."""
-    exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    return exe if Path(exe).exists() else None
+    return KINDS["mosquitto"].find()
 
 
 #: How many ports a broker's first start tries when the one it was given was taken meanwhile.
@@ -50,10 +50,33 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def _group(pid: int) -> list[int]:
+    """`pid` and the live processes of its process group (a broker started by a script —
+    RabbitMQ, ejabberd — listens from a child of it, which outlives the script's end)."""
+    out = [pid]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != pid:
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == pid and fields[0] != "Z":     # its pgrp; not a zombie
+                    out.append(int(entry))
+    return out
+
+
+def _end_group(pgid: int, timeout_s: float) -> None:
+    """Wait until no process of the group is left, SIGKILLing what is after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while len(_group(pgid)) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if len(_group(pgid)) > 1:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
 def _listens(pid: int, port: int) -> bool | None:
-    """Whether process `pid` holds the socket listening on `port` (Linux's /proc; None
-    where that cannot be read): a connection alone may reach another process that took the
-    port while ours failed to bind it."""
+    """Whether process `pid`, or one of its process group, holds the socket listening on
+    `port` (Linux's /proc; None where that cannot be read): a connection alone may reach
+    another process that took the port while ours failed to bind it."""
     try:
         inodes = set()
         for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -62,19 +85,22 @@ def _listens(pid: int, port: int) -> bool | None:
                     f = line.split()
                     if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
                         inodes.add(f[9])
-        fds = os.listdir(f"/proc/{pid}/fd")
+        fds = [(pid, fd) for fd in os.listdir(f"/proc/{pid}/fd")]
     except FileNotFoundError:
         return False     # the process is gone: whoever listens, it is not ours
     except OSError:
         return None
+    for member in _group(pid)[1:]:
+        with contextlib.suppress(OSError):      # (one may end meanwhile)
+            fds += [(member, fd) for fd in os.listdir(f"/proc/{member}/fd")]
     held = set()
-    for fd in fds:
+    for p, fd in fds:
         # a process starting up opens and closes files as it imports: an fd listed a moment
         # ago may be gone now. That was taken for "cannot tell" (None), and a broker that
         # had failed to bind was believed to listen on the port another process held (CI,
         # 2026-12-05: the amqtt case of the squatter test)
         with contextlib.suppress(FileNotFoundError):
-            held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            held.add(os.readlink(f"/proc/{p}/fd/{fd}"))
     return any(f"socket:[{i}]" in held for i in inodes)
 
 
@@ -119,6 +145,8 @@ class Broker:
     start_second: int | None = None
     #: how many times it was started: the first start may move to another port
     starts: int = 0
+    #: the MQTT version its clients speak, where its kind has a listener per version
+    version: MqttVersion | None = None
 
     @property
     def url(self) -> str:
@@ -129,38 +157,50 @@ class Broker:
     def controllable(self) -> bool:
         return self.kind != "external" or bool(self.restart_command)
 
-    def _command(self) -> list[str]:
-        if self.kind == "amqtt":
-            return [sys.executable, "-m", "bench.substrates.live.amqtt_server", str(self.port), self.host]
-        if self.kind == "mosquitto":
-            exe = mosquitto_exe()
-            if exe is None:
-                raise BrokerError(MOSQUITTO_MISSING)
-            # started as root, Mosquitto drops to user `mosquitto`, which cannot write its
-            # persistence file in our (root's) folder: it would keep nothing
-            conf = mosquitto_conf(self.workdir, self.host, self.port, self.persistence,
-                                  _user() if os.geteuid() == 0 else None)
-            return [exe, "-c", str(conf)]
-        raise BrokerError(f"cannot start a broker of kind {self.kind!r}")
+    def _setup(self) -> Setup:
+        # started as root, Mosquitto drops to user `mosquitto`, which cannot write its
+        # persistence file in our (root's) folder: it would keep nothing
+        return Setup(self.workdir, self.host, self.port, self.persistence, self.version,
+                     _user() if os.geteuid() == 0 else None)
 
-    def start(self, timeout_s: float = 15.0, *, on_second: bool = False,
+    def _command(self) -> tuple[list[str], dict[str, str]]:
+        """How to start it, and what its environment adds."""
+        kind = KINDS.get(self.kind)
+        if kind is None:
+            raise BrokerError(f"cannot start a broker of kind {self.kind!r}")
+        if not kind.installed:
+            raise BrokerError(MOSQUITTO_MISSING if self.kind == "mosquitto" else kind.missing())
+        setup = self._setup()
+        env = kind.env(setup)
+        return kind.argv(setup), env
+
+    def start(self, timeout_s: float | None = None, *, on_second: bool = False,
               version: MqttVersion | None = None) -> None:
         """Start the broker and wait until it listens. `on_second`: where the broker counts
         whole seconds (Mosquitto's keepalive sweep), start it just after one, and keep
         which in `start_second` so that a run can start its nodes in phase with it. An
-        external broker is spoken to once, in `version` (None: either)."""
+        external broker is spoken to once, in `version` (None: either); a broker that
+        serves each version on a listener of its own opens `version`'s (None: the one it
+        was made for)."""
         if self.kind == "external":
-            wait_listening(self.host, self.port, timeout_s, None, None)
-            self._hello(timeout_s, version)
+            wait_listening(self.host, self.port, timeout_s or 15.0, None, None)
+            self._hello(timeout_s or 15.0, version)
             return
+        if version is not None:
+            self.version = version
+        kind = KINDS.get(self.kind)
+        wait_s = timeout_s or (kind.start_timeout_s if kind is not None else 15.0)
         self.workdir.mkdir(parents=True, exist_ok=True)
         log = self.workdir / f"{self.kind}.log"
 
         def launch() -> None:
+            argv, env = self._command()
+            run_as = kind.run_as if kind is not None and os.geteuid() == 0 else None
             with open(log, "ab") as fh:
-                self.proc = subprocess.Popen(self._command(), stdout=fh,
-                                             stderr=subprocess.STDOUT, start_new_session=True)
-            wait_listening(self.host, self.port, timeout_s, self.proc, log)
+                self.proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT,
+                                             start_new_session=True, user=run_as,
+                                             env={**os.environ, **env} if env else None)
+            wait_listening(self.host, self.port, wait_s, self.proc, log)
         self.launch_on_a_free_port(launch, on_second, BrokerError)
 
     def launch_on_a_free_port(self, launch: Callable[[], None], on_second: bool,
@@ -291,25 +331,11 @@ class Broker:
             except subprocess.TimeoutExpired:  # amqtt's shutdown has been seen to hang
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
+        if self.proc is not None:
+            # a script's broker (ejabberd's Erlang VM) outlives the script: the next start
+            # would find its node still running
+            _end_group(self.proc.pid, 10.0)
         self.proc = None
-
-
-def mosquitto_conf(workdir: Path, host: str, port: int, persistence: bool = True,
-                   user: str | None = None) -> Path:
-    """Write the Mosquitto configuration every broker the bench starts uses (here, in a
-    container, in a Compose deployment) into `workdir`, its persistence beside it."""
-    data = workdir / "mosquitto-data"
-    data.mkdir(parents=True, exist_ok=True)
-    conf = workdir / "mosquitto.conf"
-    conf.write_text("\n".join([
-        f"listener {port} {host}", "allow_anonymous true",
-        *([f"user {user}"] if user else []),
-        f"persistence {'true' if persistence else 'false'}",
-        f"persistence_location {data}/", "autosave_interval 1",
-        "max_queued_messages 100000", "max_inflight_messages 0",
-        "set_tcp_nodelay true",  # else Nagle + delayed ACK: ~44 ms round trips
-        "log_dest stderr", "log_type error", "log_type warning", ""]))
-    return conf
 
 
 def _user() -> str:
@@ -318,22 +344,28 @@ def _user() -> str:
 
 
 def make_broker(spec: str, workdir: Path, persistence: bool = True,
-                restart_command: str | None = None, ca_file: str | None = None) -> Broker:
+                restart_command: str | None = None, ca_file: str | None = None,
+                version: MqttVersion | None = None) -> Broker:
     """`amqtt` (default) and `mosquitto` start a local broker on a free 127.0.0.1 port;
     `mqtt://[user:password@]host[:port]` is an external broker (port 1883 by default),
-    `mqtts://…` one reached over TLS (8883; verified by `ca_file`, else the system's CAs)."""
+    `mqtts://…` one reached over TLS (8883; verified by `ca_file`, else the system's CAs).
+    Any other name of KINDS starts that broker here, configured by the bench."""
     if ca_file is not None and not spec.startswith("mqtts://"):
         raise BrokerError(f"--broker-ca={ca_file}: only an mqtts:// broker is verified by a CA "
                           f"file, and --broker={_shown(spec)}")
-    if spec in ("amqtt", "mosquitto"):
-        return Broker(spec, "127.0.0.1", free_port(), workdir, persistence)
+    kind = KINDS.get(spec)
+    if kind is not None:
+        login = kind.login
+        return Broker(spec, "127.0.0.1", free_port(), workdir, persistence,
+                      username=login[0] if login else None,
+                      password=login[1] if login else None, version=version)
     url = urlparse(spec)
     try:
         port = url.port or (8883 if url.scheme == "mqtts" else 1883)
     except ValueError:
         port = 0
     if url.scheme not in ("mqtt", "tcp", "mqtts") or not url.hostname or not 0 < port < 65536:
-        raise BrokerError(f"--broker={_shown(spec)} must be amqtt, mosquitto, "
+        raise BrokerError(f"--broker={_shown(spec)} must be one of {', '.join(KINDS)}, "
                           "mqtt://[user:password@]host[:port] or mqtts://…")
     tls = None
     if url.scheme == "mqtts":

@@ -49,7 +49,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.substrates.live.brokers import BrokerError, make_broker, wait_listening
+from bench.substrates.live.brokers import Broker, BrokerError, make_broker, wait_listening
 from bench.substrates.live.mqtt import Tls
 from bench.substrates.live.proxy import read_packet, split_publish, varint
 
@@ -529,8 +529,28 @@ def measure(spec: str, workdir: Path, restart_command: str | None = None,
             ca_file: str | None = None) -> list[Fact]:
     """Every fact about the broker `spec` names (amqtt, mosquitto: started here in
     `workdir` and stopped after; an mqtt:// or mqtts:// URL: reached as it is)."""
-    broker = make_broker(spec, workdir, restart_command=restart_command, ca_file=ca_file)
-    broker.start()
+    from bench.spec.topology import MqttVersion
+    from bench.substrates.live.kinds import KINDS
+    kind = KINDS.get(spec)
+    if kind is not None and kind.per_version_listener:
+        # a listener per version: the 3.1.1 facts on one start, the v5 facts on another
+        v311, v5 = (measure_on(make_broker(spec, workdir / v.value, version=v), restart_command,
+                               say, part) for v, part in ((MqttVersion.V311, "3.1.1"),
+                                                          (MqttVersion.V5, "5")))
+        return [*v311, *v5]
+    return measure_on(make_broker(spec, workdir, restart_command=restart_command,
+                                  ca_file=ca_file), restart_command, say)
+
+
+def measure_on(broker: Broker, restart_command: str | None, say: Callable[[str], None],
+               part: str = "both") -> list[Fact]:
+    """The facts of `broker` (started here and stopped after): the 3.1.1 ones, the v5
+    ones, or `both`."""
+    try:
+        broker.start()
+    except BaseException:
+        broker.stop()       # a broker that never listened is still a process to end
+        raise
 
     async def restart_owned() -> None:
         loop = asyncio.get_running_loop()
@@ -554,7 +574,8 @@ def measure(spec: str, workdir: Path, restart_command: str | None = None,
         from bench.substrates.live.facts5 import Probe5
         probe = Probe(broker.host, broker.port, restart, broker.username, broker.password,
                       broker.tls)
-        return [*await probe.all(say), *await Probe5(probe).all(say)]
+        return [*(await probe.all(say) if part != "5" else []),
+                *(await Probe5(probe).all(say) if part != "3.1.1" else [])]
     try:
         return asyncio.run(every())
     finally:

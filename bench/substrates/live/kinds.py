@@ -1,0 +1,259 @@
+"""The brokers the bench starts by name (`--broker NAME`): where each is installed from, how
+the bench finds it, the configuration it writes for a run (its port, its persistence, the
+listener of the MQTT version the run speaks, the login where the broker wants one), and
+which MQTT versions it speaks. Anything else is reached by URL (`mqtt://host:port`).
+
+The install commands here are the ones `docs/brokers/` gives, one per broker, and `pinned`
+the version the findings of `docs/findings/` were measured on: a broker not installed is
+refused in one line that says how to install it (exit 3).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.spec.topology import MqttVersion
+
+V311, V5 = MqttVersion.V311, MqttVersion.V5
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What one start of a broker is given: its folder (config, data and log go there), the
+    address it listens on, whether it keeps its state across a restart, the MQTT version
+    the run speaks (a broker that serves each version on a listener of its own gets that
+    one's), and the user a broker started as root drops to (None: it stays as it is)."""
+
+    workdir: Path
+    host: str
+    port: int
+    persistence: bool
+    version: MqttVersion | None
+    user: str | None = None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A broker the bench can install instructions for, find, configure and start."""
+
+    name: str
+    title: str                    # what it is, in a few words
+    pinned: str                   # the version its findings were measured on
+    install: str                  # the one command that installs it here
+    speaks: tuple[MqttVersion, ...]
+    find: Callable[[], str | None]            # its executable (or module), None: not installed
+    argv: Callable[[Setup], list[str]]        # how to start it; writes its configuration
+    env: Callable[[Setup], dict[str, str]] = field(default=lambda s: {})
+    #: the user and password every client of a run logs in with, where the broker has
+    #: no anonymous access the bench can configure (None: each client's own id)
+    login: tuple[str, str] | None = None
+    start_timeout_s: float = 15.0
+    #: MQTT 3.1.1 and 5 on listeners of their own: a start serves the run's version only
+    per_version_listener: bool = False
+    #: the system user it runs as when the bench runs as root (its package made that user
+    #: and expects it: ejabberdctl otherwise switches to it through su, in a session of its
+    #: own that the bench could not stop as one group)
+    run_as: str | None = None
+
+    @property
+    def installed(self) -> bool:
+        return self.find() is not None
+
+    def missing(self) -> str:
+        """One line: it is not installed, and how to install it."""
+        return (f"{self.name} ({self.title}) is not installed; install it with: {self.install}"
+                f" (docs/brokers/{self.name}.md)")
+
+
+# -- finding them -----------------------------------------------------------------------------
+def _exe(*candidates: str) -> Callable[[], str | None]:
+    """The first of `candidates` that is on the PATH or, given as a path, exists (Debian
+    puts daemons in /usr/sbin, cargo in ~/.cargo/bin: often not on a user's PATH)."""
+    def find() -> str | None:
+        for c in candidates:
+            path = shutil.which(c) if "/" not in c else (c if Path(c).exists() else None)
+            if path is not None:
+                return path
+        return None
+    return find
+
+
+def _module(name: str) -> Callable[[], str | None]:
+    """A Python module importable by the interpreter that runs the bench."""
+    def find() -> str | None:
+        try:
+            return name if importlib.util.find_spec(name) is not None else None
+        except ModuleNotFoundError:
+            return None
+    return find
+
+
+CARGO_BIN = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "bin"
+
+
+# -- their configurations ---------------------------------------------------------------------
+def mosquitto_conf(workdir: Path, host: str, port: int, persistence: bool = True,
+                   user: str | None = None) -> Path:
+    """Write the Mosquitto configuration every broker the bench starts uses (here, in a
+    container, in a Compose deployment) into `workdir`, its persistence beside it."""
+    data = workdir / "mosquitto-data"
+    data.mkdir(parents=True, exist_ok=True)
+    conf = workdir / "mosquitto.conf"
+    conf.write_text("\n".join([
+        f"listener {port} {host}", "allow_anonymous true",
+        *([f"user {user}"] if user else []),
+        f"persistence {'true' if persistence else 'false'}",
+        f"persistence_location {data}/", "autosave_interval 1",
+        "max_queued_messages 100000", "max_inflight_messages 0",
+        "set_tcp_nodelay true",  # else Nagle + delayed ACK: ~44 ms round trips
+        "log_dest stderr", "log_type error", "log_type warning", ""]))
+    return conf
+
+
+def _mosquitto(s: Setup) -> list[str]:
+    exe = _exe("mosquitto", "/usr/sbin/mosquitto")()
+    assert exe is not None
+    return [exe, "-c", str(mosquitto_conf(s.workdir, s.host, s.port, s.persistence, s.user))]
+
+
+def _amqtt(s: Setup) -> list[str]:
+    return [sys.executable, "-m", "bench.substrates.live.amqtt_server", str(s.port), s.host]
+
+
+MOAT_SERVE = ("import anyio, sys; from moat.lib.mqtt.async_broker import AsyncMQTTBroker; "
+              "anyio.run(AsyncMQTTBroker(bind_address=(sys.argv[2], int(sys.argv[1]))).serve)")
+
+
+def _moat(s: Setup) -> list[str]:
+    return [sys.executable, "-c", MOAT_SERVE, str(s.port), s.host]
+
+
+def rumqttd_toml(s: Setup) -> Path:
+    """rumqttd's configuration (iotcore embeds rumqttd and reads the same): one listener,
+    the run's version's (`v4` is MQTT 3.1.1), limits well above what a run sends, and no
+    Prometheus endpoint (it would take a fixed port)."""
+    section = "v5" if s.version is V5 else "v4"
+    conf = s.workdir / "rumqttd.toml"
+    conf.write_text("\n".join([
+        "id = 0", "", "[router]", "id = 0", "max_connections = 10010",
+        "max_outgoing_packet_count = 1000", "max_segment_size = 104857600",
+        "max_segment_count = 10", "",
+        f"[{section}.1]", f'name = "{section}-1"', f'listen = "{s.host}:{s.port}"',
+        "next_connection_delay_ms = 1",
+        f"    [{section}.1.connections]", "    connection_timeout_ms = 60000",
+        "    max_payload_size = 4194304", "    max_inflight_count = 1000",
+        "    dynamic_filters = true", ""]))
+    return conf
+
+
+def _rumqttd(s: Setup) -> list[str]:
+    exe = _exe("rumqttd", str(CARGO_BIN / "rumqttd"))()
+    assert exe is not None
+    return [exe, "-c", str(rumqttd_toml(s))]
+
+
+def _iotcore(s: Setup) -> list[str]:
+    return [sys.executable, "-m", "iotcore", "--config", str(rumqttd_toml(s))]
+
+
+RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
+
+
+def _rabbitmq_env(s: Setup) -> dict[str, str]:
+    """RabbitMQ's own node in `workdir`: its name, folders, the MQTT plugin on and its
+    listener on the port; the AMQP listener it cannot do without and its Erlang
+    distribution on ports of their own, which no client of a run uses."""
+    if not s.persistence:
+        shutil.rmtree(s.workdir / "mnesia", ignore_errors=True)
+    amqp, dist = _free_port(s.host), _free_port(s.host)
+    (s.workdir / "enabled_plugins").write_text("[rabbitmq_mqtt].\n")
+    (s.workdir / "rabbitmq.conf").write_text("\n".join([
+        f"listeners.tcp.default = {s.host}:{amqp}",
+        f"mqtt.listeners.tcp.default = {s.host}:{s.port}",
+        "mqtt.allow_anonymous = false", "loopback_users = none", ""]))
+    return {"RABBITMQ_NODENAME": f"a2a-bench-{s.port}@localhost",
+            "RABBITMQ_NODE_IP_ADDRESS": s.host, "RABBITMQ_NODE_PORT": str(amqp),
+            "RABBITMQ_DIST_PORT": str(dist),
+            "RABBITMQ_MNESIA_BASE": str(s.workdir / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(s.workdir / "log"),
+            "RABBITMQ_CONFIG_FILE": str(s.workdir / "rabbitmq.conf"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(s.workdir / "enabled_plugins"),
+            "RABBITMQ_PID_FILE": str(s.workdir / "rabbitmq.pid"),
+            "HOME": str(s.workdir)}
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _rabbitmq(s: Setup) -> list[str]:
+    return [RABBITMQ_SERVER]
+
+
+def ejabberd_yml(s: Setup) -> Path:
+    """ejabberd's configuration: one host, mod_mqtt on the port, anyone may log in (each
+    client under its own client id as user name) and publish and subscribe anything."""
+    conf = s.workdir / "ejabberd.yml"
+    conf.write_text("\n".join([
+        "hosts:", "  - localhost", "loglevel: warning",
+        "auth_method: [anonymous]", "anonymous_protocol: login_anon",
+        "allow_multiple_connections: true",
+        "listen:", f"  - port: {s.port}", f'    ip: "{s.host}"', "    module: mod_mqtt",
+        "    backlog: 1000",
+        "modules:", "  mod_mqtt:", "    max_queue: 100000",
+        "    access_publish:", '      "#":', "        - allow: all",
+        "    access_subscribe:", '      "#":', "        - allow: all", ""]))
+    return conf
+
+
+def _ejabberd(s: Setup) -> list[str]:
+    """`ejabberdctl foreground`, on the bench's configuration, folders and node name."""
+    exe = _exe("ejabberdctl", "/usr/sbin/ejabberdctl")()
+    assert exe is not None
+    conf = ejabberd_yml(s)
+    for sub in ("logs", "spool"):
+        (s.workdir / sub).mkdir(parents=True, exist_ok=True)
+    if not s.persistence:
+        for f in (s.workdir / "spool").iterdir():
+            shutil.rmtree(f) if f.is_dir() else f.unlink()
+    if os.geteuid() == 0:       # it runs as `ejabberd` (run_as), which must own its folder
+        shutil.chown(s.workdir, "ejabberd")
+        for p in s.workdir.rglob("*"):
+            shutil.chown(p, "ejabberd")
+    return [exe, "--config-dir", str(s.workdir), "--config", str(conf),
+            "--logs", str(s.workdir / "logs"), "--spool", str(s.workdir / "spool"),
+            "--node", f"a2a-bench-{s.port}@localhost", "foreground"]
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("amqtt", "amqtt, the embedded default (Python)", "0.12.1",
+         "pip install -e . (a dependency of the bench)", (V311,), _module("amqtt"), _amqtt),
+    Kind("mosquitto", "Eclipse Mosquitto", "2.0.11 (Debian 12)", "apt-get install mosquitto",
+         (V311, V5), _exe("mosquitto", "/usr/sbin/mosquitto"), _mosquitto),
+    Kind("moat-lib-mqtt", "moat-lib-mqtt's broker (Python, MQTT 5 only)", "0.8.7",
+         "pip install moat-lib-mqtt==0.8.7", (V5,), _module("moat.lib.mqtt"), _moat),
+    Kind("iotcore", "iotcore: rumqttd inside a Python wheel", "0.4.0",
+         "pip install iotcore==0.4.0", (V311, V5), _module("iotcore"), _iotcore,
+         per_version_listener=True),
+    Kind("rumqttd", "rumqttd (Rust)", "0.20.0",
+         "cargo install rumqttd --version 0.20.0 (not --locked: its lock file pins a "
+         "metrics crate today's rustc refuses)", (V311, V5),
+         _exe("rumqttd", str(CARGO_BIN / "rumqttd")), _rumqttd, per_version_listener=True),
+    Kind("rabbitmq", "RabbitMQ's MQTT plugin", "3.10.8 (Debian 12)",
+         "apt-get install rabbitmq-server", (V311,), _exe(RABBITMQ_SERVER), _rabbitmq,
+         env=_rabbitmq_env, login=("guest", "guest"), start_timeout_s=60.0),
+    Kind("ejabberd", "ejabberd's mod_mqtt", "23.01 (Debian 12)", "apt-get install ejabberd",
+         (V311, V5), _exe("ejabberdctl", "/usr/sbin/ejabberdctl"), _ejabberd,
+         env=lambda s: {"HOME": str(s.workdir)},   # its Erlang cookie goes there
+         login=("a2a-bench", "a2a-bench"),   # anonymous, but it wants a user name
+         start_timeout_s=60.0, run_as="ejabberd"),
+)}
