@@ -29,7 +29,7 @@ from bench.core import events as ev
 from bench.core.envelope import Json
 from bench.faults.primitives import FaultRef
 from bench.spec.scenario import Mode
-from bench.spec.topology import NodeSpec
+from bench.spec.topology import MqttVersion, NodeSpec
 from bench.substrates import Options
 from bench.substrates.docker.image import LABEL, PROJECT, ensure
 from bench.substrates.live.brokers import (
@@ -222,7 +222,8 @@ class DockerBroker(Broker):
         self.name = name
         self.container: Any = None
 
-    def start(self, timeout_s: float = 30.0, *, on_second: bool = False) -> None:
+    def start(self, timeout_s: float | None = 30.0, *, on_second: bool = False,
+              version: MqttVersion | None = None) -> None:
         from docker.errors import APIError
         self.workdir.mkdir(parents=True, exist_ok=True)
 
@@ -237,7 +238,7 @@ class DockerBroker(Broker):
         def launch() -> None:
             self.container.start()
             self.proc = _Exited(self.container)  # type: ignore[assignment]
-            wait_listening(self.host, self.port, timeout_s, None, None)
+            wait_listening(self.host, self.port, timeout_s or 30.0, None, None)
 
         def moved() -> None:    # its port is the container's: a new one publishes the new
             with contextlib.suppress(Exception):

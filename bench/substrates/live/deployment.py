@@ -128,7 +128,7 @@ class LiveDeployment:
         if refused is not None:
             raise BrokerError(refused)    # (the CLI says so before anything is built)
         self.loop.run_until_complete(self.loop.run_in_executor(
-            None, lambda: self.broker.start(on_second=True)))
+            None, lambda: self.broker.start(on_second=True, version=self.scenario.mqtt)))
         self.clock.t0 = time.time()   # the run's clock starts with the broker up
         self.watch.start()
         self.log.nodes = {n.id for n in self.topology.nodes}
