@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.cli.common import (
+    EXIT_FALSE,
     EXIT_INVALID,
     EXIT_OK,
     EXIT_UNKNOWN,
@@ -55,16 +56,23 @@ def add_brokers(sub: Sub) -> None:
                     "Receive Maximum, shared subscriptions ($share/…: the split, a dropped\n"
                     "member's in-flight, $ topics) and retained properties. Topics and client\n"
                     "ids carry a fresh nonce, so a shared broker is safe. About 25 s per broker.\n\n"
-                    "exit codes: 0 measured, 2 a broker the bench starts could not be started,\n"
-                    "3 invalid arguments (a URL that names no reachable broker, a refused login or\n"
-                    "an unverifiable certificate included)",
+                    "Each fact a normative statement decides is a verdict naming it: TRUE,\n"
+                    "FALSE or UNKNOWN, at MUST, SHOULD or PROFILE (what the A2A-over-MQTT\n"
+                    "profile needs of a broker, on its $a2a/... topics); what MQTT leaves to\n"
+                    "the broker is printed as measured.\n\n"
+                    "exit codes: 0 no MUST broken, 1 a MUST broken, 2 a broker the bench starts\n"
+                    "could not be started, 3 invalid arguments (a broker not installed, a URL\n"
+                    "that names no reachable broker, a refused login or an unverifiable\n"
+                    "certificate included)",
         epilog="examples:\n  a2a-bench brokers                      amqtt and Mosquitto, started here\n"
                "  a2a-bench brokers --broker mqtt://user:secret@10.0.0.5 --broker-restart-command "
                "'systemctl restart mosquitto'\n"
                "  a2a-bench brokers --broker mqtts://broker.example:8883 --broker-ca ca.pem")
     bk.add_argument("--broker", action="append", metavar="BROKER",
-                    help="amqtt, mosquitto, mqtt://[user:password@]host[:port] or mqtts://… "
-                         "(repeatable; default: amqtt, and mosquitto when installed)")
+                    help="a broker the bench starts (amqtt, mosquitto, moat-lib-mqtt, iotcore, "
+                         "rumqttd, rabbitmq, ejabberd: docs/brokers/), "
+                         "mqtt://[user:password@]host[:port] or mqtts://… (repeatable; "
+                         "default: amqtt, and mosquitto when installed)")
     bk.add_argument("--broker-ca", metavar="FILE",
                     help="the CA certificate (PEM) that verifies the mqtts:// brokers "
                          "(default: the system's CAs)")
@@ -101,7 +109,7 @@ def _brokers(args: argparse.Namespace) -> int:
 
     from bench.substrates.live import broker_refusal
     from bench.substrates.live.brokers import BrokerError
-    from bench.substrates.live.facts import measure, render
+    from bench.substrates.live.facts import measure, render, verdict_lines
 
     specs = args.broker or ["amqtt", *(["mosquitto"] if shutil.which("mosquitto")
                                        or Path("/usr/sbin/mosquitto").exists() else [])]
@@ -131,9 +139,17 @@ def _brokers(args: argparse.Namespace) -> int:
         except (BrokerError, OSError) as exc:
             print(f"a2a-bench: {name}: {exc}", file=sys.stderr)
             return EXIT_UNKNOWN
+    broken = {b: [f.name for f in fs if f.broken] for b, fs in facts.items()}
     if args.json:
-        print(json.dumps({b: [{"name": f.name, "value": f.value, "detail": f.detail}
-                              for f in fs] for b, fs in facts.items()}, indent=2))
+        print(json.dumps({b: [{"name": f.name, "value": f.value, "detail": f.detail,
+                               "clause": f.clause, "level": f.level or None,
+                               "verdict": f.verdict} for f in fs]
+                          for b, fs in facts.items()}, indent=2))
     else:
+        for b, fs in facts.items():
+            print("\n".join(verdict_lines(b, fs)) + "\n")
         print(render(facts))
-    return EXIT_OK
+        for b, names in broken.items():
+            if names:
+                print(f"\n{b}: {len(names)} MUST broken ({', '.join(names)})")
+    return EXIT_FALSE if any(broken.values()) else EXIT_OK

@@ -56,6 +56,9 @@ from bench.substrates.live.proxy import read_packet, split_publish, varint
 CONNECT, CONNACK, PUBLISH, PUBACK, SUBSCRIBE, SUBACK = 1, 2, 3, 4, 8, 9
 PINGREQ, DISCONNECT = 12, 14
 KEEPALIVE_S = 2
+#: What a will published right at 1.5 x keepalive takes to be seen: its way to the watcher,
+#: whose reads are 0.2 s apart
+WILL_SLACK_S = 0.5
 
 
 def _str(s: str | bytes) -> bytes:
@@ -199,9 +202,37 @@ class RawClient:
 
 @dataclass(frozen=True)
 class Fact:
+    """One thing measured of a broker, and, where a normative statement decides it, the
+    verdict: `clause` names the statement ([MQTT-x.y.z-n], a section, an A2M- clause),
+    `level` how binding it is (MUST, SHOULD; PROFILE: what the A2A-over-MQTT profile needs
+    of a broker), `verdict` true, false or unknown — None where the specification leaves the
+    choice to the broker (measured, not judged)."""
+
     name: str
     value: str
     detail: str = ""
+    clause: str = ""
+    level: str = ""
+    verdict: str | None = None
+
+    @property
+    def broken(self) -> bool:
+        """A MUST the broker was seen to break (MQTT's, or the profile's of a broker)."""
+        return self.verdict == FALSE and self.level in (MUST, PROFILE)
+
+
+TRUE, FALSE, UNKNOWN = "true", "false", "unknown"
+MUST, SHOULD, PROFILE = "MUST", "SHOULD", "PROFILE"
+
+
+def judged(ok: bool | None) -> str:
+    return UNKNOWN if ok is None else TRUE if ok else FALSE
+
+
+#: What MQTT leaves to the broker across its own restart, measured only
+PERSISTENCE = "MQTT 3.1.1 §4.1: how long session state lasts is the broker's choice"
+SHUTDOWN = ("MQTT 3.1.1 §3.1.2.5: whether a broker stopping publishes its clients' wills "
+            "is not said")
 
 
 @dataclass
@@ -214,6 +245,9 @@ class Probe:
     username: str | None = None
     password: str | None = None
     tls: Tls | None = None
+    #: how much later than 1.5 x keepalive this broker may give a silent client up, by the
+    #: timer its documentation or source states (seconds, and where it says so)
+    keepalive_grace: tuple[float, str] = (0.0, "")
 
     def __post_init__(self) -> None:
         self.nonce = secrets.token_hex(4)
@@ -248,15 +282,20 @@ class Probe:
         for c in (again, pub):
             await c.disconnect()
         await self._forget("r-sub")
+        clause = ("[MQTT-4.4.0-1] a resumed session resends what was unacknowledged, "
+                  "[MQTT-3.3.1-1] with DUP=1")
         if not first:
-            return Fact("redelivery", "not delivered at all", "the first delivery never came")
+            return Fact("redelivery", "not delivered at all", "the first delivery never came",
+                        clause, MUST, UNKNOWN)
         if not resent:
             return Fact("redelivery", "not resent",
-                        "an unacknowledged QoS1 message is lost when the session resumes")
+                        "an unacknowledged QoS1 message is lost when the session resumes",
+                        clause, MUST, FALSE)
         dup = all(p.dup for p in resent)
         return Fact("redelivery", "resent, DUP=1" if dup else "resent, DUP=0",
                     f"{len(resent)} copy(ies) on resume" + ("" if dup else
-                                                           " [MQTT-3.3.1-1] wants DUP=1"))
+                                                           " [MQTT-3.3.1-1] wants DUP=1"),
+                    clause, MUST, judged(dup))
 
     async def _forget(self, role: str) -> None:
         """Clean the probe's persistent session off the broker."""
@@ -306,12 +345,19 @@ class Probe:
         for c in (watcher, *([feeder] if feeder else [])):
             await c.disconnect()
         how = "while it was sent messages" if receiving else "with nothing to send it"
+        grace, why = self.keepalive_grace
+        bound = 1.5 * KEEPALIVE_S + grace + WILL_SLACK_S
+        clause = ("[MQTT-3.1.2-24] a client silent 1.5 x its keepalive is disconnected (its "
+                  "will published)" + (f"; allowed {grace:g} s more: {why}" if grace else ""))
         if not got:
             return Fact(name, "never", f"no will within {limit:g} s of silence {how} "
-                                       f"(keepalive {KEEPALIVE_S} s; 3.1.1 wants 1.5 x){closed}")
+                                       f"(keepalive {KEEPALIVE_S} s; 3.1.1 wants 1.5 x){closed}",
+                        clause, MUST, FALSE)
         return Fact(name, f"will after {elapsed:.1f} s",
                     f"keepalive {KEEPALIVE_S} s, silent {how}; 3.1.1: 1.5 x = "
-                    f"{1.5 * KEEPALIVE_S:g} s{closed}")
+                    f"{1.5 * KEEPALIVE_S:g} s, judged against {bound:g} s (the will's way "
+                    f"back and the watcher's polling: {WILL_SLACK_S:g} s){closed}",
+                    clause, MUST, judged(elapsed <= bound))
 
     async def keepalive(self) -> Fact:
         return await self._silent(receiving=False)
@@ -339,9 +385,14 @@ class Probe:
         await self._forget("t-x")
         value = {(): "none", ("old",): "the old client's", ("new",): "the new client's (defect)"
                  }.get(tuple(wills), " + ".join(wills))
+        # which will, none or the old one's, 3.1.1 leaves open; the new client's was never
+        # closed, and the old connection must be ([MQTT-3.1.4-2])
         return Fact("takeover_will", value,
                     ("old connection closed" if closed else "old connection NOT closed")
-                    + f"; session present for the new one: {new.session_present}")
+                    + f"; session present for the new one: {new.session_present}",
+                    "[MQTT-3.1.4-2] the existing client is disconnected; [MQTT-3.1.2-8] a "
+                    "will is published only when its connection closes", MUST,
+                    judged(closed and "new" not in wills))
 
     async def overlapping_filters(self) -> Fact:
         base = self._topic("overlap")
@@ -356,7 +407,10 @@ class Probe:
         for c in (sub, pub):
             await c.disconnect()
         return Fact("overlapping_filters", f"{len(got)} cop{'y' if len(got) == 1 else 'ies'}",
-                    "one client, filters t/# and t/x, one PUBLISH to t/x")
+                    "one client, filters t/# and t/x, one PUBLISH to t/x",
+                    "[MQTT-3.3.5-1] one copy per matching subscription, or one in all: the "
+                    "broker's choice; none is a message lost", MUST,
+                    None if got else FALSE)
 
     async def retain_flags(self) -> Fact:
         base = self._topic("retained")
@@ -378,12 +432,16 @@ class Probe:
             return f"RETAIN={int(got[0])}" + ("" if int(got[0]) == must else " (defect)")
         return Fact("retain_flags", f"established {flag(matched, 0)}; new {flag(new, 1)}",
                     "a retained PUBLISH to a subscriber already there, then to a new "
-                    "subscription ([MQTT-3.3.1-9] says 0, [MQTT-3.3.1-8] says 1)")
+                    "subscription ([MQTT-3.3.1-9] says 0, [MQTT-3.3.1-8] says 1)",
+                    "[MQTT-3.3.1-8] RETAIN=1 to a new subscription, [MQTT-3.3.1-9] RETAIN=0 to "
+                    "an established one", MUST,
+                    judged(matched[:1] == [False] and new[:1] == [True]))
 
     async def persistence(self) -> Fact:
         if self.restart is None:
             return Fact("persistence", "not measured",
-                        "the bench cannot restart this broker (give --broker-restart-command)")
+                        "the bench cannot restart this broker (give --broker-restart-command)",
+                        PERSISTENCE)
         topic = self._topic("persist")
         sub = await self.client("p-sub", clean=False)
         await sub.subscribe(topic)
@@ -402,12 +460,13 @@ class Probe:
                  "session kept, queued message lost" if present else "nothing kept")
         return Fact("persistence", value,
                     f"graceful restart; sessionPresent={present}, queued QoS1 delivered: "
-                    f"{bool(queued)}")
+                    f"{bool(queued)}", PERSISTENCE)
 
     async def shutdown_wills(self) -> Fact:
         if self.restart is None:
             return Fact("shutdown_wills", "not measured",
-                        "the bench cannot restart this broker (give --broker-restart-command)")
+                        "the bench cannot restart this broker (give --broker-restart-command)",
+                        SHUTDOWN)
         will_topic = self._topic("shutdown/will")
         watcher = await self.client("s-w")
         await watcher.subscribe(will_topic)
@@ -428,7 +487,8 @@ class Probe:
         value = ("published" if before or after else "none")
         return Fact("shutdown_wills", value,
                     f"graceful restart with a client connected: its will reached a subscriber "
-                    f"there: {bool(before)}; retained for one after the restart: {bool(after)}")
+                    f"there: {bool(before)}; retained for one after the restart: {bool(after)}",
+                    SHUTDOWN)
 
     async def subscribe_while_connecting(self, rounds: int = 30, retained: int = 300,
                                          every_s: float = 0.001, churners: int = 3) -> Fact:
@@ -493,7 +553,9 @@ class Probe:
                     f"messages on a filter another holds; each subscribes and waits 3 s for "
                     f"its SUBACK ([MQTT-3.8.4-1]): "
                     + (f"number {tried} went unanswered ({'closed' if closed else 'left open'})"
-                       if deaf or closed else f"all {tried} acknowledged"))
+                       if deaf or closed else f"all {tried} acknowledged"),
+                    "[MQTT-3.8.4-1] a SUBSCRIBE is answered with a SUBACK", MUST,
+                    judged(not (deaf or closed)))
 
     async def all(self, say: Callable[[str], None] = lambda line: None) -> list[Fact]:
         """Every fact: whether 3.1.1 is spoken at all, the first six at once (their clients
@@ -504,13 +566,15 @@ class Probe:
                 return await probe()
             except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError,
                     BrokerError) as exc:
-                return Fact(probe.__name__, "error", f"{type(exc).__name__}: {exc}")
+                return Fact(probe.__name__, "error", f"{type(exc).__name__}: {exc}",
+                            verdict=UNKNOWN)
         try:
             hello = await self.client("hello")
             await hello.disconnect()
         except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
             return [Fact("v3.1.1", "refused", f"no CONNACK to a 3.1.1 CONNECT "
-                                              f"({type(exc).__name__}: {exc})")]
+                                              f"({type(exc).__name__}: {exc})",
+                         "MQTT 3.1.1: the broker does not speak it (nothing else of it judged)")]
         say("measuring redelivery, keepalive, takeover, overlapping filters and retain ...")
         facts = list(await asyncio.gather(*(one(p) for p in (
             self.redelivery, self.keepalive, self.keepalive_receiving, self.takeover_will,
@@ -546,6 +610,7 @@ def measure_on(broker: Broker, restart_command: str | None, say: Callable[[str],
                part: str = "both") -> list[Fact]:
     """The facts of `broker` (started here and stopped after): the 3.1.1 ones, the v5
     ones, or `both`."""
+    from bench.substrates.live.kinds import KINDS
     try:
         broker.start()
     except BaseException:
@@ -572,14 +637,31 @@ def measure_on(broker: Broker, restart_command: str | None, say: Callable[[str],
                restart_external if restart_command else None)
     async def every() -> list[Fact]:
         from bench.substrates.live.facts5 import Probe5
+        kind = KINDS.get(broker.kind)
+        timer = kind.keepalive_timer if kind is not None else None
         probe = Probe(broker.host, broker.port, restart, broker.username, broker.password,
-                      broker.tls)
+                      broker.tls, timer or (0.0, ""))
         return [*(await probe.all(say) if part != "5" else []),
                 *(await Probe5(probe).all(say) if part != "3.1.1" else [])]
     try:
         return asyncio.run(every())
     finally:
         broker.stop()
+
+
+def verdict_lines(broker: str, facts: list[Fact]) -> list[str]:
+    """One line per fact: its verdict (or `measured` where the specification leaves the
+    choice), how binding its clause is, what was seen, and the clause; the detail below."""
+    out = [broker]
+    for f in facts:
+        mark = f.verdict.upper() if f.verdict else "measured"
+        level = f.level if f.verdict else "MAY" if f.level else ""
+        out.append(f"  {mark:8} {level:7} {f.name:27} {f.value}")
+        if f.clause:
+            out.append(f"  {'':17}{'':27} by {f.clause}")
+        if f.verdict == FALSE and f.detail:
+            out.append(f"  {'':17}{'':27} seen: {f.detail}")
+    return out
 
 
 def render(facts: dict[str, list[Fact]]) -> str:

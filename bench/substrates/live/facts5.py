@@ -47,10 +47,22 @@ from dataclasses import dataclass
 
 import mqtt5
 
-from bench.substrates.live.facts import Fact, Probe
+from bench.substrates.live.facts import (
+    MUST,
+    PROFILE,
+    UNKNOWN,
+    Fact,
+    Probe,
+    judged,
+)
 from bench.substrates.live.proxy import read_packet
 
 QOS1 = mqtt5.QoS.AT_LEAST_ONCE
+
+
+#: MQTT 5 §4.8.2, what a shared subscription is
+SHARED = ("MQTT 5 §4.8.2: each message to one session of a shared group; a dropped member's "
+          "unacknowledged ones kept for it or sent to another, never lost")
 
 
 class Refused(ConnectionError):
@@ -237,7 +249,8 @@ class Probe5:
             ("maximum QoS", int(c.connack.max_qos)),
             ("shared subscriptions", c.connack.shared_subscription_available),
             ("session expiry", c.connack.session_expiry_interval)) if value is not None]
-        return Fact("v5", "accepted", "CONNACK: " + (", ".join(limits) or "no limits stated"))
+        return Fact("v5", "accepted", "CONNACK: " + (", ".join(limits) or "no limits stated"),
+                    "MQTT 5.0: the broker speaks it")
 
     async def session_expiry(self) -> Fact:
         topic = self._topic("session")
@@ -265,7 +278,11 @@ class Probe5:
         return Fact("session_expiry", f"{first}; {then}",
                     f"Session Expiry Interval 2 s: back after 0.5 s session present "
                     f"{soon.session_present}, queued delivered {kept}; back after 4 s "
-                    f"session present {late.session_present}, queued delivered {bool(stale)}")
+                    f"session present {late.session_present}, queued delivered {bool(stale)}",
+                    "[MQTT-3.1.2-23] the session is kept until its Session Expiry Interval "
+                    "ends, [MQTT-4.1.0-2] and discarded then", MUST,
+                    judged(soon.session_present and kept and not late.session_present
+                           and not stale))
 
     async def message_expiry(self) -> Fact:
         topic = self._topic("expiry")
@@ -294,7 +311,10 @@ class Probe5:
                     "(defect: [MQTT-3.3.2-6] wants what is left)"
         return Fact("message_expiry", value,
                     "queued for 2.5 s: 1 s and 60 s intervals; the 60 s one arrived with "
-                    f"{None if long is None else long.message_expiry_s} s")
+                    f"{None if long is None else long.message_expiry_s} s",
+                    "[MQTT-3.3.2-5] an expired message is not delivered, [MQTT-3.3.2-6] the "
+                    "rest carry what is left of their interval", MUST,
+                    judged("defect" not in value))
 
     async def will_delay(self) -> Fact:
         topic = self._topic("will-delay")
@@ -325,7 +345,10 @@ class Probe5:
         return Fact("will_delay", f"will {when}; " + ("none if back in time" if spared
                                                      else "sent though it came back (defect)"),
                     "Will Delay Interval 2 s, session expiry 30 s, dropped without "
-                    "DISCONNECT; then one back within 0.5 s ([MQTT-3.1.3-9]: no will)")
+                    "DISCONNECT; then one back within 0.5 s ([MQTT-3.1.3-9]: no will)",
+                    "[MQTT-3.1.2-8] a will is published when its connection closes without "
+                    "DISCONNECT, after its Will Delay Interval; [MQTT-3.1.3-9] not if the "
+                    "client is back before it", MUST, judged(after is not None and spared))
 
     @staticmethod
     async def _first(c: Client5, topic: str, within_s: float) -> float | None:
@@ -355,7 +378,9 @@ class Probe5:
         return Fact("user_properties", "kept in order" if ok else "changed (defect)",
                     f"sent {list(sent)} and a will's [('presence', 'offline')]; got "
                     f"{None if on_publish is None else list(on_publish)} and "
-                    f"{None if on_will is None else list(on_will)}")
+                    f"{None if on_will is None else list(on_will)}",
+                    "[MQTT-3.3.2-17] User Properties forwarded unaltered, [MQTT-3.3.2-18] in "
+                    "their order (a will's too)", MUST, judged(ok))
 
     async def request_response(self) -> Fact:
         topic = self._topic("request")
@@ -375,7 +400,10 @@ class Probe5:
                     "not delivered" if g is None else "changed (defect)",
                     "Response Topic, 16 bytes of Correlation Data, Content Type"
                     + ("" if ok or g is None else
-                       f"; got {g.response_topic!r}, {g.correlation_data!r}, {g.content_type!r}"))
+                       f"; got {g.response_topic!r}, {g.correlation_data!r}, {g.content_type!r}"),
+                    "[MQTT-3.3.2-15] Response Topic, [MQTT-3.3.2-16] Correlation Data, "
+                    "[MQTT-3.3.2-20] Content Type forwarded unaltered", MUST,
+                    UNKNOWN if g is None else judged(ok))
 
     async def puback_no_subscribers(self) -> Fact:
         pub = await self.client("pa")
@@ -383,7 +411,9 @@ class Probe5:
         await pub.disconnect()
         name = {0: "0x00 success", 0x10: "0x10 no matching subscribers"}.get(code, f"0x{code:02x}")
         return Fact("puback_no_subscribers", name,
-                    "a QoS1 PUBLISH to a topic nobody subscribes to (0x10 is allowed, not required)")
+                    "a QoS1 PUBLISH to a topic nobody subscribes to (0x10 is allowed, not "
+                    "required)", "MQTT 5 §3.4.2.1: 0x10 No matching subscribers MAY be sent",
+                    MUST, None)
 
     async def receive_maximum(self) -> Fact:
         topic = self._topic("flow")
@@ -408,7 +438,9 @@ class Probe5:
                  + ("; the rest after the acks" if total == 5 else f"; {5 - total} never came"))
         return Fact("receive_maximum", value,
                     "Receive Maximum 2, five QoS1 messages, nothing acknowledged for 1 s "
-                    "([MQTT-3.3.4-9]: at most 2)")
+                    "([MQTT-3.3.4-9]: at most 2)",
+                    "[MQTT-3.3.4-9] no more unacknowledged QoS 1 PUBLISHes than the client's "
+                    "Receive Maximum", MUST, judged(len(first) <= 2))
 
     async def shared_subscription(self) -> Fact:
         topic = self._topic("pool")
@@ -420,7 +452,8 @@ class Probe5:
         if any(c >= 0x80 for c in codes):
             for c in (a, b, plain):
                 await c.disconnect(session_expiry_s=0)
-            return Fact("shared_subscription", "refused", f"SUBACK reason codes {codes}")
+            return Fact("shared_subscription", "refused", f"SUBACK reason codes {codes}",
+                        SHARED, MUST, None)
         await plain.subscribe(topic)
         pub = await self.client("ss-pub")
         for i in range(10):
@@ -458,7 +491,8 @@ class Probe5:
         return Fact("shared_subscription", value,
                     f"two members, ten QoS1 messages split {split}, the plain subscriber got "
                     f"{len(got_p)}; then {len(held)} left unacknowledged by a member dropped; "
-                    f"a plain subscription on a $ topic: {dollar_plain}")
+                    f"a plain subscription on a $ topic: {dollar_plain}", SHARED, MUST,
+                    judged(once and fate != "lost"))
 
     async def _dollar(self, pub: Client5, topic: str, subscription: str) -> str:
         """Whether one QoS1 message to `topic` reaches a subscriber of `subscription`."""
@@ -491,7 +525,60 @@ class Probe5:
                     "a retained message with a Content Type and a User Property, to a new "
                     "subscriber (§3.3.1.3: the retained Application Message, properties included)"
                     if ok or g is None else
-                    f"got retain={g.retain}, {g.content_type!r}, {list(g.user_properties)}")
+                    f"got retain={g.retain}, {g.content_type!r}, {list(g.user_properties)}",
+                    "[MQTT-3.3.1-5] a retained message is stored and sent to new subscribers; "
+                    "[MQTT-3.3.2-17], [MQTT-3.3.2-20] its properties unaltered", MUST,
+                    judged(ok))
+
+    async def profile_paths(self) -> Fact:
+        """What the A2A-over-MQTT profile needs of a broker, on the profile's own topics
+        (they start with `$`, which MQTT 5 §4.7.2 lets a broker keep to itself): a QoS 1
+        request to `$a2a/v1/request/...` accepted and delivered with its Response Topic and
+        Correlation Data; a card retained on `$a2a/v1/discovery/...` for a later subscriber;
+        a will there published when its client drops; a pool's shared subscription on a
+        request topic served."""
+        org = f"probe{self.probe.nonce}"
+        request = f"$a2a/v1/request/{org}/unit/agent"
+        card, gone = f"$a2a/v1/discovery/{org}/unit/agent", f"$a2a/v1/discovery/{org}/unit/lwt"
+        pool = f"$a2a/v1/request/{org}/unit/pool/p1"
+        failed: list[str] = []
+        responder = await self.client("pp-r")
+        await responder.subscribe(request, f"$share/a2a.{org}.unit.p1/{pool}", gone)
+        requester = await self.client("pp-q")
+        reply, corr = f"$a2a/v1/reply/{org}/unit/requester/r-1", b"\x01corr"
+        code = await requester.publish(request, b"{}", response_topic=reply,
+                                       correlation_data=corr)
+        got = await responder.publishes(1.5, request)
+        if code >= 0x80:
+            failed.append(f"request refused (PUBACK 0x{code:02x})")
+        elif not got:
+            failed.append("request not delivered")
+        elif (got[0].response_topic, got[0].correlation_data) != (reply, corr):
+            failed.append("request's Response Topic or Correlation Data changed")
+        code = await requester.publish(pool, b"{}")
+        if not await responder.publishes(1.5, pool):
+            failed.append(f"pool request not delivered (PUBACK 0x{code:02x})")
+        code = await requester.publish(card, b"{}", retain=True)
+        later = await self.client("pp-l")
+        await later.subscribe(card)
+        kept = await later.publishes(1.5, card)
+        if not kept or not kept[0].retain:
+            failed.append(f"card not retained (PUBACK 0x{code:02x})")
+        dying = await self.client("pp-x", will=mqtt5.Will(gone, payload=b"{}", qos=QOS1,
+                                                          retain=True))
+        dying.abort()
+        if not await responder.publishes(2.0, gone):
+            failed.append("will not published")
+        for topic in (card, gone):              # leave nothing retained
+            await requester.publish(topic, b"", retain=True)
+        for c in (responder, requester, later):
+            await c.disconnect()
+        return Fact("profile_paths", "all served" if not failed else "; ".join(failed),
+                    "on $a2a/v1/...: a QoS 1 request with its reply path, a pool's shared "
+                    "subscription, a retained card, a will",
+                    "A2M-QOS-1 QoS 1 on discovery, request and reply paths; the profile's "
+                    "cards (A2M-DISC-1), wills (A2M-PRES-2) and pools (A2M-POOL-1) on $a2a/...",
+                    PROFILE, judged(not failed))
 
     async def all(self, say: Callable[[str], None] = lambda line: None) -> list[Fact]:
         """Every v5 fact: first whether v5 is spoken at all, then the rest side by side."""
@@ -504,10 +591,11 @@ class Probe5:
             try:
                 return await probe()
             except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
-                return Fact(probe.__name__, "error", f"{type(exc).__name__}: {exc}")
+                return Fact(probe.__name__, "error", f"{type(exc).__name__}: {exc}",
+                            verdict=UNKNOWN)
         say("measuring MQTT 5: session and message expiry, will delay, properties, reason "
             "codes, flow control, shared subscriptions ...")
         return [hello, *await asyncio.gather(*(one(p) for p in (
             self.session_expiry, self.message_expiry, self.will_delay, self.user_properties,
             self.request_response, self.puback_no_subscribers, self.receive_maximum,
-            self.shared_subscription, self.retained_properties)))]
+            self.shared_subscription, self.retained_properties, self.profile_paths)))]

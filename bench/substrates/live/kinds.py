@@ -61,6 +61,9 @@ class Kind:
     #: and expects it: ejabberdctl otherwise switches to it through su, in a session of its
     #: own that the bench could not stop as one group)
     run_as: str | None = None
+    #: how much later than 1.5 x keepalive it may give a silent client up, by the timer
+    #: its documentation or source states, and where (None: none stated; judged at 1.5 x)
+    keepalive_timer: tuple[float, str] | None = None
 
     @property
     def installed(self) -> bool:
@@ -238,7 +241,11 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("amqtt", "amqtt, the embedded default (Python)", "0.12.1",
          "pip install -e . (a dependency of the bench)", (V311,), _module("amqtt"), _amqtt),
     Kind("mosquitto", "Eclipse Mosquitto", "2.0.11 (Debian 12)", "apt-get install mosquitto",
-         (V311, V5), _exe("mosquitto", "/usr/sbin/mosquitto"), _mosquitto),
+         (V311, V5), _exe("mosquitto", "/usr/sbin/mosquitto"), _mosquitto,
+         keepalive_timer=(7.0, "Mosquitto 2.0's src/keepalive.c checks clients in a sweep run "
+                               "once more than 5 whole seconds passed since the last one, each "
+                               "against keepalive x 3/2 in whole seconds: up to 6 s + 1 s "
+                               "late")),
     Kind("moat-lib-mqtt", "moat-lib-mqtt's broker (Python, MQTT 5 only)", "0.8.7",
          "pip install moat-lib-mqtt==0.8.7", (V5,), _module("moat.lib.mqtt"), _moat),
     Kind("iotcore", "iotcore: rumqttd inside a Python wheel", "0.4.0",
