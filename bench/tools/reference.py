@@ -377,8 +377,48 @@ def clauses_page() -> str:
                          "of a requester"), rows))
 
 
+# -- brokers ----------------------------------------------------------------------------------
+def broker_page(name: str) -> str:
+    """docs/brokers/NAME.md: how to install the broker, what the bench starts it with, and
+    where what was found of it is written up."""
+    from bench.substrates.live.kinds import KINDS
+    k = KINDS[name]
+    findings = ROOT / "docs" / "findings" / f"{name}.md"
+    timer = k.keepalive_timer
+    body = [
+        "```sh", k.install, "```", "", *([_md(k.install_note[0].upper() + k.install_note[1:])
+                                      + "."] if k.install_note else []), "",
+        f"Its findings were measured on version {k.pinned}. MQTT "
+        f"{' and '.join(v.value for v in k.speaks)}"
+        + (", each on a listener of its own (a run opens its version's)"
+           if k.per_version_listener else "") + ".", "",
+        f"`a2a-bench run SCENARIO --mode live --broker {name}` starts it for the run, "
+        f"`a2a-bench brokers --broker {name}` judges it. The bench starts it with "
+        f"{_md(k.configures)}." + (f" Every client logs in as `{k.login[0]}`." if k.login
+                                   else ""),
+        "", "A silent client is judged given up within 1.5 x its keepalive"
+        + (f" plus {timer[0]:g} s: {_md(timer[1])}." if timer else
+           " (no longer timer is stated by its documentation or source)."),
+        *(["", f"What the bench found: [findings/{name}.md](../findings/{name}.md)."]
+          if findings.exists() else []),
+    ]
+    return _page(k.title, f"`--broker {name}`: {k.title}, {k.pinned}.", body)
+
+
+def brokers_index() -> str:
+    from bench.substrates.live.kinds import KINDS
+    rows = [(f"[`{k.name}`](../brokers/{k.name}.md)", _md(k.title), k.pinned,
+             ", ".join(v.value for v in k.speaks), f"`{_md(k.install)}`")
+            for k in KINDS.values()]
+    return _page("Brokers", f"The {len(KINDS)} brokers the bench starts by name (from "
+                 "`bench.substrates.live.kinds.KINDS`), each with the one command that "
+                 "installs it; any other is reached by URL (`--broker mqtt://host:port`).",
+                 _table(("name", "what", "pinned", "MQTT", "install"), rows))
+
+
 # -- the pages --------------------------------------------------------------------------------
 PAGES: dict[str, Callable[[], str]] = {
+    "docs/reference/brokers.md": brokers_index,
     "docs/reference/clauses.md": clauses_page,
     "docs/reference/rules.md": rules_page,
     "docs/reference/faults.md": faults_page,
@@ -411,8 +451,10 @@ def index(pages: dict[str, str]) -> str:
 
 def generated(root: Path = ROOT) -> dict[str, str]:
     """Each generated page (its path under `root`) and the text it should hold."""
+    from bench.substrates.live.kinds import KINDS
     pages = {path: make() for path, make in PAGES.items()}
     pages["docs/reference/README.md"] = index(pages)
+    pages |= {f"docs/brokers/{name}.md": broker_page(name) for name in KINDS}
     pages["README.md"] = readme((root / "README.md").read_text())
     return pages
 

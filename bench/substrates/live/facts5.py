@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import mqtt5
 
 from bench.substrates.live.facts import (
+    FALSE,
     MUST,
     PROFILE,
     UNKNOWN,
@@ -63,6 +64,10 @@ QOS1 = mqtt5.QoS.AT_LEAST_ONCE
 #: MQTT 5 §4.8.2, what a shared subscription is
 SHARED = ("MQTT 5 §4.8.2: each message to one session of a shared group; a dropped member's "
           "unacknowledged ones kept for it or sent to another, never lost")
+
+
+PROFILE_PATHS = ("A2M-QOS-1 QoS 1 on discovery, request and reply paths; the profile's "
+                 "cards (A2M-DISC-1), wills (A2M-PRES-2) and pools (A2M-POOL-1) on $a2a/...")
 
 
 class Refused(ConnectionError):
@@ -497,7 +502,10 @@ class Probe5:
     async def _dollar(self, pub: Client5, topic: str, subscription: str) -> str:
         """Whether one QoS1 message to `topic` reaches a subscriber of `subscription`."""
         c = await self.client(f"ss-{len(subscription) % 97}")
-        codes = await c.subscribe(subscription)
+        try:
+            codes = await c.subscribe(subscription)
+        except ConnectionError:
+            return "SUBSCRIBE answered by closing the connection, no SUBACK"
         if any(x >= 0x80 for x in codes):
             await c.disconnect()
             return f"refused (SUBACK {codes})"
@@ -543,7 +551,15 @@ class Probe5:
         pool = f"$a2a/v1/request/{org}/unit/pool/p1"
         failed: list[str] = []
         responder = await self.client("pp-r")
-        await responder.subscribe(request, f"$share/a2a.{org}.unit.p1/{pool}", gone)
+        try:
+            codes = await responder.subscribe(request, f"$share/a2a.{org}.unit.p1/{pool}", gone)
+        except ConnectionError:
+            return Fact("profile_paths", "SUBSCRIBE to $a2a/... answered by closing the "
+                        "connection, no SUBACK", "a responder's request topic, its pool's "
+                        "shared filter and a discovery topic, in one SUBSCRIBE",
+                        PROFILE_PATHS, PROFILE, FALSE)
+        if any(c >= 0x80 for c in codes):
+            failed.append(f"SUBSCRIBE refused (SUBACK {codes})")
         requester = await self.client("pp-q")
         reply, corr = f"$a2a/v1/reply/{org}/unit/requester/r-1", b"\x01corr"
         code = await requester.publish(request, b"{}", response_topic=reply,
@@ -576,9 +592,7 @@ class Probe5:
         return Fact("profile_paths", "all served" if not failed else "; ".join(failed),
                     "on $a2a/v1/...: a QoS 1 request with its reply path, a pool's shared "
                     "subscription, a retained card, a will",
-                    "A2M-QOS-1 QoS 1 on discovery, request and reply paths; the profile's "
-                    "cards (A2M-DISC-1), wills (A2M-PRES-2) and pools (A2M-POOL-1) on $a2a/...",
-                    PROFILE, judged(not failed))
+                    PROFILE_PATHS, PROFILE, judged(not failed))
 
     async def all(self, say: Callable[[str], None] = lambda line: None) -> list[Fact]:
         """Every v5 fact: first whether v5 is spoken at all, then the rest side by side."""

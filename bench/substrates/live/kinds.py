@@ -64,6 +64,10 @@ class Kind:
     #: how much later than 1.5 x keepalive it may give a silent client up, by the timer
     #: its documentation or source states, and where (None: none stated; judged at 1.5 x)
     keepalive_timer: tuple[float, str] | None = None
+    #: what the bench writes to start it, in a sentence (docs/brokers/<name>.md)
+    configures: str = ""
+    #: what to know of the install command
+    install_note: str = ""
 
     @property
     def installed(self) -> bool:
@@ -239,28 +243,59 @@ def _ejabberd(s: Setup) -> list[str]:
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("amqtt", "amqtt, the embedded default (Python)", "0.12.1",
-         "pip install -e . (a dependency of the bench)", (V311,), _module("amqtt"), _amqtt),
+         "pip install -e .", (V311,), _module("amqtt"), _amqtt,
+         install_note="a dependency of the bench: installed with it",
+         configures="`python -m bench.substrates.live.amqtt_server PORT HOST`: one TCP "
+                    "listener, only the authentication plugin, anonymous access off (each "
+                    "client logs in under its client id, so amqtt keeps its session)"),
     Kind("mosquitto", "Eclipse Mosquitto", "2.0.11 (Debian 12)", "apt-get install mosquitto",
          (V311, V5), _exe("mosquitto", "/usr/sbin/mosquitto"), _mosquitto,
          keepalive_timer=(7.0, "Mosquitto 2.0's src/keepalive.c checks clients in a sweep run "
                                "once more than 5 whole seconds passed since the last one, each "
                                "against keepalive x 3/2 in whole seconds: up to 6 s + 1 s "
-                               "late")),
+                               "late"),
+         configures="`mosquitto -c mosquitto.conf`: one listener, anonymous access, "
+                    "persistence in the run's folder saved every second (off for a "
+                    "broker_restart without it), no limit on queued or in-flight messages, "
+                    "TCP_NODELAY; started as root it stays root (dropping to `mosquitto` it "
+                    "could not write its persistence file)"),
     Kind("moat-lib-mqtt", "moat-lib-mqtt's broker (Python, MQTT 5 only)", "0.8.7",
-         "pip install moat-lib-mqtt==0.8.7", (V5,), _module("moat.lib.mqtt"), _moat),
+         "pip install moat-lib-mqtt==0.8.7", (V5,), _module("moat.lib.mqtt"), _moat,
+         configures="`AsyncMQTTBroker(bind_address=(HOST, PORT)).serve` under anyio, as its "
+                    "README starts it; it has no configuration to write"),
     Kind("iotcore", "iotcore: rumqttd inside a Python wheel", "0.4.0",
          "pip install iotcore==0.4.0", (V311, V5), _module("iotcore"), _iotcore,
-         per_version_listener=True),
+         per_version_listener=True,
+         configures="`python -m iotcore --config rumqttd.toml` (its documented entry point): "
+                    "rumqttd's configuration, one listener for the run's MQTT version (`v4` "
+                    "for 3.1.1, `v5`), 4 MiB payloads, 1,000 in flight"),
     Kind("rumqttd", "rumqttd (Rust)", "0.20.0",
-         "cargo install rumqttd --version 0.20.0 (not --locked: its lock file pins a "
-         "metrics crate today's rustc refuses)", (V311, V5),
-         _exe("rumqttd", str(CARGO_BIN / "rumqttd")), _rumqttd, per_version_listener=True),
+         "cargo install rumqttd --version 0.20.0", (V311, V5),
+         _exe("rumqttd", str(CARGO_BIN / "rumqttd")), _rumqttd, per_version_listener=True,
+         install_note="not `--locked`: its lock file pins a `metrics` crate that today's "
+                      "rustc refuses to compile; cargo puts it in ~/.cargo/bin, where the "
+                      "bench looks",
+         configures="`rumqttd -c rumqttd.toml`: one listener for the run's MQTT version (`v4` "
+                    "for 3.1.1, `v5`: rumqttd serves each on a port of its own), 4 MiB "
+                    "payloads, 1,000 in flight, no Prometheus endpoint"),
     Kind("rabbitmq", "RabbitMQ's MQTT plugin", "3.10.8 (Debian 12)",
          "apt-get install rabbitmq-server", (V311,), _exe(RABBITMQ_SERVER), _rabbitmq,
-         env=_rabbitmq_env, login=("guest", "guest"), start_timeout_s=60.0),
+         install_note="Debian starts its own service on install; the bench's node runs "
+                      "beside it on ports of its own",
+         env=_rabbitmq_env, login=("guest", "guest"), start_timeout_s=60.0,
+         configures="`rabbitmq-server` as a node of its own (name, folders and Erlang "
+                    "distribution port in the run's folder), the `rabbitmq_mqtt` plugin "
+                    "enabled, its MQTT listener on the port, its AMQP listener on another; "
+                    "clients log in as guest (`loopback_users = none`)"),
     Kind("ejabberd", "ejabberd's mod_mqtt", "23.01 (Debian 12)", "apt-get install ejabberd",
          (V311, V5), _exe("ejabberdctl", "/usr/sbin/ejabberdctl"), _ejabberd,
+         install_note="Debian starts its own service on install; the bench's node runs "
+                      "beside it under another node name and port",
          env=lambda s: {"HOME": str(s.workdir)},   # its Erlang cookie goes there
          login=("a2a-bench", "a2a-bench"),   # anonymous, but it wants a user name
-         start_timeout_s=60.0, run_as="ejabberd"),
+         start_timeout_s=60.0, run_as="ejabberd",
+         configures="`ejabberdctl foreground` on a configuration, logs and spool of the "
+                    "run's folder, run as the `ejabberd` user Debian made: one host, "
+                    "`mod_mqtt` on the port, anonymous login (clients give a user name), "
+                    "publish and subscribe allowed on every topic"),
 )}
