@@ -255,7 +255,9 @@ def drops_are_true(h: History, c: Collector) -> None:
     """A drop explains a lost message only if its reason is true, so each is checked: a
     DUPLICATE had reached the node before (admitted or dropped), unless the node crashed
     since the message was first sent (the record may have died with it); a SELF_LOOP is
-    a message the node sent itself (it settled it, or another node took it in from it); a
+    a message the node sent itself (it settled it, or another node took it in from it) —
+    an attacker's only where its originNodeId claims the node (forged_sender claims=target
+    sends one claiming the node's own agent from another node: scenario forged_as_itself); a
     request addressed to the node is NOT_MINE only for an agent it had not registered (its
     roster and executors, since it last started; one addressed elsewhere reached it through
     a borrowed client id); nothing the bench sends is MALFORMED but what the
@@ -280,6 +282,7 @@ def drops_are_true(h: History, c: Collector) -> None:
     for node, message_id in made:
         sent_by[message_id].add(node)
     attacks = {a.message_id for a in h.of(AttackSent)}   # forged or replayed: judged by auth
+    claimed = {a.message_id: a.claimed_node for a in h.of(AttackSent) if a.claimed_node}
     # a message another node took in from its origin was sent by it, settled or not: its
     # sender may have crashed, or lost its client, before the PUBACK came
     for got in h.of(InboundAdmitted):
@@ -314,6 +317,12 @@ def drops_are_true(h: History, c: Collector) -> None:
                 before = (e.node, mid) in seen
                 seen.add((e.node, mid))
                 if mid in attacks:
+                    # a forgery's SELF_LOOP is true only where its originNodeId claims the node
+                    origin = claimed.get(mid)
+                    if e.reason == DropReason.SELF_LOOP and origin is not None \
+                            and origin != e.node:
+                        c.violation(f"{e.node} dropped the attacker's {mid} as its own message "
+                                    f"(SELF_LOOP), though it claims to come from {origin}", e)
                     continue
                 if e.reason == DropReason.MALFORMED and not mid and unread[e.node] > 0:
                     unread[e.node] -= 1

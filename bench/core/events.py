@@ -1447,6 +1447,8 @@ class AttackSent(Event):
     kid: str | None
     honest_verdict: SignatureVerdict
     age_ms: int | None = None
+    #: the originNodeId header it carries, where the attack wrote one of its own (a forgery)
+    claimed_node: str | None = None
 
 
 # -- the A2A-over-MQTT profile (bench/profiles/a2a_mqtt) -------------------------------------------

@@ -130,7 +130,12 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                "the attacker holds: the flat-token leak); other_agent_key "
                                "(signed with a compromised executor agent's own key)",
                                "unsigned", choices=("unsigned", "flat_token", "other_agent_key")),
-                  "interval_ms": Param("ms", "time between rounds", 1000.0)},
+                  "interval_ms": Param("ms", "time between rounds", 1000.0),
+                  "claims": Param("choice", "whose agent the forgery claims to come from: the "
+                                  "orchestrator's, or the target's own (a request that seems "
+                                  "to come from the very agent it is sent to, from another "
+                                  "node: no self-loop, for admission to judge)",
+                                  "orchestrator", choices=("orchestrator", "target"))},
               scripts.forged_sender),
     FaultKind("ledger_poisoning", "an attacker on the broker sends unsigned TASK_REQUESTs to "
               "every executor under the messageIds the orchestrator will use next ({node}-m{k}: "

@@ -68,7 +68,7 @@ def forged_request(how: str, n: int, index: int, *, victim_agent: str, victim_no
     honest = SignatureVerdict(oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms))
     return AttackMessage(Topics(prefix).inbox(target_node), _wire(message), AttackSent(
         "forged_sender", how, index, message["messageId"], rid, target_node, target_agent,
-        victim_agent, kid, honest))
+        victim_agent, kid, honest, claimed_node=victim_node))
 
 
 def predicted_forgery(k: int, index: int, *, victim_agent: str, victim_node: str,
@@ -89,7 +89,7 @@ def predicted_forgery(k: int, index: int, *, victim_agent: str, victim_node: str
     honest = SignatureVerdict(oracle.verdict(message, accepted_keys(keys), now_ms, max_skew_ms))
     return AttackMessage(Topics(prefix).inbox(target_node), _wire(message), AttackSent(
         "ledger_poisoning", "predicted_message_id", index, message["messageId"], rid,
-        target_node, target_agent, victim_agent, None, honest))
+        target_node, target_agent, victim_agent, None, honest, claimed_node=victim_node))
 
 
 def accepted_keys(keys: KeyRing) -> dict[str, list[bytes]]:

@@ -345,7 +345,8 @@ def forged_sender(spec: FaultSpec, ctx: Context) -> Script:
     while ctx.now_ms() < ctx.end_ms:
         for node, agent in targets:
             n += 1
-            msg = forged_request(spec.params["how"], n, spec.index, victim_agent=victim,
+            claimed = agent if spec.params["claims"] == "target" else victim
+            msg = forged_request(spec.params["how"], n, spec.index, victim_agent=claimed,
                                  victim_node=victim_node, target_node=node, target_agent=agent,
                                  keys=auth.keys, compromised=compromised,
                                  now_ms=ctx.wall_ms(), prefix=config.prefix,
