@@ -123,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
     from bench.spec.topology import MqttVersion
-    from bench.substrates import Choice, EnvironmentFailure, substrate
+    from bench.substrates import BrokerRefused, Choice, EnvironmentFailure, substrate
     from bench.substrates.live.brokers import BrokerError
     from bench.variants import variant
 
@@ -201,6 +201,10 @@ def _run(args: argparse.Namespace) -> int:
         shutil.rmtree(out, ignore_errors=True)
         print(f"a2a-bench: broker: {exc}", file=sys.stderr)
         return EXIT_UNKNOWN
+    except BrokerRefused as exc:   # the broker said no: this setup cannot run
+        print(f"a2a-bench: broker {options.shown_broker}: {exc}; what "
+              f"was recorded is in {out}/history.jsonl", file=sys.stderr)
+        return EXIT_INVALID
     except EnvironmentFailure as exc:   # the environment's failure, said in one line
         print(f"a2a-bench: {exc}; what was recorded is in {out}/history.jsonl",
               file=sys.stderr)

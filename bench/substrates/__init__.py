@@ -29,7 +29,7 @@ from bench.substrates.log import RunLog
 from bench.variants import Variant
 from bench.workload import Op
 
-__all__ = ["Choice", "Deployment", "EnvironmentFailure", "Hosting", "Identity", "Mode", "Options",
+__all__ = ["BrokerRefused", "Choice", "Deployment", "EnvironmentFailure", "Hosting", "Identity", "Mode", "Options",
            "RunLog", "SelfCheckFailed", "Substrate", "keyring", "node_configs",
            "open_deployment", "substrate"]
 
@@ -48,6 +48,11 @@ class EnvironmentFailure(RuntimeError):
 
 class SelfCheckFailed(EnvironmentFailure):
     """A node did not come up the way seed 002 §11.3's four start-up lines say it must."""
+
+
+class BrokerRefused(SelfCheckFailed):
+    """The broker refused a node's CONNECT (a will on a topic it keeps to itself, a login, a
+    version): this broker cannot carry the run as set up — a setup error, exit 3."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from bench.history import Line, Recorder
 from bench.spec.distribution import rng_for
 from bench.spec.scenario import Scenario
 from bench.spec.topology import Topology
-from bench.substrates import Options, SelfCheckFailed, node_configs, run_started
+from bench.substrates import BrokerRefused, Options, SelfCheckFailed, node_configs, run_started
 from bench.substrates.live import tap as wire_tap
 from bench.substrates.live.actions import LiveFaults
 from bench.substrates.live.brokers import Broker, BrokerError
@@ -408,12 +408,20 @@ class LiveDeployment:
                 log = self.workdir / "logs" / f"{n}.log"
                 said.append(f"{n} (last start-up line: {last[-1].strip()!r}" if last
                             else f"{n} (no start-up line")
+                refusals = [e["reason"] for e in events if e["node"] == n
+                            and e["kind"] == "mqtt_disconnected"
+                            and str(e.get("reason", "")).startswith("CONNACK")]
+                if refusals:   # the broker said why: a setup error, not a slow node
+                    said[-1] += (f"; the broker refused its CONNECT {len(refusals)} time(s): "
+                                 f"{refusals[-1]}")
                 if n in gone:
                     said[-1] += "; its process ended"
                 said[-1] += f"; its stderr: {log})" if log.exists() else ")"
-            raise SelfCheckFailed(f"node{'s' if len(failed) > 1 else ''} not up after "
-                                  f"{waited:.1f} s: {', '.join(said)}; see self_check_failed "
-                                  "in the history")
+            fails = BrokerRefused if any("the broker refused" in x for x in said) \
+                else SelfCheckFailed
+            raise fails(f"node{'s' if len(failed) > 1 else ''} not up after "
+                        f"{waited:.1f} s: {', '.join(said)}; see self_check_failed "
+                        "in the history")
         return lines
 
     async def _one_by_one(self, ready: dict[str, asyncio.Future[None]],

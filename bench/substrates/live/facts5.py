@@ -451,6 +451,12 @@ class Probe5:
         topic = self._topic("pool")
         shared = f"$share/g{self.probe.nonce}/{topic}"
         a = await self.client("ss-a", clean=False, session_expiry_s=30)
+        if a.connack.shared_subscription_available is False:
+            # MQTT 5 §3.2.2.3.15: a broker may say it has none; a SUBSCRIBE to one is then
+            # a protocol error it closes the connection on (0x9E)
+            await a.disconnect(session_expiry_s=0)
+            return Fact("shared_subscription", "not offered",
+                        "CONNACK: Shared Subscription Available 0", SHARED, MUST, None)
         b = await self.client("ss-b", clean=False, session_expiry_s=30)
         plain = await self.client("ss-p")
         codes = [*(await a.subscribe(shared)), *(await b.subscribe(shared))]
@@ -552,14 +558,27 @@ class Probe5:
         failed: list[str] = []
         responder = await self.client("pp-r")
         try:
-            codes = await responder.subscribe(request, f"$share/a2a.{org}.unit.p1/{pool}", gone)
+            codes = await responder.subscribe(request, gone)
         except ConnectionError:
             return Fact("profile_paths", "SUBSCRIBE to $a2a/... answered by closing the "
-                        "connection, no SUBACK", "a responder's request topic, its pool's "
-                        "shared filter and a discovery topic, in one SUBSCRIBE",
-                        PROFILE_PATHS, PROFILE, FALSE)
+                        "connection, no SUBACK", "a responder's request topic and a "
+                        "discovery topic, in one SUBSCRIBE", PROFILE_PATHS, PROFILE, FALSE)
         if any(c >= 0x80 for c in codes):
             failed.append(f"SUBSCRIBE refused (SUBACK {codes})")
+        first = await self.client("pp-m")
+        member: Client5 | None = first
+        if first.connack.shared_subscription_available is False:
+            failed.append("no pools: the broker offers no shared subscriptions")
+            first.abort()
+            member = None
+        else:
+            try:
+                codes = await first.subscribe(f"$share/a2a.{org}.unit.p1/{pool}")
+                if any(c >= 0x80 for c in codes):
+                    failed.append(f"pool SUBSCRIBE refused (SUBACK {codes})")
+            except ConnectionError:
+                failed.append("pool SUBSCRIBE answered by closing the connection")
+                member = None
         requester = await self.client("pp-q")
         reply, corr = f"$a2a/v1/reply/{org}/unit/requester/r-1", b"\x01corr"
         code = await requester.publish(request, b"{}", response_topic=reply,
@@ -571,20 +590,25 @@ class Probe5:
             failed.append("request not delivered")
         elif (got[0].response_topic, got[0].correlation_data) != (reply, corr):
             failed.append("request's Response Topic or Correlation Data changed")
-        code = await requester.publish(pool, b"{}")
-        if not await responder.publishes(1.5, pool):
-            failed.append(f"pool request not delivered (PUBACK 0x{code:02x})")
+        if member is not None:
+            code = await requester.publish(pool, b"{}")
+            if not await member.publishes(1.5, pool):
+                failed.append(f"pool request not delivered (PUBACK 0x{code:02x})")
+            await member.disconnect()
         code = await requester.publish(card, b"{}", retain=True)
         later = await self.client("pp-l")
         await later.subscribe(card)
         kept = await later.publishes(1.5, card)
         if not kept or not kept[0].retain:
             failed.append(f"card not retained (PUBACK 0x{code:02x})")
-        dying = await self.client("pp-x", will=mqtt5.Will(gone, payload=b"{}", qos=QOS1,
-                                                          retain=True))
-        dying.abort()
-        if not await responder.publishes(2.0, gone):
-            failed.append("will not published")
+        try:
+            dying = await self.client("pp-x", will=mqtt5.Will(gone, payload=b"{}", qos=QOS1,
+                                                              retain=True))
+            dying.abort()
+            if not await responder.publishes(2.0, gone):
+                failed.append("will not published")
+        except Refused as exc:
+            failed.append(f"a CONNECT with its will on $a2a/... refused ({exc})")
         for topic in (card, gone):              # leave nothing retained
             await requester.publish(topic, b"", retain=True)
         for c in (responder, requester, later):
