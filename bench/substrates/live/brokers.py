@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from bench.spec.brokers import BEHAVIOURS, RUN_AFTER_BROKER_MS, KeepaliveCheck
 from bench.spec.topology import MqttVersion
-from bench.substrates.live.kinds import KINDS, Setup, mosquitto_conf
+from bench.substrates.live.kinds import KINDS, BrokerSetupError, Setup, mosquitto_conf
 from bench.substrates.live.mqtt import Tls
 
 __all__ = ["KINDS", "Broker", "BrokerError", "make_broker", "mosquitto_conf"]
@@ -171,8 +171,11 @@ class Broker:
         if not kind.installed:
             raise BrokerError(MOSQUITTO_MISSING if self.kind == "mosquitto" else kind.missing())
         setup = self._setup()
-        env = kind.env(setup)
-        return kind.argv(setup), env
+        try:
+            env = kind.env(setup)
+            return kind.argv(setup), env
+        except BrokerSetupError as exc:
+            raise BrokerError(str(exc)) from None
 
     def start(self, timeout_s: float | None = None, *, on_second: bool = False,
               version: MqttVersion | None = None) -> None:

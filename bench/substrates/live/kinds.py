@@ -24,6 +24,10 @@ from bench.spec.topology import MqttVersion
 V311, V5 = MqttVersion.V311, MqttVersion.V5
 
 
+class BrokerSetupError(RuntimeError):
+    """A broker cannot be started here as configured (said in one line)."""
+
+
 @dataclass(frozen=True)
 class Setup:
     """What one start of a broker is given: its folder (config, data and log go there), the
@@ -233,6 +237,13 @@ def _ejabberd(s: Setup) -> list[str]:
         for f in (s.workdir / "spool").iterdir():
             shutil.rmtree(f) if f.is_dir() else f.unlink()
     if os.geteuid() == 0:       # it runs as `ejabberd` (run_as), which must own its folder
+        closed = next((p for p in s.workdir.resolve().parents
+                       if not os.stat(p).st_mode & 0o001), None)
+        if closed is not None:
+            raise BrokerSetupError(
+                f"ejabberd runs as user ejabberd, which cannot reach {s.workdir}: {closed} "
+                f"lets no other user through (chmod o+x {closed}, or put the run's folder "
+                "where it can, under /tmp)")
         shutil.chown(s.workdir, "ejabberd")
         for p in s.workdir.rglob("*"):
             shutil.chown(p, "ejabberd")

@@ -1,0 +1,256 @@
+"""The brokers the bench starts by name, judged by their MUSTs (`a2a-bench brokers --broker
+NAME`): what each broke on its pinned version is pinned here, expected FALSE, so a release
+that fixes one is noticed; what each keeps, TRUE. docs/findings/brokers.md has the grid, the
+packets and the clauses.
+
+Each FALSE is seen a second way too, by a client the bench did not write (paho), in the
+tests below the table: a finding two independent clients agree on is the broker's, not a
+probe's. Verdicts that hang on a time bound (a silent client given up at 3.0 s against 3.5 s)
+are not pinned: on a loaded machine they measure the machine.
+
+The brokers installed from Debian and crates.io are there in CI (.ci/run); elsewhere a test
+of one that is not installed is skipped, naming the command that installs it — unless
+A2A_BENCH_ALL_BROKERS is set, as CI sets it, where a missing broker fails."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from bench.spec.topology import MqttVersion
+from bench.substrates.live.brokers import Broker, make_broker
+from bench.substrates.live.facts import FALSE, TRUE, Fact, measure
+from bench.substrates.live.kinds import KINDS
+
+pytestmark = pytest.mark.slow
+
+#: What each broker was measured to keep and to break (2026-12-06, docs/findings/brokers.md)
+PINNED: dict[str, dict[str, str]] = {
+    "rumqttd": {
+        "redelivery": FALSE,                # resent with DUP=0 [MQTT-3.3.1-1]
+        "keepalive_receiving": FALSE,       # never gives up a silent client it sends to
+        "session_expiry": FALSE,            # a session kept past its expiry [MQTT-4.1.0-2]
+        "receive_maximum": FALSE,           # 5 in flight to a client that allows 2
+        "shared_subscription": FALSE,       # a dropped member's in-flight lost
+        "profile_paths": FALSE,             # a SUBSCRIBE to $a2a/... closes the connection
+        "retain_flags": TRUE, "user_properties": TRUE, "request_response": TRUE,
+        "message_expiry": TRUE, "takeover_will": TRUE,
+    },
+    "rabbitmq": {
+        "keepalive": FALSE,                 # gives a silent client up at 3 x, not 1.5 x
+        "redelivery": TRUE, "retain_flags": TRUE, "takeover_will": TRUE,
+        "subscribe_while_connecting": TRUE,
+    },
+    "ejabberd": {
+        "message_expiry": FALSE,            # an expired message delivered [MQTT-3.3.2-5]
+        "will_delay": FALSE,                # a will with a delay never published
+        "user_properties": FALSE,           # a will's User Property dropped
+        "profile_paths": FALSE,             # $a2a/... publishes and wills refused (0x90)
+        "redelivery": TRUE, "retain_flags": TRUE, "session_expiry": TRUE,
+        "request_response": TRUE, "receive_maximum": TRUE,
+    },
+}
+#: iotcore 0.4.0 is rumqttd in a Python wheel: the same verdicts
+PINNED["iotcore"] = PINNED["rumqttd"]
+
+
+def installed(name: str) -> None:
+    kind = KINDS[name]
+    if not kind.installed:
+        if os.environ.get("A2A_BENCH_ALL_BROKERS"):
+            pytest.fail(kind.missing())
+        pytest.skip(kind.missing())
+
+
+@pytest.fixture
+def reachable() -> Iterator[Path]:
+    """A folder every user can reach (pytest's lets only root through, and ejabberd runs as
+    its own user)."""
+    with tempfile.TemporaryDirectory(prefix="a2a-bench-test-", dir="/tmp") as d:
+        os.chmod(d, 0o755)
+        yield Path(d)
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_a_broker_keeps_and_breaks_what_its_pinned_version_did(name: str,
+                                                               reachable: Path) -> None:
+    installed(name)
+    facts = {f.name: f for f in measure(name, reachable)}
+    wrong = {fact: (facts[fact].verdict, facts[fact].value) for fact, verdict in
+             PINNED[name].items() if fact not in facts or facts[fact].verdict != verdict}
+    assert not wrong, f"{name}: {wrong} (pinned: {PINNED[name]})"
+    assert any(f.broken for f in facts.values())   # `a2a-bench brokers` exits 1 on it
+
+
+def test_a_fact_with_a_false_must_is_broken_and_a_measured_one_is_not() -> None:
+    assert Fact("x", "v", clause="[MQTT-1]", level="MUST", verdict=FALSE).broken
+    assert Fact("x", "v", clause="A2M-QOS-1", level="PROFILE", verdict=FALSE).broken
+    assert not Fact("x", "v", clause="[MQTT-1]", level="MUST", verdict=None).broken
+    assert not Fact("x", "v", clause="[MQTT-1]", level="MUST", verdict=TRUE).broken
+
+
+# -- each FALSE again, by paho ----------------------------------------------------------------
+@pytest.fixture
+def started(request: pytest.FixtureRequest, reachable: Path) -> Iterator[Broker]:
+    name, version = request.param
+    installed(name)
+    broker = make_broker(name, reachable / "broker", version=version)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def paho_client(broker: Broker, client_id: str, version: MqttVersion, *, clean: bool = True,
+                will: tuple[str, bytes, Properties | None] | None = None,
+                expiry_s: int | None = None) -> tuple[mqtt.Client, list[mqtt.MQTTMessage],
+                                                      list[object]]:
+    """A paho client connected to `broker` (its login where it has one), the messages it got
+    and the CONNACK reason it was answered with."""
+    v5 = version is MqttVersion.V5
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
+                    protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
+                    **({} if v5 else {"clean_session": clean}))
+    if broker.username:
+        c.username_pw_set(broker.username, broker.password)
+    got: list[mqtt.MQTTMessage] = []
+    connack: list[object] = []
+    c.on_message = lambda _c, _u, m: got.append(m)
+    c.on_connect = lambda _c, _u, _f, rc, _p: connack.append(rc)
+    if will is not None:
+        c.will_set(will[0], will[1], qos=1, retain=True, properties=will[2])
+    props = None
+    if v5:
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = 0 if clean else (expiry_s or 300)
+    c.connect(broker.host, broker.port, keepalive=60,
+              **({"clean_start": clean, "properties": props} if v5 else {}))
+    c.loop_start()
+    until(lambda: bool(connack), 5.0)
+    return c, got, connack
+
+
+def until(cond: object, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if cond():   # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("started", [("rumqttd", MqttVersion.V311),
+                                     ("iotcore", MqttVersion.V311)], indirect=True)
+def test_rumqttd_resends_an_unacknowledged_message_without_dup(started: Broker) -> None:
+    """[MQTT-3.3.1-1]: a re-delivery MUST carry DUP=1. A paho subscriber with a persistent
+    session that never acknowledges (manual ack, dropped without DISCONNECT) gets the
+    message again on resume, with DUP=0."""
+    v = MqttVersion.V311
+    sub = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="dup-sub",
+                      protocol=mqtt.MQTTv311, clean_session=False, manual_ack=True)
+    first: list[mqtt.MQTTMessage] = []
+    sub.on_message = lambda _c, _u, m: first.append(m)
+    sub.connect(started.host, started.port)
+    sub.loop_start()
+    sub.subscribe("dup/t", qos=1)
+    time.sleep(0.5)
+    pub, _, _ = paho_client(started, "dup-pub", v)
+    pub.publish("dup/t", b"m1", qos=1).wait_for_publish(5)
+    assert until(lambda: bool(first), 5.0)
+    sub.loop_stop()
+    sub.socket().close()          # dropped, the message never acknowledged
+    time.sleep(0.5)
+    again, got, _ = paho_client(started, "dup-sub", v, clean=False)
+    assert until(lambda: bool(got), 5.0), "not resent at all"
+    assert [m.dup for m in got] == [False]
+    for c in (again, pub):
+        c.disconnect()
+        c.loop_stop()
+
+
+@pytest.mark.parametrize("started", [("rumqttd", MqttVersion.V5),
+                                     ("iotcore", MqttVersion.V5)], indirect=True)
+def test_rumqttd_closes_the_connection_on_a_subscribe_to_a_dollar_topic(started: Broker) -> None:
+    """[MQTT-3.8.4-1]: a SUBSCRIBE is answered with a SUBACK. To `$a2a/v1/request/...` —
+    every A2A-over-MQTT responder's request topic — rumqttd answers by closing the
+    connection: no profile agent can subscribe its requests there."""
+    c, _, _ = paho_client(started, "dollar-sub", MqttVersion.V5)
+    acked: list[object] = []
+    gone: list[object] = []
+    c.on_subscribe = lambda *_a: acked.append(1)
+    c.on_disconnect = lambda *_a: gone.append(1)
+    c.subscribe("$a2a/v1/request/acme/billing/tax1", qos=1)
+    assert until(lambda: bool(gone), 5.0) and not acked
+    c.loop_stop()
+
+
+@pytest.mark.parametrize("started", [("ejabberd", MqttVersion.V5)], indirect=True)
+def test_ejabberd_refuses_a_will_and_a_publish_on_a_dollar_topic(started: Broker) -> None:
+    """A profile agent's will and card live on `$a2a/v1/discovery/...`: ejabberd 23.01
+    answers a CONNECT with its will there CONNACK 0x90 (Topic Name invalid), and a PUBLISH
+    there PUBACK 0x90."""
+    _, _, connack = paho_client(started, "will-dollar", MqttVersion.V5,
+                                will=("$a2a/v1/discovery/acme/billing/tax1", b"{}", None))
+    assert connack and getattr(connack[0], "value", None) == 0x90, connack
+    pub, _, _ = paho_client(started, "pub-dollar", MqttVersion.V5)
+    codes: list[int] = []
+    pub.on_publish = lambda _c, _u, _mid, rc, _p: codes.append(rc.value)
+    pub.publish("$a2a/v1/request/acme/billing/tax1", b"{}", qos=1)
+    assert until(lambda: bool(codes), 5.0) and codes == [0x90], codes
+    pub.disconnect()
+    pub.loop_stop()
+
+
+@pytest.mark.parametrize("started", [("ejabberd", MqttVersion.V5)], indirect=True)
+def test_ejabberd_delivers_a_message_past_its_expiry(started: Broker) -> None:
+    """[MQTT-3.3.2-5]: a message past its Message Expiry Interval is not delivered. A QoS 1
+    message with a 1 s expiry, queued for a paho subscriber away 2.5 s, reaches it."""
+    v = MqttVersion.V5
+    sub, _, _ = paho_client(started, "exp-sub", v, clean=False, expiry_s=60)
+    sub.subscribe("exp/t", qos=1)
+    time.sleep(0.5)
+    sub.disconnect()
+    sub.loop_stop()
+    pub, _, _ = paho_client(started, "exp-pub", v)
+    props = Properties(PacketTypes.PUBLISH)
+    props.MessageExpiryInterval = 1
+    pub.publish("exp/t", b"short", qos=1, properties=props).wait_for_publish(5)
+    time.sleep(2.5)
+    back, got, _ = paho_client(started, "exp-sub", v, clean=False, expiry_s=60)
+    assert until(lambda: bool(got), 3.0) and got[0].payload == b"short"
+    for c in (back, pub):
+        c.disconnect()
+        c.loop_stop()
+
+
+@pytest.mark.parametrize("started", [("rabbitmq", MqttVersion.V311)], indirect=True)
+def test_rabbitmq_gives_a_silent_client_up_after_three_keepalives(started: Broker) -> None:
+    """[MQTT-3.1.2-24]: a client silent 1.5 x its keepalive is disconnected. A paho client
+    with keepalive 2 s whose socket goes silent (its network loop stopped, nothing sent):
+    RabbitMQ 3.10.8 publishes its will only after about 3 x (6 s), not at 3 s."""
+    v = MqttVersion.V311
+    watcher, got, _ = paho_client(started, "ka-w", v)
+    watcher.subscribe("ka/will", qos=1)
+    time.sleep(0.5)
+    silent = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="ka-s",
+                         protocol=mqtt.MQTTv311)
+    silent.username_pw_set(started.username, started.password)
+    silent.will_set("ka/will", b"gone", qos=1)
+    silent.connect(started.host, started.port, keepalive=2)
+    silent.loop_start()
+    time.sleep(0.5)
+    silent.loop_stop()               # silent from here: no PINGREQ, socket open
+    t0 = time.monotonic()
+    assert until(lambda: bool(got), 12.0)
+    assert time.monotonic() - t0 > 1.5 * 2 + 1.5     # well past 3 s (5.5 s and more)
+    watcher.disconnect()
+    watcher.loop_stop()
