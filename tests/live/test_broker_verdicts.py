@@ -49,10 +49,11 @@ PINNED: dict[str, dict[str, str]] = {
         "redelivery": TRUE, "retain_flags": TRUE, "takeover_will": TRUE,
         "subscribe_while_connecting": TRUE,
     },
+    # (its will_delay and user_properties FALSE are not pinned: a paho client saw a delayed
+    # will published, and a will's User Property kept, where the bench's raw client did
+    # not — disputed until one knows which client ejabberd treats differently, and why)
     "ejabberd": {
         "message_expiry": FALSE,            # an expired message delivered [MQTT-3.3.2-5]
-        "will_delay": FALSE,                # a will with a delay never published
-        "user_properties": FALSE,           # a will's User Property dropped
         "profile_paths": FALSE,             # $a2a/... publishes and wills refused (0x90)
         "redelivery": TRUE, "retain_flags": TRUE, "session_expiry": TRUE,
         "request_response": TRUE, "receive_maximum": TRUE,
