@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import EXIT_INVALID, EXIT_OK, main
+from bench.cli import EXIT_FALSE, EXIT_INVALID, EXIT_OK, main
 from bench.spec.brokers import BEHAVIOURS, BrokerBehaviour, SharedInFlight, TakeoverWill
 from bench.substrates.live.brokers import free_port, wait_listening
 from bench.substrates.live.facts import KEEPALIVE_S, measure
@@ -122,20 +122,27 @@ def test_brokers_measures_an_external_broker_with_credentials_and_a_restart_comm
         external_mosquitto, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     port, restart = external_mosquitto
     url = f"mqtt://probe:s3cret-pw@127.0.0.1:{port}"
+    # exit 1: Mosquitto 2.0.11 serves no shared subscription on $a2a/..., a MUST of the
+    # profile's (docs/findings/brokers.md)
     assert main(["brokers", "--broker", url, "--broker-restart-command", restart,
-                 "--json"]) == EXIT_OK
+                 "--json"]) == EXIT_FALSE
     out, err = capsys.readouterr()
     assert "s3cret-pw" not in out + err
-    facts = {f["name"]: f["value"] for f in json.loads(out)[f"127.0.0.1:{port}"]}
+    judged = json.loads(out)[f"127.0.0.1:{port}"]
+    facts = {f["name"]: f["value"] for f in judged}
     assert facts["redelivery"] == "resent, DUP=1"
     assert facts["persistence"] == "session and queued message kept"
+    # and, reached by URL, it is held to 1.5 x keepalive: the bench cannot know whose
+    # documented sweep to allow (started by name, Mosquitto's 5 s sweep is allowed)
+    assert [f["name"] for f in judged if f["verdict"] == "false"] == [
+        "keepalive", "keepalive_receiving", "profile_paths"]
 
 
 def test_brokers_without_a_restart_command_says_persistence_was_not_measured(
         external_mosquitto, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     port, _restart = external_mosquitto
     assert main(["brokers", "--broker", f"mqtt://probe:s3cret-pw@127.0.0.1:{port}",
-                 "--json"]) == EXIT_OK
+                 "--json"]) == EXIT_FALSE
     facts = {f["name"]: f for f in json.loads(capsys.readouterr().out)[f"127.0.0.1:{port}"]}
     assert facts["persistence"]["value"] == "not measured"
     assert "--broker-restart-command" in facts["persistence"]["detail"]
