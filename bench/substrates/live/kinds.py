@@ -211,8 +211,9 @@ def _rabbitmq(s: Setup) -> list[str]:
 
 
 def ejabberd_yml(s: Setup) -> Path:
-    """ejabberd's configuration: one host, mod_mqtt on the port, anyone may log in (each
-    client under its own client id as user name) and publish and subscribe anything."""
+    """ejabberd's configuration: one host, mod_mqtt on the port, anonymous login (it wants
+    a user name all the same: every client gives the kind's `login`), and anyone may
+    publish and subscribe anything."""
     conf = s.workdir / "ejabberd.yml"
     conf.write_text("\n".join([
         "hosts:", "  - localhost", "loglevel: warning",
@@ -307,6 +308,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          start_timeout_s=60.0, run_as="ejabberd",
          configures="`ejabberdctl foreground` on a configuration, logs and spool of the "
                     "run's folder, run as the `ejabberd` user Debian made: one host, "
-                    "`mod_mqtt` on the port, anonymous login (clients give a user name), "
+                    "`mod_mqtt` on the port, anonymous login (every client gives the user "
+                    "name a2a-bench), "
                     "publish and subscribe allowed on every topic"),
 )}
