@@ -70,7 +70,7 @@ def add_brokers(sub: Sub) -> None:
                "  a2a-bench brokers --broker mqtts://broker.example:8883 --broker-ca ca.pem")
     bk.add_argument("--broker", action="append", metavar="BROKER",
                     help="a broker the bench starts (amqtt, mosquitto, moat-lib-mqtt, iotcore, "
-                         "rumqttd, rabbitmq, ejabberd: docs/brokers/), "
+                         "rumqttd, rmqttd, rabbitmq, ejabberd: docs/brokers/), "
                          "mqtt://[user:password@]host[:port] or mqtts://… (repeatable; "
                          "default: amqtt, and mosquitto when installed)")
     bk.add_argument("--broker-ca", metavar="FILE",

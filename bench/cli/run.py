@@ -49,8 +49,8 @@ def add_run(sub: Sub) -> None:
                           "else live")
     run.add_argument("--broker",
                      help="live: amqtt (embedded), mosquitto, or another broker the bench "
-                          "starts and configures (moat-lib-mqtt, iotcore, rumqttd, rabbitmq, "
-                          "ejabberd: docs/brokers/), mqtt://[user:password@]host[:port] "
+                          "starts and configures (moat-lib-mqtt, iotcore, rumqttd, rmqttd, "
+                          "rabbitmq, ejabberd: docs/brokers/), mqtt://[user:password@]host[:port] "
                           "(1883 by default) or mqtts://… (default: the topology's [broker] "
                           "model; amqtt for a generic one). sim: the broker model, generic "
                           "(MQTT 3.1.1 as written), amqtt or mosquitto: the simulator then "

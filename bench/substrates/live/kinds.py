@@ -174,6 +174,32 @@ def _iotcore(s: Setup) -> list[str]:
     return [sys.executable, "-m", "iotcore", "--config", str(rumqttd_toml(s))]
 
 
+def rmqtt_toml(s: Setup) -> Path:
+    """rmqttd's configuration: one TCP listener (MQTT 3.1.1 and 5 on the same port),
+    anonymous clients, its gRPC port (for a cluster the run has none of) on a free one, logs
+    to the console (the bench's log file); its default plugins and the two that implement
+    what MQTT has (retained messages, shared subscriptions), but for its HTTP API."""
+    conf = s.workdir / "rmqtt.toml"
+    conf.write_text("\n".join([
+        "node.id = 1", f'rpc.server_addr = "{s.host}:{_free_port(s.host)}"',
+        'log.to = "Console"', 'log.level = "warn"',
+        # MQTT's retained messages and MQTT 5's shared subscriptions are plugins of its own,
+        # off by default; its HTTP API would take a fixed port (6060)
+        f'plugins.dir = "{s.workdir / "plugins"}/"',
+        'plugins.default_startups = ["rmqtt-retainer", "rmqtt-shared-subscription"]',
+        'plugins.disabled_default_startups = ["rmqtt-http-api"]', "",
+        "[listener.tcp.external]", "enable = true", f'addr = "{s.host}:{s.port}"',
+        "allow_anonymous = true", "max_inflight = 1000", "max_mqueue_len = 100000",
+        'max_packet_size = "4M"', ""]))
+    return conf
+
+
+def _rmqttd(s: Setup) -> list[str]:
+    exe = _exe("rmqttd", str(CARGO_BIN / "rmqttd"))()
+    assert exe is not None
+    return [exe, "-f", str(rmqtt_toml(s))]
+
+
 RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 
 
@@ -290,6 +316,15 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          configures="`rumqttd -c rumqttd.toml`: one listener for the run's MQTT version (`v4` "
                     "for 3.1.1, `v5`: rumqttd serves each on a port of its own), 4 MiB "
                     "payloads, 1,000 in flight, no Prometheus endpoint"),
+    Kind("rmqttd", "RMQTT (Rust)", "0.24.0", "cargo install rmqttd --version 0.24.0",
+         (V311, V5), _exe("rmqttd", str(CARGO_BIN / "rmqttd")), _rmqttd,
+         install_note="it needs Debian's protobuf-compiler and cmake to build (its Kafka "
+                      "bridge compiles librdkafka): apt-get install protobuf-compiler cmake; "
+                      "about 40 minutes on one core",
+         configures="`rmqttd -f rmqtt.toml`: one TCP listener for MQTT 3.1.1 and 5, "
+                    "anonymous clients, 1,000 in flight, its gRPC port on a free one, logs to "
+                    "the console, its default plugins and its retainer and shared-"
+                    "subscription plugins, but not its HTTP API (a fixed port)"),
     Kind("rabbitmq", "RabbitMQ's MQTT plugin", "3.10.8 (Debian 12)",
          "apt-get install rabbitmq-server", (V311,), _exe(RABBITMQ_SERVER), _rabbitmq,
          install_note="Debian starts its own service on install; the bench's node runs "
