@@ -42,7 +42,7 @@ def add_deploy(sub: Sub) -> None:
 
 def add_brokers(sub: Sub) -> None:
     bk = sub.add_parser(
-        "brokers", help="measure what a broker does where MQTT leaves room",
+        "brokers", help="judge a broker by its MQTT MUSTs, and measure where MQTT leaves room",
         description="Measure, with the bench's own raw MQTT clients, what each broker does\n"
                     "where MQTT 3.1.1 leaves room or brokers stray: whether an unacknowledged\n"
                     "QoS1 message is resent on resume and with DUP=1; how long a silent client\n"
