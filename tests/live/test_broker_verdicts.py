@@ -265,3 +265,20 @@ def test_rabbitmq_gives_a_silent_client_up_after_three_keepalives(started: Broke
     assert time.monotonic() - t0 > 1.5 * 2 + 1.5     # well past 3 s (5.5 s and more)
     watcher.disconnect()
     watcher.loop_stop()
+
+
+def test_a_profile_run_on_a_broker_refusing_its_wills_is_one_line_exit_3(
+        reachable: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A broker refusing what the run needs is said, not crashed (issue 48): ejabberd 23.01
+    answers a responder's CONNECT, whose will is its card on `$a2a/v1/discovery/...`,
+    CONNACK 0x90; the run ends in one line naming the broker, the node and the reason code,
+    exit 3 — not "nodes not up" as a harness error."""
+    from bench.cli import EXIT_INVALID, main
+    installed("ejabberd")
+    capsys.readouterr()
+    assert main(["run", "a2a_quickstart", "--mode", "live", "--broker", "ejabberd",
+                 "--no-plots", "--out", str(reachable / "run")]) == EXIT_INVALID
+    err = [line for line in capsys.readouterr().err.splitlines()
+           if line.startswith("a2a-bench: ")]
+    assert len(err) == 1 and "broker ejabberd" in err[0] \
+        and "the broker refused its CONNECT" in err[0] and "Topic name invalid" in err[0], err
