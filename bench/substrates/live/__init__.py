@@ -54,7 +54,6 @@ def broker_refusal(spec: str, ca_file: str | None,
         make_broker,
         mosquitto_exe,
     )
-    from bench.substrates.live.kinds import KINDS
     if spec == "mosquitto" and mosquitto_exe() is None:
         return f"--broker=mosquitto: {MOSQUITTO_MISSING}" + (
             "; MQTT 5 runs on Mosquitto or an mqtt:// broker that speaks it (the embedded "
@@ -75,7 +74,6 @@ def broker_refusal(spec: str, ca_file: str | None,
 def version_refusal(scenario: Scenario, broker: str) -> str | None:
     """Why `broker` cannot carry the scenario's MQTT version, in one line, or None."""
     from bench.spec.brokers import BEHAVIOURS
-    from bench.substrates.live.kinds import KINDS
     kind = KINDS.get(broker)
     # (a broker the simulator models is refused in its row's words)
     if kind is not None and broker not in BEHAVIOURS and scenario.mqtt not in kind.speaks:

@@ -18,10 +18,16 @@ from urllib.parse import urlparse
 
 from bench.spec.brokers import BEHAVIOURS, RUN_AFTER_BROKER_MS, KeepaliveCheck
 from bench.spec.topology import MqttVersion
-from bench.substrates.live.kinds import KINDS, BrokerSetupError, Setup, mosquitto_conf
+from bench.substrates.live.kinds import (
+    KINDS,
+    BrokerSetupError,
+    Setup,
+    free_port,
+    mosquitto_conf,
+)
 from bench.substrates.live.mqtt import Tls
 
-__all__ = ["KINDS", "Broker", "BrokerError", "make_broker", "mosquitto_conf"]
+__all__ = ["KINDS", "Broker", "BrokerError", "free_port", "make_broker", "mosquitto_conf"]
 
 #: MQTT 3.1.1 §3.2.2.3: why a broker refused a connection.
 CONNACK_CODES = {1: "unacceptable protocol version", 2: "client identifier rejected",
@@ -42,12 +48,6 @@ def mosquitto_exe() -> str | None:
 
 #: How many ports a broker's first start tries when the one it was given was taken meanwhile.
 PORT_ATTEMPTS = 5
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _group(pid: int) -> list[int]:
@@ -168,12 +168,13 @@ class Broker:
         kind = KINDS.get(self.kind)
         if kind is None:
             raise BrokerError(f"cannot start a broker of kind {self.kind!r}")
-        if not kind.installed:
+        found = kind.find()
+        if found is None:
             raise BrokerError(MOSQUITTO_MISSING if self.kind == "mosquitto" else kind.missing())
         setup = self._setup()
         try:
             env = kind.env(setup)
-            return kind.argv(setup), env
+            return kind.argv(found, setup), env
         except BrokerSetupError as exc:
             raise BrokerError(str(exc)) from None
 

@@ -53,7 +53,9 @@ class Kind:
     install: str                  # the one command that installs it here
     speaks: tuple[MqttVersion, ...]
     find: Callable[[], str | None]            # its executable (or module), None: not installed
-    argv: Callable[[Setup], list[str]]        # how to start it; writes its configuration
+    #: how to start it, given what `find` found (its executable, or its module); writes
+    #: its configuration
+    argv: Callable[[str, Setup], list[str]]
     env: Callable[[Setup], dict[str, str]] = field(default=lambda s: {})
     #: the user and password every client of a run logs in with, where the broker has
     #: no anonymous access the bench can configure (None: each client's own id)
@@ -128,13 +130,11 @@ def mosquitto_conf(workdir: Path, host: str, port: int, persistence: bool = True
     return conf
 
 
-def _mosquitto(s: Setup) -> list[str]:
-    exe = _exe("mosquitto", "/usr/sbin/mosquitto")()
-    assert exe is not None
+def _mosquitto(exe: str, s: Setup) -> list[str]:
     return [exe, "-c", str(mosquitto_conf(s.workdir, s.host, s.port, s.persistence, s.user))]
 
 
-def _amqtt(s: Setup) -> list[str]:
+def _amqtt(_found: str, s: Setup) -> list[str]:
     return [sys.executable, "-m", "bench.substrates.live.amqtt_server", str(s.port), s.host]
 
 
@@ -142,7 +142,7 @@ MOAT_SERVE = ("import anyio, sys; from moat.lib.mqtt.async_broker import AsyncMQ
               "anyio.run(AsyncMQTTBroker(bind_address=(sys.argv[2], int(sys.argv[1]))).serve)")
 
 
-def _moat(s: Setup) -> list[str]:
+def _moat(_found: str, s: Setup) -> list[str]:
     return [sys.executable, "-c", MOAT_SERVE, str(s.port), s.host]
 
 
@@ -164,13 +164,11 @@ def rumqttd_toml(s: Setup) -> Path:
     return conf
 
 
-def _rumqttd(s: Setup) -> list[str]:
-    exe = _exe("rumqttd", str(CARGO_BIN / "rumqttd"))()
-    assert exe is not None
+def _rumqttd(exe: str, s: Setup) -> list[str]:
     return [exe, "-c", str(rumqttd_toml(s))]
 
 
-def _iotcore(s: Setup) -> list[str]:
+def _iotcore(_found: str, s: Setup) -> list[str]:
     return [sys.executable, "-m", "iotcore", "--config", str(rumqttd_toml(s))]
 
 
@@ -181,7 +179,7 @@ def rmqtt_toml(s: Setup) -> Path:
     what MQTT has (retained messages, shared subscriptions), but for its HTTP API."""
     conf = s.workdir / "rmqtt.toml"
     conf.write_text("\n".join([
-        "node.id = 1", f'rpc.server_addr = "{s.host}:{_free_port(s.host)}"',
+        "node.id = 1", f'rpc.server_addr = "{s.host}:{free_port(s.host)}"',
         'log.to = "Console"', 'log.level = "warn"',
         # MQTT's retained messages and MQTT 5's shared subscriptions are plugins of its own,
         # off by default; its HTTP API would take a fixed port (6060)
@@ -194,9 +192,7 @@ def rmqtt_toml(s: Setup) -> Path:
     return conf
 
 
-def _rmqttd(s: Setup) -> list[str]:
-    exe = _exe("rmqttd", str(CARGO_BIN / "rmqttd"))()
-    assert exe is not None
+def _rmqttd(exe: str, s: Setup) -> list[str]:
     return [exe, "-f", str(rmqtt_toml(s))]
 
 
@@ -209,7 +205,7 @@ def _rabbitmq_env(s: Setup) -> dict[str, str]:
     distribution on ports of their own, which no client of a run uses."""
     if not s.persistence:
         shutil.rmtree(s.workdir / "mnesia", ignore_errors=True)
-    amqp, dist = _free_port(s.host), _free_port(s.host)
+    amqp, dist = free_port(s.host), free_port(s.host)
     (s.workdir / "enabled_plugins").write_text("[rabbitmq_mqtt].\n")
     (s.workdir / "rabbitmq.conf").write_text("\n".join([
         f"listeners.tcp.default = {s.host}:{amqp}",
@@ -226,14 +222,15 @@ def _rabbitmq_env(s: Setup) -> dict[str, str]:
             "HOME": str(s.workdir)}
 
 
-def _free_port(host: str) -> int:
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on `host` now (the kernel's choice)."""
     with socket.socket() as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
-def _rabbitmq(s: Setup) -> list[str]:
-    return [RABBITMQ_SERVER]
+def _rabbitmq(exe: str, s: Setup) -> list[str]:
+    return [exe]
 
 
 def ejabberd_yml(s: Setup) -> Path:
@@ -253,10 +250,8 @@ def ejabberd_yml(s: Setup) -> Path:
     return conf
 
 
-def _ejabberd(s: Setup) -> list[str]:
+def _ejabberd(exe: str, s: Setup) -> list[str]:
     """`ejabberdctl foreground`, on the bench's configuration, folders and node name."""
-    exe = _exe("ejabberdctl", "/usr/sbin/ejabberdctl")()
-    assert exe is not None
     conf = ejabberd_yml(s)
     for sub in ("logs", "spool"):
         (s.workdir / sub).mkdir(parents=True, exist_ok=True)
