@@ -2,9 +2,11 @@
 brokers × MQTT versions, each combination a *cell* run once into `results/<matrix-id>/cells/<cell-id>/`.
 
 A matrix file is TOML: a name, and one or more `[[group]]` tables, each a cross product.
-Two tokens expand: `scenarios = ["@all"]` (every scenario in scenarios/) and
+Three tokens expand: `scenarios = ["@all"]` (every scenario in scenarios/),
 `variants = ["@defects"]` (every seeded defect, each paired with the scenario that
-exposes it, instead of crossed with the group's scenarios). A cell is finished when its
+exposes it, instead of crossed with the group's scenarios) and `brokers = ["@installed"]`
+(every broker the group's substrates start that this machine has; a cell its broker cannot
+speak is left out and listed with the reason, `Matrix.skipped`). A cell is finished when its
 `cell.json` exists — written last, atomically — so an interrupted matrix resumes where it
 stopped, without redoing a cell.
 """
@@ -20,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.spec.brokers import version_refusal
 from bench.spec.distribution import SpecError
 from bench.spec.scenario import MODES, SCENARIOS, Scenario, find, load_scenario, read_toml
-from bench.substrates import Options, substrate
+from bench.substrates import BrokerRefused, Options, substrate
 from bench.variants import VARIANTS
 
-BROKERS = ("amqtt", "mosquitto")
+#: a group's `brokers = ["@installed"]`: every broker its substrates start that is installed
+INSTALLED = "@installed"
 HOSTINGS = ("inproc", "process")
 _GROUP_KEYS = {"name", "scenarios", "topologies", "variants", "seeds", "modes", "brokers", "nodes",
                "mqtt"}
@@ -73,6 +75,9 @@ class Matrix:
     description: str
     source: Path
     cells: tuple[Cell, ...]
+    #: cells a broker cannot run, left out with the one line saying why (a broker that
+    #: speaks MQTT 3.1.1 only, and a scenario that speaks 5, in `brokers = ["@installed"]`)
+    skipped: tuple[tuple[Cell, str], ...] = ()
 
 
 def _texts(raw: dict[str, Any], key: str, where: str, default: list[Any]) -> list[Any]:
@@ -93,7 +98,7 @@ def _unspoken(source: Path, mode: str, broker: str, hosting: str, version: str,
     scenario, options = described.prepare(read[source, version],
                                           described.cell_choice(broker, hosting))
     ran_on = described.identity(scenario, options)
-    return version_refusal(scenario, ran_on.model or ran_on.broker)
+    return described.unspoken(scenario, ran_on.model or ran_on.broker)
 
 
 def load_matrix(path: Path) -> Matrix:
@@ -110,6 +115,7 @@ def load_matrix(path: Path) -> Matrix:
     known_scenarios = sorted(p.stem for p in SCENARIOS.glob("*.toml")
                              if not p.name.endswith(".matrix.toml"))
     cells: list[Cell] = []
+    skipped: list[tuple[Cell, str]] = []
     spoken: dict[tuple[Path, str], Scenario] = {}    # each scenario read once per version
     for i, g in enumerate(groups):
         at = f"{where}: group[{i}]"
@@ -155,16 +161,25 @@ def load_matrix(path: Path) -> Matrix:
         if not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
             raise SpecError(f"{at}.seeds={seeds!r} must be integers")
         modes = _texts(g, "modes", at, ["sim"])
-        brokers = _texts(g, "brokers", at, ["amqtt"])
-        # brokers named: the simulation copies each of them too (a fidelity matrix); not
-        # named: it runs the topology's own model
-        sim_brokers = [str(b) for b in brokers] if "brokers" in g else ["sim"]
         for m in modes:
             if m not in MODES:
                 raise SpecError(f"{at}.modes: {m!r} must be one of {list(MODES)}")
-        for b in brokers:
-            if b not in BROKERS:
-                raise SpecError(f"{at}.brokers: {b!r} must be one of {list(BROKERS)}")
+        named = [str(b) for b in _texts(g, "brokers", at, ["amqtt"])]
+        brokers_of: dict[str, list[str]] = {}    # a mode -> the brokers of its cells
+        for m in modes:
+            known = substrate(m).brokers()
+            if named == [INSTALLED]:
+                brokers_of[m] = list(substrate(m).brokers(installed=True))
+                continue
+            for b in named:
+                if b not in known:
+                    raise SpecError(f"{at}.brokers: {b!r}: {m} cells take one of "
+                                    f"{list(known)}, or {INSTALLED!r} (every one installed)")
+            brokers_of[m] = named
+        # brokers named: the simulation copies each of them too (a fidelity matrix); not
+        # named: it runs the topology's own model
+        sim_brokers = ["sim"] if "brokers" not in g else (
+            brokers_of.get("sim", named))
         sim_only: set[str] = set()    # "@all" leaves these out of live cells
         nodes_of: dict[str, str | None] = {}
         if any(substrate(m).wall_clock for m in modes):
@@ -193,25 +208,30 @@ def load_matrix(path: Path) -> Matrix:
                         if described.wall_clock and scenario in sim_only:
                             continue
                         for (broker, hosting), version in itertools.product(described.cells(
-                                list(map(str, brokers)), sim_brokers, list(map(str, hostings)),
+                                brokers_of[mode], sim_brokers, list(map(str, hostings)),
                                 nodes_of.get(scenario)), versions):
                             source = Path(files[scenario]) if scenario in files \
                                 else SCENARIOS / f"{scenario}.toml"
                             refused = _unspoken(source, str(mode), broker, hosting, version,
                                                 spoken)
+                            cell = Cell(name, scenario, variant,
+                                        None if topo == "own" else str(topo),
+                                        int(seed), str(mode), broker, hosting,
+                                        files.get(scenario, ""), version)
                             if refused is not None:
+                                if named == [INSTALLED]:   # the grid says why, in a line
+                                    skipped.append((cell, refused))
+                                    continue
                                 if g.get("scenarios", ["@all"]) == ["@all"]:
                                     continue       # "@all" leaves them out, as sim_only
                                 raise SpecError(f"{at}: {refused}")
-                            cells.append(Cell(name, scenario, variant,
-                                              None if topo == "own" else str(topo),
-                                              int(seed), str(mode), broker, hosting,
-                                              files.get(scenario, ""), version))
+                            cells.append(cell)
     seen: dict[str, Cell] = {}
     for c in cells:
         seen.setdefault(c.id, c)   # the same cell in two groups runs once
     return Matrix(str(raw.get("name", path.name.removesuffix(".matrix.toml"))),
-                  str(raw.get("description", "")), path, tuple(seen.values()))
+                  str(raw.get("description", "")), path, tuple(seen.values()),
+                  tuple(skipped))
 
 
 def cell_dir(out: Path, cell: Cell) -> Path:
@@ -258,8 +278,11 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
         shutil.rmtree(stale, ignore_errors=True)
     scenario, options = _deployed(cell)
     t0 = time.perf_counter()
-    result = run_scenario(scenario, VARIANTS[cell.variant], scratch, mode=cell.mode,
-                          options=options, topology_overridden=cell.topology is not None)
+    try:
+        result = run_scenario(scenario, VARIANTS[cell.variant], scratch, mode=cell.mode,
+                              options=options, topology_overridden=cell.topology is not None)
+    except BrokerRefused as exc:    # the broker said no at the start: the cell's finding
+        return _place(scratch, final, _refused(cell, str(exc), time.perf_counter() - t0))
     wall = time.perf_counter() - t0
     verdicts = {v.name: v.value.value for v in result.verdicts}
     expect = expectation(cell)
@@ -283,13 +306,35 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
               # what the simulation of this broker's model is declared not to show
               "unmodelled": substrate(cell.mode).unmodelled(scenario, cell.broker),
               "topology": result.summary["topology"], "replay": result.summary["replay"]}
+    return _place(scratch, final, record)
+
+
+def _place(scratch: Path, final: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Move a cell's run into place and write its cell.json, last."""
     shutil.rmtree(final, ignore_errors=True)
     final.parent.mkdir(parents=True, exist_ok=True)
-    scratch.rename(final)
+    if scratch.exists():
+        scratch.rename(final)
+    else:
+        final.mkdir()
     tmp = final / "cell.json.tmp"
     tmp.write_text(json.dumps(record, indent=2))   # verdicts stay in checker order
     tmp.replace(final / "cell.json")
     return record
+
+
+def _refused(cell: Cell, line: str, wall: float) -> dict[str, Any]:
+    """The record of a cell whose broker refused the run at its start (a topic, a will, a
+    login): no verdicts, the broker's refusal in one line, not as expected."""
+    return {"cell": cell.to_json(), "verdicts": {}, "expect": {}, "wrong": {},
+            "passed": False, "refused": line, "wall_s": round(wall, 3),
+            "metrics": {"requests": 0, "outcomes": {},
+                        "latency_ms": {"p50": None, "p99": None},
+                        "latency_histogram": None, "duplicates_delivered": 0,
+                        "duplicates_executed": 0, "messages_per_task": None,
+                        "faults_fired": 0},
+            "situations": {}, "unmodelled": {}, "topology": cell.topology or "own",
+            "replay": ""}
 
 
 def collect(out: Path, matrix: Matrix) -> list[dict[str, Any]]:

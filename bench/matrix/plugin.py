@@ -81,7 +81,8 @@ class CellItem(pytest.Item):
         if record is None:
             record = run_cell(out, self.cell)
         verdicts = record["verdicts"]
-        short = "".join({"true": "T", "false": "F", "unknown": "?"}[v] for v in verdicts.values())
+        short = "".join({"true": "T", "false": "F", "unknown": "?"}[v] for v in verdicts.values()) \
+            or ("refused" if "refused" in record else "")
         self.user_properties.append(("cell", json.dumps({
             "id": self.cell.id, "cached": cached, "passed": record["passed"], "verdicts": short,
             "wall_s": round(time.perf_counter() - t0, 2), "wrong": record["wrong"]})))
@@ -94,6 +95,8 @@ class CellItem(pytest.Item):
                      style: Any = None) -> str:
         if isinstance(excinfo.value, CellFailed):
             r = excinfo.value.record
+            if "refused" in r:
+                return f"cell {r['cell']['id']}: {r['refused']}"
             wrong = ", ".join(f"{k} {v} (expected {r['expect'][k]})" for k, v in r["wrong"].items())
             return (f"cell {r['cell']['id']}: {wrong}\n  replay: {r['replay']}\n"
                     f"  results: {self._out() / 'cells' / r['cell']['id']}/")

@@ -177,6 +177,123 @@ def _topology_series(out: Path, records: list[dict[str, Any]]) -> list[tuple[str
     return found
 
 
+def _place_of(c: dict[str, Any]) -> str:
+    from bench.substrates import substrate
+    return " ".join([c["mode"], *substrate(c["mode"]).cell_name(c["broker"], c["nodes"])])
+
+
+def broker_grid(matrix: Matrix, records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Scenario (and variant, and MQTT version) by broker, when the matrix's cells run on
+    more than one broker: each square the cell's outcome — as expected, FALSE where the
+    scenario pins that broker's verdict FALSE (`[expect.<broker>]`: a known defect), FALSE
+    or UNKNOWN where nothing expected it, refused by the broker at the start (its line), or
+    left out (a version the broker does not speak). None: one broker only."""
+    cells = [(r["cell"], r) for r in records] + [
+        (c.to_json(), {"skipped": why}) for c, why in matrix.skipped]
+    if len({c["broker"] for c, _ in cells}) < 2:
+        return None
+    places: list[str] = []
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for c, r in cells:
+        place = _place_of(c)
+        if place not in places:
+            places.append(place)
+        row = " · ".join([c["scenario"], *([c["variant"]] if c["variant"] != "reference"
+                                           else []), *([f"MQTT {c['mqtt']}"] if c.get("mqtt")
+                                                       else [])])
+        rows.setdefault(row, {})[place] = _square(c, r)
+    from bench.substrates import substrate
+
+    def order(place: str) -> tuple[str, int]:   # each substrate's brokers in its own order
+        mode, broker = (place.split() + [""])[:2]
+        known = substrate(mode).brokers()
+        return mode, known.index(broker) if broker in known else len(known)
+    return {"places": sorted(places, key=order), "rows": rows}
+
+
+def _square(c: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+    if "skipped" in r:
+        return {"mark": "skip", "text": "not run", "why": r["skipped"]}
+    if "refused" in r:
+        return {"mark": "refused", "text": "refused", "why": r["refused"], "id": c["id"]}
+    falses = [k for k, v in r["verdicts"].items() if v == "false"]
+    wrong = dict(r["wrong"])
+    if any(r["verdicts"].get(k) == "false" for k in wrong):
+        mark = "false"
+    elif wrong:
+        mark = "unknown"
+    else:
+        mark = "pinned" if falses else "ok"
+    unknown = [k for k in wrong if r["verdicts"].get(k) != "false"]
+    text = "; ".join([*(f"{k} FALSE" for k in falses),
+                      *(f"{k} {str(r['verdicts'].get(k)).upper()}" for k in unknown)]) \
+        or "as expected"
+    return {"mark": mark, "text": text, "id": c["id"],
+            "why": "; ".join(f"{k} {v} (expected {r['expect'].get(k)})" for k, v in wrong.items())}
+
+
+GRID_LEGEND = ("green: every verdict as the scenario expects on that broker; lilac: FALSE "
+               "where the scenario pins it FALSE on that broker (a known defect, "
+               "`[expect.<broker>]`); red: a FALSE nobody expected; amber: a verdict "
+               "nothing expected (UNKNOWN); grey: refused by the broker at the start (its "
+               "line), or not run (a version it does not speak). Each square links to the "
+               "cell's report.")
+
+
+def _grid_md(grid: dict[str, Any]) -> list[str]:
+    out = ["## Brokers", "", GRID_LEGEND, "",
+           "| scenario | " + " | ".join(grid["places"]) + " |",
+           "|---" * (len(grid["places"]) + 1) + "|"]
+    for row, squares in grid["rows"].items():
+        parts = []
+        for p in grid["places"]:
+            sq = squares.get(p)
+            if sq is None:
+                parts.append("")
+            elif "id" in sq:
+                page = "" if sq["mark"] == "refused" else "report.md"
+                parts.append(f"[{sq['text']}](cells/{sq['id']}/{page})")
+            else:
+                parts.append(sq["text"])
+        out.append(f"| {row} | " + " | ".join(parts) + " |")
+    reasons = [(row, p, sq["why"]) for row, squares in grid["rows"].items()
+               for p, sq in squares.items() if sq["mark"] in ("refused", "skip")]
+    if reasons:
+        out += ["", *(f"- {row} on {p}: {why}" for row, p, why in reasons)]
+    return out + [""]
+
+
+def _grid_html(out: Path, grid: dict[str, Any]) -> list[str]:
+    from bench.report.html import _e
+    body = ["<h2>Brokers</h2>", f"<p class='muted'>{_e(GRID_LEGEND)}</p>",
+            "<table class='grid'><tr><th>scenario</th>"
+            + "".join(f"<th>{_e(p)}</th>" for p in grid["places"]) + "</tr>"]
+    notes: list[str] = []     # why a square is grey, below the table, numbered
+    for row, squares in grid["rows"].items():
+        tds = []
+        for p in grid["places"]:
+            sq = squares.get(p)
+            if sq is None:
+                tds.append("<td></td>")
+                continue
+            text = _e(sq["text"])
+            if "id" in sq:
+                folder = out / "cells" / sq["id"]
+                report = "report.html" if (folder / "report.html").exists() else \
+                    "report.md" if (folder / "report.md").exists() else "history.jsonl"
+                text = f"<a href='cells/{_e(sq['id'])}/{report}'>{text}</a>"
+            if sq["mark"] in ("refused", "skip"):
+                notes.append(f"{row} on {p}: {sq['why']}")
+                text += f" <sup>{len(notes)}</sup>"
+            tds.append(f"<td class='g-{sq['mark']}' title='{_e(sq.get('why', ''))}'>{text}</td>")
+        body.append(f"<tr><td>{_e(row)}</td>{''.join(tds)}</tr>")
+    body.append("</table>")
+    if notes:
+        body.append("<ol class='muted' style='font-size:12px'>"
+                    + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ol>")
+    return body
+
+
 def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
     from bench.report.html import _e, _plots, page
     from bench.report.plots import duplicates, save, topology_comparison, verdict_grid
@@ -184,8 +301,13 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
     (out / "matrix.json").write_text(json.dumps(
         {"name": matrix.name, "cells": len(matrix.cells), "finished": len(records),
          "as_expected": sum(r["passed"] for r in records), "coverage": coverage(records),
-         "latency": latency_groups(records), "records": records}, indent=2))
-    md = table_md(matrix, records) + "\n" + latency_md(records) + "\n" + coverage_md(records)
+         "latency": latency_groups(records), "records": records,
+         "skipped": [{"cell": c.to_json(), "why": why} for c, why in matrix.skipped]},
+        indent=2))
+    grid = broker_grid(matrix, records)
+    md = table_md(matrix, records) + "\n" + (
+        "\n".join(_grid_md(grid)) + "\n" if grid is not None else "") + latency_md(
+        records) + "\n" + coverage_md(records)
     plots: dict[str, dict[str, Path]] = {}
     captions = {}
     if records:
@@ -209,6 +331,7 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
     body = [f"<h1>matrix {_e(matrix.name)}</h1><p>{_e(matrix.description)}</p>",
             f"<p>{len(records)} of {len(matrix.cells)} cells finished; "
             f"{sum(r['passed'] for r in records)} as expected.</p>",
+            *(_grid_html(out, grid) if grid is not None else []),
             "<table class='cells'><tr><th>cell</th><th>as expected</th>"
             + "".join(f"<th class='vertical'><span>{_e(c)}</span></th>" for c in checkers)
             + "<th>requests</th><th>p50 / p99 ms</th><th>dup delivered / executed</th>"

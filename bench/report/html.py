@@ -22,7 +22,9 @@ text-align:left;vertical-align:top}th{background:#f5f5f5}
 font-weight:600}.off{background:#fff0f0}code{background:#f3f3f3;padding:1px 4px;border-radius:3px}
 .plot{margin:1em 0}.plot svg{max-width:100%;height:auto}.muted{color:#777}
 details{margin:.3em 0}summary{cursor:pointer}
-table.cells td{white-space:nowrap}th.vertical{vertical-align:bottom;padding:4px 2px}th.vertical span{writing-mode:vertical-rl;
+table.cells td{white-space:nowrap}
+table.grid td{min-width:7em}td.g-ok{background:#e9f7ec}td.g-pinned{background:#f1eafa}
+td.g-false{background:#ffe3e3}td.g-unknown{background:#fff6dc}td.g-refused,td.g-skip{background:#f3f3f3;color:#666}th.vertical{vertical-align:bottom;padding:4px 2px}th.vertical span{writing-mode:vertical-rl;
 transform:rotate(180deg);white-space:nowrap;font-weight:500}
 """
 

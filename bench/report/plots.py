@@ -520,7 +520,7 @@ def verdict_grid(cells: list[dict[str, Any]], title: str) -> Figure:
     ax.set_yticks([y - 0.5 for y in range(1, len(cells))], minor=True)
     ax.grid(which="minor", color="white", lw=0.6)
     ax.tick_params(which="minor", length=0)
-    passed = sum(not c["wrong"] for c in cells)
+    passed = sum(c.get("passed", not c["wrong"]) for c in cells)
     ax.set_title(f"{title} — {passed} of {len(cells)} cells as expected\n(green true, red "
                  "false, lilac false as expected, amber unknown; framed: not as expected)",
                  fontsize=10, loc="left")

@@ -67,8 +67,11 @@ OPTIONAL_SUBJECTS: dict[str, Any] = {
     "a2a_handover": lambda w, t: bool(t.delegates),
 }
 VERDICT_WORDS = ("true", "false", "unknown", "either")   # either: judged, TRUE or FALSE
-#: The brokers the bench starts: a scenario may expect other verdicts live on one of them.
-EMBEDDED_BROKERS = ("amqtt", "mosquitto")
+#: The brokers the bench starts by name (`bench/substrates/live/kinds.py`; a test holds the
+#: two lists equal): a scenario may expect other verdicts live on one of them
+#: (`[expect.<broker>]`), as a broker matrix runs it on each.
+BROKERS_BY_NAME = ("amqtt", "mosquitto", "moat-lib-mqtt", "iotcore", "rumqttd", "rmqttd",
+                   "rabbitmq", "ejabberd")
 
 #: What one machine can hold, refused before anything is built (issue: a topology with
 #: `count = 1000000000` ran for ten minutes at 3.4 GB before anyone knew). The simulator
@@ -631,13 +634,13 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
             raise SpecError(f"{f}: faults[{spec.index}].at_s={spec.at_ms / 1000:g} must be "
                             f"< duration_s={duration_s:g}")
     raw_expect = raw.get("expect", {})
-    by_broker_raw = {b: raw_expect[b] for b in EMBEDDED_BROKERS
+    by_broker_raw = {b: raw_expect[b] for b in BROKERS_BY_NAME
                      if isinstance(raw_expect, Mapping) and b in raw_expect}
     checks = set(known_checks) or set(raw_expect) - set(by_broker_raw) | {
         k for t in by_broker_raw.values() if isinstance(t, Mapping) for k in t}
     expect_t = _Table({k: v for k, v in raw_expect.items() if k not in by_broker_raw}
                       if isinstance(raw_expect, Mapping) else raw_expect,
-                      f"{f}: expect", checks | set(EMBEDDED_BROKERS))
+                      f"{f}: expect", checks | set(BROKERS_BY_NAME))
     expect = {k: "unknown" for k, asks in OPTIONAL_SUBJECTS.items()
               if not asks(workload, topo)}
     expect |= {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
@@ -645,7 +648,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     for b, table in by_broker_raw.items():
         t = _Table(table, f"{f}: expect.{b}", checks)
         by_broker[b] = {k: t.choice(k, VERDICT_WORDS, "true") for k in t.raw}
-    gaps_t = _Table(raw.get("unmodelled", {}), f"{f}: unmodelled", set(EMBEDDED_BROKERS))
+    gaps_t = _Table(raw.get("unmodelled", {}), f"{f}: unmodelled", set(BROKERS_BY_NAME))
     unmodelled = {}
     for b in gaps_t.raw:
         t = _Table(gaps_t.raw[b], f"{f}: unmodelled.{b}", checks)

@@ -96,6 +96,15 @@ class Substrate(Protocol):
         """The deployment of `scenario` here, not started yet."""
 
     # -- a matrix's cells ------------------------------------------------------------------
+    def unspoken(self, scenario: Scenario, broker: str) -> str | None:
+        """Why `broker` (as `identity` names it: a broker, or the model a simulation
+        copies) cannot carry the scenario's MQTT version, in one line, or None."""
+
+    def brokers(self, installed: bool = False) -> tuple[str, ...]:
+        """The brokers a matrix cell may name here (live: those it starts by name; a
+        simulation: the brokers it has a model of; docker: those it runs in a container);
+        `installed`: only those this machine has (a matrix's `brokers = ["@installed"]`)."""
+
     def cells(self, brokers: list[str], models: list[str], hostings: list[str],
               scenario_nodes: str | None) -> list[tuple[str, str]]:
         """(broker, nodes) of each cell a matrix group makes here, from the group's

@@ -98,6 +98,12 @@ class Docker:
             placement.abandon()
             raise
 
+    def unspoken(self, scenario: Scenario, broker: str) -> str | None:
+        return version_refusal(scenario, broker)
+
+    def brokers(self, installed: bool = False) -> tuple[str, ...]:
+        return EMBEDDED      # each in a container of the bench's image
+
     def cells(self, brokers: list[str], models: list[str], hostings: list[str],
               scenario_nodes: str | None) -> list[tuple[str, str]]:
         return [(b, "container") for b in brokers]

@@ -153,6 +153,12 @@ class Live:
         from bench.substrates.live.deployment import LiveDeployment
         return LiveDeployment(scenario, variant, recorder, workdir, options, say)
 
+    def unspoken(self, scenario: Scenario, broker: str) -> str | None:
+        return version_refusal(scenario, broker)
+
+    def brokers(self, installed: bool = False) -> tuple[str, ...]:
+        return tuple(k for k, kind in KINDS.items() if not installed or kind.installed)
+
     def cells(self, brokers: list[str], models: list[str], hostings: list[str],
               scenario_nodes: str | None) -> list[tuple[str, str]]:
         # a scenario whose fault needs a node process runs its "inproc" cells as processes

@@ -198,13 +198,14 @@ class LiveFaults:
         if broker.kind == "external":
             return await self._external_restart()
         stop = broker.stop if step.graceful else broker.kill
+        if not step.persistence:    # it comes back with nothing: its state is not read again
+            broker.persistence = False
         await self.dep.loop.run_in_executor(None, stop)
         self.dep.watch.went("stopped gracefully (SIGTERM)" if step.graceful else "killed (SIGKILL)")
+        kept = {True: "file", False: "none", None: "unknown"}[broker.keeps_sessions]
         return Done((Firing(ev.FaultAction.BROKER_STOPPED if step.graceful
                               else ev.FaultAction.BROKER_KILLED,
-                            details={"broker": broker.kind,
-                                     "brokerPersistence": "none" if broker.kind == "amqtt"
-                                     else "file"}),))
+                            details={"broker": broker.kind, "brokerPersistence": kept}),))
 
     async def _external_restart(self) -> Outcome:
         """The user's command restarts an external broker: run it, and say the broker

@@ -154,13 +154,23 @@ class Broker:
         return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
 
     @property
+    def keeps_sessions(self) -> bool | None:
+        """Its sessions and queued messages outlive a restart as configured (None: a broker
+        by URL, whose configuration the bench does not know)."""
+        kind = KINDS.get(self.kind)
+        return None if kind is None else self.persistence and kind.keeps_sessions
+
+    @property
     def controllable(self) -> bool:
         return self.kind != "external" or bool(self.restart_command)
 
     def _setup(self) -> Setup:
         # started as root, Mosquitto drops to user `mosquitto`, which cannot write its
         # persistence file in our (root's) folder: it would keep nothing
-        return Setup(self.workdir, self.host, self.port, self.persistence, self.version,
+        # absolute: a broker that changes its folder (ejabberd's Erlang node writes its
+        # cookie under HOME) reads a relative path from somewhere else
+        return Setup(self.workdir.resolve(), self.host, self.port, self.persistence,
+                     self.version,
                      _user() if os.geteuid() == 0 else None)
 
     def _command(self) -> tuple[list[str], dict[str, str]]:

@@ -69,6 +69,29 @@ def _ended(node_id: str) -> Callable[[str, ev.Event], bool]:
     return lambda node, e: node == node_id and isinstance(e, ev.NodeCrashed)
 
 
+#: how many times a starting node's CONNECT is refused (CONNACK >= 0x80), or its connection
+#: closed by the broker, before the self-check stops waiting for it: the broker said no
+#: (a will on a topic it keeps, a login, a SUBSCRIBE it answers by closing), and a node that
+#: reconnects with backoff would be refused until the self-check's time is up (45 s)
+REFUSALS_TO_GIVE_UP = 2
+DROPS_TO_GIVE_UP = 3
+
+
+def _refused(node_id: str) -> Callable[[str, ev.Event], bool]:
+    """Matches `node_id`'s REFUSALS_TO_GIVE_UP-th refused CONNECT, or DROPS_TO_GIVE_UP-th
+    lost connection, while it starts."""
+    refused = dropped = 0
+
+    def seen(node: str, e: ev.Event) -> bool:
+        nonlocal refused, dropped
+        if node != node_id or not isinstance(e, ev.MqttDisconnected):
+            return False
+        dropped += 1
+        refused += e.reason.startswith("CONNACK")
+        return refused >= REFUSALS_TO_GIVE_UP or dropped >= DROPS_TO_GIVE_UP
+    return seen
+
+
 class LiveDeployment:
     """One deployment for every live placement: this machine's processes (`LocalPlacement`),
     containers (the docker substrate's), whatever comes later. The placement says where the
@@ -353,6 +376,8 @@ class LiveDeployment:
         ready = {n: self.watch_for(registered(n)) for n in self.nodes}
         # a node whose process ended while starting will not come up: no need to wait on
         ended = {n: self.watch_for(_ended(n)) for n in self.nodes}
+        # nor on one the broker keeps refusing
+        ended |= {f"{n} refused": self.watch_for(_refused(n)) for n in self.nodes}
         seen: list[Line] = []    # the start-up's lines (the recorder keeps none)
         self.log.recorder.observers.append(seen.append)
         try:
@@ -400,6 +425,12 @@ class LiveDeployment:
         for fut in [*pending, *ended.values()]:
             fut.cancel()
         if failed:
+            refusing = {n: why for n in failed if (why := self._refusal(events, n))}
+            if refusing:   # the broker said no: a setup error, not a slow node
+                raise BrokerRefused(
+                    "; ".join(f"{n}: {why}" for n, why in refusing.items())
+                    + f" (`a2a-bench brokers --broker {self._named()}` shows what it "
+                    "refuses; see self_check_failed in the history)")
             # one line: who, the last start-up line each printed, how long the bench waited,
             # and where the node's own words are (its stderr, in the run folder)
             said = []
@@ -408,20 +439,12 @@ class LiveDeployment:
                 log = self.workdir / "logs" / f"{n}.log"
                 said.append(f"{n} (last start-up line: {last[-1].strip()!r}" if last
                             else f"{n} (no start-up line")
-                refusals = [e["reason"] for e in events if e["node"] == n
-                            and e["kind"] == "mqtt_disconnected"
-                            and str(e.get("reason", "")).startswith("CONNACK")]
-                if refusals:   # the broker said why: a setup error, not a slow node
-                    said[-1] += (f"; the broker refused its CONNECT {len(refusals)} time(s): "
-                                 f"{refusals[-1]}")
                 if n in gone:
                     said[-1] += "; its process ended"
                 said[-1] += f"; its stderr: {log})" if log.exists() else ")"
-            fails = BrokerRefused if any("the broker refused" in x for x in said) \
-                else SelfCheckFailed
-            raise fails(f"node{'s' if len(failed) > 1 else ''} not up after "
-                        f"{waited:.1f} s: {', '.join(said)}; see self_check_failed "
-                        "in the history")
+            raise SelfCheckFailed(f"node{'s' if len(failed) > 1 else ''} not up after "
+                                  f"{waited:.1f} s: {', '.join(said)}; see "
+                                  "self_check_failed in the history")
         return lines
 
     async def _one_by_one(self, ready: dict[str, asyncio.Future[None]],
@@ -439,6 +462,26 @@ class LiveDeployment:
                 await asyncio.wait({ready[n], ended[n]}, timeout=left,
                                    return_when=asyncio.FIRST_COMPLETED)
             waiting = ready[n].done()
+
+    @staticmethod
+    def _refusal(events: list[dict[str, Any]], node: str) -> str | None:
+        """How the broker refused `node` while it started, in a few words, or None: its
+        CONNECT answered with a refusal, or its connection closed again and again."""
+        drops = [str(e.get("reason", "")) for e in events
+                 if e["node"] == node and e["kind"] == "mqtt_disconnected"]
+        refusals = [r for r in drops if r.startswith("CONNACK")]
+        if refusals:
+            return (f"the broker refused its CONNECT {len(refusals)} time(s): "
+                    f"{refusals[-1]}")
+        if len(drops) >= DROPS_TO_GIVE_UP:
+            return (f"the broker closed its connection {len(drops)} times before it was up "
+                    f"(last: {drops[-1]}), as a broker closes one whose SUBSCRIBE or PUBLISH "
+                    "it will not serve")
+        return None
+
+    def _named(self) -> str:
+        """How `--broker` names this run's broker."""
+        return self.broker.url if self.broker.kind == "external" else self.broker.kind
 
     def watch_for(self, pred: Callable[[str, ev.Event], bool]) -> asyncio.Future[None]:
         """A future that is done when the run records an event `pred` matches."""

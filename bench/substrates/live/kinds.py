@@ -70,6 +70,10 @@ class Kind:
     #: how much later than 1.5 x keepalive it may give a silent client up, by the timer
     #: its documentation or source states, and where (None: none stated; judged at 1.5 x)
     keepalive_timer: tuple[float, str] | None = None
+    #: its sessions and queued messages outlive a restart, as the bench configures it
+    #: (`a2a-bench brokers`' persistence fact): a run judges a session lost over a broker
+    #: restart against it
+    keeps_sessions: bool = False
     #: what the bench writes to start it, in a sentence (docs/brokers/<name>.md)
     configures: str = ""
     #: what to know of the install command
@@ -282,7 +286,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
                     "listener, only the authentication plugin, anonymous access off (each "
                     "client logs in under its client id, so amqtt keeps its session)"),
     Kind("mosquitto", "Eclipse Mosquitto", "2.0.11 (Debian 12)", "apt-get install mosquitto",
-         (V311, V5), _exe("mosquitto", "/usr/sbin/mosquitto"), _mosquitto,
+         (V311, V5), _exe("mosquitto", "/usr/sbin/mosquitto"), _mosquitto, keeps_sessions=True,
          keepalive_timer=(7.0, "Mosquitto 2.0's src/keepalive.c checks clients in a sweep run "
                                "once more than 5 whole seconds passed since the last one, each "
                                "against keepalive x 3/2 in whole seconds: up to 6 s + 1 s "
@@ -322,6 +326,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
                     "subscription plugins, but not its HTTP API (a fixed port)"),
     Kind("rabbitmq", "RabbitMQ's MQTT plugin", "3.10.8 (Debian 12)",
          "apt-get install rabbitmq-server", (V311,), _exe(RABBITMQ_SERVER), _rabbitmq,
+         keeps_sessions=True,
          install_note="Debian starts its own service on install; the bench's node runs "
                       "beside it on ports of its own",
          env=_rabbitmq_env, login=("guest", "guest"), start_timeout_s=60.0,

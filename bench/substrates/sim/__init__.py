@@ -94,6 +94,13 @@ class Sim:
         from bench.substrates.sim.deployment import SimDeployment
         return SimDeployment(scenario, variant, recorder)
 
+    def unspoken(self, scenario: Scenario, broker: str) -> str | None:
+        return version_refusal(scenario, broker, " or generic")
+
+    def brokers(self, installed: bool = False) -> tuple[str, ...]:
+        # the brokers it has a model of (spec/brokers.py), installed wherever the bench is
+        return tuple(m.value for m in BrokerModel if m is not BrokerModel.GENERIC)
+
     def cells(self, brokers: list[str], models: list[str], hostings: list[str],
               scenario_nodes: str | None) -> list[tuple[str, str]]:
         return [(m, "inproc") for m in models]
