@@ -109,6 +109,70 @@ def test_a_broker_that_cannot_speak_a_scenarios_mqtt_version_gets_no_cell_of_it(
         load_matrix(path)
 
 
+def test_installed_brokers_make_a_broker_matrix_and_its_grid(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`brokers = ["@installed"]`: a cell per installed broker (what the live substrate says
+    is here), a cell its broker cannot speak listed with the reason instead of an error;
+    the report's grid shows each square's outcome, a refusal's line, a FALSE the scenario
+    pins for that broker apart from one nobody expected."""
+    from bench.matrix.report import broker_grid
+    from bench.substrates.live import Live
+    monkeypatch.setattr(Live, "brokers", lambda self, installed=False:
+                        ("amqtt", "mosquitto", "rumqttd") if installed else
+                        ("amqtt", "mosquitto", "rumqttd", "rabbitmq"))
+    m = load_matrix(write(tmp_path, "[[group]]\nscenarios=['partition', 'a2a_pool']\n"
+                                    "modes=['live']\nbrokers=['@installed']"))
+    assert [c.id for c in m.cells] == [
+        "partition.reference.own.s1.live.amqtt", "partition.reference.own.s1.live.mosquitto",
+        "partition.reference.own.s1.live.rumqttd", "a2a_pool.reference.own.s1.live.mosquitto",
+        "a2a_pool.reference.own.s1.live.rumqttd"]
+    assert [(c.id, "speaks MQTT 3.1.1 only" in why) for c, why in m.skipped] == [
+        ("a2a_pool.reference.own.s1.live.amqtt", True)]
+    with pytest.raises(SpecError, match=r"'rumqttd': sim cells take one of \['amqtt', "
+                                        r"'mosquitto'\], or '@installed'"):
+        load_matrix(write(tmp_path, "[[group]]\nscenarios=['partition']\nbrokers=['rumqttd']"))
+
+    def record(cell_id: str, verdicts: dict[str, str], wrong: dict[str, str],
+               **more: object) -> dict[str, object]:
+        cell = next(c for c in m.cells if c.id == cell_id).to_json()
+        return {"cell": cell, "verdicts": verdicts, "wrong": wrong,
+                "expect": {k: "true" for k in wrong}, "passed": not wrong, **more}
+    grid = broker_grid(m, [
+        record(m.cells[0].id, {"deployment": "false"}, {}),      # pinned for amqtt
+        record(m.cells[1].id, {"deployment": "true"}, {}),
+        record(m.cells[2].id, {"deployment": "false"}, {"deployment": "false"}),
+        record(m.cells[3].id, {"a2a_broker": "unknown"}, {"a2a_broker": "unknown"}),
+        record(m.cells[4].id, {}, {}, refused="client-1: the broker closed its connection")])
+    assert grid is not None and grid["places"] == [
+        "live amqtt", "live mosquitto", "live rumqttd"]
+    marks = {(row, p): (sq["mark"], sq["text"]) for row, sqs in grid["rows"].items()
+             for p, sq in sqs.items()}
+    assert marks == {
+        ("partition", "live amqtt"): ("pinned", "deployment FALSE"),
+        ("partition", "live mosquitto"): ("ok", "as expected"),
+        ("partition", "live rumqttd"): ("false", "deployment FALSE"),
+        ("a2a_pool", "live amqtt"): ("skip", "not run"),
+        ("a2a_pool", "live mosquitto"): ("unknown", "a2a_broker UNKNOWN"),
+        ("a2a_pool", "live rumqttd"): ("refused", "refused")}
+
+
+def test_a_cell_whose_broker_refuses_the_run_is_recorded_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker that says no at the start (a CONNACK refusal, a connection closed at each
+    SUBSCRIBE) is the cell's finding: cell.json holds the line, no verdicts, not passed."""
+    import bench.run
+    from bench.matrix import finished, run_cell
+    from bench.substrates import BrokerRefused
+
+    def refuse(*_a: object, **_k: object) -> None:
+        raise BrokerRefused("tax-1: the broker refused its CONNECT 2 time(s): CONNACK 0x90")
+    monkeypatch.setattr(bench.run, "run_scenario", refuse)
+    cell = load_matrix(write(tmp_path, "[[group]]\nscenarios=['quickstart']")).cells[0]
+    got = run_cell(tmp_path / "out", cell)
+    assert got["refused"].endswith("CONNACK 0x90") and not got["passed"] and not got["verdicts"]
+    assert finished(tmp_path / "out", cell) == got
+
+
 def test_a_matrix_runs_filters_writes_junit_and_does_not_redo_finished_cells(tmp_path: Path) -> None:
     path = write(tmp_path, SMALL)
     first = matrix_cli(tmp_path, str(path), "-j", "1", "-k", "quickstart",

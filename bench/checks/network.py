@@ -317,9 +317,16 @@ class Transit:
     def __init__(self, h: History) -> None:
         self.h = h
         self.end_ms = h.end_ms
-        self.wipes = [0.0] + [f.t_ms for f in h.of(FaultStart) if f.fault == "broker_restart"
-                              and isinstance(f.params, dict)
-                              and not f.params.get("persistence", True)]
+        # a restart that keeps nothing: one asked for (persistence = false), or a broker
+        # that keeps no session over a restart (amqtt, rumqttd, ejabberd as the bench
+        # configures them: its stop says so, `brokerPersistence`), or one whose keeping is
+        # unknown (a broker by URL, restarted by the user's command)
+        self.wipes = [0.0] + sorted(
+            [f.t_ms for f in h.of(FaultStart) if f.fault == "broker_restart"
+             and isinstance(f.params, dict) and not f.params.get("persistence", True)]
+            + [f.t_ms for f in h.of(FaultFired) if f.action in BROKER_DOWN
+               and isinstance(f.details, dict)
+               and f.details.get("brokerPersistence") in ("none", "unknown")])
         self.subscribed: dict[str, list[float]] = defaultdict(list)   # SUBACKs of inboxes
         for r in h.of(ExecutorsRegistered):
             self.subscribed[r.node].append(r.t_ms)

@@ -17,6 +17,7 @@ default ("generic") shows what a conforming broker would do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -235,42 +236,73 @@ BEHAVIOURS: dict[str, BrokerBehaviour] = {b.name: b for b in (
 )}
 
 
+def _with(**changes: object) -> Callable[[BrokerBehaviour], BrokerBehaviour]:
+    return lambda base: replace(base, **changes)  # type: ignore[arg-type]
+
+
+def _with_v5(**changes: object) -> Callable[[BrokerBehaviour], BrokerBehaviour]:
+    def change(base: BrokerBehaviour) -> BrokerBehaviour:
+        assert base.v5 is not None, f"{base.name} speaks no MQTT 5"
+        return replace(base, v5=replace(base.v5, **changes))  # type: ignore[arg-type]
+    return change
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerDefect:
     """A broker breaking one MUST, seeded into the simulated broker's "generic" row: the
     rule that must catch it on `scenario` (as `bench/variants.py` seeds defects into
-    nodes). Where a defect was seen on a real broker, `seen` says where."""
+    nodes), and the clause it breaks. Where a defect was seen on a real broker, `seen`
+    says where. Every rule that judges the broker has one (tests/sim/test_broker_promises.py
+    runs each, and fails on a broker rule without one)."""
 
     name: str
     scenario: str
     caught_by: str          # the checker
     rule: str               # its rule
+    clause: str
     seen: str
+    change: Callable[[BrokerBehaviour], BrokerBehaviour]
 
     def row(self, base: BrokerBehaviour) -> BrokerBehaviour:
         """`base` with this defect."""
-        if self.name in ("resends_under_new_ids", "resumes_expired_sessions"):
-            return replace(base, **{self.name: True})
-        assert base.v5 is not None, f"{base.name} speaks no MQTT 5"
-        if self.name == "shared_to_every_member":
-            return replace(base, v5=replace(base.v5, shared_to_every_member=True))
-        if self.name == "refuses_dollar_publishes":
-            return replace(base, v5=replace(base.v5, refuses_dollar_publishes=True))
-        return replace(base, v5=replace(base.v5, message_expiry=False))
+        return self.change(base)
 
 
 BROKER_DEFECTS: dict[str, BrokerDefect] = {d.name: d for d in (
     BrokerDefect("resends_under_new_ids", "broker_redelivery", "deployment",
-                 "redelivers_the_same_packet", "a third-party broker a user brought"),
+                 "redelivers_the_same_packet", "[MQTT-4.4.0-1], [MQTT-3.3.1-1]",
+                 "RabbitMQ 3.10.8 (new packet ids), rumqttd 0.20 and iotcore 0.4 (new "
+                 "packet ids, DUP=0), a third-party broker a user brought",
+                 _with(resends_under_new_ids=True)),
+    BrokerDefect("never_gives_up_a_silent_client", "partition", "deployment",
+                 "gives_up_a_silent_client", "[MQTT-3.1.2-24]",
+                 "amqtt 0.12.1; rumqttd 0.20 while it sends to the client",
+                 _with(keepalive_close=None)),
+    BrokerDefect("wills_the_new_connection", "duplicate_client_id", "deployment",
+                 "takeover_publishes_no_live_will", "[MQTT-3.1.4-2], [MQTT-3.1.2-8]",
+                 "amqtt 0.12.1: at a takeover it publishes the will of the connection that "
+                 "took over, still open", _with(takeover_will=TakeoverWill.NEW)),
     BrokerDefect("resumes_expired_sessions", "session_expired", "deployment",
-                 "expired_session_not_resumed", "MQTTnet 4.2 (dotnet/MQTTnet#1756)"),
+                 "expired_session_not_resumed", "[MQTT-4.1.0-2]",
+                 "MQTTnet 4.2 (dotnet/MQTTnet#1756); rumqttd 0.20 and iotcore 0.4 keep a "
+                 "session past its expiry", _with(resumes_expired_sessions=True)),
+    BrokerDefect("no_shared_subscriptions_on_dollar_topics", "a2a_pool", "a2a_broker",
+                 "pooled_requests_reach_the_pool", "A2M-POOL-1 (MQTT 5 §4.8.2 on $a2a/...)",
+                 "Mosquitto 2.0.11: a shared subscription on a $ topic is never delivered "
+                 "to (PUBACK 0x10)", _with_v5(shared_on_dollar_topics=False)),
     BrokerDefect("shared_to_every_member", "a2a_pool", "a2a_broker",
-                 "pooled_requests_reach_one_member", "not seen; a plausible $share bug"),
+                 "pooled_requests_reach_one_member", "MQTT 5 §4.8.2",
+                 "moat-lib-mqtt 0.8.7 (not once per group); a plausible $share bug",
+                 _with_v5(shared_to_every_member=True)),
     BrokerDefect("ignores_message_expiry", "a2a_expiry", "a2a_broker",
-                 "expired_requests_not_delivered", "not seen; a plausible queue bug"),
+                 "expired_requests_not_delivered", "[MQTT-3.3.2-5]",
+                 "ejabberd 23.01 delivers an expired message to a session that was away",
+                 _with_v5(message_expiry=False)),
     BrokerDefect("refuses_dollar_publishes", "a2a_quickstart", "a2a_broker",
-                 "refusals_have_a_cause", "a broker keeping $ topics to itself (MQTT 5 "
-                 "§4.7.2's SHOULD), as issue 48's trial saw one refuse a profile will"),
+                 "refusals_have_a_cause", "MQTT 5 §3.4.2.1 (a refusal has a reason); "
+                 "A2M-QOS-1", "ejabberd 23.01 (PUBACK 0x90 on $a2a/...): a broker keeping $ "
+                 "topics to itself (MQTT 5 §4.7.2's SHOULD)",
+                 _with_v5(refuses_dollar_publishes=True)),
 )}
 
 

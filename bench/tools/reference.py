@@ -399,6 +399,11 @@ def broker_page(name: str) -> str:
         "", "A silent client is judged given up within 1.5 x its keepalive"
         + (f" plus {timer[0]:g} s: {_md(timer[1])}." if timer else
            " (no longer timer is stated by its documentation or source)."),
+        "", ("As the bench configures it, it keeps its sessions and their queued messages "
+             "over a restart (`broker_restart`); `broker_restart_forgets` restarts it with "
+             "nothing." if k.keeps_sessions else
+             "As the bench configures it, it keeps no session over a restart: a run judges "
+             "what a restart loses as lost with the broker, not by a node."),
         *(["", f"What the bench found: [findings/{name}.md](../findings/{name}.md)."]
           if findings.exists() else []),
     ]

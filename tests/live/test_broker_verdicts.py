@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 #: What each broker was measured to keep and to break (2026-12-06, docs/findings/brokers.md)
 PINNED: dict[str, dict[str, str]] = {
     "rumqttd": {
-        "redelivery": FALSE,                # resent with DUP=0 [MQTT-3.3.1-1]
+        "redelivery": FALSE,                # resent with DUP=0, a new packet id
         "keepalive_receiving": FALSE,       # never gives up a silent client it sends to
         "session_expiry": FALSE,            # a session kept past its expiry [MQTT-4.1.0-2]
         "receive_maximum": FALSE,           # 5 in flight to a client that allows 2
@@ -46,7 +46,8 @@ PINNED: dict[str, dict[str, str]] = {
     },
     "rabbitmq": {
         "keepalive": FALSE,                 # gives a silent client up at 3 x, not 1.5 x
-        "redelivery": TRUE, "retain_flags": TRUE, "takeover_will": TRUE,
+        "redelivery": FALSE,                # resent with DUP=1 under a new packet id
+        "retain_flags": TRUE, "takeover_will": TRUE,
         "subscribe_while_connecting": TRUE,
     },
     # (its will_delay and user_properties FALSE are not pinned: a paho client saw a delayed
@@ -188,6 +189,42 @@ def test_rumqttd_resends_an_unacknowledged_message_without_dup(started: Broker) 
         c.loop_stop()
 
 
+@pytest.mark.parametrize("started", [("rabbitmq", MqttVersion.V311)], indirect=True)
+def test_rabbitmq_resends_an_unacknowledged_message_under_a_new_packet_id(
+        started: Broker) -> None:
+    """[MQTT-4.4.0-1]: a resumed session's unacknowledged PUBLISH is re-sent under its
+    original Packet Identifier. A paho subscriber (manual ack, persistent session)
+    acknowledges two messages and not the third, then drops: on resume the third comes
+    back with DUP=1 — and a packet id of its own, not the one it had."""
+    v = MqttVersion.V311
+    sub = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="pid-sub",
+                      protocol=mqtt.MQTTv311, clean_session=False, manual_ack=True)
+    first: list[mqtt.MQTTMessage] = []
+    sub.on_message = lambda _c, _u, m: first.append(m)
+    sub.username_pw_set(started.username, started.password)
+    sub.connect(started.host, started.port)
+    sub.loop_start()
+    sub.subscribe("pid/t", qos=1)
+    time.sleep(0.5)
+    pub, _, _ = paho_client(started, "pid-pub", v)
+    for payload in (b"m1", b"m2", b"m3"):
+        pub.publish("pid/t", payload, qos=1).wait_for_publish(5)
+    assert until(lambda: len(first) == 3, 5.0)
+    for m in first[:2]:
+        sub.ack(m.mid, m.qos)
+    time.sleep(0.5)
+    sub.loop_stop()
+    sub.socket().close()          # dropped, the third never acknowledged
+    time.sleep(0.5)
+    again, got, _ = paho_client(started, "pid-sub", v, clean=False)
+    assert until(lambda: bool(got), 5.0), "not resent at all"
+    assert [(m.payload, m.dup) for m in got] == [(b"m3", True)]
+    assert got[0].mid != first[2].mid, (got[0].mid, first[2].mid)
+    for c in (again, pub):
+        c.disconnect()
+        c.loop_stop()
+
+
 @pytest.mark.parametrize("started", [("rumqttd", MqttVersion.V5),
                                      ("iotcore", MqttVersion.V5)], indirect=True)
 def test_rumqttd_closes_the_connection_on_a_subscribe_to_a_dollar_topic(started: Broker) -> None:
@@ -202,6 +239,128 @@ def test_rumqttd_closes_the_connection_on_a_subscribe_to_a_dollar_topic(started:
     c.subscribe("$a2a/v1/request/acme/billing/tax1", qos=1)
     assert until(lambda: bool(gone), 5.0) and not acked
     c.loop_stop()
+
+
+@pytest.mark.parametrize("started", [("rumqttd", MqttVersion.V5),
+                                     ("iotcore", MqttVersion.V5)], indirect=True)
+def test_rumqttd_resumes_a_session_past_its_expiry(started: Broker) -> None:
+    """[MQTT-4.1.0-2]: a session ends with its Session Expiry Interval. A paho client
+    connects with Clean Start 0 (as every A2A-over-MQTT agent does), asks for 1 s, leaves,
+    and is back after 3 s: rumqttd answers Session Present=1. (Measured: a session opened
+    with Clean Start 1 and never resumed does expire; one opened or resumed with Clean
+    Start 0 never does.)"""
+    flags: list[bool] = []
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="sx", protocol=mqtt.MQTTv5)
+    c.on_connect = lambda _c, _u, f, _rc, _p: flags.append(f.session_present)
+    props = Properties(PacketTypes.CONNECT)
+    props.SessionExpiryInterval = 1
+    c.connect(started.host, started.port, clean_start=False, properties=props)
+    c.loop_start()
+    assert until(lambda: len(flags) == 1, 5.0)
+    c.subscribe("sx/t", qos=1)
+    time.sleep(0.5)
+    c.disconnect()
+    c.loop_stop()
+    time.sleep(3.0)                      # three times its expiry
+    c.connect(started.host, started.port, clean_start=False, properties=props)
+    c.loop_start()
+    assert until(lambda: len(flags) == 2, 5.0)
+    assert flags == [False, True], flags
+    c.disconnect()
+    c.loop_stop()
+
+
+@pytest.mark.parametrize("started", [("rumqttd", MqttVersion.V5),
+                                     ("iotcore", MqttVersion.V5)], indirect=True)
+def test_rumqttd_sends_more_than_a_clients_receive_maximum(started: Broker) -> None:
+    """[MQTT-3.3.4-9]: no more unacknowledged QoS 1 PUBLISHes to a client than its Receive
+    Maximum. A paho subscriber with Receive Maximum 2 that acknowledges nothing (manual
+    ack) gets all five messages published to it."""
+    got: list[mqtt.MQTTMessage] = []
+    sub = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="rm-sub",
+                      protocol=mqtt.MQTTv5, manual_ack=True)
+    sub.on_message = lambda _c, _u, m: got.append(m)
+    props = Properties(PacketTypes.CONNECT)
+    props.ReceiveMaximum = 2
+    sub.connect(started.host, started.port, properties=props)
+    sub.loop_start()
+    sub.subscribe("rm/t", qos=1)
+    time.sleep(0.5)
+    pub, _, _ = paho_client(started, "rm-pub", MqttVersion.V5)
+    for i in range(5):
+        pub.publish("rm/t", f"m{i}".encode(), qos=1).wait_for_publish(5)
+    until(lambda: len(got) >= 5, 3.0)
+    assert len(got) == 5, [m.payload for m in got]      # MQTT allows 2
+    for c in (sub, pub):
+        c.disconnect()
+        c.loop_stop()
+
+
+@pytest.mark.parametrize("started", [("rumqttd", MqttVersion.V311),
+                                     ("iotcore", MqttVersion.V311)], indirect=True)
+def test_rumqttd_never_gives_up_a_silent_client_it_sends_to(started: Broker) -> None:
+    """[MQTT-3.1.2-24]: a client silent 1.5 x its keepalive is disconnected, whatever the
+    broker sends it. A paho client with keepalive 2 s, subscribed to a topic fed every
+    0.5 s, goes silent (its loop stopped, the socket open): its will is not published in
+    10 s (3 s is the bound) — rumqttd counts its own sends as the client's life."""
+    watcher, wills, _ = paho_client(started, "kr-w", MqttVersion.V311)
+    watcher.subscribe("kr/will", qos=1)
+    silent = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="kr-s",
+                         protocol=mqtt.MQTTv311)
+    silent.will_set("kr/will", b"gone", qos=1)
+    silent.connect(started.host, started.port, keepalive=2)
+    silent.loop_start()
+    silent.subscribe("kr/feed", qos=0)
+    time.sleep(0.5)
+    feeder, _, _ = paho_client(started, "kr-f", MqttVersion.V311)
+    silent.loop_stop()                   # silent from here
+    for _ in range(20):                  # 10 s of feed
+        feeder.publish("kr/feed", b"x", qos=0)
+        time.sleep(0.5)
+    assert not wills, "its will was published: given up"
+    silent.socket().close()
+    for c in (watcher, feeder):
+        c.disconnect()
+        c.loop_stop()
+
+
+@pytest.mark.parametrize("started", [("rumqttd", MqttVersion.V5),
+                                     ("iotcore", MqttVersion.V5)], indirect=True)
+def test_rumqttd_loses_what_a_dropped_shared_member_held(started: Broker) -> None:
+    """MQTT 5 §4.8.2: a shared group member's unacknowledged messages are re-sent to it
+    when it is back, or sent to another member — never lost. Paho members A (manual ack,
+    its session kept 30 s) and B of `$share/g/t`; four messages, A's share left
+    unacknowledged, A's socket closed, A back: A's messages reach neither member."""
+    def member(cid: str, manual: bool) -> tuple[mqtt.Client, list[bytes]]:
+        got: list[bytes] = []
+        c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=cid,
+                        protocol=mqtt.MQTTv5, manual_ack=manual)
+        c.on_message = lambda _c, _u, m: got.append(m.payload)
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = 30
+        c.connect(started.host, started.port, clean_start=False, properties=props)
+        c.loop_start()
+        return c, got
+    a, held = member("sh-a", manual=True)
+    b, moved = member("sh-b", manual=False)
+    for c in (a, b):
+        c.subscribe("$share/g/sh/t", qos=1)
+    time.sleep(0.5)
+    pub, _, _ = paho_client(started, "sh-pub", MqttVersion.V5)
+    for i in range(4):
+        pub.publish("sh/t", f"d{i}".encode(), qos=1).wait_for_publish(5)
+    assert until(lambda: len(held) + len(moved) == 4, 5.0)
+    assert held, "A got none of the four: nothing held to lose"
+    mine = set(held)
+    a.loop_stop()
+    a.socket().close()               # A's share never acknowledged
+    time.sleep(2.0)
+    back, kept = member("sh-a", manual=False)
+    time.sleep(1.5)
+    assert not mine & (set(moved) | set(kept)), (mine, moved, kept)
+    for c in (back, b, pub):
+        c.disconnect()
+        c.loop_stop()
 
 
 @pytest.mark.parametrize("started", [("ejabberd", MqttVersion.V5)], indirect=True)
@@ -282,3 +441,21 @@ def test_a_profile_run_on_a_broker_refusing_its_wills_is_one_line_exit_3(
            if line.startswith("a2a-bench: ")]
     assert len(err) == 1 and "broker ejabberd" in err[0] \
         and "the broker refused its CONNECT" in err[0] and "Topic name invalid" in err[0], err
+
+
+def test_a_profile_run_on_a_broker_closing_its_subscribes_is_one_line_exit_3(
+        reachable: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """rumqttd answers a SUBSCRIBE to `$a2a/...` by closing the connection, no SUBACK: the
+    nodes reconnect and are closed again. The run stops waiting at the third close (not at
+    the self-check's 45 s) and says so in one line, exit 3."""
+    from bench.cli import EXIT_INVALID, main
+    installed("rumqttd")
+    capsys.readouterr()
+    t0 = time.monotonic()
+    assert main(["run", "a2a_quickstart", "--mode", "live", "--broker", "rumqttd",
+                 "--no-plots", "--out", str(reachable / "run")]) == EXIT_INVALID
+    err = [line for line in capsys.readouterr().err.splitlines()
+           if line.startswith("a2a-bench: ")]
+    assert len(err) == 1 and "broker rumqttd" in err[0] \
+        and "closed its connection 3 times before it was up" in err[0], err
+    assert time.monotonic() - t0 < 30, "waited for the self-check's time out"

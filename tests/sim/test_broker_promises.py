@@ -114,3 +114,33 @@ def test_a_broker_refusing_dollar_topics_is_false(
     broken = _verdict(tmp_path / "broken", "a2a_quickstart", "a2a_broker")
     assert broken["value"] == "false"
     assert broken["rules"]["refusals_have_a_cause"]["violations"] > 0  # type: ignore[index]
+
+
+def _broker_rules() -> set[tuple[str, str]]:
+    """Every rule that judges the broker: deployment's about the broker (its other two
+    judge the nodes' client ids) and every rule of a2a_broker."""
+    from bench.checks.a2a_mqtt import A2A_BROKER
+    from bench.checks.directory import DEPLOYMENT
+    nodes_own = {"unique_client_ids", "connects_under_its_client_id"}
+    return {(DEPLOYMENT.name, r.id) for r in DEPLOYMENT.rules
+            if r.id not in nodes_own} | {(A2A_BROKER.name, r.id)
+                                                for r in A2A_BROKER.rules}
+
+
+def test_every_rule_that_judges_the_broker_has_a_seeded_defect() -> None:
+    seeded = {(d.caught_by, d.rule) for d in brokers.BROKER_DEFECTS.values()}
+    assert _broker_rules() == seeded
+
+
+@pytest.mark.parametrize("name", list(brokers.BROKER_DEFECTS))
+def test_each_seeded_broker_defect_turns_its_rule_false(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The simulated broker with one defect (spec/brokers.py BROKER_DEFECTS): its rule has
+    violations on its scenario, and none on the same run with the broker as MQTT says."""
+    defect = brokers.BROKER_DEFECTS[name]
+    kept = _verdict(tmp_path / "kept", defect.scenario, defect.caught_by)
+    assert kept["rules"][defect.rule]["violations"] == 0, kept   # type: ignore[index]
+    monkeypatch.setitem(brokers.BEHAVIOURS, "generic", defect.row(brokers.BEHAVIOURS["generic"]))
+    broken = _verdict(tmp_path / "broken", defect.scenario, defect.caught_by)
+    assert broken["value"] == "false", broken
+    assert broken["rules"][defect.rule]["violations"] > 0, broken   # type: ignore[index]
