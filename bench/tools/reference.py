@@ -336,12 +336,24 @@ def variants_page() -> str:
         rows.append((f"`{v.name}`", caught, f"`{v.scenario}`",
                      "—" if v.seed_ref == "-" else _md(v.seed_ref),
                      _md(v.summary) or "—"))
+    from bench.spec.brokers import BROKER_DEFECTS
+    broker_rows = [(f"`{d.name}`", f"[`{d.caught_by}`](rules.md#{d.caught_by}) "
+                    f"`{d.rule}`", f"`{d.scenario}`", _md(d.clause), _md(d.seen))
+                   for d in BROKER_DEFECTS.values()]
     return _page("Seeded defects",
                  f"The reference node and every seeded defect `--variant` runs instead of it: "
                  f"{len(VARIANTS) - 1} defects (from `bench.variants.VARIANTS`), each with the "
                  "checker that must turn FALSE on it and the scenario (in `scenarios/`) that "
                  "shows it.",
-                 _table(("variant", "caught by", "scenario", "seed ref", "the defect"), rows))
+                 [*_table(("variant", "caught by", "scenario", "seed ref", "the defect"), rows),
+                  "", "## Seeded broker defects", "",
+                  f"The simulated broker with one defect each ({len(BROKER_DEFECTS)}, from "
+                  "`bench.spec.brokers.BROKER_DEFECTS`): every rule that judges the broker "
+                  "has one, and tests/sim/test_broker_promises.py shows each rule FALSE on it "
+                  "and TRUE without it. Where a real broker was seen doing it, the last "
+                  "column says which (docs/findings/).", "",
+                  *_table(("defect", "caught by", "scenario", "clause", "seen"),
+                          broker_rows)])
 
 
 def clauses_page() -> str:

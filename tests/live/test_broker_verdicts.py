@@ -9,8 +9,9 @@ probe's. Verdicts that hang on a time bound (a silent client given up at 3.0 s a
 are not pinned: on a loaded machine they measure the machine.
 
 The brokers .ci/run installs are named in A2A_BENCH_REQUIRED_BROKERS, and a test of one
-missing there fails; any other not installed is skipped, naming its install command (rmqttd:
-its build takes some 40 minutes on one core, more than CI is given for it yet)."""
+missing there fails; any other not installed is skipped, naming its install command. rmqttd
+takes some 40 minutes of one core to build: .ci/run builds it beside the suite and runs its
+tests (`-k rmqttd`) after, with rmqttd required."""
 
 from __future__ import annotations
 
