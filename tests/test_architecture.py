@@ -82,7 +82,7 @@ LAYERS = {
     "tools.reach": {"matrix", "tools.reach"},     # runs a matrix's cells under coverage.py
     # the reference pages: read every registry, run nothing
     "tools.reference": {"core", "checks", "faults", "variants", "cli", "tools", "conform",
-                        "profiles", "substrates.live.kinds"},
+                        "profiles", "substrates.live.kinds", "spec.brokers"},
     "tools": {"tools"},
     "matrix": {"spec", "variants", "checks", "metrics", "run", "report", "substrates", "folders",
                "matrix"},

@@ -77,7 +77,8 @@ def test_the_readmes_test_command_is_what_ci_runs() -> None:
     install = re.search(r"pip install -q -e ('[^']*')", line2)
     assert install and f"pip install -q -e {install.group(1)}" in ci, line2
     pytest_cmd = line2.split("&& ")[-1]
-    assert pytest_cmd in ci.splitlines()[-1], (pytest_cmd, ci.splitlines()[-1])
+    # (the suite, then rmqttd's pinned test once its 40-minute build beside it is done)
+    assert pytest_cmd in [line.strip() for line in ci.splitlines()], pytest_cmd
     for need in ("Mosquitto", "Chromium", "docker image", "Rust node"):
         assert need in README[:1500], f"README's opening does not say .ci/run adds {need}"
 
