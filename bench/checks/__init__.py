@@ -305,6 +305,16 @@ def protocol_of(history: History) -> str:
     return (started[0].protocol if started else None) or SEED
 
 
+#: What each protocol is called where a report names it.
+PROTOCOL_TITLES = {SEED: "the seed protocol", A2A_MQTT: "A2A over MQTT"}
+
+
+def protocol_judged(names: Iterable[str]) -> str | None:
+    """The protocol whose checkers are exactly `names` (a cell's verdicts), or None."""
+    given = set(names)
+    return next((p for p in PROTOCOL_TITLES if given and set(checkers_for(p)) == given), None)
+
+
 def checkers_for(protocol: str) -> dict[str, Checker]:
     """The checkers that judge histories of `protocol` (a run_started.protocol)."""
     return {k: v for k, v in checkers().items() if protocol in v.protocols}

@@ -282,7 +282,8 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
         result = run_scenario(scenario, VARIANTS[cell.variant], scratch, mode=cell.mode,
                               options=options, topology_overridden=cell.topology is not None)
     except BrokerRefused as exc:    # the broker said no at the start: the cell's finding
-        return _place(scratch, final, _refused(cell, str(exc), time.perf_counter() - t0))
+        return _place(scratch, final, _refused(cell, scenario.protocol, str(exc),
+                                               time.perf_counter() - t0))
     wall = time.perf_counter() - t0
     verdicts = {v.name: v.value.value for v in result.verdicts}
     expect = expectation(cell)
@@ -292,7 +293,8 @@ def run_cell(out: Path, cell: Cell) -> dict[str, Any]:
     wrong = {k: verdicts.get(k) for k, want in expect.items()
              if not as_expected(str(verdicts.get(k)), want)}
     m = result.metrics
-    record = {"cell": cell.to_json(), "verdicts": verdicts, "expect": expect, "wrong": wrong,
+    record = {"cell": cell.to_json(), "protocol": scenario.protocol, "verdicts": verdicts,
+              "expect": expect, "wrong": wrong,
               "passed": not wrong, "wall_s": round(wall, 3),
               "metrics": {"requests": m["requests"], "outcomes": m["outcomes"],
                           "latency_ms": m["latency_ms"],
@@ -323,10 +325,11 @@ def _place(scratch: Path, final: Path, record: dict[str, Any]) -> dict[str, Any]
     return record
 
 
-def _refused(cell: Cell, line: str, wall: float) -> dict[str, Any]:
+def _refused(cell: Cell, protocol: str, line: str, wall: float) -> dict[str, Any]:
     """The record of a cell whose broker refused the run at its start (a topic, a will, a
     login): no verdicts, the broker's refusal in one line, not as expected."""
-    return {"cell": cell.to_json(), "verdicts": {}, "expect": {}, "wrong": {},
+    return {"cell": cell.to_json(), "protocol": protocol, "verdicts": {}, "expect": {},
+            "wrong": {},
             "passed": False, "refused": line, "wall_s": round(wall, 3),
             "metrics": {"requests": 0, "outcomes": {},
                         "latency_ms": {"p50": None, "p99": None},

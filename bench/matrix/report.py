@@ -22,25 +22,60 @@ def _checkers(records: list[dict[str, Any]]) -> list[str]:
     return names
 
 
+def protocol_of(r: dict[str, Any]) -> str:
+    """The protocol a cell's nodes spoke: recorded, or (a record from before) the one whose
+    checkers its verdicts are; "" where neither says."""
+    from bench.checks import protocol_judged
+    return str(r.get("protocol") or protocol_judged(r["verdicts"]) or "")
+
+
+def by_protocol(records: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The records grouped by the protocol they spoke, in the order each first appears: a
+    cell is shown only its own protocol's checkers (and the generic ones), never another's
+    as if it had judged nothing."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(protocol_of(r), []).append(r)
+    return list(groups.items())
+
+
+def _title(protocol: str) -> str:
+    from bench.checks import PROTOCOL_TITLES
+    return PROTOCOL_TITLES.get(protocol, protocol or "protocol not recorded")
+
+
+def _group_checkers(protocol: str, records: list[dict[str, Any]]) -> list[str]:
+    from bench.checks import checkers_for
+    return list(checkers_for(protocol)) if protocol else _checkers(records)
+
+
 def table_md(matrix: Matrix, records: list[dict[str, Any]]) -> str:
-    checkers = _checkers(records)
     passed = sum(r["passed"] for r in records)
     out = [f"# matrix {matrix.name}", "", matrix.description, "",
            f"{len(records)} of {len(matrix.cells)} cells finished; {passed} as expected, "
-           f"{len(records) - passed} not.", "",
-           "Verdict letters, in order: " + ", ".join(f"{i + 1} {c}" for i, c in enumerate(checkers))
-           + " (T true, F false, ? unknown; **bold**: not what the cell expects).", "",
-           "| cell | as expected | verdicts | requests | p50 / p99 ms | dup delivered / executed | wall s |",
-           "|---|---|---|---|---|---|---|"]
-    for r in records:
-        c, m = r["cell"], r["metrics"]
-        letters = "".join(f"**{SHORT[r['verdicts'][k]]}**" if k in r["wrong"]
-                          else SHORT[r["verdicts"].get(k, "unknown")] for k in checkers)
-        lat = m["latency_ms"]
-        p = "–" if lat["p50"] is None else f"{lat['p50']:.0f} / {lat['p99']:.0f}"
-        out.append(f"| [{c['id']}](cells/{c['id']}/report.md) | {'yes' if r['passed'] else 'NO'} | "
-                   f"`{letters}` | {m['requests']} | {p} | {m['duplicates_delivered']} / "
-                   f"{m['duplicates_executed']} | {r['wall_s']:.1f} |")
+           f"{len(records) - passed} not."]
+    groups = by_protocol(records)
+    for protocol, rs in groups:
+        checkers = _group_checkers(protocol, rs)
+        out += ["", *([f"## {_title(protocol)}", ""] if len(groups) > 1 else []),
+                "Verdict letters, in order: "
+                + ", ".join(f"{i + 1} {c}" for i, c in enumerate(checkers))
+                + " (T true, F false, ? unknown; **bold**: not what the cell expects; a "
+                  "cell its broker refused shows `refused`).", "",
+                "| cell | as expected | verdicts | requests | p50 / p99 ms | "
+                "dup delivered / executed | wall s |",
+                "|---|---|---|---|---|---|---|"]
+        for r in rs:
+            c, m = r["cell"], r["metrics"]
+            letters = "refused" if "refused" in r else "".join(
+                f"**{SHORT[r['verdicts'][k]]}**" if k in r["wrong"]
+                else SHORT[r["verdicts"].get(k, "unknown")] for k in checkers)
+            lat = m["latency_ms"]
+            p = "–" if lat["p50"] is None else f"{lat['p50']:.0f} / {lat['p99']:.0f}"
+            out.append(f"| [{c['id']}](cells/{c['id']}/report.md) | "
+                       f"{'yes' if r['passed'] else 'NO'} | `{letters}` | {m['requests']} | {p} "
+                       f"| {m['duplicates_delivered']} / {m['duplicates_executed']} | "
+                       f"{r['wall_s']:.1f} |")
     missing = [c.id for c in matrix.cells if c.id not in {r["cell"]["id"] for r in records}]
     if missing:
         out += ["", f"Not finished: {', '.join(missing)}"]
@@ -327,32 +362,41 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
             captions[name] = f"One workload ({label}) on several topologies"
     md += "\n" + "\n".join(f"![{n}](plots/{p['png'].name})" for n, p in plots.items()) + "\n"
     (out / "matrix.md").write_text(md)
-    checkers = _checkers(records)
     body = [f"<h1>matrix {_e(matrix.name)}</h1><p>{_e(matrix.description)}</p>",
             f"<p>{len(records)} of {len(matrix.cells)} cells finished; "
             f"{sum(r['passed'] for r in records)} as expected.</p>",
-            *(_grid_html(out, grid) if grid is not None else []),
-            "<table class='cells'><tr><th>cell</th><th>as expected</th>"
-            + "".join(f"<th class='vertical'><span>{_e(c)}</span></th>" for c in checkers)
-            + "<th>requests</th><th>p50 / p99 ms</th><th>dup delivered / executed</th>"
-              "<th>wall s</th></tr>"]
-    for r in records:
-        c, m = r["cell"], r["metrics"]
-        lat = m["latency_ms"]
-        cells = "".join(
-            f"<td class='{r['verdicts'].get(k, 'unknown')}{' off' if k in r['wrong'] else ''}'>"
-            f"{SHORT[r['verdicts'].get(k, 'unknown')]}</td>" for k in checkers)
-        p = "–" if lat["p50"] is None else f"{lat['p50']:.0f} / {lat['p99']:.0f}"
-        link = cell_dir(out, _cell(c)).relative_to(out)
-        report = "report.html" if (out / link / "report.html").exists() else "report.md"
-        body.append(
-            f"<tr{'' if r['passed'] else ' class=off'}><td><a href='{_e(link)}/{report}'>"
-            f"{_e(c['id'])}</a></td><td>{'yes' if r['passed'] else '<b>NO</b>'}</td>{cells}"
-            f"<td>{m['requests']}</td><td>{p}</td>"
-            f"<td>{m['duplicates_delivered']} / {m['duplicates_executed']}</td>"
-            f"<td>{r['wall_s']:.1f}</td></tr>")
-    body.append("</table><p class='muted'>T true, F false, ? unknown; a red cell is a verdict "
-                "the cell did not expect.</p>")
+            *(_grid_html(out, grid) if grid is not None else [])]
+    groups = by_protocol(records)
+    for protocol, rs in groups:
+        checkers = _group_checkers(protocol, rs)
+        if len(groups) > 1:
+            body.append(f"<h2>{_e(_title(protocol))}: {len(rs)} cells</h2>")
+        body.append("<table class='cells'><tr><th>cell</th><th>as expected</th>"
+                    + "".join(f"<th class='vertical'><span>{_e(c)}</span></th>"
+                              for c in checkers)
+                    + "<th>requests</th><th>p50 / p99 ms</th><th>dup delivered / executed</th>"
+                      "<th>wall s</th></tr>")
+        for r in rs:
+            c, m = r["cell"], r["metrics"]
+            lat = m["latency_ms"]
+            cells = (f"<td colspan='{len(checkers)}' class='muted'>refused: "
+                     f"{_e(r['refused'])}</td>") if "refused" in r else "".join(
+                f"<td class='{r['verdicts'].get(k, 'unknown')}"
+                f"{' off' if k in r['wrong'] else ''}'>"
+                f"{SHORT[r['verdicts'].get(k, 'unknown')]}</td>" for k in checkers)
+            p = "–" if lat["p50"] is None else f"{lat['p50']:.0f} / {lat['p99']:.0f}"
+            link = cell_dir(out, _cell(c)).relative_to(out)
+            report = "report.html" if (out / link / "report.html").exists() else "report.md"
+            body.append(
+                f"<tr{'' if r['passed'] else ' class=off'}><td><a href='{_e(link)}/{report}'>"
+                f"{_e(c['id'])}</a></td><td>{'yes' if r['passed'] else '<b>NO</b>'}</td>{cells}"
+                f"<td>{m['requests']}</td><td>{p}</td>"
+                f"<td>{m['duplicates_delivered']} / {m['duplicates_executed']}</td>"
+                f"<td>{r['wall_s']:.1f}</td></tr>")
+        body.append("</table>")
+    body.append("<p class='muted'>T true, F false, ? unknown; a red cell is a verdict the "
+                "cell did not expect. Each protocol's cells are shown its own checkers "
+                "only.</p>")
     body += _latency_html(records)
     body += ["<h2>Plots</h2>", *_plots(plots, captions, out)]
     body += _coverage_html(records)

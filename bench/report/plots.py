@@ -504,13 +504,18 @@ def verdict_grid(cells: list[dict[str, Any]], title: str) -> Figure:
     code = {"true": 0, "unknown": 1, "false": 2}
 
     def cell_code(c: dict[str, Any], k: str) -> int:
-        value = code[c["verdicts"].get(k, "unknown")]
+        if k not in c["verdicts"]:
+            return 4      # not its protocol's checker (or a run its broker refused)
+        value = code[c["verdicts"][k]]
         return 3 if value == 2 and k not in c["wrong"] else value
     grid = [[cell_code(c, k) for k in checkers] for c in cells]
     fig, ax = plt.subplots(figsize=(0.42 * len(checkers) + 4.5, 0.2 * len(cells) + 1.8))
-    ax.imshow(grid, aspect="auto", interpolation="nearest", vmin=0, vmax=3,
-              cmap=ListedColormap(["#5cb85c", "#f0ad4e", "#d9534f", "#c5b3e6"]))
+    ax.imshow(grid, aspect="auto", interpolation="nearest", vmin=0, vmax=4,
+              cmap=ListedColormap(["#5cb85c", "#f0ad4e", "#d9534f", "#c5b3e6", "#f2f2f2"]))
     for y, c in enumerate(cells):
+        if "refused" in c:
+            ax.text(len(checkers) / 2 - 0.5, y, "refused by the broker at its start",
+                    ha="center", va="center", fontsize=6.5, color="#666")
         for x, k in enumerate(checkers):
             if k in c["wrong"]:
                 ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, lw=2, ec="black"))
@@ -522,6 +527,7 @@ def verdict_grid(cells: list[dict[str, Any]], title: str) -> Figure:
     ax.tick_params(which="minor", length=0)
     passed = sum(c.get("passed", not c["wrong"]) for c in cells)
     ax.set_title(f"{title} — {passed} of {len(cells)} cells as expected\n(green true, red "
-                 "false, lilac false as expected, amber unknown; framed: not as expected)",
+                 "false, lilac false as expected, amber unknown, pale grey not the cell's "
+                 "protocol; framed: not as expected)",
                  fontsize=10, loc="left")
     return fig

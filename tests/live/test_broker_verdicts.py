@@ -460,3 +460,14 @@ def test_a_profile_run_on_a_broker_closing_its_subscribes_is_one_line_exit_3(
     assert len(err) == 1 and "broker rumqttd" in err[0] \
         and "closed its connection 3 times before it was up" in err[0], err
     assert time.monotonic() - t0 < 30, "waited for the self-check's time out"
+
+
+def test_rmqttd_serves_an_a2a_pool_on_dollar_topics(
+        reachable: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """rmqttd 0.24.0, with its shared-subscription and retainer plugins, is the broker here
+    that serves every path of the A2A-over-MQTT profile: a pool on `$a2a/v1/request/...`
+    runs, and every verdict of a2a_pool is as the scenario expects (docs/findings/rmqttd.md)."""
+    from bench.cli import main
+    installed("rmqttd")
+    assert main(["run", "a2a_pool", "--mode", "live", "--broker", "rmqttd", "--no-plots",
+                 "--out", str(reachable / "run")]) == 0, capsys.readouterr().err
