@@ -63,6 +63,11 @@ OPERATION_BUDGET_MS = MAX_ATTEMPTS * REPLY_FIRST_MS + sum(BACKOFF_MS[:MAX_ATTEMP
     * (1 + JITTER) + STREAM_IDLE_MS
 #: MQTT 5 §3.4.2.1: the PUBACK reason code of a PUBLISH nobody subscribes to
 NO_MATCHING_SUBSCRIBERS = 0x10
+#: How many requests to a pool a broker may accept, with no member taking any, before that
+#: is its doing and not a member's bad moment: a pool whose every member is down queues
+#: them on the members' sessions, and a member back takes them (moat-lib-mqtt 0.8.7
+#: accepted 28 and delivered none)
+POOL_SILENCE_AFTER = 5
 #: The task states that end a correlation's stream (A2M-STREAM-2, A2M-STREAM-3).
 FINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
                           "TASK_STATE_REJECTED", "TASK_STATE_INPUT_REQUIRED",
@@ -2472,8 +2477,9 @@ def new_contexts_are_welcome(h: History, c: Collector) -> None:
 def pooled_requests_reach_the_pool(h: History, c: Collector) -> None:
     """A request published to a pool's topic after a responder subscribed the pool's shared
     filter (`$share/{group}/{pool topic}`) is routed to a member: the broker does not answer
-    it 0x10 "no matching subscribers". A broker that cannot route a shared filter on a topic
-    that starts with `$` — every profile pool's — serves no pool at all."""
+    it 0x10 "no matching subscribers", nor accept request after request (POOL_SILENCE_AFTER
+    of them) that no member ever takes. A broker that cannot route a shared filter on a
+    topic that starts with `$` — every profile pool's — serves no pool at all."""
     joined: dict[str, float] = {}
     for r in h.of(ExecutorsRegistered):
         for f in r.subscribed:
@@ -2481,16 +2487,31 @@ def pooled_requests_reach_the_pool(h: History, c: Collector) -> None:
                 pool = _pool_of(f.split("/", 2)[2])
                 if pool is not None:
                     joined.setdefault(pool, r.t_ms)
+    answered: set[str] = set()     # pools a PUBACK with a reason code was heard from
     for p in h.of(A2mPuback):
         pool = _pool_of(p.topic)
         if pool is None:
             continue
         c.count("pooled_pubacks_with_a_reason")
+        answered.add(pool)
         if p.reason_code == NO_MATCHING_SUBSCRIBERS and pool in joined \
                 and joined[pool] <= p.t_ms:
             c.violation(f"the broker answered {p.node}'s request to {pool!r} 0x10 (no matching "
                         f"subscribers), though a responder had subscribed its shared filter", p)
     c.count("pools_joined", len(joined))
+    # a broker may say success and route it nowhere: not one of many accepted requests
+    # taken (a requester records a PUBACK that says more than success: none here did)
+    taken = {_pool_of(t.topic) for t in h.of(A2mRequestTaken)}
+    sent: dict[str, list[A2mAttempt]] = defaultdict(list)
+    for a in h.of(A2mAttempt):
+        pool = _pool_of(a.topic)
+        if pool is not None and pool in joined and joined[pool] <= a.t_ms:
+            sent[pool].append(a)
+    for pool, attempts in sent.items():
+        if len(attempts) >= POOL_SILENCE_AFTER and pool not in taken | answered:
+            c.violation(f"the broker accepted {len(attempts)} requests to {pool!r} (no PUBACK "
+                        "refused one) and not one reached a member of its shared group",
+                        attempts[0], attempts[-1])
 
 
 @rule("MQTT 5 §4.8.2 (a shared subscription's message goes to one session of the group); "
@@ -2614,6 +2635,39 @@ def expired_requests_not_delivered(h: History, c: Collector) -> None:
             c.violation(f"{got.node} took request {corr} {(got.t_ms - a.t_ms) / 1000:.1f} s "
                         f"after it was published with a Message Expiry Interval of "
                         f"{a.expiry_s} s", a, got.event)
+
+
+@rule("MQTT 5 §3.3.2.3.5 [MQTT-3.3.2-15], §3.3.2.3.6 [MQTT-3.3.2-16]: the Server MUST send the "
+      "Response Topic and the Correlation Data unaltered; A2M-RSP-2, A2M-RR-2")
+def requests_keep_their_reply_path(h: History, c: Collector) -> None:
+    """A request reaches its responder with the Response Topic and the Correlation Data it
+    was published with. The bench's requesters publish every attempt with both
+    (a2m_attempt); a responder that took a request without one, on a topic only they
+    published to, got it from a broker that dropped it — and can answer nothing. Not
+    judged for a responder an attack was sent to (the nemesis sends requests without them
+    on purpose), nor from the moment a property_tampering fault began (a request it
+    stripped may be delivered again after it healed)."""
+    attempted = {a.topic for a in h.of(A2mAttempt)}
+    attacked = {a.target_node_id for a in h.of(AttackSent)}
+    tampering = [w for w in h.memo(fault_windows) if w.fault == "property_tampering"]
+    for t in h.of(A2mRequestTaken):
+        if t.topic not in attempted:
+            continue
+        c.count("requests_taken")
+        if t.response_topic is not None and t.correlation is not None:
+            continue
+        if t.node in attacked:
+            c.count("taken_by_an_attacked_responder")
+            continue
+        # (a request it stripped may come again after it healed: a redelivery's copy)
+        if any(w.start_ms <= t.t_ms for w in tampering):
+            c.count("taken_after_a_fault_tampered_with_properties")   # the nemesis's doing
+            continue
+        lost = " and ".join(name for name, v in (("Response Topic", t.response_topic),
+                                                 ("Correlation Data", t.correlation))
+                            if v is None)
+        c.violation(f"{t.node} took a request on {t.topic} at {t.t_ms:.0f} ms without its "
+                    f"{lost}: the bench's requesters publish every request with both", t)
 
 
 # -- task handover (user story 07) -----------------------------------------------------------------
@@ -3016,12 +3070,15 @@ def _no_pool(h: History) -> str | None:
 def _no_broker_promise(h: History) -> str | None:
     if any(_pool_of(a.topic) or a.expiry_s is not None for a in h.of(A2mAttempt)):
         return None
+    attempted = {a.topic for a in h.of(A2mAttempt)}
+    if any(t.topic in attempted for t in h.of(A2mRequestTaken)):
+        return None      # a request of the bench's taken: its properties are judged
     if any(p.reason_code >= PUBACK_FAILURE for p in h.of(A2mPuback)) or any(
             w.packet == "PUBACK" and w.direction == "in" and w.reason_codes
             and w.reason_codes[0] >= PUBACK_FAILURE for w in h.of(Wire)):
         return None
-    return ("no request went to a pool, none carried a Message Expiry Interval, and the "
-            "broker refused none")
+    return ("no request went to a pool, none carried a Message Expiry Interval, none of "
+            "the bench's requesters' reached a responder, and the broker refused none")
 
 
 def _no_intake(h: History) -> str | None:
@@ -3089,9 +3146,11 @@ A2A_BROKER = Checker(
     "request reaches one member of the pool's shared group (a broker that answers 'no "
     "matching subscribers' serves no pool; one that copies it to every member runs it "
     "twice); a request past its Message Expiry Interval is not delivered; a request is "
-    "refused only while a fault refuses its sender's publishes.",
+    "refused only while a fault refuses its sender's publishes; a request reaches its "
+    "responder with its Response Topic and Correlation Data.",
     (pooled_requests_reach_the_pool, pooled_requests_reach_one_member,
-     expired_requests_not_delivered, refusals_have_a_cause), _no_broker_promise,
+     expired_requests_not_delivered, refusals_have_a_cause, requests_keep_their_reply_path),
+    _no_broker_promise,
     protocols=frozenset({A2A_MQTT}))
 
 A2A_SESSION = Checker(

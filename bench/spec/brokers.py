@@ -138,7 +138,9 @@ class V5Behaviour:
     #: a will waits its Will Delay Interval, and is not sent if the client is back ([MQTT-3.1.3-9])
     will_delay: bool = True
     #: User Properties (in order), Response Topic, Correlation Data and Content Type are
-    #: forwarded unchanged, on retained messages too
+    #: forwarded unchanged, on retained messages too (False, the simulated broker: a seeded
+    #: defect that drops the Response Topic and the Correlation Data, as moat-lib-mqtt 0.8.7
+    #: was seen to)
     properties_kept: bool = True
     #: the PUBACK reason for a QoS1 PUBLISH nobody subscribes to: 0x10, or 0x00 (both allowed)
     no_subscribers_reason: int = 0x10
@@ -290,6 +292,11 @@ BROKER_DEFECTS: dict[str, BrokerDefect] = {d.name: d for d in (
                  "pooled_requests_reach_the_pool", "A2M-POOL-1 (MQTT 5 §4.8.2 on $a2a/...)",
                  "Mosquitto 2.0.11: a shared subscription on a $ topic is never delivered "
                  "to (PUBACK 0x10)", _with_v5(shared_on_dollar_topics=False)),
+    BrokerDefect("pools_accepted_and_dropped", "a2a_pool", "a2a_broker",
+                 "pooled_requests_reach_the_pool", "A2M-POOL-1; MQTT 5 §4.8.2",
+                 "moat-lib-mqtt 0.8.7: a request to a pool on $a2a/... answered PUBACK 0x00 and "
+                 "delivered to no member", _with_v5(shared_on_dollar_topics=False,
+                                                    no_subscribers_reason=0x00)),
     BrokerDefect("shared_to_every_member", "a2a_pool", "a2a_broker",
                  "pooled_requests_reach_one_member", "MQTT 5 §4.8.2",
                  "moat-lib-mqtt 0.8.7 (not once per group); a plausible $share bug",
@@ -298,6 +305,10 @@ BROKER_DEFECTS: dict[str, BrokerDefect] = {d.name: d for d in (
                  "expired_requests_not_delivered", "[MQTT-3.3.2-5]",
                  "ejabberd 23.01 delivers an expired message to a session that was away",
                  _with_v5(message_expiry=False)),
+    BrokerDefect("drops_the_reply_path", "a2a_quickstart", "a2a_broker",
+                 "requests_keep_their_reply_path", "[MQTT-3.3.2-15], [MQTT-3.3.2-16]",
+                 "moat-lib-mqtt 0.8.7: a request forwarded without its Response Topic (and "
+                 "Correlation Data); every responder drops it", _with_v5(properties_kept=False)),
     BrokerDefect("refuses_dollar_publishes", "a2a_quickstart", "a2a_broker",
                  "refusals_have_a_cause", "MQTT 5 §3.4.2.1 (a refusal has a reason); "
                  "A2M-QOS-1", "ejabberd 23.01 (PUBACK 0x90 on $a2a/...): a broker keeping $ "

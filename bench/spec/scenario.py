@@ -59,8 +59,6 @@ OPTIONAL_SUBJECTS: dict[str, Any] = {
     "gate_integrity": lambda w, t: w.process_fraction > 0 and w.gate_fraction > 0,
     "context_isolation": lambda w, t: w.process_fraction > 0,
     "a2a_pools": lambda w, t: w.pool_fraction > 0,
-    # pools, or requests that carry a Message Expiry Interval (the topology's requesters)
-    "a2a_broker": lambda w, t: w.pool_fraction > 0 or t.a2a_request_expiry_s is not None,
     # bearer tokens: only where the topology's responders require them ([a2a.oauth])
     "a2a_oauth": lambda w, t: t.a2a_oauth is not None,
     # handover: only where a card owner hands its tasks over (a node's hands_over_to)

@@ -499,6 +499,9 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     # a refusal heard 12 s later than it was: after the fault that refused it healed
     "refusals_have_a_cause": ("a2a_publish_refused", alter(
         "a2m_puback", lambda e: e["reasonCode"] >= 0x80, tMs=lambda e: e["tMs"] + 12_000)),
+    # a request taken without the Response Topic its requester published it with
+    "requests_keep_their_reply_path": ("a2a_quickstart", alter(
+        "a2m_request_taken", responseTopic=None)),
     # an operation whose publishes were refused, given up after its first attempt
     "refused_publishes_retried": ("a2a_publish_refused", alter(
         "a2m_settled", lambda e: e["outcome"] == "NOT_SENT", attempts=1)),

@@ -73,11 +73,12 @@ def test_the_a2a_quickstart_is_judged_by_the_profiles_checkers(tmp_path: Path) -
     verdicts = {v.name: v.value for v in result.verdicts}
     assert verdicts == {"duplicate_execution": Value.TRUE, "a2a_requests": Value.TRUE,
                         "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN,
-                        "a2a_broker": Value.UNKNOWN, "a2a_session": Value.UNKNOWN,
+                        "a2a_broker": Value.TRUE, "a2a_session": Value.UNKNOWN,
                         "a2a_oauth": Value.UNKNOWN, "a2a_handover": Value.UNKNOWN,
                         "a2a_robustness": Value.TRUE}
-    # no pool asked for, no request expiry, no wire in a simulation, no bearer tokens, no
-    # handover: a2a_pools, a2a_broker, a2a_session, a2a_oauth and a2a_handover are UNKNOWN
+    # no pool asked for, no wire in a simulation, no bearer tokens, no handover: a2a_pools,
+    # a2a_session, a2a_oauth and a2a_handover are UNKNOWN (a2a_broker judges every request's
+    # reply path)
     assert result.exit_code == 0
     assert result.metrics["requests"] > 0
     assert result.metrics["outcomes"] == {"COMPLETED": result.metrics["requests"]}

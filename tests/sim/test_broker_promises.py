@@ -105,10 +105,10 @@ def test_a_request_delivered_past_its_message_expiry_is_false(
 def test_a_broker_refusing_dollar_topics_is_false(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """MQTT 5 §4.7.2 lets a server keep `$` topics to itself; one that does refuses every
-    profile request (PUBACK 0x87) with no fault acting: a2a_broker is FALSE where the
-    broker refused no request, it is not judged (nothing to judge: no pool, no expiry)."""
+    profile request (PUBACK 0x87) with no fault acting: a2a_broker is FALSE; where the
+    broker refused no request, it is TRUE."""
     kept = _verdict(tmp_path / "kept", "a2a_quickstart", "a2a_broker")
-    assert kept["value"] == "unknown"
+    assert kept["value"] == "true"
     monkeypatch.setitem(brokers.BEHAVIOURS, "generic", brokers.BROKER_DEFECTS[
         "refuses_dollar_publishes"].row(brokers.BEHAVIOURS["generic"]))
     broken = _verdict(tmp_path / "broken", "a2a_quickstart", "a2a_broker")

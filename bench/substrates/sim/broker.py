@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from bench.core import events as ev
@@ -372,6 +372,10 @@ class SimBroker:
             return 0
         self.stats["published"] += 1
         v5 = self.behaviour.v5
+        if msg.props is not None and v5 is not None and not v5.properties_kept:
+            # a seeded defect: the reply path lost on the way ([MQTT-3.3.2-15], -16)
+            msg = replace(msg, props=replace(msg.props, response_topic=None,
+                                             correlation_data=None))
         if msg.props is not None and msg.props.message_expiry_s is not None \
                 and v5 is not None and v5.message_expiry:
             msg = Message(msg.topic, msg.payload, msg.qos, msg.retain, msg.props,
