@@ -26,9 +26,12 @@ LAYERS = {
     "core": {"core"},
     # the protocols beside the seed's (bench/profiles): each a clause table and sans-IO code
     "profiles": {"core", "profiles"},
+    # each protocol a package that describes itself (bench/protocols/<name>/__init__.py);
+    # the layers above ask it (`bench.protocols.protocol`)
+    "protocols": {"spec", "protocols"},
     "spec.distribution": {"spec.distribution"},
     "spec.topology": {"spec.distribution", "spec.topology"},
-    "spec.scenario": {"core", "spec", "workload", "faults"},
+    "spec.scenario": {"core", "spec", "workload", "faults", "protocols"},
     "storage": {"core", "storage"},
     "history": {"core", "history"},
     "checks": {"core", "history", "checks"},       # judge from the history only
@@ -416,3 +419,35 @@ def test_no_substrate_overrides_a_private_method_of_another_substrates_class() -
             found += [f"{module}.{name}.{m} overrides {origin}.{base}.{m}" for m in methods
                       & inherited if m.startswith("_") and not m.startswith("__")]
     assert found == []
+
+
+#: The generic layers: they ask a protocol's spec (bench.protocols) what it needs and never
+#: name a protocol — its name, its settings, its constants, its package.
+GENERIC = ("spec", "substrates", "faults", "matrix", "report", "explore", "run", "history",
+           "storage", "workload", "metrics", "folders", "loop", "conform")
+NAMES_A_PROTOCOL = re.compile(r"\bA2A_MQTT\b|\bSEED\b|\ba2a_org\b|\ba2a_oauth\b|"
+                              r"\ba2a_request_expiry_s\b|\bA2A_ROLES\b|[\"']a2a-mqtt[\"']|"
+                              r"bench\.profiles\b")
+#: What still names one, each with what is left to move (issue 49): the list only shrinks —
+#: a module that no longer names a protocol must leave it, and a new one may not join it.
+DEBTS = {
+    "spec.scenario": "the [a2a] table's parser and the profile's node checks",
+    "spec.topology": "the profile's settings (org, request expiry, OAuth) as Topology fields",
+    "substrates": "the profile's client ids and agent configs of node_configs",
+    "faults.scripts": "the profile's malformed requests among the hostile inputs",
+    "explore.draw": "the profile's topologies it draws",
+    "matrix.plugin": "the legend of each protocol's checkers",
+    "conform": "the A2A conform suite and its profiles",
+}
+
+
+def test_generic_layers_name_no_protocol() -> None:
+    named = set()
+    for path in python_files(PKG):
+        rel = path.relative_to(PKG)
+        module = ".".join(rel.with_suffix("").parts).removesuffix(".__init__")
+        if module.split(".")[0] in GENERIC and NAMES_A_PROTOCOL.search(path.read_text()):
+            named.add(module)
+    assert named == set(DEBTS), (
+        f"new: {sorted(named - set(DEBTS))} name a protocol (ask bench.protocols instead); "
+        f"paid: {sorted(set(DEBTS) - named)} no longer do (take them off DEBTS)")

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 def add_list(sub: Sub) -> None:
-    p = sub.add_parser("list", help="show scenarios, topologies, faults, checkers and variants",
+    p = sub.add_parser("list", help="show scenarios, topologies, protocols, faults, checkers and "
+                       "variants",
                        description="One line for each shipped scenario, topology and matrix, "
                                    "each fault kind, checker and seeded defect (variant); "
                                    "`a2a-bench describe NAME` prints the whole of one. Takes "
@@ -74,6 +75,13 @@ def _list() -> int:
     print("topologies (topologies/):")
     for p in sorted(TOPOLOGIES.glob("*.toml")):
         print(f"  {p.stem:<26} {first_line(p)}")
+    from bench.protocols import protocols
+    print("protocols (a topology's `protocol = ...`; packages of bench/protocols/):")
+    for spec in protocols().values():
+        versions = " or ".join(v.value for v in spec.mqtt_versions)
+        roles = ", ".join(spec.roles) or "orchestrator, executor"
+        print(f"  {spec.name:<26} {spec.title}: MQTT {versions}; roles {roles}"
+              + (f"; settings in [{spec.section}]" if spec.section else ""))
     print("faults:")
     for k in CATALOGUE.values():
         print(f"  {k.name:<26} {k.summary}")

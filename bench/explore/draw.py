@@ -104,7 +104,8 @@ def _draw_a2a(rng: random.Random, name: str) -> Draft:
     topology = {"name": f"{name}-topology", "description": "drawn by a2a-bench explore",
                 # Mosquitto's model serves no pool on $a2a/... (a2a_broker FALSE: a known
                 # finding, pinned by a2a_pool's [expect.mosquitto]); a pool runs on generic
-                "a2a": a2a, "broker": {"model": "generic" if pooled
+                "protocol": "a2a-mqtt", "a2a": a2a,
+                "broker": {"model": "generic" if pooled
                                        else rng.choice(("generic", "mosquitto"))},
                 "link": {"latency_ms": {"dist": "uniform", "low": low,
                                         "high": low + rng.choice((0.5, 2.0, 10.0))}},

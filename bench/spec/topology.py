@@ -137,8 +137,8 @@ class Topology:
     directory: str = "global"
     #: the MQTT version its clients speak unless a scenario or --mqtt says otherwise
     mqtt: MqttVersion = MqttVersion.V311
-    #: the protocol its nodes speak: the seed documents' (None), or, with the org id its
-    #: agents belong to, the A2A-over-MQTT profile (`[a2a] org = ...`)
+    #: A2A over MQTT (`protocol = "a2a-mqtt"`): the org id its agents belong to (`[a2a] org
+    #: = ...`; None on another protocol)
     a2a_org: str | None = None
     #: the profile's requesters set this Message Expiry Interval on their requests (None:
     #: none; A2M-RETRY-9: it should exceed the 15 s first-reply wait)
@@ -146,6 +146,8 @@ class Topology:
     #: its responders require OAuth 2.0 bearer tokens on requests (`[a2a.oauth]`), and its
     #: requesters send them (None: no tokens)
     a2a_oauth: OAuthSpec | None = None
+    #: the protocol its nodes speak (`protocol = ...`: a package of bench/protocols/)
+    protocol: str = "seed"
 
     @property
     def delegates(self) -> frozenset[str]:
@@ -186,6 +188,7 @@ class Topology:
                 "broker": {"model": self.broker.value,
                            **({"mqtt": self.mqtt.value} if self.mqtt is not MqttVersion.V311
                               else {})},
+                **({"protocol": self.protocol} if self.protocol != "seed" else {}),
                 "link": self.link.to_json(), "nodes": [n.to_json() for n in self.nodes],
                 **({"directory": self.directory} if self.directory != "global" else {}),
                 **({"a2a": {"org": self.a2a_org, **(

@@ -14,6 +14,7 @@ from bench.spec.scenario import SCENARIOS, SpecError, load_scenario, load_topolo
 from bench.variants import REFERENCE
 
 GOOD = """name = "t"
+protocol = "a2a-mqtt"
 [a2a]
 org = "acme"
 [[nodes]]
@@ -43,12 +44,18 @@ def test_an_a2a_topology_speaks_mqtt_5_with_requesters_and_responders(tmp_path: 
 
 
 @pytest.mark.parametrize(("text", "says"), [
-    (GOOD.replace('[a2a]\norg = "acme"\n', ""), "nodes[0].role='requester' is a role of the "
-                                                  "A2A-over-MQTT profile"),
+    (GOOD.replace('protocol = "a2a-mqtt"\n[a2a]\norg = "acme"\n', ""),
+     "nodes[0].role='requester' is a role of A2A over MQTT: the topology needs protocol = "
+     '"a2a-mqtt"'),
+    (GOOD.replace('protocol = "a2a-mqtt"\n', ""), "a2a: [a2a] holds the settings of A2A over "
+                                                  "MQTT; this topology speaks the seed protocol"),
+    (GOOD.replace('[a2a]\norg = "acme"\n', ""), 'protocol = "a2a-mqtt" needs its [a2a] table'),
+    (GOOD.replace('"a2a-mqtt"', '"a2a"'), "protocol='a2a': expected one of"),
     (GOOD.replace('org = "acme"', 'org = "a/b"'), "a2a.org='a/b' must match"),
     (GOOD.replace('["billing.tax1"]', '["billing.tax1", "billing.tax2"]'),
      "nodes[1].agents: an A2A-over-MQTT node is one agent"),
-    (GOOD + '[broker]\nmqtt = "3.1.1"\n', "broker.mqtt='3.1.1': an A2A-over-MQTT topology"),
+    (GOOD + '[broker]\nmqtt = "3.1.1"\n', "broker.mqtt='3.1.1': the A2A-over-MQTT profile "
+                                            "speaks MQTT 5 only"),
     (GOOD.replace('role = "requester"', 'role = "requester"\npool = "p"'),
      "nodes[0].pool: only a responder"),
 ])
@@ -60,7 +67,7 @@ def test_a_wrong_a2a_topology_names_file_and_key(tmp_path: Path, text: str, says
 def test_an_a2a_scenario_on_mqtt_3_is_refused_in_one_line(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(SCENARIOS / "a2a_quickstart.toml")]) == 0
-    with pytest.raises(SpecError, match="A2A over MQTT, which is MQTT 5 only"):
+    with pytest.raises(SpecError, match="the A2A-over-MQTT profile speaks MQTT 5 only"):
         load_scenario(SCENARIOS / "a2a_quickstart.toml", mqtt="3.1.1")
     assert main(["run", "a2a_quickstart", "--mode", "live", "--broker", "amqtt"]) == EXIT_INVALID
     err = capsys.readouterr().err.strip().splitlines()
@@ -114,6 +121,6 @@ def test_the_profiles_follow_ups_and_streams_are_drawn_and_the_seed_refuses_them
             assert op.at_ms == first[op.payload["ofRequest"]] + scenario.workload.follow_up_ms
     seed = tmp_path / "s.toml"
     seed.write_text('topology = "star"\n[workload]\nget_fraction = 0.2\n')
-    with pytest.raises(SpecError, match=r"s.toml: workload.get_fraction=0.2: a workload of the "
-                                        r"A2A-over-MQTT profile"):
+    with pytest.raises(SpecError, match=r"s.toml: workload.get_fraction=0.2: a workload of A2A "
+                                        r"over MQTT; topology 'star' speaks the seed protocol"):
         load_scenario(seed)

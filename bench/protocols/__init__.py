@@ -1,0 +1,91 @@
+"""The protocols a run's nodes may speak, each a package of its own under bench/protocols/
+that describes itself with one `ProtocolSpec` (its `SPEC`): its name (what a topology's
+`protocol = ...` and a history's run_started say), the MQTT versions it runs on, its names
+for the bench's two roles, the topology table and node keys of its own settings.
+
+The layers above ask the spec (`protocol(name)`) instead of comparing a protocol's name:
+a protocol added as a package beside these is found by its package, and nothing outside it
+changes. The packages are discovered, not listed; describing one imports nothing but its
+`__init__` (no node code, no checkers).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+
+from bench.spec.distribution import SpecError
+from bench.spec.topology import MqttVersion, Role
+
+#: The protocol a topology that names none speaks.
+DEFAULT = "seed"
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolSpec:
+    """One protocol, described: what the spec layer needs to read a topology of it."""
+
+    name: str                     # a topology's `protocol = ...`, run_started.protocol
+    title: str                    # how a report names it
+    #: the MQTT versions it runs on, its default first
+    mqtt_versions: tuple[MqttVersion, ...]
+    #: why it runs on those only (a clause), said where a topology asks for another
+    mqtt_why: str = ""
+    #: its names for the bench's roles, beside "orchestrator" and "executor"
+    roles: Mapping[str, Role] = field(default_factory=dict)
+    #: the topology table that holds its settings (None: it has none)
+    section: str | None = None
+    #: the node keys that are its own (a topology of another protocol may not use them)
+    node_keys: frozenset[str] = frozenset()
+    #: the workload keys that ask for what only it does (a fraction above 0 of them, on a
+    #: topology of another protocol, is refused)
+    workload_keys: frozenset[str] = frozenset()
+
+    @property
+    def mqtt(self) -> MqttVersion:
+        return self.mqtt_versions[0]
+
+    @property
+    def mqtt_fixed(self) -> bool:
+        """Whether it runs on one MQTT version only (no `--mqtt` may change it)."""
+        return len(self.mqtt_versions) == 1
+
+
+@cache
+def protocols() -> dict[str, ProtocolSpec]:
+    """Every protocol under bench/protocols/, by name."""
+    found: dict[str, ProtocolSpec] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if not info.ispkg:
+            continue
+        spec = getattr(importlib.import_module(f"{__name__}.{info.name}"), "SPEC", None)
+        if isinstance(spec, ProtocolSpec):
+            found[spec.name] = spec
+    return found
+
+
+def protocol(name: str, where: str = "protocol") -> ProtocolSpec:
+    """The protocol called `name`; SpecError naming `where` and the known ones if none is."""
+    known = protocols()
+    if name not in known:
+        raise SpecError(f"{where}={name!r}: expected one of {sorted(known)}")
+    return known[name]
+
+
+def owner_of_role(role: str) -> ProtocolSpec | None:
+    """The protocol whose own name for a role `role` is (requester, responder, ...)."""
+    return next((p for p in protocols().values() if role in p.roles), None)
+
+
+def owner_of_key(key: str, *, section: bool = False) -> ProtocolSpec | None:
+    """The protocol whose node key (or, `section`: topology table) `key` is."""
+    return next((p for p in protocols().values()
+                 if (p.section == key if section else key in p.node_keys)), None)
+
+
+def owner_of_workload_key(key: str) -> ProtocolSpec | None:
+    """The protocol whose workload key `key` is."""
+    return next((p for p in protocols().values() if key in p.workload_keys), None)

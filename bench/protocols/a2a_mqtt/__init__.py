@@ -1,0 +1,18 @@
+"""The A2A-over-MQTT profile (emqx/mqtt-for-ai): requesters and responders on
+`$a2a/v1/...`, cards, pools, MQTT 5 only. Its clause table and sans-IO nodes live in
+bench/profiles/a2a_mqtt, its checkers in bench/checks/a2a_mqtt.py; its topology settings
+are the `[a2a]` table (org, request_expiry_s, oauth) and the node keys below."""
+
+from __future__ import annotations
+
+from bench.protocols import ProtocolSpec
+from bench.spec.topology import MqttVersion, Role
+
+SPEC = ProtocolSpec(
+    "a2a-mqtt", "A2A over MQTT", (MqttVersion.V5,),
+    mqtt_why="the A2A-over-MQTT profile speaks MQTT 5 only (A2M-SESS-1)",
+    roles={"requester": Role.ORCHESTRATOR, "responder": Role.EXECUTOR},
+    section="a2a",
+    node_keys=frozenset({"pool", "hands_over_to", "pool_shared", "capacity"}),
+    workload_keys=frozenset({"streaming_fraction", "get_fraction", "cancel_fraction",
+                             "multi_turn_fraction"}))

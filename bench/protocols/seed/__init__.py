@@ -1,0 +1,10 @@
+"""The seed documents' protocol (DESIGN.md): directory announcements, task requests and
+responses, relay streams and gates between nodes over MQTT 3.1.1 (or 5). Its sans-IO node
+lives in bench/core, its checkers in bench/checks."""
+
+from __future__ import annotations
+
+from bench.protocols import ProtocolSpec
+from bench.spec.topology import MqttVersion
+
+SPEC = ProtocolSpec("seed", "the seed protocol", (MqttVersion.V311, MqttVersion.V5))
