@@ -192,7 +192,7 @@ def test_layering() -> None:
 
 
 #: What mypy checks strictly (pyproject.toml's [[tool.mypy.overrides]] with strict = true).
-STRICT = ["bench/core", "bench/profiles", "bench/storage", "bench/checks", "bench/history.py", "bench/oracle.py",
+STRICT = ["bench/core", "bench/profiles", "bench/protocols", "bench/storage", "bench/checks", "bench/history.py", "bench/oracle.py",
           "bench/substrates/descriptor.py", "bench/substrates/sim/__init__.py",
           "bench/substrates/live/__init__.py", "bench/substrates/docker/__init__.py",
           "bench/metrics.py", "bench/report/text.py", "bench/report/summary.py"]
