@@ -87,7 +87,7 @@ LAYERS = {
     "tools.reference": {"core", "checks", "faults", "variants", "cli", "tools", "conform",
                         "profiles", "substrates.live.kinds", "spec.brokers"},
     "tools": {"tools"},
-    "matrix": {"spec", "variants", "checks", "metrics", "run", "report", "substrates", "folders",
+    "matrix": {"spec", "protocols", "variants", "checks", "metrics", "run", "report", "substrates", "folders",
                "matrix"},
     # explore writes scenario files and runs them as `run` would: it never reaches into a node
     "explore": {"spec", "faults", "workload", "variants", "checks", "run", "folders", "explore"},
@@ -436,7 +436,6 @@ DEBTS = {
     "substrates": "the profile's client ids and agent configs of node_configs",
     "faults.scripts": "the profile's malformed requests among the hostile inputs",
     "explore.draw": "the profile's topologies it draws",
-    "matrix.plugin": "the legend of each protocol's checkers",
     "conform": "the A2A conform suite and its profiles",
 }
 

@@ -131,10 +131,12 @@ class _Progress:
         if self.legend_shown or tr is None:
             return
         self.legend_shown = True
-        from bench.checks import A2A_MQTT, SEED, checkers_for
+        from bench.checks import checkers_for
+        from bench.protocols import protocols
         tr.write_line("each cell's letters are its verdicts (T true, F false, ? unknown), in "
-                      "this order: " + " ".join(checkers_for(SEED))
-                      + "; on A2A over MQTT: " + " ".join(checkers_for(A2A_MQTT)))
+                      "the order of its protocol's checkers: " + "; ".join(
+                          f"{p.title}: " + " ".join(checkers_for(p.name))
+                          for p in protocols().values()))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
