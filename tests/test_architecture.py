@@ -28,7 +28,7 @@ LAYERS = {
     "profiles": {"core", "profiles"},
     # each protocol a package that describes itself (bench/protocols/<name>/__init__.py);
     # the layers above ask it (`bench.protocols.protocol`)
-    "protocols": {"spec", "protocols"},
+    "protocols": {"core", "spec", "protocols"},
     "spec.distribution": {"spec.distribution"},
     "spec.topology": {"spec.distribution", "spec.topology"},
     "spec.scenario": {"core", "spec", "workload", "faults", "protocols"},
@@ -65,7 +65,8 @@ LAYERS = {
     "substrates.docker": {"core", "history", "spec", "variants", "faults.primitives",
                           "substrates", "substrates.log", "substrates.descriptor",
                           "substrates.live", "substrates.docker"},
-    "substrates": {"core", "history", "spec", "workload", "variants", "faults.primitives",
+    "substrates": {"core", "history", "spec", "protocols", "workload", "variants",
+                   "faults.primitives",
                    "substrates.log", "substrates.descriptor", "substrates.sim", "substrates.live", "substrates.docker"},
     "loop": {"core", "faults", "substrates", "workload", "loop"},
     "spec": {"spec"},
@@ -433,7 +434,6 @@ NAMES_A_PROTOCOL = re.compile(r"\bA2A_MQTT\b|\bSEED\b|\ba2a_org\b|\ba2a_oauth\b|
 DEBTS = {
     "spec.scenario": "the [a2a] table's parser and the profile's node checks",
     "spec.topology": "the profile's settings (org, request expiry, OAuth) as Topology fields",
-    "substrates": "the profile's client ids and agent configs of node_configs",
     "faults.scripts": "the profile's malformed requests among the hostile inputs",
     "explore.draw": "the profile's topologies it draws",
     "conform": "the A2A conform suite and its profiles",

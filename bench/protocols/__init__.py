@@ -43,6 +43,10 @@ class ProtocolSpec:
     #: the workload keys that ask for what only it does (a fraction above 0 of them, on a
     #: topology of another protocol, is refused)
     workload_keys: frozenset[str] = frozenset()
+    #: the module of what a deployment gives its nodes (None: nothing beyond the bench's
+    #: own): `client_id(node, topology)`, `node_fields(node, scenario, run_id)` (NodeConfig
+    #: fields) and `run_fields(topology)` (RunStarted fields); imported when a run deploys
+    deploy: str | None = None
 
     @property
     def mqtt(self) -> MqttVersion:

@@ -8,7 +8,7 @@ asks whether it is quiet. Everything a deployment records goes through its `RunL
 
 from __future__ import annotations
 
-import hashlib
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -16,14 +16,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench.core.auth import AuthConfig, KeyRing, Secret
-from bench.core.config import A2aAgent, NodeConfig, OAuth
+from bench.core.config import NodeConfig
 from bench.core.events import Event, RunStarted
 from bench.core.topics import DEFAULT_PREFIX
 from bench.faults.primitives import Outcome, Primitive
 from bench.history import Recorder
+from bench.protocols import DEFAULT as DEFAULT_PROTOCOL
+from bench.protocols import protocol
 from bench.spec.distribution import rng_for
 from bench.spec.scenario import Mode, Scenario
-from bench.spec.topology import NodeSpec, Role, Topology
+from bench.spec.topology import NodeSpec, Topology
 from bench.substrates.descriptor import Choice, Identity, Substrate
 from bench.substrates.log import RunLog
 from bench.variants import Variant
@@ -147,45 +149,36 @@ def keyring(scenario: Scenario) -> KeyRing:
     return KeyRing(flat_token=flat, agent_keys={a: Secret(rng.randbytes(24).hex()) for a in agents})
 
 
+def _deploy(scenario: Scenario) -> Any:
+    """The hooks of the scenario's protocol for what a deployment gives its nodes (None:
+    nothing beyond the bench's own)."""
+    spec = protocol(scenario.protocol)
+    return None if spec.deploy is None else importlib.import_module(spec.deploy)
+
+
 def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
                 run_id: str | None = None) -> NodeConfig:
     """The node's configuration; with a `run_id`, its client id and topic prefix carry it
     (a run on a broker others use: nothing of it meets another run's sessions or topics)."""
     prefix = DEFAULT_PREFIX if run_id is None else f"{DEFAULT_PREFIX}/run-{run_id}"
+    hooks = _deploy(scenario)
     return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups,
-                      client_id_of(node, run_id, scenario.topology.a2a_org),
+                      client_id_of(node, scenario, run_id),
                       prefix=prefix,
                       auth=AuthConfig(scenario.auth.mode, keys,
                                       scenario.auth.signature_of(node.id)),
                       task_timeout_ms=scenario.workload.task_timeout_ms,
                       request_timeout_ms=scenario.workload.request_timeout_ms,
                       directory_scope=scenario.topology.directory_scope(node),
-                      a2a=_a2a_agent(node, scenario, run_id) if scenario.topology.a2a_org
-                      else None)
+                      **({} if hooks is None else hooks.node_fields(node, scenario, run_id)))
 
 
-def _a2a_agent(node: NodeSpec, scenario: Scenario, run_id: str | None = None) -> A2aAgent:
-    """What `node` is as an agent of an A2A-over-MQTT topology. A requester's reply suffix
-    is 64 bits from the run's seed (and run id): collision resistant (A2M-SESS-4), the same
-    run after run with one seed, as the simulator's every draw."""
-    t, responder = scenario.topology, node.role is Role.EXECUTOR
-    assert t.a2a_org is not None
-    oauth = None if t.a2a_oauth is None else OAuth.of_run(
-        scenario.seed, t.a2a_org, node.namespace, signer=not responder, issuer=t.a2a_oauth.issuer,
-        scope=t.a2a_oauth.scope, ttl_s=t.a2a_oauth.token_ttl_s)
-    to = t.node(node.hands_over_to).agents[0] if node.hands_over_to else None
-    suffix = None if responder else "r-" + hashlib.sha256(
-        f"{scenario.seed}/{run_id or ''}/{node.id}/reply".encode()).hexdigest()[:16]
-    return A2aAgent(t.a2a_org, responder, node.pool, t.a2a_request_expiry_s, oauth, to,
-                    node.id in t.delegates, suffix, node.pool_shared, node.capacity)
-
-
-def client_id_of(node: NodeSpec, run_id: str | None = None, a2a_org: str | None = None) -> str:
-    """The MQTT client id the deployment gives `node`: its topology's — on an A2A-over-MQTT
-    topology `{org}/{unit}/{agent}` unless it names one (A2M-SESS-3) — with a run's id
-    appended when the run is isolated; empty: the node id."""
-    given = node.client_id or (f"{a2a_org}/{node.namespace}/{node.agents[0]}" if a2a_org
-                               else "")
+def client_id_of(node: NodeSpec, scenario: Scenario, run_id: str | None = None) -> str:
+    """The MQTT client id the deployment gives `node`: its topology's, or its protocol's
+    (an A2A-over-MQTT agent's `{org}/{unit}/{agent}`, A2M-SESS-3), with a run's id appended
+    when the run is isolated; empty: the node id."""
+    hooks = _deploy(scenario)
+    given = hooks.client_id(node, scenario.topology) if hooks is not None else node.client_id
     return given if run_id is None else f"{given or node.id}-{run_id}"
 
 
@@ -197,18 +190,21 @@ def node_configs(scenario: Scenario, run_id: str | None = None) -> dict[str, Nod
 def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | None = None,
                 broker_url: str | None = None, node_hosting: str | None = None,
                 run_id: str | None = None) -> RunStarted:
-    """The first event of every run."""
+    """The first event of every run (the seed protocol's is not named: a history that names
+    none is the seed protocol's)."""
     given = {n.id: c for n in scenario.topology.nodes
-             if (c := client_id_of(n, run_id, scenario.topology.a2a_org))}
+             if (c := client_id_of(n, scenario, run_id))}
+    hooks = _deploy(scenario)
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
                       scenario.workload.task_timeout_ms, run_id, scenario.auth.mode,
                       substrate(mode).timers_late_ms, given, scenario.mqtt.value,
                       substrate(mode).records_late_ms,
-                      scenario.protocol if scenario.topology.a2a_org else None,
-                      True if scenario.topology.a2a_oauth else None,
-                      {n.id: n.capacity for n in scenario.topology.nodes
-                       if n.capacity is not None} or None)
+                      protocol=None if scenario.protocol == DEFAULT_PROTOCOL
+                      else scenario.protocol,
+                      capacities={n.id: n.capacity for n in scenario.topology.nodes
+                                  if n.capacity is not None} or None,
+                      **({} if hooks is None else hooks.run_fields(scenario.topology)))
 
 
 #: The package that describes each substrate (its SUBSTRATE): one per Mode.

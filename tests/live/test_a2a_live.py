@@ -106,7 +106,7 @@ def test_a_responder_killed_mid_task_keeps_every_rule_live_and_its_defect_is_cau
     if variant == "reference":
         assert verdicts == {"duplicate_execution": Value.TRUE, "a2a_requests": Value.TRUE,
                             "a2a_replies": Value.TRUE, "a2a_pools": Value.UNKNOWN,
-                            "a2a_broker": Value.UNKNOWN, "a2a_session": Value.UNKNOWN,
+                            "a2a_broker": Value.TRUE, "a2a_session": Value.UNKNOWN,
                             "a2a_oauth": Value.UNKNOWN, "a2a_handover": Value.UNKNOWN,
                             "a2a_robustness": Value.TRUE}, \
             [(v.name, v.counterexamples[:2], v.note) for v in result.verdicts]

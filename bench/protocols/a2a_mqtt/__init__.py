@@ -15,4 +15,5 @@ SPEC = ProtocolSpec(
     section="a2a",
     node_keys=frozenset({"pool", "hands_over_to", "pool_shared", "capacity"}),
     workload_keys=frozenset({"streaming_fraction", "get_fraction", "cancel_fraction",
-                             "multi_turn_fraction"}))
+                             "multi_turn_fraction"}),
+    deploy="bench.protocols.a2a_mqtt.deploy")
