@@ -28,9 +28,10 @@ from bench import certify
 from bench.checks import Verdict, judge
 from bench.conform import PROFILES, Row, clause_rows, judge_rules, run_suite
 from bench.history import read_jsonl
+from bench.protocols.a2a_mqtt import SPEC as A2A
 from bench.run import read_for_judging
 from bench.spec.brokers import BEHAVIOURS
-from bench.spec.scenario import A2A_ROLES, SCENARIOS, load_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates.live import EMBEDDED
 
 #: the roles of a cell, each with the conform profile that holds it
@@ -115,8 +116,8 @@ def _owner(out: Path, role: str) -> Callable[[str, dict[str, Any]], bool]:
             nodes[run] = {int(x["seq"]): str(x["node"])
                           for x in read_jsonl(out / run / "history.jsonl")}
             topology = load_scenario(SCENARIOS / f"{run}.toml").topology
-            sides[run] = ({n.id for n in topology.nodes if n.role is A2A_ROLES[role]},
-                          {n.id for n in topology.nodes if n.role is not A2A_ROLES[role]})
+            sides[run] = ({n.id for n in topology.nodes if n.role is A2A.roles[role]},
+                          {n.id for n in topology.nodes if n.role is not A2A.roles[role]})
         mine, theirs = sides[run]
         why = str(case.get("why", ""))
         about = {nodes[run].get(int(s), "") for s in case.get("seq") or ()} | {

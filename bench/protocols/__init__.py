@@ -47,6 +47,10 @@ class ProtocolSpec:
     #: own): `client_id(node, topology)`, `node_fields(node, scenario, run_id)` (NodeConfig
     #: fields) and `run_fields(topology)` (RunStarted fields); imported when a run deploys
     deploy: str | None = None
+    #: the module that reads its topology table (`read(raw, where, table)`: Topology
+    #: fields) and checks each node (`check_node(table, unit, agents, pool)`); None: no
+    #: settings of its own
+    settings: str | None = None
 
     @property
     def mqtt(self) -> MqttVersion:

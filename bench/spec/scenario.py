@@ -8,7 +8,7 @@ into exit code 3.
 from __future__ import annotations
 
 import difflib
-import re
+import importlib
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -33,7 +33,6 @@ from bench.spec.topology import (
     LinkSpec,
     MqttVersion,
     NodeSpec,
-    OAuthSpec,
     Role,
     Topology,
 )
@@ -364,11 +363,11 @@ def load_topology(path: Path) -> Topology:
             raise SpecError(f"{top.key(key)}: [{key}] holds the settings of {owner.title}; "
                             f"this topology speaks {spoken.title} — add protocol = "
                             f"\"{owner.name}\" to speak {owner.title}")
-    # (the profile's own table: bench/protocols/a2a_mqtt; it moves there with its parser)
-    a2a_org, request_expiry_s, oauth = _a2a(raw.get("a2a"), f"{f}: a2a") \
-        if spoken.section == "a2a" else (None, None, None)
+    own = importlib.import_module(spoken.settings) if spoken.settings else None
     if spoken.section is not None and spoken.section not in raw:
         raise SpecError(f"{f}: protocol = \"{spoken.name}\" needs its [{spoken.section}] table")
+    settings: dict[str, Any] = {} if own is None or spoken.section is None else own.read(
+        raw[spoken.section], f"{f}: {spoken.section}", _Table)
     broker = _Table(raw.get("broker", {}), f"{f}: broker", {"model", "mqtt"})
     model = BrokerModel(broker.choice("model", tuple(m.value for m in BrokerModel), "generic"))
     version = _mqtt_version(broker, spoken.mqtt.value)
@@ -446,8 +445,8 @@ def load_topology(path: Path) -> Topology:
             client = t.raw.get("client_id", "")
             if not isinstance(client, str):
                 raise SpecError(f"{t.key('client_id')}={client!r} must be a string")
-            if spoken.section == "a2a":     # (moves to bench/protocols/a2a_mqtt)
-                _a2a_node(t, ns, agents, pool)
+            if own is not None:
+                own.check_node(t, ns, agents, pool)
             nodes.append(NodeSpec(node_id, role, ns, agents, tuple(expand(g) for g in groups_t),
                                   expand(client), node_link, tuple(command), image, pool,
                                   hands_over_to, pool_shared, capacity))
@@ -481,46 +480,7 @@ def load_topology(path: Path) -> Topology:
                         f"starts; at most {MAX_NODES_GLOBAL_DIRECTORY:,} nodes share one "
                         "(directory = \"namespace\" scopes it by namespace)")
     return Topology(top.text("name", path.stem), tuple(nodes), model, link, f, directory, version,
-                    a2a_org, request_expiry_s, oauth, spoken.name)
-
-
-#: The A2A-over-MQTT profile's names for the two sides: the one who asks, and the one who
-#: does the work (the seed protocol's orchestrator and executor, as the workload sees them).
-A2A_ROLES = {"requester": Role.ORCHESTRATOR, "responder": Role.EXECUTOR}
-#: A2M-ID-1
-_A2A_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-def _a2a(raw: Any, where: str) -> tuple[str | None, int | None, OAuthSpec | None]:
-    """`[a2a] org = "..."`: the topology's nodes speak the A2A-over-MQTT profile;
-    `request_expiry_s`, the Message Expiry Interval its requesters set on requests; and
-    `[a2a.oauth]`, bearer tokens required on requests."""
-    if raw is None:
-        return None, None, None
-    t = _Table(raw, where, {"org", "request_expiry_s", "oauth"})
-    org = t.text("org")
-    if not _A2A_ID.match(org):
-        raise SpecError(f"{t.key('org')}={org!r} must match {_A2A_ID.pattern} (A2M-ID-1)")
-    expiry = t.integer("request_expiry_s", 0, low=1) if "request_expiry_s" in t.raw else None
-    oauth = None
-    if "oauth" in t.raw:
-        o = _Table(t.raw["oauth"], f"{where}.oauth", {"issuer", "scope", "token_ttl_s",
-                                                           "tls"})
-        default = OAuthSpec()
-        oauth = OAuthSpec(o.text("issuer", default.issuer), o.text("scope", default.scope),
-                          o.integer("token_ttl_s", default.token_ttl_s, low=1),
-                          o.boolean("tls", default.tls))
-    return org, expiry, oauth
-
-
-def _a2a_node(t: _Table, unit: str, agents: tuple[str, ...], pool: str | None) -> None:
-    """An A2A-over-MQTT agent: one agent id, every id in A2M-ID-1's alphabet."""
-    if len(agents) != 1:
-        raise SpecError(f"{t.key('agents')}: an A2A-over-MQTT node is one agent, got "
-                        f"{len(agents)}")
-    for what, value in (("namespace", unit), ("agents", agents[0]), ("pool", pool)):
-        if value is not None and not _A2A_ID.match(value):
-            raise SpecError(f"{t.key(what)}={value!r} must match {_A2A_ID.pattern} (A2M-ID-1)")
+                    protocol=spoken.name, **settings)
 
 
 def _mqtt_version(t: _Table, default: str) -> MqttVersion:

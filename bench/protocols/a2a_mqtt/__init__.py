@@ -16,4 +16,4 @@ SPEC = ProtocolSpec(
     node_keys=frozenset({"pool", "hands_over_to", "pool_shared", "capacity"}),
     workload_keys=frozenset({"streaming_fraction", "get_fraction", "cancel_fraction",
                              "multi_turn_fraction"}),
-    deploy="bench.protocols.a2a_mqtt.deploy")
+    deploy="bench.protocols.a2a_mqtt.deploy", settings="bench.protocols.a2a_mqtt.settings")
