@@ -329,3 +329,11 @@ def test_the_matrix_report_merges_each_scenarios_histograms_into_one_p50_and_p99
     assert g["p50"] < 50 < 300 < g["p99"]     # neither cell's own p50 or p99 alone
     assert "| restart | reference | sim | 2 | 250 |" in latency_md([record(1, fast),
                                                                     record(2, slow)])
+
+
+def test_the_brokers_a_scenario_may_name_are_those_the_bench_starts() -> None:
+    """`[expect.<broker>]` takes the brokers started by name (spec layer), which the live
+    substrate's KINDS define: one list, spelled twice because the spec layer sits below it."""
+    from bench.spec.scenario import BROKERS_BY_NAME
+    from bench.substrates.live.kinds import KINDS
+    assert tuple(KINDS) == BROKERS_BY_NAME
