@@ -40,7 +40,7 @@ LAYERS = {
     "workload": {"core", "spec.distribution", "spec.topology", "workload"},
     # the nemesis: primitives are what substrates implement; scripts never see a substrate
     "faults.primitives": {"core", "spec.distribution", "faults.primitives"},
-    "faults": {"core", "spec.distribution", "spec.topology", "faults", "oracle"},
+    "faults": {"core", "spec.distribution", "spec.topology", "faults", "oracle", "protocols"},
     "oracle": {"oracle"},                           # the honest verifier shares no code
     "faults.runner": {"core", "spec.distribution", "spec.topology", "faults"},
     # the substrates: siblings over one host base and one log, none imports another

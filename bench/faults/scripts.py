@@ -414,10 +414,7 @@ def hostile_input(spec: FaultSpec, ctx: Context) -> Script:
 def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
     """Requests an A2A-over-MQTT responder must refuse, one case after another, to every
     responder in turn (or the one named), journaled before each is published."""
-    if ctx.topology.a2a_org is None:
-        yield Refuse(f"malformed_request sends A2A-over-MQTT requests, and topology "
-                     f"{ctx.topology.name} speaks the seed protocol")
-        return
+    assert ctx.topology.a2a_org is not None    # (its protocol's only: parse_fault)
     named = spec.params.get("node")
     targets = [n for n in ctx.topology.nodes if n.role.value == "executor"
                and (named is None or n.id == named)]
@@ -457,10 +454,6 @@ def malformed_envelope(spec: FaultSpec, ctx: Context) -> Script:
     """Envelopes and announcements a seed-protocol node must refuse (or, one at the edge of
     well-formed, take), one case after another, each executor in turn (or the one named),
     journaled before each is published."""
-    if ctx.topology.a2a_org is not None:
-        yield Refuse(f"malformed_envelope sends seed-protocol envelopes, and topology "
-                     f"{ctx.topology.name} speaks A2A over MQTT (malformed_request)")
-        return
     named = spec.params.get("node")
     targets = [n for n in ctx.topology.nodes if n.role.value != "orchestrator" and n.agents
                and (named is None or n.id == named)]

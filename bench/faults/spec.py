@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bench.protocols import owner_of_fault, protocol
 from bench.spec.distribution import Distribution, SpecError, parse_distribution
 from bench.spec.topology import Topology
 
@@ -69,6 +70,10 @@ def parse_fault(raw: Any, index: int, where: str, topology: Topology,
     if kind_name not in catalogue:
         raise SpecError(f"{where}.kind={kind_name!r} must be one of {sorted(catalogue)}")
     kind = catalogue[kind_name]
+    owner = owner_of_fault(kind_name)
+    if owner is not None and owner.name != topology.protocol:
+        raise SpecError(f"{where}.kind={kind_name!r} speaks to nodes of {owner.title} only; "
+                        f"topology {topology.name!r} speaks {protocol(topology.protocol).title}")
     known = {"kind", "at_s", "duration_s", *kind.params}
     for old, new in (renamed or {}).items():
         if old in raw and new in kind.params:

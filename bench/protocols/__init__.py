@@ -47,6 +47,9 @@ class ProtocolSpec:
     #: own): `client_id(node, topology)`, `node_fields(node, scenario, run_id)` (NodeConfig
     #: fields) and `run_fields(topology)` (RunStarted fields); imported when a run deploys
     deploy: str | None = None
+    #: the fault kinds that speak to its nodes only (their hostile inputs): a scenario of
+    #: another protocol's topology that names one is refused in one line
+    fault_kinds: frozenset[str] = frozenset()
     #: the module that reads its topology table (`read(raw, where, table)`: Topology
     #: fields) and checks each node (`check_node(table, unit, agents, pool)`); None: no
     #: settings of its own
@@ -92,6 +95,11 @@ def owner_of_key(key: str, *, section: bool = False) -> ProtocolSpec | None:
     """The protocol whose node key (or, `section`: topology table) `key` is."""
     return next((p for p in protocols().values()
                  if (p.section == key if section else key in p.node_keys)), None)
+
+
+def owner_of_fault(kind: str) -> ProtocolSpec | None:
+    """The protocol whose nodes fault kind `kind` speaks to only (None: any protocol's)."""
+    return next((p for p in protocols().values() if kind in p.fault_kinds), None)
 
 
 def owner_of_workload_key(key: str) -> ProtocolSpec | None:

@@ -124,3 +124,20 @@ def test_the_profiles_follow_ups_and_streams_are_drawn_and_the_seed_refuses_them
     with pytest.raises(SpecError, match=r"s.toml: workload.get_fraction=0.2: a workload of A2A "
                                         r"over MQTT; topology 'star' speaks the seed protocol"):
         load_scenario(seed)
+
+
+@pytest.mark.parametrize(("topology_name", "kind", "says"), [
+    ("star", "malformed_request", "speaks to nodes of A2A over MQTT only; topology 'star' "
+                                  "speaks the seed protocol"),
+    ("a2a-pair", "malformed_envelope", "speaks to nodes of the seed protocol only; topology "
+                                       "'a2a-pair' speaks A2A over MQTT"),
+])
+def test_a_protocols_hostile_inputs_on_another_protocols_topology_are_refused(
+        tmp_path: Path, topology_name: str, kind: str, says: str) -> None:
+    """Each protocol's hostile inputs speak to its nodes only (its spec's fault_kinds): a
+    scenario naming one on another protocol's topology is refused at load, in one line,
+    not at run time by the script."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'topology = "{topology_name}"\n[[faults]]\nkind = "{kind}"\nat_s = 1\n')
+    with pytest.raises(SpecError, match=r"faults\[0\]\.kind='" + kind + "' " + says):
+        load_scenario(path)

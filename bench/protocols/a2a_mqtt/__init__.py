@@ -16,4 +16,5 @@ SPEC = ProtocolSpec(
     node_keys=frozenset({"pool", "hands_over_to", "pool_shared", "capacity"}),
     workload_keys=frozenset({"streaming_fraction", "get_fraction", "cancel_fraction",
                              "multi_turn_fraction"}),
+    fault_kinds=frozenset({"malformed_request"}),
     deploy="bench.protocols.a2a_mqtt.deploy", settings="bench.protocols.a2a_mqtt.settings")

@@ -7,4 +7,5 @@ from __future__ import annotations
 from bench.protocols import ProtocolSpec
 from bench.spec.topology import MqttVersion
 
-SPEC = ProtocolSpec("seed", "the seed protocol", (MqttVersion.V311, MqttVersion.V5))
+SPEC = ProtocolSpec("seed", "the seed protocol", (MqttVersion.V311, MqttVersion.V5),
+                    fault_kinds=frozenset({"malformed_envelope"}))
