@@ -2481,12 +2481,14 @@ def pooled_requests_reach_the_pool(h: History, c: Collector) -> None:
     of them) that no member ever takes. A broker that cannot route a shared filter on a
     topic that starts with `$` — every profile pool's — serves no pool at all."""
     joined: dict[str, float] = {}
+    members: dict[str, set[str]] = defaultdict(set)
     for r in h.of(ExecutorsRegistered):
         for f in r.subscribed:
             if f.startswith("$share/"):
                 pool = _pool_of(f.split("/", 2)[2])
                 if pool is not None:
                     joined.setdefault(pool, r.t_ms)
+                    members[pool].add(r.node)
     answered: set[str] = set()     # pools a PUBACK with a reason code was heard from
     for p in h.of(A2mPuback):
         pool = _pool_of(p.topic)
@@ -2507,8 +2509,12 @@ def pooled_requests_reach_the_pool(h: History, c: Collector) -> None:
         pool = _pool_of(a.topic)
         if pool is not None and pool in joined and joined[pool] <= a.t_ms:
             sent[pool].append(a)
+    away = {e.node for e in h.of(MqttDisconnected)} | {e.node for e in h.of(NodeCrashed)}
     for pool, attempts in sent.items():
         if len(attempts) >= POOL_SILENCE_AFTER and pool not in taken | answered:
+            if members[pool] <= away:      # every member was away at some time: its doing?
+                c.unknown("no_member_took_a_request_and_every_member_was_away_once")
+                continue
             c.violation(f"the broker accepted {len(attempts)} requests to {pool!r} (no PUBACK "
                         "refused one) and not one reached a member of its shared group",
                         attempts[0], attempts[-1])
