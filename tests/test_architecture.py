@@ -432,7 +432,6 @@ NAMES_A_PROTOCOL = re.compile(r"\bA2A_MQTT\b|\bSEED\b|\ba2a_org\b|\ba2a_oauth\b|
 #: What still names one, each with what is left to move (issue 49): the list only shrinks —
 #: a module that no longer names a protocol must leave it, and a new one may not join it.
 DEBTS = {
-    "spec.scenario": "OPTIONAL_SUBJECTS' a2a_oauth: which runs a checker has a subject in",
     "spec.topology": "the profile's settings (org, request expiry, OAuth) as Topology fields",
     "faults.scripts": "the profile's malformed requests among the hostile inputs",
     "explore.draw": "the profile's topologies it draws",

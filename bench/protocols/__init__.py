@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from bench.spec.distribution import SpecError
 from bench.spec.topology import MqttVersion, Role
@@ -47,6 +48,10 @@ class ProtocolSpec:
     #: own): `client_id(node, topology)`, `node_fields(node, scenario, run_id)` (NodeConfig
     #: fields) and `run_fields(topology)` (RunStarted fields); imported when a run deploys
     deploy: str | None = None
+    #: its checkers whose subject a workload or topology may not ask for at all, each with
+    #: the test of whether it does (workload, topology): without it they have nothing to
+    #: judge, and a scenario expects UNKNOWN of them unless its [expect] says otherwise
+    optional_subjects: Mapping[str, Callable[[Any, Any], bool]] = field(default_factory=dict)
     #: the fault kinds that speak to its nodes only (their hostile inputs): a scenario of
     #: another protocol's topology that names one is refused in one line
     fault_kinds: frozenset[str] = frozenset()

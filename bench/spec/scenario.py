@@ -56,20 +56,6 @@ MODES = tuple(m.value for m in Mode)
 #: (`bench.substrates.substrate`): nothing here or above the substrates compares modes.
 DEFAULT_MODE = "live"
 
-#: Checkers whose subject a workload may not ask for at all: without it they have nothing
-#: to judge and say UNKNOWN, and a scenario expects exactly that of them unless its
-#: [expect] says otherwise. Every other checker judges any run that sends requests.
-OPTIONAL_SUBJECTS: dict[str, Any] = {
-    "relay_integrity": lambda w, t: w.stream_events > 0,
-    "relay_locality": lambda w, t: w.stream_events > 0,
-    "gate_integrity": lambda w, t: w.process_fraction > 0 and w.gate_fraction > 0,
-    "context_isolation": lambda w, t: w.process_fraction > 0,
-    "a2a_pools": lambda w, t: w.pool_fraction > 0,
-    # bearer tokens: only where the topology's responders require them ([a2a.oauth])
-    "a2a_oauth": lambda w, t: t.a2a_oauth is not None,
-    # handover: only where a card owner hands its tasks over (a node's hands_over_to)
-    "a2a_handover": lambda w, t: bool(t.delegates),
-}
 VERDICT_WORDS = ("true", "false", "unknown", "either")   # either: judged, TRUE or FALSE
 #: The brokers the bench starts by name (`bench/substrates/live/kinds.py`; a test holds the
 #: two lists equal): a scenario may expect other verdicts live on one of them
@@ -626,8 +612,11 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     expect_t = _Table({k: v for k, v in raw_expect.items() if k not in by_broker_raw}
                       if isinstance(raw_expect, Mapping) else raw_expect,
                       f"{f}: expect", checks | set(BROKERS_BY_NAME))
-    expect = {k: "unknown" for k, asks in OPTIONAL_SUBJECTS.items()
-              if not asks(workload, topo)}
+    # checkers whose subject this workload or topology does not ask for: UNKNOWN expected
+    # (each protocol says which of its checkers are so; the default protocol's first)
+    expect = {k: "unknown" for p in sorted(protocols().values(),
+                                           key=lambda p: p.name != DEFAULT_PROTOCOL)
+              for k, asks in p.optional_subjects.items() if not asks(workload, topo)}
     expect |= {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
     by_broker = {}
     for b, table in by_broker_raw.items():

@@ -16,5 +16,11 @@ SPEC = ProtocolSpec(
     node_keys=frozenset({"pool", "hands_over_to", "pool_shared", "capacity"}),
     workload_keys=frozenset({"streaming_fraction", "get_fraction", "cancel_fraction",
                              "multi_turn_fraction"}),
+    optional_subjects={
+        "a2a_pools": lambda w, t: w.pool_fraction > 0,
+        # bearer tokens: only where the topology's responders require them ([a2a.oauth])
+        "a2a_oauth": lambda w, t: t.a2a_oauth is not None,
+        # handover: only where a card owner hands its tasks over (a node's hands_over_to)
+        "a2a_handover": lambda w, t: bool(t.delegates)},
     fault_kinds=frozenset({"malformed_request"}),
     deploy="bench.protocols.a2a_mqtt.deploy", settings="bench.protocols.a2a_mqtt.settings")

@@ -7,5 +7,11 @@ from __future__ import annotations
 from bench.protocols import ProtocolSpec
 from bench.spec.topology import MqttVersion
 
-SPEC = ProtocolSpec("seed", "the seed protocol", (MqttVersion.V311, MqttVersion.V5),
-                    fault_kinds=frozenset({"malformed_envelope"}))
+SPEC = ProtocolSpec(
+    "seed", "the seed protocol", (MqttVersion.V311, MqttVersion.V5),
+    optional_subjects={
+        "relay_integrity": lambda w, t: w.stream_events > 0,
+        "relay_locality": lambda w, t: w.stream_events > 0,
+        "gate_integrity": lambda w, t: w.process_fraction > 0 and w.gate_fraction > 0,
+        "context_isolation": lambda w, t: w.process_fraction > 0},
+    fault_kinds=frozenset({"malformed_envelope"}))
