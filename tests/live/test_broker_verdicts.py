@@ -97,8 +97,9 @@ def test_a_broker_keeps_and_breaks_what_its_pinned_version_did(name: str,
                                                                reachable: Path) -> None:
     installed(name)
     facts = {f.name: f for f in measure(name, reachable)}
-    wrong = {fact: (facts[fact].verdict, facts[fact].value) for fact, verdict in
-             PINNED[name].items() if fact not in facts or facts[fact].verdict != verdict}
+    wrong = {fact: (facts[fact].verdict, facts[fact].value, facts[fact].detail)
+             if fact in facts else None for fact, verdict in PINNED[name].items()
+             if fact not in facts or facts[fact].verdict != verdict}
     assert not wrong, f"{name}: {wrong} (pinned: {PINNED[name]})"
     assert any(f.broken for f in facts.values())   # `a2a-bench brokers` exits 1 on it
 
