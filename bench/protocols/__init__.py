@@ -27,7 +27,8 @@ DEFAULT = "seed"
 
 @dataclass(frozen=True, slots=True)
 class ProtocolSpec:
-    """One protocol, described: what the spec layer needs to read a topology of it."""
+    """One protocol, described: what the layers above ask of it (the spec layer to read a
+    topology of it, the substrates to deploy its nodes, the faults which are its own)."""
 
     name: str                     # a topology's `protocol = ...`, run_started.protocol
     title: str                    # how a report names it
