@@ -1011,3 +1011,14 @@ def test_a_retry_later_than_its_backoff_allows_turns_the_retry_rule_false(
     v = checker(from_lines(renumbered(lines)))
     assert v.value is Value.FALSE and v.rules["retries_keep_the_profile"]["violations"] == 1
     assert any("the profile retries within" in c["why"] for c in v.counterexamples)
+
+
+def test_a_pool_whose_accepted_requests_reach_no_member_is_false(runs: dict[str, Lines]) -> None:
+    """pooled_requests_reach_the_pool's second half, on a2a_pool's real history: every
+    request the pool's members took taken out (the broker said success and delivered
+    none, as moat-lib-mqtt 0.8.7 was seen to) is FALSE."""
+    lines = [e for e in copy.deepcopy(runs["a2a_pool"])
+             if not (e["kind"] == "a2m_request_taken" and "/pool/" in e["topic"])]
+    v = checkers()["a2a_broker"](from_lines(renumbered(lines)))
+    assert v.value is Value.FALSE, v.rules
+    assert any("not one reached a member" in c["why"] for c in v.counterexamples)
