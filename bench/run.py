@@ -121,6 +121,8 @@ def replay_command(scenario: Scenario, variant: Variant, topology_overridden: bo
         argv += ["--mqtt", scenario.mqtt.value]
     for given in options.node_commands:
         argv += ["--node-command", given]
+    for given in options.node_images:
+        argv += ["--node-image", given]
     if options.wire_tap:
         argv += ["--wire-tap"]
     if variant.name != "reference":

@@ -17,7 +17,6 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 
 from bench.core import events as ev
-from bench.core import startup as seed_startup
 from bench.core.auth import (
     FLAT_KID,
     AuthMode,
@@ -33,7 +32,6 @@ from bench.core.config import NodeConfig
 from bench.core.directory import Resolution, Route, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, canonical_json, encode
-from bench.core.events import A2A_MQTT, SEED
 from bench.core.gate import Gate, Gates
 from bench.core.inputs import MessageReceived, Restored, Started, TaskFinished, TimerKind
 from bench.core.instance import Instance, InstanceEvent, InstanceStatus
@@ -45,7 +43,6 @@ from bench.core.relay import Relay
 from bench.core.steps import StepDef
 from bench.core.task import TaskRecord, TaskService
 from bench.profiles.a2a_mqtt import responder as a2m_responder
-from bench.profiles.a2a_mqtt import startup as a2a_startup
 from bench.profiles.a2a_mqtt.io import Effects as ProfileEffects
 from bench.profiles.a2a_mqtt.requester import Operation, Phase, Requester
 from bench.profiles.a2a_mqtt.responder import Responder
@@ -377,20 +374,6 @@ class Variant:
         if config.a2a is None:
             return self.node_class
         return self.responder.for_node if config.a2a.responder else self.requester.for_node
-
-
-@dataclass(frozen=True, slots=True)
-class StartupCheck:
-    """What a protocol's node prints as it comes up (from its recorded events, as JSON), and
-    how many lines a node that came up prints: a live deployment waits for them."""
-
-    lines: Callable[[list[dict[str, Any]], str], list[str]]
-    expected: int
-
-
-#: each protocol's start-up check, by its run_started.protocol name
-STARTUP = {SEED: StartupCheck(seed_startup.startup_lines, seed_startup.LINES),
-           A2A_MQTT: StartupCheck(a2a_startup.startup_lines, a2a_startup.LINES)}
 
 
 def _v2_without_headers(envelope: Envelope, version: SignatureVersion) -> bytes:

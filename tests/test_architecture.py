@@ -27,14 +27,16 @@ LAYERS = {
     # the protocols beside the seed's (bench/profiles): each a clause table and sans-IO code
     "profiles": {"core", "profiles"},
     # each protocol a package that describes itself (bench/protocols/<name>/__init__.py);
-    # the layers above ask it (`bench.protocols.protocol`)
-    "protocols": {"core", "spec", "protocols"},
+    # the layers above ask it (`bench.protocols.protocol`); its rules judge a history as
+    # the checks do (bench/protocols/<name>/rules.py, found by `checks.checkers`)
+    "protocols": {"core", "spec", "protocols", "checks", "history"},
     "spec.distribution": {"spec.distribution"},
     "spec.topology": {"spec.distribution", "spec.topology"},
     "spec.scenario": {"core", "spec", "workload", "faults", "protocols"},
     "storage": {"core", "storage"},
     "history": {"core", "history"},
-    "checks": {"core", "history", "checks"},       # judge from the history only
+    # judge from the history only; each protocol says which of them are its own
+    "checks": {"core", "history", "checks", "protocols"},
     "metrics": {"core", "history", "checks", "metrics"},
     "variants": {"core", "profiles", "variants"},
     "workload": {"core", "spec.distribution", "spec.topology", "workload"},
@@ -57,12 +59,13 @@ LAYERS = {
                        "faults.primitives", "substrates.host", "substrates.log",
                        "substrates.descriptor",
                        "substrates.tcp", "substrates.filters", "substrates.sim"},
-    "substrates.live": {"core", "storage", "history", "spec", "workload", "variants",
+    "substrates.live": {"core", "storage", "history", "spec", "protocols", "workload",
+                        "variants",
                         "faults.primitives", "substrates.host", "substrates.log",
                         "substrates.descriptor",
                         "substrates.tcp", "substrates.filters", "substrates.live"},
     # docker is the live deployment with its broker and nodes in containers: it builds on live
-    "substrates.docker": {"core", "history", "spec", "variants", "faults.primitives",
+    "substrates.docker": {"core", "history", "spec", "protocols", "variants", "faults.primitives",
                           "substrates", "substrates.log", "substrates.descriptor",
                           "substrates.live", "substrates.docker"},
     "substrates": {"core", "history", "spec", "protocols", "workload", "variants",
@@ -95,7 +98,8 @@ LAYERS = {
     "run": {"core", "checks", "faults", "history", "loop", "metrics", "report", "spec", "substrates",
             "variants", "workload", "run"},
     # conform runs scenarios as `run` would and reads only their verdicts
-    "conform": {"checks", "profiles", "run", "spec", "substrates", "variants", "conform"},
+    "conform": {"checks", "profiles", "protocols", "run", "spec", "substrates", "variants",
+                "conform"},
     # what conform leaves for CI (compatibility.json, JUnit XML, a page): from its rows only
     "certify": {"conform", "profiles", "certify"},
     # the grid: conform's suites and tables, per cell of brokers x responders x requesters;
@@ -426,9 +430,9 @@ def test_no_substrate_overrides_a_private_method_of_another_substrates_class() -
 #: name a protocol — its name, its settings, its constants, its package.
 GENERIC = ("spec", "substrates", "faults", "matrix", "report", "explore", "run", "history",
            "storage", "workload", "metrics", "folders", "loop", "conform")
-NAMES_A_PROTOCOL = re.compile(r"\bA2A_MQTT\b|\bSEED\b|\ba2a_org\b|\ba2a_oauth\b|"
+NAMES_A_PROTOCOL = re.compile(r"\bA2A_MQTT\b|\bSEED\b|\bPARLEY\b|\ba2a_org\b|\ba2a_oauth\b|"
                               r"\ba2a_request_expiry_s\b|\bA2A_ROLES\b|[\"']a2a-mqtt[\"']|"
-                              r"bench\.profiles\b")
+                              r"[\"']parley[\"']|bench\.profiles\b|bench\.protocols\.\w+\b")
 #: What still names one, each with what is left to move (issue 49): the list only shrinks —
 #: a module that no longer names a protocol must leave it, and a new one may not join it.
 DEBTS = {

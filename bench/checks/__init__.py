@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bench.core.events import A2A_MQTT as A2A_MQTT
 from bench.core.events import SEED as SEED
 from bench.core.events import (
     BrokerDown,
@@ -34,6 +33,7 @@ from bench.core.events import (
     WorkloadStarted,
 )
 from bench.history import Fold, History
+from bench.protocols import protocols
 
 MAX_EXAMPLES = 5   # counterexamples kept per rule
 
@@ -211,8 +211,9 @@ def folds() -> tuple[type[Fold], ...]:
 
 
 def checkers() -> dict[str, Checker]:
+    """Every checker: the generic ones here, and each protocol's own (its spec's
+    `checkers` module: bench/protocols/)."""
     from bench.checks import (
-        a2a_mqtt,
         auth,
         delivery,
         directory,
@@ -226,8 +227,10 @@ def checkers() -> dict[str, Checker]:
              delivery.TARGETED_DELIVERY, delivery.REPLY_ROUTING, delivery.QOS1_DELIVERY,
              relay.RELAY_INTEGRITY, relay.RELAY_LOCALITY, process.GATE_INTEGRITY,
              process.CONTEXT_ISOLATION, auth.AUTH_ADMISSION, directory.DIRECTORY_LIVENESS,
-             directory.DEPLOYMENT, robustness.ROBUSTNESS, wire.WIRE_EVIDENCE,
-             *a2a_mqtt.CHECKERS]
+             directory.DEPLOYMENT, robustness.ROBUSTNESS, wire.WIRE_EVIDENCE]
+    for spec in protocols().values():
+        if (own := spec.module("checkers")) is not None:
+            found.extend(own.CHECKERS)
     return {c.name: c for c in found}
 
 
@@ -305,14 +308,15 @@ def protocol_of(history: History) -> str:
     return (started[0].protocol if started else None) or SEED
 
 
-#: What each protocol is called where a report names it.
-PROTOCOL_TITLES = {SEED: "the seed protocol", A2A_MQTT: "A2A over MQTT"}
+def protocol_titles() -> dict[str, str]:
+    """What each protocol is called where a report names it."""
+    return {name: spec.title for name, spec in protocols().items()}
 
 
 def protocol_judged(names: Iterable[str]) -> str | None:
     """The protocol whose checkers are exactly `names` (a cell's verdicts), or None."""
     given = set(names)
-    return next((p for p in PROTOCOL_TITLES if given and set(checkers_for(p)) == given), None)
+    return next((p for p in protocols() if given and set(checkers_for(p)) == given), None)
 
 
 def checkers_for(protocol: str) -> dict[str, Checker]:

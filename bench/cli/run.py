@@ -71,6 +71,12 @@ def add_run(sub: Sub) -> None:
                           "node-process protocol (docs/PROTOCOL.md), e.g. executor=./my-node "
                           "--flag; repeatable; such nodes run as processes. A topology names "
                           "one per node with command = [...]")
+    run.add_argument("--node-image", action="append", default=[], metavar="ROLE=IMAGE",
+                     help="docker: every node of ROLE a container of IMAGE (built beforehand: "
+                          "docker build) instead of the reference node or the topology's "
+                          "command, its entrypoint speaking the node-process protocol, e.g. "
+                          "handler=a2a-bench-parley-handler:1.0.1 (examples/parley/Dockerfile); "
+                          "repeatable. A topology names one per node with image = \"...\"")
     run.add_argument("--wire-tap", action="store_true",
                      help="live: record what crosses every node's connection (CONNECT, "
                           "SUBSCRIBE, PUBLISH, PUBACK) as `wire` events, read off the packets "
@@ -146,11 +152,22 @@ def _run(args: argparse.Namespace) -> int:
         except SpecError as exc:
             print(f"a2a-bench: {exc}", file=sys.stderr)
             return EXIT_INVALID
+    for given in args.node_image:
+        role, _, image = given.partition("=")
+        try:
+            if not role or not image.strip():
+                raise SpecError(f"--node-image={given!r}: expected ROLE=IMAGE, e.g. "
+                                "handler=a2a-bench-parley-handler:1.0.1")
+            scenario = scenario.with_node_image(role, image)
+        except SpecError as exc:
+            print(f"a2a-bench: {exc}", file=sys.stderr)
+            return EXIT_INVALID
     described = substrate(mode)
     choice = Choice(broker=args.broker, nodes=args.nodes, broker_ca=args.broker_ca,
                     restart_command=args.broker_restart_command,
                     no_isolation=args.no_isolation, keep=args.keep, swarm=args.swarm,
-                    wire_tap=args.wire_tap, node_commands=tuple(args.node_command))
+                    wire_tap=args.wire_tap, node_commands=tuple(args.node_command),
+                    node_images=tuple(args.node_image))
     refusal = described.refusal(scenario, choice)
     if refusal is not None:
         print(f"a2a-bench: {refusal}", file=sys.stderr)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -107,6 +109,9 @@ class NodeConfig:
     directory_scope: tuple[str, ...] = ()
     #: set: an A2A-over-MQTT agent, not a seed-protocol node
     a2a: A2aAgent | None = None
+    #: what its protocol's deployment gives the node beyond these fields (`deploy.
+    #: node_fields`), handed to a node process as its launch spec's `node.settings`
+    settings: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         topics = Topics(self.prefix)  # validates the prefix

@@ -364,6 +364,9 @@ class RequestSettled(Event):
     latency_ms: int
     response_message_id: str | None
     task_id: str | None = None
+    #: the requester's own word for how it ended, where its protocol has more than the
+    #: outcome says (a Parley commander's error code, `$noAck`, `$executionStale`, ...)
+    code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1066,6 +1069,10 @@ class RunStarted(Event):
     #: A2A over MQTT: how many tasks each responder the topology bounds (`capacity`) may run
     #: at once; None where no node is bounded
     capacities: dict[str, int] | None = None
+    #: the protocol's own settings the run was made with, as its deployment records them
+    #: (`deploy.run_fields`; a Parley topology's topics and timing), where no field above
+    #: holds them; None: none
+    settings: dict[str, Json] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1350,6 +1357,10 @@ class Wire(Event):
     #: property, its payload: their fingerprints (sha256, 16 hex digits). The tap records
     #: no token itself: an a2a-authorization value reads "Bearer <fingerprint>"
     tokens: list[str] | None = None
+    #: a PUBLISH's payload as the run's protocol's own wire parser read it
+    #: (`ProtocolSpec.wire`: never a node's decoder), for a protocol the fields above do
+    #: not describe; None: the protocol has no parser, or the payload was not its message
+    body: dict[str, Json] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.spec.distribution import SpecError
 from bench.spec.scenario import MODES, SCENARIOS, Scenario, find, load_scenario, read_toml
-from bench.substrates import BrokerRefused, Options, substrate
+from bench.substrates import BrokerRefused, Choice, Options, substrate
 from bench.variants import VARIANTS
 
 #: a group's `brokers = ["@installed"]`: every broker its substrates start that is installed
@@ -92,11 +92,19 @@ def _unspoken(source: Path, mode: str, broker: str, hosting: str, version: str,
     """Why a cell's broker (or the simulator's model of one) cannot carry its MQTT version
     — amqtt and the A2A scenarios, which speak 5 — or None; the substrate says which
     broker the cell runs on. `read` keeps each scenario read once per version."""
+    if (source, "") not in read:
+        read[source, ""] = load_scenario(source)    # a bad file is said, not skipped
     if (source, version) not in read:
-        read[source, version] = load_scenario(source, mqtt=version or None)
+        try:
+            read[source, version] = load_scenario(source, mqtt=version or None)
+        except SpecError as exc:   # a version its protocol does not speak
+            return str(exc)
     described = substrate(mode)
-    scenario, options = described.prepare(read[source, version],
-                                          described.cell_choice(broker, hosting))
+    choice = described.cell_choice(broker, hosting)
+    refused = described.refusal(read[source, version], choice)
+    if refused is not None:       # e.g. nodes the simulator cannot run (a library's own)
+        return refused
+    scenario, options = described.prepare(read[source, version], choice)
     ran_on = described.identity(scenario, options)
     return described.unspoken(scenario, ran_on.model or ran_on.broker)
 
@@ -191,6 +199,17 @@ def load_matrix(path: Path) -> Matrix:
                     raise SpecError(f"{at}: scenario {s!r} is simulation only ({only}); "
                                     "take it out of the live cells")
                 if only:
+                    sim_only.add(s)
+        # "@all" across a simulated and a wall-clock substrate is a comparison of the two: a
+        # scenario one of them cannot run (nodes of a library's own, which the simulator has
+        # no model of) is left out of both
+        if g.get("scenarios", ["@all"]) == ["@all"] \
+                and len({substrate(m).wall_clock for m in modes}) > 1:
+            for s in scenarios:
+                loaded = load_scenario(Path(files[s]) if s in files
+                                       else SCENARIOS / f"{s}.toml")
+                if any(substrate(m).refusal(loaded, Choice()) is not None
+                       for m in modes if not substrate(m).wall_clock):
                     sim_only.add(s)
         hostings = _texts(g, "nodes", at, ["inproc"])
         for h in hostings:

@@ -40,8 +40,8 @@ def by_protocol(records: list[dict[str, Any]]) -> list[tuple[str, list[dict[str,
 
 
 def _title(protocol: str) -> str:
-    from bench.checks import PROTOCOL_TITLES
-    return PROTOCOL_TITLES.get(protocol, protocol or "protocol not recorded")
+    from bench.checks import protocol_titles
+    return protocol_titles().get(protocol, protocol or "protocol not recorded")
 
 
 def _group_checkers(protocol: str, records: list[dict[str, Any]]) -> list[str]:

@@ -60,6 +60,32 @@ class ProtocolSpec:
     #: fields) and checks each node (`check_node(table, unit, agents, pool)`); None: no
     #: settings of its own
     settings: str | None = None
+    #: the module of its checkers (`CHECKERS`, a tuple of `bench.checks.Checker`, each of
+    #: whose `protocols` names it; and, optionally, `SITUATIONS` for the coverage table);
+    #: None: only the generic checkers judge its runs
+    checkers: str | None = None
+    #: the module of its wire parser: `read(topic, payload) -> dict | None`, what the wire
+    #: tap records of a PUBLISH's payload in `wire.body` (its own parser, never a node's
+    #: decoder); None: the tap reads the payload as the shipped protocols' envelopes
+    wire: str | None = None
+    #: the module of what its nodes print as they come up: `startup_lines(events, node)`
+    #: (from the events recorded of the node, as JSON) and `LINES`, how many a node that
+    #: came up prints at least; a live deployment waits for them
+    startup: str = "bench.core.startup"
+    #: the module of its conform kit: `SUITE` ((scenario, seconds, what) runs), `ROLES`
+    #: (what CMD may play, the first the default), `binding(role)` (its clauses that bind
+    #: the role: id, text, judged_by, where, exercised, level) and `BROKER`; None: conform
+    #: has none for it (the two first protocols' kits are bench/conform.py's own)
+    conform: str | None = None
+    #: the project's optional dependencies (pyproject.toml extras) that hold the
+    #: implementations of it the bench judges: the docker image installs them
+    extras: tuple[str, ...] = ()
+
+    def module(self, part: str) -> Any:
+        """The module one of its fields names (`deploy`, `settings`, `checkers`, `wire`,
+        `startup`), imported; None where it names none."""
+        name = getattr(self, part)
+        return None if name is None else importlib.import_module(name)
 
     @property
     def mqtt(self) -> MqttVersion:

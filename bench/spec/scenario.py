@@ -8,7 +8,6 @@ into exit code 3.
 from __future__ import annotations
 
 import difflib
-import importlib
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -349,7 +348,7 @@ def load_topology(path: Path) -> Topology:
             raise SpecError(f"{top.key(key)}: [{key}] holds the settings of {owner.title}; "
                             f"this topology speaks {spoken.title} — add protocol = "
                             f"\"{owner.name}\" to speak {owner.title}")
-    own = importlib.import_module(spoken.settings) if spoken.settings else None
+    own = spoken.module("settings")
     if spoken.section is not None and spoken.section not in raw:
         raise SpecError(f"{f}: protocol = \"{spoken.name}\" needs its [{spoken.section}] table")
     settings: dict[str, Any] = {} if own is None or spoken.section is None else own.read(

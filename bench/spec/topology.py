@@ -4,6 +4,7 @@ with it; `bench.spec.scenario` loads it from TOML."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -148,6 +149,9 @@ class Topology:
     a2a_oauth: OAuthSpec | None = None
     #: the protocol its nodes speak (`protocol = ...`: a package of bench/protocols/)
     protocol: str = "seed"
+    #: its protocol's own settings (its topology table, as the protocol's `settings`
+    #: module read it) where they are not fields here; None: none
+    settings: Mapping[str, Any] | None = None
 
     @property
     def delegates(self) -> frozenset[str]:
@@ -195,4 +199,5 @@ class Topology:
                     {"request_expiry_s": self.a2a_request_expiry_s}
                     if self.a2a_request_expiry_s is not None else {}), **(
                     {"oauth": self.a2a_oauth.to_json()} if self.a2a_oauth else {})}}
-                   if self.a2a_org else {})}
+                   if self.a2a_org else {}),
+                **({"settings": dict(self.settings)} if self.settings else {})}

@@ -8,7 +8,6 @@ asks whether it is quiet. Everything a deployment records goes through its `RunL
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -74,6 +73,8 @@ class Options:
     swarm: bool = False                    # docker: the run's network an overlay of a swarm
     #: --node-command ROLE=CMD as given (the topology already carries them): for the replay
     node_commands: tuple[str, ...] = ()
+    #: --node-image ROLE=IMAGE as given (the topology already carries them): for the replay
+    node_images: tuple[str, ...] = ()
     #: a wire tap in front of every node, not only those a command of their own starts
     wire_tap: bool = False
     #: node processes' stderr on the bench's stderr as well as in the run folder's logs/
@@ -149,11 +150,10 @@ def keyring(scenario: Scenario) -> KeyRing:
     return KeyRing(flat_token=flat, agent_keys={a: Secret(rng.randbytes(24).hex()) for a in agents})
 
 
-def _deploy(scenario: Scenario) -> Any:
+def deploy_hooks(scenario: Scenario) -> Any:
     """The hooks of the scenario's protocol for what a deployment gives its nodes (None:
     nothing beyond the bench's own)."""
-    spec = protocol(scenario.protocol)
-    return None if spec.deploy is None else importlib.import_module(spec.deploy)
+    return protocol(scenario.protocol).module("deploy")
 
 
 def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
@@ -161,7 +161,7 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
     """The node's configuration; with a `run_id`, its client id and topic prefix carry it
     (a run on a broker others use: nothing of it meets another run's sessions or topics)."""
     prefix = DEFAULT_PREFIX if run_id is None else f"{DEFAULT_PREFIX}/run-{run_id}"
-    hooks = _deploy(scenario)
+    hooks = deploy_hooks(scenario)
     return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups,
                       client_id_of(node, scenario, run_id),
                       prefix=prefix,
@@ -177,7 +177,7 @@ def client_id_of(node: NodeSpec, scenario: Scenario, run_id: str | None = None) 
     """The MQTT client id the deployment gives `node`: its topology's, or its protocol's
     (an A2A-over-MQTT agent's `{org}/{unit}/{agent}`, A2M-SESS-3), with a run's id appended
     when the run is isolated; empty: the node id."""
-    hooks = _deploy(scenario)
+    hooks = deploy_hooks(scenario)
     given = hooks.client_id(node, scenario.topology) if hooks is not None else node.client_id
     return given if run_id is None else f"{given or node.id}-{run_id}"
 
@@ -194,7 +194,7 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
     none is the seed protocol's)."""
     given = {n.id: c for n in scenario.topology.nodes
              if (c := client_id_of(n, scenario, run_id))}
-    hooks = _deploy(scenario)
+    hooks = deploy_hooks(scenario)
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
                       scenario.workload.task_timeout_ms, run_id, scenario.auth.mode,

@@ -38,6 +38,8 @@ class Choice:
     swarm: bool = False
     wire_tap: bool = False
     node_commands: tuple[str, ...] = ()
+    #: --node-image ROLE=IMAGE as given (for the replay)
+    node_images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

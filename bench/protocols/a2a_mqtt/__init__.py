@@ -23,4 +23,6 @@ SPEC = ProtocolSpec(
         # handover: only where a card owner hands its tasks over (a node's hands_over_to)
         "a2a_handover": lambda w, t: bool(t.delegates)},
     fault_kinds=frozenset({"malformed_request"}),
-    deploy="bench.protocols.a2a_mqtt.deploy", settings="bench.protocols.a2a_mqtt.settings")
+    deploy="bench.protocols.a2a_mqtt.deploy", settings="bench.protocols.a2a_mqtt.settings",
+    checkers="bench.checks.a2a_mqtt", startup="bench.profiles.a2a_mqtt.startup",
+    extras=("sdk",))

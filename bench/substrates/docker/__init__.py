@@ -71,7 +71,8 @@ class Docker:
             broker=choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt),
             restart_command=choice.restart_command, isolate=not choice.no_isolation,
             broker_ca=choice.broker_ca, keep=choice.keep, swarm=choice.swarm,
-            node_commands=choice.node_commands, wire_tap=choice.wire_tap)
+            node_commands=choice.node_commands, node_images=choice.node_images,
+            wire_tap=choice.wire_tap)
 
     def identity(self, scenario: Scenario, options: Options) -> Identity:
         return Identity(options.shown_broker, "container")

@@ -27,6 +27,7 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.protocols import protocols
 from bench.substrates import EnvironmentFailure
 
 REPOSITORY = "a2a-bench"
@@ -41,9 +42,10 @@ class ImageError(EnvironmentFailure):
     """The image could not be built (the message says which step and why)."""
 
 
-#: Optional dependencies the image holds too: the third-party agents the bench runs as
-#: containers (examples/emqx-sdk/Dockerfile: the EMQX SDK, as pinned)
-EXTRAS = ("sdk",)
+#: Optional dependencies the image holds too: the third-party implementations each protocol
+#: judges, run as containers (`ProtocolSpec.extras`: examples/emqx-sdk/Dockerfile's EMQX
+#: SDK, examples/parley/Dockerfile's parley-mqtt, as pinned)
+EXTRAS = tuple(extra for spec in protocols().values() for extra in spec.extras)
 
 
 def dependencies() -> list[str]:

@@ -51,6 +51,7 @@ from bench.faults.primitives import (
     WipeRoster,
     WithholdPuback,
 )
+from bench.protocols import protocol
 from bench.spec.distribution import rng_for
 from bench.substrates.filters import matches
 from bench.substrates.live.control import keys_to_json
@@ -107,6 +108,8 @@ class LiveFaults:
                 return self._send(step.node, {"op": "second_connection", "on": step.on,
                                               "overlapping": step.overlapping,
                                               "fault": [step.fault.index, step.fault.kind]})
+            case UseClientId() if self.dep.topology.node(step.node).external:
+                return await self._impostor(step)
             case UseClientId():
                 return self._send(step.node, {"op": "client_id", "value": step.client_id,
                                               "fault": [step.fault.index, step.fault.kind]})
@@ -276,9 +279,39 @@ class LiveFaults:
         await asyncio.wait_for(up, 10)
         return link
 
-    def _inbox_filter(self, node: str | None) -> str:
+    async def _impostor(self, step: UseClientId) -> Outcome:
+        """A session takeover where the impostor is a node not written here (the node
+        contract has no line to make it change its client id): the nemesis's own client
+        connects under the stolen id instead, reconnecting whenever the broker takes the
+        connection back for the victim (every connection under it a firing), until the
+        fault heals (`client_id` None: it leaves)."""
+        index = step.fault.index
+        if step.client_id is None:
+            link = self.links.pop(index, None)
+            if link is not None:
+                link.close()
+            return Done()
+
+        def connected(_present: object) -> None:
+            self.dep.record("nemesis", ev.FaultFired(step.fault.kind, index, "impostor_connected",
+                                                     {"clientId": step.client_id}))
+        link = MqttLink(self.dep.loop, self.dep.broker.host, self.dep.broker.port, step.client_id,
+                        on_message=lambda _d: None, on_connected=connected,
+                        on_disconnected=lambda _r: None, on_published=lambda _m, _rc: None,
+                        login=self.dep.login(), tls=self.dep.broker.tls,
+                        version=self.dep.scenario.mqtt)
+        self.links[index] = link
+        link.connect()
+        return Done()
+
+    def _inbox_filters(self, node: str | None) -> tuple[str, ...]:
+        """The filters of what reaches `node` (None: every node), as its protocol's
+        deployment says (`deploy.inbox`), else the seed protocol's inbox."""
+        hooks = protocol(self.dep.topology.protocol).module("deploy")
+        if hooks is not None and hasattr(hooks, "inbox"):
+            return tuple(hooks.inbox(self.dep.topology, node))
         topics = next(iter(self.dep.nodes.values())).spec.config.topics
-        return topics.inbox(node) if node else topics.inbox_filter()
+        return (topics.inbox(node) if node else topics.inbox_filter(),)
 
     async def _redeliver(self, step: Redeliver) -> Outcome:
         """A capture client sees every targeted PUBLISH and, with the fault's probability,
@@ -287,11 +320,12 @@ class LiveFaults:
         and re-sends none of them: a delivery is re-sent once at most, as in the simulator
         (with probability 1, copies of copies would be a storm until the run ended)."""
         index = step.fault.index
-        flt = self._inbox_filter(step.node)
+        flt = self._inbox_filters(step.node)
         if step.probability <= 0 or step.delay_ms is None:
             link = self.links.get(index)
             if link is not None:
-                link.client.unsubscribe(flt)   # replays already due still happen
+                for f in flt:
+                    link.client.unsubscribe(f)   # replays already due still happen
             return Done()
         rng = rng_for(step.seed, f"fault/{index}")
         delay_ms, p = step.delay_ms, step.probability
@@ -308,13 +342,14 @@ class LiveFaults:
 
         def on_message(d: Delivery) -> None:
             holder[0].ack(d.mid, d.qos)
-            if not matches(flt, d.topic):
+            if not any(matches(f, d.topic) for f in flt):
                 # amqtt 0.12 hands a named client, as it connects, retained messages of
                 # topics it never subscribed (docs/findings/brokers-amqtt-mosquitto.md): a
                 # broker's stray delivery is not a targeted message to re-send
                 self.dep.record("nemesis", ev.FaultFired(step.fault.kind, index,
                                                          "ignored_off_its_filter",
-                                                         {"topic": d.topic, "filter": flt}))
+                                                         {"topic": d.topic,
+                                                          "filter": " ".join(flt)}))
                 return
             if copies[(d.topic, d.payload)] > 0:     # one of ours, back: not re-sent
                 copies[(d.topic, d.payload)] -= 1
@@ -327,16 +362,17 @@ class LiveFaults:
 
         link = await self._client(index, on_message)
         holder.append(link)
-        link.subscribe((flt,), 1)
+        link.subscribe(flt, 1)
         return Done()
 
     async def _capture(self, step: Capture) -> Outcome:
-        flt = self._inbox_filter(None)
+        flt = self._inbox_filters(None)
         tap = step.tap
         if tap is None:
             link = self.links.get(step.fault.index)
             if link is not None:
-                link.client.unsubscribe(flt)
+                for f in flt:
+                    link.client.unsubscribe(f)
             return Done()
         holder: list[MqttLink] = []
 
@@ -345,7 +381,7 @@ class LiveFaults:
             tap(d.topic, d.payload)
         link = await self._client(step.fault.index, on_message)
         holder.append(link)
-        link.subscribe((flt,), 1)
+        link.subscribe(flt, 1)
         return Done()
 
     # -- link faults, through the fault proxy in front of each node ------------------------------

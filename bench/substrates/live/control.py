@@ -74,7 +74,8 @@ class LaunchSpec:
                                  **({} if c.a2a.pool_shared else {"pool_shared": False}),
                                  **({"capacity": c.a2a.capacity}
                                     if c.a2a.capacity is not None else {})}}
-                        if c.a2a is not None else {})},
+                        if c.a2a is not None else {}),
+                     **({"settings": dict(c.settings)} if c.settings else {})},
             "auth": {"mode": c.auth.mode.value, "version": c.auth.version.value,
                      "max_skew_ms": c.auth.max_skew_ms,
                      "flat": keys.flat_token.reveal().hex() if keys.flat_token else None,
@@ -109,7 +110,7 @@ class LaunchSpec:
                                          n["a2a"].get("reply_suffix"),
                                          bool(n["a2a"].get("pool_shared", True)),
                                          n["a2a"].get("capacity"))
-                            if "a2a" in n else None)
+                            if "a2a" in n else None, settings=n.get("settings"))
         return LaunchSpec(config, d["variant"], Path(d["data_dir"]), (d["broker"][0], d["broker"][1]),
                           d["t0"], d["seed"], d["workload"],
                           tuple((str(s), str(c)) for s, c in d.get("tabs", [])),

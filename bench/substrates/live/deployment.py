@@ -28,6 +28,7 @@ from bench.core import events as ev
 from bench.core.config import NodeConfig
 from bench.faults.primitives import Broke, Outcome, Primitive
 from bench.history import Line, Recorder
+from bench.protocols import protocol
 from bench.spec.distribution import rng_for
 from bench.spec.scenario import Scenario
 from bench.spec.topology import Topology
@@ -45,7 +46,7 @@ from bench.substrates.live.proxy import FaultProxy
 from bench.substrates.live.takeovers import TakeoverWatch
 from bench.substrates.live.watch import BrokerWatch
 from bench.substrates.log import RunLog
-from bench.variants import STARTUP, Variant
+from bench.variants import Variant
 from bench.workload import Op, RequestOp, TabOp, op_kind, op_to_json
 
 T = TypeVar("T")
@@ -359,8 +360,11 @@ class LiveDeployment:
         return out
 
     def _tap(self, node_id: str) -> Callable[[bool, bytes, bool, bool], None]:
+        wire = protocol(self.topology.protocol).module("wire")
+        body = None if wire is None else wire.read
+
         def seen(to_broker: bool, packet: bytes, v5: bool, tls: bool) -> None:
-            event = wire_tap.read(packet, to_broker, v5, tls)
+            event = wire_tap.read(packet, to_broker, v5, tls, body)
             if event is not None:
                 self.record(node_id, event)
         return seen
@@ -406,18 +410,19 @@ class LiveDeployment:
         finally:
             self.log.recorder.observers.remove(seen.append)
         events = [e.to_json() for e in seen]
-        check = STARTUP[self.scenario.protocol]     # what this protocol's nodes print
+        # what this protocol's nodes print
+        check = protocol(self.scenario.protocol).module("startup")
         lines: list[str] = []
         failed = []
         for n in self.nodes:
-            node_lines = check.lines(events, n)
+            node_lines = check.startup_lines(events, n)
             lines += node_lines
             regs = [e for e in events if e["node"] == n and e["kind"] == "executors_registered"]
-            if len(node_lines) < check.expected or not regs \
+            if len(node_lines) < check.LINES or not regs \
                     or regs[-1]["registered"] != regs[-1]["expected"]:
                 failed.append(n)
                 self.record(n, ev.SelfCheckFailed(lines=node_lines,
-                                                  missing=check.expected - len(node_lines)))
+                                                  missing=check.LINES - len(node_lines)))
         # before the cancel below, which makes every future done: a self-check that had
         # waited its time out said of its slow node "its process ended" (a docker run
         # under load, 2026-12-05), sending the reader after a crash that never was
@@ -435,7 +440,7 @@ class LiveDeployment:
             # and where the node's own words are (its stderr, in the run folder)
             said = []
             for n in failed:
-                last = check.lines(events, n)
+                last = check.startup_lines(events, n)
                 log = self.workdir / "logs" / f"{n}.log"
                 said.append(f"{n} (last start-up line: {last[-1].strip()!r}" if last
                             else f"{n} (no start-up line")

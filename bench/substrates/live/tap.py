@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -59,18 +60,25 @@ def _int(d: dict[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def read(packet: bytes, to_broker: bool, v5: bool = False, tls: bool = False) -> Wire | None:
+#: a protocol's wire parser (`ProtocolSpec.wire`): a PUBLISH's topic and payload -> what
+#: the tap records of it in `body`, or None where the payload is not its message
+BodyReader = Callable[[str, bytes], "dict[str, Json] | None"]
+
+
+def read(packet: bytes, to_broker: bool, v5: bool = False, tls: bool = False,
+         body: BodyReader | None = None) -> Wire | None:
     """The tap's record of one whole packet, or None for a kind it does not record (or a
     packet too short to read: the proxy forwards it anyway and the receiver judges it).
     `v5`: the connection's CONNECT asked for MQTT 5; `tls`: the connection came by TLS
-    (stamped on its CONNECT)."""
-    wire = _read(packet, to_broker, v5)
+    (stamped on its CONNECT); `body`: the run's protocol's parser of a PUBLISH's payload
+    (None: the tap reads it as the shipped protocols' envelopes)."""
+    wire = _read(packet, to_broker, v5, body)
     if tls and wire is not None and wire.packet == "CONNECT":
         return replace(wire, tls=True)
     return wire
 
 
-def _read(packet: bytes, to_broker: bool, v5: bool) -> Wire | None:
+def _read(packet: bytes, to_broker: bool, v5: bool, body: BodyReader | None) -> Wire | None:
     kind = packet[0] >> 4
     name = _NAMES.get(kind)
     if name is None:
@@ -80,7 +88,7 @@ def _read(packet: bytes, to_broker: bool, v5: bool) -> Wire | None:
         return Wire(direction, name, mqtt="5" if v5 else None,
                     reason_codes=[packet[2] if len(packet) > 2 else 0] if v5 else None)
     if v5:
-        return _read5(packet, direction)
+        return _read5(packet, direction, body)
     try:
         b = _body(packet)
         if kind == PUBACK:
@@ -99,12 +107,12 @@ def _read(packet: bytes, to_broker: bool, v5: bool) -> Wire | None:
             will = _string(b, at)[0] if flags & 0x04 else None
             return Wire(direction, name, client_id=client_id, clean_session=bool(flags & 0x02),
                         will_topic=will)
-        return _publish(packet, b, direction)
+        return _publish(packet, b, direction, body)
     except (IndexError, ValueError):
         return None
 
 
-def _publish(packet: bytes, b: bytes, direction: str) -> Wire:
+def _publish(packet: bytes, b: bytes, direction: str, body: BodyReader | None) -> Wire:
     qos = (packet[0] >> 1) & 0x03
     topic, at = _string(b, 0)
     packet_id = None
@@ -113,11 +121,14 @@ def _publish(packet: bytes, b: bytes, direction: str) -> Wire:
     payload = b[at:]
     wire = Wire(direction, "PUBLISH", packet_id=packet_id, topic=topic, qos=qos,
                 dup=bool(packet[0] & 0x08), retain=bool(packet[0] & 0x01), size_bytes=len(payload))
-    return _envelope(wire, topic, payload)
+    return _envelope(wire, topic, payload, body)
 
 
-def _envelope(wire: Wire, topic: str, payload: bytes) -> Wire:
-    """The PUBLISH's record with its envelope's routing fields, when it carries one."""
+def _envelope(wire: Wire, topic: str, payload: bytes, body: BodyReader | None = None) -> Wire:
+    """The PUBLISH's record with its envelope's routing fields, when it carries one (read
+    by the run's protocol's parser, `body`, when it has one)."""
+    if body is not None:
+        return replace(wire, body=body(topic, payload))
     try:
         env = json.loads(payload)
     except ValueError:   # a UnicodeDecodeError too
@@ -203,7 +214,7 @@ def _tokens(got: mqtt5.PublishPacket) -> list[str]:
     return found
 
 
-def _read5(packet: bytes, direction: str) -> Wire | None:
+def _read5(packet: bytes, direction: str, body: BodyReader | None) -> Wire | None:
     """A packet of an MQTT 5 connection, read by the mqtt5 codec."""
     try:
         got, _n = mqtt5.read(memoryview(packet))
@@ -238,6 +249,6 @@ def _read5(packet: bytes, direction: str) -> Wire | None:
                                   qos=int(got.qos), dup=got.duplicate, retain=got.retain,
                                   size_bytes=len(got.payload), mqtt="5",
                                   properties=props or None, tokens=tokens or None),
-                             got.topic, bytes(got.payload))
+                             got.topic, bytes(got.payload), body)
             return wire
     return None
