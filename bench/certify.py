@@ -63,9 +63,9 @@ class Meta:
 
     @property
     def suite_flags(self) -> list[str]:
-        return [*(["--profile", self.profile] if self.profile != "seed" else []),
+        return [*(["--protocol", self.profile] if self.profile != "seed" else []),
                 *(["--role", self.role] if self.profile != "seed"
-                  and self.role != "responder" else []),
+                  and self.role not in ("responder", "handler") else []),
                 "--broker", self.broker]
 
 
@@ -132,7 +132,9 @@ def compatibility(rows: list[Row], meta: Meta) -> dict[str, Any]:
                            "version": meta.implementation_version},
         "profile": meta.profile, "role": meta.role, "broker": meta.broker,
         "spec": ({"document": clauses.SPEC, "commit": clauses.SPEC_COMMIT}
-                 if meta.profile != "seed" else {"document": "docs/PROTOCOL.md"}),
+                 if meta.profile == "a2a-mqtt" else
+                 {"document": "docs/protocols/parley.md"} if meta.profile == "parley" else
+                 {"document": "docs/PROTOCOL.md"}),
         "level": meta.level, "strict": meta.strict,
         "exitCode": exit_code(rows, meta.strict),
         "counts": counts, "clauses": entries}

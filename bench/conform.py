@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.checks import NOT_APPLICABLE, NOTHING, Verdict
 from bench.profiles.a2a_mqtt import clauses
+from bench.protocols import protocols
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import EnvironmentFailure, Options
@@ -69,6 +70,9 @@ class ProtocolRule:
     #: another pool run): a violation in any FAILs; one that could not decide is named in
     #: the evidence of a row that PASSes on another, and leaves it UNKNOWN when none could
     one_of: tuple[str, ...] = ()
+    #: the clause's RFC 2119 level where its protocol's table gives one (None: the A2A
+    #: profile's table says, or a seed rule)
+    level: str | None = None
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -414,6 +418,25 @@ PROFILES = {p.name: p for p in (
 )}
 
 
+def _kits() -> dict[str, Profile]:
+    """The conform kit of every protocol that has one (`ProtocolSpec.conform`): one profile
+    per role it names, `name` for its first, `name/role` for the others."""
+    out: dict[str, Profile] = {}
+    for spec in protocols().values():
+        kit = spec.module("conform")
+        if kit is None:
+            continue
+        for i, role in enumerate(kit.ROLES):
+            rules = tuple(ProtocolRule(c.id, c.text, c.judged_by, c.where, c.exercised,
+                                       level=c.level) for c in kit.binding(role))
+            out[spec.name if i == 0 else f"{spec.name}/{role}"] = Profile(
+                spec.name, role, kit.SUITE, rules, kit.BROKER)
+    return out
+
+
+PROFILES |= _kits()
+
+
 @dataclass
 class Row:
     rule: ProtocolRule
@@ -431,6 +454,8 @@ class Row:
     @property
     def level(self) -> str | None:
         """The RFC 2119 level of the profile clause the row is about (None: a seed rule)."""
+        if self.rule.level is not None:
+            return self.rule.level
         first = self.rule.ids.split(",")[0].strip()
         return clauses.BY_ID[first].level.value if first in clauses.BY_ID else None
 
@@ -617,18 +642,18 @@ def run_suite(suite: tuple[tuple[str, float, str], ...], out: Path, broker: str,
                                                   wire_tap=tap_all))
         except EnvironmentFailure as exc:   # it never came up: this run judges nothing
             runs[name] = []
-            say(f"  {name:<20} {time.perf_counter() - t0:5.1f} s  {what}  NOT RUN: {exc}")
+            say(f"  {name:<24} {time.perf_counter() - t0:5.1f} s  {what}  NOT RUN: {exc}")
         else:
             runs[name] = result.verdicts
             off = [v.name for v in result.verdicts if v.value.value == "false"]
-            say(f"  {name:<20} {time.perf_counter() - t0:5.1f} s  {what}"
+            say(f"  {name:<24} {time.perf_counter() - t0:5.1f} s  {what}"
                 + (f"  FALSE: {', '.join(off)}" if off else ""))
         # what the implementation wrote on stderr (its warnings, its tracebacks) is its own:
         # kept in the run's logs/, and pointed at here in one line
         logs = sorted((out / name / "logs").glob("*.log"))
         if logs:
             lines = sum(len(p.read_text(errors="replace").splitlines()) for p in logs)
-            say(f"  {'':<20}          stderr: {lines} line{'s' if lines != 1 else ''} in "
+            say(f"  {'':<24}          stderr: {lines} line{'s' if lines != 1 else ''} in "
                 f"{out / name / 'logs'}/ ({', '.join(p.stem for p in logs)})")
     return runs
 

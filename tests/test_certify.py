@@ -71,7 +71,7 @@ def test_a_row_names_its_run_seed_and_the_commands_that_run_and_judge_it_again(
     c = compatibility(rows("FAIL"), meta(tmp_path))
     first = c["clauses"][0]
     assert first["status"] == "FAIL" and first["scenario"] == "a2a_restart" and first["seed"] == 1
-    assert first["replay"] == ("a2a-bench conform --profile a2a-mqtt --broker mosquitto --only "
+    assert first["replay"] == ("a2a-bench conform --protocol a2a-mqtt --broker mosquitto --only "
                                "a2a_restart 'python '\"'\"'my agent.py'\"'\"''")
     assert first["stored"] == f"a2a-bench check {tmp_path / 'a2a_restart'}"
     assert c["clauses"][2]["status"] == "NOT_APPLICABLE"

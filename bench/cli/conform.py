@@ -42,7 +42,13 @@ def add_conform(sub: Sub) -> None:
                     "docs/profiles/a2a-mqtt.md that binds a responder, grouped MUST / SHOULD /\n"
                     "MAY. The agent contract: docs/profiles/own-agent.md. About 5 minutes.\n"
                     "--role requester: CMD as the requester instead, in front of the reference\n"
-                    "responders (the clauses that bind a requester; about 2 minutes).\n\n"
+                    "responders (the clauses that bind a requester; about 2 minutes).\n"
+                    "\n"
+                    "--protocol parley: CMD as every handler of a Parley v1 pair (--role\n"
+                    "commander: every commander), the other side parley-mqtt's own class behind\n"
+                    "examples/parley, on Mosquitto, through each shipped parley_* scenario\n"
+                    "(a kill, redelivery, a partition, a pause, cancels, QoS 0, ...); one row\n"
+                    "per clause of docs/protocols/parley.md that binds the role. About 6 minutes.\n\n"
                     "exit codes: 0 every row PASS (or not applicable: a part the node declares\n"
                     "it leaves out), 1 a MUST FAILs (or a SHOULD, with --strict), 2 no such\n"
                     "FAIL but some row UNKNOWN, 3 invalid arguments",
@@ -57,20 +63,24 @@ def add_conform(sub: Sub) -> None:
                "         a2a-bench conform --profile a2a-mqtt --role requester "
                "'python examples/a2a-requester/requester.py'\n"
                "         a2a-bench conform --profile a2a-mqtt --image my-agent:1.2   "
-               "(its containers)")
+               "(its containers)\n"
+               "         a2a-bench conform --protocol parley 'python examples/parley/handler.py'")
     cf.add_argument("cmd", metavar="CMD", nargs="?", default=None,
                     help="the node's command line (one argument; quote it)")
     cf.add_argument("--image", default=None, metavar="IMAGE",
                     help="instead of CMD: the node as a container of IMAGE, built beforehand "
                          "(docker build), its entrypoint speaking the node-process protocol "
                          "on stdin and stdout (docs/PROTOCOL.md); the runs use --mode docker")
-    cf.add_argument("--profile", choices=["seed", "a2a-mqtt"], default="seed",
-                    help="the protocol: the seed documents' (CMD as executors, default) or "
-                         "A2A over MQTT (CMD as responders)")
-    cf.add_argument("--role", choices=["responder", "requester"], default="responder",
-                    help="a2a-mqtt: what CMD plays — every responder, behind the reference "
+    cf.add_argument("--protocol", "--profile", dest="profile",
+                    choices=["seed", "a2a-mqtt", "parley"], default="seed",
+                    help="the protocol: the seed documents' (CMD as executors, default), "
+                         "A2A over MQTT (CMD as responders) or Parley v1 (CMD as handlers)")
+    cf.add_argument("--role", choices=["responder", "requester", "handler", "commander"],
+                    default=None,
+                    help="what CMD plays — a2a-mqtt: every responder, behind the reference "
                          "requester (default), or the requester, in front of the reference "
-                         "responders")
+                         "responders; parley: every handler (default) or every commander, "
+                         "the other side the library behind examples/parley")
     cf.add_argument("--broker", choices=["amqtt", "mosquitto"], default=None,
                     help="the embedded broker to run on (default: amqtt; mosquitto for "
                          "a2a-mqtt, which needs MQTT 5)")
@@ -109,20 +119,22 @@ def _conform(args: argparse.Namespace) -> int:
     argv = () if args.cmd is None else command_line(args.cmd, f"conform {args.cmd!r}")
     if argv is None:
         return EXIT_INVALID
-    if args.profile == "seed" and args.role != "responder":
-        print("a2a-bench: conform: --role is the a2a-mqtt profile's (--profile a2a-mqtt); "
-              "the seed protocol's CMD plays its executors", file=sys.stderr)
+    key = args.profile if args.role in (None, PROFILES[args.profile].role) \
+        else f"{args.profile}/{args.role}"
+    if key not in PROFILES:
+        roles = sorted(p.role for p in PROFILES.values() if p.name == args.profile)
+        print(f"a2a-bench: conform --protocol {args.profile} --role {args.role}: its CMD "
+              f"plays {' or '.join(roles)}", file=sys.stderr)
         return EXIT_INVALID
-    key = args.profile if args.role == "responder" else f"{args.profile}/{args.role}"
     profile = PROFILES[key]
     broker = args.broker or profile.broker
     if args.profile == "a2a-mqtt" and broker == "amqtt":
         print("a2a-bench: conform --profile a2a-mqtt --broker amqtt: the profile speaks MQTT 5 "
               "and amqtt 3.1.1 only; use --broker mosquitto", file=sys.stderr)
         return EXIT_INVALID
-    if args.profile == "seed" and (args.level != "may" or args.core or args.no_tokens):
+    if args.profile != "a2a-mqtt" and (args.level != "may" or args.core or args.no_tokens):
         print("a2a-bench: conform: --level, --core and --no-tokens are the a2a-mqtt profile's "
-              "(--profile a2a-mqtt)", file=sys.stderr)
+              "(--protocol a2a-mqtt)", file=sys.stderr)
         return EXIT_INVALID
     if unknown_run(args.only, [name for name, _s, _w in profile.suite], "conform"):
         return EXIT_INVALID
@@ -141,6 +153,8 @@ def _conform(args: argparse.Namespace) -> int:
     if not args.json:
         where = "every executor of a star, beside the reference orchestrator" \
             if args.profile == "seed" else \
+            f"every {profile.role} of a Parley pair, the other side the library behind " \
+            "examples/parley" if args.profile == "parley" else \
             "the requester of an A2A-over-MQTT pair, in front of the reference responders" \
             if args.role == "requester" else \
             "every responder of an A2A-over-MQTT pair, behind the reference requester"

@@ -684,6 +684,9 @@ def test_every_rule_has_a_recipe() -> None:
                                        *REQUESTER_MUTATIONS.values()]}
     wire |= {rule for _scenario, _mutate, rule in CLAUSE_MUTATIONS.values()}
     wire |= {rule for _mutate, _checker, rule in A2A_WIRE_MUTATIONS.values()}
+    # Parley's, on recorded live histories of its library (it has no simulated node)
+    from tests.checks.test_parley_rules import MUTATIONS as PARLEY_MUTATIONS
+    wire |= set(PARLEY_MUTATIONS)
     assert set(RECIPES) | wire == set(OWNER)
 
 

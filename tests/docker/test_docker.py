@@ -499,3 +499,36 @@ def test_conform_judges_an_implementation_as_its_container_image(tmp_path: Path)
     assert main(["conform", "--profile", "a2a-mqtt", "--image", "a2a-bench-no-such:0"]) == 3
     assert leftovers() == []
 
+
+
+def test_parleys_library_in_containers_through_a_handler_kill(tmp_path: Path) -> None:
+    """Issue 49: Parley's commander and handler as containers of images built FROM the
+    bench's own (examples/parley/Dockerfile: its venv holds parley-mqtt as pinned), set by
+    `run --node-image`; the handler killed (SIGKILL: the container) with commands running and
+    back 20 s later; judged from the wire taps as live: every Parley verdict TRUE, the
+    liveness outcomes of the kill on record, the replay naming the images."""
+    import parley  # noqa: F401 - the pinned library is a test extra
+
+    from bench.cli import main
+    from bench.substrates.docker.image import LABEL, ensure
+    base = ensure(ENGINE)
+    folder = Path(__file__).resolve().parents[2] / "examples" / "parley"
+    flags = []
+    for role in ("commander", "handler"):
+        tag = f"a2a-bench-parley-{role}:test"
+        ENGINE.images.build(path=str(folder), tag=tag,  # type: ignore[attr-defined]
+                            buildargs={"BASE": base, "ROLE": role}, labels={LABEL: "example"},
+                            rm=True)
+        flags += ["--node-image", f"{role}={tag}"]
+    out = tmp_path / "run"
+    code = main(["run", "parley_restart", "--mode", "docker", *flags, "--out", str(out)])
+    assert code == EXIT_OK
+    verdicts = json.loads((out / "verdicts.json").read_text())
+    verdicts = verdicts["verdicts"] if isinstance(verdicts, dict) else verdicts
+    assert {v["name"]: v["value"] for v in verdicts} == {
+        "parley_commander": "true", "parley_handler": "true", "parley_envelope": "true"}
+    commander = next(v for v in verdicts if v["name"] == "parley_commander")
+    assert commander["counts"].get("executionStale", 0) + commander["counts"].get("noAck", 0) > 0
+    assert "--node-image handler=a2a-bench-parley-handler:test" in \
+        json.loads((out / "summary.json").read_text())["replay"]
+    assert leftovers() == []

@@ -189,7 +189,7 @@ def test_the_profile_on_amqtt_or_seed_only_flags_are_one_line_and_exit_3(
     assert main(["conform", "--level", "must", sys.executable]) == EXIT_INVALID
     assert main(["conform", "--no-tokens", sys.executable]) == EXIT_INVALID
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and "MQTT 5" in err[0] and "--profile a2a-mqtt" in err[1], err
+    assert len(err) == 3 and "MQTT 5" in err[0] and "--protocol a2a-mqtt" in err[1], err
     assert "--no-tokens" in err[2]
 
 

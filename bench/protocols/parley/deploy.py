@@ -1,0 +1,38 @@
+"""What a deployment gives a node of a Parley topology (`ProtocolSpec.deploy`): its role,
+the four topics and the timing, as the launch spec's `node.settings` an adapter reads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bench.spec.topology import NodeSpec, Role, Topology
+
+if TYPE_CHECKING:
+    from bench.spec.scenario import Scenario
+
+
+def client_id(node: NodeSpec, topology: Topology) -> str:
+    """The topology's client id for the node (empty: the node id)."""
+    return node.client_id
+
+
+def node_fields(node: NodeSpec, scenario: Scenario, run_id: str | None) -> dict[str, Any]:
+    settings = dict(scenario.topology.settings or {})
+    role = "handler" if node.role is Role.EXECUTOR else "commander"
+    return {"settings": {"role": role, **settings}}
+
+
+def run_fields(topology: Topology) -> dict[str, Any]:
+    """run_started records the topics and timing: the rules judge by them."""
+    return {"settings": dict(topology.settings or {})}
+
+
+def inbox(topology: Topology, node_id: str | None) -> tuple[str, ...]:
+    """The topics that reach `node_id` (None: any node): a handler's request topic, a
+    commander's heartbeat, progress and result topics (what a redelivery fault replays)."""
+    topics = dict((topology.settings or {}).get("topics") or {})
+    if node_id is None:
+        return tuple(topics.values())
+    if topology.node(node_id).role is Role.EXECUTOR:
+        return (topics["req"],)
+    return (topics["hb"], topics["prg"], topics["res"])

@@ -1,0 +1,128 @@
+"""Parley's `ParleyCommander` (`parley-mqtt` 1.0.1 on PyPI), unmodified, as the bench's
+commander node: each request line of the bench is one `commander.execute(...)` call, as the
+README's example makes one; its retries, liveness timers, result acknowledgement and
+duplicate suppression are the library's own, judged from the wire tap:
+
+    a2a-bench run parley_quickstart
+
+What this program adds, and only that:
+- the connection Parley asks its user for (paho_adapter.py, over paho-mqtt), started as
+  paho's documentation starts a client: `connect`, then `loop_start`;
+- the request's payload (`{"ask": ...}`, the bench's line) and, for a CancelTask line, the
+  cancel signal of the command it names triggered (`ParleyCancelSignal.abort()`, the
+  library's cancellation: C7);
+- the contract's lines: `executors_registered` once the library's three SUBSCRIBEs are
+  acknowledged, `request_sent` when a command is sent and `request_settled` with what
+  `execute` returned, each with the command id (`taskId`: read off the request the
+  adapter's `publish` carries — the library does not return it) and the error code
+  (`code`: `$noAck`, `$executionStale`, ...);
+- the bench's `stop` line (the end of a run) closes the commander (`close()`) and
+  disconnects, as the end of a program does.
+Nothing else: no signal handler, no reconnect of its own, no exception handling, no setting
+of the library (`ParleyConfig` is the topology's timing, its defaults unless it says).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+try:
+    from paho_adapter import PahoAdapter, client_for
+    from parley import ParleyCancelSignal, ParleyCommander, ParleyConfig, ParleyTopics
+except ImportError as exc:   # the library is an extra of the bench: say so in one line
+    sys.exit(f"examples/parley/commander.py: {exc}; install it: pip install -e '.[parley]'")
+
+spec = json.loads(sys.stdin.readline())
+node, settings = spec["node"], spec["node"]["settings"]
+ME = node["node_id"]
+AGENT = node["agents"][0] if node["agents"] else f"{node['namespace']}.orchestrator"
+TOPICS = ParleyTopics(*(settings["topics"][k] for k in ("req", "hb", "prg", "res")))
+CONFIG = ParleyConfig(**{k: settings[k] for k in (
+    "request_retry_interval", "no_ack_timeout", "stale_timeout", "execution_timeout",
+    "cancel_retry_interval", "heartbeat_interval", "result_retry_interval",
+    "result_retry_timeout", "tombstone_ttl", "max_concurrent_executions",
+    "max_active_commands")})
+NO_ANSWER = {"$noAck", "$executionStale", "$executionTimeout"}
+signals: dict[str, ParleyCancelSignal] = {}     # request id -> its command's cancel signal
+sent: list[str] = []                            # command ids, as the adapter published them
+
+
+def now_ms() -> int:
+    return int((time.time() - spec["t0"]) * 1000)
+
+
+def say(kind: str, **fields: object) -> None:
+    print(json.dumps({"node": ME, "kind": kind, "fields": fields, "tMs": now_ms()}), flush=True)
+
+
+def noted(topic: str, payload: bytes) -> None:
+    """The id of each new command, off the request the adapter publishes for it."""
+    if topic == TOPICS.request:
+        body = json.loads(payload)
+        if body.get("t") == "req" and body["id"] not in sent:
+            sent.append(body["id"])
+
+
+async def ask(commander: ParleyCommander[Any, Any, Any, str], req: dict[str, Any]) -> None:
+    signal = signals[req["request_id"]] = ParleyCancelSignal()
+    asked, before = now_ms(), len(sent)
+    run = asyncio.ensure_future(commander.execute(req.get("payload") or {}, signal=signal))
+    await asyncio.sleep(0)          # execute runs up to its first wait: its req is out
+    command = sent[before] if len(sent) > before else None
+    say("request_sent", requestId=req["request_id"], messageId=req["message_id"],
+        fromAgentId=AGENT, toAgentId=req["to_agent_id"],
+        conversationId=req.get("conversation_id"), deadlineMs=asked + req["timeout_ms"],
+        timeoutMs=req["timeout_ms"], taskId=command)
+    result = await run
+    code = None if result.is_success or result.error is None else result.error.code
+    outcome = ("COMPLETED" if result.is_success else "CANCELLED" if code == "$cancelled"
+               else "NO_RESPONSE" if code in NO_ANSWER else "FAILED")
+    say("request_settled", requestId=req["request_id"], outcome=outcome,
+        latencyMs=now_ms() - asked, responseMessageId=None, taskId=command, code=code)
+
+
+async def main() -> None:
+    loop = asyncio.get_running_loop()
+    client = client_for(spec)
+    adapter = PahoAdapter(client, loop, settings["qos"])
+    adapter.on_publish = noted
+    acks = 0
+
+    def suback() -> None:
+        nonlocal acks
+        acks += 1
+        if acks == 3:       # heartbeat, progress, result
+            say("executors_registered", registered=0, expected=0, agents=[],
+                subscribed=[TOPICS.heartbeat, TOPICS.progress, TOPICS.result])
+    adapter.on_suback = suback
+    commander: ParleyCommander[Any, Any, Any, str] = ParleyCommander(adapter, TOPICS, CONFIG)
+    client.connect(spec["broker"][0], spec["broker"][1])
+    client.loop_start()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    asking: set[asyncio.Task[None]] = set()
+    while line := await reader.readline():
+        op = json.loads(line)
+        if op.get("op") == "stop":
+            break
+        if op.get("op") != "request":
+            continue
+        payload = op.get("payload") or {}
+        if payload.get("method") == "CancelTask":
+            if (signal := signals.get(payload.get("ofRequest", ""))) is not None:
+                signal.abort()
+            continue
+        task = asyncio.create_task(ask(commander, op))
+        asking.add(task)
+        task.add_done_callback(asking.discard)
+    await commander.close()          # every command still running ends $cancelled
+    await asyncio.gather(*asking)
+    client.disconnect()
+    client.loop_stop()
+
+
+asyncio.run(main())

@@ -1,0 +1,250 @@
+"""Every Parley rule shown to fail on a mutated real history.
+
+The histories (tests/data/parley/) are live runs of the shipped scenarios of the same name:
+the library's own `ParleyCommander` and `ParleyCommandHandler` behind examples/parley, on the
+embedded broker, every Parley verdict TRUE. Each mutation changes one thing as a library with
+that bug would have put it on the wire (a rak never sent, a request sent after a heartbeat
+came, a result sent again after its acknowledgement, ...), and the rule must report it. The
+same rules turn FALSE on the library itself with a bug written into it, live, in
+tests/live/test_parley.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.checks import Value, checkers, judge
+from bench.protocols.parley import wire
+from tests.helpers import Lines, from_lines
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "parley"
+Mutation = Callable[[Lines], None]
+Event = dict[str, Any]
+
+
+@cache
+def _history(name: str) -> tuple[Event, ...]:
+    with gzip.open(DATA / f"{name}.jsonl.gz", "rt") as f:
+        return tuple(json.loads(line) for line in f)
+
+
+def lines_of(name: str) -> Lines:
+    return copy.deepcopy(list(_history(name)))
+
+
+def parley(e: Event, t: str, direction: str, node: str | None = None) -> bool:
+    return (e["kind"] == "wire" and (e.get("body") or {}).get("t") == t
+            and e["direction"] == direction and (node is None or e["node"] == node))
+
+
+def first(lines: Lines, pred: Callable[[Event], bool]) -> int:
+    return next(i for i, e in enumerate(lines) if pred(e))
+
+
+def insert_at(lines: Lines, e: Event) -> None:
+    """`e` where its time puts it."""
+    i = next((i for i, x in enumerate(lines) if x["tMs"] > e["tMs"]), len(lines))
+    lines.insert(i, e)
+
+
+def renumbered(lines: Lines) -> Lines:
+    return [{**e, "seq": i + 1} for i, e in enumerate(lines)]
+
+
+# -- the mutations, each as a library with that bug would have recorded the run ---------------
+def drop_retries(lines: Lines) -> None:
+    """A commander that sent a request once and then waited: its $noAck command's second and
+    third req gone from its wire."""
+    noack = next(e["taskId"] for e in lines if e["kind"] == "request_settled"
+                 and e.get("code") == "$noAck")
+    reqs = [i for i, e in enumerate(lines) if parley(e, "req", "out", "commander-1")
+            and e["body"]["id"] == noack]
+    for i in sorted(reqs[1:3], reverse=True):
+        del lines[i]
+
+
+def req_after_life(lines: Lines) -> None:
+    i = first(lines, lambda e: parley(e, "hb", "in", "commander-1"))
+    command = lines[i]["body"]["id"]
+    req = copy.deepcopy(lines[first(lines, lambda e: parley(e, "req", "out", "commander-1")
+                                    and e["body"]["id"] == command)])
+    req["tMs"] = lines[i]["tMs"] + 1500
+    insert_at(lines, req)
+
+
+def no_rak(lines: Lines) -> None:
+    del lines[first(lines, lambda e: parley(e, "rak", "out", "commander-1"))]
+
+
+def settled_twice(lines: Lines) -> None:
+    i = first(lines, lambda e: e["kind"] == "request_settled")
+    again = {**copy.deepcopy(lines[i]), "tMs": lines[i]["tMs"] + 50}
+    insert_at(lines, again)
+
+
+def noack_after_life(lines: Lines) -> None:
+    """A commander that reports $noAck though the handler's heartbeat had reached it."""
+    e = lines[first(lines, lambda e: e["kind"] == "request_settled")]
+    e.update(outcome="NO_RESPONSE", code="$noAck")
+
+
+def cancel_without_cnl(lines: Lines) -> None:
+    """A commander whose cancel is a local give-up: no cnl on its wire."""
+    command = next(e["taskId"] for e in lines if e["kind"] == "request_settled"
+                   and e.get("code") == "$cancelled")
+    lines[:] = [e for e in lines if not (parley(e, "cnl", "out", "commander-1")
+                                         and e["body"]["id"] == command)]
+
+
+def never_settled(lines: Lines) -> None:
+    del lines[first(lines, lambda e: e["kind"] == "request_settled")]
+
+
+def ran_twice(lines: Lines) -> None:
+    i = first(lines, lambda e: e["kind"] == "task_executed")
+    insert_at(lines, {**copy.deepcopy(lines[i]), "tMs": lines[i]["tMs"] + 300})
+
+
+def request_unanswered(lines: Lines) -> None:
+    """A handler that took a request in and said nothing: no hb, no res for it."""
+    command = lines[first(lines, lambda e: parley(e, "req", "in", "handler-1"))]["body"]["id"]
+    lines[:] = [e for e in lines if not (e["kind"] == "wire" and e["node"] == "handler-1"
+                                         and e["direction"] == "out"
+                                         and (e.get("body") or {}).get("id") == command)]
+
+
+def hb_after_result(lines: Lines) -> None:
+    res = lines[first(lines, lambda e: parley(e, "res", "out", "handler-1"))]
+    hb = copy.deepcopy(lines[first(lines, lambda e: parley(e, "hb", "out", "handler-1")
+                                   and e["body"]["id"] == res["body"]["id"])])
+    hb["tMs"] = res["tMs"] + 400
+    insert_at(lines, hb)
+
+
+def result_never_acknowledged(lines: Lines) -> None:
+    """A handler that sends its result once and stops, though no rak came."""
+    command = lines[first(lines, lambda e: parley(e, "rak", "in", "handler-1"))]["body"]["id"]
+    lines[:] = [e for e in lines if not ((parley(e, "rak", "in", "handler-1")
+                                          or parley(e, "rak", "out", "commander-1"))
+                                         and e["body"]["id"] == command)]
+
+
+def result_after_rak(lines: Lines) -> None:
+    rak = lines[first(lines, lambda e: parley(e, "rak", "in", "handler-1"))]
+    res = copy.deepcopy(lines[first(lines, lambda e: parley(e, "res", "out", "handler-1")
+                                    and e["body"]["id"] == rak["body"]["id"])])
+    res["tMs"] = rak["tMs"] + 1000
+    insert_at(lines, res)
+
+
+def cancel_ignored(lines: Lines) -> None:
+    """A handler that lets a cancelled command run on: its answer to the cancel is ok."""
+    handler_cnls = [e for e in lines if parley(e, "cnl", "in", "handler-1")]
+    for cnl in handler_cnls:
+        command = cnl["body"]["id"]
+        after = [e for e in lines if parley(e, "res", "out", "handler-1")
+                 and e["body"]["id"] == command and e["tMs"] >= cnl["tMs"]]
+        if after and after[0]["body"].get("e") == "$cancelled":
+            after[0]["body"] = {"v": 1, "t": "res", "id": command, "ok": True}
+            return
+    raise AssertionError("no cancel answered $cancelled in the history")
+
+
+def retained(lines: Lines) -> None:
+    lines[first(lines, lambda e: parley(e, "req", "out"))]["retain"] = True
+
+
+def not_an_envelope(lines: Lines) -> None:
+    lines[first(lines, lambda e: parley(e, "hb", "out"))]["body"] = {"bad": "not JSON"}
+
+
+def id_reused(lines: Lines) -> None:
+    sent = [e for e in lines if e["kind"] == "request_sent"]
+    sent[1]["taskId"] = sent[0]["taskId"]
+
+
+#: rule -> (history, mutation)
+MUTATIONS: dict[str, tuple[str, Mutation]] = {
+    "requests_resent_until_a_sign_of_life": ("restart", drop_retries),
+    "no_request_after_a_sign_of_life": ("quickstart", req_after_life),
+    "results_acknowledged": ("quickstart", no_rak),
+    "one_outcome_per_command": ("quickstart", settled_twice),
+    "liveness_outcomes_are_earned": ("quickstart", noack_after_life),
+    "cancels_go_on_the_wire": ("cancel", cancel_without_cnl),
+    "every_command_settles": ("cancel", never_settled),
+    "executed_at_most_once": ("quickstart", ran_twice),
+    "requests_answered": ("quickstart", request_unanswered),
+    "heartbeats_until_the_result": ("quickstart", hb_after_result),
+    "results_resent_until_acknowledged": ("quickstart", result_never_acknowledged),
+    "acknowledged_results_not_resent": ("quickstart", result_after_rak),
+    "cancels_reach_the_running_handler": ("cancel", cancel_ignored),
+    "publishes_never_retained": ("quickstart", retained),
+    "messages_are_envelopes": ("quickstart", not_an_envelope),
+    "command_ids_are_valid_and_fresh": ("quickstart", id_reused),
+}
+OWNER = {r.id: c.name for c in checkers().values() if "parley" in c.protocols for r in c.rules}
+
+
+def test_every_parley_rule_has_a_mutation() -> None:
+    assert set(MUTATIONS) == set(OWNER)
+
+
+@pytest.mark.parametrize("name", sorted({h for h, _m in MUTATIONS.values()}))
+def test_the_unmutated_histories_are_true(name: str) -> None:
+    verdicts = judge(from_lines(lines_of(name)))
+    assert {v.name: v.value for v in verdicts} == {n: Value.TRUE for n in set(OWNER.values())}, \
+        [(v.name, v.counterexamples[:1], v.note) for v in verdicts]
+
+
+@pytest.mark.parametrize("rule_id", sorted(MUTATIONS))
+def test_rule_catches_its_mutation(rule_id: str) -> None:
+    name, mutate = MUTATIONS[rule_id]
+    lines = lines_of(name)
+    mutate(lines)
+    v = checkers()[OWNER[rule_id]](from_lines(renumbered(lines)))
+    assert v.value is Value.FALSE and v.rules[rule_id]["violations"] > 0, \
+        (v.rules, v.counterexamples[:2])
+
+
+def test_the_late_redelivery_is_declared_not_a_violation() -> None:
+    """§9's residual case: a command the handler ran again once its state was gone (a
+    request redelivered after the tombstone's 20 s) is counted as declared, not FALSE."""
+    v = checkers()["parley_handler"](from_lines(lines_of("late_redelivery")))
+    assert v.value is Value.TRUE and v.counts.get("declared_residual_state_expired", 0) >= 1
+
+
+def test_a_run_again_within_the_tombstones_life_is_a_violation() -> None:
+    """The same second run moved to a moment the handler still held the id's tombstone."""
+    lines = lines_of("late_redelivery")
+    runs: dict[str, list[Event]] = {}
+    for e in lines:
+        if e["kind"] == "task_executed":
+            runs.setdefault(e["taskId"], []).append(e)
+    again = next(r[1] for r in runs.values() if len(r) > 1)
+    again["tMs"] = runs[again["taskId"]][0]["tMs"] + 5_000
+    v = checkers()["parley_handler"](from_lines(renumbered(sorted(lines,
+                                                                  key=lambda e: e["tMs"]))))
+    assert v.value is Value.FALSE and v.rules["executed_at_most_once"]["violations"] == 1
+
+
+@pytest.mark.parametrize(("payload", "read"), [
+    (b'{"v":1,"t":"res","id":"abc","ok":false,"e":"$busy"}',
+     {"v": 1, "t": "res", "id": "abc", "ok": False, "e": "$busy"}),
+    (b'{"v":1,"t":"hb","id":"abc","p":null,"extra":[1]}', {"v": 1, "t": "hb", "id": "abc"}),
+    (b"\xff\xfe", {"bad": "not JSON"}),
+    (b"[1,2]", {"bad": "not an object"}),
+    (b'{"v":true,"t":"req","id":"x"}', {"t": "req", "id": "x", "bad": "v is bool"}),
+    (b'{"t":"req","id":"x"}', {"t": "req", "id": "x", "bad": "v, t or id missing"}),
+    (b"", None),
+])
+def test_the_taps_parser_reads_the_envelope_as_section_4_says(payload: bytes,
+                                                              read: Event | None) -> None:
+    assert wire.read("bench/backup/res", payload) == read

@@ -1,0 +1,142 @@
+"""Parley v1 (`parley-mqtt` 1.0.1, pinned in pyproject.toml) under test, live: the library's
+own `ParleyCommander` and `ParleyCommandHandler` behind examples/parley, judged from the wire.
+
+- The shipped scenarios keep every verdict TRUE on the library as released: each promise of
+  docs/findings/parley-mqtt.md listed as kept was tried by these faults.
+- A plausible bug written into the library (tests/data/parley/seeded.py patches it in the
+  node's own process; the library installed is untouched) turns the rule that judges it
+  FALSE: the rules catch the library's own misbehaviour, not only mutated histories
+  (tests/checks/test_parley_rules.py).
+- What the bench sees, a raw MQTT client sees too: the heartbeats and results on the wire
+  counted by a plain paho subscriber beside a run, against the tap's count.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.checks import Value
+from bench.run import run_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.substrates import Options
+from bench.variants import REFERENCE
+
+pytest.importorskip("parley", reason="parley-mqtt is a test extra: pip install -e '.[test]'")
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMANDS = {role: (sys.executable, str(ROOT / "examples" / "parley" / f"{role}.py"))
+            for role in ("commander", "handler")}
+SEEDED = ROOT / "tests" / "data" / "parley" / "seeded.py"
+
+
+def _run(tmp_path: Path, name: str, squeezed_s: float | None = None,
+         **commands: tuple[str, ...]) -> dict[str, Any]:
+    """The scenario live on the embedded broker, its nodes this interpreter's adapters
+    (`commands` replaces a role's)."""
+    scenario = load_scenario(SCENARIOS / f"{name}.toml")
+    for role, command in {**COMMANDS, **commands}.items():
+        scenario = scenario.with_node_command(role, command)
+    if squeezed_s is not None:
+        scenario = scenario.squeezed(squeezed_s)
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live", options=Options())
+    return {v.name: v for v in result.verdicts}
+
+
+#: the kill is tried in docker (tests/docker/test_docker.py), every scenario by `a2a-bench
+#: conform --protocol parley` (docs/findings/parley-mqtt.md)
+@pytest.mark.parametrize("name", ["parley_quickstart", "parley_cancel",
+                                  "parley_duplicate_publish", "parley_partition"])
+def test_the_library_keeps_its_promises(tmp_path: Path, name: str) -> None:
+    verdicts = _run(tmp_path, name)
+    assert {n: v.value for n, v in verdicts.items()} == {
+        "parley_commander": Value.TRUE, "parley_handler": Value.TRUE,
+        "parley_envelope": Value.TRUE}, \
+        [(v.name, v.counterexamples[:1], v.note) for v in verdicts.values()]
+
+
+#: bug -> (the role it is written into, the scenario that shows it, squeezed to (None: not),
+#: the checker and rule it must turn FALSE)
+BUGS = {
+    # at its length: squeezed, its few doubled packets may all be acknowledgements
+    "forgets-running-commands": ("handler", "parley_duplicate_publish", None,
+                                 "parley_handler", "executed_at_most_once"),
+    "never-acknowledges": ("commander", "parley_quickstart", 8,
+                           "parley_commander", "results_acknowledged"),
+    "retries-after-life": ("commander", "parley_quickstart", 8,
+                           "parley_commander", "no_request_after_a_sign_of_life"),
+    "heartbeats-once": ("handler", "parley_cancel", 10,
+                        "parley_handler", "heartbeats_until_the_result"),
+    "deaf-to-cancels": ("handler", "parley_cancel", 10,
+                        "parley_handler", "cancels_reach_the_running_handler"),
+    "resends-acknowledged-results": ("handler", "parley_quickstart", 8,
+                                     "parley_handler", "acknowledged_results_not_resent"),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_a_bug_written_into_the_library_turns_its_rule_false(tmp_path: Path, bug: str) -> None:
+    role, scenario, seconds, checker, rule = BUGS[bug]
+    verdicts = _run(tmp_path, scenario, seconds,
+                    **{role: (sys.executable, str(SEEDED), bug, role)})
+    v = verdicts[checker]
+    assert v.value is Value.FALSE and v.rules[rule]["violations"] > 0, \
+        (v.rules, v.counterexamples[:2], v.note)
+
+
+def test_a_raw_subscriber_sees_what_the_tap_recorded(tmp_path: Path) -> None:
+    """The second observation: a paho client of its own, subscribed to the command type's
+    heartbeat and result topics on the run's broker, counts per command id what the
+    handler published; the tap's record agrees (the broker delivered each publish once)."""
+    import paho.mqtt.client as mqtt
+
+    from bench.substrates.live.brokers import make_broker
+    seen: dict[tuple[str, str], int] = {}
+    lock = threading.Lock()
+
+    def on_message(_c: Any, _u: Any, msg: Any) -> None:
+        body = json.loads(msg.payload)
+        with lock:
+            seen[(body["t"], body["id"])] = seen.get((body["t"], body["id"]), 0) + 1
+
+    broker = make_broker("mosquitto" if _mosquitto() else "amqtt", tmp_path / "broker")
+    broker.start()
+    raw = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="raw-observer",
+                      protocol=mqtt.MQTTv311)
+    try:
+        raw.username_pw_set("raw-observer")
+        raw.on_message = on_message
+        subscribed = threading.Event()
+        raw.on_subscribe = lambda *_a: subscribed.set()
+        raw.connect(broker.host, broker.port)
+        raw.loop_start()
+        raw.subscribe([("bench/backup/hb", 1), ("bench/backup/res", 1)])
+        assert subscribed.wait(10), "the raw observer's SUBACK never came"
+        scenario = load_scenario(SCENARIOS / "parley_quickstart.toml")
+        for role, command in COMMANDS.items():
+            scenario = scenario.with_node_command(role, command)
+        # the same broker, by its URL; the topics as the topology names them (no run prefix)
+        run_scenario(scenario, REFERENCE, tmp_path / "run", mode="live",
+                     options=Options(broker=broker.url, isolate=False))
+    finally:
+        raw.loop_stop()
+        raw.disconnect()
+        broker.stop()
+    tapped: dict[tuple[str, str], int] = {}
+    for line in (tmp_path / "run" / "history.jsonl").open():
+        e = json.loads(line)
+        body = e.get("body") or {}
+        if e["kind"] == "wire" and e["node"] == "handler-1" and e["direction"] == "out" \
+                and body.get("t") in ("hb", "res"):
+            tapped[(body["t"], body["id"])] = tapped.get((body["t"], body["id"]), 0) + 1
+    assert tapped and seen == tapped
+
+
+def _mosquitto() -> bool:
+    from tests.live.conftest import MOSQUITTO
+    return MOSQUITTO is not None
