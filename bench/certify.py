@@ -29,7 +29,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from bench.conform import Row
-from bench.profiles.a2a_mqtt import clauses
+from bench.protocols.a2a_mqtt import clauses
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 FAILING = ("MUST", "MUST NOT")

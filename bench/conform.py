@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.checks import NOT_APPLICABLE, NOTHING, Verdict
-from bench.profiles.a2a_mqtt import clauses
 from bench.protocols import protocols
+from bench.protocols.a2a_mqtt import clauses
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import EnvironmentFailure, Options

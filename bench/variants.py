@@ -42,11 +42,11 @@ from bench.core.process import ProcessEngine
 from bench.core.relay import Relay
 from bench.core.steps import StepDef
 from bench.core.task import TaskRecord, TaskService
-from bench.profiles.a2a_mqtt import responder as a2m_responder
-from bench.profiles.a2a_mqtt.io import Effects as ProfileEffects
-from bench.profiles.a2a_mqtt.requester import Operation, Phase, Requester
-from bench.profiles.a2a_mqtt.responder import Responder
-from bench.profiles.a2a_mqtt.wire import Call, ErrorCode, Method, Props, Refusal, status_item
+from bench.protocols.a2a_mqtt import responder as a2m_responder
+from bench.protocols.a2a_mqtt.io import Effects as ProfileEffects
+from bench.protocols.a2a_mqtt.requester import Operation, Phase, Requester
+from bench.protocols.a2a_mqtt.responder import Responder
+from bench.protocols.a2a_mqtt.wire import Call, ErrorCode, Method, Props, Refusal, status_item
 
 
 class MemoryDedup60s(Node):

@@ -28,9 +28,9 @@ def test_a_tiny_matrix_is_measured_per_module_with_its_unreached_lines(tmp_path:
     report = reach.measure(tmp_path / "tiny.toml", tmp_path / "out", 1, say=lambda _l: None)
     modules = report["modules"]
     assert report["cells"] == 2 and report["cells_failed"] == 0
-    requester = modules["bench/profiles/a2a_mqtt/requester.py"]
+    requester = modules["bench/protocols/a2a_mqtt/requester.py"]
     assert 0 < requester["missed"] < requester["statements"]
-    assert "bench/profiles/a2a_mqtt/clauses.py" not in modules
+    assert "bench/protocols/a2a_mqtt/clauses.py" not in modules
     scripts = modules["bench/faults/scripts.py"]    # no fault in either scenario
     assert scripts["unreached"] and len(scripts["missing_lines"]) == scripts["raw_missed"]
     assert scripts["missed"] <= scripts["raw_missed"]     # less what unreached.toml excuses

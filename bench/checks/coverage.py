@@ -13,7 +13,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.checks.a2a_mqtt import SITUATIONS as A2A_SITUATIONS
 from bench.checks.directory import Directories
 from bench.checks.relay import frame_arrivals
 from bench.core.events import (
@@ -57,6 +56,7 @@ from bench.core.events import (
     TimeoutPolicy,
 )
 from bench.history import History
+from bench.protocols.a2a_mqtt.rules import SITUATIONS as A2A_SITUATIONS
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ class OAuth:
 
 @dataclass(frozen=True, slots=True)
 class A2aAgent:
-    """What makes a node an agent of the A2A-over-MQTT profile (bench/profiles/a2a_mqtt)
+    """What makes a node an agent of the A2A-over-MQTT profile (bench/protocols/a2a_mqtt/)
     rather than a seed-protocol node: its org (its unit is the node's namespace, its
     agent id its one agent), which side it plays, and the pool it serves, if any."""
 

@@ -1062,7 +1062,7 @@ class RunStarted(Event):
     #: 0 when simulated); None in a history older than the field: a wall clock's
     records_late_ms: float | None = None
     #: the protocol the nodes speak: None, the seed documents'; "a2a-mqtt", the
-    #: A2A-over-MQTT profile (bench/profiles/a2a_mqtt)
+    #: A2A-over-MQTT profile (bench/protocols/a2a_mqtt/)
     protocol: str | None = None
     #: A2A over MQTT: its responders required bearer tokens on requests (None: none did)
     bearer_tokens: bool | None = None
@@ -1462,7 +1462,7 @@ class AttackSent(Event):
     claimed_node: str | None = None
 
 
-# -- the A2A-over-MQTT profile (bench/profiles/a2a_mqtt) -------------------------------------------
+# -- the A2A-over-MQTT profile (bench/protocols/a2a_mqtt/) -------------------------------------------
 #: The profile's name where a history says which protocol its nodes spoke (run_started);
 #: the seed documents' protocol is SEED.
 A2A_MQTT, SEED = "a2a-mqtt", "seed"

@@ -24,7 +24,7 @@ class TimerKind(StrEnum):
     REORDER_GAP = "reorder-gap"
     GATE_EXPIRY = "gate-expiry"
     GATE_RETRY = "gate-retry"
-    # the A2A-over-MQTT requester (bench/profiles/a2a_mqtt/requester.py)
+    # the A2A-over-MQTT requester (bench/protocols/a2a_mqtt/requester.py)
     FIRST_REPLY = "first-reply"      # no first correlated reply in reply_first_timeout_ms
     BACKOFF = "backoff"              # the wait before a retry
     STREAM_IDLE = "stream-idle"      # a stream stalled past stream_idle_timeout_ms

@@ -115,7 +115,7 @@ class EventKind(StrEnum):
     FAULT_ERROR = "fault_error"
     FAULT_HEALED = "fault_healed"
     ATTACK_SENT = "attack_sent"
-    # the A2A-over-MQTT profile's nodes (bench/profiles/a2a_mqtt): what a responder took in,
+    # the A2A-over-MQTT profile's nodes (bench/protocols/a2a_mqtt/): what a responder took in,
     # what it answered, where its tasks went
     A2M_REQUEST_TAKEN = "a2m_request_taken"
     A2M_REPLIED = "a2m_replied"

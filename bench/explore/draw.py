@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.faults import CATALOGUE
-from bench.faults.a2a_attacks import CASES, TOKEN_CASES, TYPE_CASES
+from bench.protocols.a2a_mqtt.attacks import CASES, TOKEN_CASES, TYPE_CASES
 from bench.workload import HUMAN_KINDS
 
 Table = dict[str, Any]

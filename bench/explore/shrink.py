@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench.explore.draw import Draft
-from bench.faults.a2a_attacks import TOKEN_CASES
+from bench.protocols.a2a_mqtt.attacks import TOKEN_CASES
 
 #: Workload keys that only add behaviour: without them the workload is simpler.
 OPTIONAL_WORKLOAD = ("process_fraction", "gate_fraction", "parallel_branches",

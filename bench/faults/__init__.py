@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench.core.properties import TAMPERABLE
-from bench.faults import a2a_attacks, envelope_attacks, scripts
+from bench.faults import envelope_attacks, scripts
 from bench.faults.spec import FaultKind, FaultSpec, Param
 from bench.faults.spec import parse_fault as _parse_fault
+from bench.protocols import protocols
 from bench.spec.topology import Topology
 
 __all__ = ["CATALOGUE", "FaultKind", "FaultSpec", "Param", "parse_fault"]
@@ -222,33 +223,6 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "probability": Param("probability", "share of its publishes tampered with",
                                        0.5)},
               scripts.property_tampering, on_link=_always),
-    FaultKind("malformed_request", "A2A over MQTT: the bench publishes requests a responder "
-              "must refuse — malformed JSON, non-UTF-8 bytes, a JSON array or null, no "
-              "jsonrpc, an unknown method, a missing or non-UUID Task.id, a context id that "
-              "differs between User Property and payload, a task's context switched, an "
-              "empty payload, no Correlation Data, no Response Topic, and a valid request "
-              "with binary Correlation Data — each case in turn; each must get the JSON-RPC "
-              "error the profile names (none where there is no reply path; the valid one "
-              "its answer), run nothing it should not, and leave the responder serving. "
-              "Where responders require bearer tokens ([a2a.oauth]), the token cases: a "
-              "request missing its token, or with one not Bearer, not a JWT, expired, for "
-              "another unit, from another issuer, forged or short of the scope — each "
-              "refused with an error before it is processed (A2M-RSP-7)", {
-                  "node": _node("the responder (default: every responder in turn)",
-                                required=False),
-                  "interval_ms": Param("ms", "time between two requests", 500.0),
-                  "cases": Param("texts", "the cases to send, in turn (default: every one "
-                                 "but the token cases, the wrong-type ones, "
-                                 "type:<field>:<type>, a field of the request given a JSON "
-                                 "type A2A does not allow there, the malformed-value "
-                                 "ones, value:<field>:<name>, a field given a value of its "
-                                 "type the rules forbid, and the property ones, "
-                                 "prop:<property>:<form>, an MQTT 5 property in a form the "
-                                 "profile forbids or lets vary)", a2a_attacks.CASES,
-                                 choices=a2a_attacks.CASES + a2a_attacks.TOKEN_CASES
-                                 + a2a_attacks.TYPE_CASES + a2a_attacks.VALUE_CASES
-                                 + a2a_attacks.PROP_CASES)},
-              scripts.malformed_request),
     FaultKind("malformed_envelope", "the bench publishes to executors' inboxes envelopes "
               "DESIGN §3 rules out, each one step from a valid TASK_REQUEST — bytes that are "
               "no UTF-8 or no JSON, NaN or a number no double holds, an array or null, an "
@@ -272,6 +246,10 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                   "probability": Param("probability", "share of requests affected", 1.0)},
               scripts.missing_reply_node),
 )}
+# each protocol's own fault kinds (its hostile inputs: `ProtocolSpec.faults`), beside these
+for _spec in protocols().values():
+    if (_own := _spec.module("faults")) is not None:
+        CATALOGUE.update({k.name: k for k in _own.FAULTS})
 
 #: Keys renamed since earlier versions: an old scenario file gets told the new name.
 RENAMED = {"live_method": "method"}

@@ -16,11 +16,11 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from bench.core.auth import Secret
-from bench.core.config import NodeConfig, OAuth
+from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, MessageType, decode
 from bench.core.events import AttackSent
 from bench.core.topics import TopicKind
-from bench.faults import a2a_attacks, envelope_attacks
+from bench.faults import envelope_attacks
 from bench.faults.attacks import (
     HOSTILE_WHAT,
     AttackMessage,
@@ -408,45 +408,6 @@ def hostile_input(spec: FaultSpec, ctx: Context) -> Script:
                               max_skew_ms=auth.max_skew_ms)
         yield _inject(spec, ctx, msg)
         _attacked(ctx, msg)
-        yield Wait(spec.params["interval_ms"])
-
-
-def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
-    """Requests an A2A-over-MQTT responder must refuse, one case after another, to every
-    responder in turn (or the one named), journaled before each is published."""
-    assert ctx.topology.a2a_org is not None    # (its protocol's only: parse_fault)
-    named = spec.params.get("node")
-    targets = [n for n in ctx.topology.nodes if n.role.value == "executor"
-               and (named is None or n.id == named)]
-    if not targets:
-        yield Refuse(f"{named} is no responder of topology {ctx.topology.name}" if named
-                     else f"topology {ctx.topology.name} has no responder")
-        return
-    cases = spec.params["cases"]
-    spec_oauth = ctx.topology.a2a_oauth
-    if spec_oauth is None and (tokens := [c for c in cases if c in a2a_attacks.TOKEN_CASES]):
-        yield Refuse(f"malformed_request's token cases ({', '.join(tokens)}) need responders "
-                     f"that require bearer tokens, and topology {ctx.topology.name} has no "
-                     "[a2a.oauth]")
-        return
-    n = 0
-    while ctx.now_ms() < ctx.end_ms:
-        node = targets[n % len(targets)]
-        case = cases[n % len(cases)]
-        n += 1
-        # the bench is the authorization server: it signs the good tokens, and spoils some
-        oauth = None if spec_oauth is None else OAuth.of_run(
-            ctx.seed, ctx.topology.a2a_org, node.namespace, signer=True,
-            issuer=spec_oauth.issuer, scope=spec_oauth.scope, ttl_s=spec_oauth.token_ttl_s)
-        for kind in (a2a_attacks.OPENING, case) if case == "context_switch" else (case,):
-            msg = a2a_attacks.malformed_request(kind, n, spec.index, org=ctx.topology.a2a_org,
-                                                unit=node.namespace, agent=node.agents[0],
-                                                target_node=node.id, oauth=oauth,
-                                                now_ms=ctx.wall_ms())
-            ctx.attack_sent(msg.event)     # journaled first: in the history before the wire
-            yield Inject(_ref(spec), msg.topic, msg.payload, props=msg.props)
-            ctx.fired(Firing(a2a_attacks.ATTACK, node.id, {"case": kind,
-                                                           "messageId": msg.event.message_id}))
         yield Wait(spec.params["interval_ms"])
 
 

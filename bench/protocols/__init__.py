@@ -56,6 +56,9 @@ class ProtocolSpec:
     #: the fault kinds that speak to its nodes only (their hostile inputs): a scenario of
     #: another protocol's topology that names one is refused in one line
     fault_kinds: frozenset[str] = frozenset()
+    #: the module that defines them for the catalogue (`FAULTS`, each a
+    #: `bench.faults.spec.FaultKind` with its script); None: it has none of its own
+    faults: str | None = None
     #: the module that reads its topology table (`read(raw, where, table)`: Topology
     #: fields) and checks each node (`check_node(table, unit, agents, pool)`); None: no
     #: settings of its own

@@ -360,7 +360,7 @@ def clauses_page() -> str:
     """Each clause of the A2A-over-MQTT profile, per role `conform` holds a command to: the
     rules that judge it and the runs of the suite that exercise it, or why none does."""
     from bench.conform import PROFILES
-    from bench.profiles.a2a_mqtt.clauses import CLAUSES
+    from bench.protocols.a2a_mqtt.clauses import CLAUSES
     rows = []
     for c in CLAUSES:
         cells = []
@@ -381,7 +381,7 @@ def clauses_page() -> str:
         rows.append((f"`{c.id}`", c.level.value, c.role.value, _md(c.text), *cells))
     return _page("Profile clauses",
                  "Each clause of the A2A-over-MQTT profile (docs/profiles/a2a-mqtt.md, from "
-                 "`bench.profiles.a2a_mqtt.clauses`), as `a2a-bench conform --profile "
+                 "`bench.protocols.a2a_mqtt.clauses`), as `a2a-bench conform --profile "
                  "a2a-mqtt` judges it of a responder and with `--role requester` of a "
                  "requester: the checker rules that decide it and the runs of the suite that "
                  "exercise it, or why no rule does (— : the clause binds another role).",

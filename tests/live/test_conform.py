@@ -105,7 +105,7 @@ def test_a_command_conform_cannot_start_is_one_line_and_exit_3(
 @pytest.mark.parametrize("role", ["a2a-mqtt", "a2a-mqtt/requester"])
 def test_the_profiles_rules_cite_its_clauses_and_rules_that_exist(role: str) -> None:
     from bench.conform import PROFILES
-    from bench.profiles.a2a_mqtt.clauses import BY_ID
+    from bench.protocols.a2a_mqtt.clauses import BY_ID
     p = PROFILES[role]
     known = {f"{name}.{r.id}" for name, c in checkers().items() for r in c.rules}
     assert {ref for rule in p.rules for ref in rule.judged_by} <= known
@@ -120,7 +120,7 @@ def test_the_profiles_table_has_every_responder_clause_grouped_by_level() -> Non
     """Judged rows, and a row per responder clause nothing judges yet ('not judged'); with
     --core an Extended clause is 'not applicable', not 'never exercised'."""
     from bench.conform import A2A_RULES, PROFILES, clause_rows
-    from bench.profiles.a2a_mqtt.clauses import BY_ID, CLAUSES, Conformance
+    from bench.protocols.a2a_mqtt.clauses import BY_ID, CLAUSES, Conformance
     rows = clause_rows(judge_rules({"a2a_quickstart": [_verdict(
         "duplicate_execution", {"executed_once": (0, 0)})]}, A2A_RULES), core_only=True)
     ids = {i.strip() for r in rows for i in r.rule.ids.split(",")}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.profiles.a2a_mqtt.clauses import CLAUSES, clause, page
+from bench.protocols.a2a_mqtt.clauses import CLAUSES, clause, page
 
 PAGE = Path(__file__).parent.parent.parent / "docs" / "profiles" / "a2a-mqtt.md"
 
@@ -22,7 +22,7 @@ def test_ids_are_unique_and_stable_in_form() -> None:
 def test_the_checked_in_page_is_what_the_table_generates() -> None:
     assert PAGE.read_text() == page(), (
         "docs/profiles/a2a-mqtt.md differs from the clause table: regenerate it with "
-        "`python -m bench.profiles.a2a_mqtt.clauses > docs/profiles/a2a-mqtt.md`")
+        "`python -m bench.protocols.a2a_mqtt.clauses > docs/profiles/a2a-mqtt.md`")
 
 
 def test_an_unknown_clause_is_named() -> None:

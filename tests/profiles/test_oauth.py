@@ -13,10 +13,10 @@ from bench.core import events as ev
 from bench.core.commands import Execute, Publish, Record
 from bench.core.config import OAuth
 from bench.core.inputs import MessageReceived
-from bench.faults.a2a_attacks import TOKEN_CASES, bearer
-from bench.profiles.a2a_mqtt import oauth
-from bench.profiles.a2a_mqtt.responder import Responder, ResponderConfig
-from bench.profiles.a2a_mqtt.wire import AUTHORIZATION, Props, Topics
+from bench.protocols.a2a_mqtt import oauth
+from bench.protocols.a2a_mqtt.attacks import TOKEN_CASES, bearer
+from bench.protocols.a2a_mqtt.responder import Responder, ResponderConfig
+from bench.protocols.a2a_mqtt.wire import AUTHORIZATION, Props, Topics
 
 NOW_MS = 1_753_104_622_663.0
 TOPICS = Topics("acme", "billing")
@@ -81,13 +81,13 @@ def test_every_case_the_attack_sends_has_the_answer_the_judge_wants() -> None:
     """The judge's tables (written apart from the attack: an oracle shares no code with
     what it judges) name exactly the cases the attack can send: a case added to the attack
     and not to its table would be sent and never judged."""
-    from bench.checks.a2a_mqtt import (
+    from bench.protocols.a2a_mqtt.attacks import CASES, PROP_CASES, PROPERTY_FORMS, TOKEN_CASES
+    from bench.protocols.a2a_mqtt.rules import (
         ARTIFACT_MODE_ANSWER,
         IGNORED_ANSWER,
         MALFORMED_ANSWER,
         TOKEN_ANSWER,
     )
-    from bench.faults.a2a_attacks import CASES, PROP_CASES, PROPERTY_FORMS, TOKEN_CASES
     assert set(MALFORMED_ANSWER) - set(PROP_CASES) == set(CASES)
     # the property cases: each judged by exactly one table (the MQTT 5 forms of bad input,
     # or the metadata a valid request carries that changes nothing)
@@ -97,13 +97,13 @@ def test_every_case_the_attack_sends_has_the_answer_the_judge_wants() -> None:
     assert len(PROP_CASES) == sum(map(len, PROPERTY_FORMS.values())) == 7
     assert set(TOKEN_ANSWER) == set(TOKEN_CASES)
     # the wrong-type cases: the judge knows an answer for every field the fault derives them from
-    from bench.checks.a2a_mqtt import WRONG_TYPE_ANSWER, answer_to
-    from bench.faults.a2a_attacks import TYPE_CASES, TYPED_FIELDS
+    from bench.protocols.a2a_mqtt.attacks import TYPE_CASES, TYPED_FIELDS
+    from bench.protocols.a2a_mqtt.rules import WRONG_TYPE_ANSWER, answer_to
     assert set(WRONG_TYPE_ANSWER) == set(TYPED_FIELDS)
     assert all(answer_to(case) for case in TYPE_CASES) and len(TYPE_CASES) == 57
     # the malformed-value cases: an answer for every field the value table names
-    from bench.checks.a2a_mqtt import WRONG_VALUE_ANSWER
-    from bench.faults.a2a_attacks import MALFORMED_VALUES, VALUE_CASES
+    from bench.protocols.a2a_mqtt.attacks import MALFORMED_VALUES, VALUE_CASES
+    from bench.protocols.a2a_mqtt.rules import WRONG_VALUE_ANSWER
     assert set(WRONG_VALUE_ANSWER) == set(MALFORMED_VALUES) <= set(TYPED_FIELDS)
     assert all(answer_to(case) for case in VALUE_CASES) and len(VALUE_CASES) == 9
     assert not set(CASES) & set(TOKEN_CASES)

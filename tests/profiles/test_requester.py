@@ -35,9 +35,9 @@ from bench.core.inputs import (
     TimerKind,
 )
 from bench.core.vocabulary import INPUT_REQUIRED, FlowKind
-from bench.profiles.a2a_mqtt.requester import Requester, RequesterConfig
-from bench.profiles.a2a_mqtt.responder import Responder, ResponderConfig
-from bench.profiles.a2a_mqtt.wire import RESPONDER_AGENT_ID, Method, Props, Topics
+from bench.protocols.a2a_mqtt.requester import Requester, RequesterConfig
+from bench.protocols.a2a_mqtt.responder import Responder, ResponderConfig
+from bench.protocols.a2a_mqtt.wire import RESPONDER_AGENT_ID, Method, Props, Topics
 from bench.substrates.filters import matches
 
 TOPICS = Topics("acme", "billing")

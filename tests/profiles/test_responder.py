@@ -22,8 +22,8 @@ from bench.core.inputs import (
     TaskFinished,
 )
 from bench.core.vocabulary import INPUT_REQUIRED, FlowKind
-from bench.profiles.a2a_mqtt.responder import Responder, ResponderConfig
-from bench.profiles.a2a_mqtt.wire import (
+from bench.protocols.a2a_mqtt.responder import Responder, ResponderConfig
+from bench.protocols.a2a_mqtt.wire import (
     CONTEXT_ID,
     RESPONDER_AGENT_ID,
     STATUS,

@@ -1,7 +1,8 @@
 """The A2A-over-MQTT profile (emqx/mqtt-for-ai): requesters and responders on
-`$a2a/v1/...`, cards, pools, MQTT 5 only. Its clause table and sans-IO nodes live in
-bench/profiles/a2a_mqtt, its checkers in bench/checks/a2a_mqtt.py; its topology settings
-are the `[a2a]` table (org, request_expiry_s, oauth) and the node keys below."""
+`$a2a/v1/...`, cards, pools, MQTT 5 only. Its clause table (`clauses`), its sans-IO
+responder and requester, its checkers (`rules`), its hostile inputs (`attacks`, `faults`)
+and what a deployment gives its agents (`deploy`, `settings`: the `[a2a]` table) live
+here."""
 
 from __future__ import annotations
 
@@ -24,5 +25,5 @@ SPEC = ProtocolSpec(
         "a2a_handover": lambda w, t: bool(t.delegates)},
     fault_kinds=frozenset({"malformed_request"}),
     deploy="bench.protocols.a2a_mqtt.deploy", settings="bench.protocols.a2a_mqtt.settings",
-    checkers="bench.checks.a2a_mqtt", startup="bench.profiles.a2a_mqtt.startup",
-    extras=("sdk",))
+    checkers="bench.protocols.a2a_mqtt.rules", startup="bench.protocols.a2a_mqtt.startup",
+    faults="bench.protocols.a2a_mqtt.faults", extras=("sdk",))

@@ -32,8 +32,8 @@ from bench.core import events as ev
 from bench.core.commands import Table
 from bench.core.config import NodeConfig, OAuth
 from bench.core.vocabulary import RequestOutcome
-from bench.profiles.a2a_mqtt import oauth
-from bench.profiles.a2a_mqtt.io import (
+from bench.protocols.a2a_mqtt import oauth
+from bench.protocols.a2a_mqtt.io import (
     CancelTimer,
     Command,
     Connect,
@@ -55,7 +55,7 @@ from bench.profiles.a2a_mqtt.io import (
     TimerId,
     TimerKind,
 )
-from bench.profiles.a2a_mqtt.wire import (
+from bench.protocols.a2a_mqtt.wire import (
     AUTHORIZATION,
     CONTEXT_ID,
     INTERRUPTED,

@@ -36,8 +36,8 @@ from bench.core.commands import Table
 from bench.core.config import NodeConfig, OAuth
 from bench.core.machine import Machine
 from bench.core.vocabulary import FlowKind
-from bench.profiles.a2a_mqtt import oauth
-from bench.profiles.a2a_mqtt.io import (
+from bench.protocols.a2a_mqtt import oauth
+from bench.protocols.a2a_mqtt.io import (
     INPUT_REQUIRED,
     AgentEmitted,
     Command,
@@ -55,7 +55,7 @@ from bench.profiles.a2a_mqtt.io import (
     Subscribed,
     TaskFinished,
 )
-from bench.profiles.a2a_mqtt.wire import (
+from bench.protocols.a2a_mqtt.wire import (
     AUTHORIZATION,
     RESPONDER_AGENT_ID,
     STATUS,
