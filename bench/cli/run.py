@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
             if not role or not image.strip():
                 raise SpecError(f"--node-image={given!r}: expected ROLE=IMAGE, e.g. "
                                 "handler=a2a-bench-parley-handler:1.0.1")
-            scenario = scenario.with_node_image(role, image)
+            scenario = scenario.with_node_image(role, image, "--node-image")
         except SpecError as exc:
             print(f"a2a-bench: {exc}", file=sys.stderr)
             return EXIT_INVALID

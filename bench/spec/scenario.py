@@ -157,10 +157,10 @@ class Scenario:
         topology `requester` and `responder` name its roles too)."""
         return self._with_nodes(role, "--node-command", command=command, image=None)
 
-    def with_node_image(self, role: str, image: str) -> Scenario:
+    def with_node_image(self, role: str, image: str, flag: str = "--image") -> Scenario:
         """Every node of `role` a container of `image` (anyone's node, --mode docker), as
-        with_node_command."""
-        return self._with_nodes(role, "--image", command=(), image=image)
+        with_node_command; `flag` names what asked for it in an error."""
+        return self._with_nodes(role, flag, command=(), image=image)
 
     def _with_nodes(self, role: str, flag: str, **given: Any) -> Scenario:
         roles = protocol(self.topology.protocol).roles

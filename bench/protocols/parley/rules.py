@@ -27,6 +27,7 @@ from bench.checks.network import fault_windows
 from bench.core.events import (
     AgentAnswered,
     BrokerDown,
+    BrokerUp,
     NodeCrashed,
     RequestSent,
     RequestSettled,
@@ -48,6 +49,9 @@ ANSWER_MS = 1_500.0
 #: a message a node published within this much of one it took in may have been sent
 #: before it was read (the two crossed)
 CROSSED_MS = 500.0
+#: how long after a node's CONNECT its subscriptions are back (the library re-subscribes
+#: on the connected signal, one hop onto the event loop away)
+RESUBSCRIBED_MS = 1_000.0
 #: §6's commander messages, §7's handler messages
 COMMANDER_TYPES = frozenset({"req", "cnl", "rak"})
 HANDLER_TYPES = frozenset({"hb", "prg", "res"})
@@ -91,6 +95,7 @@ class Run:
     handlers: set[str] = field(default_factory=set)
     #: (node, start, end) spans a fault, a crash or the broker's absence explains
     disturbed: list[tuple[str, float, float]] = field(default_factory=list)
+    #: node -> when its process ended (a crash, a restart fault's stop): a new life after
     crashes: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     def ms(self, key: str) -> float:
@@ -136,11 +141,23 @@ def read(h: History) -> Run:
     for w in fault_windows(h):
         for who in w.nodes or ("*",):
             run.disturbed.append((who, w.start_ms, w.end_ms))
+            if w.fault == "restart":    # a new process life, however it was stopped
+                run.crashes[who].append(w.start_ms)
     for x in h.of(NodeCrashed):
         run.crashes[x.node].append(x.t_ms)
         run.disturbed.append((x.node, x.t_ms, x.t_ms + 1.0))
+    # the broker away: from its going to each node's first CONNECT after it came back
+    # (paho's own reconnect, after its backoff), and the resubscription that follows
+    ups = [u.t_ms for u in h.of(BrokerUp)]
+    connects: dict[str, list[float]] = defaultdict(list)
+    for e in h.of(Wire):
+        if e.packet == "CONNECT" and e.direction == "out":
+            connects[e.node].append(e.t_ms)
     for d in h.of(BrokerDown):
-        run.disturbed.append(("*", d.t_ms, h.end_ms))
+        up = min((u for u in ups if u >= d.t_ms), default=h.end_ms)
+        for node, times in connects.items():
+            back = min((t for t in times if t >= up), default=h.end_ms)
+            run.disturbed.append((node, d.t_ms, back + RESUBSCRIBED_MS))
     return run
 
 
@@ -215,7 +232,9 @@ def no_request_after_a_sign_of_life(h: History, c: Collector) -> None:
             continue
         late = [m for m in run.of(node, command, "req", True) if m.at > life.at + CROSSED_MS]
         c.count("commands_with_a_sign_of_life")
-        if late:
+        if late and run.explained(node, life.at, late[0].at):
+            c.count("explained")   # frozen or cut off with the sign of life unread
+        elif late:
             c.violation(f"command {command}: req published {late[0].at - life.at:.0f} ms after "
                         f"its first sign of life ({life.t}) reached {node}", life.e, late[0].e)
 
@@ -291,7 +310,9 @@ def liveness_outcomes_are_earned(h: History, c: Collector) -> None:
         signs = [m.at for m in run.by[(end.node, command)]
                  if not m.out and m.t in HANDLER_TYPES and m.at < end.t_ms - CROSSED_MS]
         began = sent[command].t_ms
-        if end.code == "$noAck":
+        if signs and run.explained(end.node, signs[0], end.t_ms):
+            c.count("explained")   # the commander frozen or cut off with signs unread
+        elif end.code == "$noAck":
             if signs:
                 c.violation(f"command {command}: $noAck, and a sign of life had reached "
                             f"{end.node} {end.t_ms - signs[0]:.0f} ms before", end)
