@@ -444,7 +444,6 @@ NAMES_A_PROTOCOL = re.compile(r"\bA2A_MQTT\b|\bSEED\b|\bPARLEY\b|\ba2a_org\b|\ba
 #: What still names one, each with what is left to move (issue 49): the list only shrinks —
 #: a module that no longer names a protocol must leave it, and a new one may not join it.
 DEBTS = {
-    "spec.topology": "the profile's settings (org, request expiry, OAuth) as Topology fields",
     "explore.draw": "the profile's topologies it draws",
     # (named it before, behind bench.faults.a2a_attacks, which the pattern did not catch)
     "explore.shrink": "the profile's token cases it drops with a topology's [a2a.oauth]",

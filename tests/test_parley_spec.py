@@ -25,9 +25,10 @@ def topology(tmp_path: Path, text: str) -> Path:
 def test_the_shipped_topology_gives_the_four_topics_and_the_librarys_defaults() -> None:
     t = load_topology(SCENARIOS.parent / "topologies" / "parley.toml")
     assert t.protocol == "parley" and t.settings is not None
-    assert t.settings["topics"] == {"req": "bench/backup/req", "hb": "bench/backup/hb",
+    own = t.settings["parley"]
+    assert own["topics"] == {"req": "bench/backup/req", "hb": "bench/backup/hb",
                                     "prg": "bench/backup/prg", "res": "bench/backup/res"}
-    assert t.settings["qos"] == 1 and t.settings["heartbeat_interval"] == 3.0
+    assert own["qos"] == 1 and own["heartbeat_interval"] == 3.0
     assert [n.role.value for n in t.nodes] == ["orchestrator", "executor"]
 
 

@@ -109,23 +109,6 @@ class NodeSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class OAuthSpec:
-    """`[a2a.oauth]`: responders require a bearer token of `issuer` granting `scope` on every
-    request; requesters mint ones that live `token_ttl_s` (the bench plays the server)."""
-
-    issuer: str = "https://idp.a2a-bench.invalid"
-    scope: str = "a2a:invoke"
-    token_ttl_s: int = 300
-    #: the bench offers its agents TLS (A2M-SESS-6: a connection that carries tokens uses
-    #: it); false runs tokens over plain TCP, a deployment the rule finds wanting
-    tls: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {"issuer": self.issuer, "scope": self.scope, "token_ttl_s": self.token_ttl_s,
-                **({} if self.tls else {"tls": False})}
-
-
-@dataclass(frozen=True, slots=True)
 class Topology:
     name: str
     nodes: tuple[NodeSpec, ...]
@@ -138,32 +121,20 @@ class Topology:
     directory: str = "global"
     #: the MQTT version its clients speak unless a scenario or --mqtt says otherwise
     mqtt: MqttVersion = MqttVersion.V311
-    #: A2A over MQTT (`protocol = "a2a-mqtt"`): the org id its agents belong to (`[a2a] org
-    #: = ...`; None on another protocol)
-    a2a_org: str | None = None
-    #: the profile's requesters set this Message Expiry Interval on their requests (None:
-    #: none; A2M-RETRY-9: it should exceed the 15 s first-reply wait)
-    a2a_request_expiry_s: int | None = None
-    #: its responders require OAuth 2.0 bearer tokens on requests (`[a2a.oauth]`), and its
-    #: requesters send them (None: no tokens)
-    a2a_oauth: OAuthSpec | None = None
     #: the protocol its nodes speak (`protocol = ...`: a package of bench/protocols/)
     protocol: str = "seed"
-    #: its protocol's own settings (its topology table, as the protocol's `settings`
-    #: module read it) where they are not fields here; None: none
+    #: its protocol's own settings: its topology table, as the protocol's `settings` module
+    #: read it, under the table's name (JSON: `{"a2a": {"org": ...}}`); None: none
     settings: Mapping[str, Any] | None = None
+    #: the bench offers the nodes TLS to the broker (terminated at each node's wire tap,
+    #: with the run's own certificate authority), where its protocol's settings ask for it
+    node_tls: bool = False
 
     @property
     def delegates(self) -> frozenset[str]:
         """The nodes that serve only the tasks another hands over to them: no requester is
         sent to them."""
         return frozenset(n.hands_over_to for n in self.nodes if n.hands_over_to)
-
-    @property
-    def node_tls(self) -> bool:
-        """Whether the bench offers the nodes TLS to the broker (terminated at each node's
-        wire tap, with the run's own certificate authority)."""
-        return self.a2a_oauth is not None and self.a2a_oauth.tls
 
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
@@ -195,9 +166,4 @@ class Topology:
                 **({"protocol": self.protocol} if self.protocol != "seed" else {}),
                 "link": self.link.to_json(), "nodes": [n.to_json() for n in self.nodes],
                 **({"directory": self.directory} if self.directory != "global" else {}),
-                **({"a2a": {"org": self.a2a_org, **(
-                    {"request_expiry_s": self.a2a_request_expiry_s}
-                    if self.a2a_request_expiry_s is not None else {}), **(
-                    {"oauth": self.a2a_oauth.to_json()} if self.a2a_oauth else {})}}
-                   if self.a2a_org else {}),
-                **({"settings": dict(self.settings)} if self.settings else {})}
+                **(dict(self.settings) if self.settings else {})}

@@ -38,7 +38,7 @@ def topology(tmp_path: Path, text: str) -> Path:
 
 def test_an_a2a_topology_speaks_mqtt_5_with_requesters_and_responders(tmp_path: Path) -> None:
     t = load_topology(topology(tmp_path, GOOD + 'pool = "p1"\n'))
-    assert t.a2a_org == "acme" and t.mqtt.value == "5"
+    assert t.settings == {"a2a": {"org": "acme"}} and t.mqtt.value == "5"
     assert [(n.role.value, n.pool) for n in t.nodes] == [("orchestrator", None),
                                                         ("executor", "p1")]
 

@@ -8,6 +8,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from bench.core.config import A2aAgent, OAuth
+from bench.protocols.a2a_mqtt import settings
 from bench.spec.topology import NodeSpec, Role, Topology
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 def client_id(node: NodeSpec, topology: Topology) -> str:
     """`{org}/{unit}/{agent}` (A2M-SESS-3), unless the topology names one."""
-    return node.client_id or f"{topology.a2a_org}/{node.namespace}/{node.agents[0]}"
+    return node.client_id or f"{settings.org(topology)}/{node.namespace}/{node.agents[0]}"
 
 
 def node_fields(node: NodeSpec, scenario: Scenario, run_id: str | None) -> dict[str, Any]:
@@ -24,17 +25,18 @@ def node_fields(node: NodeSpec, scenario: Scenario, run_id: str | None) -> dict[
     is 64 bits from the run's seed (and run id): collision resistant (A2M-SESS-4), the same
     run after run with one seed, as the simulator's every draw."""
     t, responder = scenario.topology, node.role is Role.EXECUTOR
-    assert t.a2a_org is not None
-    oauth = None if t.a2a_oauth is None else OAuth.of_run(
-        scenario.seed, t.a2a_org, node.namespace, signer=not responder, issuer=t.a2a_oauth.issuer,
-        scope=t.a2a_oauth.scope, ttl_s=t.a2a_oauth.token_ttl_s)
+    org, tokens = settings.org(t), settings.oauth(t)
+    assert org is not None
+    oauth = None if tokens is None else OAuth.of_run(
+        scenario.seed, org, node.namespace, signer=not responder, issuer=tokens.issuer,
+        scope=tokens.scope, ttl_s=tokens.token_ttl_s)
     to = t.node(node.hands_over_to).agents[0] if node.hands_over_to else None
     suffix = None if responder else "r-" + hashlib.sha256(
         f"{scenario.seed}/{run_id or ''}/{node.id}/reply".encode()).hexdigest()[:16]
-    return {"a2a": A2aAgent(t.a2a_org, responder, node.pool, t.a2a_request_expiry_s, oauth, to,
+    return {"a2a": A2aAgent(org, responder, node.pool, settings.request_expiry_s(t), oauth, to,
                             node.id in t.delegates, suffix, node.pool_shared, node.capacity)}
 
 
 def run_fields(topology: Topology) -> dict[str, Any]:
     """What run_started says of the profile's settings: bearer tokens required or not."""
-    return {"bearer_tokens": True if topology.a2a_oauth else None}
+    return {"bearer_tokens": True if settings.oauth(topology) else None}

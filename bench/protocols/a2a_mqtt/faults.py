@@ -8,13 +8,14 @@ from bench.core.config import OAuth
 from bench.faults.primitives import FaultRef, Firing, Inject
 from bench.faults.scripts import Context, Refuse, Script, Wait
 from bench.faults.spec import FaultKind, FaultSpec, Param
-from bench.protocols.a2a_mqtt import attacks
+from bench.protocols.a2a_mqtt import attacks, settings
 
 
 def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
     """Requests an A2A-over-MQTT responder must refuse, one case after another, to every
     responder in turn (or the one named), journaled before each is published."""
-    assert ctx.topology.a2a_org is not None    # (its protocol's only: parse_fault)
+    org = settings.org(ctx.topology)
+    assert org is not None    # (its protocol's only: parse_fault)
     named = spec.params.get("node")
     targets = [n for n in ctx.topology.nodes if n.role.value == "executor"
                and (named is None or n.id == named)]
@@ -23,7 +24,7 @@ def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
                      else f"topology {ctx.topology.name} has no responder")
         return
     cases = spec.params["cases"]
-    spec_oauth = ctx.topology.a2a_oauth
+    spec_oauth = settings.oauth(ctx.topology)
     if spec_oauth is None and (tokens := [c for c in cases if c in attacks.TOKEN_CASES]):
         yield Refuse(f"malformed_request's token cases ({', '.join(tokens)}) need responders "
                      f"that require bearer tokens, and topology {ctx.topology.name} has no "
@@ -36,10 +37,10 @@ def malformed_request(spec: FaultSpec, ctx: Context) -> Script:
         n += 1
         # the bench is the authorization server: it signs the good tokens, and spoils some
         oauth = None if spec_oauth is None else OAuth.of_run(
-            ctx.seed, ctx.topology.a2a_org, node.namespace, signer=True,
+            ctx.seed, org, node.namespace, signer=True,
             issuer=spec_oauth.issuer, scope=spec_oauth.scope, ttl_s=spec_oauth.token_ttl_s)
         for kind in (attacks.OPENING, case) if case == "context_switch" else (case,):
-            msg = attacks.malformed_request(kind, n, spec.index, org=ctx.topology.a2a_org,
+            msg = attacks.malformed_request(kind, n, spec.index, org=org,
                                                 unit=node.namespace, agent=node.agents[0],
                                                 target_node=node.id, oauth=oauth,
                                                 now_ms=ctx.wall_ms())

@@ -1,18 +1,41 @@
 """An A2A-over-MQTT topology's own settings (`ProtocolSpec.settings`): its `[a2a]` table —
 the org id (A2M-ID-1), the Message Expiry Interval its requesters set, bearer tokens
 (`[a2a.oauth]`) — and what each of its nodes must be: one agent, every id in A2M-ID-1's
-alphabet. Read by bench/spec/scenario.py through the protocol's spec."""
+alphabet. Read by bench/spec/scenario.py through the protocol's spec; the topology keeps the
+table as JSON (`Topology.settings["a2a"]`), which `org`, `request_expiry_s` and `oauth` read."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from bench.spec.distribution import SpecError
-from bench.spec.topology import OAuthSpec
+from bench.spec.topology import Topology
 
 #: A2M-ID-1
 ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthSpec:
+    """`[a2a.oauth]`: responders require a bearer token of `issuer` granting `scope` on every
+    request; requesters mint ones that live `token_ttl_s` (the bench plays the server)."""
+
+    issuer: str = "https://idp.a2a-bench.invalid"
+    scope: str = "a2a:invoke"
+    token_ttl_s: int = 300
+    #: the bench offers its agents TLS (A2M-SESS-6: a connection that carries tokens uses
+    #: it); false runs tokens over plain TCP, a deployment the rule finds wanting
+    tls: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"issuer": self.issuer, "scope": self.scope, "token_ttl_s": self.token_ttl_s,
+                **({} if self.tls else {"tls": False})}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> OAuthSpec:
+        return OAuthSpec(d["issuer"], d["scope"], d["token_ttl_s"], d.get("tls", True))
 
 
 def read(raw: Any, where: str, table: Any) -> dict[str, Any]:
@@ -30,7 +53,33 @@ def read(raw: Any, where: str, table: Any) -> dict[str, Any]:
         oauth = OAuthSpec(o.text("issuer", default.issuer), o.text("scope", default.scope),
                           o.integer("token_ttl_s", default.token_ttl_s, low=1),
                           o.boolean("tls", default.tls))
-    return {"a2a_org": org, "a2a_request_expiry_s": expiry, "a2a_oauth": oauth}
+    table_json = {"org": org, **({"request_expiry_s": expiry} if expiry is not None else {}),
+                  **({"oauth": oauth.to_json()} if oauth else {})}
+    return {"settings": {"a2a": table_json}, "node_tls": oauth is not None and oauth.tls}
+
+
+def _table(t: Topology) -> dict[str, Any]:
+    return dict((t.settings or {}).get("a2a") or {})
+
+
+def org(t: Topology) -> str | None:
+    """The org id its agents belong to (`[a2a] org`; None on another protocol)."""
+    value = _table(t).get("org")
+    return value if isinstance(value, str) else None
+
+
+def request_expiry_s(t: Topology) -> int | None:
+    """The Message Expiry Interval its requesters set (None: none; A2M-RETRY-9: it should
+    exceed the 15 s first-reply wait)."""
+    value = _table(t).get("request_expiry_s")
+    return value if isinstance(value, int) else None
+
+
+def oauth(t: Topology) -> OAuthSpec | None:
+    """Its responders require OAuth 2.0 bearer tokens (`[a2a.oauth]`), and its requesters send
+    them (None: no tokens)."""
+    value = _table(t).get("oauth")
+    return OAuthSpec.from_json(value) if isinstance(value, dict) else None
 
 
 def check_node(t: Any, unit: str, agents: tuple[str, ...], pool: str | None) -> None:

@@ -16,21 +16,25 @@ def client_id(node: NodeSpec, topology: Topology) -> str:
     return node.client_id
 
 
+def _table(topology: Topology) -> dict[str, Any]:
+    return dict((topology.settings or {}).get("parley") or {})
+
+
 def node_fields(node: NodeSpec, scenario: Scenario, run_id: str | None) -> dict[str, Any]:
-    settings = dict(scenario.topology.settings or {})
+    settings = _table(scenario.topology)
     role = "handler" if node.role is Role.EXECUTOR else "commander"
     return {"settings": {"role": role, **settings}}
 
 
 def run_fields(topology: Topology) -> dict[str, Any]:
     """run_started records the topics and timing: the rules judge by them."""
-    return {"settings": dict(topology.settings or {})}
+    return {"settings": _table(topology)}
 
 
 def inbox(topology: Topology, node_id: str | None) -> tuple[str, ...]:
     """The topics that reach `node_id` (None: any node): a handler's request topic, a
     commander's heartbeat, progress and result topics (what a redelivery fault replays)."""
-    topics = dict((topology.settings or {}).get("topics") or {})
+    topics = dict(_table(topology).get("topics") or {})
     if node_id is None:
         return tuple(topics.values())
     if topology.node(node_id).role is Role.EXECUTOR:

@@ -27,7 +27,7 @@ def topics(prefix: str) -> dict[str, str]:
 
 
 def read(raw: Any, where: str, table: Any) -> dict[str, Any]:
-    """The `[parley]` table as the topology's `settings`."""
+    """The `[parley]` table as the topology's `settings` (under "parley")."""
     t = table(raw, where, {"topics", "qos", *TIMING, *COUNTS})
     prefix = t.text("topics")
     if not prefix or "+" in prefix or "#" in prefix:
@@ -38,7 +38,7 @@ def read(raw: Any, where: str, table: Any) -> dict[str, Any]:
         raise SpecError(f"{t.key('qos')}={qos}: Parley publishes at QoS 0 or 1 (adapter.py)")
     timing = {k: t.number(k, v, low=0.001) for k, v in TIMING.items()}
     counts = {k: t.integer(k, v, low=1) for k, v in COUNTS.items()}
-    return {"settings": {"topics": topics(prefix), "qos": qos, **timing, **counts}}
+    return {"settings": {"parley": {"topics": topics(prefix), "qos": qos, **timing, **counts}}}
 
 
 def check_node(t: Any, unit: str, agents: tuple[str, ...], pool: str | None) -> None:
