@@ -104,8 +104,10 @@ def _scenario(name: str) -> str | None:
                 f"not show it: {why}" for k, why in sorted(gaps.items())]
     if s.sim_only:
         out.append(f"  simulation only: {s.sim_only}")
-    out.append(f"  run: a2a-bench run {path}" + ("   (--mode sim for the simulator)"
-                                                  if not s.sim_only else " --mode sim"))
+    out.append(f"  run: a2a-bench run {path}" + (
+        " --mode sim" if s.sim_only else
+        "   (live or in docker: the simulator has none of its nodes)" if s.command_nodes else
+        "   (--mode sim for the simulator)"))
     return "\n".join(out)
 
 

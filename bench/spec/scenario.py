@@ -612,10 +612,10 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                       if isinstance(raw_expect, Mapping) else raw_expect,
                       f"{f}: expect", checks | set(BROKERS_BY_NAME))
     # checkers whose subject this workload or topology does not ask for: UNKNOWN expected
-    # (each protocol says which of its checkers are so; the default protocol's first)
-    expect = {k: "unknown" for p in sorted(protocols().values(),
-                                           key=lambda p: p.name != DEFAULT_PROTOCOL)
-              for k, asks in p.optional_subjects.items() if not asks(workload, topo)}
+    # (its protocol says which of its checkers are so; another protocol's judge nothing here)
+    spoken = protocol(topo.protocol)
+    expect = {k: "unknown" for k, asks in spoken.optional_subjects.items()
+              if not asks(workload, topo)}
     expect |= {k: expect_t.choice(k, VERDICT_WORDS, "true") for k in expect_t.raw}
     by_broker = {}
     for b, table in by_broker_raw.items():
