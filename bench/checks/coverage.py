@@ -56,7 +56,7 @@ from bench.core.events import (
     TimeoutPolicy,
 )
 from bench.history import History
-from bench.protocols.a2a_mqtt.rules import SITUATIONS as A2A_SITUATIONS
+from bench.protocols import protocols
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,8 +285,9 @@ SITUATIONS: tuple[Situation, ...] = (
               _hostile_admitted),
     *(Situation(f"{kind}_bit", f"a {kind} fault did something, not only scheduled (it "
                 "fired: in its own terms, what it did)", _bit(kind)) for kind in FAULT_KINDS),
-    # the A2A-over-MQTT profile's own, as its checkers define them
-    *(Situation(name, what, count) for name, what, count in A2A_SITUATIONS),
+    # each protocol's own, as its checkers' module defines them (`SITUATIONS`)
+    *(Situation(name, what, count) for spec in protocols().values()
+      for name, what, count in getattr(spec.module("checkers"), "SITUATIONS", ())),
 )
 
 
