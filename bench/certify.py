@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from bench.conform import Row
+from bench.conform import PROFILES, Row
 from bench.protocols.a2a_mqtt import clauses
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
@@ -133,8 +133,7 @@ def compatibility(rows: list[Row], meta: Meta) -> dict[str, Any]:
         "profile": meta.profile, "role": meta.role, "broker": meta.broker,
         "spec": ({"document": clauses.SPEC, "commit": clauses.SPEC_COMMIT}
                  if meta.profile == "a2a-mqtt" else
-                 {"document": "docs/protocols/parley.md"} if meta.profile == "parley" else
-                 {"document": "docs/PROTOCOL.md"}),
+                 {"document": PROFILES[meta.profile].document}),
         "level": meta.level, "strict": meta.strict,
         "exitCode": exit_code(rows, meta.strict),
         "counts": counts, "clauses": entries}

@@ -394,6 +394,10 @@ class Profile:
     #: clauses of those roles no rule judges, each with why: not the role's to keep
     #: ("not applicable: ...") or out of every scenario's reach ("never exercised: ...")
     unjudged: tuple[tuple[str, str], ...] = ()
+    #: where CMD runs, as the report's first line says it
+    setup: str = ""
+    #: the document its clauses come from (compatibility.json's `spec`)
+    document: str = "docs/PROTOCOL.md"
 
 
 PROFILES = {p.name: p for p in (
@@ -430,7 +434,8 @@ def _kits() -> dict[str, Profile]:
             rules = tuple(ProtocolRule(c.id, c.text, c.judged_by, c.where, c.exercised,
                                        level=c.level) for c in kit.binding(role))
             out[spec.name if i == 0 else f"{spec.name}/{role}"] = Profile(
-                spec.name, role, kit.SUITE, rules, kit.BROKER)
+                spec.name, role, kit.SUITE, rules, kit.BROKER,
+                setup=kit.SETUP.format(role=role), document=kit.DOCUMENT)
     return out
 
 

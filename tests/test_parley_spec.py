@@ -82,3 +82,26 @@ def test_conform_names_the_roles_a_protocols_cmd_may_play(
     assert "\n" not in err and "handler" in err and "commander" in err
     assert main(["conform", "--protocol", "parley", "--core", sys.executable]) == EXIT_INVALID
     assert "--protocol a2a-mqtt" in capsys.readouterr().err
+
+
+def test_the_parley_kits_report_validates_against_the_compatibility_schema(
+        tmp_path: Path) -> None:
+    """conform --protocol parley, either role: compatibility.json names its document and
+    role, and validates (docs/schemas/compatibility.schema.json)."""
+    import json
+
+    import jsonschema
+
+    from bench.certify import Meta, compatibility
+    from bench.conform import PROFILES, Row
+    schema = json.loads((SCENARIOS.parent / "docs" / "schemas"
+                         / "compatibility.schema.json").read_text())
+    for key in ("parley", "parley/commander"):
+        profile = PROFILES[key]
+        rows = [Row(r, "PASS", "judged", r.where[0]) for r in profile.rules]
+        meta = Meta(("python", "x.py"), "parley", profile.role, "mosquitto", tmp_path,
+                    {name: 1 for name, _s, _w in profile.suite})
+        c = compatibility(rows, meta)
+        jsonschema.validate(c, schema)
+        assert c["spec"] == {"document": "docs/protocols/parley.md"}
+        assert {tuple(x["ids"]) for x in c["clauses"]} >= {("adapter",), ("§3", "§4")}

@@ -19,6 +19,7 @@ from bench.cli.common import (
     out_folder,
     unknown_run,
 )
+from bench.protocols import protocols
 
 if TYPE_CHECKING:
     from bench.grid import Impl
@@ -72,7 +73,7 @@ def add_conform(sub: Sub) -> None:
                          "(docker build), its entrypoint speaking the node-process protocol "
                          "on stdin and stdout (docs/PROTOCOL.md); the runs use --mode docker")
     cf.add_argument("--protocol", "--profile", dest="profile",
-                    choices=["seed", "a2a-mqtt", "parley"], default="seed",
+                    choices=sorted(protocols()), default="seed",
                     help="the protocol: the seed documents' (CMD as executors, default), "
                          "A2A over MQTT (CMD as responders) or Parley v1 (CMD as handlers)")
     cf.add_argument("--role", choices=["responder", "requester", "handler", "commander"],
@@ -151,13 +152,12 @@ def _conform(args: argparse.Namespace) -> int:
     if out is None:
         return EXIT_INVALID
     if not args.json:
-        where = "every executor of a star, beside the reference orchestrator" \
-            if args.profile == "seed" else \
-            f"every {profile.role} of a Parley pair, the other side the library behind " \
-            "examples/parley" if args.profile == "parley" else \
-            "the requester of an A2A-over-MQTT pair, in front of the reference responders" \
-            if args.role == "requester" else \
-            "every responder of an A2A-over-MQTT pair, behind the reference requester"
+        where = profile.setup or (
+            "every executor of a star, beside the reference orchestrator"
+            if args.profile == "seed" else
+            "the requester of an A2A-over-MQTT pair, in front of the reference responders"
+            if args.role == "requester" else
+            "every responder of an A2A-over-MQTT pair, behind the reference requester")
         runs = sum(1 for name, _s, _w in profile.suite
                    if not (args.no_tokens and name in TOKEN_RUNS)
                    and (not args.only or name in args.only))

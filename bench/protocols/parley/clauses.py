@@ -145,3 +145,7 @@ def binding(role: str) -> tuple[Clause, ...]:
 
 #: the broker conform runs the suite on (a conforming MQTT 3.1.1 broker)
 BROKER = "mosquitto"
+#: where conform's CMD runs, as its report's first line says it
+SETUP = "every {role} of a Parley pair, the other side the library behind examples/parley"
+#: the document the clauses come from (compatibility.json's `spec`)
+DOCUMENT = "docs/protocols/parley.md"
