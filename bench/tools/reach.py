@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fnmatch
 import json
 import multiprocessing
 import os
@@ -39,8 +40,9 @@ MEASURED = ("bench.core", "bench.protocols.a2a_mqtt", "bench.substrates.sim.brok
 #: of those, files that hold no behaviour a scenario could run (the profile's clause table:
 #: text for the docs and conform), or that are not what the verdicts judge (the profile's
 #: checkers and what a deployment asks of it)
-OMITTED = tuple(f"bench/protocols/a2a_mqtt/{m}.py"
-                for m in ("clauses", "rules", "deploy", "settings", "__init__"))
+OMITTED = (*(f"bench/protocols/a2a_mqtt/{m}.py" for m in ("clauses", "deploy", "settings",
+                                                         "__init__")),
+           "bench/protocols/a2a_mqtt/rules/*")
 #: what no input can reach by construction, left out of the figures as coverage.py's own
 #: exclusions: a match's last arm that only proves the others exhaustive (mypy checks it)
 EXCLUDED = (r"case _:\n\s*assert_never\(", r"assert_never\(")
@@ -198,7 +200,7 @@ def _sources() -> list[str]:
         files = [base.with_suffix(".py")] if base.with_suffix(".py").exists() \
             else sorted(base.rglob("*.py"))
         out += [str(f.relative_to(ROOT)) for f in files
-                if str(f.relative_to(ROOT)) not in OMITTED]
+                if not any(fnmatch.fnmatch(str(f.relative_to(ROOT)), o) for o in OMITTED)]
     return out
 
 

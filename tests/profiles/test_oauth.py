@@ -82,12 +82,9 @@ def test_every_case_the_attack_sends_has_the_answer_the_judge_wants() -> None:
     what it judges) name exactly the cases the attack can send: a case added to the attack
     and not to its table would be sent and never judged."""
     from bench.protocols.a2a_mqtt.attacks import CASES, PROP_CASES, PROPERTY_FORMS, TOKEN_CASES
-    from bench.protocols.a2a_mqtt.rules import (
-        ARTIFACT_MODE_ANSWER,
-        IGNORED_ANSWER,
-        MALFORMED_ANSWER,
-        TOKEN_ANSWER,
-    )
+    from bench.protocols.a2a_mqtt.rules.common import ARTIFACT_MODE_ANSWER, IGNORED_ANSWER
+    from bench.protocols.a2a_mqtt.rules.replies import MALFORMED_ANSWER
+    from bench.protocols.a2a_mqtt.rules.tokens import TOKEN_ANSWER
     assert set(MALFORMED_ANSWER) - set(PROP_CASES) == set(CASES)
     # the property cases: each judged by exactly one table (the MQTT 5 forms of bad input,
     # or the metadata a valid request carries that changes nothing)
@@ -98,12 +95,12 @@ def test_every_case_the_attack_sends_has_the_answer_the_judge_wants() -> None:
     assert set(TOKEN_ANSWER) == set(TOKEN_CASES)
     # the wrong-type cases: the judge knows an answer for every field the fault derives them from
     from bench.protocols.a2a_mqtt.attacks import TYPE_CASES, TYPED_FIELDS
-    from bench.protocols.a2a_mqtt.rules import WRONG_TYPE_ANSWER, answer_to
+    from bench.protocols.a2a_mqtt.rules.replies import WRONG_TYPE_ANSWER, answer_to
     assert set(WRONG_TYPE_ANSWER) == set(TYPED_FIELDS)
     assert all(answer_to(case) for case in TYPE_CASES) and len(TYPE_CASES) == 57
     # the malformed-value cases: an answer for every field the value table names
     from bench.protocols.a2a_mqtt.attacks import MALFORMED_VALUES, VALUE_CASES
-    from bench.protocols.a2a_mqtt.rules import WRONG_VALUE_ANSWER
+    from bench.protocols.a2a_mqtt.rules.replies import WRONG_VALUE_ANSWER
     assert set(WRONG_VALUE_ANSWER) == set(MALFORMED_VALUES) <= set(TYPED_FIELDS)
     assert all(answer_to(case) for case in VALUE_CASES) and len(VALUE_CASES) == 9
     assert not set(CASES) & set(TOKEN_CASES)

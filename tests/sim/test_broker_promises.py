@@ -120,7 +120,7 @@ def _broker_rules() -> set[tuple[str, str]]:
     """Every rule that judges the broker: deployment's about the broker (its other two
     judge the nodes' client ids) and every rule of a2a_broker."""
     from bench.checks.directory import DEPLOYMENT
-    from bench.protocols.a2a_mqtt.rules import A2A_BROKER
+    from bench.protocols.a2a_mqtt.rules.broker import A2A_BROKER
     nodes_own = {"unique_client_ids", "connects_under_its_client_id"}
     return {(DEPLOYMENT.name, r.id) for r in DEPLOYMENT.rules
             if r.id not in nodes_own} | {(A2A_BROKER.name, r.id)

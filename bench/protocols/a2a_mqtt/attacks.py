@@ -9,7 +9,7 @@ JSON type it may not have (TYPED_FIELDS) and each value of its type the rules fo
 (MALFORMED_VALUES); each MQTT 5 property it reads in the forms the profile forbids or lets
 vary (PROPERTY_FORMS).
 Built here from the spec, never with an agent's code (the answer each must get is the
-judge's to know: `bench.protocols.a2a_mqtt.rules.MALFORMED_ANSWER`). No I/O."""
+judge's to know: `bench.protocols.a2a_mqtt.rules.replies.MALFORMED_ANSWER`). No I/O."""
 
 from __future__ import annotations
 
