@@ -38,6 +38,8 @@ def test_the_shipped_topology_gives_the_four_topics_and_the_librarys_defaults() 
     (('topics = "bench/backup"', 'topics = "bench/backup"\nheartbeat_interval = 0'),
      "heartbeat_interval"),
     (('topics = "bench/backup"', 'topics = "bench/backup"\nheartbeat = 3'), "heartbeat"),
+    (('topics = "bench/backup"', 'topics = "bench/backup"\nstale_timeout = inf'),
+     "finite"),
     (('role = "handler"', 'role = "responder"'), "A2A over MQTT"),
     (('agents = ["ops.backup"]', 'agents = ["ops.a", "ops.b"]'), "one command type"),
     (('[parley]\ntopics = "bench/backup"', '[a2a]\norg = "acme"'), "Parley v1"),

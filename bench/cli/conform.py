@@ -49,7 +49,7 @@ def add_conform(sub: Sub) -> None:
                     "commander: every commander), the other side parley-mqtt's own class behind\n"
                     "examples/parley, on Mosquitto, through each shipped parley_* scenario\n"
                     "(a kill, redelivery, a partition, a pause, cancels, QoS 0, ...); one row\n"
-                    "per clause of docs/protocols/parley.md that binds the role. About 6 minutes.\n\n"
+                    "per clause of docs/protocols/parley.md that binds the role. About 9 minutes.\n\n"
                     "exit codes: 0 every row PASS (or not applicable: a part the node declares\n"
                     "it leaves out), 1 a MUST FAILs (or a SHOULD, with --strict), 2 no such\n"
                     "FAIL but some row UNKNOWN, 3 invalid arguments",

@@ -25,6 +25,7 @@ of the library (`ParleyConfig` is the topology's timing, its defaults unless it 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import sys
 import time
@@ -47,8 +48,13 @@ CONFIG = ParleyConfig(**{k: settings[k] for k in (
     "result_retry_timeout", "tombstone_ttl", "max_concurrent_executions",
     "max_active_commands")})
 NO_ANSWER = {"$noAck", "$executionStale", "$executionTimeout"}
-signals: dict[str, ParleyCancelSignal] = {}     # request id -> its command's cancel signal
-sent: list[str] = []                            # command ids, as the adapter published them
+signals: dict[str, ParleyCancelSignal] = {}     # request id -> its running command's signal
+#: one future per execute started and not yet seen on the wire, in the order they were
+#: started: each gets the id of the next new command the adapter publishes a req for
+#: (the library runs its executes in the order they were started, each publishing its req
+#: at its first step)
+expecting: collections.deque[asyncio.Future[str]] = collections.deque()
+seen: set[str] = set()
 
 
 def now_ms() -> int:
@@ -63,21 +69,23 @@ def noted(topic: str, payload: bytes) -> None:
     """The id of each new command, off the request the adapter publishes for it."""
     if topic == TOPICS.request:
         body = json.loads(payload)
-        if body.get("t") == "req" and body["id"] not in sent:
-            sent.append(body["id"])
+        if body.get("t") == "req" and body["id"] not in seen:
+            seen.add(body["id"])
+            expecting.popleft().set_result(body["id"])
 
 
-async def ask(commander: ParleyCommander[Any, Any, Any, str], req: dict[str, Any]) -> None:
+async def ask(commander: ParleyCommander[Any, Any, Any, str], req: dict[str, Any],
+              its_id: asyncio.Future[str]) -> None:
     signal = signals[req["request_id"]] = ParleyCancelSignal()
-    asked, before = now_ms(), len(sent)
+    asked = now_ms()
     run = asyncio.ensure_future(commander.execute(req.get("payload") or {}, signal=signal))
-    await asyncio.sleep(0)          # execute runs up to its first wait: its req is out
-    command = sent[before] if len(sent) > before else None
+    command = await its_id          # its req is out (published by execute's first step)
     say("request_sent", requestId=req["request_id"], messageId=req["message_id"],
         fromAgentId=AGENT, toAgentId=req["to_agent_id"],
         conversationId=req.get("conversation_id"), deadlineMs=asked + req["timeout_ms"],
         timeoutMs=req["timeout_ms"], taskId=command)
     result = await run
+    del signals[req["request_id"]]
     code = None if result.is_success or result.error is None else result.error.code
     outcome = ("COMPLETED" if result.is_success else "CANCELLED" if code == "$cancelled"
                else "NO_RESPONSE" if code in NO_ANSWER else "FAILED")
@@ -89,7 +97,7 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     client = client_for(spec)
     adapter = PahoAdapter(client, loop, settings["qos"])
-    adapter.on_publish = noted
+    adapter.sent = noted
     acks = 0
 
     def suback() -> None:
@@ -116,7 +124,9 @@ async def main() -> None:
             if (signal := signals.get(payload.get("ofRequest", ""))) is not None:
                 signal.abort()
             continue
-        task = asyncio.create_task(ask(commander, op))
+        its_id: asyncio.Future[str] = loop.create_future()
+        expecting.append(its_id)       # in the order the executes start
+        task = asyncio.create_task(ask(commander, op, its_id))
         asking.add(task)
         task.add_done_callback(asking.discard)
     await commander.close()          # every command still running ends $cancelled

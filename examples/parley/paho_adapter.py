@@ -30,17 +30,18 @@ class PahoAdapter(ParleyConnectionAdapter):
         super().__init__()
         self._client, self._loop, self._qos = client, loop, qos
         self._handlers: dict[str, ParleyMessageHandler] = {}
-        #: the bench's contract: called on the event loop after each SUBACK, and with each
-        #: payload published (the caller reads the command id off the request it sends)
+        #: the bench's contract: called on the event loop after each SUBACK that granted its
+        #: filter, and with each payload handed to paho (the caller reads the command id
+        #: off the request it sends)
         self.on_suback: Callable[[], None] = lambda: None
-        self.on_publish: Callable[[str, bytes], None] = lambda topic, payload: None
+        self.sent: Callable[[str, bytes], None] = lambda topic, payload: None
         client.on_connect = self._connected
         client.on_message = self._message
         client.on_subscribe = self._subscribed
 
     def publish(self, topic: str, payload: bytes) -> None:
-        self.on_publish(topic, payload)
         self._client.publish(topic, payload, qos=self._qos, retain=False)
+        self.sent(topic, payload)
 
     def subscribe(self, topic: str, on_message: ParleyMessageHandler) -> None:
         self._handlers[topic] = on_message
@@ -65,7 +66,8 @@ class PahoAdapter(ParleyConnectionAdapter):
 
     def _subscribed(self, client: Any, userdata: Any, mid: Any, reasons: Any,
                     properties: Any = None) -> None:
-        self._loop.call_soon_threadsafe(self.on_suback)
+        if not any(r.is_failure for r in reasons):     # a refused filter serves nothing
+            self._loop.call_soon_threadsafe(self.on_suback)
 
 
 def client_for(spec: dict[str, Any]) -> mqtt.Client:

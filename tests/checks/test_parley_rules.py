@@ -197,7 +197,12 @@ def test_every_parley_rule_has_a_mutation() -> None:
     assert set(MUTATIONS) == set(OWNER)
 
 
-@pytest.mark.parametrize("name", sorted({h for h, _m in MUTATIONS.values()}))
+#: recorded runs no mutation starts from, kept for what they hold: a broker restart whose
+#: outage held requests in paho until after their $noAck (on the wire after the settlement)
+ALSO = ("broker_restart", "late_redelivery", "qos0", "quickstart_loaded")
+
+
+@pytest.mark.parametrize("name", sorted({h for h, _m in MUTATIONS.values()} | set(ALSO)))
 def test_the_unmutated_histories_are_true(name: str) -> None:
     verdicts = judge(from_lines(lines_of(name)))
     assert {v.name: v.value for v in verdicts} == {n: Value.TRUE for n in set(OWNER.values())}, \

@@ -50,11 +50,15 @@ SUITE: tuple[tuple[str, float, str], ...] = (
     ("parley_cancel", 30, "cancels of running and queued commands; hung agents"),
     ("parley_qos0", 45, "QoS 0: loss, a partition, a broker restart without persistence"),
     ("parley_late_redelivery", 50, "requests delivered again after the tombstone's life"),
+    ("parley_broker_restart", 30, "the broker down 3 s: paho reconnects, the library resubscribes"),
+    ("parley_loss", 35, "20 % packet loss on both links, then 500 ms of latency"),
+    ("parley_duplicate_client_id", 30, "another client under the handler's client id for 8 s"),
 )
 
 _ALL = tuple(name for name, _s, _w in SUITE)
 _FAULTED = ("parley_restart", "parley_redelivery", "parley_duplicate_publish",
-            "parley_partition", "parley_pause", "parley_qos0")
+            "parley_partition", "parley_pause", "parley_qos0", "parley_broker_restart",
+            "parley_loss", "parley_duplicate_client_id")
 
 CLAUSES: tuple[Clause, ...] = (
     Clause("README-1", "handler", "README",
@@ -67,7 +71,7 @@ CLAUSES: tuple[Clause, ...] = (
            "again once its state is gone is reported as declared, never as a finding",
            ("parley_handler.executed_at_most_once",), ("parley_late_redelivery",),
            exercised="declared_residual_state_expired"),
-    Clause("C1", "commander", "config.py",
+    Clause("C1", "commander", "config.py, README",
            "request_retry_interval: \"req re-publish interval while SENDING\"; README: "
            "\"Requests are re-sent until the other side shows a sign of life\"",
            ("parley_commander.requests_resent_until_a_sign_of_life",),

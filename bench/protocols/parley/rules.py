@@ -23,12 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.network import fault_windows
+from bench.checks.network import LINK_FAULTS, fault_windows
 from bench.core.events import (
     AgentAnswered,
     BrokerDown,
     BrokerUp,
+    FaultStart,
     NodeCrashed,
+    RequestOutcome,
     RequestSent,
     RequestSettled,
     RunStarted,
@@ -52,6 +54,8 @@ ANSWER_MS = 1_500.0
 #: it) differ by this much at most: a settlement was seen stamped 2 ms before the result
 #: that caused it, on a loaded machine (CI, 2026-12-06)
 CROSSED_MS = 500.0
+#: the faults that end a node's process (what it held is gone with it)
+ENDS_A_PROCESS = frozenset({"restart", "empty_directory", "stale_roster"})
 #: how long after a node's CONNECT its subscriptions are back (the library re-subscribes
 #: on the connected signal, one hop onto the event loop away)
 RESUBSCRIBED_MS = 1_000.0
@@ -62,6 +66,8 @@ TYPES = COMMANDER_TYPES | HANDLER_TYPES
 #: §5's builtin codes, `$decodeError` being commander-local ("never on the wire")
 BUILTIN = frozenset({"$noAck", "$executionStale", "$executionTimeout", "$cancelled", "$busy"})
 LIVENESS = frozenset({"$noAck", "$executionStale", "$executionTimeout"})
+#: §5: "commander-local; never on the wire"
+COMMANDER_LOCAL = frozenset({"$decodeError"})
 #: §4.2
 ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -96,8 +102,9 @@ class Run:
     by: dict[tuple[str, str], list[Msg]] = field(default_factory=lambda: defaultdict(list))
     commanders: set[str] = field(default_factory=set)
     handlers: set[str] = field(default_factory=set)
-    #: (node, start, end) spans a fault, a crash or the broker's absence explains
-    disturbed: list[tuple[str, float, float]] = field(default_factory=list)
+    #: (node, start, end, ended) spans a disruptive fault, a crash or the broker's absence
+    #: explains; `ended`: the node's process ended in it (what it had in hand is gone)
+    disturbed: list[tuple[str, float, float, bool]] = field(default_factory=list)
     #: node -> when its process ended (a crash, a restart fault's stop): a new life after
     crashes: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
@@ -110,8 +117,16 @@ class Run:
     def explained(self, node: str, start: float, end: float) -> bool:
         """Whether something the run did to `node` (or to every node) acted in
         [start, end]: a gap there says nothing of the library."""
-        return any(a <= end and b >= start and who in ("*", node)
-                   for who, a, b in self.disturbed)
+        return self.window(node, start, end) is not None
+
+    def window(self, node: str, start: float, end: float) -> tuple[float, bool] | None:
+        """The latest end of what the run did to `node` in [start, end], and whether its
+        process ended in it; None: nothing did."""
+        hit = [(b, ended) for who, a, b, ended in self.disturbed
+               if a <= end and b >= start and who in ("*", node)]
+        if not hit:
+            return None
+        return max(b for b, _e in hit), any(e for _b, e in hit)
 
     def judged(self, *at: float) -> bool:
         """Whether these moments are before the run's stop (what follows is the close)."""
@@ -137,18 +152,28 @@ def read(h: History) -> Run:
                 code if isinstance(code, str) else None)
         run.msgs.append(m)
         run.by[(e.node, command)].append(m)
-        if m.out and t in COMMANDER_TYPES:
+        # a commander sends req, cnl, rak and takes in hb, prg, res; a handler the other
+        # way round (one that takes requests in and answers nothing is still a handler)
+        if (t in COMMANDER_TYPES) == m.out:
             run.commanders.add(e.node)
-        elif m.out and t in HANDLER_TYPES:
+        else:
             run.handlers.add(e.node)
-    for w in fault_windows(h):
+    # a fault that may swallow or hold a node's messages explains a gap in its window (one
+    # that only adds copies, as a redelivery, explains none)
+    disruptive = {f.fault_index for f in h.of(FaultStart) if f.disrupts
+                  or f.fault in LINK_FAULTS or f.fault in ENDS_A_PROCESS}
+    for index, w in zip((f.fault_index for f in h.of(FaultStart)), fault_windows(h),
+                        strict=True):
+        if index not in disruptive:
+            continue
         for who in w.nodes or ("*",):
-            run.disturbed.append((who, w.start_ms, w.end_ms))
-            if w.fault == "restart":    # a new process life, however it was stopped
+            ended = w.fault in ENDS_A_PROCESS
+            run.disturbed.append((who, w.start_ms, w.end_ms, ended))
+            if ended:    # a new process life, however it was stopped
                 run.crashes[who].append(w.start_ms)
     for x in h.of(NodeCrashed):
         run.crashes[x.node].append(x.t_ms)
-        run.disturbed.append((x.node, x.t_ms, x.t_ms + 1.0))
+        run.disturbed.append((x.node, x.t_ms, x.t_ms + 1.0, True))
     # the broker away: from its going to each node's first CONNECT after it came back
     # (paho's own reconnect, after its backoff), and the resubscription that follows
     ups = [u.t_ms for u in h.of(BrokerUp)]
@@ -160,7 +185,7 @@ def read(h: History) -> Run:
         up = min((u for u in ups if u >= d.t_ms), default=h.end_ms)
         for node, times in connects.items():
             back = min((t for t in times if t >= up), default=h.end_ms)
-            run.disturbed.append((node, d.t_ms, back + RESUBSCRIBED_MS))
+            run.disturbed.append((node, d.t_ms, back + RESUBSCRIBED_MS, False))
     return run
 
 
@@ -197,8 +222,17 @@ def _cadence(run: Run, c: Collector, node: str, times: list[float], until: float
     for a, b in zip(times, [*times[1:], until], strict=True):
         if b - a <= every_ms + LATE_MS:
             c.count("gaps_kept")
-        elif run.explained(node, a, b) or not run.judged(b):
+            continue
+        if not run.judged(b):
             c.count("gaps_explained")
+            continue
+        w = run.window(node, a, b)
+        if w is not None and (w[1] or b - max(a, w[0]) <= every_ms + LATE_MS):
+            c.count("gaps_explained")   # its process ended, or it resumed once let
+        elif w is not None:
+            c.violation(f"{what}: {b - w[0]:.0f} ms after the fault on {node} ended, still "
+                        f"none on its wire (every {every_ms:.0f} ms, +{LATE_MS:.0f} ms "
+                        "late)", *cite)
         else:
             c.violation(f"{what}: {b - a:.0f} ms without one on {node}'s wire "
                         f"(every {every_ms:.0f} ms, +{LATE_MS:.0f} ms late)", *cite)
@@ -253,9 +287,12 @@ def results_acknowledged(h: History, c: Collector) -> None:
         ends = [s.t_ms for s in settled.get(command, [])]
         forgotten = (ends[0] if ends else run.end_ms) + run.ms("tombstone_ttl")
         raks = [m.at for m in run.of(node, command, "rak", True)]
+        sent = run.of(node, command, "req", True)[0].at
         for res in run.of(node, command, "res", False):
-            if res.code == "$busy" or res.at > forgotten:
-                continue
+            if res.code == "$busy" or res.ok is None or res.at > forgotten:
+                continue   # $busy is not acked; a res without ok is no result (§4)
+            if any(sent < x <= res.at for x in run.crashes[node]):
+                continue   # C6: the commander that sent it is gone
             if any(res.at - CROSSED_MS <= t <= res.at + ANSWER_MS for t in raks):
                 c.count("results_acknowledged")
             elif run.explained(node, res.at, res.at + ANSWER_MS) \
@@ -284,11 +321,13 @@ def one_outcome_per_command(h: History, c: Collector) -> None:
             continue
         came = [m for m in run.by[(end.node, command)]
                 if not m.out and m.t == "res" and m.at <= end.t_ms + CROSSED_MS]
-        if end.code is None and end.outcome.value == "COMPLETED":
+        if end.code is None and end.outcome is RequestOutcome.COMPLETED:
             if not any(m.ok for m in came):
                 c.violation(f"command {command}: execute returned success and no ok res for "
                             f"it had reached {end.node}", end)
-        elif end.code is not None and end.code not in LIVENESS | {"$cancelled"}:
+        elif end.code is not None and end.code not in LIVENESS | COMMANDER_LOCAL:
+            # $cancelled too: "a real cancel on the wire, not a local give-up" — the
+            # handler's $cancelled answers it (the library's own close() aside: after the stop)
             if not any(m.code == end.code for m in came):
                 c.violation(f"command {command}: execute returned {end.code} and no res with "
                             f"that code had reached {end.node}", end)
@@ -311,8 +350,12 @@ def liveness_outcomes_are_earned(h: History, c: Collector) -> None:
             continue
         c.count(end.code.lstrip("$"))
         signs = [m.at for m in run.by[(end.node, command)]
-                 if not m.out and m.t in HANDLER_TYPES and m.at < end.t_ms - CROSSED_MS]
-        began = sent[command].t_ms
+                 if not m.out and m.t in HANDLER_TYPES and m.code != "$busy"
+                 and m.at < end.t_ms - CROSSED_MS]
+        # sent: its request_sent line, or its first req on the wire if that came first (a
+        # req paho held while the broker was away reaches the wire only after it is back)
+        reqs = run.of(end.node, command, "req", True)
+        began = min([sent[command].t_ms, *(m.at for m in reqs[:1])])
         if signs and run.explained(end.node, signs[0], end.t_ms):
             c.count("explained")   # the commander frozen or cut off with signs unread
         elif end.code == "$noAck":
@@ -493,7 +536,10 @@ def results_resent_until_acknowledged(h: History, c: Collector) -> None:
         for command in {m.id for m in run.msgs if m.e.node == node and m.out and m.t == "res"}:
             if not _admitted(run, node, command):
                 continue   # a stateless answer ($busy, $cancelled of an unknown id)
-            results = run.of(node, command, "res", True)
+            admitted = run.of(node, command, "hb", True)[0].at
+            results = [m for m in run.of(node, command, "res", True) if m.at >= admitted]
+            if not results:
+                continue
             raks = [m.at for m in run.of(node, command, "rak", False) if m.at >= results[0].at]
             give_up = results[0].at + run.ms("result_retry_timeout")
             until = min([*raks, give_up, run.stop_ms, run.end_ms])
@@ -526,6 +572,9 @@ def acknowledged_results_not_resent(h: History, c: Collector) -> None:
                 if res.code == "$cancelled" and any(t <= res.at <= t + ANSWER_MS
                                                     for t in cnls):
                     continue
+                if run.explained(node, rak.at, res.at):
+                    c.count("explained")   # frozen with the rak unread: its timer first
+                    break
                 c.violation(f"command {command}: res on {node} {res.at - rak.at:.0f} ms after "
                             "its rak reached it", rak.e, res.e)
                 break
@@ -558,7 +607,7 @@ def cancels_reach_the_running_handler(h: History, c: Collector) -> None:
                 c.violation(f"command {command}: a cnl reached {node} while it ran and no res "
                             f"followed within {ANSWER_MS:.0f} ms", cnl.e)
             elif after[0].code != "$cancelled" \
-                    and answered.get((node, command), run.end_ms) > cnl.at:
+                    and answered.get((node, command), run.end_ms) > cnl.at + CROSSED_MS:
                 c.violation(f"command {command}: cancelled while it ran, and its res is "
                             f"{'ok' if after[0].ok else after[0].code}, not $cancelled",
                             cnl.e, after[0].e)
@@ -636,7 +685,7 @@ def _no_command(h: History) -> str | None:
 
 def _nothing_admitted(h: History) -> str | None:
     run = _run(h)
-    if any(not m.out and m.t == "req" for m in run.msgs if m.e.node in run.handlers):
+    if any(not m.out and m.t == "req" for m in run.msgs):
         return None
     return "no request reached a handler"
 

@@ -9,6 +9,7 @@ library's default (below, as config.py documents it)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from bench.spec.distribution import SpecError
@@ -37,6 +38,9 @@ def read(raw: Any, where: str, table: Any) -> dict[str, Any]:
     if qos > 1:
         raise SpecError(f"{t.key('qos')}={qos}: Parley publishes at QoS 0 or 1 (adapter.py)")
     timing = {k: t.number(k, v, low=0.001) for k, v in TIMING.items()}
+    for k, v in timing.items():
+        if not math.isfinite(v):     # ParleyConfig would refuse it inside the node
+            raise SpecError(f"{t.key(k)}={v!r}: expected a finite number of seconds")
     counts = {k: t.integer(k, v, low=1) for k, v in COUNTS.items()}
     return {"settings": {"parley": {"topics": topics(prefix), "qos": qos, **timing, **counts}}}
 
