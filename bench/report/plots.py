@@ -293,6 +293,12 @@ def latency_over_time(events: list[dict[str, Any]], title: str) -> Figure:
                        transform=ax.get_xaxis_transform(), clip_on=False,
                        label=f"{outcome} ({len(ts)}): no response, so no latency; "
                              "when it gave up (along the top)")
+        # drawn in the axes' own frame, they do not widen the axis as data does: a request
+        # given up after the last completion (in the drain) fell beyond it, over the legend
+        gave_up = [t / 1000 for ts in missing.values() for t in ts]
+        if gave_up:
+            lo, hi = ax.get_xlim()
+            ax.set_xlim(lo, max(hi, max(gave_up) + 0.03 * (max(gave_up) - lo)))
     _style(ax, title, f"when the request settled: {TIME_AXIS}",
            "latency (ms, log scale)" if points else "latency (ms)")
     _legend(ax, fontsize=8, loc="upper left", frameon=False, bbox_to_anchor=(1.0, 1.0))
