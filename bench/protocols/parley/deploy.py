@@ -21,6 +21,8 @@ def _table(topology: Topology) -> dict[str, Any]:
 
 
 def node_fields(node: NodeSpec, scenario: Scenario, run_id: str | None) -> dict[str, Any]:
+    """What an adapter reads as its launch spec's `node.settings`: its role, the four
+    topics, the QoS and the timing of the `[parley]` table."""
     settings = _table(scenario.topology)
     role = "handler" if node.role is Role.EXECUTOR else "commander"
     return {"settings": {"role": role, **settings}}

@@ -76,16 +76,17 @@ ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 class Msg:
     """One Parley message on one node's wire (`out`: it published it)."""
 
-    e: Wire
-    t: str
+    wire: Wire
+    kind: str                   # §4's t: req, hb, prg, res, rak, cnl
     id: str
     out: bool
     ok: bool | None = None
-    code: str | None = None
+    code: str | None = None     # a res's e
 
     @property
-    def at(self) -> float:
-        return self.e.t_ms
+    def at_ms(self) -> float:
+        """When the tap saw it (the bench's clock)."""
+        return self.wire.t_ms
 
 
 @dataclass
@@ -112,7 +113,7 @@ class Run:
         return self.timing[key] * 1000.0
 
     def of(self, node: str, command: str, t: str, out: bool) -> list[Msg]:
-        return [m for m in self.by[(node, command)] if m.t == t and m.out is out]
+        return [m for m in self.by[(node, command)] if m.kind == t and m.out is out]
 
     def explained(self, node: str, start: float, end: float) -> bool:
         """Whether something the run did to `node` (or to every node) acted in
@@ -134,6 +135,7 @@ class Run:
 
 
 def read(h: History) -> Run:
+    """The history as the rules read it (once: `_run` memoizes it)."""
     started = h.of(RunStarted)
     settings: dict[str, Any] = dict((started[0].settings or {}) if started else {})
     timing = {k: float(settings.get(k, v)) for k, v in {**TIMING, **COUNTS}.items()}
@@ -195,8 +197,8 @@ def _run(h: History) -> Run:
 
 def _commands(run: Run) -> list[tuple[str, str]]:
     """(commander, command id) of every command a commander sent."""
-    return [(m.e.node, m.id) for m in run.msgs if m.out and m.t == "req"
-            and m is run.of(m.e.node, m.id, "req", True)[0]]
+    return [(m.wire.node, m.id) for m in run.msgs if m.out and m.kind == "req"
+            and m is run.of(m.wire.node, m.id, "req", True)[0]]
 
 
 def _settled(h: History) -> dict[str, list[RequestSettled]]:
@@ -209,7 +211,7 @@ def _settled(h: History) -> dict[str, list[RequestSettled]]:
 
 def _sign_of_life(run: Run, node: str, command: str) -> Msg | None:
     """C2: the first hb, prg or res for the command on its commander's wire."""
-    return next((m for m in run.by[(node, command)] if not m.out and m.t in HANDLER_TYPES),
+    return next((m for m in run.by[(node, command)] if not m.out and m.kind in HANDLER_TYPES),
                 None)
 
 
@@ -250,12 +252,12 @@ def requests_resent_until_a_sign_of_life(h: History, c: Collector) -> None:
         reqs = run.of(node, command, "req", True)
         life = _sign_of_life(run, node, command)
         ends = [s.t_ms for s in settled.get(command, [])]
-        cancels = [m.at for m in run.of(node, command, "cnl", True)]
-        until = min([life.at if life else run.end_ms, *ends, *cancels, run.stop_ms])
-        times = [m.at for m in reqs if m.at <= until]
+        cancels = [m.at_ms for m in run.of(node, command, "cnl", True)]
+        until = min([life.at_ms if life else run.end_ms, *ends, *cancels, run.stop_ms])
+        times = [m.at_ms for m in reqs if m.at_ms <= until]
         c.count("commands")
         _cadence(run, c, node, times, until, run.ms("request_retry_interval"),
-                 f"command {command} had no sign of life and no req", reqs[0].e)
+                 f"command {command} had no sign of life and no req", reqs[0].wire)
 
 
 @rule("C2 (\"first sign of life — enter LIVE, stop req retries\", as commander.py cites it)")
@@ -267,13 +269,13 @@ def no_request_after_a_sign_of_life(h: History, c: Collector) -> None:
         life = _sign_of_life(run, node, command)
         if life is None:
             continue
-        late = [m for m in run.of(node, command, "req", True) if m.at > life.at + CROSSED_MS]
+        late = [m for m in run.of(node, command, "req", True) if m.at_ms > life.at_ms + CROSSED_MS]
         c.count("commands_with_a_sign_of_life")
-        if late and run.explained(node, life.at, late[0].at):
+        if late and run.explained(node, life.at_ms, late[0].at_ms):
             c.count("explained")   # frozen or cut off with the sign of life unread
         elif late:
-            c.violation(f"command {command}: req published {late[0].at - life.at:.0f} ms after "
-                        f"its first sign of life ({life.t}) reached {node}", life.e, late[0].e)
+            c.violation(f"command {command}: req published {late[0].at_ms - life.at_ms:.0f} ms after "
+                        f"its first sign of life ({life.kind}) reached {node}", life.wire, late[0].wire)
 
 
 @rule("C4/C5 (\"C4: rak every terminal error res except $busy\"; \"C5: a res for a "
@@ -286,22 +288,22 @@ def results_acknowledged(h: History, c: Collector) -> None:
     for node, command in _commands(run):
         ends = [s.t_ms for s in settled.get(command, [])]
         forgotten = (ends[0] if ends else run.end_ms) + run.ms("tombstone_ttl")
-        raks = [m.at for m in run.of(node, command, "rak", True)]
-        sent = run.of(node, command, "req", True)[0].at
+        raks = [m.at_ms for m in run.of(node, command, "rak", True)]
+        sent = run.of(node, command, "req", True)[0].at_ms
         for res in run.of(node, command, "res", False):
-            if res.code == "$busy" or res.ok is None or res.at > forgotten:
+            if res.code == "$busy" or res.ok is None or res.at_ms > forgotten:
                 continue   # $busy is not acked; a res without ok is no result (§4)
-            if any(sent < x <= res.at for x in run.crashes[node]):
+            if any(sent < x <= res.at_ms for x in run.crashes[node]):
                 continue   # C6: the commander that sent it is gone
-            if any(res.at - CROSSED_MS <= t <= res.at + ANSWER_MS for t in raks):
+            if any(res.at_ms - CROSSED_MS <= t <= res.at_ms + ANSWER_MS for t in raks):
                 c.count("results_acknowledged")
-            elif run.explained(node, res.at, res.at + ANSWER_MS) \
-                    or not run.judged(res.at + ANSWER_MS):
+            elif run.explained(node, res.at_ms, res.at_ms + ANSWER_MS) \
+                    or not run.judged(res.at_ms + ANSWER_MS):
                 c.count("explained")
             else:
                 c.violation(f"command {command}: its res ({'ok' if res.ok else res.code}) "
                             f"reached {node} and no rak followed within {ANSWER_MS:.0f} ms",
-                            res.e)
+                            res.wire)
 
 
 @rule("§5/C5 (\"The single terminal outcome a commander observes for a command\"; README: "
@@ -320,7 +322,7 @@ def one_outcome_per_command(h: History, c: Collector) -> None:
         if not run.judged(end.t_ms):
             continue
         came = [m for m in run.by[(end.node, command)]
-                if not m.out and m.t == "res" and m.at <= end.t_ms + CROSSED_MS]
+                if not m.out and m.kind == "res" and m.at_ms <= end.t_ms + CROSSED_MS]
         if end.code is None and end.outcome is RequestOutcome.COMPLETED:
             if not any(m.ok for m in came):
                 c.violation(f"command {command}: execute returned success and no ok res for "
@@ -349,13 +351,13 @@ def liveness_outcomes_are_earned(h: History, c: Collector) -> None:
         if end.code not in LIVENESS or command not in sent:
             continue
         c.count(end.code.lstrip("$"))
-        signs = [m.at for m in run.by[(end.node, command)]
-                 if not m.out and m.t in HANDLER_TYPES and m.code != "$busy"
-                 and m.at < end.t_ms - CROSSED_MS]
+        signs = [m.at_ms for m in run.by[(end.node, command)]
+                 if not m.out and m.kind in HANDLER_TYPES and m.code != "$busy"
+                 and m.at_ms < end.t_ms - CROSSED_MS]
         # sent: its request_sent line, or its first req on the wire if that came first (a
         # req paho held while the broker was away reaches the wire only after it is back)
         reqs = run.of(end.node, command, "req", True)
-        began = min([sent[command].t_ms, *(m.at for m in reqs[:1])])
+        began = min([sent[command].t_ms, *(m.at_ms for m in reqs[:1])])
         if signs and run.explained(end.node, signs[0], end.t_ms):
             c.count("explained")   # the commander frozen or cut off with signs unread
         elif end.code == "$noAck":
@@ -392,7 +394,7 @@ def cancels_go_on_the_wire(h: History, c: Collector) -> None:
         if end.code != "$cancelled" or not run.judged(end.t_ms):
             continue
         c.count("cancelled")
-        if not any(m.at <= end.t_ms + CROSSED_MS
+        if not any(m.at_ms <= end.t_ms + CROSSED_MS
                    for m in run.of(end.node, command, "cnl", True)):
             c.violation(f"command {command}: $cancelled with no cnl on {end.node}'s wire",
                         end)
@@ -400,12 +402,12 @@ def cancels_go_on_the_wire(h: History, c: Collector) -> None:
         cnls = run.of(node, command, "cnl", True)
         if not cnls:
             continue
-        answered = [m.at for m in run.of(node, command, "res", False) if m.at >= cnls[0].at]
+        answered = [m.at_ms for m in run.of(node, command, "res", False) if m.at_ms >= cnls[0].at_ms]
         until = min([*answered, *(s.t_ms for s in settled.get(command, [])),
                      run.stop_ms, run.end_ms])
-        _cadence(run, c, node, [m.at for m in cnls if m.at <= until], until,
+        _cadence(run, c, node, [m.at_ms for m in cnls if m.at_ms <= until], until,
                  run.ms("cancel_retry_interval"), f"command {command} was cancelling, no cnl",
-                 cnls[0].e)
+                 cnls[0].wire)
 
 
 @rule("C1-C3 (a command ends: by a result, or by one of the liveness outcomes at the "
@@ -455,9 +457,9 @@ def executed_at_most_once(h: History, c: Collector) -> None:
         for first, again in zip(runs, runs[1:], strict=False):
             # H5/H8: its state is kept while its result is cached (until a rak, or the
             # retries give up) and then as a tombstone for tombstone_ttl
-            results = [m.at for m in run.of(node, command, "res", True) if m.at >= first.t_ms]
+            results = [m.at_ms for m in run.of(node, command, "res", True) if m.at_ms >= first.t_ms]
             cached = results[0] if results else again.t_ms
-            raks = [m.at for m in run.of(node, command, "rak", False) if m.at >= cached]
+            raks = [m.at_ms for m in run.of(node, command, "rak", False) if m.at_ms >= cached]
             kept_until = min([*raks, cached + run.ms("result_retry_timeout")]) \
                 + run.ms("tombstone_ttl")
             if any(first.t_ms < x <= again.t_ms for x in run.crashes[node]):
@@ -484,21 +486,21 @@ def requests_answered(h: History, c: Collector) -> None:
     for node in run.handlers:
         firsts: dict[str, Msg] = {}
         for m in run.msgs:
-            if m.e.node == node and not m.out and m.t == "req":
+            if m.wire.node == node and not m.out and m.kind == "req":
                 firsts.setdefault(m.id, m)
         for command, req in firsts.items():
-            if not run.judged(req.at + ANSWER_MS):
+            if not run.judged(req.at_ms + ANSWER_MS):
                 continue
             c.count("requests")
             answers = [m for m in run.by[(node, command)]
-                       if m.out and m.t in ("hb", "res") and m.at >= req.at - CROSSED_MS]
-            if answers and answers[0].at <= req.at + ANSWER_MS:
+                       if m.out and m.kind in ("hb", "res") and m.at_ms >= req.at_ms - CROSSED_MS]
+            if answers and answers[0].at_ms <= req.at_ms + ANSWER_MS:
                 continue
-            if run.explained(node, req.at, req.at + ANSWER_MS):
+            if run.explained(node, req.at_ms, req.at_ms + ANSWER_MS):
                 c.count("explained")
             else:
                 c.violation(f"command {command}: req reached {node} and neither hb nor res "
-                            f"followed within {ANSWER_MS:.0f} ms", req.e)
+                            f"followed within {ANSWER_MS:.0f} ms", req.wire)
 
 
 @rule("H3 (heartbeat_interval: \"hb interval per admitted command\"; \"heartbeats run until "
@@ -509,20 +511,20 @@ def heartbeats_until_the_result(h: History, c: Collector) -> None:
     run = _run(h)
     runs = _executions(h)
     for node in run.handlers:
-        for command in {m.id for m in run.msgs if m.e.node == node and m.out and m.t == "hb"}:
+        for command in {m.id for m in run.msgs if m.wire.node == node and m.out and m.kind == "hb"}:
             if len(runs.get((node, command), [])) > 1:
                 continue   # admitted twice (executed_at_most_once says whether it may be)
             hbs = run.of(node, command, "hb", True)
             results = run.of(node, command, "res", True)
-            until = min(results[0].at if results else run.end_ms, run.stop_ms)
+            until = min(results[0].at_ms if results else run.end_ms, run.stop_ms)
             c.count("admitted")
-            _cadence(run, c, node, [m.at for m in hbs if m.at <= until], until,
+            _cadence(run, c, node, [m.at_ms for m in hbs if m.at_ms <= until], until,
                      run.ms("heartbeat_interval"), f"command {command} was admitted, no hb",
-                     hbs[0].e)
-            late = [m for m in hbs if results and m.at > results[0].at]
+                     hbs[0].wire)
+            late = [m for m in hbs if results and m.at_ms > results[0].at_ms]
             if late:
-                c.violation(f"command {command}: hb on {node} {late[0].at - results[0].at:.0f} "
-                            "ms after its first res", results[0].e, late[0].e)
+                c.violation(f"command {command}: hb on {node} {late[0].at_ms - results[0].at_ms:.0f} "
+                            "ms after its first res", results[0].wire, late[0].wire)
 
 
 @rule("H5 (result_retry_interval: \"res re-publish interval until acked\", "
@@ -533,20 +535,20 @@ def results_resent_until_acknowledged(h: History, c: Collector) -> None:
     until a rak for it reaches it, or result_retry_timeout since the first res."""
     run = _run(h)
     for node in run.handlers:
-        for command in {m.id for m in run.msgs if m.e.node == node and m.out and m.t == "res"}:
+        for command in {m.id for m in run.msgs if m.wire.node == node and m.out and m.kind == "res"}:
             if not _admitted(run, node, command):
                 continue   # a stateless answer ($busy, $cancelled of an unknown id)
-            admitted = run.of(node, command, "hb", True)[0].at
-            results = [m for m in run.of(node, command, "res", True) if m.at >= admitted]
+            admitted = run.of(node, command, "hb", True)[0].at_ms
+            results = [m for m in run.of(node, command, "res", True) if m.at_ms >= admitted]
             if not results:
                 continue
-            raks = [m.at for m in run.of(node, command, "rak", False) if m.at >= results[0].at]
-            give_up = results[0].at + run.ms("result_retry_timeout")
+            raks = [m.at_ms for m in run.of(node, command, "rak", False) if m.at_ms >= results[0].at_ms]
+            give_up = results[0].at_ms + run.ms("result_retry_timeout")
             until = min([*raks, give_up, run.stop_ms, run.end_ms])
             c.count("results")
-            _cadence(run, c, node, [m.at for m in results if m.at <= until], until,
+            _cadence(run, c, node, [m.at_ms for m in results if m.at_ms <= until], until,
                      run.ms("result_retry_interval"), f"command {command}'s res was not "
-                     "acknowledged, no res", results[0].e)
+                     "acknowledged, no res", results[0].wire)
 
 
 @rule("H6 (\"a rak for an id not in RESULT-CACHED is ignored\"; rak moves the command to "
@@ -557,26 +559,26 @@ def acknowledged_results_not_resent(h: History, c: Collector) -> None:
     again — but a `$cancelled` answering a cnl for it (H7's stateless answer)."""
     run = _run(h)
     for node in run.handlers:
-        for command in {m.id for m in run.msgs if m.e.node == node and not m.out
-                        and m.t == "rak"}:
+        for command in {m.id for m in run.msgs if m.wire.node == node and not m.out
+                        and m.kind == "rak"}:
             rak = run.of(node, command, "rak", False)[0]
-            cnls = [m.at for m in run.of(node, command, "cnl", False)]
+            cnls = [m.at_ms for m in run.of(node, command, "cnl", False)]
             # a new hb after it: the id admitted again, its state gone (§9's residual case,
             # executed_at_most_once's to judge): a new life of the command
-            again = min([m.at for m in run.of(node, command, "hb", True) if m.at > rak.at],
+            again = min([m.at_ms for m in run.of(node, command, "hb", True) if m.at_ms > rak.at_ms],
                         default=run.end_ms)
             c.count("acknowledged")
             for res in run.of(node, command, "res", True):
-                if res.at <= rak.at + CROSSED_MS or res.at >= again:
+                if res.at_ms <= rak.at_ms + CROSSED_MS or res.at_ms >= again:
                     continue
-                if res.code == "$cancelled" and any(t <= res.at <= t + ANSWER_MS
+                if res.code == "$cancelled" and any(t <= res.at_ms <= t + ANSWER_MS
                                                     for t in cnls):
                     continue
-                if run.explained(node, rak.at, res.at):
+                if run.explained(node, rak.at_ms, res.at_ms):
                     c.count("explained")   # frozen with the rak unread: its timer first
                     break
-                c.violation(f"command {command}: res on {node} {res.at - rak.at:.0f} ms after "
-                            "its rak reached it", rak.e, res.e)
+                c.violation(f"command {command}: res on {node} {res.at_ms - rak.at_ms:.0f} ms after "
+                            "its rak reached it", rak.wire, res.wire)
                 break
 
 
@@ -590,27 +592,27 @@ def cancels_reach_the_running_handler(h: History, c: Collector) -> None:
     run = _run(h)
     answered = {(a.node, a.task_id): a.t_ms for a in h.of(AgentAnswered)}
     for node in run.handlers:
-        for command in {m.id for m in run.msgs if m.e.node == node and not m.out
-                        and m.t == "cnl"}:
+        for command in {m.id for m in run.msgs if m.wire.node == node and not m.out
+                        and m.kind == "cnl"}:
             cnl = run.of(node, command, "cnl", False)[0]
-            hbs = [m for m in run.of(node, command, "hb", True) if m.at <= cnl.at]
+            hbs = [m for m in run.of(node, command, "hb", True) if m.at_ms <= cnl.at_ms]
             results = run.of(node, command, "res", True)
-            if not hbs or (results and results[0].at < cnl.at) \
-                    or not run.judged(cnl.at + ANSWER_MS):
+            if not hbs or (results and results[0].at_ms < cnl.at_ms) \
+                    or not run.judged(cnl.at_ms + ANSWER_MS):
                 continue   # not admitted, or its result was out before the cancel came
             c.count("cancels_while_running")
-            after = [m for m in results if m.at >= cnl.at]
-            if not after or after[0].at > cnl.at + ANSWER_MS:
-                if run.explained(node, cnl.at, cnl.at + ANSWER_MS):
+            after = [m for m in results if m.at_ms >= cnl.at_ms]
+            if not after or after[0].at_ms > cnl.at_ms + ANSWER_MS:
+                if run.explained(node, cnl.at_ms, cnl.at_ms + ANSWER_MS):
                     c.count("explained")
                     continue
                 c.violation(f"command {command}: a cnl reached {node} while it ran and no res "
-                            f"followed within {ANSWER_MS:.0f} ms", cnl.e)
+                            f"followed within {ANSWER_MS:.0f} ms", cnl.wire)
             elif after[0].code != "$cancelled" \
-                    and answered.get((node, command), run.end_ms) > cnl.at + CROSSED_MS:
+                    and answered.get((node, command), run.end_ms) > cnl.at_ms + CROSSED_MS:
                 c.violation(f"command {command}: cancelled while it ran, and its res is "
                             f"{'ok' if after[0].ok else after[0].code}, not $cancelled",
-                            cnl.e, after[0].e)
+                            cnl.wire, after[0].wire)
 
 
 # -- the envelope (§3, §4, §4.2, adapter.py) ---------------------------------------------------
@@ -685,7 +687,7 @@ def _no_command(h: History) -> str | None:
 
 def _nothing_admitted(h: History) -> str | None:
     run = _run(h)
-    if any(not m.out and m.t == "req" for m in run.msgs):
+    if any(not m.out and m.kind == "req" for m in run.msgs):
         return None
     return "no request reached a handler"
 
