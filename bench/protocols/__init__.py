@@ -1,7 +1,9 @@
 """The protocols a run's nodes may speak, each a package of its own under bench/protocols/
 that describes itself with one `ProtocolSpec` (its `SPEC`): its name (what a topology's
 `protocol = ...` and a history's run_started say), the MQTT versions it runs on, its names
-for the bench's two roles, the topology table and node keys of its own settings.
+for the bench's two roles, the topology table and node keys of its own settings, and the
+modules that hold the rest of it (checkers, the tap's parser, start-up lines, deployment
+hooks, fault kinds, conform kit). docs/protocols/new-protocol.md walks through adding one.
 
 The layers above ask the spec (`protocol(name)`) instead of comparing a protocol's name:
 a protocol added as a package beside these is found by its package, and nothing outside it
@@ -86,7 +88,7 @@ class ProtocolSpec:
 
     def module(self, part: str) -> Any:
         """The module one of its fields names (`deploy`, `settings`, `checkers`, `wire`,
-        `startup`), imported; None where it names none."""
+        `startup`, `conform`, `faults`), imported; None where it names none."""
         name = getattr(self, part)
         return None if name is None else importlib.import_module(name)
 
