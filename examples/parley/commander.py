@@ -79,7 +79,14 @@ async def ask(commander: ParleyCommander[Any, Any, Any, str], req: dict[str, Any
     signal = signals[req["request_id"]] = ParleyCancelSignal()
     asked = now_ms()
     run = asyncio.ensure_future(commander.execute(req.get("payload") or {}, signal=signal))
-    command = await its_id          # its req is out (published by execute's first step)
+    # its req is out once its id came (execute's first step publishes it); an execute
+    # the stop's close() refused before its first step sent nothing, and says nothing
+    await asyncio.wait({its_id, run}, return_when=asyncio.FIRST_COMPLETED)
+    if not its_id.done():
+        expecting.remove(its_id)
+        run.exception()             # the close's RuntimeError, taken: nothing was sent
+        return
+    command = its_id.result()
     say("request_sent", requestId=req["request_id"], messageId=req["message_id"],
         fromAgentId=AGENT, toAgentId=req["to_agent_id"],
         conversationId=req.get("conversation_id"), deadlineMs=asked + req["timeout_ms"],
