@@ -17,7 +17,7 @@ from __future__ import annotations
 import traceback
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -231,7 +231,10 @@ def checkers() -> dict[str, Checker]:
     for spec in protocols().values():
         if (own := spec.module("checkers")) is not None:
             found.extend(own.CHECKERS)
-    return {c.name: c for c in found}
+    # a checker another protocol shares judges its runs too (`ProtocolSpec.shared_checkers`)
+    return {c.name: replace(c, protocols=c.protocols | {p.name for p in protocols().values()
+                                                        if c.name in p.shared_checkers})
+            for c in found}
 
 
 #: The parts of the protocol a node may leave out (PROTOCOL.md §2.8), declared in its

@@ -9,7 +9,6 @@ from bench.checks import Checker, Collector, rule
 from bench.checks.network import Clocks, Transit, clocks
 from bench.checks.terms import TASK_ENDS, TASK_MOVES, records_late_ms, timers_late_ms
 from bench.core.events import (
-    A2A_MQTT,
     SEED,
     AttackSent,
     Event,
@@ -398,7 +397,7 @@ DUPLICATE_EXECUTION = Checker(
     "across redeliveries and restarts; no node admits a message twice while its ledger "
     "should remember it.",
     (executed_once, admitted_once, ledger_flushed_on_time), _nothing_executed,
-    protocols=frozenset({SEED, A2A_MQTT}))
+    protocols=frozenset({SEED}))
 TASK_LIFECYCLE = Checker(
     "task_lifecycle", "Every task starts SUBMITTED, moves only along the task state machine "
     "and stops at exactly one terminal state, by its timeout at the latest.",

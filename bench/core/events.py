@@ -1462,10 +1462,10 @@ class AttackSent(Event):
     claimed_node: str | None = None
 
 
-# -- the A2A-over-MQTT profile (bench/protocols/a2a_mqtt/) -------------------------------------------
-#: The profile's name where a history says which protocol its nodes spoke (run_started);
-#: the seed documents' protocol is SEED.
-A2A_MQTT, SEED = "a2a-mqtt", "seed"
+# -- the protocols -------------------------------------------------------------------------------------
+#: The seed documents' protocol, which a history that names none spoke (run_started's
+#: `protocol`; every other protocol's name is its spec's: bench/protocols/)
+SEED = "seed"
 
 
 class Intake(StrEnum):

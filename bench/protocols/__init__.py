@@ -82,6 +82,9 @@ class ProtocolSpec:
     #: the role: id, text, judged_by, where, exercised, level) and `BROKER`; None: conform
     #: has none for it (the two first protocols' kits are bench/conform.py's own)
     conform: str | None = None
+    #: the checkers of another protocol that judge its runs too (the seed's
+    #: `duplicate_execution`: one execution per task, whatever carries it)
+    shared_checkers: frozenset[str] = frozenset()
     #: the project's optional dependencies (pyproject.toml extras) that hold the
     #: implementations of it the bench judges: the docker image installs them
     extras: tuple[str, ...] = ()

@@ -26,4 +26,5 @@ SPEC = ProtocolSpec(
     fault_kinds=frozenset({"malformed_request"}),
     deploy="bench.protocols.a2a_mqtt.deploy", settings="bench.protocols.a2a_mqtt.settings",
     checkers="bench.protocols.a2a_mqtt.rules", startup="bench.protocols.a2a_mqtt.startup",
-    faults="bench.protocols.a2a_mqtt.faults", extras=("sdk",))
+    faults="bench.protocols.a2a_mqtt.faults", extras=("sdk",),
+    shared_checkers=frozenset({"duplicate_execution"}))

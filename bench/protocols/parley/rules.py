@@ -39,9 +39,9 @@ from bench.core.events import (
     Wire,
 )
 from bench.history import History
+from bench.protocols.parley import SPEC
 from bench.protocols.parley.settings import COUNTS, TIMING
 
-PARLEY = "parley"
 #: how late a timer of a process on a loaded machine may fire, and a message it sends
 #: cross the proxy, beyond what the spec's interval says
 LATE_MS = 1_500.0
@@ -704,7 +704,7 @@ PARLEY_COMMANDER = Checker(
     (requests_resent_until_a_sign_of_life, no_request_after_a_sign_of_life,
      results_acknowledged, one_outcome_per_command, liveness_outcomes_are_earned,
      cancels_go_on_the_wire, every_command_settles),
-    _no_command, protocols=frozenset({PARLEY}))
+    _no_command, protocols=frozenset({SPEC.name}))
 PARLEY_HANDLER = Checker(
     "parley_handler", "Parley v1, the handler (§7, H1-H7, and the README's at-most-once): a "
     "command runs once per process life while its state is kept; a request is answered at "
@@ -713,12 +713,12 @@ PARLEY_HANDLER = Checker(
     (executed_at_most_once, requests_answered, heartbeats_until_the_result,
      results_resent_until_acknowledged, acknowledged_results_not_resent,
      cancels_reach_the_running_handler),
-    _nothing_admitted, protocols=frozenset({PARLEY}))
+    _nothing_admitted, protocols=frozenset({SPEC.name}))
 PARLEY_ENVELOPE = Checker(
     "parley_envelope", "Parley v1, the wire (§3, §4, §4.2, §5, adapter.py): every publish "
     "an envelope of version 1 on its type's topic, never retained; results carry their "
     "outcome; command ids valid and never reused.",
     (publishes_never_retained, messages_are_envelopes, command_ids_are_valid_and_fresh),
-    _no_publish, protocols=frozenset({PARLEY}))
+    _no_publish, protocols=frozenset({SPEC.name}))
 
 CHECKERS = (PARLEY_COMMANDER, PARLEY_HANDLER, PARLEY_ENVELOPE)

@@ -7,7 +7,6 @@ from collections import defaultdict
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import LINK_FAULTS, Transit, _drained, fault_windows
 from bench.core.events import (
-    A2A_MQTT,
     A2mAttempt,
     A2mPuback,
     A2mRequestTaken,
@@ -19,6 +18,7 @@ from bench.core.events import (
     Wire,
 )
 from bench.history import History
+from bench.protocols.a2a_mqtt import SPEC
 from bench.protocols.a2a_mqtt.rules.common import (
     EARLY_MS,
     Took,
@@ -274,4 +274,4 @@ A2A_BROKER = Checker(
     (pooled_requests_reach_the_pool, pooled_requests_reach_one_member,
      expired_requests_not_delivered, refusals_have_a_cause, requests_keep_their_reply_path),
     _no_broker_promise,
-    protocols=frozenset({A2A_MQTT}))
+    protocols=frozenset({SPEC.name}))

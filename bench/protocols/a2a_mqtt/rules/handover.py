@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import LINK_FAULTS, Transit, fault_windows, held_until
 from bench.core.events import (
-    A2A_MQTT,
     A2mAttempt,
     A2mReplyTaken,
     A2mRequestTaken,
     Intake,
 )
 from bench.history import History
+from bench.protocols.a2a_mqtt import SPEC
 from bench.protocols.a2a_mqtt.rules.common import _agent_of, _reply_topics, answers, intake
 
 # -- task handover (user story 07) -----------------------------------------------------------------
@@ -158,4 +158,4 @@ A2A_HANDOVER = Checker(
     "every reply to a task handed to it, and what was handed over reaches it with its reply "
     "path (the requester's side, follow-ups to the named agent, is a2a_requests').",
     (handed_over_replies_name_their_agent, handed_over_requests_reach_their_agent),
-    _no_handover, protocols=frozenset({A2A_MQTT}))
+    _no_handover, protocols=frozenset({SPEC.name}))

@@ -7,7 +7,6 @@ from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
 from bench.core.events import (
-    A2A_MQTT,
     A2mAttempt,
     A2mReplyTaken,
     Event,
@@ -15,6 +14,7 @@ from bench.core.events import (
     Wire,
 )
 from bench.history import History
+from bench.protocols.a2a_mqtt import SPEC
 from bench.protocols.a2a_mqtt.rules.common import _pool_of, _tampering
 
 
@@ -81,4 +81,4 @@ A2A_POOLS = Checker(
     "a2a_pools", "A2A over MQTT, shared-subscription pools: a reply to a pooled request names "
     "the member that answered.",
     (pooled_replies_name_their_responder, pool_members_share_a_group), _no_pool,
-    protocols=frozenset({A2A_MQTT}))
+    protocols=frozenset({SPEC.name}))

@@ -8,7 +8,6 @@ from bench.checks import Checker, Collector, rule
 from bench.checks.network import Transit, fault_windows
 from bench.checks.terms import IN_FLIGHT_AT_END_MS, records_late_ms
 from bench.core.events import (
-    A2A_MQTT,
     A2mAttempt,
     A2mReplyTaken,
     A2mRequestTaken,
@@ -28,6 +27,7 @@ from bench.core.events import (
     Wire,
 )
 from bench.history import History
+from bench.protocols.a2a_mqtt import SPEC
 from bench.protocols.a2a_mqtt.rules.common import (
     ANSWERED,
     ARTIFACT_MODE_ANSWER,
@@ -774,4 +774,4 @@ A2A_REPLIES = Checker(
      new_contexts_are_welcome, unknown_properties_ignored,
      unknown_artifact_modes_answered_in_json, tasks_end_as_their_agent_did,
      capacity_kept), _no_intake,
-    protocols=frozenset({A2A_MQTT}))
+    protocols=frozenset({SPEC.name}))

@@ -12,7 +12,6 @@ from bench.checks import Checker, Collector, rule
 from bench.checks.network import Transit, fault_windows
 from bench.checks.terms import records_late_ms
 from bench.core.events import (
-    A2A_MQTT,
     A2mAttempt,
     A2mOutcome,
     A2mPuback,
@@ -28,6 +27,7 @@ from bench.core.events import (
     Wire,
 )
 from bench.history import History
+from bench.protocols.a2a_mqtt import SPEC
 from bench.protocols.a2a_mqtt.rules.common import (
     BINDING_PROPERTIES,
     EARLY_MS,
@@ -1211,4 +1211,4 @@ A2A_REQUESTS = Checker(
      protocol_errors_not_retried_unchanged, replies_with_unknown_properties_taken,
      refused_publishes_retried),
     _no_operation,
-    protocols=frozenset({A2A_MQTT}))
+    protocols=frozenset({SPEC.name}))

@@ -5,11 +5,11 @@ from __future__ import annotations
 from bench.checks import Checker, Collector, rule
 from bench.checks.robustness import never_raises
 from bench.core.events import (
-    A2A_MQTT,
     ExecutorsRegistered,
     NodeStarted,
 )
 from bench.history import History
+from bench.protocols.a2a_mqtt import SPEC
 
 
 def _no_agent(h: History) -> str | None:
@@ -29,4 +29,4 @@ A2A_ROBUSTNESS = Checker(
     "a2a_robustness", "A2A over MQTT: no agent dies of its own exception — whatever it is "
     "given, a requester or a responder answers with a recorded outcome (the seed protocol's "
     "robustness rule, on the profile's agents).",
-    (agents_never_raise,), _no_agent, protocols=frozenset({A2A_MQTT}))
+    (agents_never_raise,), _no_agent, protocols=frozenset({SPEC.name}))

@@ -7,12 +7,12 @@ from collections import defaultdict
 
 from bench.checks import Checker, Collector, rule
 from bench.core.events import (
-    A2A_MQTT,
     FaultStart,
     NodeCrashed,
     Wire,
 )
 from bench.history import History
+from bench.protocols.a2a_mqtt import SPEC
 from bench.protocols.a2a_mqtt.rules.common import (
     BINDING_PROPERTIES,
     DISCOVERY_PREFIX,
@@ -338,4 +338,4 @@ A2A_SESSION = Checker(
      tokens_never_echoed, tokens_travel_over_tls, binding_properties_carry_the_prefix,
      interaction_topics_keep_the_shape), _untapped,
     needs="wire",
-    protocols=frozenset({A2A_MQTT}))
+    protocols=frozenset({SPEC.name}))

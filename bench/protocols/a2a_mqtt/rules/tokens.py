@@ -5,10 +5,10 @@ from __future__ import annotations
 from bench.checks import Checker, Collector, rule
 from bench.checks.network import LINK_FAULTS, Transit, fault_windows
 from bench.core.events import (
-    A2A_MQTT,
     A2mAttempt,
 )
 from bench.history import History
+from bench.protocols.a2a_mqtt import SPEC
 from bench.protocols.a2a_mqtt.rules.common import (
     ANY_ERROR,
     _answers_by_path,
@@ -117,4 +117,4 @@ A2A_OAUTH = Checker(
     "token is good is not refused (that no agent echoes a token is a2a_session's, off the "
     "wire).",
     (requests_carry_a_token, unauthorized_requests_refused, good_tokens_honoured), _no_tokens,
-    protocols=frozenset({A2A_MQTT}))
+    protocols=frozenset({SPEC.name}))
