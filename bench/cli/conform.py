@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     from bench.grid import Impl
 
 
+def _kits(with_spec: bool = False) -> list[Any]:
+    """The conform kits protocols carry of their own (`ProtocolSpec.conform`), for the help;
+    with their specs, `with_spec`."""
+    found = [(spec, kit) for spec in protocols().values()
+             if (kit := spec.module("conform")) is not None]
+    return found if with_spec else [kit for _spec, kit in found]
+
+
 def add_conform(sub: Sub) -> None:
     cf = sub.add_parser(
         "conform", help="judge anyone's node against its protocol, rule by rule",
@@ -43,13 +51,8 @@ def add_conform(sub: Sub) -> None:
                     "docs/profiles/a2a-mqtt.md that binds a responder, grouped MUST / SHOULD /\n"
                     "MAY. The agent contract: docs/profiles/own-agent.md. About 5 minutes.\n"
                     "--role requester: CMD as the requester instead, in front of the reference\n"
-                    "responders (the clauses that bind a requester; about 2 minutes).\n"
-                    "\n"
-                    "--protocol parley: CMD as every handler of a Parley v1 pair (--role\n"
-                    "commander: every commander), the other side parley-mqtt's own class behind\n"
-                    "examples/parley, on Mosquitto, through each shipped parley_* scenario\n"
-                    "(a kill, redelivery, a partition, a pause, cancels, QoS 0, ...); one row\n"
-                    "per clause of docs/protocols/parley.md that binds the role. About 9 minutes.\n\n"
+                    "responders (the clauses that bind a requester; about 2 minutes).\n\n"
+                    + "".join(f"{kit.HELP}\n\n" for kit in _kits()) +
                     "exit codes: 0 every row PASS (or not applicable: a part the node declares\n"
                     "it leaves out), 1 a MUST FAILs (or a SHOULD, with --strict), 2 no such\n"
                     "FAIL but some row UNKNOWN, 3 invalid arguments",
@@ -64,8 +67,8 @@ def add_conform(sub: Sub) -> None:
                "         a2a-bench conform --profile a2a-mqtt --role requester "
                "'python examples/a2a-requester/requester.py'\n"
                "         a2a-bench conform --profile a2a-mqtt --image my-agent:1.2   "
-               "(its containers)\n"
-               "         a2a-bench conform --protocol parley 'python examples/parley/handler.py'")
+               "(its containers)"
+               + "".join(f"\n         {kit.EXAMPLE}" for kit in _kits()))
     cf.add_argument("cmd", metavar="CMD", nargs="?", default=None,
                     help="the node's command line (one argument; quote it)")
     cf.add_argument("--image", default=None, metavar="IMAGE",
@@ -75,13 +78,16 @@ def add_conform(sub: Sub) -> None:
     cf.add_argument("--protocol", "--profile", dest="profile",
                     choices=sorted(protocols()), default="seed",
                     help="the protocol: the seed documents' (CMD as executors, default), "
-                         "A2A over MQTT (CMD as responders) or Parley v1 (CMD as handlers)")
-    cf.add_argument("--role", choices=["responder", "requester", "handler", "commander"],
+                         "A2A over MQTT (CMD as responders)"
+                         + "".join(f", {spec.title} (CMD as its {kit.ROLES[0]}s)"
+                                   for spec, kit in _kits(with_spec=True)))
+    cf.add_argument("--role", choices=sorted({r for p in protocols().values() for r in p.roles}),
                     default=None,
                     help="what CMD plays — a2a-mqtt: every responder, behind the reference "
                          "requester (default), or the requester, in front of the reference "
-                         "responders; parley: every handler (default) or every commander, "
-                         "the other side the library behind examples/parley")
+                         "responders"
+                         + "".join(f"; {spec.name}: every {' or every '.join(kit.ROLES)} (the "
+                                   "first the default)" for spec, kit in _kits(with_spec=True)))
     cf.add_argument("--broker", choices=["amqtt", "mosquitto"], default=None,
                     help="the embedded broker to run on (default: amqtt; mosquitto for "
                          "a2a-mqtt, which needs MQTT 5)")

@@ -75,7 +75,7 @@ def add_run(sub: Sub) -> None:
                      help="docker: every node of ROLE a container of IMAGE (built beforehand: "
                           "docker build) instead of the reference node or the topology's "
                           "command, its entrypoint speaking the node-process protocol, e.g. "
-                          "handler=a2a-bench-parley-handler:1.0.1 (examples/parley/Dockerfile); "
+                          "responder=my-agent:1.2 (examples/*/Dockerfile build such images); "
                           "repeatable. A topology names one per node with image = \"...\"")
     run.add_argument("--wire-tap", action="store_true",
                      help="live: record what crosses every node's connection (CONNECT, "
@@ -157,7 +157,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             if not role or not image.strip():
                 raise SpecError(f"--node-image={given!r}: expected ROLE=IMAGE, e.g. "
-                                "handler=a2a-bench-parley-handler:1.0.1")
+                                "responder=my-agent:1.2")
             scenario = scenario.with_node_image(role, image, "--node-image")
         except SpecError as exc:
             print(f"a2a-bench: {exc}", file=sys.stderr)

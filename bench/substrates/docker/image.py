@@ -43,8 +43,8 @@ class ImageError(EnvironmentFailure):
 
 
 #: Optional dependencies the image holds too: the third-party implementations each protocol
-#: judges, run as containers (`ProtocolSpec.extras`: examples/emqx-sdk/Dockerfile's EMQX
-#: SDK, examples/parley/Dockerfile's parley-mqtt, as pinned)
+#: judges, run as containers (`ProtocolSpec.extras`; the Dockerfiles of examples/ build
+#: their images FROM this one)
 EXTRAS = tuple(extra for spec in protocols().values() for extra in spec.extras)
 
 
