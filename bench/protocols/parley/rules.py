@@ -108,6 +108,13 @@ class Run:
     disturbed: list[tuple[str, float, float, bool]] = field(default_factory=list)
     #: node -> when its process ended (a crash, a restart fault's stop): a new life after
     crashes: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    #: every PUBLISH a Parley node sent on one of the command type's four topics
+    published: list[Wire] = field(default_factory=list)
+    #: command id -> what execute returned for it (request_settled, each time)
+    settled: dict[str, list[RequestSettled]] = field(default_factory=lambda: defaultdict(list))
+    #: (handler, command id) -> each time its work started (task_executed)
+    executions: dict[tuple[str, str], list[TaskExecuted]] = field(
+        default_factory=lambda: defaultdict(list))
 
     def ms(self, key: str) -> float:
         return self.timing[key] * 1000.0
@@ -142,9 +149,17 @@ def read(h: History) -> Run:
     stops = h.of(RunStopping)
     run = Run(timing, dict(settings.get("topics") or {}),
               stops[0].t_ms if stops else h.end_ms, h.end_ms)
+    topics = set(run.topics.values())
+    connects: dict[str, list[float]] = defaultdict(list)   # each node's CONNECTs
     for e in h.of(Wire):
+        if e.packet == "CONNECT" and e.direction == "out":
+            connects[e.node].append(e.t_ms)
+        if e.packet != "PUBLISH":
+            continue
+        if e.direction == "out" and e.topic in topics:
+            run.published.append(e)
         body = e.body
-        if e.packet != "PUBLISH" or not isinstance(body, dict) or "bad" in body:
+        if not isinstance(body, dict) or "bad" in body:
             continue
         t, command = body.get("t"), body.get("id")
         if not isinstance(t, str) or not isinstance(command, str) or e.dup:
@@ -179,15 +194,16 @@ def read(h: History) -> Run:
     # the broker away: from its going to each node's first CONNECT after it came back
     # (paho's own reconnect, after its backoff), and the resubscription that follows
     ups = [u.t_ms for u in h.of(BrokerUp)]
-    connects: dict[str, list[float]] = defaultdict(list)
-    for e in h.of(Wire):
-        if e.packet == "CONNECT" and e.direction == "out":
-            connects[e.node].append(e.t_ms)
     for d in h.of(BrokerDown):
         up = min((u for u in ups if u >= d.t_ms), default=h.end_ms)
         for node, times in connects.items():
             back = min((t for t in times if t >= up), default=h.end_ms)
             run.disturbed.append((node, d.t_ms, back + RESUBSCRIBED_MS, False))
+    for s in h.of(RequestSettled):
+        if s.task_id:
+            run.settled[s.task_id].append(s)
+    for started_work in h.of(TaskExecuted):
+        run.executions[(started_work.node, started_work.task_id)].append(started_work)
     return run
 
 
@@ -199,14 +215,6 @@ def _commands(run: Run) -> list[tuple[str, str]]:
     """(commander, command id) of every command a commander sent."""
     return [(m.wire.node, m.id) for m in run.msgs if m.out and m.kind == "req"
             and m is run.of(m.wire.node, m.id, "req", True)[0]]
-
-
-def _settled(h: History) -> dict[str, list[RequestSettled]]:
-    out: dict[str, list[RequestSettled]] = defaultdict(list)
-    for s in h.of(RequestSettled):
-        if s.task_id:
-            out[s.task_id].append(s)
-    return out
 
 
 def _sign_of_life(run: Run, node: str, command: str) -> Msg | None:
@@ -247,7 +255,8 @@ def requests_resent_until_a_sign_of_life(h: History, c: Collector) -> None:
     """While a command has had no sign of life (no hb, prg or res for it on its commander's
     wire) and is not settled or being cancelled, its `req` is published again every
     request_retry_interval."""
-    run, settled = _run(h), _settled(h)
+    run = _run(h)
+    settled = run.settled
     for node, command in _commands(run):
         reqs = run.of(node, command, "req", True)
         life = _sign_of_life(run, node, command)
@@ -284,7 +293,8 @@ def results_acknowledged(h: History, c: Collector) -> None:
     """Every `res` for one of its commands (but a `$busy` refusal) that reaches a commander
     is answered with a `rak` for it, unless it came after the command's tombstone had
     expired (C6: nobody's then)."""
-    run, settled = _run(h), _settled(h)
+    run = _run(h)
+    settled = run.settled
     for node, command in _commands(run):
         ends = [s.t_ms for s in settled.get(command, [])]
         forgotten = (ends[0] if ends else run.end_ms) + run.ms("tombstone_ttl")
@@ -314,7 +324,7 @@ def one_outcome_per_command(h: History, c: Collector) -> None:
     a res only after a res with that code did (`$cancelled` and the liveness codes aside,
     which the commander may reach on its own)."""
     run = _run(h)
-    for command, ends in _settled(h).items():
+    for command, ends in _run(h).settled.items():
         c.count("commands_settled")
         if len(ends) > 1:
             c.violation(f"command {command}: execute returned {len(ends)} times", *ends[:2])
@@ -346,7 +356,7 @@ def liveness_outcomes_are_earned(h: History, c: Collector) -> None:
     execution_timeout passed since the first."""
     run = _run(h)
     sent = {s.task_id: s for s in h.of(RequestSent) if s.task_id}
-    for command, ends in _settled(h).items():
+    for command, ends in _run(h).settled.items():
         end = ends[0]
         if end.code not in LIVENESS or command not in sent:
             continue
@@ -388,7 +398,8 @@ def cancels_go_on_the_wire(h: History, c: Collector) -> None:
     """A command `execute` ended `$cancelled` before the run's stop had a `cnl` on the
     commander's wire first; and once cancelling, the commander publishes `cnl` again every
     cancel_retry_interval until a res for it reaches it or it settles."""
-    run, settled = _run(h), _settled(h)
+    run = _run(h)
+    settled = run.settled
     for command, ends in settled.items():
         end = ends[0]
         if end.code != "$cancelled" or not run.judged(end.t_ms):
@@ -416,7 +427,8 @@ def every_command_settles(h: History, c: Collector) -> None:
     """Every command a commander sent is settled (`execute` returns) within no_ack_timeout
     + execution_timeout (+ LATE_MS): by then a result, `$noAck` or `$executionTimeout` has
     ended it — or the run ended first (undecided)."""
-    run, settled = _run(h), _settled(h)
+    run = _run(h)
+    settled = run.settled
     bound = run.ms("no_ack_timeout") + run.ms("execution_timeout") + LATE_MS
     for s in h.of(RequestSent):
         if not s.task_id:
@@ -436,13 +448,6 @@ def every_command_settles(h: History, c: Collector) -> None:
 
 
 # -- the handler (§7, H1-H8) ------------------------------------------------------------------
-def _executions(h: History) -> dict[tuple[str, str], list[TaskExecuted]]:
-    out: dict[tuple[str, str], list[TaskExecuted]] = defaultdict(list)
-    for e in h.of(TaskExecuted):
-        out[(e.node, e.task_id)].append(e)
-    return out
-
-
 @rule("README: \"At-most-once execution, correct even at QoS 0 ... at most once per handler "
       "process lifetime, for as long as the handler retains dedup/tombstone state for that "
       "command id\" (the residual cases: §9, reported as declared)")
@@ -452,7 +457,7 @@ def executed_at_most_once(h: History, c: Collector) -> None:
     result is a violation; one after a restart, or after the state's retention, is §9's
     declared residual case, counted (`declared_residual_*`) and not a violation."""
     run = _run(h)
-    for (node, command), runs in _executions(h).items():
+    for (node, command), runs in _run(h).executions.items():
         c.count("executions", len(runs))
         for first, again in zip(runs, runs[1:], strict=False):
             # H5/H8: its state is kept while its result is cached (until a rak, or the
@@ -509,7 +514,7 @@ def heartbeats_until_the_result(h: History, c: Collector) -> None:
     """From its admission to its first res, a handler heartbeats a command every
     heartbeat_interval; after its first res, no hb for it."""
     run = _run(h)
-    runs = _executions(h)
+    runs = _run(h).executions
     for node in run.handlers:
         for command in {m.id for m in run.msgs if m.wire.node == node and m.out and m.kind == "hb"}:
             if len(runs.get((node, command), [])) > 1:
@@ -616,18 +621,11 @@ def cancels_reach_the_running_handler(h: History, c: Collector) -> None:
 
 
 # -- the envelope (§3, §4, §4.2, adapter.py) ---------------------------------------------------
-def _published(h: History, run: Run) -> list[Wire]:
-    """Every PUBLISH a Parley node sent on one of the command type's four topics."""
-    topics = set(run.topics.values())
-    return [e for e in h.of(Wire) if e.packet == "PUBLISH" and e.direction == "out"
-            and e.topic in topics]
-
-
 @rule("adapter.py: \"All publishes MUST use retain=false and MAY be QoS 0 or 1\"")
 def publishes_never_retained(h: History, c: Collector) -> None:
     """Every Parley publish is retain=false, at QoS 0 or 1."""
     run = _run(h)
-    for e in _published(h, run):
+    for e in run.published:
         c.count("publishes")
         if e.retain or (e.qos or 0) > 1:
             c.violation(f"{e.node} published on {e.topic} with retain={e.retain}, "
@@ -643,7 +641,7 @@ def messages_are_envelopes(h: History, c: Collector) -> None:
     `e` when `ok` is false, a `$` code being one of the five the wire may carry."""
     run = _run(h)
     home = {"req": "req", "cnl": "req", "rak": "req", "hb": "hb", "prg": "prg", "res": "res"}
-    for e in _published(h, run):
+    for e in run.published:
         c.count("publishes")
         body = e.body or {"bad": "no payload read"}
         t = body.get("t")
@@ -667,7 +665,7 @@ def command_ids_are_valid_and_fresh(h: History, c: Collector) -> None:
     """Every command id is 1-64 characters of [A-Za-z0-9_-], and no commander gives two
     commands the same id."""
     run = _run(h)
-    for e in _published(h, run):
+    for e in run.published:
         command = (e.body or {}).get("id")
         if isinstance(command, str) and not ID.fullmatch(command):
             c.violation(f"{e.node} published the id {command!r}", e)
@@ -693,7 +691,7 @@ def _nothing_admitted(h: History) -> str | None:
 
 
 def _no_publish(h: History) -> str | None:
-    return None if _published(h, _run(h)) else "no Parley publish was tapped"
+    return None if _run(h).published else "no Parley publish was tapped"
 
 
 PARLEY_COMMANDER = Checker(
