@@ -136,6 +136,10 @@ class Topology:
         sent to them."""
         return frozenset(n.hands_over_to for n in self.nodes if n.hands_over_to)
 
+    def table(self, section: str) -> dict[str, Any]:
+        """Its protocol's table `section` as the topology keeps it (JSON; {}: none)."""
+        return dict((self.settings or {}).get(section) or {})
+
     def node(self, node_id: str) -> NodeSpec:
         for n in self.nodes:
             if n.id == node_id:

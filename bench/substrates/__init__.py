@@ -150,7 +150,7 @@ def keyring(scenario: Scenario) -> KeyRing:
     return KeyRing(flat_token=flat, agent_keys={a: Secret(rng.randbytes(24).hex()) for a in agents})
 
 
-def deploy_hooks(scenario: Scenario) -> Any:
+def _deploy(scenario: Scenario) -> Any:
     """The hooks of the scenario's protocol for what a deployment gives its nodes (None:
     nothing beyond the bench's own)."""
     return protocol(scenario.protocol).module("deploy")
@@ -161,7 +161,7 @@ def node_config(node: NodeSpec, scenario: Scenario, keys: KeyRing,
     """The node's configuration; with a `run_id`, its client id and topic prefix carry it
     (a run on a broker others use: nothing of it meets another run's sessions or topics)."""
     prefix = DEFAULT_PREFIX if run_id is None else f"{DEFAULT_PREFIX}/run-{run_id}"
-    hooks = deploy_hooks(scenario)
+    hooks = _deploy(scenario)
     return NodeConfig(node.id, node.namespace, node.agents, node.scene_groups,
                       client_id_of(node, scenario, run_id),
                       prefix=prefix,
@@ -177,7 +177,7 @@ def client_id_of(node: NodeSpec, scenario: Scenario, run_id: str | None = None) 
     """The MQTT client id the deployment gives `node`: its topology's, or its protocol's
     (an A2A-over-MQTT agent's `{org}/{unit}/{agent}`, A2M-SESS-3), with a run's id appended
     when the run is isolated; empty: the node id."""
-    hooks = deploy_hooks(scenario)
+    hooks = _deploy(scenario)
     given = hooks.client_id(node, scenario.topology) if hooks is not None else node.client_id
     return given if run_id is None else f"{given or node.id}-{run_id}"
 
@@ -194,7 +194,7 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
     none is the seed protocol's)."""
     given = {n.id: c for n in scenario.topology.nodes
              if (c := client_id_of(n, scenario, run_id))}
-    hooks = deploy_hooks(scenario)
+    hooks = _deploy(scenario)
     return RunStarted(scenario.name, variant.name, scenario.seed, scenario.topology.name,
                       len(scenario.topology.nodes), mode.value, broker, broker_url, node_hosting,
                       scenario.workload.task_timeout_ms, run_id, scenario.auth.mode,

@@ -20,7 +20,7 @@ SPEC = ProtocolSpec(
     optional_subjects={
         "a2a_pools": lambda w, t: w.pool_fraction > 0,
         # bearer tokens: only where the topology's responders require them ([a2a.oauth])
-        "a2a_oauth": lambda w, t: "oauth" in (t.settings or {}).get("a2a", {}),
+        "a2a_oauth": lambda w, t: "oauth" in t.table("a2a"),
         # handover: only where a card owner hands its tasks over (a node's hands_over_to)
         "a2a_handover": lambda w, t: bool(t.delegates)},
     fault_kinds=frozenset({"malformed_request"}),

@@ -58,27 +58,23 @@ def read(raw: Any, where: str, table: Any) -> dict[str, Any]:
     return {"settings": {"a2a": table_json}, "node_tls": oauth is not None and oauth.tls}
 
 
-def _table(t: Topology) -> dict[str, Any]:
-    return dict((t.settings or {}).get("a2a") or {})
-
-
 def org(t: Topology) -> str | None:
     """The org id its agents belong to (`[a2a] org`; None on another protocol)."""
-    value = _table(t).get("org")
+    value = t.table("a2a").get("org")
     return value if isinstance(value, str) else None
 
 
 def request_expiry_s(t: Topology) -> int | None:
     """The Message Expiry Interval its requesters set (None: none; A2M-RETRY-9: it should
     exceed the 15 s first-reply wait)."""
-    value = _table(t).get("request_expiry_s")
+    value = t.table("a2a").get("request_expiry_s")
     return value if isinstance(value, int) else None
 
 
 def oauth(t: Topology) -> OAuthSpec | None:
     """Its responders require OAuth 2.0 bearer tokens (`[a2a.oauth]`), and its requesters send
     them (None: no tokens)."""
-    value = _table(t).get("oauth")
+    value = t.table("a2a").get("oauth")
     return OAuthSpec.from_json(value) if isinstance(value, dict) else None
 
 

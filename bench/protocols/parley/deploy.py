@@ -16,27 +16,23 @@ def client_id(node: NodeSpec, topology: Topology) -> str:
     return node.client_id
 
 
-def _table(topology: Topology) -> dict[str, Any]:
-    return dict((topology.settings or {}).get("parley") or {})
-
-
 def node_fields(node: NodeSpec, scenario: Scenario, run_id: str | None) -> dict[str, Any]:
     """What an adapter reads as its launch spec's `node.settings`: its role, the four
     topics, the QoS and the timing of the `[parley]` table."""
-    settings = _table(scenario.topology)
+    settings = scenario.topology.table("parley")
     role = "handler" if node.role is Role.EXECUTOR else "commander"
     return {"settings": {"role": role, **settings}}
 
 
 def run_fields(topology: Topology) -> dict[str, Any]:
     """run_started records the topics and timing: the rules judge by them."""
-    return {"settings": _table(topology)}
+    return {"settings": topology.table("parley")}
 
 
 def inbox(topology: Topology, node_id: str | None) -> tuple[str, ...]:
     """The topics that reach `node_id` (None: any node): a handler's request topic, a
     commander's heartbeat, progress and result topics (what a redelivery fault replays)."""
-    topics = dict(_table(topology).get("topics") or {})
+    topics = dict(topology.table("parley").get("topics") or {})
     if node_id is None:
         return tuple(topics.values())
     if topology.node(node_id).role is Role.EXECUTOR:
