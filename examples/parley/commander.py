@@ -32,8 +32,8 @@ import time
 from typing import Any
 
 try:
-    from paho_adapter import PahoAdapter, client_for
-    from parley import ParleyCancelSignal, ParleyCommander, ParleyConfig, ParleyTopics
+    from paho_adapter import PahoAdapter, client_for, topics_and_config
+    from parley import ParleyCancelSignal, ParleyCommander
 except ImportError as exc:   # the library is an extra of the bench: say so in one line
     sys.exit(f"examples/parley/commander.py: {exc}; install it: pip install -e '.[parley]'")
 
@@ -41,12 +41,7 @@ spec = json.loads(sys.stdin.readline())
 node, settings = spec["node"], spec["node"]["settings"]
 ME = node["node_id"]
 AGENT = node["agents"][0] if node["agents"] else f"{node['namespace']}.orchestrator"
-TOPICS = ParleyTopics(*(settings["topics"][k] for k in ("req", "hb", "prg", "res")))
-CONFIG = ParleyConfig(**{k: settings[k] for k in (
-    "request_retry_interval", "no_ack_timeout", "stale_timeout", "execution_timeout",
-    "cancel_retry_interval", "heartbeat_interval", "result_retry_interval",
-    "result_retry_timeout", "tombstone_ttl", "max_concurrent_executions",
-    "max_active_commands")})
+TOPICS, CONFIG = topics_and_config(settings)
 NO_ANSWER = {"$noAck", "$executionStale", "$executionTimeout"}
 signals: dict[str, ParleyCancelSignal] = {}     # request id -> its running command's signal
 #: one future per execute started and not yet seen on the wire, in the order they were

@@ -30,26 +30,15 @@ import time
 from typing import Any
 
 try:
-    from paho_adapter import PahoAdapter, client_for
-    from parley import (
-        ParleyCommandHandler,
-        ParleyConfig,
-        ParleyExecution,
-        ParleyOutcome,
-        ParleyTopics,
-    )
+    from paho_adapter import PahoAdapter, client_for, topics_and_config
+    from parley import ParleyCommandHandler, ParleyExecution, ParleyOutcome
 except ImportError as exc:   # the library is an extra of the bench: say so in one line
     sys.exit(f"examples/parley/handler.py: {exc}; install it: pip install -e '.[parley]'")
 
 spec = json.loads(sys.stdin.readline())
 node, settings = spec["node"], spec["node"]["settings"]
 ME, AGENT = node["node_id"], node["agents"][0]
-TOPICS = ParleyTopics(*(settings["topics"][k] for k in ("req", "hb", "prg", "res")))
-CONFIG = ParleyConfig(**{k: settings[k] for k in (
-    "request_retry_interval", "no_ack_timeout", "stale_timeout", "execution_timeout",
-    "cancel_retry_interval", "heartbeat_interval", "result_retry_interval",
-    "result_retry_timeout", "tombstone_ttl", "max_concurrent_executions",
-    "max_active_commands")})
+TOPICS, CONFIG = topics_and_config(settings)
 waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
 
 

@@ -10,7 +10,7 @@ paho-mqtt"), written as its adapter.py documents the port and nothing more:
   Parley's core is single-threaded asyncio: every callback hops onto the event loop.
 
 Nothing of the bench is imported; the bench's contract lines are the callers'
-(commander.py, handler.py).
+(commander.py, handler.py); `client_for` and `topics_and_config` read the launch spec.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from parley import ParleyConnectionAdapter, ParleyMessageHandler
+from parley import ParleyConfig, ParleyConnectionAdapter, ParleyMessageHandler, ParleyTopics
 
 
 class PahoAdapter(ParleyConnectionAdapter):
@@ -82,3 +82,17 @@ def client_for(spec: dict[str, Any]) -> mqtt.Client:
                          protocol=mqtt.MQTTv311)
     client.username_pw_set(*(spec.get("login") or (client_id, None)))
     return client
+
+
+#: the ParleyConfig fields the launch spec's node.settings carries (the topology's timing)
+CONFIG_FIELDS = ("request_retry_interval", "no_ack_timeout", "stale_timeout",
+                 "execution_timeout", "cancel_retry_interval", "heartbeat_interval",
+                 "result_retry_interval", "result_retry_timeout", "tombstone_ttl",
+                 "max_concurrent_executions", "max_active_commands")
+
+
+def topics_and_config(settings: dict[str, Any]) -> tuple[ParleyTopics, ParleyConfig]:
+    """The command type's topics and the timing the launch spec's `node.settings` gives,
+    as the library's own types."""
+    topics = ParleyTopics(*(settings["topics"][k] for k in ("req", "hb", "prg", "res")))
+    return topics, ParleyConfig(**{k: settings[k] for k in CONFIG_FIELDS})
