@@ -151,6 +151,7 @@ def read(h: History) -> Run:
               stops[0].t_ms if stops else h.end_ms, h.end_ms)
     topics = set(run.topics.values())
     connects: dict[str, list[float]] = defaultdict(list)   # each node's CONNECTs
+    tapped: set[tuple[str, str, int | None, str, str]] = set()
     for e in h.of(Wire):
         if e.packet == "CONNECT" and e.direction == "out":
             connects[e.node].append(e.t_ms)
@@ -162,8 +163,15 @@ def read(h: History) -> Run:
         if not isinstance(body, dict) or "bad" in body:
             continue
         t, command = body.get("t"), body.get("id")
-        if not isinstance(t, str) or not isinstance(command, str) or e.dup:
-            continue   # a DUP is MQTT's resend of a packet, not a Parley message again
+        if not isinstance(t, str) or not isinstance(command, str):
+            continue
+        # a DUP is MQTT's resend of a packet the tap already saw: not a Parley message again.
+        # One whose first copy the tap never saw (sent into a partition, held by the client
+        # until it reconnected) is the message's first appearance on the wire
+        copy = (e.node, e.direction, e.packet_id, t, command)
+        if e.dup and copy in tapped:
+            continue
+        tapped.add(copy)
         ok, code = body.get("ok"), body.get("e")
         m = Msg(e, t, command, e.direction == "out", ok if isinstance(ok, bool) else None,
                 code if isinstance(code, str) else None)
