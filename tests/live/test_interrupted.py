@@ -22,6 +22,7 @@ from bench.run import Interrupted
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.nodes import ProcessNode
 from bench.substrates.log import RunLog
+from tests.live.conftest import unexplained_by_amqtt_resume
 
 #: How long the nodes may take to come up and send a first request on a loaded machine.
 UP_WITHIN_S = 60.0
@@ -77,8 +78,14 @@ def ctrl_c_at(out: Path, point: str, how: tuple[str, ...]) -> None:
     lines = [line for line in stderr.splitlines() if line.startswith("a2a-bench:")]
     assert len(lines) == 1 and lines[0].startswith("a2a-bench: interrupted (Ctrl-C)"), stderr
     verdicts = json.loads((out / "verdicts.json").read_text())["verdicts"]
-    assert not [v for v in verdicts if v["value"] == "false"], \
-        [(v["name"], v["counterexamples"][:2]) for v in verdicts if v["value"] == "false"]
+    wrong = {v["name"]: (v["value"], v["counterexamples"][:2]) for v in verdicts
+             if v["value"] == "false"}
+    started = json.loads((out / "history.jsonl").open().readline())
+    if wrong and started.get("broker") == "amqtt":
+        # amqtt's own loss at the kill, long before the Ctrl-C (CI, 2026-12-06: a request
+        # in flight to exec-1 when it was killed, never resent on its resumed session)
+        wrong = unexplained_by_amqtt_resume(out, wrong)
+    assert not wrong
     assert proc.returncode == 2, stderr[-2000:]
 
 

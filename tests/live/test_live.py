@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 
 from bench.checks import SEED, Value
-from bench.checks.network import PUBACK_WITHIN_MS
 from bench.run import EXIT_OK, run_scenario
 from bench.spec.brokers import BEHAVIOURS
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import Hosting, Options
 from bench.variants import REFERENCE, VARIANTS
 from tests.helpers import node_clock_origins, not_true
-from tests.live.conftest import brokers, compressed, partitioned
+from tests.live.conftest import brokers, compressed, partitioned, unexplained_by_amqtt_resume
 
 BROKERS = brokers()
 
@@ -81,72 +80,6 @@ def test_fault_scenarios_live(tmp_path: Path, broker: str, name: str) -> None:
     assert not wrong
     fired = [l for l in (tmp_path / "history.jsonl").read_text().splitlines() if '"fault_fired"' in l]
     assert fired or not scenario.faults, "the fault never fired"
-
-
-def every_case(run: Path) -> list[Any]:
-    """The run judged again, keeping every counterexample (not the first few per rule)."""
-    import bench.checks as checks
-    from bench.history import History
-    kept, checks.MAX_EXAMPLES = checks.MAX_EXAMPLES, 10**9
-    try:
-        return checks.judge(History.read(run / "history.jsonl"))
-    finally:
-        checks.MAX_EXAMPLES = kept
-
-
-def unexplained_by_amqtt_resume(run: Path, wrong: dict[str, Any]) -> dict[str, Any]:
-    """What is FALSE for another reason than amqtt 0.12's known losses (docs/brokers.md, "What
-    the bench found about the brokers"): it resumes a persistent session without resending
-    the QoS1 messages that were in flight when the node's connection died, and it keeps
-    nothing across its own restart — its sessions and their subscriptions included. Only
-    then: with a node
-    crashing while a delivery to it was under way (up to a second), or a message not yet
-    delivered when the broker stopped, or published after the restart before its target
-    had subscribed again; qos1_delivery is FALSE for exactly those messages, and a
-    GATE_OPEN among them never reaches its gate store."""
-    events = [json.loads(line) for line in (run / "history.jsonl").open()]
-    verdicts = every_case(run)
-    crashes = [(e["node"], e["tMs"]) for e in events if e["kind"] == "node_crashed"]
-    broker_stops = [e["tMs"] for e in events if e["kind"] == "fault_fired"
-                    and str(e.get("action", "")).startswith(("broker stopped", "broker killed"))]
-    by = {v.name: v for v in verdicts}
-    qos1 = by["qos1_delivery"]
-    lost = {c["seq"][0] for c in qos1.counterexamples}
-    at = {e["seq"]: e for e in events}
-
-    def routable_again(node: str, after: float) -> float:
-        return min((e["tMs"] for e in events if e["kind"] == "executors_registered"
-                    and e["node"] == node and e["tMs"] >= after), default=float("inf"))
-
-    handed = {e["requestId"]: e["tMs"] for e in events if e["kind"] == "request_sent"}
-
-    def in_flight_at_a_cut(seq: int) -> bool:
-        e = at[seq]
-        # a request queued in its client while the broker was down is sent at the reconnect:
-        # when it was handed over counts, not when its PUBACK came
-        sent = min(e["tMs"], handed.get(e.get("requestId"), e["tMs"]))
-        # the crash is journaled once the kill is done, the acceptance when its PUBACK is
-        # back: a message the broker handed to the node just before the kill may be
-        # journaled as accepted up to a PUBACK's time after the crash
-        return any(node == e["targetNodeId"] and -PUBACK_WITHIN_MS <= t - sent <= 1_000
-                   for node, t in crashes) or any(
-            sent <= routable_again(e["targetNodeId"], t) for t in broker_stops)
-    left = dict(wrong)
-    if "qos1_delivery" in left and qos1.counts["violations"] == len(lost) \
-            and all(in_flight_at_a_cut(s) for s in lost):
-        del left["qos1_delivery"]
-        lost_ids = {at[s]["messageId"] for s in lost}
-        gates = by["gate_integrity"]
-        if "gate_integrity" in left and set(gates.rules) and all(
-                r == "open_reaches_gate_store" or not n["violations"]
-                for r, n in gates.rules.items()) and all(
-                at[c["seq"][0]]["messageId"] in lost_ids for c in gates.counterexamples):
-            del left["gate_integrity"]
-    elif "qos1_delivery" in left:   # say when each loss happened, for the next reader
-        left["lost, ms before each crash of the target"] = {
-            at[s]["messageId"]: [round(t - at[s]["tMs"]) for node, t in crashes
-                                 if node == at[s]["targetNodeId"]] for s in sorted(lost)}
-    return left
 
 
 #: the seed protocol's defects, squeezed; the A2A-over-MQTT profile's need their scenario's
