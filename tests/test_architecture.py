@@ -28,9 +28,10 @@ LAYERS = {
     # the layers above ask it (`bench.protocols.protocol`); its rules judge a history as
     # the checks do (bench/protocols/<name>/rules.py, found by `checks.checkers`), and its
     # hostile inputs are fault scripts (bench/protocols/<name>/faults.py, found by the
-    # catalogue)
+    # catalogue); its drafts for explore name the workload's words (bench/protocols/<name>/
+    # explore.py)
     "protocols": {"core", "spec", "protocols", "checks", "history", "faults",
-                  "faults.primitives"},
+                  "faults.primitives", "workload"},
     "spec.distribution": {"spec.distribution"},
     "spec.topology": {"spec.distribution", "spec.topology"},
     "spec.scenario": {"core", "spec", "workload", "faults", "protocols"},
@@ -444,9 +445,6 @@ NAMES_A_PROTOCOL = re.compile(r"\bA2A_MQTT\b|\bSEED\b|\bPARLEY\b|\ba2a_org\b|\ba
 #: What still names one, each with what is left to move (issue 49): the list only shrinks —
 #: a module that no longer names a protocol must leave it, and a new one may not join it.
 DEBTS = {
-    "explore.draw": "the profile's topologies it draws",
-    # (named it before, behind bench.faults.a2a_attacks, which the pattern did not catch)
-    "explore.shrink": "the profile's token cases it drops with a topology's [a2a.oauth]",
     "conform": "the A2A conform suite and its profiles",
 }
 

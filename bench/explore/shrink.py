@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench.explore.draw import Draft
-from bench.protocols.a2a_mqtt.attacks import TOKEN_CASES
+from bench.protocols import DEFAULT, owner_of_role, protocol
+from bench.spec.topology import Role
 
 #: Workload keys that only add behaviour: without them the workload is simpler.
 OPTIONAL_WORKLOAD = ("process_fraction", "gate_fraction", "parallel_branches",
@@ -32,10 +33,10 @@ def candidates(d: Draft) -> Iterator[tuple[str, Draft]]:
     for i in reversed(range(len(faults))):
         yield f"without fault {faults[i]['kind']}", _edit(d, lambda x, i=i: _drop_fault(x, i))
     used = _nodes_named(faults)
-    # the last node that asks and the last that answers stay (on an A2A-over-MQTT
-    # topology a requester and a responder)
-    askers = [n for n in d.topology["nodes"] if n["role"] in ("orchestrator", "requester")]
-    doers = [n for n in d.topology["nodes"] if n["role"] in ("executor", "responder")]
+    # the last node that asks and the last that answers stay (in a protocol's own words
+    # for the roles: a requester and a responder, say)
+    askers = [n for n in d.topology["nodes"] if _role(n["role"]) is Role.ORCHESTRATOR]
+    doers = [n for n in d.topology["nodes"] if _role(n["role"]) is Role.EXECUTOR]
     for n in reversed(d.topology["nodes"]):
         if n["id"] in used or (n in askers and len(askers) == 1) \
                 or (n in doers and len(doers) == 1):
@@ -62,24 +63,18 @@ def candidates(d: Draft) -> Iterator[tuple[str, Draft]]:
                    _edit(d, lambda x, i=i, k=key: x.scenario["faults"][i].pop(k)))
     if "link" in d.topology:
         yield "default link", _edit(d, lambda x: x.topology.pop("link"))
-    for n in d.topology["nodes"]:
-        if "hands_over_to" in n:
-            yield (f"{n['id']} without its handover",
-                   _edit(d, lambda x, node=n["id"]: next(
-                       m for m in x.topology["nodes"] if m["id"] == node).pop("hands_over_to")))
-    if "oauth" in d.topology.get("a2a", {}):
-        yield "without bearer tokens", _edit(d, _drop_oauth)
+    # the steps only its protocol's drafts have, last
+    own = protocol(d.topology.get("protocol", DEFAULT)).module("explore")
+    for what, change in getattr(own, "shrinks", lambda _s, _t: ())(d.scenario, d.topology):
+        yield what, _edit(d, lambda x, change=change: change(
+            x.scenario, x.topology, lambda i, x=x: _drop_fault(x, i)))
 
 
-def _drop_oauth(d: Draft) -> None:
-    """No tokens required, and none of the spoilt ones sent (they need them)."""
-    d.topology["a2a"].pop("oauth")
-    for i in reversed(range(len(d.scenario.get("faults", [])))):
-        f = d.scenario["faults"][i]
-        if f["kind"] == "malformed_request" and "cases" in f:
-            f["cases"] = [c for c in f["cases"] if c not in TOKEN_CASES]
-            if not f["cases"]:
-                _drop_fault(d, i)
+def _role(name: str) -> Role:
+    """The bench's role a topology's role name is (a protocol's own name for it, or the
+    bench's)."""
+    spec = owner_of_role(name)
+    return spec.roles[name] if spec is not None else Role(name)
 
 
 def _edit(d: Draft, change: Any) -> Draft:
@@ -95,7 +90,7 @@ def _drop_fault(d: Draft, i: int) -> None:
         d.scenario.pop("faults")
     if not any(f["kind"] == "duplicate_client_id" for f in faults):
         d.scenario.get("expect", {}).pop("deployment", None)
-    if not faults:          # a pooled draft's hazard needs a fault (draw._draw_a2a)
+    if not faults:          # a pooled draft's hazard needs a fault (the A2A profile's drafts)
         d.scenario.get("expect", {}).pop("duplicate_execution", None)
     if not d.scenario.get("expect"):
         d.scenario.pop("expect", None)
@@ -113,8 +108,8 @@ def _nodes_named(faults: list[dict[str, Any]]) -> set[str]:
 
 def _drop_node(d: Draft, node: str) -> None:
     d.topology["nodes"] = [n for n in d.topology["nodes"] if n["id"] != node]
-    for n in d.topology["nodes"]:       # a card owner whose delegate went serves itself
-        if n.get("hands_over_to") == node:
-            n.pop("hands_over_to")
+    for n in d.topology["nodes"]:       # a key that named it goes (a card owner whose
+        for key in [k for k, v in n.items() if k != "id" and v == node]:   # delegate went
+            n.pop(key)                                                     # serves itself)
     by_node = d.scenario.get("auth", {}).get("signature_by_node", {})
     by_node.pop(node, None)

@@ -82,6 +82,15 @@ class ProtocolSpec:
     #: the role: id, text, judged_by, where, exercised, level) and `BROKER`; None: conform
     #: has none for it (the two first protocols' kits are bench/conform.py's own)
     conform: str | None = None
+    #: the module that drafts random scenarios of it for `a2a-bench explore` (None: explore
+    #: draws none, as for a protocol the simulator cannot run): `draw(rng, name, fault)`,
+    #: the draft's scenario and topology tables, where `fault(kind, nodes, agents,
+    #: duration_s, narrow=None)` draws one fault of the catalogue (`narrow(kind, choices)`
+    #: narrows a list parameter's choices); `SHARE`, how often a draft is of it (the
+    #: default protocol's drafts are what the others leave); optionally `shrinks(scenario,
+    #: topology)`, the shrink steps only its drafts have: (what, edit(scenario, topology,
+    #: drop_fault)), tried after explore's own
+    explore: str | None = None
     #: the checkers of another protocol that judge its runs too (the seed's
     #: `duplicate_execution`: one execution per task, whatever carries it)
     shared_checkers: frozenset[str] = frozenset()
@@ -91,7 +100,7 @@ class ProtocolSpec:
 
     def module(self, part: str) -> Any:
         """The module one of its fields names (`deploy`, `settings`, `checkers`, `wire`,
-        `startup`, `conform`, `faults`), imported; None where it names none."""
+        `startup`, `conform`, `faults`, `explore`), imported; None where it names none."""
         name = getattr(self, part)
         return None if name is None else importlib.import_module(name)
 

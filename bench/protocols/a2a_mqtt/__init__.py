@@ -27,4 +27,5 @@ SPEC = ProtocolSpec(
     deploy="bench.protocols.a2a_mqtt.deploy", settings="bench.protocols.a2a_mqtt.settings",
     checkers="bench.protocols.a2a_mqtt.rules", startup="bench.protocols.a2a_mqtt.startup",
     faults="bench.protocols.a2a_mqtt.faults", extras=("sdk",),
+    explore="bench.protocols.a2a_mqtt.explore",
     shared_checkers=frozenset({"duplicate_execution"}))

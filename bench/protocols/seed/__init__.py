@@ -14,4 +14,5 @@ SPEC = ProtocolSpec(
         "relay_locality": lambda w, t: w.stream_events > 0,
         "gate_integrity": lambda w, t: w.process_fraction > 0 and w.gate_fraction > 0,
         "context_isolation": lambda w, t: w.process_fraction > 0},
-    fault_kinds=frozenset({"malformed_envelope"}))
+    fault_kinds=frozenset({"malformed_envelope"}),
+    explore="bench.protocols.seed.explore")
