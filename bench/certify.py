@@ -29,7 +29,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from bench.conform import PROFILES, Row
-from bench.protocols.a2a_mqtt import clauses
+from bench.protocols import DEFAULT, TableClause
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 FAILING = ("MUST", "MUST NOT")
@@ -42,7 +42,7 @@ class Meta:
     and role it was held to, where, and how strictly."""
 
     command: tuple[str, ...]
-    profile: str                    # "seed" or "a2a-mqtt"
+    profile: str                    # the protocol (conform --protocol)
     role: str                       # what the command played
     broker: str
     out: Path
@@ -63,10 +63,20 @@ class Meta:
 
     @property
     def suite_flags(self) -> list[str]:
-        return [*(["--protocol", self.profile] if self.profile != "seed" else []),
-                *(["--role", self.role] if self.profile != "seed"
-                  and self.role not in ("responder", "handler") else []),
+        return [*(["--protocol", self.profile] if self.profile != DEFAULT else []),
+                *(["--role", self.role] if self.role != PROFILES[self.profile].role else []),
                 "--broker", self.broker]
+
+    @property
+    def table(self) -> dict[str, TableClause]:
+        """Its protocol's clause table, by id (empty: a protocol without one)."""
+        return {c.id: c for p in PROFILES.values() if p.name == self.profile for c in p.table}
+
+    @property
+    def spec(self) -> dict[str, str]:
+        """The document the clauses come from, and its commit where its kit names one."""
+        p = PROFILES[self.profile]
+        return {"document": p.document, **({"commit": p.commit} if p.commit else {})}
 
 
 def status(row: Row) -> str:
@@ -106,14 +116,16 @@ def _ids(row: Row) -> list[str]:
 def compatibility(rows: list[Row], meta: Meta) -> dict[str, Any]:
     """compatibility.json's object (docs/schemas/compatibility.schema.json)."""
     entries = []
+    table = meta.table
     for r in rows:
-        first = clauses.BY_ID.get(_ids(r)[0])
+        first = table.get(_ids(r)[0])
         entry: dict[str, Any] = {
             "ids": _ids(r), "what": r.rule.what, "level": level(r), "status": status(r),
             "evidence": r.evidence, "judgedBy": list(r.rule.judged_by),
             "failsTheRun": fails(r, meta.strict)}
-        if first is not None:
-            entry["conformance"] = first.conformance.value
+        if first is not None and first.conformance is not None:
+            entry["conformance"] = first.conformance
+        if first is not None and first.section is not None:
             entry["section"] = first.section
         if r.scenario is not None:
             entry["scenario"] = r.scenario
@@ -131,9 +143,7 @@ def compatibility(rows: list[Row], meta: Meta) -> dict[str, Any]:
                            **({"name": meta.name} if meta.name else {}),
                            "version": meta.implementation_version},
         "profile": meta.profile, "role": meta.role, "broker": meta.broker,
-        "spec": ({"document": clauses.SPEC, "commit": clauses.SPEC_COMMIT}
-                 if meta.profile == "a2a-mqtt" else
-                 {"document": PROFILES[meta.profile].document}),
+        "spec": meta.spec,
         "level": meta.level, "strict": meta.strict,
         "exitCode": exit_code(rows, meta.strict),
         "counts": counts, "clauses": entries}

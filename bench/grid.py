@@ -4,11 +4,11 @@ A cell is one broker, one responder and one requester: the reference, or anyone'
 command line. The cell runs the conform suites of both roles once (the responder's, then
 the requester's runs the first has not made), every responder of the topology started by
 the responder's command and the requester by the requester's, and judges each role's
-clauses as `conform` does (bench/conform.py): one table per role, every agent behind the
-wire tap, the reference too. A violation counts against the side its counterexample is
-about (a node one of its history lines is of, or its words name); one about the other
-side only leaves the row UNKNOWN, naming it, so a requester's fault never shows as its
-responder's. Each cell's folder holds its runs and,
+clauses as `conform` does (from the profile's conform kit, `ProtocolSpec.conform`): one
+table per role, every agent behind the wire tap, the reference too. A violation counts
+against the side its counterexample is about (a node one of its history lines is of, or
+its words name); one about the other side only leaves the row UNKNOWN, naming it, so a
+requester's fault never shows as its responder's. Each cell's folder holds its runs and,
 per role, compatibility.json, junit.xml and conform.html (bench/certify.py); the grid's
 own folder grid.json, grid.md and grid.html, each cell linking to its evidence.
 """
@@ -28,14 +28,16 @@ from bench import certify
 from bench.checks import Verdict, judge
 from bench.conform import PROFILES, Row, clause_rows, judge_rules, run_suite
 from bench.history import read_jsonl
-from bench.protocols.a2a_mqtt import SPEC as A2A
+from bench.protocols import protocol
 from bench.run import read_for_judging
 from bench.spec.brokers import BEHAVIOURS
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates.live import EMBEDDED
 
-#: the roles of a cell, each with the conform profile that holds it
-ROLES = {"responder": "a2a-mqtt", "requester": "a2a-mqtt/requester"}
+#: the protocol whose implementations a cell pairs
+PROTOCOL = "a2a-mqtt"
+#: the roles of a cell (its conform kit's), each with the conform profile that holds it
+ROLES = {p.role: key for key, p in PROFILES.items() if p.name == PROTOCOL}
 REFERENCE = "reference"
 FORMAT = "a2a-bench/grid/1"
 
@@ -45,9 +47,9 @@ def mqtt5_brokers() -> tuple[str, ...]:
     return tuple(b for b in EMBEDDED if BEHAVIOURS[b].v5 is not None)
 
 
-#: what an implementation may declare it leaves out, as conform's flags say it (--core,
-#: --no-tokens): the clauses it names are then not applicable to it, in every cell
-DECLARATIONS = ("core", "no-tokens")
+#: what an implementation may declare it leaves out, as conform's flags say it (its conform
+#: kit's declarations): the clauses it names are then not applicable to it, in every cell
+DECLARATIONS = tuple(d.name for d in PROFILES[PROTOCOL].declarations)
 
 
 @dataclass(frozen=True)
@@ -116,8 +118,9 @@ def _owner(out: Path, role: str) -> Callable[[str, dict[str, Any]], bool]:
             nodes[run] = {int(x["seq"]): str(x["node"])
                           for x in read_jsonl(out / run / "history.jsonl")}
             topology = load_scenario(SCENARIOS / f"{run}.toml").topology
-            sides[run] = ({n.id for n in topology.nodes if n.role is A2A.roles[role]},
-                          {n.id for n in topology.nodes if n.role is not A2A.roles[role]})
+            plays = protocol(PROTOCOL).roles[role]
+            sides[run] = ({n.id for n in topology.nodes if n.role is plays},
+                          {n.id for n in topology.nodes if n.role is not plays})
         mine, theirs = sides[run]
         why = str(case.get("why", ""))
         about = {nodes[run].get(int(s), "") for s in case.get("seq") or ()} | {
@@ -153,9 +156,7 @@ def run_cell(cell: Cell, only: tuple[str, ...], say: Callable[[str], None]) -> C
         mine = {s for s, _t, _w in p.suite}
         rows = judge_rules({k: v for k, v in runs.items() if k in mine}, p.rules,
                            owns=_owner(cell.out, role))
-        impl = cell.impl(role)
-        cell.rows[role] = clause_rows(rows, "core" in impl.declares, p.binds,
-                                      "no-tokens" in impl.declares, p.unjudged)
+        cell.rows[role] = clause_rows(rows, p, cell.impl(role).declares)
     return cell
 
 
@@ -190,7 +191,7 @@ def _write_cell(cell: Cell, only: tuple[str, ...]) -> None:
     seeds = {s: load_scenario(SCENARIOS / f"{s}.toml").seed for s, _t, _w in suite(only)}
     for role, key in ROLES.items():
         impl = cell.impl(role)
-        meta = certify.Meta(impl.command, "a2a-mqtt", PROFILES[key].role, cell.broker,
+        meta = certify.Meta(impl.command, PROTOCOL, PROFILES[key].role, cell.broker,
                             cell.out, seeds, implementation_version=impl.version,
                             again=again(cell), name=impl.name)
         certify.write(cell.rows[role], meta, into=cell.out / role)

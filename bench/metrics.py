@@ -159,7 +159,7 @@ def compute(h: History, duration_ms: float) -> Metrics:
     settled = h.of(ev.RequestSettled)
     outcomes = Counter(e.outcome for e in settled)
     # settled, as the restarted requester read back, though a kill cut the journal's record
-    from bench.checks.delivery import restored_settled
+    from bench.checks.network import restored_settled
     outcomes.update(ev.RequestOutcome(outcome)
                     for _t, outcome in h.memo(restored_settled).values())
     completed = [float(e.latency_ms) for e in settled if e.outcome == ev.RequestOutcome.COMPLETED]

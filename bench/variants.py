@@ -29,24 +29,24 @@ from bench.core.auth import (
 )
 from bench.core.commands import CancelTimer, Publish
 from bench.core.config import NodeConfig
-from bench.core.directory import Resolution, Route, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, canonical_json, encode
-from bench.core.gate import Gate, Gates
 from bench.core.inputs import MessageReceived, Restored, Started, TaskFinished, TimerKind
-from bench.core.instance import Instance, InstanceEvent, InstanceStatus
-from bench.core.ledger import LedgerConfig, dedup_key
-from bench.core.node import Node
-from bench.core.outbox import Outbound, OutboundState, Outbox
-from bench.core.process import ProcessEngine
-from bench.core.relay import Relay
-from bench.core.steps import StepDef
-from bench.core.task import TaskRecord, TaskService
 from bench.protocols.a2a_mqtt import responder as a2m_responder
 from bench.protocols.a2a_mqtt.io import Effects as ProfileEffects
 from bench.protocols.a2a_mqtt.requester import Operation, Phase, Requester
 from bench.protocols.a2a_mqtt.responder import Responder
 from bench.protocols.a2a_mqtt.wire import Call, ErrorCode, Method, Props, Refusal, status_item
+from bench.protocols.seed.directory import Resolution, Route, Target
+from bench.protocols.seed.gate import Gate, Gates
+from bench.protocols.seed.instance import Instance, InstanceEvent, InstanceStatus
+from bench.protocols.seed.ledger import LedgerConfig, dedup_key
+from bench.protocols.seed.node import Node
+from bench.protocols.seed.outbox import Outbound, OutboundState, Outbox
+from bench.protocols.seed.process import ProcessEngine
+from bench.protocols.seed.relay import Relay
+from bench.protocols.seed.steps import StepDef
+from bench.protocols.seed.task import TaskRecord, TaskService
 
 
 class MemoryDedup60s(Node):

@@ -53,7 +53,9 @@ LAYERS = {
     "substrates.log": {"core", "history", "substrates.log"},
     "substrates.tcp": {"substrates.tcp"},
     "substrates.filters": {"substrates.filters"},   # a broker's filter matching
-    "substrates.wire": {"core", "storage", "history", "substrates.filters", "substrates.wire"},
+    # (a node by default the reference of its protocol: variants)
+    "substrates.wire": {"core", "storage", "history", "variants", "substrates.filters",
+                        "substrates.wire"},
     # what a substrate says of itself, for the layers above (it starts nothing)
     "substrates.descriptor": {"spec", "history", "variants", "substrates",
                               "substrates.descriptor"},
@@ -79,12 +81,13 @@ LAYERS = {
     "spec.describe": {"spec", "checks", "faults", "matrix", "variants"},
     "folders": {"folders"},
     "report": {"core", "history", "checks", "metrics", "substrates", "report"},
-    "tools.fuzz": {"core", "tools.fuzz"},
+    # the seed protocol's node, fuzzed and timed as it is (bench/protocols/seed/)
+    "tools.fuzz": {"core", "protocols", "tools.fuzz"},
     "tools.attack_table": {"core", "run", "spec", "variants", "tools.attack_table"},
     "tools.exchange": {"core", "storage", "history", "substrates.wire", "tools.exchange"},
     # (its --agents table runs a scenario as `run` would)
-    "tools.benchmark": {"core", "spec", "workload", "substrates", "run", "variants", "storage",
-                        "history", "tools.benchmark"},
+    "tools.benchmark": {"core", "protocols", "spec", "workload", "substrates", "run", "variants",
+                        "storage", "history", "tools.benchmark"},
     "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools.golden": {"run", "spec", "variants", "tools.golden"},   # runs every shipped scenario
@@ -179,14 +182,27 @@ def test_core_is_sans_io(path: Path) -> None:
 
 #: a protocol package's node code and what it reads: sans-IO (its rules, settings and
 #: deployment hooks are judged by the layers they belong to)
-NODE_CODE = ("clauses", "io", "oauth", "requester", "responder", "wire", "startup")
+NODE_CODE = ("clauses", "io", "oauth", "requester", "responder", "wire", "startup",
+             # the seed protocol's node and the machines it drives
+             "node", "directory", "gate", "instance", "ledger", "outbox", "payloads",
+             "process", "relay", "request", "steps", "task", "context", "fields")
 
 
-@pytest.mark.parametrize("path", [p for p in python_files(PKG / "protocols")
-                                  if p.stem in NODE_CODE], ids=lambda p: str(p.parent.name + "/" + p.name))
+def node_code() -> list[Path]:
+    """The node code of every protocol package (its modules, not its rules' package)."""
+    return [p for p in python_files(PKG / "protocols")
+            if p.stem in NODE_CODE and p.parent.parent == PKG / "protocols"]
+
+
+def test_the_seed_protocols_node_is_judged_sans_io() -> None:
+    assert {p.stem for p in node_code() if p.parent.name == "seed"} >= {
+        "node", "ledger", "directory", "outbox", "task", "process", "gate"}
+
+
+@pytest.mark.parametrize("path", node_code(), ids=lambda p: str(p.parent.name + "/" + p.name))
 def test_protocols_node_code_is_sans_io(path: Path) -> None:
-    """A protocol beside the seed's is sans-IO as the seed's core is: its node code runs on
-    every substrate unchanged (`re` checks the profile's identifiers, PyJWT its bearer
+    """A protocol's node code is sans-IO as the bench's core is: it runs on every
+    substrate unchanged (`re` checks the profile's identifiers, PyJWT its bearer
     tokens)."""
     assert core_violations(path.read_text(), ("bench.core", "bench.protocols"),
                            CORE_ALLOWED | {"re", "sys", "jwt"}) == [], \
@@ -230,9 +246,15 @@ def test_no_judge_reuses_the_code_it_judges() -> None:
     take only the keyring's data types from the core's auth, and sign and judge with
     bench.oracle, which imports nothing of the bench."""
     problems = []
-    for path in python_files(PKG / "checks"):
+    rules = [p for p in python_files(PKG / "protocols") if "rules" in p.parts or p.stem == "rules"]
+    assert any(p.parent.name == "rules" and "seed" in p.parts for p in rules)
+    node = {f"bench.protocols.{p.parent.name}.{p.stem}" for p in node_code()} - {
+        # the tap's own parsers, which the rules may share: never a node's decoder
+        "bench.protocols.a2a_mqtt.wire", "bench.protocols.parley.wire",
+        "bench.protocols.a2a_mqtt.clauses", "bench.protocols.parley.clauses"}
+    for path in [*python_files(PKG / "checks"), *rules]:
         for name in imports_of(path.read_text()):
-            if name.startswith("bench.core") and name != "bench.core.events":
+            if name.startswith("bench.core") and name != "bench.core.events" or name in node:
                 problems.append(f"{path.relative_to(ROOT)} imports {name}")
     attacks = (PKG / "faults" / "attacks.py").read_text()
     problems += [f"bench/faults/attacks.py imports {n} from bench.core.auth"
@@ -445,7 +467,6 @@ NAMES_A_PROTOCOL = re.compile(r"\bA2A_MQTT\b|\bSEED\b|\bPARLEY\b|\ba2a_org\b|\ba
 #: What still names one, each with what is left to move (issue 49): the list only shrinks —
 #: a module that no longer names a protocol must leave it, and a new one may not join it.
 DEBTS = {
-    "conform": "the A2A conform suite and its profiles",
 }
 
 

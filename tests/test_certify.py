@@ -14,13 +14,16 @@ import pytest
 import xmlschema
 
 from bench.certify import SCHEMAS, Meta, compatibility, exit_code, junit, page, write
+from bench.checks import NOT_APPLICABLE
 from bench.cli import EXIT_INVALID, main
-from bench.conform import A2A_RULES, NO_TOKENS, Row
+from bench.conform import PROFILES, Row
 
 SCHEMA = json.loads((SCHEMAS / "compatibility.schema.json").read_text())
 JUNIT = xmlschema.XMLSchema(str(SCHEMAS / "junit.xsd"))
+#: what a row says that an agent declaring it handles no bearer tokens leaves out
+NO_TOKENS = NOT_APPLICABLE + PROFILES["a2a-mqtt"].declared({"no-tokens"})[0].why
 BY_LEVEL = {}
-for _rule in A2A_RULES:
+for _rule in PROFILES["a2a-mqtt"].rules:
     _row = Row(_rule, "PASS", "judged in a2a_quickstart", "a2a_quickstart")
     BY_LEVEL.setdefault(_row.level, _rule)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import EXIT_FALSE, EXIT_INVALID, EXIT_OK, main
-from bench.core.task import TaskService
 from bench.history import read_jsonl
+from bench.protocols.seed.task import TaskService
 
 
 @pytest.mark.parametrize("auth", ["loose", "strict", "audit"])

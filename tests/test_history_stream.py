@@ -11,10 +11,10 @@ import pytest
 
 from bench.checks import judge
 from bench.checks.coverage import reached
-from bench.checks.directory import Directories
 from bench.core.events import DirectoryUpdated, NodeStarted, RunInterrupted
 from bench.history import Fold, History
 from bench.metrics import DirectoryFill, compute
+from bench.protocols.seed.rules.directory import Directories
 from bench.run import STREAMED, read_for_judging
 from tests.helpers import run_lines
 

@@ -73,7 +73,7 @@ def test_a_bug_that_breaks_a_whole_class_of_work_is_false_not_unknown(tmp_path: 
     from bench.checks import Value
     from bench.core.auth import SignatureVerdict
     from bench.core.envelope import Envelope
-    from bench.core.node import Node
+    from bench.protocols.seed.node import Node
     from bench.run import run_scenario
     from bench.spec.scenario import SCENARIOS, load_scenario
     from bench.variants import Variant

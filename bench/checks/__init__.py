@@ -33,7 +33,7 @@ from bench.core.events import (
     WorkloadStarted,
 )
 from bench.history import Fold, History
-from bench.protocols import protocols
+from bench.protocols import DEFAULT, ProtocolSpec, protocols
 
 MAX_EXAMPLES = 5   # counterexamples kept per rule
 
@@ -205,32 +205,21 @@ def _cut_short(h: History) -> History:
 
 
 def folds() -> tuple[type[Fold], ...]:
-    """The folds the checkers and the coverage count read (`History.fold`)."""
-    from bench.checks.directory import Directories
-    return (Directories,)
+    """The folds the checkers and the coverage count read (`History.fold`): each
+    protocol's own (its checkers' module's `FOLDS`)."""
+    return tuple(f for spec in _in_order() for f in getattr(spec.module("checkers"), "FOLDS", ()))
+
+
+def _in_order() -> list[ProtocolSpec]:
+    """The protocols with checkers of their own, the default one first."""
+    return [p for p in sorted(protocols().values(), key=lambda p: (p.name != DEFAULT, p.name))
+            if p.checkers is not None]
 
 
 def checkers() -> dict[str, Checker]:
-    """Every checker: the generic ones here, and each protocol's own (its spec's
-    `checkers` module: bench/protocols/)."""
-    from bench.checks import (
-        auth,
-        delivery,
-        directory,
-        execution,
-        process,
-        relay,
-        robustness,
-        wire,
-    )
-    found = [execution.DUPLICATE_EXECUTION, execution.TASK_LIFECYCLE, delivery.SILENT_LOSS,
-             delivery.TARGETED_DELIVERY, delivery.REPLY_ROUTING, delivery.QOS1_DELIVERY,
-             relay.RELAY_INTEGRITY, relay.RELAY_LOCALITY, process.GATE_INTEGRITY,
-             process.CONTEXT_ISOLATION, auth.AUTH_ADMISSION, directory.DIRECTORY_LIVENESS,
-             directory.DEPLOYMENT, robustness.ROBUSTNESS, wire.WIRE_EVIDENCE]
-    for spec in protocols().values():
-        if (own := spec.module("checkers")) is not None:
-            found.extend(own.CHECKERS)
+    """Every checker: each protocol's own (its spec's `checkers` module: bench/protocols/),
+    the default protocol's first."""
+    found = [c for spec in _in_order() for c in spec.module("checkers").CHECKERS]
     # a checker another protocol shares judges its runs too (`ProtocolSpec.shared_checkers`)
     return {c.name: replace(c, protocols=c.protocols | {p.name for p in protocols().values()
                                                         if c.name in p.shared_checkers})

@@ -35,6 +35,8 @@ from bench.core.events import (
     OutboundState,
     RelaySent,
     RequestSent,
+    RequestSettled,
+    RequestsRestored,
     TaskState,
     TaskStatus,
 )
@@ -515,3 +517,25 @@ def taken_over(h: History) -> dict[str, list[tuple[float, float]]]:
     for node in list(borrowing):
         close(node, h.end_ms)
     return spans
+
+
+def settled(h: History) -> dict[tuple[str, str], list[RequestSettled]]:
+    """(node, request) -> every settlement its requester journaled."""
+    found: dict[tuple[str, str], list[RequestSettled]] = defaultdict(list)
+    for e in h.of(RequestSettled):
+        found[(e.node, e.request_id)].append(e)
+    return found
+
+
+def restored_settled(h: History) -> dict[tuple[str, str], tuple[float, str]]:
+    """(node, request) -> (when, outcome) for each settlement a restarted requester read
+    back (requests_restored) that its journal never showed: written, then a kill cut the
+    record, which follows the write."""
+    journaled = settled(h)
+    out: dict[tuple[str, str], tuple[float, str]] = {}
+    for r in h.of(RequestsRestored):
+        for request_id, outcome in r.settled.items():
+            key = (r.node, request_id)
+            if key not in journaled:
+                out.setdefault(key, (r.t_ms, outcome))
+    return out

@@ -1,5 +1,5 @@
-"""`conform`: anyone's node judged against docs/PROTOCOL.md, rule by rule; with
-`--profile a2a-mqtt`, anyone's A2A-over-MQTT responder against the profile's clauses."""
+"""`conform`: anyone's node judged against its protocol, rule by rule, as the protocol's
+conform kit says (`ProtocolSpec.conform`); `grid`: A2A-over-MQTT implementations paired."""
 from __future__ import annotations
 
 import argparse
@@ -19,40 +19,43 @@ from bench.cli.common import (
     out_folder,
     unknown_run,
 )
-from bench.protocols import protocols
+from bench.protocols import DEFAULT, Declaration, ProtocolSpec, conform_kits, protocols
 
 if TYPE_CHECKING:
     from bench.grid import Impl
 
 
-def _kits(with_spec: bool = False) -> list[Any]:
-    """The conform kits protocols carry of their own (`ProtocolSpec.conform`), for the help;
-    with their specs, `with_spec`."""
-    found = [(spec, kit) for spec in protocols().values()
-             if (kit := spec.module("conform")) is not None]
-    return found if with_spec else [kit for _spec, kit in found]
+def _listed(words: list[str], last: str = "and") -> str:
+    return ", ".join(words[:-1]) + f" {last} {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+def _declarations() -> dict[str, tuple[Declaration, list[str]]]:
+    """Every declaration a kit offers, by name: the first kit's, and the protocols whose
+    kits offer it."""
+    out: dict[str, tuple[Declaration, list[str]]] = {}
+    for spec, kit in conform_kits():
+        for d in getattr(kit, "DECLARATIONS", ()):
+            out.setdefault(d.name, (d, []))[1].append(spec.name)
+    return out
+
+
+def _levelled() -> list[str]:
+    """The protocols whose kits group their rows by level (what --level filters)."""
+    return [spec.name for spec, kit in conform_kits() if getattr(kit, "LEVELS", ())]
+
+
+def _dest(declaration: str) -> str:
+    return declaration.replace("-", "_")
 
 
 def add_conform(sub: Sub) -> None:
+    kits = conform_kits()
+    brokers: dict[str, list[str]] = {}
+    for spec, kit in kits:
+        brokers.setdefault(kit.BROKER, []).append(spec.name)
     cf = sub.add_parser(
         "conform", help="judge anyone's node against its protocol, rule by rule",
-        description="Start CMD as every executor of a star beside the reference orchestrator,\n"
-                    "on the embedded broker and behind the wire tap, through a short run of each\n"
-                    "situation the protocol's rules are about (streamed tasks, malformed and\n"
-                    "forged input, QoS1 redelivery, a restart, a missing replyNodeId, an emptied\n"
-                    "roster), then print each rule of docs/PROTOCOL.md as PASS, FAIL or UNKNOWN\n"
-                    "with its evidence. About 2 minutes.\n"
-                    "\n"
-                    "--profile a2a-mqtt: CMD as every responder of an A2A-over-MQTT topology,\n"
-                    "the reference requester in front, on Mosquitto, through a short run of each\n"
-                    "situation of the profile (requests, SIGKILL and SIGTERM restarts, properties\n"
-                    "tampered with, malformed input, a pool, multi-turn, bearer tokens over TLS,\n"
-                    "a handover; each named as it runs); one row per clause of\n"
-                    "docs/profiles/a2a-mqtt.md that binds a responder, grouped MUST / SHOULD /\n"
-                    "MAY. The agent contract: docs/profiles/own-agent.md. About 5 minutes.\n"
-                    "--role requester: CMD as the requester instead, in front of the reference\n"
-                    "responders (the clauses that bind a requester; about 2 minutes).\n\n"
-                    + "".join(f"{kit.HELP}\n\n" for kit in _kits()) +
+        description="".join(f"{kit.HELP}\n\n" for _spec, kit in kits) +
                     "exit codes: 0 every row PASS (or not applicable: a part the node declares\n"
                     "it leaves out), 1 a MUST FAILs (or a SHOULD, with --strict), 2 no such\n"
                     "FAIL but some row UNKNOWN, 3 invalid arguments",
@@ -60,15 +63,8 @@ def add_conform(sub: Sub) -> None:
                "status, evidence, the run and seed, the command that runs it again; schema:\n"
                "docs/schemas/compatibility.schema.json), junit.xml for CI (schema:\n"
                "docs/schemas/junit.xsd) and conform.html.\n\n"
-               "example: a2a-bench conform ./my-node\n"
-               "         a2a-bench conform './my-node --verbose'   (one argument: quote it)\n"
-               "         a2a-bench conform --profile a2a-mqtt 'python examples/a2a-responder/responder.py'\n"
-               "         a2a-bench conform --profile a2a-mqtt --level must --core ./my-agent\n"
-               "         a2a-bench conform --profile a2a-mqtt --role requester "
-               "'python examples/a2a-requester/requester.py'\n"
-               "         a2a-bench conform --profile a2a-mqtt --image my-agent:1.2   "
-               "(its containers)"
-               + "".join(f"\n         {kit.EXAMPLE}" for kit in _kits()))
+               "example: " + "\n         ".join(line for _spec, kit in kits
+                                                   for line in kit.EXAMPLES))
     cf.add_argument("cmd", metavar="CMD", nargs="?", default=None,
                     help="the node's command line (one argument; quote it)")
     cf.add_argument("--image", default=None, metavar="IMAGE",
@@ -76,31 +72,25 @@ def add_conform(sub: Sub) -> None:
                          "(docker build), its entrypoint speaking the node-process protocol "
                          "on stdin and stdout (docs/PROTOCOL.md); the runs use --mode docker")
     cf.add_argument("--protocol", "--profile", dest="profile",
-                    choices=sorted(protocols()), default="seed",
-                    help="the protocol: the seed documents' (CMD as executors, default), "
-                         "A2A over MQTT (CMD as responders)"
-                         + "".join(f", {spec.title} (CMD as its {kit.ROLES[0]}s)"
-                                   for spec, kit in _kits(with_spec=True)))
+                    choices=sorted(protocols()), default=DEFAULT,
+                    help="the protocol: " + ", ".join(
+                        f"{spec.title} (CMD as its {kit.ROLES[0]}s"
+                        f"{', default' if spec.name == DEFAULT else ''})" for spec, kit in kits))
     cf.add_argument("--role", choices=sorted({r for p in protocols().values() for r in p.roles}),
                     default=None,
-                    help="what CMD plays — a2a-mqtt: every responder, behind the reference "
-                         "requester (default), or the requester, in front of the reference "
-                         "responders"
-                         + "".join(f"; {spec.name}: every {' or every '.join(kit.ROLES)} (the "
-                                   "first the default)" for spec, kit in _kits(with_spec=True)))
+                    help="what CMD plays (the first the default) — " + "; ".join(
+                        f"{spec.name}: every {' or every '.join(kit.ROLES)}"
+                        for spec, kit in kits if len(kit.ROLES) > 1))
     cf.add_argument("--broker", choices=["amqtt", "mosquitto"], default=None,
-                    help="the embedded broker to run on (default: amqtt; mosquitto for "
-                         "a2a-mqtt, which needs MQTT 5)")
+                    help="the embedded broker to run on (default: " + "; ".join(
+                        f"{broker} for {_listed(names)}" for broker, names in brokers.items())
+                         + ")")
     cf.add_argument("--level", choices=["must", "should", "may"], default="may",
-                    help="a2a-mqtt: the clauses down to this level (must: MUST and MUST NOT "
-                         "only; default: every level)")
-    cf.add_argument("--core", action="store_true",
-                    help="a2a-mqtt: the agent declares core conformance only: Extended "
-                         "clauses (pools, handover, ...) are not applicable")
-    cf.add_argument("--no-tokens", action="store_true",
-                    help="a2a-mqtt: the agent declares it handles no OAuth bearer tokens (it "
-                         "neither requires nor sends them): the a2a_oauth run is skipped and "
-                         "its clauses (A2M-REQ-5, -RSP-6, -RSP-7, -SESS-6) are not applicable")
+                    help=f"{', '.join(_levelled())}: the clauses down to this level (must: "
+                         "MUST and MUST NOT only; default: every level)")
+    for name, (d, owners) in _declarations().items():
+        cf.add_argument(f"--{name}", dest=_dest(name), action="store_true",
+                        help=f"{', '.join(owners)}: {d.help}")
     cf.add_argument("--strict", action="store_true",
                     help="a SHOULD that FAILs fails the run too (exit 1); without it a SHOULD "
                          "that fails is reported and only a MUST fails the run")
@@ -116,9 +106,26 @@ def add_conform(sub: Sub) -> None:
     cf.set_defaults(handler=_conform)
 
 
+def _broker_refusal(spec: ProtocolSpec, broker: str) -> str | None:
+    """Why `broker` cannot carry the protocol (it speaks none of its MQTT versions), or
+    None when it can."""
+    from bench.spec.brokers import BEHAVIOURS
+    from bench.spec.topology import MqttVersion
+    from bench.substrates.live import EMBEDDED
+
+    def speaks(name: str) -> list[str]:
+        return [MqttVersion.V311, *([MqttVersion.V5] if BEHAVIOURS[name].v5 is not None
+                                      else [])]
+    if set(spec.mqtt_versions) & set(speaks(broker)):
+        return None
+    others = [b for b in EMBEDDED if set(spec.mqtt_versions) & set(speaks(b))]
+    return (f"the profile speaks MQTT {_listed(list(spec.mqtt_versions), 'or')} and {broker} "
+            f"{_listed(speaks(broker))} only; use --broker {' or --broker '.join(others)}")
+
+
 def _conform(args: argparse.Namespace) -> int:
     from bench.certify import Meta, exit_code, fails, write
-    from bench.conform import PROFILES, TOKEN_RUNS, conform, render
+    from bench.conform import PROFILES, conform, render
     if (args.cmd is None) == (args.image is None):
         print("a2a-bench: conform: expected the node's command line (CMD) or --image IMAGE, "
               "one of the two", file=sys.stderr)
@@ -135,13 +142,20 @@ def _conform(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     profile = PROFILES[key]
     broker = args.broker or profile.broker
-    if args.profile == "a2a-mqtt" and broker == "amqtt":
-        print("a2a-bench: conform --profile a2a-mqtt --broker amqtt: the profile speaks MQTT 5 "
-              "and amqtt 3.1.1 only; use --broker mosquitto", file=sys.stderr)
+    refusal = _broker_refusal(protocols()[args.profile], broker)
+    if refusal is not None:
+        print(f"a2a-bench: conform --profile {args.profile} --broker {broker}: {refusal}",
+              file=sys.stderr)
         return EXIT_INVALID
-    if args.profile != "a2a-mqtt" and (args.level != "may" or args.core or args.no_tokens):
-        print("a2a-bench: conform: --level, --core and --no-tokens are the a2a-mqtt profile's "
-              "(--protocol a2a-mqtt)", file=sys.stderr)
+    offered = _declarations()
+    declares = frozenset(name for name in offered if getattr(args, _dest(name)))
+    if (args.level != "may" and not profile.levels) \
+            or declares - {d.name for d in profile.declarations}:
+        owners = list(dict.fromkeys([*_levelled(), *(n for _d, ns in offered.values()
+                                                     for n in ns)]))
+        flags = [*(["--level"] if _levelled() else []), *(f"--{name}" for name in offered)]
+        print(f"a2a-bench: conform: {_listed(flags)} are the {' and '.join(owners)} "
+              f"profile's (--protocol {' or --protocol '.join(owners)})", file=sys.stderr)
         return EXIT_INVALID
     if unknown_run(args.only, [name for name, _s, _w in profile.suite], "conform"):
         return EXIT_INVALID
@@ -150,30 +164,23 @@ def _conform(args: argparse.Namespace) -> int:
         from bench.substrates import Choice, substrate
         first = load_scenario(SCENARIOS / f"{profile.suite[0][0]}.toml") \
             .with_node_image(profile.role, args.image)
-        refusal = substrate("docker").refusal(first, Choice(broker=broker))
-        if refusal is not None:
-            print(f"a2a-bench: conform --image: {refusal}", file=sys.stderr)
+        image_refusal = substrate("docker").refusal(first, Choice(broker=broker))
+        if image_refusal is not None:
+            print(f"a2a-bench: conform --image: {image_refusal}", file=sys.stderr)
             return EXIT_INVALID
     out = out_folder(args.out, "conform")
     if out is None:
         return EXIT_INVALID
     if not args.json:
-        where = profile.setup or (
-            "every executor of a star, beside the reference orchestrator"
-            if args.profile == "seed" else
-            "the requester of an A2A-over-MQTT pair, in front of the reference responders"
-            if args.role == "requester" else
-            "every responder of an A2A-over-MQTT pair, behind the reference requester")
+        skipped = profile.skipped(declares)
         runs = sum(1 for name, _s, _w in profile.suite
-                   if not (args.no_tokens and name in TOKEN_RUNS)
-                   and (not args.only or name in args.only))
+                   if name not in skipped and (not args.only or name in args.only))
         shown = f"--image {args.image}" if args.image else shlex.join(argv)
-        print(f"conform {shown}: {where}, on {broker}"
+        print(f"conform {shown}: {profile.setup}, on {broker}"
               f"{' (its containers: --mode docker)' if args.image else ''}; {runs} short "
               f"run{'s' if runs != 1 else ''} into {out}/")
     rows = conform(argv, out, broker, say=(lambda line: None) if args.json else print,
-                   profile=key, core_only=args.core, no_tokens=args.no_tokens,
-                   only=tuple(args.only), image=args.image)
+                   profile=key, declares=declares, only=tuple(args.only), image=args.image)
     levels = {"must": ("MUST", "MUST NOT"), "should": ("MUST", "MUST NOT", "SHOULD"),
               "may": ("MUST", "MUST NOT", "SHOULD", "MAY")}[args.level]
     rows = [r for r in rows if r.level is None or r.level in levels]
@@ -294,7 +301,7 @@ def _declared(responders: tuple[Impl, ...], requesters: tuple[Impl, ...],
 
 
 def _grid(args: argparse.Namespace) -> int:
-    from bench.grid import grid, mqtt5_brokers, render, suite, to_json
+    from bench.grid import PROTOCOL, grid, mqtt5_brokers, render, suite, to_json
     responders = _impls(args.responder, "--responder", not args.no_reference)
     requesters = _impls(args.requester, "--requester", not args.no_reference)
     if responders is None or requesters is None:
@@ -304,10 +311,11 @@ def _grid(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     responders, requesters = sides
     brokers = tuple(dict.fromkeys(args.broker)) or mqtt5_brokers()
-    if "amqtt" in brokers:
-        print("a2a-bench: grid --broker amqtt: the profile speaks MQTT 5 and amqtt 3.1.1 "
-              "only; use --broker mosquitto", file=sys.stderr)
-        return EXIT_INVALID
+    for broker in brokers:
+        refusal = _broker_refusal(protocols()[PROTOCOL], broker)
+        if refusal is not None:
+            print(f"a2a-bench: grid --broker {broker}: {refusal}", file=sys.stderr)
+            return EXIT_INVALID
     if unknown_run(args.only, [name for name, _s, _w in suite()], "grid", suites=True):
         return EXIT_INVALID
     out = out_folder(args.out, "grid")

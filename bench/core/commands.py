@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, Protocol
 
 from bench.core.envelope import Json
 from bench.core.events import Event, to_fields
@@ -159,3 +160,11 @@ class Record:
 
 Command = (Connect | Subscribe | Publish | StartTimer | CancelTimer | Execute | RunStep
            | AskHuman | SettleRequest | Deliver | PersistDocument | PersistRecord | Record)
+
+
+class NodeCore(Protocol):
+    """What a host drives, whatever protocol it speaks: one sans-IO node that takes an
+    input and answers with the commands to carry out (the seed protocol's `Node`, the A2A
+    profile's responder and requester; bench/protocols/)."""
+
+    def handle(self, event: Any, /) -> list[Command]: ...

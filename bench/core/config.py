@@ -11,9 +11,25 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from bench.core.auth import AuthConfig
-from bench.core.directory import namespace_of
-from bench.core.ledger import LedgerConfig
 from bench.core.topics import DEFAULT_PREFIX, Topics
+
+
+def namespace_of(agent_id: str) -> str | None:
+    """`fin.tax` -> `fin`; an id without a dot has no namespace."""
+    head, dot, tail = agent_id.partition(".")
+    return head if dot and head and tail else None
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerConfig:
+    ttl_ms: int = 24 * 3600 * 1000
+    cap: int = 20_000
+    flush_interval_ms: int = 5_000
+    durable: bool = True  # False: an in-memory window, lost on restart (the seed's 60 s bug)
+
+    def __post_init__(self) -> None:
+        if self.ttl_ms <= 0 or self.cap <= 0 or self.flush_interval_ms <= 0:
+            raise ValueError(f"ledger ttl_ms, cap and flush_interval_ms must be > 0: {self}")
 
 
 @dataclass(frozen=True, slots=True)

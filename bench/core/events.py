@@ -20,7 +20,6 @@ from typing import ClassVar, Protocol, cast
 from bench.core.auth import AuthMode as AuthMode
 from bench.core.auth import SignatureVerdict as SignatureVerdict
 from bench.core.auth import SignatureVersion as SignatureVersion
-from bench.core.context import Merge as Merge
 from bench.core.envelope import Json
 from bench.core.envelope import MessageType as MessageType
 from bench.core.outcome import DropReason as DropReason
@@ -32,6 +31,7 @@ from bench.core.vocabulary import FlowKind as FlowKind
 from bench.core.vocabulary import GateState as GateState
 from bench.core.vocabulary import Handler as Handler
 from bench.core.vocabulary import InstanceStatus as InstanceStatus
+from bench.core.vocabulary import Merge as Merge
 from bench.core.vocabulary import OutboundState as OutboundState
 from bench.core.vocabulary import RequestOutcome as RequestOutcome
 from bench.core.vocabulary import TaskStatus as TaskStatus

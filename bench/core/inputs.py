@@ -39,6 +39,11 @@ class TimerId:
         return f"{self.kind.value}:{self.key}" if self.key else self.kind.value
 
 
+#: The documents of a node's store that Restored carries back (its roster, its ledger)
+ROSTER_DOCUMENT = "a2a-agents.json"
+LEDGER_DOCUMENT = "a2a-inbound-ledger.json"
+
+
 @dataclass(frozen=True, slots=True)
 class Restored:
     """What the driver read back from the node's durable store before starting it."""

@@ -80,7 +80,7 @@ class Trust(StrEnum):
 
 
 class TaskStatus(StrEnum):
-    """Where a task is in its state machine (DESIGN §3 Tasks; `bench.core.task`)."""
+    """Where a task is in its state machine (DESIGN §3 Tasks; `bench.protocols.seed.task`)."""
 
     SUBMITTED = "SUBMITTED"
     RUNNING = "RUNNING"
@@ -91,7 +91,7 @@ class TaskStatus(StrEnum):
 
 
 class OutboundState(StrEnum):
-    """Where an outgoing message is (DESIGN §3 Outbound; `bench.core.outbox`)."""
+    """Where an outgoing message is (DESIGN §3 Outbound; `bench.protocols.seed.outbox`)."""
 
     NEW = "NEW"
     SENDING = "SENDING"
@@ -114,7 +114,7 @@ class RequestOutcome(StrEnum):
 
 
 class InstanceStatus(StrEnum):
-    """Where a process instance is (`bench.core.instance`)."""
+    """Where a process instance is (`bench.protocols.seed.instance`)."""
 
     RUNNING = "RUNNING"
     PAUSED = "PAUSED"
@@ -123,7 +123,7 @@ class InstanceStatus(StrEnum):
 
 
 class GateState(StrEnum):
-    """Where a gate is in the orchestrator's gate store (`bench.core.gate`)."""
+    """Where a gate is in the orchestrator's gate store (`bench.protocols.seed.gate`)."""
 
     OPEN = "OPEN"
     DECIDED = "DECIDED"     # decision sent, no ACK yet
@@ -153,3 +153,10 @@ class Via(StrEnum):
 #: The result key of an agent that needs the requester's next turn (its value: the
 #: question): the A2A-over-MQTT responder then ends the turn input-required.
 INPUT_REQUIRED = "inputRequired"
+
+
+class Merge(StrEnum):
+    """How a step's result goes back into its parent context."""
+
+    DEEP = "deep"         # three-way: keys the step changed are set, list growth appended
+    REPLACE = "replace"   # the step's copy becomes the context (sequential steps only)

@@ -75,12 +75,20 @@ class ProtocolSpec:
     wire: str | None = None
     #: the module of what its nodes print as they come up: `startup_lines(events, node)`
     #: (from the events recorded of the node, as JSON) and `LINES`, how many a node that
-    #: came up prints at least; a live deployment waits for them
-    startup: str = "bench.core.startup"
-    #: the module of its conform kit: `SUITE` ((scenario, seconds, what) runs), `ROLES`
-    #: (what CMD may play, the first the default), `binding(role)` (its clauses that bind
-    #: the role: id, text, judged_by, where, exercised, level) and `BROKER`; None: conform
-    #: has none for it (the two first protocols' kits are bench/conform.py's own)
+    #: came up prints at least; a live deployment waits for them (every protocol that runs
+    #: live has one: bench/core/startup.py's `last` reads the events)
+    startup: str | None = None
+    #: the module of its conform kit (docs/protocols/new-protocol.md, "conform"): `ROLES`
+    #: (what CMD may play, the default first); `SUITE`, its (scenario, seconds, what) runs
+    #: (`SUITES`: a role's own, by role); `binding(role)`, the rules that judge the role (each
+    #: a `ConformRule`, or a record of `id`, `text`, `judged_by`, `where`, `exercised` and
+    #: `level`); `BROKER`; `SETUP`, where CMD runs, `{role}` filled in (`SETUPS`: by role);
+    #: `DOCUMENT` (and `COMMIT`) its clauses come from; `HELP` and `EXAMPLES`, conform
+    #: --help's paragraph and lines. Optionally, for a clause table beside its rules:
+    #: `TABLE` (`TableClause`s: a clause of a role that no rule judges is a row too, saying
+    #: why as `unjudged(role)` has it), `LEVELS` (what --level filters and a report groups
+    #: by, in order) and `DECLARATIONS` (`Declaration`s: what an implementation may declare
+    #: it leaves out, conform's flags). None: conform has none for it
     conform: str | None = None
     #: the module that drafts random scenarios of it for `a2a-bench explore` (None: explore
     #: draws none, as for a protocol the simulator cannot run): `draw(rng, name, fault)`,
@@ -151,6 +159,73 @@ def owner_of_fault(kind: str) -> ProtocolSpec | None:
     return next((p for p in protocols().values() if kind in p.fault_kinds), None)
 
 
+def conform_kits() -> list[tuple[ProtocolSpec, Any]]:
+    """Every protocol that carries a conform kit, with the kit (imported): the default
+    protocol first, then the others in their order."""
+    specs = sorted(protocols().values(), key=lambda p: p.name != DEFAULT)
+    return [(spec, kit) for spec in specs if (kit := spec.module("conform")) is not None]
+
+
 def owner_of_workload_key(key: str) -> ProtocolSpec | None:
     """The protocol whose workload key `key` is."""
     return next((p for p in protocols().values() if key in p.workload_keys), None)
+
+
+# -- what a conform kit is made of (`ProtocolSpec.conform`) -----------------------------------
+@dataclass(frozen=True, slots=True)
+class ConformRule:
+    """One row of a conform report that rules of the bench judge: the clauses it is about,
+    the checker rules that judge them, and the runs of the suite that put a node there."""
+
+    ids: str            # the clause ids, comma-separated; the first the row's own
+    what: str
+    judged_by: tuple[str, ...]   # checker.rule
+    #: the runs of the suite that put the node in the rule's situation: it PASSes only if
+    #: each of them judged it (a restart rule is not passed by a run with no restart), and
+    #: FAILs on a violation in any run
+    where: tuple[str, ...]
+    #: a count its checker keeps that must be above 0 in some run for the row to PASS: a
+    #: clause that binds only when the node does something ("if set") was not exercised
+    #: by a node that never did (UNKNOWN, saying so; None: every judged run exercises it)
+    exercised: str | None = None
+    #: runs that each put the node in the rule's situation in their own way, of which one
+    #: judging it is enough (a pool that cannot form on the suite's broker is judged in
+    #: another pool run): a violation in any FAILs; one that could not decide is named in
+    #: the evidence of a row that PASSes on another, and leaves it UNKNOWN when none could
+    one_of: tuple[str, ...] = ()
+    #: its first clause's RFC 2119 level (None: a protocol without levels; it counts as a
+    #: MUST)
+    level: str | None = None
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """Every run that judges the rule: `where`, then `one_of`."""
+        return (*self.where, *self.one_of)
+
+
+@dataclass(frozen=True, slots=True)
+class TableClause:
+    """One clause of a protocol's table, as a conform report shows it: a row of its own for
+    a role it binds when no rule judges it, and what compatibility.json says of it."""
+
+    id: str
+    text: str
+    level: str                     # one of the kit's LEVELS
+    binds: frozenset[str]          # the roles of the kit's ROLES that keep it
+    conformance: str | None = None   # the conformance level it belongs to (Core, Extended)
+    section: str | None = None       # where in the document it is
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """What an implementation may declare it leaves out (`conform --NAME`, `grid --declare
+    X=NAME`): the runs of the suite it skips, and the clauses then not applicable to it
+    (UNKNOWN, and no failure of it), each row saying why."""
+
+    name: str                      # the flag, less its dashes
+    help: str                      # what the flag's help says after the protocol's name
+    why: str                       # what a row not applicable says after "not applicable: "
+    clauses: frozenset[str]        # the clause ids it makes not applicable
+    runs: frozenset[str] = frozenset()   # the runs of the suite it skips
+    #: what a row its rules judge adds after `why` (`{id}`: the row's first clause)
+    of_rule: str = ""

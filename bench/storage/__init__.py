@@ -13,10 +13,8 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from bench.core.commands import Command, PersistDocument, PersistRecord, Table
-from bench.core.directory import ROSTER_DOCUMENT
 from bench.core.envelope import Json
-from bench.core.inputs import Restored
-from bench.core.ledger import LEDGER_DOCUMENT
+from bench.core.inputs import LEDGER_DOCUMENT, ROSTER_DOCUMENT, Restored
 
 _DOCUMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

@@ -26,6 +26,7 @@ from bench.core.commands import (
     Connect,
     Deliver,
     Execute,
+    NodeCore,
     PersistDocument,
     PersistRecord,
     Publish,
@@ -47,7 +48,6 @@ from bench.core.inputs import (
     TimerFired,
     TimerId,
 )
-from bench.core.node import Node
 from bench.faults.primitives import FaultRef
 from bench.spec.distribution import rng_for
 from bench.storage import Store, apply
@@ -71,10 +71,11 @@ class _ClientFault:
 
 
 class NodeHost(ABC):
-    node: Node | None
+    node: NodeCore | None
     store: Store | None
 
-    def __init__(self, config: NodeConfig, node_class: type[Node], behaviour: Behaviour) -> None:
+    def __init__(self, config: NodeConfig, node_class: Callable[[NodeConfig], NodeCore],
+                 behaviour: Behaviour) -> None:
         self.config = config
         self.node_class = node_class
         self.behaviour = behaviour

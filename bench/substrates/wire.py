@@ -14,7 +14,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import assert_never
+from typing import Any, assert_never
 
 from bench.core import events as ev
 from bench.core.commands import (
@@ -24,6 +24,7 @@ from bench.core.commands import (
     Connect,
     Deliver,
     Execute,
+    NodeCore,
     PersistDocument,
     PersistRecord,
     Publish,
@@ -48,11 +49,11 @@ from bench.core.inputs import (
     TimerFired,
     TimerId,
 )
-from bench.core.node import Node
 from bench.history import Recorder
 from bench.storage import Store, apply, restore
 from bench.storage.memory import CrashReport, MemoryStore
 from bench.substrates.filters import matches
+from bench.variants import REFERENCE
 
 #: Decides how a task's work ends: (delay_ms, ok, result, error).
 Executor = Callable[[Execute], tuple[int, bool, Json, str | None]]
@@ -76,8 +77,8 @@ def echo_executor(cmd: Execute) -> tuple[int, bool, Json, str | None]:
 class Host:
     config: NodeConfig
     store: Store
-    make_node: Callable[[NodeConfig], Node]
-    node: Node | None = None
+    make_node: Callable[[NodeConfig], NodeCore]
+    node: Any = None     # the running node, of whichever protocol (tests read its parts)
     filters: set[str] = field(default_factory=set)
     boots: int = 0
 
@@ -103,14 +104,17 @@ class Wire:
 
     # -- set-up -----------------------------------------------------------------------------
     def add(self, config: NodeConfig, store: Store | None = None,
-            make_node: Callable[[NodeConfig], Node] = Node) -> Host:
+            make_node: Callable[[NodeConfig], NodeCore] | None = None) -> Host:
+        """A node on the wire, made by `make_node` (by default the reference of its
+        protocol)."""
         if config.node_id in self.hosts:
             raise ValueError(f"node {config.node_id} added twice")
-        host = Host(config, store if store is not None else MemoryStore(), make_node)
+        host = Host(config, store if store is not None else MemoryStore(),
+                    make_node or REFERENCE.core_for(config))
         self.hosts[config.node_id] = host
         return host
 
-    def start(self, node_id: str) -> Node:
+    def start(self, node_id: str) -> Any:
         host = self.hosts[node_id]
         host.node = host.make_node(host.config)
         host.filters.clear()
@@ -118,7 +122,7 @@ class Wire:
         self.feed(node_id, Started(self.now_ms, f"b{host.boots}", restore(host.store)))
         return host.node
 
-    def node(self, node_id: str) -> Node:
+    def node(self, node_id: str) -> Any:
         node = self.hosts[node_id].node
         if node is None:
             raise RuntimeError(f"node {node_id} is not running")

@@ -41,7 +41,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from bench.core.commands import Table
 from bench.core.config import NodeConfig
 from bench.core.inputs import TaskRequested
-from bench.core.node import Node
+from bench.protocols.seed.node import Node
 from bench.spec.distribution import fixed
 from bench.spec.scenario import MAX_NODES_GLOBAL_DIRECTORY
 from bench.storage.files import FileStore

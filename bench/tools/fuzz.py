@@ -25,9 +25,9 @@ from bench.core.commands import Record
 from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, MessageType, decode, encode
 from bench.core.inputs import MessageReceived, Started
-from bench.core.node import Node
 from bench.core.outcome import EventKind
 from bench.core.topics import Topics
+from bench.protocols.seed.node import Node
 
 OUTCOMES = {EventKind.INBOUND_ADMITTED, EventKind.INBOUND_DROPPED, EventKind.DIRECTORY_UPDATED,
             EventKind.DIRECTORY_REJECTED}

@@ -1,4 +1,7 @@
-"""`python -m bench.tools.mutants`: how many small bugs in `bench/core` the verdicts catch.
+"""`python -m bench.tools.mutants`: how many small bugs in the seed node the verdicts catch.
+
+The seed node: the seed protocol's machines (`bench/protocols/seed`) and what they share
+with every host (`bench/core`).
 
 A mutant is the protocol core with one small change, of the kind a person makes: a
 comparison off by one (`<` for `<=`), a condition inverted or its `and` made `or`, a
@@ -48,11 +51,14 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-CORE = REPO / "bench" / "core"
+#: the seed protocol's node: what every host shares (bench/core) and its own machines
+CORE = (REPO / "bench" / "core", REPO / "bench" / "protocols" / "seed")
 #: Modules that only declare data (events, inputs, commands, vocabularies): a change there
 #: is a schema change, not a bug in behaviour.
 DECLARATIONS = {"__init__.py", "events.py", "inputs.py", "commands.py", "outcome.py",
-                "vocabulary.py", "fields.py"}
+                "vocabulary.py", "fields.py",
+                # the seed package's parts that are no node code
+                "explore.py", "conform.py"}
 SWAPS: dict[type[ast.AST], type[ast.AST]] = {
     ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
     ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In,
@@ -112,7 +118,7 @@ def _nudged(value: int) -> int:
 
 def sites() -> list[Site]:
     out = []
-    for path in sorted(CORE.glob("*.py")):
+    for path in sorted(p for folder in CORE for p in folder.glob("*.py")):
         if path.name in DECLARATIONS:
             continue
         source = path.read_text()
@@ -274,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                 chosen.append(site)
     else:
         chosen = random.Random(args.seed).sample(every, min(args.sample, len(every)))
-    print(f"{len(every)} mutation sites in bench/core; running {len(chosen)} (seed {args.seed})",
+    print(f"{len(every)} mutation sites in the seed's node; running {len(chosen)} (seed {args.seed})",
           flush=True)
     base_tree = args.out / "tree-base"   # the source as it is now: later edits do not leak in
     _copy(base_tree)

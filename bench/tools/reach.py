@@ -35,14 +35,16 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 #: what the verdicts judge, as coverage.py's `source` (packages and modules, dotted)
-MEASURED = ("bench.core", "bench.protocols.a2a_mqtt", "bench.substrates.sim.broker",
-            "bench.faults")
+MEASURED = ("bench.core", "bench.protocols.seed", "bench.protocols.a2a_mqtt",
+            "bench.substrates.sim.broker", "bench.faults")
 #: of those, files that hold no behaviour a scenario could run (the profile's clause table:
 #: text for the docs and conform), or that are not what the verdicts judge (the profile's
 #: checkers and what a deployment asks of it)
 OMITTED = (*(f"bench/protocols/a2a_mqtt/{m}.py" for m in ("clauses", "deploy", "settings",
-                                                         "__init__")),
-           "bench/protocols/a2a_mqtt/rules/*")
+                                                         "__init__", "explore", "conform")),
+           "bench/protocols/a2a_mqtt/rules/*",
+           *(f"bench/protocols/seed/{m}.py" for m in ("__init__", "explore", "conform")),
+           "bench/protocols/seed/rules/*")
 #: what no input can reach by construction, left out of the figures as coverage.py's own
 #: exclusions: a match's last arm that only proves the others exhaustive (mypy checks it)
 EXCLUDED = (r"case _:\n\s*assert_never\(", r"assert_never\(")

@@ -361,12 +361,12 @@ def clauses_page() -> str:
     rules that judge it and the runs of the suite that exercise it, or why none does."""
     from bench.conform import PROFILES
     from bench.protocols.a2a_mqtt.clauses import CLAUSES
+    profiles = [p for p in PROFILES.values() if p.name == "a2a-mqtt"]   # a role each
     rows = []
     for c in CLAUSES:
         cells = []
-        for name in ("a2a-mqtt", "a2a-mqtt/requester"):
-            p = PROFILES[name]
-            if c.role not in p.binds:
+        for p in profiles:
+            if c.id not in {t.id for t in p.table}:
                 cells.append("—")
                 continue
             judged = [r for r in p.rules if c.id in (i.strip() for i in r.ids.split(","))]

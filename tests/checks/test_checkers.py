@@ -8,11 +8,16 @@ from typing import Any
 import pytest
 
 from bench.checks import Checker, Rule, Value, checkers, judge
-from bench.checks.delivery import QOS1_DELIVERY, REPLY_ROUTING, SILENT_LOSS, TARGETED_DELIVERY
-from bench.checks.directory import DEPLOYMENT, DIRECTORY_LIVENESS
-from bench.checks.execution import DUPLICATE_EXECUTION, TASK_LIFECYCLE
 from bench.core import events as ev
 from bench.history import History
+from bench.protocols.seed.rules.delivery import (
+    QOS1_DELIVERY,
+    REPLY_ROUTING,
+    SILENT_LOSS,
+    TARGETED_DELIVERY,
+)
+from bench.protocols.seed.rules.directory import DEPLOYMENT, DIRECTORY_LIVENESS
+from bench.protocols.seed.rules.execution import DUPLICATE_EXECUTION, TASK_LIFECYCLE
 from tests.helpers import (
     admitted,
     at,
@@ -424,7 +429,7 @@ def test_a_crashing_rule_leaves_the_other_rules_findings_standing() -> None:
 
 
 def test_warnings_are_true_only_when_the_history_confirms_them() -> None:
-    from bench.checks.robustness import ROBUSTNESS
+    from bench.protocols.seed.rules.robustness import ROBUSTNESS
 
     def warned(*events: ev.Event) -> int:
         return ROBUSTNESS(history(*events)).rules["warnings_are_true"]["violations"]

@@ -66,7 +66,7 @@ from collections.abc import Callable
 import pytest
 
 from bench.checks import Value, checkers
-from bench.core.directory import AgentDescriptor, Announcement, Directory, Resolution
+from bench.protocols.seed.directory import AgentDescriptor, Announcement, Directory, Resolution
 from tests.helpers import Lines, explored_lines, from_lines
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bench.checks import Value
-from bench.checks.process import CONTEXT_ISOLATION, GATE_INTEGRITY
 from bench.history import History
+from bench.protocols.seed.rules.process import CONTEXT_ISOLATION, GATE_INTEGRITY
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE

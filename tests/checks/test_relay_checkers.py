@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from bench.checks import Value, Verdict
-from bench.checks.relay import RELAY_INTEGRITY, RELAY_LOCALITY
 from bench.core import events as ev
 from bench.history import History
+from bench.protocols.seed.rules.relay import RELAY_INTEGRITY, RELAY_LOCALITY
 from tests.helpers import booted, history
 
 S = "c1|llm.tax"

@@ -958,7 +958,7 @@ def test_a_bad_definition_is_judged_except_on_a_node_that_declares_no_process_in
     """hostile_input_refused: a task whose process definition the grammar rules out must end
     FAILED; the one exemption is a node whose node_started declares it runs no process
     instances (to it the payload is opaque)."""
-    from bench.checks.robustness import HOSTILE_REPLY
+    from bench.protocols.seed.rules.robustness import HOSTILE_REPLY
     lines = copy.deepcopy(runs["hostile_input"])
     a = lines[where(lines, "attack_sent", lambda e: e["how"] not in HOSTILE_REPLY and any(
         x["kind"] == "inbound_admitted" and x["messageId"] == e["messageId"] for x in lines))]

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from bench.checks import Value
-from bench.checks.auth import AUTH_ADMISSION
-from bench.checks.delivery import QOS1_DELIVERY
 from bench.core import events as ev
+from bench.protocols.seed.rules.auth import AUTH_ADMISSION
+from bench.protocols.seed.rules.delivery import QOS1_DELIVERY
 from tests.helpers import booted, fault_healed, fault_start, history, outbound
 
 SENT = outbound("m1", "PUBLISHED", target="exec-1", topic="ooder/node/exec-1/inbox")

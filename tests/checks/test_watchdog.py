@@ -14,9 +14,9 @@ import pytest
 
 from bench.checks import Value
 from bench.core.effects import Effects
-from bench.core.node import Node
-from bench.core.process import ProcessEngine
-from bench.core.task import TaskService
+from bench.protocols.seed.node import Node
+from bench.protocols.seed.process import ProcessEngine
+from bench.protocols.seed.task import TaskService
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import REFERENCE, Variant

@@ -161,7 +161,7 @@ def _constant_time_checks(node_class: type, monkeypatch) -> int:  # type: ignore
 
 
 def test_signatures_are_checked_in_constant_time_and_the_eq_defect_is_caught(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from bench.core.node import Node
+    from bench.protocols.seed.node import Node
     from bench.variants import SignatureComparedWithEq
     assert _constant_time_checks(Node, monkeypatch) == 3
     monkeypatch.undo()

@@ -4,8 +4,8 @@ import pytest
 
 from bench.core.config import NodeConfig
 from bench.core.inputs import MessageReceived, Started
-from bench.core.node import Node, NotStarted
 from bench.core.topics import TopicError
+from bench.protocols.seed.node import Node, NotStarted
 
 
 @pytest.mark.parametrize("kw, message", [

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core.directory import (
+from bench.protocols.seed.directory import (
     DEFAULT_EXECUTOR_ID,
     AgentDescriptor,
     Announcement,

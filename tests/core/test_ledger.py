@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from bench.core.envelope import Envelope, MessageType
-from bench.core.ledger import InboundLedger, LedgerConfig, dedup_key
+from bench.protocols.seed.ledger import InboundLedger, LedgerConfig, dedup_key
 
 
 def test_dedup_key_is_type_and_message_id() -> None:

@@ -14,8 +14,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from bench.core.commands import Record
 from bench.core.envelope import MessageType
 from bench.core.inputs import MessageReceived, Started, TaskRequested
-from bench.core.node import Node
 from bench.core.outcome import EventKind
+from bench.protocols.seed.node import Node
 from bench.substrates.wire import Wire
 from tests.helpers import executor, orchestrator
 
@@ -189,9 +189,9 @@ class GateCluster(_TwoNodes):
         if not hasattr(self, "w"):
             return
         from bench.checks import Value
-        from bench.checks.process import CONTEXT_ISOLATION, GATE_INTEGRITY
         from bench.core.inputs import HumanDecided
         from bench.history import History
+        from bench.protocols.seed.rules.process import CONTEXT_ISOLATION, GATE_INTEGRITY
         self._restart_all()
         self.w.advance(self.w.now_ms + 1_000)
         for _node, ask in list(self.w.asked):   # everyone answers in the end

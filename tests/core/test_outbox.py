@@ -6,13 +6,13 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from bench.core.auth import AuthConfig
 from bench.core.commands import PersistRecord, Publish, Record
-from bench.core.directory import AgentDescriptor, Announcement, Directory
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, MessageType
 from bench.core.machine import IllegalTransition
-from bench.core.outbox import OUTBOUND, OutboundEvent, OutboundState, Outbox
 from bench.core.outcome import EventKind
 from bench.core.topics import Topics
+from bench.protocols.seed.directory import AgentDescriptor, Announcement, Directory
+from bench.protocols.seed.outbox import OUTBOUND, OutboundEvent, OutboundState, Outbox
 
 
 def test_terminal_states_take_no_events() -> None:

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.core.commands import RunStep
-from bench.core.context import ContextError, Merge, apply_ops, deep_copy, merge
 from bench.core.envelope import Envelope, Json, MessageType, decode, encode
 from bench.core.inputs import HumanDecided, MessageReceived, TaskRequested
-from bench.core.process import parse_steps
 from bench.core.topics import Topics
+from bench.protocols.seed.context import ContextError, Merge, apply_ops, deep_copy, merge
+from bench.protocols.seed.process import parse_steps
 from bench.substrates.wire import Wire
 
 Pair = Callable[..., Wire]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from bench.core.commands import RequestOutcome
 from bench.core.inputs import MessageReceived, TaskRequested
-from bench.core.ledger import LEDGER_DOCUMENT
+from bench.protocols.seed.ledger import LEDGER_DOCUMENT
 from bench.storage.memory import MemoryStore
 from bench.substrates.wire import Wire
 from tests.helpers import executor, orchestrator
@@ -61,7 +61,7 @@ def test_crash_loses_exactly_the_ledger_entries_not_flushed(pair: Pair) -> None:
 def test_non_durable_ledger_forgets_on_restart_and_the_task_table_catches_it() -> None:
     """The seed's A9 window, reproduced with a non-durable 60 s ledger: after a restart the
     redelivered request passes the ledger; only the durable task table stops a re-run."""
-    from bench.core.ledger import LedgerConfig
+    from bench.protocols.seed.ledger import LedgerConfig
     w = Wire()
     w.add(orchestrator())
     w.add(executor(ledger=LedgerConfig(ttl_ms=60_000, durable=False)))
@@ -137,7 +137,7 @@ def test_namespace_switch_rotates_roster_and_backs_it_up() -> None:
 
 
 def test_stale_roster_variant_keeps_both_sets() -> None:
-    from bench.core.node import Node
+    from bench.protocols.seed.node import Node
 
     class NoRotation(Node):
         rotates_roster_on_namespace_switch = False

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bench.checks import Value, Verdict, checkers
 from bench.cli import EXIT_INVALID, main
-from bench.conform import RULES, SUITE, conform, judge_rules
+from bench.conform import PROFILES, clause_rows, conform, judge_rules
+from bench.protocols import DEFAULT, ConformRule
 from bench.spec.scenario import SCENARIOS
 
 REFERENCE_COMMAND = (sys.executable, "-m", "bench.substrates.live.node_process")
@@ -20,8 +22,9 @@ REFERENCE_COMMAND = (sys.executable, "-m", "bench.substrates.live.node_process")
 
 def test_every_rule_is_judged_by_checker_rules_that_exist_and_every_run_is_a_scenario() -> None:
     known = {f"{name}.{r.id}" for name, c in checkers().items() for r in c.rules}
-    assert {ref for rule in RULES for ref in rule.judged_by} <= known
-    assert all((SCENARIOS / f"{name}.toml").exists() for name, _s, _w in SUITE)
+    seed = PROFILES[DEFAULT]
+    assert {ref for rule in seed.rules for ref in rule.judged_by} <= known
+    assert all((SCENARIOS / f"{name}.toml").exists() for name, _s, _w in seed.suite)
 
 
 def _verdict(name: str, rules: dict[str, tuple[int, int]], note: str = "",
@@ -56,10 +59,9 @@ def test_a_rule_judged_in_one_of_its_alternative_runs_passes_naming_the_one_that
     """`one_of`: runs that each reach the rule's situation their own way. One judging it is
     enough, the one that could not decide is named; none judging it leaves it UNKNOWN; a
     violation in any FAILs."""
-    from bench.conform import ProtocolRule
-    rule = ProtocolRule("A2M-REQ-4", "follow-ups",
-                        ("a2a_requests.follow_ups_go_to_the_named_agent",), ("a2a_handover",),
-                        one_of=("a2a_pool", "a2a_pool_unnamed"))
+    rule = ConformRule("A2M-REQ-4", "follow-ups",
+                       ("a2a_requests.follow_ups_go_to_the_named_agent",), ("a2a_handover",),
+                       one_of=("a2a_pool", "a2a_pool_unnamed"))
 
     def run(v: int, u: int, note: str = "") -> list[Verdict]:
         return [_verdict("a2a_requests", {"follow_ups_go_to_the_named_agent": (v, u)}, note,
@@ -104,14 +106,14 @@ def test_a_command_conform_cannot_start_is_one_line_and_exit_3(
 # -- the A2A-over-MQTT profile --------------------------------------------------------------------
 @pytest.mark.parametrize("role", ["a2a-mqtt", "a2a-mqtt/requester"])
 def test_the_profiles_rules_cite_its_clauses_and_rules_that_exist(role: str) -> None:
-    from bench.conform import PROFILES
     from bench.protocols.a2a_mqtt.clauses import BY_ID
     p = PROFILES[role]
+    binds = {c.id for c in p.table}
     known = {f"{name}.{r.id}" for name, c in checkers().items() for r in c.rules}
     assert {ref for rule in p.rules for ref in rule.judged_by} <= known
     assert all(i.strip() in BY_ID for rule in p.rules for i in rule.ids.split(","))
     # each row is about a clause that binds the role
-    assert all(BY_ID[i.strip()].role in p.binds for rule in p.rules for i in rule.ids.split(","))
+    assert all(i.strip() in binds for rule in p.rules for i in rule.ids.split(","))
     assert all((SCENARIOS / f"{name}.toml").exists() for name, _s, _w in p.suite)
     assert {s for rule in p.rules for s in rule.runs} <= {s for s, _t, _w in p.suite}
 
@@ -119,12 +121,13 @@ def test_the_profiles_rules_cite_its_clauses_and_rules_that_exist(role: str) -> 
 def test_the_profiles_table_has_every_responder_clause_grouped_by_level() -> None:
     """Judged rows, and a row per responder clause nothing judges yet ('not judged'); with
     --core an Extended clause is 'not applicable', not 'never exercised'."""
-    from bench.conform import A2A_RULES, PROFILES, clause_rows
-    from bench.protocols.a2a_mqtt.clauses import BY_ID, CLAUSES, Conformance
+    from bench.protocols.a2a_mqtt.clauses import BY_ID, Conformance
+    p = PROFILES["a2a-mqtt"]
+    bare = replace(p, unjudged=())     # no word of why no rule judges a clause
     rows = clause_rows(judge_rules({"a2a_quickstart": [_verdict(
-        "duplicate_execution", {"executed_once": (0, 0)})]}, A2A_RULES), core_only=True)
+        "duplicate_execution", {"executed_once": (0, 0)})]}, p.rules), bare, {"core"})
     ids = {i.strip() for r in rows for i in r.rule.ids.split(",")}
-    assert {c.id for c in CLAUSES if c.role in PROFILES["a2a-mqtt"].binds} <= ids
+    assert {c.id for c in p.table} <= ids
     levels = [r.level for r in rows]
     assert levels == sorted(levels, key=["MUST", "MUST NOT", "SHOULD", "MAY"].index)
     by = {r.rule.ids: r for r in rows}
@@ -134,14 +137,14 @@ def test_the_profiles_table_has_every_responder_clause_grouped_by_level() -> Non
     assert by["A2M-SESS-6"].evidence == "a2a_oauth: not run"
     assert by["A2M-DUP-2"].evidence == "not judged: no rule of the bench observes it yet"
     # the profile names why no rule judges it: no scenario reaches it
-    named = clause_rows(judge_rules({}, A2A_RULES), unjudged=PROFILES["a2a-mqtt"].unjudged)
+    named = clause_rows(judge_rules({}, p.rules), p)
     assert {r.rule.ids: r for r in named}["A2M-DUP-2"].evidence.startswith("never exercised: ")
     assert not [r for r in named if r.evidence.startswith("not judged")]
     extended = [r for r in rows
                 if BY_ID[r.rule.ids.split(",")[0].strip()].conformance is Conformance.EXTENDED]
     assert extended and all(r.status == "UNKNOWN" and r.declared_out for r in extended)
     # an agent that declares it handles no bearer tokens: those clauses are not applicable
-    rows = clause_rows(judge_rules({}, A2A_RULES), no_tokens=True)
+    rows = clause_rows(judge_rules({}, p.rules), bare, {"no-tokens"})
     by = {r.rule.ids: r for r in rows}
     for clause in ("A2M-RSP-6", "A2M-RSP-7", "A2M-SESS-6"):
         assert by[clause].declared_out and "--no-tokens" in by[clause].evidence

@@ -119,8 +119,8 @@ def test_a_broker_refusing_dollar_topics_is_false(
 def _broker_rules() -> set[tuple[str, str]]:
     """Every rule that judges the broker: deployment's about the broker (its other two
     judge the nodes' client ids) and every rule of a2a_broker."""
-    from bench.checks.directory import DEPLOYMENT
     from bench.protocols.a2a_mqtt.rules.broker import A2A_BROKER
+    from bench.protocols.seed.rules.directory import DEPLOYMENT
     nodes_own = {"unique_client_ids", "connects_under_its_client_id"}
     return {(DEPLOYMENT.name, r.id) for r in DEPLOYMENT.rules
             if r.id not in nodes_own} | {(A2A_BROKER.name, r.id)

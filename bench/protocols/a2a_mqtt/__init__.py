@@ -1,8 +1,8 @@
 """The A2A-over-MQTT profile (emqx/mqtt-for-ai): requesters and responders on
 `$a2a/v1/...`, cards, pools, MQTT 5 only. Its clause table (`clauses`), its sans-IO
-responder and requester, its checkers (`rules`), its hostile inputs (`attacks`, `faults`)
-and what a deployment gives its agents (`deploy`, `settings`: the `[a2a]` table) live
-here."""
+responder and requester, its checkers (`rules`), its hostile inputs (`attacks`, `faults`),
+what a deployment gives its agents (`deploy`, `settings`: the `[a2a]` table) and its
+conform kit (`conform`: both roles' suites and rules) live here."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ SPEC = ProtocolSpec(
     fault_kinds=frozenset({"malformed_request"}),
     deploy="bench.protocols.a2a_mqtt.deploy", settings="bench.protocols.a2a_mqtt.settings",
     checkers="bench.protocols.a2a_mqtt.rules", startup="bench.protocols.a2a_mqtt.startup",
-    faults="bench.protocols.a2a_mqtt.faults", extras=("sdk",),
+    faults="bench.protocols.a2a_mqtt.faults", conform="bench.protocols.a2a_mqtt.conform",
+    extras=("sdk",),
     explore="bench.protocols.a2a_mqtt.explore",
     shared_checkers=frozenset({"duplicate_execution"}))

@@ -1,5 +1,5 @@
 """The reference responder of the A2A-over-MQTT profile: `Responder.handle(input) ->
-list[command]`, sans-IO like the seed's node (bench/core/node.py), keeping every MUST of
+list[command]`, sans-IO like the seed's node (bench/protocols/seed/node.py), keeping every MUST of
 docs/profiles/a2a-mqtt.md that binds a responder.
 
 What it promises, and where:

@@ -153,10 +153,10 @@ BROKER = "mosquitto"
 SETUP = "every {role} of a Parley pair, the other side the library behind examples/parley"
 #: the document the clauses come from (compatibility.json's `spec`)
 DOCUMENT = "docs/protocols/parley.md"
-#: conform --help's paragraph and example line for it
+#: conform --help's paragraph and example lines for it
 HELP = ("--protocol parley: CMD as every handler of a Parley v1 pair (--role\n"
         "commander: every commander), the other side parley-mqtt's own class behind\n"
         "examples/parley, on Mosquitto, through each shipped parley_* scenario\n"
         "(a kill, redelivery, a partition, a pause, cancels, QoS 0, ...); one row\n"
         "per clause of docs/protocols/parley.md that binds the role. About 9 minutes.")
-EXAMPLE = "a2a-bench conform --protocol parley 'python examples/parley/handler.py'"
+EXAMPLES = ("a2a-bench conform --protocol parley 'python examples/parley/handler.py'",)

@@ -1,6 +1,9 @@
 """The seed documents' protocol (DESIGN.md): directory announcements, task requests and
 responses, relay streams and gates between nodes over MQTT 3.1.1 (or 5). Its sans-IO node
-lives in bench/core, its checkers in bench/checks."""
+(`node` and the machines it drives: `directory`, `ledger`, `outbox`, `task`, `request`,
+`relay`, `process`, `gate`, ...), its rules (`rules`), start-up lines, drafts for explore
+and conform kit live here; what every protocol's nodes and hosts share (the history's
+events, the inputs and commands between a host and its node) is bench/core."""
 
 from __future__ import annotations
 
@@ -15,4 +18,6 @@ SPEC = ProtocolSpec(
         "gate_integrity": lambda w, t: w.process_fraction > 0 and w.gate_fraction > 0,
         "context_isolation": lambda w, t: w.process_fraction > 0},
     fault_kinds=frozenset({"malformed_envelope"}),
-    explore="bench.protocols.seed.explore")
+    checkers="bench.protocols.seed.rules", startup="bench.protocols.seed.startup",
+    explore="bench.protocols.seed.explore",
+    conform="bench.protocols.seed.conform")

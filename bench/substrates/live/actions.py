@@ -15,8 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, assert_never
 
 from bench.core import events as ev
-from bench.core.directory import ROSTER_DOCUMENT
 from bench.core.envelope import Json
+from bench.core.inputs import ROSTER_DOCUMENT
 from bench.faults.primitives import (
     Boot,
     Broke,

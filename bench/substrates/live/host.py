@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.core import events as ev
-from bench.core.commands import Command, Connect, Publish, Subscribe
+from bench.core.commands import Command, Connect, NodeCore, Publish, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import (
     ConnectionUp,
@@ -32,7 +32,6 @@ from bench.core.inputs import (
     Stopping,
     Subscribed,
 )
-from bench.core.node import Node
 from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
 from bench.storage import Store, restore, stage
@@ -64,7 +63,7 @@ class LiveHost(NodeHost):
     #: the durable store a node keeps under its data dir
     store_class: type[FileStore] = FileStore
 
-    def __init__(self, config: NodeConfig, node_class: type[Node], data_dir: Path,
+    def __init__(self, config: NodeConfig, node_class: Callable[[NodeConfig], NodeCore], data_dir: Path,
                  broker: tuple[str, int], sink: Sink, clock: Clock,
                  behaviour: Behaviour, login: tuple[str, str | None] | None = None,
                  tls: Tls | None = None, version: MqttVersion = MqttVersion.V311,

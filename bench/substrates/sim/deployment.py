@@ -18,8 +18,8 @@ from typing import Any, assert_never
 
 from bench.core import events as ev
 from bench.core.config import NodeConfig
-from bench.core.directory import ROSTER_DOCUMENT
 from bench.core.envelope import Json
+from bench.core.inputs import ROSTER_DOCUMENT
 from bench.faults.primitives import (
     Boot,
     BrokerStart,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bench.core import events as ev
-from bench.core.commands import Connect, Publish, Subscribe
+from bench.core.commands import Connect, NodeCore, Publish, Subscribe
 from bench.core.config import NodeConfig
 from bench.core.inputs import (
     ConnectionUp,
@@ -30,7 +30,6 @@ from bench.core.inputs import (
     Stopping,
     Subscribed,
 )
-from bench.core.node import Node
 from bench.faults.primitives import Tampering
 from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
@@ -53,7 +52,7 @@ class _Pending:
 
 
 class SimHost(NodeHost):
-    def __init__(self, deployment: SimDeployment, config: NodeConfig, node_class: type[Node],
+    def __init__(self, deployment: SimDeployment, config: NodeConfig, node_class: Callable[[NodeConfig], NodeCore],
                  link: Link) -> None:
         super().__init__(config, node_class, deployment.behaviour)
         self.clock_origin_ms = deployment.clock_origin_ms

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.robustness import never_raises
+from bench.checks.shared import never_raises
 from bench.core.events import (
     ExecutorsRegistered,
     NodeStarted,

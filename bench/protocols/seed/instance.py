@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import cast
 
-from bench.core.context import Snapshot, Write, deep_copy
 from bench.core.envelope import Json
 from bench.core.machine import Machine
-from bench.core.steps import StepDef, parse_steps
 from bench.core.vocabulary import InstanceStatus as InstanceStatus
+from bench.protocols.seed.context import Snapshot, Write, deep_copy
+from bench.protocols.seed.steps import StepDef, parse_steps
 
 
 class InstanceEvent(StrEnum):

@@ -27,18 +27,8 @@ from bench.core.commands import (
     Table,
 )
 from bench.core.config import NodeConfig
-from bench.core.directory import (
-    ROSTER_DOCUMENT,
-    Directory,
-    Roster,
-    Route,
-    announcement_for,
-    load_roster,
-    read_announcement,
-)
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType, Rejection, decode
-from bench.core.gate import GateConfig, Gates
 from bench.core.inputs import (
     AgentEmitted,
     ConnectionUp,
@@ -60,10 +50,22 @@ from bench.core.inputs import (
     TimerId,
     TimerKind,
 )
-from bench.core.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
-from bench.core.outbox import Outbox
 from bench.core.outcome import DropReason
-from bench.core.payloads import (
+from bench.core.topics import TopicKind
+from bench.core.vocabulary import FlowKind, Handler, Via
+from bench.protocols.seed.directory import (
+    ROSTER_DOCUMENT,
+    Directory,
+    Roster,
+    Route,
+    announcement_for,
+    load_roster,
+    read_announcement,
+)
+from bench.protocols.seed.gate import GateConfig, Gates
+from bench.protocols.seed.ledger import LEDGER_DOCUMENT, InboundLedger, LedgerConfig, dedup_key
+from bench.protocols.seed.outbox import Outbox
+from bench.protocols.seed.payloads import (
     Body,
     FlowEventBody,
     GateAckBody,
@@ -73,12 +75,10 @@ from bench.core.payloads import (
     TaskResponseBody,
     read_body,
 )
-from bench.core.process import ProcessEngine
-from bench.core.relay import Flow, Relay, RelayConfig
-from bench.core.request import Requests
-from bench.core.task import TaskRecord, TaskService
-from bench.core.topics import TopicKind
-from bench.core.vocabulary import FlowKind, Handler, Via
+from bench.protocols.seed.process import ProcessEngine
+from bench.protocols.seed.relay import Flow, Relay, RelayConfig
+from bench.protocols.seed.request import Requests
+from bench.protocols.seed.task import TaskRecord, TaskService
 
 LEDGER_FLUSH = TimerId(TimerKind.LEDGER_FLUSH)
 

@@ -1,13 +1,13 @@
 """The process engine of an executor (seed 000 §5, seed 004, DESIGN §3): runs the process
 instances of the node's tasks — a task whose request carries a `process` definition.
 
-It drives each instance's steps (`bench.core.steps`): a `work` step's attempts each on a
+It drives each instance's steps (`bench.protocols.seed.steps`): a `work` step's attempts each on a
 deep, versioned, parent-linked copy, retried from the pre-attempt snapshot; `parallel`
 branches from one parent snapshot, merged in branch order; a `subflow` on a child context
 whose failure fails its parent; a `human` step that pauses the instance (persisted PAUSED,
 then GATE_OPEN to the conversation's home node) until a decision resumes exactly that
 instance, exactly once — rehydrating it from its snapshot when a restart took it out of
-memory. Statuses move only along the instance machine (`bench.core.instance`). No I/O: a
+memory. Statuses move only along the instance machine (`bench.protocols.seed.instance`). No I/O: a
 step's work is a RunStep command answered by StepFinished.
 """
 
@@ -18,7 +18,10 @@ from typing import cast
 
 from bench.core import events as ev
 from bench.core.commands import PersistRecord, RunStep, Table
-from bench.core.context import (
+from bench.core.effects import Effects
+from bench.core.envelope import Envelope, Header, Json, MessageType
+from bench.core.vocabulary import AckStatus, Decision, StepKind
+from bench.protocols.seed.context import (
     ContextError,
     Merge,
     Snapshot,
@@ -28,9 +31,7 @@ from bench.core.context import (
     digest,
     merge,
 )
-from bench.core.effects import Effects
-from bench.core.envelope import Envelope, Header, Json, MessageType
-from bench.core.instance import (
+from bench.protocols.seed.instance import (
     INSTANCE,
     TERMINAL,
     Attempt,
@@ -39,10 +40,9 @@ from bench.core.instance import (
     InstanceStatus,
     Subflow,
 )
-from bench.core.outbox import Sender
-from bench.core.payloads import GateDecisionBody
-from bench.core.steps import StepDef, parse_steps
-from bench.core.vocabulary import AckStatus, Decision, StepKind
+from bench.protocols.seed.outbox import Sender
+from bench.protocols.seed.payloads import GateDecisionBody
+from bench.protocols.seed.steps import StepDef, parse_steps
 
 #: How an instance's end reaches the task service: (fx, task id, ok, result, error).
 Finish = Callable[[Effects, str, bool, Json, "str | None"], None]

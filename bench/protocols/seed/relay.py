@@ -23,9 +23,9 @@ from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Json, MessageType
 from bench.core.inputs import TimerId, TimerKind
 from bench.core.machine import Machine
-from bench.core.outbox import Sender
-from bench.core.payloads import FlowEventBody
 from bench.core.vocabulary import FlowKind, Trust
+from bench.protocols.seed.outbox import Sender
+from bench.protocols.seed.payloads import FlowEventBody
 
 
 class ReceiverState(StrEnum):
@@ -210,7 +210,7 @@ class Relay:
         return self.inbound.setdefault(stream, _Inbound())
 
     def receive(self, fx: Effects, env: Envelope, body: FlowEventBody, local: bool = False) -> None:
-        """A relayed FLOW_EVENT (its payload already read: `bench.core.payloads`). One this
+        """A relayed FLOW_EVENT (its payload already read: `bench.protocols.seed.payloads`). One this
         node relayed to itself (LOCAL_CONSUMED: it is the conversation's home and had no tab
         watching when it produced the event) is its own, and delivered `verified`."""
         stream, seq = body.stream, body.seq

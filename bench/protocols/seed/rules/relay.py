@@ -340,7 +340,7 @@ def gaps_declared_when_the_window_ends(h: History, c: Collector) -> None:
     arrival: a stream with many holes falls further behind with each, its watchers waiting
     on frames that will not come. Not judged across a crash, a freeze or a skewed clock of
     the home (held frames die with its process; its timers stop or run on another clock)."""
-    from bench.checks.execution import frozen_windows
+    from bench.protocols.seed.rules.execution import frozen_windows
     arrivals = h.memo(frame_arrivals)
     late = timers_late_ms(h)
     crashes = h.memo(Transit).crashes

@@ -22,10 +22,10 @@ from bench.core.commands import (
 )
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
-from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TaskRequested, TimerId, TimerKind
-from bench.core.outbox import OutboundState, Outbox
-from bench.core.payloads import TaskResponseBody
+from bench.protocols.seed.fields import integer, optional_text, text
+from bench.protocols.seed.outbox import OutboundState, Outbox
+from bench.protocols.seed.payloads import TaskResponseBody
 
 _STATUS = {o.value: o for o in (RequestOutcome.COMPLETED, RequestOutcome.FAILED,
                                 RequestOutcome.TIMEOUT, RequestOutcome.CANCELLED)}

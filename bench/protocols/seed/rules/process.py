@@ -18,7 +18,6 @@ from enum import Enum
 from typing import Any
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.execution import frozen_windows
 from bench.checks.network import Transit, clocks, sent_where_redirected
 from bench.checks.terms import (
     GATE_IN_FLIGHT_AT_END_MS,
@@ -66,6 +65,7 @@ from bench.core.events import (
     TaskState,
 )
 from bench.history import History
+from bench.protocols.seed.rules.execution import frozen_windows
 
 # Events of one node are in history order; events of two nodes are compared by when each
 # node says they happened (tMs, one clock for the run): a node process's lines reach the
@@ -324,7 +324,7 @@ def timeout_policy_applied(h: History, c: Collector) -> None:
 
 
 #: How late an expiry may come on a busy host (a timer fires late, a batch waits its turn):
-#: the task watchdog's allowance (bench.checks.execution).
+#: the task watchdog's allowance (bench.protocols.seed.rules.execution).
 EXPIRY_LATE_MS = 2_000.0
 
 
@@ -334,7 +334,7 @@ def expires_on_time(h: History, c: Collector) -> None:
     — its deadline kept across a restart of the gate store: a store down (or frozen) at
     that moment expires it once it is back, never a whole timeout again from its restart
     (a person waits for nothing, and the instance holds its executor, that much longer)."""
-    from bench.checks.execution import frozen_windows
+    from bench.protocols.seed.rules.execution import frozen_windows
     frozen = h.memo(frozen_windows)
     crashes = h.memo(Transit).crashes
     opened = {o.gate_id: o for o in h.of(GateOpened)}

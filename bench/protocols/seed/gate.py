@@ -20,12 +20,12 @@ from bench.core import events as ev
 from bench.core.commands import AskHuman, CancelTimer, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
-from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TimerId, TimerKind
 from bench.core.machine import Machine
-from bench.core.outbox import Sender
-from bench.core.payloads import GateAckBody, GateOpenBody
 from bench.core.vocabulary import AckStatus, DecidedBy, Decision, GateState, TimeoutPolicy
+from bench.protocols.seed.fields import integer, optional_text, text
+from bench.protocols.seed.outbox import Sender
+from bench.protocols.seed.payloads import GateAckBody, GateOpenBody
 
 
 class GateEvent(StrEnum):

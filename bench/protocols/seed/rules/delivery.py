@@ -7,7 +7,6 @@ import math
 from collections import Counter, defaultdict
 
 from bench.checks import Checker, Collector, rule
-from bench.checks.directory import Directories
 from bench.checks.network import (
     BROKER_DOWN,
     EVERY_NODE,
@@ -15,8 +14,12 @@ from bench.checks.network import (
     clocks,
     fault_windows,
     ghosts,
+    restored_settled,
     sent_where_redirected,
     tampered,
+)
+from bench.checks.network import (
+    settled as _settled,
 )
 from bench.checks.terms import (
     CLOCK_SLACK_MS,
@@ -52,7 +55,6 @@ from bench.core.events import (
     RequestOutcome,
     RequestSent,
     RequestSettled,
-    RequestsRestored,
     ResponseUnmatched,
     RosterLoaded,
     SignatureVerdict,
@@ -61,6 +63,7 @@ from bench.core.events import (
     WarningKind,
 )
 from bench.history import History
+from bench.protocols.seed.rules.directory import Directories
 
 
 def _namespace(agent_id: str) -> str:
@@ -76,27 +79,6 @@ def _inbox_of(topic: str | None) -> str | None:
 
 
 # -- silent loss ------------------------------------------------------------------------------------
-def _settled(h: History) -> dict[tuple[str, str], list[RequestSettled]]:
-    settled: dict[tuple[str, str], list[RequestSettled]] = defaultdict(list)
-    for e in h.of(RequestSettled):
-        settled[(e.node, e.request_id)].append(e)
-    return settled
-
-
-def restored_settled(h: History) -> dict[tuple[str, str], tuple[float, str]]:
-    """(node, request) -> (when, outcome) for each settlement a restarted requester read
-    back (requests_restored) that its journal never showed: written, then a kill cut the
-    record, which follows the write."""
-    journaled = _settled(h)
-    out: dict[tuple[str, str], tuple[float, str]] = {}
-    for r in h.of(RequestsRestored):
-        for request_id, outcome in r.settled.items():
-            key = (r.node, request_id)
-            if key not in journaled:
-                out.setdefault(key, (r.t_ms, outcome))
-    return out
-
-
 @rule("DESIGN §3 Tasks: the requester's pending future ends once")
 def settles_once(h: History, c: Collector) -> None:
     """Every request ends in exactly one outcome, by its deadline (one still pending when

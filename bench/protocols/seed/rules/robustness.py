@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from bench.checks import Checker, Collector, declared_without, rule
-from bench.checks.directory import Directories
 from bench.checks.network import EVERY_NODE, Transit
+from bench.checks.shared import never_raises
 from bench.checks.terms import IN_FLIGHT_AT_END_MS, MALFORMED_ENVELOPE, NOT_SENT, TASK_ENDS
 from bench.core.events import (
     AttackSent,
@@ -32,6 +32,7 @@ from bench.core.events import (
     WarningKind,
 )
 from bench.history import History
+from bench.protocols.seed.rules.directory import Directories
 
 #: Warnings a node gives only when its own bookkeeping or its store went wrong: no fault
 #: of the bench corrupts a store or settles a publish the node never made (a malformed
@@ -41,17 +42,6 @@ NEVER_PROVOKED = frozenset({
     WarningKind.SNAPSHOT_UNREADABLE, WarningKind.GATE_RECORD_UNREADABLE,
     WarningKind.STREAM_RECORD_UNREADABLE, WarningKind.ROSTER_UNREADABLE,
     WarningKind.RESTORE_TASKS, WarningKind.RESTORE_REQUESTS})
-
-
-@rule("DESIGN §3: malformed or unknown input is a recorded rejection, never a crash")
-def never_raises(h: History, c: Collector) -> None:
-    """No node raises while handling an input: whatever it is given — a duplicate, a
-    malformed payload, a late timer — it answers with a recorded outcome."""
-    c.count("boots", len(h.of(NodeStarted)))
-    for e in h.of(NodeCrashed):
-        if e.error is not None:
-            c.count("raised")
-            c.violation(f"{e.node} raised {e.error} ({e.how}) and its process died", e)
 
 
 @rule("DESIGN §3: a warning is worth a human's attention, so it must be true")

@@ -13,21 +13,14 @@ import copy
 import hashlib
 import json
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import cast
 
 from bench.core.envelope import Json
+from bench.core.vocabulary import Merge as Merge
 
 #: The only writes a step makes, as data: set a key at a path, or append to a list there.
 #: {"op": "set"|"append", "path": [key, ...], "value": JSON}
 Write = dict[str, Json]
-
-
-class Merge(StrEnum):
-    """How a step's result goes back into its parent context."""
-
-    DEEP = "deep"         # three-way: keys the step changed are set, list growth appended
-    REPLACE = "replace"   # the step's copy becomes the context (sequential steps only)
 
 
 class ContextError(ValueError):

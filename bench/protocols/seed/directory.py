@@ -14,18 +14,11 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 
+from bench.core.config import namespace_of as namespace_of
 from bench.core.envelope import Json
+from bench.core.inputs import ROSTER_DOCUMENT as ROSTER_DOCUMENT
 
 DEFAULT_EXECUTOR_ID = "a2a-local-executor"
-ROSTER_DOCUMENT = "a2a-agents.json"
-
-
-def namespace_of(agent_id: str) -> str | None:
-    """`fin.tax` -> `fin`; an id without a dot has no namespace."""
-    head, dot, tail = agent_id.partition(".")
-    return head if dot and head and tail else None
-
-
 @dataclass(frozen=True, slots=True)
 class AgentDescriptor:
     agent_id: str

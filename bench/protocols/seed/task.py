@@ -17,11 +17,11 @@ from bench.core import events as ev
 from bench.core.commands import CancelTimer, Execute, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
-from bench.core.fields import integer, optional_text, text
 from bench.core.inputs import TimerId, TimerKind
 from bench.core.machine import Machine
-from bench.core.outbox import Outbox
 from bench.core.vocabulary import TaskStatus
+from bench.protocols.seed.fields import integer, optional_text, text
+from bench.protocols.seed.outbox import Outbox
 
 
 class TaskEvent(StrEnum):

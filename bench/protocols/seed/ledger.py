@@ -7,23 +7,9 @@ crash: that window is real and the bench measures it. No I/O, no clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from bench.core.config import LedgerConfig as LedgerConfig
 from bench.core.envelope import Envelope, Json
-
-LEDGER_DOCUMENT = "a2a-inbound-ledger.json"
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerConfig:
-    ttl_ms: int = 24 * 3600 * 1000
-    cap: int = 20_000
-    flush_interval_ms: int = 5_000
-    durable: bool = True  # False: an in-memory window, lost on restart (the seed's 60 s bug)
-
-    def __post_init__(self) -> None:
-        if self.ttl_ms <= 0 or self.cap <= 0 or self.flush_interval_ms <= 0:
-            raise ValueError(f"ledger ttl_ms, cap and flush_interval_ms must be > 0: {self}")
+from bench.core.inputs import LEDGER_DOCUMENT as LEDGER_DOCUMENT
 
 
 def dedup_key(envelope: Envelope) -> str:

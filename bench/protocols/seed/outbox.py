@@ -14,12 +14,12 @@ from enum import StrEnum
 from bench.core import events as ev
 from bench.core.auth import AuthConfig, sign
 from bench.core.commands import PersistRecord, Publish, Table
-from bench.core.directory import Directory, Resolution, Target
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, encode
 from bench.core.machine import Machine
 from bench.core.topics import TopicError, Topics
 from bench.core.vocabulary import OutboundState as OutboundState
+from bench.protocols.seed.directory import Directory, Resolution, Target
 
 
 class OutboundEvent(StrEnum):

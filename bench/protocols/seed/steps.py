@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.core.context import Merge
 from bench.core.envelope import Json
 from bench.core.vocabulary import StepKind, TimeoutPolicy
+from bench.protocols.seed.context import Merge
 
 
 @dataclass(frozen=True, slots=True)
