@@ -472,3 +472,20 @@ def test_a_live_runs_header_says_which_nodes_are_processes_of_their_own() -> Non
     theirs = scenario.with_node_command("responder", ("python", "agent.py"))
     assert live.header(theirs, Options(broker="mosquitto")).endswith(
         "with tax-1, tax-2 as processes of their own, 1 inproc")
+
+
+def test_node_command_takes_each_protocols_own_role_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--node-command names a role as the bench does or as the topology's protocol does
+    (Parley's commander and handler too); another name is refused in one line naming every
+    role it may be, before anything runs."""
+    code = main(["run", "parley_quickstart", "--node-command", "boss=python x.py",
+                 "--out", str(tmp_path / "a")])
+    said = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INVALID and len(said) == 1
+    assert "got role 'boss'" in said[0] and "commander, handler" in said[0]
+    # a name it takes goes on to the scenario, which asks the role of its own topology
+    code = main(["run", "quickstart", "--node-command", "commander=python x.py",
+                 "--out", str(tmp_path / "b")])
+    said = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INVALID and len(said) == 1 and "boss" not in said[0], said

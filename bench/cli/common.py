@@ -57,18 +57,26 @@ def command_line(command: str, given: str, role: str | None = None) -> tuple[str
         print(f"a2a-bench: {given}: expected a command line, the program then its "
               f"arguments (got {why})", file=sys.stderr)
         return None
-    roles = ("orchestrator", "executor", "requester", "responder")
+    roles = role_names()
     if role is not None and (role not in roles or not argv):
         got = why if role in roles else f"role {role!r}"
-        print(f"a2a-bench: {given}: expected ROLE=CMD, ROLE orchestrator or executor (on an "
-              f"A2A-over-MQTT topology requester or responder) and CMD a command line (got "
-              f"{got})", file=sys.stderr)
+        print(f"a2a-bench: {given}: expected ROLE=CMD, ROLE one of {', '.join(roles)} (the "
+              f"bench's roles, then each protocol's own names for them) and CMD a command line "
+              f"(got {got})", file=sys.stderr)
         return None
     if shutil.which(argv[0]) is None:
         print(f"a2a-bench: {given}: {argv[0]!r} is not an executable file "
               "(nor a program on PATH)", file=sys.stderr)
         return None
     return argv
+
+
+def role_names() -> list[str]:
+    """The roles a node may be named by: the bench's, then each protocol's own."""
+    from bench.protocols import protocols
+    from bench.spec.topology import Role
+    return [*(r.value for r in Role),
+            *(name for spec in protocols().values() for name in spec.roles)]
 
 
 def clip(text: str, width: int) -> str:

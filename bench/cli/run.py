@@ -66,7 +66,8 @@ def add_run(sub: Sub) -> None:
                           "clears its sessions and retained messages at the end, so runs on a "
                           "long-lived broker never see each other)")
     run.add_argument("--node-command", action="append", default=[], metavar="ROLE=CMD",
-                     help="live: start every node of ROLE (orchestrator or executor) with CMD "
+                     help="live: start every node of ROLE (orchestrator or executor, or a "
+                          "protocol's own name for one: requester, commander, ...) with CMD "
                           "instead of the reference node — anyone's node speaking the "
                           "node-process protocol (docs/PROTOCOL.md), e.g. executor=./my-node "
                           "--flag; repeatable; such nodes run as processes. A topology names "

@@ -49,7 +49,9 @@ class ProtocolSpec:
     workload_keys: frozenset[str] = frozenset()
     #: the module of what a deployment gives its nodes (None: nothing beyond the bench's
     #: own): `client_id(node, topology)`, `node_fields(node, scenario, run_id)` (NodeConfig
-    #: fields) and `run_fields(topology)` (RunStarted fields); imported when a run deploys
+    #: fields), `run_fields(topology, run_id)` (RunStarted fields) and optionally
+    #: `inbox(topology, node_id, run_id)`; `run_id` is an isolated run's on a shared broker
+    #: (its names must carry it: two runs never meet). Imported when a run deploys
     deploy: str | None = None
     #: its checkers whose subject a workload or topology may not ask for at all, each with
     #: the test of whether it does (workload, topology): without it they have nothing to

@@ -204,7 +204,7 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
                       else scenario.protocol,
                       capacities={n.id: n.capacity for n in scenario.topology.nodes
                                   if n.capacity is not None} or None,
-                      **({} if hooks is None else hooks.run_fields(scenario.topology)))
+                      **({} if hooks is None else hooks.run_fields(scenario.topology, run_id)))
 
 
 #: The package that describes each substrate (its SUBSTRATE): one per Mode.

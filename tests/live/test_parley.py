@@ -144,3 +144,56 @@ def test_a_raw_subscriber_sees_what_the_tap_recorded(tmp_path: Path) -> None:
 def _mosquitto() -> bool:
     from tests.live.conftest import MOSQUITTO
     return MOSQUITTO is not None
+
+
+def _requests(run: Path) -> tuple[set[str], set[str]]:
+    """The ids of the requests the run's commander sent and its handler took in, as the
+    tap saw them."""
+    sent: set[str] = set()
+    taken: set[str] = set()
+    for line in (run / "history.jsonl").open():
+        e = json.loads(line)
+        if e["kind"] == "wire" and (e.get("body") or {}).get("t") == "req":
+            if e["node"] == "commander-1" and e["direction"] == "out":
+                sent.add(e["body"]["id"])
+            elif e["node"] == "handler-1" and e["direction"] == "in":
+                taken.add(e["body"]["id"])
+    return sent, taken
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_two_runs_on_one_shared_broker_meet_only_without_isolation(tmp_path: Path,
+                                                                   isolated: bool) -> None:
+    """A run on a broker given by URL is isolated by default: the bench appends its run id
+    to each client id, and Parley's deployment puts it into each topic (`bench/backup/req`
+    becomes `bench/backup/run-<id>/req`). Two parley_quickstart runs at once on one broker
+    then each see only their own commands, every verdict TRUE; with --no-isolation the same
+    two runs' handlers take each other's requests (what isolation prevents, shown)."""
+    import subprocess
+
+    from bench.substrates.live.brokers import make_broker
+    broker = make_broker("mosquitto" if _mosquitto() else "amqtt", tmp_path / "broker")
+    broker.start()
+    try:
+        runs = [tmp_path / f"run-{i}" for i in (1, 2)]
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "bench", "run", "parley_quickstart", "--broker", broker.url,
+             *(["--no-isolation"] if not isolated else []),
+             *(a for role, command in COMMANDS.items()
+               for a in ("--node-command", f"{role}={' '.join(command)}")),
+             "--no-plots", "--out", str(run)], cwd=ROOT, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True) for run in runs]
+        ended = [p.communicate(timeout=300) for p in procs]
+    finally:
+        broker.stop()
+    (sent_1, taken_1), (sent_2, taken_2) = (_requests(run) for run in runs)
+    assert sent_1 and sent_2 and not sent_1 & sent_2
+    if isolated:
+        assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _out, err in ended]
+        assert taken_1 <= sent_1 and taken_2 <= sent_2
+        for run in runs:
+            started = json.loads((run / "history.jsonl").open().readline())
+            assert all(f"/run-{started['runId']}/" in topic
+                       for topic in started["settings"]["topics"].values())
+    else:
+        assert taken_1 & sent_2 and taken_2 & sent_1

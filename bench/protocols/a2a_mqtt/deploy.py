@@ -37,6 +37,6 @@ def node_fields(node: NodeSpec, scenario: Scenario, run_id: str | None) -> dict[
                             node.id in t.delegates, suffix, node.pool_shared, node.capacity)}
 
 
-def run_fields(topology: Topology) -> dict[str, Any]:
+def run_fields(topology: Topology, run_id: str | None = None) -> dict[str, Any]:
     """What run_started says of the profile's settings: bearer tokens required or not."""
     return {"bearer_tokens": True if settings.oauth(topology) else None}

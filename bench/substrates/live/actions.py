@@ -309,7 +309,7 @@ class LiveFaults:
         deployment says (`deploy.inbox`), else the seed protocol's inbox."""
         hooks = protocol(self.dep.topology.protocol).module("deploy")
         if hooks is not None and hasattr(hooks, "inbox"):
-            return tuple(hooks.inbox(self.dep.topology, node))
+            return tuple(hooks.inbox(self.dep.topology, node, self.dep.run_id))
         topics = next(iter(self.dep.nodes.values())).spec.config.topics
         return (topics.inbox(node) if node else topics.inbox_filter(),)
 
