@@ -113,6 +113,20 @@ def ran_twice(lines: Lines) -> None:
     insert_at(lines, {**copy.deepcopy(lines[i]), "tMs": lines[i]["tMs"] + 300})
 
 
+def ran_past_the_cap(lines: Lines) -> None:
+    """A command that waited for a slot (admitted, its work begun a while later) started
+    at its admission instead, as a handler that ignored its cap would."""
+    for i, e in enumerate(lines):
+        if e["kind"] != "task_executed":
+            continue
+        hb = lines[first(lines, lambda x, e=e: parley(x, "hb", "out", e["node"])
+                         and x["body"]["id"] == e["taskId"])]
+        if e["tMs"] - hb["tMs"] > 1_000:
+            insert_at(lines, {**lines.pop(i), "tMs": hb["tMs"] + 1})
+            return
+    raise AssertionError("no command waited for a slot")
+
+
 def request_unanswered(lines: Lines) -> None:
     """A handler that took a request in and said nothing: no hb, no res for it."""
     command = lines[first(lines, lambda e: parley(e, "req", "in", "handler-1"))]["body"]["id"]
@@ -186,6 +200,7 @@ MUTATIONS: dict[str, tuple[str, Mutation]] = {
     "results_resent_until_acknowledged": ("quickstart", result_never_acknowledged),
     "acknowledged_results_not_resent": ("quickstart", result_after_rak),
     "cancels_reach_the_running_handler": ("cancel", cancel_ignored),
+    "executions_within_the_cap": ("restart", ran_past_the_cap),
     "publishes_never_retained": ("quickstart", retained),
     "messages_are_envelopes": ("quickstart", not_an_envelope),
     "command_ids_are_valid_and_fresh": ("quickstart", id_reused),

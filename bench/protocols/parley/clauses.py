@@ -108,6 +108,11 @@ CLAUSES: tuple[Clause, ...] = (
            "heartbeat_interval: \"hb interval per admitted command\"; \"heartbeats run until "
            "the command's first res is published\"",
            ("parley_handler.heartbeats_until_the_result",), _ALL),
+    Clause("H4", "handler", "config.py, handler.py",
+           "max_concurrent_executions: \"maximum commands executing concurrently (default 1, "
+           "serial)\"; \"dequeue FIFO into at most max_concurrent_executions slots\"",
+           ("parley_handler.executions_within_the_cap",), _ALL,
+           exercised="waited_for_a_slot"),
     Clause("H5", "handler", "config.py, README",
            "result_retry_interval: \"res re-publish interval until acked\"; "
            "result_retry_timeout: \"result-retry give-up window\"; README: \"results are "

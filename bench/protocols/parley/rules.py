@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -485,6 +486,62 @@ def executed_at_most_once(h: History, c: Collector) -> None:
                             first, again)
 
 
+@rule("H4 (max_concurrent_executions: \"maximum commands executing concurrently (default 1, "
+      "serial)\"; \"dequeue FIFO into at most max_concurrent_executions slots\", as "
+      "handler.py cites it)")
+def executions_within_the_cap(h: History, c: Collector) -> None:
+    """A handler runs at most max_concurrent_executions commands at once: a command's
+    execution runs from its start (the bench's agent began its work) to its end — the
+    agent's answer (the same process's clock) or its first res on the wire (the tap's
+    clock, CROSSED_MS apart: a cancel ends the handler task before the bench's agent
+    answers), whichever came first, or the end of the handler's process; when one
+    starts while the cap's worth of others are still running, that is a violation. A
+    command admitted while the cap's worth ran, which then waited for a slot, counts
+    `waited_for_a_slot`: the cap bound (a run without one never tried it)."""
+    run = _run(h)
+    cap = int(run.timing["max_concurrent_executions"])
+    answers: dict[tuple[str, str], list[AgentAnswered]] = defaultdict(list)
+    for a in h.of(AgentAnswered):
+        answers[(a.node, a.task_id)].append(a)
+    for node in run.handlers:
+        spans: list[tuple[TaskExecuted, Callable[[int, float], bool]]] = []
+        for (who, command), starts in run.executions.items():
+            if who == node:
+                spans += [(start, _running(run, start, answers[(node, command)]))
+                          for start in starts]
+        for start, _ in spans:
+            if not run.judged(start.t_ms):
+                continue
+            c.count("executions_started")
+            running = [s for s, still in spans if s.task_id != start.task_id
+                       and s.seq < start.seq and still(start.seq, start.t_ms)]
+            if len(running) >= cap:
+                c.violation(f"command {start.task_id} started on {node} while {len(running)} "
+                            f"other{'s' if len(running) > 1 else ''} ran "
+                            f"({', '.join(s.task_id for s in running)}): "
+                            f"max_concurrent_executions is {cap}", start, *running)
+                continue
+            # admitted (its first hb) while the cap's worth ran: it waited for a slot
+            life = max([x for x in run.crashes[node] if x <= start.t_ms], default=0.0)
+            admitted = [m.wire for m in run.of(node, start.task_id, "hb", True)
+                        if life <= m.at_ms <= start.t_ms + CROSSED_MS]
+            if admitted and sum(still(admitted[0].seq, admitted[0].t_ms) for s, still in spans
+                                if s.task_id != start.task_id and s.seq < admitted[0].seq) >= cap:
+                c.count("waited_for_a_slot")
+
+
+def _running(run: Run, start: TaskExecuted,
+             answers: list[AgentAnswered]) -> Callable[[int, float], bool]:
+    """Whether the execution begun at `start` was still running at a line of the history
+    (its seq and time)."""
+    answer = next((a for a in answers if a.seq > start.seq), None)
+    results = [m.at_ms for m in run.of(start.node, start.task_id, "res", True)
+               if m.at_ms >= start.t_ms - CROSSED_MS]
+    ended = next((x for x in run.crashes[start.node] if x >= start.t_ms), run.end_ms)
+    return lambda seq, t_ms: (answer is None or answer.seq > seq) and ended > t_ms \
+        and (not results or results[0] > t_ms + CROSSED_MS)
+
+
 def _admitted(run: Run, node: str, command: str) -> bool:
     """Whether the handler admitted the command (it heartbeated it: H2's accept-ack)."""
     return bool(run.of(node, command, "hb", True))
@@ -715,10 +772,11 @@ PARLEY_HANDLER = Checker(
     "parley_handler", "Parley v1, the handler (§7, H1-H7, and the README's at-most-once): a "
     "command runs once per process life while its state is kept; a request is answered at "
     "once; heartbeats keep their cadence until the result, which is re-sent until "
-    "acknowledged and not after; a cancel reaches the running command.",
+    "acknowledged and not after; a cancel reaches the running command; no more commands "
+    "run at once than the cap.",
     (executed_at_most_once, requests_answered, heartbeats_until_the_result,
      results_resent_until_acknowledged, acknowledged_results_not_resent,
-     cancels_reach_the_running_handler),
+     cancels_reach_the_running_handler, executions_within_the_cap),
     _nothing_admitted, protocols=frozenset({SPEC.name}))
 PARLEY_ENVELOPE = Checker(
     "parley_envelope", "Parley v1, the wire (§3, §4, §4.2, §5, adapter.py): every publish "

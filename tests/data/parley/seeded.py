@@ -78,9 +78,33 @@ def resends_acknowledged_results() -> None:
     h.ParleyCommandHandler._on_result_ack = lambda self, command_id: None  # type: ignore[method-assign]
 
 
+def one_slot_too_many() -> None:
+    """H4: the cap compared with `<=`: one command more than max_concurrent_executions runs
+    at once (handler.py's `_try_dispatch` as released, that one comparison changed)."""
+    import asyncio
+
+    def try_dispatch(self: Any) -> None:
+        if self._dispatching:
+            return
+        self._dispatching = True
+        try:
+            while self._executing_count <= self._config.max_concurrent_executions \
+                    and self._queue:
+                cmd = self._queue.popleft()
+                cmd.state = h._EXECUTING
+                self._executing_count += 1
+                task = asyncio.ensure_future(self._run_command(cmd))
+                cmd.task = task
+                self._tasks.add(task)
+                task.add_done_callback(self._on_task_done)
+        finally:
+            self._dispatching = False
+    h.ParleyCommandHandler._try_dispatch = try_dispatch   # type: ignore[method-assign]
+
+
 BUGS = {f.__name__.replace("_", "-"): f for f in (
     forgets_running_commands, never_acknowledges, retries_after_life, heartbeats_once,
-    deaf_to_cancels, resends_acknowledged_results)}
+    deaf_to_cancels, resends_acknowledged_results, one_slot_too_many)}
 BUGS[bug]()
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "parley"))
 runpy.run_path(str(Path(__file__).resolve().parents[3] / "examples" / "parley" / f"{role}.py"),
