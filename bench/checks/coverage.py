@@ -22,6 +22,8 @@ class Situation:
     name: str
     description: str
     count: Callable[[History], int]
+    #: the protocol whose paths it is (None: every protocol's, a fault's)
+    protocol: str | None = None
 
 
 #: The fault catalogue's kinds (bench.faults.CATALOGUE; the checkers import no fault code,
@@ -43,9 +45,11 @@ def _bit(kind: str) -> Callable[[History], int]:
 
 
 SITUATIONS: tuple[Situation, ...] = (
-    # each protocol's own, as its checkers' module defines them (`SITUATIONS`): the
-    # default protocol's first
-    *(Situation(name, what, count)
+    # each protocol's own, as its checkers' module defines them (`SITUATIONS`; those in
+    # its `SHARED_SITUATIONS` any protocol's run may reach): the default protocol's first
+    *(Situation(name, what, count,
+                None if name in getattr(spec.module("checkers"), "SHARED_SITUATIONS", ())
+                else spec.name)
       for spec in sorted(protocols().values(), key=lambda p: (p.name != DEFAULT, p.name))
       for name, what, count in getattr(spec.module("checkers"), "SITUATIONS", ())),
     *(Situation(f"{kind}_bit", f"a {kind} fault did something, not only scheduled (it "
@@ -54,5 +58,9 @@ SITUATIONS: tuple[Situation, ...] = (
 
 
 def reached(h: History) -> dict[str, int]:
-    """Situation -> how often this history reached it (zero included)."""
-    return {s.name: s.count(h) for s in SITUATIONS}
+    """Situation -> how often this history reached it (zero included): a protocol's own
+    situations only in a run of that protocol (a Parley commander's NO_RESPONSE is no seed
+    requester giving up)."""
+    from bench.checks import protocol_of
+    spoken = protocol_of(h)
+    return {s.name: s.count(h) if s.protocol in (None, spoken) else 0 for s in SITUATIONS}

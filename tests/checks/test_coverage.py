@@ -95,13 +95,40 @@ def test_a_run_reaches_the_situations_it_exercises_and_no_other(tmp_path: Path,
 
 def test_the_default_matrix_reaches_every_situation() -> None:
     """With the test above: each witness is a cell of the default matrix and reaches what
-    it is listed with, so the matrix reaches every situation at least once."""
+    it is listed with, so the matrix reaches every situation at least once — but those of a
+    protocol the simulator runs no node of, whose witnesses are recorded live runs (below)."""
     from bench.matrix import load_matrix
     cells = {(c.scenario, c.variant, c.topology, c.seed, c.mode)
              for c in load_matrix(SCENARIOS / "default.matrix.toml").cells}
     assert all((s, "reference", None, 1, "sim") in cells for s in WITNESSES)
-    missing = {s.name for s in SITUATIONS} - set().union(*WITNESSES.values())
+    missing = {s.name for s in SITUATIONS if s.protocol not in RECORDED} \
+        - set().union(*WITNESSES.values())
     assert not missing, f"no witness in the default matrix reaches {sorted(missing)}"
+
+
+#: the protocols the simulator runs no node of -> their recorded live runs (history files
+#: of tests/data/<folder>): the witnesses of their situations
+RECORDED = {"parley": Path(__file__).parents[1] / "data" / "parley"}
+
+
+@pytest.mark.parametrize("protocol", sorted(RECORDED))
+def test_a_live_only_protocols_recorded_runs_reach_each_of_its_situations(
+        protocol: str) -> None:
+    """Each situation of a protocol only live runs judge is reached by one of its recorded
+    runs; and a recorded run reaches no situation of another protocol's."""
+    import gzip
+
+    from bench.history import loads_line
+    own = {s.name for s in SITUATIONS if s.protocol == protocol}
+    reached_somewhere: set[str] = set()
+    assert own
+    for path in sorted(RECORDED[protocol].glob("*.jsonl.gz")):
+        with gzip.open(path, "rt") as f:
+            got = reached(History.from_lines(loads_line(line) for line in f if line.strip()))
+        assert not {n for n, k in got.items() if k and n not in own
+                    and next(s for s in SITUATIONS if s.name == n).protocol is not None}, path
+        reached_somewhere |= {n for n, k in got.items() if k and n in own}
+    assert reached_somewhere == own, sorted(own - reached_somewhere)
 
 
 def test_a_misaddressed_request_counts_only_while_the_roster_was_empty() -> None:

@@ -786,3 +786,8 @@ PARLEY_ENVELOPE = Checker(
     _no_publish, protocols=frozenset({SPEC.name}))
 
 CHECKERS = (PARLEY_COMMANDER, PARLEY_HANDLER, PARLEY_ENVELOPE)
+
+# the coverage table's situations read the run as the rules do (they import this module)
+from bench.protocols.parley.situations import SITUATIONS  # noqa: E402
+
+__all__ = ["CHECKERS", "SITUATIONS"]

@@ -20,10 +20,10 @@ from bench.protocols.seed.rules.execution import DUPLICATE_EXECUTION, TASK_LIFEC
 from bench.protocols.seed.rules.process import CONTEXT_ISOLATION, GATE_INTEGRITY
 from bench.protocols.seed.rules.relay import RELAY_INTEGRITY, RELAY_LOCALITY
 from bench.protocols.seed.rules.robustness import ROBUSTNESS
-from bench.protocols.seed.rules.situations import SITUATIONS
+from bench.protocols.seed.rules.situations import SHARED_SITUATIONS, SITUATIONS
 from bench.protocols.seed.rules.wire import WIRE_EVIDENCE
 
-__all__ = ["CHECKERS", "FOLDS", "SITUATIONS"]
+__all__ = ["CHECKERS", "FOLDS", "SHARED_SITUATIONS", "SITUATIONS"]
 
 CHECKERS = (DUPLICATE_EXECUTION, TASK_LIFECYCLE, SILENT_LOSS, TARGETED_DELIVERY, REPLY_ROUTING,
             QOS1_DELIVERY, RELAY_INTEGRITY, RELAY_LOCALITY, GATE_INTEGRITY, CONTEXT_ISOLATION,

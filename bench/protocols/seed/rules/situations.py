@@ -186,6 +186,9 @@ def _hostile_admitted(h: History) -> int:
                for a in h.of(AttackSent))
 
 
+#: those any protocol's run may reach: they read what every node records (a crash, the
+#: sends and settlements of its publishes), as the A2A profile's agents do too
+SHARED_SITUATIONS = frozenset({"crash_with_publishes_in_flight"})
 #: (name, what it is, how often a history reached it)
 SITUATIONS: tuple[tuple[str, str, Callable[[History], int]], ...] = (
     ("relay_gap_declared", "the home node declared a gap in a relayed stream",
