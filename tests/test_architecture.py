@@ -461,13 +461,29 @@ def test_no_substrate_overrides_a_private_method_of_another_substrates_class() -
 #: name a protocol — its name, its settings, its constants, its package.
 GENERIC = ("spec", "substrates", "faults", "matrix", "report", "explore", "run", "history",
            "storage", "workload", "metrics", "folders", "loop", "conform")
+def _protocol_names() -> str:
+    """Every protocol's name as a string literal, from the packages themselves (a fourth
+    protocol's too) — but the seed's: "seed" is also every scenario's random seed key, and
+    its constant SEED is caught instead."""
+    from bench.protocols import protocols
+    return "|".join(rf"[\"']{re.escape(name)}[\"']" for name in protocols() if name != "seed")
+
+
 NAMES_A_PROTOCOL = re.compile(r"\bA2A_MQTT\b|\bSEED\b|\bPARLEY\b|\ba2a_org\b|\ba2a_oauth\b|"
-                              r"\ba2a_request_expiry_s\b|\bA2A_ROLES\b|[\"']a2a-mqtt[\"']|"
-                              r"[\"']parley[\"']|bench\.profiles\b|bench\.protocols\.\w+\b")
+                              r"\ba2a_request_expiry_s\b|\bA2A_ROLES\b|bench\.profiles\b|"
+                              r"bench\.protocols\.\w+\b|" + _protocol_names())
 #: What still names one, each with what is left to move (issue 49): the list only shrinks —
 #: a module that no longer names a protocol must leave it, and a new one may not join it.
 DEBTS = {
 }
+
+
+@pytest.mark.parametrize("source", [
+    'if topology.protocol == "parley": ...', "from bench.protocols.a2a_mqtt import clauses",
+    "import bench.protocols.seed.node", "x = SEED", 'kind = "a2a-mqtt"'])
+def test_the_protocol_finder_itself_finds_a_protocol_named(source: str) -> None:
+    assert NAMES_A_PROTOCOL.search(source), source
+    assert not NAMES_A_PROTOCOL.search('seed = scenario["seed"]; spec = protocol(name)')
 
 
 def test_generic_layers_name_no_protocol() -> None:
