@@ -116,7 +116,20 @@ def raw_row(n: int, deliveries: int, seed: int = 1) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    n, directory, duration_s = int(argv[0]), argv[1], float(argv[2])
+    import argparse
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.tools.scale", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: python -m bench.tools.scale 1000 global 10   (one JSON line)")
+    parser.add_argument("nodes", type=int, help="how many nodes the mesh has")
+    parser.add_argument("directory", choices=["global", "scoped"],
+                        help="the topology's directory: every node's, or its namespace's")
+    parser.add_argument("duration_s", type=float, help="simulated seconds to run")
+    args = parser.parse_args(argv)
+    if args.nodes < orchestrators_of(args.nodes) + 1 or args.duration_s <= 0:
+        parser.error(f"nodes={args.nodes}, duration_s={args.duration_s:g}: expected more nodes "
+                     f"than the {orchestrators_of(args.nodes)} orchestrators and a duration > 0")
+    n, directory, duration_s = args.nodes, args.directory, args.duration_s
     row = bench_row(n, directory, duration_s)
     row["raw"] = raw_row(n, row["deliveries"])
     row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
