@@ -264,7 +264,8 @@ def test_compare_shows_topologies_of_one_matrix_side_by_side_and_matrices_cell_b
     path = write(tmp_path, '[[group]]\nscenarios = ["quickstart"]\ntopologies = ["star", "host-local"]\n',
                  "topo.matrix.toml")
     assert matrix_cli(tmp_path, str(path)).returncode == 0
-    assert matrix_cli(tmp_path, str(path), "--id", "again").returncode == 0
+    # the second on two workers: its report's plots drawn two at a time, each format apart
+    assert matrix_cli(tmp_path, str(path), "--id", "again", "-j", "2").returncode == 0
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     one = subprocess.run([sys.executable, "-m", "bench", "compare", "results/topo"], cwd=tmp_path,
                          env=env, text=True, capture_output=True)
@@ -275,6 +276,12 @@ def test_compare_shows_topologies_of_one_matrix_side_by_side_and_matrices_cell_b
     assert "2 cells in common, 0 with different verdicts" in two.stdout, two.stdout
     plots = tmp_path / "results" / "topo" / "plots"
     assert (plots / "topologies_1.png").exists() and (plots / "verdicts.svg").exists()
+    drawn = sorted(p.name for p in plots.iterdir())
+    assert drawn == sorted(p.name for p in (tmp_path / "results" / "again" / "plots").iterdir())
+    assert drawn == sorted(f"{n}.{f}" for n in ("duplicates", "topologies_1", "verdicts")
+                           for f in ("png", "svg"))
+    assert all(f"plots/{n}.png" in (tmp_path / "results" / "again" / "matrix.md").read_text()
+               for n in ("duplicates", "topologies_1", "verdicts"))
 
 
 def test_a_matrix_names_scenario_files_of_its_own_and_live_node_processes(

@@ -187,7 +187,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from bench.matrix.report import write_matrix_report
     sources = sorted(Path(out).glob("*.matrix.toml"))
     if sources:
-        paths = write_matrix_report(Path(out), load_matrix(sources[0]))
+        # its plots drawn as many at a time as the matrix had workers (-j)
+        workers = getattr(session.config.option, "numprocesses", None)
+        paths = write_matrix_report(Path(out), load_matrix(sources[0]),
+                                    workers if isinstance(workers, int) else 1)
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:
             tr.ensure_newline()

@@ -329,9 +329,45 @@ def _grid_html(out: Path, grid: dict[str, Any]) -> list[str]:
     return body
 
 
-def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
-    from bench.report.html import _e, _plots, page
+#: one plot of the report: what draws it, with what, into which folder, under which name
+Job = tuple[str, tuple[Any, ...], Path, str]
+
+
+def _draw(job: Job, formats: tuple[str, ...] = ("png", "svg")) -> dict[str, Path]:
+    """One plot of the report, drawn and saved in `formats`."""
     from bench.report.plots import duplicates, save, topology_comparison, verdict_grid
+    kind, args, folder, name = job
+    draw = {"verdicts": verdict_grid, "duplicates": duplicates,
+            "topologies": topology_comparison}[kind]
+    return save(draw(*args), folder, name, formats)
+
+
+def _draw_one_format(task: tuple[Job, str]) -> dict[str, Path]:
+    job, fmt = task
+    return _draw(job, (fmt,))
+
+
+def _draw_all(jobs: list[Job], workers: int) -> list[dict[str, Path]]:
+    """Every plot: one after another, or each of its formats in a process of its own,
+    `workers` at a time. Matplotlib's saving was most of the report's time, after the last
+    cell, when a second worker had nothing left to do; a large matrix's verdict grid alone
+    (some 300 rows of text) takes seconds per format. The processes come from a fork server
+    that imported the plots first (the matrix's controller runs pytest-xdist's threads:
+    forking it could copy a held lock)."""
+    if workers <= 1 or not jobs:
+        return [_draw(j) for j in jobs]
+    import multiprocessing
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["bench.report.plots", "bench.matrix.report"])
+    tasks = [(job, fmt) for job in jobs for fmt in ("png", "svg")]
+    with context.Pool(min(workers, len(tasks))) as pool:
+        drawn = pool.map(_draw_one_format, tasks, chunksize=1)
+    return [drawn[2 * i] | drawn[2 * i + 1] for i in range(len(jobs))]
+
+
+def write_matrix_report(out: Path, matrix: Matrix, workers: int = 1) -> dict[str, Path]:
+    """The matrix's report from its finished cells; its plots drawn `workers` at a time."""
+    from bench.report.html import _e, _plots, page
     records = collect(out, matrix)
     (out / "matrix.json").write_text(json.dumps(
         {"name": matrix.name, "cells": len(matrix.cells), "finished": len(records),
@@ -346,20 +382,22 @@ def write_matrix_report(out: Path, matrix: Matrix) -> dict[str, Path]:
     plots: dict[str, dict[str, Path]] = {}
     captions = {}
     if records:
-        plots["verdicts"] = save(verdict_grid(records, f"matrix {matrix.name}"), out / "plots",
-                                 "verdicts")
+        jobs: list[Job] = [
+            ("verdicts", (records, f"matrix {matrix.name}"), out / "plots", "verdicts"),
+            ("duplicates", (records, f"Duplicates per cell — {matrix.name}"), out / "plots",
+             "duplicates")]
         captions["verdicts"] = ("Every cell's verdicts: a seeded defect's row has its checker "
                                 "lilac (FALSE, as expected); red is a FALSE nobody expected, "
                                 "and a black frame any verdict the cell did not expect")
-        plots["duplicates"] = save(duplicates(records, f"Duplicates per cell — {matrix.name}"),
-                                   out / "plots", "duplicates")
         captions["duplicates"] = ("Per cell: duplicates that reached a node, and duplicates "
                                   "that ran a task again (a seeded defect's red bar is a bug found)")
         for i, (label, series) in enumerate(_topology_series(out, records)):
             name = f"topologies_{i + 1}"
-            plots[name] = save(topology_comparison(series, f"Topologies — {label}"),
-                               out / "plots", name)
+            jobs.append(("topologies", (series, f"Topologies — {label}"), out / "plots", name))
             captions[name] = f"One workload ({label}) on several topologies"
+        for (_kind, _args, _folder, name), paths in zip(jobs, _draw_all(jobs, workers),
+                                                        strict=True):
+            plots[name] = paths
     md += "\n" + "\n".join(f"![{n}](plots/{p['png'].name})" for n, p in plots.items()) + "\n"
     (out / "matrix.md").write_text(md)
     body = [f"<h1>matrix {_e(matrix.name)}</h1><p>{_e(matrix.description)}</p>",

@@ -62,12 +62,15 @@ def _legend(ax: Any, **kwargs: Any) -> None:
         ax.legend(**kwargs)
 
 
-def save(fig: Figure, folder: Path, name: str) -> dict[str, Path]:
-    """Write the figure as PNG and SVG; returns both paths."""
+def save(fig: Figure, folder: Path, name: str,
+         formats: tuple[str, ...] = ("png", "svg")) -> dict[str, Path]:
+    """Write the figure as PNG and SVG (or those of `formats`); returns the paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"png": folder / f"{name}.png", "svg": folder / f"{name}.svg"}
-    fig.savefig(paths["png"], dpi=110, bbox_inches="tight")
-    fig.savefig(paths["svg"], bbox_inches="tight")
+    paths = {fmt: folder / f"{name}.{fmt}" for fmt in formats}
+    if "png" in paths:
+        fig.savefig(paths["png"], dpi=110, bbox_inches="tight")
+    if "svg" in paths:
+        fig.savefig(paths["svg"], bbox_inches="tight")
     plt.close(fig)
     return paths
 
