@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -165,20 +166,32 @@ def _requests(run: Path) -> tuple[set[str], set[str]]:
 
 
 @pytest.mark.parametrize("isolated", [True, False])
-def test_two_runs_on_one_shared_broker_meet_only_without_isolation(tmp_path: Path,
-                                                                   isolated: bool) -> None:
+def test_runs_on_one_shared_broker_meet_only_without_isolation(tmp_path: Path,
+                                                               isolated: bool) -> None:
     """A run on a broker given by URL is isolated by default: the bench appends its run id
     to each client id, and Parley's deployment puts it into each topic (`bench/backup/req`
     becomes `bench/backup/run-<id>/req`). Two parley_quickstart runs at once on one broker
-    then each see only their own commands, every verdict TRUE; with --no-isolation the same
-    two runs' handlers take each other's requests (what isolation prevents, shown)."""
+    then each see only their own commands, every verdict TRUE. A raw client publishing
+    requests on the topology's own topics all the while stands in for another run that is
+    not isolated: an isolated handler never takes one; with --no-isolation the handler
+    takes them (what isolation prevents, shown; CI showed two un-isolated runs need not
+    overlap on a loaded machine, so the other run is this client)."""
     import subprocess
+    import uuid
+
+    import paho.mqtt.client as mqtt
 
     from bench.substrates.live.brokers import make_broker
     broker = make_broker("mosquitto" if _mosquitto() else "amqtt", tmp_path / "broker")
     broker.start()
+    foreign: set[str] = set()
+    raw = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="another-run",
+                      protocol=mqtt.MQTTv311)
     try:
-        runs = [tmp_path / f"run-{i}" for i in (1, 2)]
+        raw.username_pw_set("another-run")
+        raw.connect(broker.host, broker.port)
+        raw.loop_start()
+        runs = [tmp_path / f"run-{i}" for i in ((1, 2) if isolated else (1,))]
         procs = [subprocess.Popen(
             [sys.executable, "-m", "bench", "run", "parley_quickstart", "--broker", broker.url,
              *(["--no-isolation"] if not isolated else []),
@@ -186,17 +199,28 @@ def test_two_runs_on_one_shared_broker_meet_only_without_isolation(tmp_path: Pat
                for a in ("--node-command", f"{role}={' '.join(command)}")),
              "--no-plots", "--out", str(run)], cwd=ROOT, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True) for run in runs]
-        ended = [p.communicate(timeout=300) for p in procs]
+        # requests on the un-isolated topic until every run has ended (each a new id)
+        while any(p.poll() is None for p in procs):
+            command = uuid.uuid4().hex[:22]
+            foreign.add(command)
+            raw.publish("bench/backup/req", json.dumps(
+                {"v": 1, "t": "req", "id": command, "p": {"ms": 100}}), qos=1)
+            time.sleep(0.25)
+        ended = [p.communicate(timeout=60) for p in procs]
     finally:
+        raw.loop_stop()
+        raw.disconnect()
         broker.stop()
-    (sent_1, taken_1), (sent_2, taken_2) = (_requests(run) for run in runs)
-    assert sent_1 and sent_2 and not sent_1 & sent_2
+    seen = [_requests(run) for run in runs]
+    assert all(sent for sent, _taken in seen)
     if isolated:
         assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _out, err in ended]
-        assert taken_1 <= sent_1 and taken_2 <= sent_2
+        (sent_1, taken_1), (sent_2, taken_2) = seen
+        assert not sent_1 & sent_2 and taken_1 <= sent_1 and taken_2 <= sent_2
         for run in runs:
             started = json.loads((run / "history.jsonl").open().readline())
             assert all(f"/run-{started['runId']}/" in topic
                        for topic in started["settings"]["topics"].values())
     else:
-        assert taken_1 & sent_2 and taken_2 & sent_1
+        [(_sent, taken)] = seen
+        assert taken & foreign, "the un-isolated handler took none of the other's requests"
