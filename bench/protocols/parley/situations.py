@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bench.history import History
-from bench.protocols.parley.rules import Run, _run, executions_within_the_cap
+from bench.protocols.parley import rules
+from bench.protocols.parley.rules import Run, _run
 
 
 def _resent(kind: str, out_of: str) -> Callable[[History], int]:
@@ -31,15 +32,13 @@ def _duplicate_request_answered(h: History) -> int:
     (from the handler's state: an hb or the cached res) — H1's path."""
     run = _run(h)
     found = 0
-    for node in run.handlers:
-        for (who, _command), msgs in list(run.by.items()):
-            if who != node:
-                continue
-            reqs = [m for m in msgs if m.kind == "req" and not m.out]
-            admitted = [m for m in msgs if m.kind == "hb" and m.out]
-            if len(reqs) > 1 and admitted and reqs[1].at_ms > admitted[0].at_ms \
-                    and any(m.out and m.at_ms >= reqs[1].at_ms for m in msgs):
-                found += 1
+    for (node, _command), msgs in run.by.items():
+        reqs = [m for m in msgs if m.kind == "req" and not m.out]
+        admitted = [m for m in msgs if m.kind == "hb" and m.out]
+        if node in run.handlers and len(reqs) > 1 and admitted \
+                and reqs[1].at_ms > admitted[0].at_ms \
+                and any(m.out and m.at_ms >= reqs[1].at_ms for m in msgs):
+            found += 1
     return found
 
 
@@ -52,38 +51,30 @@ def _outcome(code: str) -> Callable[[History], int]:
 def _cancel_while_running(h: History) -> int:
     run: Run = _run(h)
     found = 0
-    for node in run.handlers:
-        for (who, _command), msgs in list(run.by.items()):
-            cnls = [m for m in msgs if m.kind == "cnl" and not m.out]
-            if who != node or not cnls:
-                continue
-            hbs = [m for m in msgs if m.kind == "hb" and m.out and m.at_ms <= cnls[0].at_ms]
-            results = [m for m in msgs if m.kind == "res" and m.out]
-            if hbs and (not results or results[0].at_ms >= cnls[0].at_ms):
-                found += 1
+    for (node, _command), msgs in run.by.items():
+        cnls = [m for m in msgs if m.kind == "cnl" and not m.out]
+        if node not in run.handlers or not cnls:
+            continue
+        hbs = [m for m in msgs if m.kind == "hb" and m.out and m.at_ms <= cnls[0].at_ms]
+        results = [m for m in msgs if m.kind == "res" and m.out]
+        if hbs and (not results or results[0].at_ms >= cnls[0].at_ms):
+            found += 1
     return found
 
 
-def _rule_count(key: str) -> Callable[[History], int]:
-    """What the handler's rules counted of `key` (a rule's own reading of the run)."""
-    from bench.checks import Collector
+def _counted(rule_id: str, prefix: str) -> Callable[[History], int]:
+    """How many cases of the counts the rule `rule_id` keeps whose key begins with `prefix`
+    (the rule's own reading of the run; looked up when counted: the rules import this
+    module)."""
+    from bench.checks import Collector, Rule
 
     def count(h: History) -> int:
+        rule: Rule = getattr(rules, rule_id)
         c = Collector("situations")
-        c.enter(executions_within_the_cap.id)
-        executions_within_the_cap.fn(h, c)
-        return c.counts.get(key, 0)
+        c.enter(rule.id)
+        rule.fn(h, c)
+        return sum(n for key, n in c.counts.items() if key.startswith(prefix))
     return count
-
-
-def _residual(h: History) -> int:
-    """A command its handler ran again once its state was gone (§9: declared)."""
-    from bench.checks import Collector
-    from bench.protocols.parley.rules import executed_at_most_once
-    c = Collector("situations")
-    c.enter(executed_at_most_once.id)
-    executed_at_most_once.fn(h, c)
-    return sum(n for k, n in c.counts.items() if k.startswith("declared_residual"))
 
 
 #: (name, what it is, how often a history reached it)
@@ -95,7 +86,7 @@ SITUATIONS: tuple[tuple[str, str, Callable[[History], int]], ...] = (
     ("parley_duplicate_request_answered", "a req for an id its handler had admitted reached "
      "it again and was answered from its state (H1)", _duplicate_request_answered),
     ("parley_waited_for_a_slot", "a command was admitted while the handler's execution slots "
-     "were full, and waited (H4)", _rule_count("waited_for_a_slot")),
+     "were full, and waited (H4)", _counted("executions_within_the_cap", "waited_for_a_slot")),
     ("parley_cancel_while_running", "a cnl reached a handler for a command it had admitted "
      "and not yet answered (H7)", _cancel_while_running),
     ("parley_no_ack", "a command ended $noAck: no sign of life in its window (C3)",
@@ -105,5 +96,5 @@ SITUATIONS: tuple[tuple[str, str, Callable[[History], int]], ...] = (
     ("parley_execution_timeout", "a command ended $executionTimeout: it ran past its cap (C3)",
      _outcome("$executionTimeout")),
     ("parley_residual_declared", "a handler ran a command again once its state was gone "
-     "(§9's residual case, declared)", _residual),
+     "(§9's residual case, declared)", _counted("executed_at_most_once", "declared_residual")),
 )
