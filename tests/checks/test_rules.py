@@ -1034,3 +1034,32 @@ def test_a_pool_whose_accepted_requests_reach_no_member_is_false(runs: dict[str,
     v = checkers()["a2a_broker"](from_lines(renumbered(lines)))
     assert v.value is Value.FALSE, v.rules
     assert any("not one reached a member" in c["why"] for c in v.counterexamples)
+
+
+def test_a_broker_is_judged_from_the_wire_of_a_responder_the_bench_did_not_write() -> None:
+    """a2a_broker's reply-path rule on a recorded live run of the EMQX SDK's responder
+    (a2a_quickstart on Mosquitto, 2026-12-06): the SDK keeps no record of the requests it
+    takes, so the rule reads the PUBLISHes its wire tap saw reach it. Judged as recorded:
+    TRUE, every request counted (it was UNKNOWN, "none reached a responder", while the rule
+    read only the reference responder's own record). One request's Response Topic taken off
+    the wire, as a broker that drops it would deliver it: FALSE, naming the responder."""
+    import gzip
+    from pathlib import Path
+
+    from bench.history import loads_line
+    recorded = Path(__file__).parents[1] / "data" / "live" / \
+        "a2a_quickstart.emqx-sdk.s1.live.mosquitto.jsonl.gz"
+    with gzip.open(recorded, "rt") as fh:
+        lines = [loads_line(line) for line in fh if line.strip()]
+    judge = checkers()["a2a_broker"]
+    v = judge(from_lines(lines))
+    assert v.value is Value.TRUE, v.note
+    sent = sum(1 for e in lines if e["kind"] == "a2m_attempt")
+    assert v.counts["requests_taken"] == sent > 10
+    first = where(lines, "wire", lambda e: e["direction"] == "in" and e["packet"] == "PUBLISH"
+                  and e["topic"].startswith("$a2a/v1/request/"))
+    del lines[first]["properties"]["responseTopic"]
+    v = judge(from_lines(lines))
+    assert v.value is Value.FALSE
+    assert any(f"{lines[first]['node']} took a request on" in c["why"]
+               and "without its Response Topic" in c["why"] for c in v.counterexamples)

@@ -9,7 +9,6 @@ from bench.checks.network import LINK_FAULTS, Transit, _drained, fault_windows
 from bench.core.events import (
     A2mAttempt,
     A2mPuback,
-    A2mRequestTaken,
     AttackSent,
     Event,
     ExecutorsRegistered,
@@ -75,7 +74,7 @@ def pooled_requests_reach_the_pool(h: History, c: Collector) -> None:
     c.count("pools_joined", len(joined))
     # a broker may say success and route it nowhere: not one of many accepted requests
     # taken (a requester records a PUBACK that says more than success: none here did)
-    taken = {_pool_of(t.topic) for t in h.of(A2mRequestTaken)}
+    taken = {_pool_of(t.topic) for t in h.memo(intake)}
     sent: dict[str, list[A2mAttempt]] = defaultdict(list)
     for a in h.of(A2mAttempt):
         pool = _pool_of(a.topic)
@@ -230,7 +229,7 @@ def requests_keep_their_reply_path(h: History, c: Collector) -> None:
     attempted = {a.topic for a in h.of(A2mAttempt)}
     attacked = {a.target_node_id for a in h.of(AttackSent)}
     tampering = [w for w in h.memo(fault_windows) if w.fault == "property_tampering"]
-    for t in h.of(A2mRequestTaken):
+    for t in h.memo(intake):      # the reference's record, or anyone's wire tap
         if t.topic not in attempted:
             continue
         c.count("requests_taken")
@@ -247,14 +246,14 @@ def requests_keep_their_reply_path(h: History, c: Collector) -> None:
                                                  ("Correlation Data", t.correlation))
                             if v is None)
         c.violation(f"{t.node} took a request on {t.topic} at {t.t_ms:.0f} ms without its "
-                    f"{lost}: the bench's requesters publish every request with both", t)
+                    f"{lost}: the bench's requesters publish every request with both", t.event)
 
 
 def _no_broker_promise(h: History) -> str | None:
     if any(_pool_of(a.topic) or a.expiry_s is not None for a in h.of(A2mAttempt)):
         return None
     attempted = {a.topic for a in h.of(A2mAttempt)}
-    if any(t.topic in attempted for t in h.of(A2mRequestTaken)):
+    if any(t.topic in attempted for t in h.memo(intake)):
         return None      # a request of the bench's taken: its properties are judged
     if any(p.reason_code >= PUBACK_FAILURE for p in h.of(A2mPuback)) or any(
             w.packet == "PUBACK" and w.direction == "in" and w.reason_codes
