@@ -103,6 +103,8 @@ LAYERS = {
                 "explore"},
     "run": {"core", "checks", "faults", "history", "loop", "metrics", "report", "spec", "substrates",
             "variants", "workload", "run"},
+    # load: a step's figures read from its history (the CLI runs the steps as `run` does)
+    "load": {"core", "history", "metrics", "report", "load"},
     # conform runs scenarios as `run` would and reads only their verdicts
     "conform": {"checks", "protocols", "run", "spec", "substrates", "variants",
                 "conform"},

@@ -15,7 +15,7 @@ import textwrap
 from typing import Any
 
 from bench import __version__
-from bench.cli import brokers, catalogue, conform, exchange, explore, matrix, run, stored
+from bench.cli import brokers, catalogue, conform, exchange, explore, load, matrix, run, stored
 from bench.cli.common import EXIT_FALSE, EXIT_INVALID, EXIT_OK, EXIT_UNKNOWN
 
 __all__ = ["EPILOG", "EXIT_FALSE", "EXIT_INVALID", "EXIT_OK", "EXIT_UNKNOWN", "build_parser",
@@ -52,6 +52,7 @@ examples:
   a2a-bench run quickstart --node-command executor=./my-node
                                                      your own node as every executor (docs/PROTOCOL.md)
   a2a-bench conform ./my-node                         your node against every protocol rule: PASS/FAIL/UNKNOWN
+  a2a-bench load quickstart --broker mosquitto        rising load in steps until the knee: table and curve
 
 exit codes: 0 every verdict as expected (true unless the scenario expects otherwise),
 1 some verdict false, 2 some verdict unknown or a harness error, 3 invalid input files or arguments
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalogue.add_describe(sub)
     catalogue.add_validate(sub)
     matrix.add_matrix(sub)
+    load.add_load(sub)
     stored.add_report(sub)
     explore.add_explore(sub)
     brokers.add_brokers(sub)

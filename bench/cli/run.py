@@ -8,6 +8,7 @@ import shutil
 import sys
 import traceback
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,10 @@ from bench.cli.common import (
 
 if TYPE_CHECKING:
     from bench.run import Interrupted, RunResult
+    from bench.spec.scenario import Scenario
+    from bench.substrates import Options
+    from bench.substrates.descriptor import Substrate
+    from bench.variants import Variant
 
 
 def add_run(sub: Sub) -> None:
@@ -41,48 +46,7 @@ def add_run(sub: Sub) -> None:
                "  a2a-bench run quickstart --variant agent_id_as_node_id   a seeded defect\n"
                "  a2a-bench run a2a_restart --node-command \"responder=python my_agent.py\"")
     run.add_argument("scenario", help="scenario file or name (see `a2a-bench list`)")
-    run.add_argument("--topology", help="topology file or name, replacing the scenario's")
-    run.add_argument("--mode", choices=["live", "sim", "docker"], default=None,
-                     help="substrate: live (real broker and nodes), sim (simpy, virtual time) "
-                          "or docker (the broker and every node in containers on a network of "
-                          "their own; needs a Docker Engine); default: the scenario's mode key, "
-                          "else live")
-    run.add_argument("--broker",
-                     help="live: amqtt (embedded), mosquitto, or another broker the bench "
-                          "starts and configures (moat-lib-mqtt, iotcore, rumqttd, rmqttd, "
-                          "rabbitmq, ejabberd: docs/brokers/), mqtt://[user:password@]host[:port] "
-                          "(1883 by default) or mqtts://… (default: the topology's [broker] "
-                          "model; amqtt for a generic one). sim: the broker model, generic "
-                          "(MQTT 3.1.1 as written), amqtt or mosquitto: the simulator then "
-                          "does what that broker was measured to do (a2a-bench brokers)")
-    run.add_argument("--broker-restart-command", metavar="CMD",
-                     help="live, external broker: shell command the broker_restart fault runs")
-    run.add_argument("--broker-ca", metavar="FILE",
-                     help="live, mqtts:// broker: the CA certificate (PEM) to verify it by "
-                          "(default: the system's CAs)")
-    run.add_argument("--no-isolation", action="store_true",
-                     help="live, external broker: keep the topology's client ids and the topic "
-                          "prefix as they are (by default a run adds its run id to both and "
-                          "clears its sessions and retained messages at the end, so runs on a "
-                          "long-lived broker never see each other)")
-    run.add_argument("--node-command", action="append", default=[], metavar="ROLE=CMD",
-                     help="live: start every node of ROLE (orchestrator or executor, or a "
-                          "protocol's own name for one: requester, commander, ...) with CMD "
-                          "instead of the reference node — anyone's node speaking the "
-                          "node-process protocol (docs/PROTOCOL.md), e.g. executor=./my-node "
-                          "--flag; repeatable; such nodes run as processes. A topology names "
-                          "one per node with command = [...]")
-    run.add_argument("--node-image", action="append", default=[], metavar="ROLE=IMAGE",
-                     help="docker: every node of ROLE a container of IMAGE (built beforehand: "
-                          "docker build) instead of the reference node or the topology's "
-                          "command, its entrypoint speaking the node-process protocol, e.g. "
-                          "responder=my-agent:1.2 (examples/*/Dockerfile build such images); "
-                          "repeatable. A topology names one per node with image = \"...\"")
-    run.add_argument("--wire-tap", action="store_true",
-                     help="live: record what crosses every node's connection (CONNECT, "
-                          "SUBSCRIBE, PUBLISH, PUBACK) as `wire` events, read off the packets "
-                          "by a proxy in front of it, and judge the wire_evidence checker from "
-                          "them (nodes started by --node-command are always tapped)")
+    deployment_arguments(run)
     run.add_argument("--keep", action="store_true",
                      help="docker: leave the deployment up after the run — the broker "
                           "container (its port printed) and every node, restarted on its data "
@@ -92,20 +56,66 @@ def add_run(sub: Sub) -> None:
                      help="docker: the run's network is an attachable overlay network of the "
                           "engine's swarm (docker swarm init first) instead of a bridge: "
                           "the network multi-host deployments use")
-    run.add_argument("--nodes", choices=["inproc", "process"],
-                     help="live: nodes on this process's event loop, or one OS process each")
-    run.add_argument("--mqtt", choices=["3.1.1", "5"],
-                     help="the MQTT version every client speaks (default: the scenario's mqtt "
-                          "key, else its topology's [broker] mqtt, else 3.1.1). amqtt speaks "
-                          "3.1.1 only: live, MQTT 5 runs on Mosquitto or a broker you name")
-    run.add_argument("--seed", type=int, help="seed for every random draw (default: the scenario's)")
-    run.add_argument("--variant", default="reference",
-                     help="reference node or a seeded defect (see `a2a-bench list`)")
     run.add_argument("--out", type=Path, help="run folder (default results/<scenario>-<variant>-s<seed>-<utc>)")
     run.add_argument("--json", action="store_true", help="print the summary and verdicts as JSON")
     run.add_argument("--no-plots", action="store_true",
                      help="skip plots/ and report.html (report.md and the JSON files stay)")
     run.set_defaults(handler=_run)
+
+
+def deployment_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that say what a run deploys, shared by `run` and `load`."""
+    p.add_argument("--topology", help="topology file or name, replacing the scenario's")
+    p.add_argument("--mode", choices=["live", "sim", "docker"], default=None,
+                   help="substrate: live (real broker and nodes), sim (simpy, virtual time) "
+                        "or docker (the broker and every node in containers on a network of "
+                        "their own; needs a Docker Engine); default: the scenario's mode key, "
+                        "else live")
+    p.add_argument("--broker",
+                   help="live: amqtt (embedded), mosquitto, or another broker the bench "
+                        "starts and configures (moat-lib-mqtt, iotcore, rumqttd, rmqttd, "
+                        "rabbitmq, ejabberd: docs/brokers/), mqtt://[user:password@]host[:port] "
+                        "(1883 by default) or mqtts://… (default: the topology's [broker] "
+                        "model; amqtt for a generic one). sim: the broker model, generic "
+                        "(MQTT 3.1.1 as written), amqtt or mosquitto: the simulator then "
+                        "does what that broker was measured to do (a2a-bench brokers)")
+    p.add_argument("--broker-restart-command", metavar="CMD",
+                   help="live, external broker: shell command the broker_restart fault runs")
+    p.add_argument("--broker-ca", metavar="FILE",
+                   help="live, mqtts:// broker: the CA certificate (PEM) to verify it by "
+                        "(default: the system's CAs)")
+    p.add_argument("--no-isolation", action="store_true",
+                   help="live, external broker: keep the topology's client ids and the topic "
+                        "prefix as they are (by default a run adds its run id to both and "
+                        "clears its sessions and retained messages at the end, so runs on a "
+                        "long-lived broker never see each other)")
+    p.add_argument("--node-command", action="append", default=[], metavar="ROLE=CMD",
+                   help="live: start every node of ROLE (orchestrator or executor, or a "
+                        "protocol's own name for one: requester, commander, ...) with CMD "
+                        "instead of the reference node — anyone's node speaking the "
+                        "node-process protocol (docs/PROTOCOL.md), e.g. executor=./my-node "
+                        "--flag; repeatable; such nodes run as processes. A topology names "
+                        "one per node with command = [...]")
+    p.add_argument("--node-image", action="append", default=[], metavar="ROLE=IMAGE",
+                   help="docker: every node of ROLE a container of IMAGE (built beforehand: "
+                        "docker build) instead of the reference node or the topology's "
+                        "command, its entrypoint speaking the node-process protocol, e.g. "
+                        "responder=my-agent:1.2 (examples/*/Dockerfile build such images); "
+                        "repeatable. A topology names one per node with image = \"...\"")
+    p.add_argument("--wire-tap", action="store_true",
+                   help="live: record what crosses every node's connection (CONNECT, "
+                        "SUBSCRIBE, PUBLISH, PUBACK) as `wire` events, read off the packets "
+                        "by a proxy in front of it, and judge the wire_evidence checker from "
+                        "them (nodes started by --node-command are always tapped)")
+    p.add_argument("--nodes", choices=["inproc", "process"],
+                   help="live: nodes on this process's event loop, or one OS process each")
+    p.add_argument("--mqtt", choices=["3.1.1", "5"],
+                   help="the MQTT version every client speaks (default: the scenario's mqtt "
+                        "key, else its topology's [broker] mqtt, else 3.1.1). amqtt speaks "
+                        "3.1.1 only: live, MQTT 5 runs on Mosquitto or a broker you name")
+    p.add_argument("--seed", type=int, help="seed for every random draw (default: the scenario's)")
+    p.add_argument("--variant", default="reference",
+                   help="reference node or a seeded defect (see `a2a-bench list`)")
 
 
 def add_check(sub: Sub) -> None:
@@ -121,17 +131,24 @@ def add_check(sub: Sub) -> None:
     check.set_defaults(handler=_check)
 
 
-def _run(args: argparse.Namespace) -> int:
-    import signal
+@dataclass(frozen=True)
+class Prepared:
+    """What the deployment options came to: the scenario as it will run, and where."""
 
+    scenario: Scenario
+    chosen: Variant
+    mode: str
+    described: Substrate
+    options: Options
+
+
+def prepared(args: argparse.Namespace) -> Prepared | int:
+    """The scenario and deployment `deployment_arguments` describe, or the exit code once
+    the one line saying why not is printed."""
     from bench.checks import checkers
-    from bench.report.progress import Status
-    from bench.run import Interrupted, print_progress, run_scenario
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
-    from bench.spec.topology import MqttVersion
-    from bench.substrates import BrokerRefused, Choice, EnvironmentFailure, substrate
-    from bench.substrates.live.brokers import BrokerError
+    from bench.substrates import Choice, substrate
     from bench.variants import variant
 
     try:
@@ -166,7 +183,8 @@ def _run(args: argparse.Namespace) -> int:
     described = substrate(mode)
     choice = Choice(broker=args.broker, nodes=args.nodes, broker_ca=args.broker_ca,
                     restart_command=args.broker_restart_command,
-                    no_isolation=args.no_isolation, keep=args.keep, swarm=args.swarm,
+                    no_isolation=args.no_isolation, keep=getattr(args, "keep", False),
+                    swarm=getattr(args, "swarm", False),
                     wire_tap=args.wire_tap, node_commands=tuple(args.node_command),
                     node_images=tuple(args.node_image))
     refusal = described.refusal(scenario, choice)
@@ -174,6 +192,23 @@ def _run(args: argparse.Namespace) -> int:
         print(f"a2a-bench: {refusal}", file=sys.stderr)
         return EXIT_INVALID
     scenario, options = described.prepare(scenario, choice)
+    return Prepared(scenario, chosen, mode, described, options)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import signal
+
+    from bench.report.progress import Status
+    from bench.run import Interrupted, print_progress, run_scenario
+    from bench.spec.topology import MqttVersion
+    from bench.substrates import BrokerRefused, EnvironmentFailure
+    from bench.substrates.live.brokers import BrokerError
+
+    ready = prepared(args)
+    if isinstance(ready, int):
+        return ready
+    scenario, chosen, mode, described, options = (ready.scenario, ready.chosen, ready.mode,
+                                                  ready.described, ready.options)
     out = out_folder(args.out, f"{scenario.name}-{chosen.name}-s{scenario.seed}")
     if out is None:
         return EXIT_INVALID
