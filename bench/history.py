@@ -24,7 +24,7 @@ from typing import IO, Any, ClassVar, TypeVar, cast
 import orjson
 
 from bench.core.envelope import non_finite
-from bench.core.events import Event, NodeStarted, SchemaError, from_fields, to_fields
+from bench.core.events import Event, NodeStarted, SchemaError, from_fields, kind_of, to_fields
 
 E = TypeVar("E", bound=Event)
 T = TypeVar("T")
@@ -53,11 +53,17 @@ def _unlike_stdlib(out: bytes, value: object) -> bool:
 def dumps_line(value: dict[str, Any]) -> str:
     """One history line's text, byte for byte what `json.dumps(value, sort_keys=True,
     separators=(",", ":"))` gives."""
+    return dumps_line_bytes(value).decode("ascii")
+
+
+def dumps_line_bytes(value: dict[str, Any]) -> bytes:
+    """`dumps_line`'s bytes (ASCII: the stdlib escapes the rest), as the recorder writes
+    them — no text layer between orjson and the file."""
     try:
         out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:      # an int beyond 64 bits, a lone surrogate, a key not a string
-        return _STDLIB.encode(value)
-    return _STDLIB.encode(value) if _unlike_stdlib(out, value) else out.decode("ascii")
+        return _STDLIB.encode(value).encode("ascii")
+    return _STDLIB.encode(value).encode("ascii") if _unlike_stdlib(out, value) else out
 
 
 #: 19 digits in a row: perhaps an int beyond 64 bits, which orjson reads as a float
@@ -110,7 +116,7 @@ class Recorder:
         self.events: list[Line] = []
         self.keep = path is None if keep is None else keep
         self.count = 0
-        self._fh: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
+        self._fh: IO[bytes] | None = open(path, "wb") if path else None
         self.flush_after_s = flush_after_s
         self._flushed_at = time.monotonic()
         #: called with each line once it is written (a progress display)
@@ -120,10 +126,11 @@ class Recorder:
         """Write one line; returns it as kept, or None when nobody keeps or observes it."""
         self.count += 1
         fields = to_fields(event)
-        kind = event.KIND.value
+        kind = kind_of(event)
         fh = self._fh
         if fh is not None:
-            fh.write(dumps_line(line_json(self.count, t_ms, node, kind, fields)) + "\n")
+            fh.write(dumps_line_bytes(
+                {"seq": self.count, "tMs": t_ms, "node": node, "kind": kind, **fields}) + b"\n")
             after = self.flush_after_s
             if after is None:
                 fh.flush()

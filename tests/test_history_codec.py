@@ -98,3 +98,39 @@ def test_a_history_written_before_its_values_were_typed_reads_and_writes_the_sam
 def _enum_names() -> set[str]:
     from bench.core.events import _ENUMS
     return set(_ENUMS)
+
+
+@pytest.mark.parametrize(("median", "sigma", "seed"), [(2.0, 0.5, 1), (200.0, 0.6, 7),
+                                                        (0.5, 2.0, 29)])
+def test_a_links_lognormal_draws_are_the_stdlibs(median: float, sigma: float,
+                                                 seed: int) -> None:
+    """The simulator's inlined lognormal (bench.spec.distribution.lognormal) draws what
+    `random.Random.lognormvariate` draws, draw for draw, from the same generator state."""
+    import random
+
+    from bench.spec.distribution import lognormal
+    ours, theirs = random.Random(seed), random.Random(seed)
+    draw = lognormal(math.log(median), sigma)
+    assert [draw(ours) for _ in range(20_000)] == \
+        [theirs.lognormvariate(math.log(median), sigma) for _ in range(20_000)]
+
+
+def test_every_recorded_line_is_written_back_with_the_same_fields() -> None:
+    """to_fields (written out per class) against lines the recorder wrote: every event of
+    the recorded live histories, read and written again, carries the fields it came with."""
+    import gzip
+
+    from bench.core.events import kind_of, to_fields
+    recorded = sorted((Path(__file__).parent / "data" / "live").glob("*.jsonl.gz"))
+    assert recorded
+    kinds = set()
+    for path in recorded:
+        with gzip.open(path, "rt") as fh:
+            for text in fh:
+                line = loads_line(text)
+                e = event_of(line)
+                kinds.add(kind_of(e))
+                assert kind_of(e) == line["kind"] == e.KIND.value
+                assert to_fields(e) == {k: v for k, v in line.items()
+                                        if k not in ("seq", "tMs", "node", "kind")}, line
+    assert len(kinds) > 40

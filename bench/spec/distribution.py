@@ -57,8 +57,7 @@ class Distribution:
             value = p[0]
             return lambda rng: value
         if self.kind == "lognormal":
-            mu, sigma = math.log(p[0]), p[1]
-            return lambda rng: rng.lognormvariate(mu, sigma)
+            return lognormal(math.log(p[0]), p[1])
         return self.sample
 
     def to_json(self) -> dict[str, Any]:
@@ -98,3 +97,25 @@ def parse_distribution(raw: Any, where: str) -> Distribution:
     if kind == "lognormal" and values[0] <= 0:
         raise SpecError(f"{where}.median must be > 0")
     return Distribution(kind, tuple(values))
+
+
+#: random.py's constant of the Kinderman and Monahan method
+_NV_MAGICCONST = 4 * math.exp(-0.5) / math.sqrt(2.0)
+
+
+def lognormal(mu: float, sigma: float) -> Callable[[random.Random], float]:
+    """`rng.lognormvariate(mu, sigma)`, draw for draw — random.py's own steps (its
+    `normalvariate`, Kinderman and Monahan) in one function instead of two calls and a
+    method lookup each: a link draws two million times at 1,000 nodes. Checked against the
+    stdlib's draws (tests/test_history_codec.py)."""
+    log, exp = math.log, math.exp
+
+    def draw(rng: random.Random) -> float:
+        uniform = rng.random
+        while True:
+            u1 = uniform()
+            u2 = 1.0 - uniform()
+            z = _NV_MAGICCONST * (u1 - 0.5) / u2
+            if z * z / 4.0 <= -log(u2):
+                return exp(mu + z * sigma)
+    return draw

@@ -55,7 +55,8 @@ class RunLog:
         t = now if t_ms is None or t_ms < 0 else t_ms
         self.last_recorded_ms = now
         self.recorder.append(t, node, event)
-        self._tally(node, event, t)
+        if type(event) in _TALLIED:   # most lines (a directory filling up) change no count
+            self._tally(node, event, t)
         for observe in self.observers:
             observe(node, event, t)
         if self._watchers:
@@ -66,8 +67,6 @@ class RunLog:
                     fn()
 
     def _tally(self, node: str, event: ev.Event, t: float) -> None:
-        if type(event) not in _TALLIED:
-            return     # most lines (a directory filling up: a million) change no count
         match event:
             case ev.RequestSent():
                 self.issued.discard(event.message_id)

@@ -536,7 +536,8 @@ class Node:
         self.directory.apply(ann)
         fx.record(ev.DirectoryUpdated(node_id=ann.node_id, online=ann.online,
                                       agents=[a.agent_id for a in ann.agents],
-                                      known=len(self.directory), **_flags(event)))
+                                      known=len(self.directory), qos=event.qos, dup=event.dup,
+                                      retain=event.retain, packet_id=event.packet_id))
 
     # -- outbound ----------------------------------------------------------------------------
     def _send_group_event(self, fx: Effects, event: GroupEventRequested) -> None:
