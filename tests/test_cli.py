@@ -489,3 +489,20 @@ def test_node_command_takes_each_protocols_own_role_names(
                  "--out", str(tmp_path / "b")])
     said = capsys.readouterr().err.strip().splitlines()
     assert code == EXIT_INVALID and len(said) == 1 and "boss" not in said[0], said
+
+
+def test_a_node_commands_python_is_the_benchs_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--node-command "responder=python examples/…"` from `.venv/bin/a2a-bench` with no
+    venv active: no `python` on the PATH (Debian has none), or another one without the
+    adapter's packages. The command is accepted, and runs on the bench's interpreter."""
+    import sys
+
+    from bench.cli.common import command_line
+    from bench.substrates.live.nodes import LocalProcess
+    monkeypatch.setenv("PATH", "/nonexistent")
+    given = "python examples/emqx-sdk/responder.py"
+    argv = command_line(given, f"--node-command=responder={given}", "responder")
+    assert argv == ("python", "examples/emqx-sdk/responder.py")
+    assert LocalProcess(argv).command == (sys.executable, "examples/emqx-sdk/responder.py")
+    assert LocalProcess(("python3", "-c", "pass")).command[0] == sys.executable
+    assert LocalProcess(("./my-node",)).command == ("./my-node",)

@@ -64,7 +64,8 @@ def command_line(command: str, given: str, role: str | None = None) -> tuple[str
               f"bench's roles, then each protocol's own names for them) and CMD a command line "
               f"(got {got})", file=sys.stderr)
         return None
-    if shutil.which(argv[0]) is None:
+    from bench.substrates.live.nodes import OWN_PYTHON
+    if argv[0] not in OWN_PYTHON and shutil.which(argv[0]) is None:
         print(f"a2a-bench: {given}: {argv[0]!r} is not an executable file "
               "(nor a program on PATH)", file=sys.stderr)
         return None

@@ -94,8 +94,9 @@ def deployment_arguments(p: argparse.ArgumentParser) -> None:
                         "protocol's own name for one: requester, commander, ...) with CMD "
                         "instead of the reference node — anyone's node speaking the "
                         "node-process protocol (docs/PROTOCOL.md), e.g. executor=./my-node "
-                        "--flag; repeatable; such nodes run as processes. A topology names "
-                        "one per node with command = [...]")
+                        "--flag; repeatable; such nodes run as processes (`python` or "
+                        "`python3` is the bench's own interpreter). A topology names one per "
+                        "node with command = [...]")
     p.add_argument("--node-image", action="append", default=[], metavar="ROLE=IMAGE",
                    help="docker: every node of ROLE a container of IMAGE (built beforehand: "
                         "docker build) instead of the reference node or the topology's "

@@ -155,13 +155,26 @@ class Launcher(Protocol):
         has not ended within `STOP_S`, and wait for it; says how."""
 
 
+#: A node command starting with one of these runs on the bench's own interpreter: the
+#: adapters of examples/ import what its environment holds (paho, an SDK), and a bench run
+#: as `.venv/bin/a2a-bench` with no venv active would otherwise start them on whichever
+#: Python the PATH has first, or on none (Debian has no `python`)
+OWN_PYTHON = frozenset({"python", "python3"})
+
+
+def own_python(command: tuple[str, ...]) -> tuple[str, ...]:
+    """`command`, its `python` or `python3` the bench's own interpreter."""
+    return (sys.executable, *command[1:]) if command and command[0] in OWN_PYTHON else command
+
+
 class LocalProcess:
     """A node process on this machine: the reference node process, or anyone's `command`."""
 
     freezer = "SIGSTOP"
 
     def __init__(self, command: tuple[str, ...] = ()) -> None:
-        self.command = command or (sys.executable, "-m", "bench.substrates.live.node_process")
+        self.command = own_python(command) or (sys.executable, "-m",
+                                               "bench.substrates.live.node_process")
 
     async def spawn(self) -> asyncio.subprocess.Process:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
