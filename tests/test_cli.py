@@ -506,3 +506,16 @@ def test_a_node_commands_python_is_the_benchs_own(monkeypatch: pytest.MonkeyPatc
     assert LocalProcess(argv).command == (sys.executable, "examples/emqx-sdk/responder.py")
     assert LocalProcess(("python3", "-c", "pass")).command[0] == sys.executable
     assert LocalProcess(("./my-node",)).command == ("./my-node",)
+
+
+@pytest.mark.parametrize("tool", ["golden", "scale", "benchmark", "reach"])
+def test_a_tool_refuses_bad_arguments_with_exit_3(tool: str) -> None:
+    """`python -m bench.tools.NAME` says what was wrong in one line and exits 3, as every
+    `a2a-bench` command does (argparse alone exits 2, the bench's UNKNOWN)."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", f"bench.tools.{tool}", "--no-such-option"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert "error: unrecognized arguments: --no-such-option" in done.stderr \
+        or "error:" in done.stderr.splitlines()[-1]

@@ -5,7 +5,6 @@ hand. Prints a Markdown table (the one in docs/identity.md)."""
 
 from __future__ import annotations
 
-import argparse
 import re
 import tempfile
 from dataclasses import replace
@@ -14,6 +13,7 @@ from pathlib import Path
 from bench.core.auth import AuthMode, SignatureVersion
 from bench.run import run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.tools import Parser
 from bench.variants import REFERENCE
 
 ATTACKS = [("forged_sender:unsigned", "forged, unsigned"),
@@ -72,7 +72,7 @@ def table(results: dict[tuple[str, str], dict[str, tuple[int, int, int]]]) -> st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = Parser(description=__doc__)
     parser.add_argument("--seed", type=int, help="the scenario's seed by default")
     parser.add_argument("--check-readme", type=Path, metavar="FILE",
                         help="exit 1 if the table in FILE (docs/identity.md, between the "

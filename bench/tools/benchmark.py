@@ -48,6 +48,7 @@ from bench.storage.files import FileStore
 from bench.substrates.live import version_refusal
 from bench.substrates.live.brokers import Broker, make_broker
 from bench.substrates.live.host import Clock, LiveHost
+from bench.tools import Parser
 from bench.workload import Behaviour, WorkloadSpec
 
 
@@ -407,7 +408,7 @@ def matrix_table(matrix: Path, jobs: list[int]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.tools.benchmark", description=__doc__,
+    ap = Parser(prog="python -m bench.tools.benchmark", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brokers", default="amqtt,mosquitto")
     ap.add_argument("--n", type=int, default=300, help="sequential round trips for latency")

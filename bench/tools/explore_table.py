@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.tools import Parser
 from bench.variants import VARIANTS
 
 
@@ -47,7 +48,7 @@ def row(variant: str, r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.tools.explore_table", description=__doc__,
+    p = Parser(prog="python -m bench.tools.explore_table", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=400, help="drafts per defect (default 400)")
     p.add_argument("--seed", type=int, default=1, help="explore's seed (default 1)")

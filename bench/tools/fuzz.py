@@ -28,6 +28,7 @@ from bench.core.inputs import MessageReceived, Started
 from bench.core.outcome import EventKind
 from bench.core.topics import Topics
 from bench.protocols.seed.node import Node
+from bench.tools import Parser
 
 OUTCOMES = {EventKind.INBOUND_ADMITTED, EventKind.INBOUND_DROPPED, EventKind.DIRECTORY_UPDATED,
             EventKind.DIRECTORY_REJECTED}
@@ -198,7 +199,7 @@ def _atheris(runs: int) -> None:   # pragma: no cover - optional, needs atheris
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
+    parser = Parser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0, help="how long (default 60)")
     parser.add_argument("--inputs", type=int, help="stop after this many inputs instead")

@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench.spec.scenario import REPO, SCENARIOS
+from bench.tools import Parser
 
 GOLDEN = REPO / "tests" / "data" / "golden-sim.json"
 #: What a sim run writes that depends only on the scenario and the code (summary.json holds
@@ -62,7 +63,7 @@ def run_one(path: Path) -> tuple[str, dict[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.tools.golden", description=__doc__,
+    ap = Parser(prog="python -m bench.tools.golden", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="*", help="scenario names (default: every shipped one)")
     ap.add_argument("--write", action="store_true", help="record the hashes instead")

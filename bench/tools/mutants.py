@@ -50,6 +50,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.tools import Parser
+
 REPO = Path(__file__).resolve().parents[2]
 #: the seed protocol's node: what every host shares (bench/core) and its own machines
 CORE = (REPO / "bench" / "core", REPO / "bench" / "protocols" / "seed")
@@ -237,7 +239,7 @@ def explore(tree: Path, minutes: float, jobs: int, seed: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.tools.mutants", description=__doc__,
+    p = Parser(prog="python -m bench.tools.mutants", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sample", type=int, default=40, help="mutants to run (default 40)")
     p.add_argument("--seed", type=int, default=1, help="which mutants are drawn (default 1)")

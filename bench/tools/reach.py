@@ -33,6 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench.tools import Parser
+
 ROOT = Path(__file__).resolve().parents[2]
 #: what the verdicts judge, as coverage.py's `source` (packages and modules, dotted)
 MEASURED = ("bench.core", "bench.protocols.seed", "bench.protocols.a2a_mqtt",
@@ -291,7 +293,7 @@ def baseline(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.tools.reach", description=__doc__,
+    ap = Parser(prog="python -m bench.tools.reach", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("matrix", nargs="*", type=Path, default=list(SHIPPED),
                     help="the matrices whose simulated cells run (default: the shipped "

@@ -27,6 +27,7 @@ from bench.checks import Checker, checkers, protocol_titles
 from bench.checks.coverage import SITUATIONS
 from bench.core import events as ev
 from bench.faults import CATALOGUE, Param
+from bench.tools import Parser
 from bench.variants import VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -487,7 +488,7 @@ def differences(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0]
+    ap = Parser(prog=COMMAND, description=__doc__.split("\n\n")[0]
                                  if __doc__ else None)
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 naming each page that differs, 0 if none does")

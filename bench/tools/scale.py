@@ -28,6 +28,8 @@ from typing import Any
 
 import simpy
 
+from bench.tools import Parser
+
 #: nodes per executor namespace
 NAMESPACE_NODES = 100
 #: requests per second, all orchestrators together
@@ -117,7 +119,7 @@ def raw_row(n: int, deliveries: int, seed: int = 1) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     import argparse
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m bench.tools.scale", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example: python -m bench.tools.scale 1000 global 10   (one JSON line)")
