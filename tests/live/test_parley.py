@@ -224,3 +224,40 @@ def test_runs_on_one_shared_broker_meet_only_without_isolation(tmp_path: Path,
     else:
         [(_sent, taken)] = seen
         assert taken & foreign, "the un-isolated handler took none of the other's requests"
+
+
+def test_a_redelivery_on_a_shared_broker_replays_the_isolated_topics(tmp_path: Path) -> None:
+    """parley_redelivery on a broker given by URL: the run's topics carry its run id, and
+    the qos1_redelivery fault — a client of the bench's own on that broker — replays what
+    crosses those topics (`deploy.inbox` with the run id). Copies reach both nodes and every
+    verdict holds. A fault listening on the topology's bare topics would replay nothing,
+    and the run would say so (a fault that never fired is UNKNOWN, exit 2)."""
+    import subprocess
+
+    from bench.substrates.live.brokers import make_broker
+    broker = make_broker("mosquitto" if _mosquitto() else "amqtt", tmp_path / "broker")
+    broker.start()
+    run = tmp_path / "run"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "bench", "run", "parley_redelivery", "--broker", broker.url,
+             *(a for role, command in COMMANDS.items()
+               for a in ("--node-command", f"{role}={' '.join(command)}")),
+             "--no-plots", "--out", str(run)], cwd=ROOT, capture_output=True, text=True,
+            timeout=300)
+    finally:
+        broker.stop()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    lines = [json.loads(line) for line in (run / "history.jsonl").open()]
+    topics = lines[0]["settings"]["topics"]
+    assert all(f"/run-{lines[0]['runId']}/" in topic for topic in topics.values())
+    fired = sum(1 for e in lines if e["kind"] == "fault_fired")
+    came: dict[tuple[str, str, str], list[str]] = {}   # (node, type, id) -> the topics
+    for e in lines:
+        if e["kind"] == "wire" and e["direction"] == "in" and e["packet"] == "PUBLISH":
+            body = e.get("body") or {}
+            came.setdefault((e["node"], str(body.get("t")), str(body.get("id"))),
+                            []).append(e["topic"])
+    again = {k: v for k, v in came.items() if len(v) > 1}     # the copies the fault sent
+    assert fired > 5 and {node for node, _t, _id in again} == {"commander-1", "handler-1"}
+    assert all(t in topics.values() for ts in again.values() for t in ts)
