@@ -216,10 +216,10 @@ async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int, 
     recorder = Recorder(workdir / "history.jsonl") if setup.history else None
     log = RunLog(recorder, clock.now_ms) if recorder is not None else None
 
-    def sink(node: str, event: Any) -> None:
+    def sink(node: str, event: Any, t_ms: float | None = None) -> None:
         events.append((node, event.KIND.value))
         if log is not None:
-            log.record(node, event)
+            log.record(node, event, t_ms)
     ask, answer, core_for, agent = _pair(setup)
     host_class = LiveHost if setup.durable else _UnsyncedHost
     version = MqttVersion.V5 if setup.protocol == "a2a" else MqttVersion.V311

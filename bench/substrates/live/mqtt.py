@@ -1,4 +1,4 @@
-"""One MQTT connection (paho-mqtt 2.x, MQTT 3.1.1 or 5) whose events land in an asyncio loop.
+"""One MQTT connection (paho-mqtt 2.x, MQTT 3.1.1 or 5) driven by an asyncio loop.
 
 paho is the client with manual acknowledgement (`manual_ack=True`): the node acks a QoS1
 message only after the batch that handled it is durable. Persistent session
@@ -6,6 +6,16 @@ message only after the batch that handled it is durable. Persistent session
 id as username (amqtt keeps sessions only for named clients), TCP_NODELAY on the socket,
 automatic reconnect; re-subscribing after a reconnect is the core's job (it answers every
 Connected with a Subscribe). On 5 a PUBACK's reason code reaches `on_published`.
+
+No network thread: paho's own external-loop interface (`loop_read` when the socket is
+readable, `loop_write` when paho has bytes to send and the socket can take them,
+`loop_misc` every second for keepalive), on the event loop the node runs on — the network
+thread and a cross-thread hand-off per message were three quarters of a live node's busy
+time. What paho's `loop_forever` does around that loop is done here, as it does it: the
+first connection retried, and a lost one reconnected after `reconnect_delay_set`'s wait,
+doubling from min to max and back to min once a CONNACK says success. A (re)connect runs in
+a thread of the loop's executor: it blocks (a TCP connect to a far broker, a TLS handshake
+with the fault proxy on this very loop).
 """
 
 from __future__ import annotations
@@ -102,6 +112,10 @@ def from_paho(props: Properties | None) -> Props | None:
 
 #: How long a graceful leave waits for its last publish to be acknowledged.
 LEAVE_S = 2.0
+#: How often paho's keepalive runs (its own loop's select timeout)
+MISC_S = 1.0
+#: At most this many packets read per readable socket before the loop takes a turn
+READ_BATCH = 64
 
 
 class MqttLink:
@@ -139,13 +153,12 @@ class MqttLink:
             c.tls_set_context(tls.context())
         c.max_inflight_messages_set(1000)
         c.max_queued_messages_set(0)       # unlimited: publishes while down are queued
-        # the same backoff the simulated clients use (one ClientConfig for both)
-        c.reconnect_delay_set(min_delay=CLIENT.backoff_min_s, max_delay=CLIENT.backoff_max_s)
         c.on_socket_open = self._socket_open
-        c.on_connect = lambda _c, _u, flags, rc, _p: self._hand(
-            on_connected if not rc.is_failure else (lambda _present: on_disconnected(f"CONNACK {rc}")),
-            bool(getattr(flags, "session_present", False)))
-        c.on_disconnect = lambda _c, _u, _f, rc, _p: self._hand(on_disconnected, str(rc))
+        c.on_socket_close = self._socket_close
+        c.on_socket_register_write = self._socket_to_write
+        c.on_socket_unregister_write = self._socket_written
+        c.on_connect = self._connacked(on_connected, on_disconnected)
+        c.on_disconnect = lambda _c, _u, _f, rc, _p: self._disconnected(on_disconnected, str(rc))
         c.on_message = lambda _c, _u, m: self._hand(on_message, Delivery(
             m.topic, bytes(m.payload), m.mid, m.qos, bool(m.dup), bool(m.retain),
             from_paho(m.properties) if version is MqttVersion.V5 else None))
@@ -157,26 +170,171 @@ class MqttLink:
         c.on_subscribe = lambda _c, _u, mid, _codes, _p: self._hand(
             lambda m: on_subscribed(self._subscriptions.pop(m, ())), mid)
         self.client = c
+        #: the owner is done with it: nothing reaches it any more, nothing reconnects
         self.closed = False
+        self._dead = False              # killed: its socket is not the loop's to watch
+        self._sock: Any = None          # the socket the loop watches
+        self._misc: asyncio.TimerHandle | None = None
+        self._retry: asyncio.TimerHandle | None = None
+        self._connecting = False        # a (re)connect is under way in the executor
+        self._delay: float | None = None      # the wait before the next reconnect
+        self._loop_thread: int | None = None  # the loop's thread (known once connect() ran)
 
+    # -- from paho into the node --------------------------------------------------------------
     def _hand(self, fn: Callable[..., None], *args: Any) -> None:
-        """From paho's network thread into the asyncio loop (never run node code here)."""
+        """From inside paho's processing to the node, after it: node code never runs inside
+        paho's callbacks (an exception there would leave a packet half handled)."""
         if not self.closed:
-            self.loop.call_soon_threadsafe(self._guarded, fn, args)
+            if self._on_loop():
+                self.loop.call_soon(self._guarded, fn, args)
+            else:
+                self.loop.call_soon_threadsafe(self._guarded, fn, args)
 
     def _guarded(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
         if not self.closed:
             fn(*args)
 
-    @staticmethod
-    def _socket_open(_client: paho.Client, _userdata: Any, sock: Any) -> None:
+    def _on_loop(self) -> bool:
+        return threading.get_ident() == self._loop_thread
+
+    def _in_loop(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run `fn` on the loop: now from the loop itself, else handed over (a reconnect's
+        thread opens sockets too)."""
+        if self._on_loop():
+            fn(*args)
+        else:
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    def _connacked(self, on_connected: Callable[[bool], None],
+                   on_disconnected: Callable[[str], None]) -> Callable[..., None]:
+        def connacked(_c: Any, _u: Any, flags: Any, rc: Any, _p: Any) -> None:
+            if rc.is_failure:
+                self._hand(on_disconnected, f"CONNACK {rc}")
+                return
+            self._delay = None     # as paho: the next loss waits the least again
+            self._hand(on_connected, bool(getattr(flags, "session_present", False)))
+        return connacked
+
+    def _disconnected(self, on_disconnected: Callable[[str], None], reason: str) -> None:
+        self._hand(on_disconnected, reason)
+        self._in_loop(self._reconnect_later)
+
+    # -- the socket on the loop -----------------------------------------------------------------
+    def _socket_open(self, _client: paho.Client, _userdata: Any, sock: Any) -> None:
         if isinstance(sock, socket.socket):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._in_loop(self._watch, sock)
+
+    def _watch(self, sock: Any) -> None:
+        if self._dead:      # a reconnect that ended after the kill: nothing of it stays
+            with contextlib.suppress(OSError):
+                sock.close()
+            return
+        self._sock = sock
+        self.loop.add_reader(sock, self._readable)
+        if self.client.want_write():
+            self.loop.add_writer(sock, self._writable)
+        if self._misc is None:
+            self._misc = self.loop.call_later(MISC_S, self._tick)
+
+    def _socket_close(self, _client: paho.Client, _userdata: Any, sock: Any) -> None:
+        self._in_loop(self._unwatch, sock)
+
+    def _unwatch(self, sock: Any) -> None:
+        if sock is None or self._sock is not sock:
+            return
+        self._sock = None
+        with contextlib.suppress(ValueError, OSError):
+            self.loop.remove_reader(sock)
+            self.loop.remove_writer(sock)
+
+    def _socket_to_write(self, _client: paho.Client, _userdata: Any, sock: Any) -> None:
+        self._in_loop(self._want_write, sock)
+
+    def _want_write(self, sock: Any) -> None:
+        if self._sock is sock and sock is not None:
+            self.loop.add_writer(sock, self._writable)
+
+    def _socket_written(self, _client: paho.Client, _userdata: Any, sock: Any) -> None:
+        self._in_loop(self._written, sock)
+
+    def _written(self, sock: Any) -> None:
+        if self._sock is sock and sock is not None:
+            with contextlib.suppress(ValueError, OSError):
+                self.loop.remove_writer(sock)
+
+    def _readable(self) -> None:
+        client = self.client
+        client.loop_read(READ_BATCH)
+        # TLS: records already decrypted wait in the SSL object, where no selector sees them
+        sock = client.socket()
+        while isinstance(sock, ssl.SSLSocket) and sock is self._sock and sock.pending():
+            client.loop_read(READ_BATCH)
+            sock = client.socket()
+
+    def _writable(self) -> None:
+        self.client.loop_write()
+
+    def _tick(self) -> None:
+        """paho's keepalive: a PINGREQ when due; a PINGRESP overdue closes the connection."""
+        self._misc = None
+        if self._dead or (self.closed and self._sock is None):
+            return
+        if self._sock is not None:
+            self.client.loop_misc()
+        self._misc = self.loop.call_later(MISC_S, self._tick)
+
+    # -- (re)connecting ---------------------------------------------------------------------------
+    def _reconnect_later(self) -> None:
+        """A connection lost (or never made): try again after paho's wait, with the backoff
+        the simulated clients use (one ClientConfig for both)."""
+        if self.closed or self._connecting or self._retry is not None:
+            return
+        self._delay = CLIENT.backoff_min_s if self._delay is None else \
+            min(self._delay * 2, CLIENT.backoff_max_s)
+        self._retry = self.loop.call_later(self._delay, self._reconnect)
+
+    def _reconnect(self) -> None:
+        self._retry = None
+        if self.closed or self._connecting:
+            return
+        self._connecting = True
+        self.loop.run_in_executor(None, self._connect_blocking)
+
+    def _connect_blocking(self) -> None:
+        """In the executor: paho's own reconnect (a TCP connect, TLS, the CONNECT queued)."""
+        try:
+            self.client.reconnect()
+        except (OSError, ValueError):     # refused, unreachable, TLS failed: wait, again
+            failed = True
+        else:
+            failed = False
+        self._in_loop(self._connected_or_not, failed)
+
+    def _connected_or_not(self, failed: bool) -> None:
+        self._connecting = False
+        # (a connection lost already, while this was under way, asked for no retry)
+        if failed or self.client.socket() is None:
+            self._reconnect_later()
+
+    def _stop_watching(self) -> None:
+        for handle in (self._misc, self._retry):
+            if handle is not None:
+                handle.cancel()
+        self._misc = self._retry = None
+        if self._sock is not None:
+            self._unwatch(self._sock)
 
     def connect(self, will_topic: str | None = None, will_payload: bytes = b"",
                 will_retain: bool = True, will_props: Props | None = None,
                 will_delay_s: int = 0) -> None:
-        """Connect in the background; on MQTT 5 the will carries its properties and delay."""
+        """Connect in the background; on MQTT 5 the will carries its properties and delay.
+        Called on the loop, whose thread it notes."""
+        try:
+            if asyncio.get_running_loop() is self.loop:
+                self._loop_thread = threading.get_ident()
+        except RuntimeError:
+            pass     # (not on the loop: every hand-over goes through call_soon_threadsafe)
         if will_topic is not None:
             wprops = None
             if self.version is MqttVersion.V5 and (will_props is not None or will_delay_s):
@@ -193,7 +351,7 @@ class MqttLink:
                                       clean_start=self.clean_session, properties=props)
         else:
             self.client.connect_async(self.host, self.port, keepalive=self.keepalive_s)
-        self.client.loop_start()
+        self._in_loop(self._reconnect)   # as paho's loop_start: the first attempt at once
 
     def subscribe(self, filters: tuple[str, ...], qos: int) -> None:
         _rc, mid = self.client.subscribe([(f, qos) for f in filters])
@@ -215,10 +373,14 @@ class MqttLink:
             self.client.ack(mid, qos)
 
     def close(self) -> None:
-        """A clean DISCONNECT (no will)."""
+        """A clean DISCONNECT (no will): written when the socket next takes it; paho
+        closes the socket once it is."""
         self.closed = True
+        for handle in (self._retry,):
+            if handle is not None:
+                handle.cancel()
+        self._retry = None
         self.client.disconnect()
-        self._stop_network_thread()
 
     async def leave(self, within_s: float = LEAVE_S) -> None:
         """A graceful leave: what was published last is acknowledged (or `within_s` passed),
@@ -226,31 +388,29 @@ class MqttLink:
         says goodbye (its card offline) must not have it cut by what closes next. The
         waits run off the event loop, which may carry the node's own proxy."""
         self.closed = True
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        deadline = self.loop.time() + within_s
         last = self._last_publish
-        if last is not None and self.client.is_connected():
-            def acked() -> None:
-                with contextlib.suppress(RuntimeError, ValueError):
-                    last.wait_for_publish(within_s)
-            await self.loop.run_in_executor(None, acked)
+        # its PUBACK comes in on this loop: wait for it here (polled, bounded by within_s)
+        while last is not None and self.client.is_connected() and not last.is_published() \
+                and self.loop.time() < deadline:
+            await asyncio.sleep(0.005)
         self.client.disconnect()
-        # the network thread ends once the DISCONNECT is written
-        await self.loop.run_in_executor(None, self.client.loop_stop)
+        # the DISCONNECT leaves when the socket takes it; paho then closes the socket
+        deadline = self.loop.time() + within_s
+        while self._sock is not None and self.loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        self._stop_watching()
 
     def kill(self) -> None:
         """Drop the TCP connection without DISCONNECT: the broker publishes the will."""
-        self.closed = True
+        self.closed = self._dead = True
         sock = self.client.socket()
-        self._stop_network_thread()    # first: the thread must not reconnect after the cut
+        self._stop_watching()    # first: nothing reads, writes or reconnects after the cut
         if isinstance(sock, socket.socket):
             # ENOTCONN here means the peer already closed it: the crash happened anyway.
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
-
-    def _stop_network_thread(self) -> None:
-        """Tell paho's network thread to end, without waiting for it here: it notices only
-        at its next select timeout (up to 1 s), and waiting on the event loop froze every
-        node of the process and the workload for that long at each crash. Nothing it does
-        afterwards reaches the loop (`closed`)."""
-        threading.Thread(target=self.client.loop_stop, daemon=True,
-                         name=f"stop-{self.client_id}").start()
