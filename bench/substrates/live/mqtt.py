@@ -184,7 +184,7 @@ class MqttLink:
     def _hand(self, fn: Callable[..., None], *args: Any) -> None:
         """From inside paho's processing to the node, after it: node code never runs inside
         paho's callbacks (an exception there would leave a packet half handled)."""
-        if not self.closed:
+        if not self.closed and not self.loop.is_closed():
             if self._on_loop():
                 self.loop.call_soon(self._guarded, fn, args)
             else:
@@ -199,7 +199,10 @@ class MqttLink:
 
     def _in_loop(self, fn: Callable[..., None], *args: Any) -> None:
         """Run `fn` on the loop: now from the loop itself, else handed over (a reconnect's
-        thread opens sockets too)."""
+        thread opens sockets too). Nothing once the loop is closed (a client collected
+        after its run closes its socket once more)."""
+        if self.loop.is_closed():
+            return
         if self._on_loop():
             fn(*args)
         else:
