@@ -344,3 +344,19 @@ def test_the_brokers_a_scenario_may_name_are_those_the_bench_starts() -> None:
     from bench.spec.scenario import BROKERS_BY_NAME
     from bench.substrates.live.kinds import KINDS
     assert tuple(KINDS) == BROKERS_BY_NAME
+
+
+def test_a_matrix_of_two_protocols_draws_a_verdict_grid_for_each(tmp_path: Path) -> None:
+    """Each protocol's cells in a grid of their own, its own checkers as the columns (one
+    grid for both greyed out half of it), drawn beside each other on two workers; the
+    page and matrix.md show both."""
+    path = write(tmp_path, '[[group]]\nscenarios = ["quickstart", "a2a_quickstart"]\n'
+                           'modes = ["sim"]\n', "two.matrix.toml")
+    done = matrix_cli(tmp_path, str(path), "-j", "2")
+    assert done.returncode == 0, done.stdout[-2000:]
+    out = tmp_path / "results" / "two"
+    drawn = sorted(p.name for p in (out / "plots").iterdir())
+    assert drawn == sorted(f"{n}.{f}" for n in ("duplicates", "verdicts_a2a_mqtt",
+                                                 "verdicts_seed") for f in ("png", "svg"))
+    md = (out / "matrix.md").read_text()
+    assert "plots/verdicts_seed.png" in md and "plots/verdicts_a2a_mqtt.png" in md

@@ -176,6 +176,10 @@ class _Progress:
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):   # the controller (or a run without xdist)
         config.pluginmanager.register(_Progress(config), "a2a-matrix-progress")
+        workers = getattr(config.option, "numprocesses", None)
+        if config.getoption("matrix_out", None) and isinstance(workers, int) and workers > 1:
+            from bench.matrix.report import plot_server
+            plot_server()    # its imports done while the cells run, not after the last
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

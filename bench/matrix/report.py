@@ -356,13 +356,40 @@ def _draw_all(jobs: list[Job], workers: int) -> list[dict[str, Path]]:
     forking it could copy a held lock)."""
     if workers <= 1 or not jobs:
         return [_draw(j) for j in jobs]
-    import multiprocessing
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["bench.report.plots", "bench.matrix.report"])
+    context = plot_server()
     tasks = [(job, fmt) for job in jobs for fmt in ("png", "svg")]
     with context.Pool(min(workers, len(tasks))) as pool:
         drawn = pool.map(_draw_one_format, tasks, chunksize=1)
     return [drawn[2 * i] | drawn[2 * i + 1] for i in range(len(jobs))]
+
+
+def plot_server() -> Any:
+    """The fork server the report's plots are drawn from, started now if it is not yet: a
+    matrix on several workers starts it as its cells begin, so that its imports
+    (matplotlib's a second of them) are done by the time the last cell is."""
+    import multiprocessing
+    from multiprocessing import forkserver
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["bench.report.plots", "bench.matrix.report"])
+    forkserver.ensure_running()
+    return context
+
+
+def _verdict_jobs(out: Path, matrix: Matrix,
+                  records: list[dict[str, Any]]) -> list[tuple[Job, str]]:
+    """The verdict grid: one, or one per protocol where the matrix has several (each its
+    own checkers as columns, no column of another protocol's greyed out — and each a plot
+    of its own to draw beside the others), the largest first."""
+    caption = ("Every cell's verdicts: a seeded defect's row has its checker lilac (FALSE, as "
+               "expected); red is a FALSE nobody expected, and a black frame any verdict the "
+               "cell did not expect")
+    groups = by_protocol(records)
+    if len(groups) == 1:
+        return [(("verdicts", (records, f"matrix {matrix.name}"), out / "plots", "verdicts"),
+                 caption)]
+    return [(("verdicts", (rs, f"matrix {matrix.name} — {_title(protocol)}"), out / "plots",
+              f"verdicts_{protocol.replace('-', '_')}"), f"{_title(protocol)}. {caption}")
+            for protocol, rs in sorted(groups, key=lambda g: -len(g[1]))]
 
 
 def write_matrix_report(out: Path, matrix: Matrix, workers: int = 1) -> dict[str, Path]:
@@ -382,13 +409,12 @@ def write_matrix_report(out: Path, matrix: Matrix, workers: int = 1) -> dict[str
     plots: dict[str, dict[str, Path]] = {}
     captions = {}
     if records:
-        jobs: list[Job] = [
-            ("verdicts", (records, f"matrix {matrix.name}"), out / "plots", "verdicts"),
-            ("duplicates", (records, f"Duplicates per cell — {matrix.name}"), out / "plots",
-             "duplicates")]
-        captions["verdicts"] = ("Every cell's verdicts: a seeded defect's row has its checker "
-                                "lilac (FALSE, as expected); red is a FALSE nobody expected, "
-                                "and a black frame any verdict the cell did not expect")
+        jobs: list[Job] = []
+        for job, caption in _verdict_jobs(out, matrix, records):
+            jobs.append(job)
+            captions[job[3]] = caption
+        jobs.append(("duplicates", (records, f"Duplicates per cell — {matrix.name}"),
+                     out / "plots", "duplicates"))
         captions["duplicates"] = ("Per cell: duplicates that reached a node, and duplicates "
                                   "that ran a task again (a seeded defect's red bar is a bug found)")
         for i, (label, series) in enumerate(_topology_series(out, records)):
