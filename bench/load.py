@@ -282,9 +282,9 @@ def markdown(r: Ramp, command: str) -> str:
         f" ({'; '.join(knee['why'])})" * (knee is not None)
     bound = "none yet" if r.p99_bound_ms is None else f"{r.p99_bound_ms:,.0f} ms"
     lines = [f"# Load: {r.scenario}", "", f"{r.deployment}", "", f"    {command}", "",
-             f"Each step {r.window.warmup_ms / 1000:g} s of warm-up, then {r.window.hold_ms / 1000:g} s "
-             f"measured. Past the knee: p99 above {bound}, more than {r.bounds.max_loss:.0%} of "
-             f"a step's requests never answered, error answers {r.bounds.max_errors:.0%} above "
+             f"Each step {r.window.warmup_ms / 1000:g} s of warm-up, then "
+             f"{r.window.hold_ms / 1000:g} s measured. Past the knee: p99 above {bound}, "
+             f"more than {r.bounds.max_loss:.0%} of a step's requests never answered, error answers {r.bounds.max_errors:.0%} above "
              f"the first step's share, or achieved below {r.bounds.follow:.0%} of sent.", "",
              f"The knee: {said}.", ""]
     if r.interrupted:
@@ -354,9 +354,9 @@ def plot(r: Ramp, title: str, subtitle: str = "") -> Any:
         if past is not None and past.figures is not None:
             for ax in (top, low):
                 ax.axvline(past.figures.offered_per_s, color="#cc2222", lw=6, alpha=0.15)
-            top.annotate("knee", (past.figures.offered_per_s, 1.0), xycoords=("data", "axes fraction"),
-                         xytext=(4, -12), textcoords="offset points", fontsize=9,
-                         color="#cc2222")
+            top.annotate("knee", (past.figures.offered_per_s, 1.0),
+                         xycoords=("data", "axes fraction"), xytext=(4, -12),
+                         textcoords="offset points", fontsize=9, color="#cc2222")
     _style(low, "", "offered load (requests sent per s, log scale)", "latency (ms, log scale)")
     _legend(top, fontsize=8, loc="upper left", frameon=False)
     _legend(low, fontsize=8, loc="best", frameon=False)

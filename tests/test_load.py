@@ -199,7 +199,8 @@ def test_every_example_of_load_help_is_accepted() -> None:
     from bench.cli import build_parser
     from bench.cli.load import _plan, _refusal
     from bench.cli.run import prepared
-    text = build_parser()._subparsers._group_actions[0].choices["load"].epilog  # type: ignore[union-attr]
+    parsers = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    text = parsers["load"].epilog
     examples = [line.strip() for line in text.splitlines()
                 if line.strip().startswith("a2a-bench load ")]
     assert len(examples) >= 4

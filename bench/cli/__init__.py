@@ -52,7 +52,7 @@ examples:
   a2a-bench run quickstart --node-command executor=./my-node
                                                      your own node as every executor (docs/PROTOCOL.md)
   a2a-bench conform ./my-node                         your node against every protocol rule: PASS/FAIL/UNKNOWN
-  a2a-bench load quickstart --broker mosquitto        rising load in steps until the knee: table and curve
+  a2a-bench load quickstart --broker mosquitto        rising load in steps until the knee
 
 exit codes: 0 every verdict as expected (true unless the scenario expects otherwise),
 1 some verdict false, 2 some verdict unknown or a harness error, 3 invalid input files or arguments

@@ -42,7 +42,7 @@ def add_load(sub: Sub) -> None:
                "examples:\n"
                "  a2a-bench load quickstart --broker mosquitto\n"
                "        the reference, live, from the scenario's own rate, doubling, to the knee\n"
-               "  a2a-bench load a2a_quickstart --mode live --rates 50,100,200,400,800 --hold-s 10\n"
+               "  a2a-bench load a2a_quickstart --mode live --rates 50,100,200,400 --hold-s 10\n"
                "  a2a-bench load a2a_quickstart --mode live --node-command "
                "\"responder=python my_agent.py\"\n"
                "  a2a-bench load a2a_quickstart --mode sim --topology a2a-busy --start 1\n"
@@ -177,10 +177,10 @@ def _load(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     where = f"{ready.mode}{ready.described.header(scenario, ready.options)}"
     window = Window(args.warmup_s * 1000, args.hold_s * 1000)
+    bounds = Bounds(args.p99_ms, args.max_loss, args.max_errors, args.follow)
     state = Ramp(str(scenario.source), f"{scenario.topology.name} ({len(scenario.topology.nodes)} "
                  f"nodes, {requesters} requester(s)), variant {ready.chosen.name}, seed "
-                 f"{scenario.seed}, {where}", Bounds(args.p99_ms, args.max_loss, args.max_errors, args.follow),
-                 window, plan)
+                 f"{scenario.seed}, {where}", bounds, window, plan)
     command = _command(args, ready, plan)
     say = (lambda line: None) if args.json else print
     say(f"a2a-bench load {scenario.source}: {state.deployment}")
