@@ -284,7 +284,8 @@ def markdown(r: Ramp, command: str) -> str:
     lines = [f"# Load: {r.scenario}", "", f"{r.deployment}", "", f"    {command}", "",
              f"Each step {r.window.warmup_ms / 1000:g} s of warm-up, then "
              f"{r.window.hold_ms / 1000:g} s measured. Past the knee: p99 above {bound}, "
-             f"more than {r.bounds.max_loss:.0%} of a step's requests never answered, error answers {r.bounds.max_errors:.0%} above "
+             f"more than {r.bounds.max_loss:.0%} of a step's requests never answered, error "
+             f"answers {r.bounds.max_errors:.0%} above "
              f"the first step's share, or achieved below {r.bounds.follow:.0%} of sent.", "",
              f"The knee: {said}.", ""]
     if r.interrupted:
