@@ -279,3 +279,15 @@ def test_a_settlement_stamped_just_before_the_taps_record_of_its_result_is_no_vi
     allow CROSSED_MS between a node's line and the tap's record of its cause."""
     verdicts = judge(from_lines(lines_of("quickstart_loaded")))
     assert {v.name: v.value for v in verdicts} == {n: Value.TRUE for n in set(OWNER.values())}
+
+
+def test_an_overrun_shorter_than_the_tap_tolerance_is_caught() -> None:
+    """A CI run of the library with its cap check written `<=` (seeded.py one-slot-too-many,
+    parley_broker_restart under ten workers, 2026-12-06): three commands ran at once on a
+    cap of 2, the first answered 365 ms after the third began and its res 2 ms later. When
+    an execution ended at any res within CROSSED_MS of the next start, the overlap hid and
+    the rule said TRUE; a result's res follows the answer, which ends it exactly."""
+    v = checkers()["parley_handler"](from_lines(lines_of("seeded_one_slot_too_many")))
+    assert v.value is Value.FALSE
+    assert any(c["rule"] == "executions_within_the_cap" and "while 2 others ran" in c["why"]
+               for c in v.counterexamples)
