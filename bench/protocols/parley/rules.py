@@ -492,9 +492,9 @@ def executed_at_most_once(h: History, c: Collector) -> None:
 def executions_within_the_cap(h: History, c: Collector) -> None:
     """A handler runs at most max_concurrent_executions commands at once: a command's
     execution runs from its start (the bench's agent began its work) to its end — the
-    agent's answer (the same process's clock) or its first res on the wire (the tap's
-    clock, CROSSED_MS apart: a cancel ends the handler task before the bench's agent
-    answers), whichever came first, or the end of the handler's process; when one
+    agent's answer (the same process's clock), or its first res on the wire where that is
+    a cancel's (the tap's clock, CROSSED_MS apart: a cancel ends the handler task before
+    the bench's agent answers), or the end of the handler's process; when one
     starts while the cap's worth of others are still running, that is a violation. A
     command admitted while the cap's worth ran, which then waited for a slot, counts
     `waited_for_a_slot`: the cap bound (a run without one never tried it)."""
