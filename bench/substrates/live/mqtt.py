@@ -247,9 +247,9 @@ class MqttLink:
         if sock is None or self._sock is not sock:
             return
         self._sock = None
-        with contextlib.suppress(ValueError, OSError):
-            self.loop.remove_reader(sock)
-            self.loop.remove_writer(sock)
+        for remove in (self.loop.remove_reader, self.loop.remove_writer):
+            with contextlib.suppress(ValueError, OSError):
+                remove(sock)
 
     def _socket_to_write(self, _client: paho.Client, _userdata: Any, sock: Any) -> None:
         self._in_loop(self._want_write, sock)
