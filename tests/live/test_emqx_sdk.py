@@ -178,10 +178,11 @@ def test_the_sdk_requester_sends_again_after_the_reply_came(tmp_path: Path) -> N
     harm done, but a responder whose dedup is the SDK's would run the task twice). The
     scenario's 14–16.2 s tasks place about 45 % of the replies in its 1 s backoff (19 judged,
     10 more forgiven as crossing the reply, of 62 on 2026-12-05): a2a_restart placed one
-    there, or none when the restart was slow."""
+    there, or none when the restart was slow. Under ten workers on two cores more of them
+    cross the reply (4 judged, 17 forgiven, in CI on 2026-12-06): two judged suffice."""
     v = _run(tmp_path, "a2a_reply_in_backoff", "requester", REQUESTER)
     assert v["a2a_requests"].value is Value.FALSE
-    assert v["a2a_requests"].rules["no_request_again_after_a_reply"]["violations"] >= 5
+    assert v["a2a_requests"].rules["no_request_again_after_a_reply"]["violations"] >= 2
     assert _rules(v["a2a_requests"]) == {"no_request_again_after_a_reply"}
     assert v["a2a_session"].value is Value.FALSE
 
