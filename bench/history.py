@@ -129,8 +129,7 @@ class Recorder:
         kind = kind_of(event)
         fh = self._fh
         if fh is not None:
-            fh.write(dumps_line_bytes(
-                {"seq": self.count, "tMs": t_ms, "node": node, "kind": kind, **fields}) + b"\n")
+            fh.write(dumps_line_bytes(line_json(self.count, t_ms, node, kind, fields)) + b"\n")
             after = self.flush_after_s
             if after is None:
                 fh.flush()

@@ -30,14 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.outcome import EventKind
+from bench.core.vocabulary import ANSWERED_WITH_AN_ERROR
 from bench.history import read_jsonl
 from bench.metrics import exact_quantiles
 
 #: Without a bound of its own, the knee's p99 is this many times the first step's.
 FLOOR_FACTOR = 5.0
 COMPLETED = "COMPLETED"
-#: How a request ends when an answer came, but an error (as the requester settled it).
-ANSWERED_WITH_AN_ERROR = frozenset({"FAILED", "TIMEOUT", "CANCELLED"})
 
 
 @dataclass(frozen=True, slots=True)

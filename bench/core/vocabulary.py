@@ -113,6 +113,12 @@ class RequestOutcome(StrEnum):
     NO_RESPONSE = "NO_RESPONSE"
 
 
+#: How a request ends when an answer came, but an error: the outcomes besides COMPLETED that
+#: have a latency (the plots draw them; `a2a-bench load` counts them apart from the lost)
+ANSWERED_WITH_AN_ERROR = frozenset({RequestOutcome.FAILED, RequestOutcome.TIMEOUT,
+                                    RequestOutcome.CANCELLED})
+
+
 class InstanceStatus(StrEnum):
     """Where a process instance is (`bench.protocols.seed.instance`)."""
 

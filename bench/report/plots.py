@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from bench.checks.network import nodes_named  # noqa: E402
+from bench.core.vocabulary import ANSWERED_WITH_AN_ERROR  # noqa: E402
 from bench.history import read_jsonl  # noqa: E402
 from bench.substrates import substrate
 
@@ -192,7 +193,7 @@ def latencies(events: Iterable[dict[str, Any]]) -> list[tuple[float, float]]:
 
 
 #: Outcomes that came with a response (an error): they have a latency like COMPLETED.
-ANSWERED = frozenset({"FAILED", "TIMEOUT", "CANCELLED"})
+ANSWERED = ANSWERED_WITH_AN_ERROR
 
 
 def answered_otherwise(events: Iterable[dict[str, Any]]) -> dict[str, list[tuple[float, float]]]:

@@ -379,10 +379,9 @@ class MqttLink:
         """A clean DISCONNECT (no will): written when the socket next takes it; paho
         closes the socket once it is."""
         self.closed = True
-        for handle in (self._retry,):
-            if handle is not None:
-                handle.cancel()
-        self._retry = None
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
         self.client.disconnect()
 
     async def leave(self, within_s: float = LEAVE_S) -> None:
