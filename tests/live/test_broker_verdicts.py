@@ -15,10 +15,11 @@ tests (`-k rmqttd`) after, with rmqttd required."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -28,7 +29,7 @@ from paho.mqtt.properties import Properties
 
 from bench.spec.topology import MqttVersion
 from bench.substrates.live.brokers import Broker, make_broker
-from bench.substrates.live.facts import FALSE, TRUE, Fact, measure
+from bench.substrates.live.facts import FALSE, TRUE, UNKNOWN, Fact, again_alone, measure
 from bench.substrates.live.kinds import KINDS
 
 pytestmark = pytest.mark.slow
@@ -102,6 +103,39 @@ def test_a_broker_keeps_and_breaks_what_its_pinned_version_did(name: str,
              if fact not in facts or facts[fact].verdict != verdict}
     assert not wrong, f"{name}: {wrong} (pinned: {PINNED[name]})"
     assert any(f.broken for f in facts.values())   # `a2a-bench brokers` exits 1 on it
+
+
+def test_a_probe_whose_connection_failed_beside_the_others_is_measured_again_alone() -> None:
+    """An error is no verdict: the probe runs once more, alone; an error that recurs is
+    said with both details (the retry a loaded CI run needed for rumqttd's redelivery)."""
+    tries: dict[str, int] = {}
+
+    def probe(name: str, fails: int) -> Callable[[], Awaitable[Fact]]:
+        async def measured() -> Fact:
+            tries[name] = tries.get(name, 0) + 1
+            if tries[name] <= fails:
+                raise ConnectionError(f"closed {tries[name]}")
+            return Fact(name, "resent", verdict=FALSE)
+        measured.__name__ = name
+        return measured
+
+    async def one(p: Callable[[], Awaitable[Fact]]) -> Fact:
+        try:
+            return await p()
+        except ConnectionError as exc:
+            return Fact(p.__name__, "error", f"ConnectionError: {exc}", verdict=UNKNOWN)
+
+    async def measured() -> list[Fact]:
+        probes = (probe("fine", 0), probe("once", 1), probe("twice", 2))
+        return await again_alone(probes, await asyncio.gather(*(one(p) for p in probes)), one)
+
+    fine, once, twice = asyncio.run(measured())
+    assert (fine.value, once.value, twice.value) == ("resent", "resent", "error")
+    assert tries == {"fine": 1, "once": 2, "twice": 2}
+    assert twice.verdict == UNKNOWN and once.verdict == FALSE
+    assert once.detail == " (measured alone; beside the others: ConnectionError: closed 1)"
+    assert twice.detail == "ConnectionError: closed 2 (and beside the others: " \
+                           "ConnectionError: closed 1)"
 
 
 def test_a_fact_with_a_false_must_is_broken_and_a_measured_one_is_not() -> None:

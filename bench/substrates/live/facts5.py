@@ -43,7 +43,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import mqtt5
 
@@ -54,6 +54,7 @@ from bench.substrates.live.facts import (
     UNKNOWN,
     Fact,
     Probe,
+    again_alone,
     judged,
 )
 from bench.substrates.live.proxy import read_packet
@@ -637,13 +638,6 @@ class Probe5:
                   self.user_properties, self.request_response, self.puback_no_subscribers,
                   self.receive_maximum, self.shared_subscription, self.retained_properties,
                   self.profile_paths)
-        facts = list(await asyncio.gather(*(one(p) for p in probes)))
-        # a probe whose connection failed beside the others (a CI run saw iotcore's
-        # user_properties probe do so once, 2026-12-06) is measured again, alone: an error
-        # is no verdict, and one that recurs alone is said as it is
-        for i, (probe, fact) in enumerate(zip(probes, facts, strict=True)):
-            if fact.value == "error":
-                again = await one(probe)
-                facts[i] = again if again.value != "error" else replace(
-                    again, detail=f"{again.detail} (and beside the others: {fact.detail})")
+        facts = await again_alone(probes, await asyncio.gather(*(one(p) for p in probes)),
+                                  one)
         return [hello, *facts]
