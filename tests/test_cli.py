@@ -519,3 +519,14 @@ def test_a_tool_refuses_bad_arguments_with_exit_3(tool: str) -> None:
     assert done.returncode == 3, done.stderr
     assert "error: unrecognized arguments: --no-such-option" in done.stderr \
         or "error:" in done.stderr.splitlines()[-1]
+
+
+def test_every_directory_the_scale_tool_accepts_is_one_a_topology_loads(tmp_path: Path) -> None:
+    """`python -m bench.tools.scale 100000 scoped 10` was accepted, then failed loading its
+    own topology a second later (it said "scoped" where topologies say "namespace")."""
+    from bench.spec.scenario import load_scenario
+    from bench.tools.scale import DIRECTORIES, scenario_toml, topology_toml
+    for directory in DIRECTORIES:
+        (tmp_path / "t.toml").write_text(topology_toml(120, directory))
+        (tmp_path / "s.toml").write_text(scenario_toml(tmp_path / "t.toml", 120, 1.0))
+        assert load_scenario(tmp_path / "s.toml").topology.directory == directory

@@ -34,6 +34,8 @@ from bench.tools import Parser
 NAMESPACE_NODES = 100
 #: requests per second, all orchestrators together
 RATE_PER_S = 1000
+#: the topology's directory designs, as a topology names them (`directory = "..."`)
+DIRECTORIES = ("global", "namespace")
 
 
 def orchestrators_of(n: int) -> int:
@@ -124,7 +126,7 @@ def main(argv: list[str]) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example: python -m bench.tools.scale 1000 global 10   (one JSON line)")
     parser.add_argument("nodes", type=int, help="how many nodes the mesh has")
-    parser.add_argument("directory", choices=["global", "scoped"],
+    parser.add_argument("directory", choices=DIRECTORIES,
                         help="the topology's directory: every node's, or its namespace's")
     parser.add_argument("duration_s", type=float, help="simulated seconds to run")
     args = parser.parse_args(argv)
