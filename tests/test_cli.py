@@ -411,7 +411,7 @@ def test_an_unreadable_scenario_is_one_line_exit_3(tmp_path: Path, command: str)
 
 @pytest.mark.parametrize(("nodes", "says"), [
     ('count = 1000000000', "nodes[1].count=1000000000: the topology would have 1,000,000,001 "
-                           "nodes, more than the 20,000"),
+                           "nodes, more than the 100,000"),
     ('count = 3000', 'directory="global" with 3,001 nodes'),
 ])
 def test_a_topology_no_machine_holds_is_refused_before_anything_is_built(

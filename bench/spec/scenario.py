@@ -65,8 +65,9 @@ BROKERS_BY_NAME = ("amqtt", "mosquitto", "moat-lib-mqtt", "iotcore", "rumqttd", 
 #: What one machine can hold, refused before anything is built (issue: a topology with
 #: `count = 1000000000` ran for ten minutes at 3.4 GB before anyone knew). The simulator
 #: ran 10,000 nodes with a namespace-scoped directory in 1.2 GB and 1,000 with a global
-#: one (N² announcements as the mesh starts) in 0.94 GB (docs: "At scale").
-MAX_NODES = 20_000
+#: one (N² announcements as the mesh starts) in 0.94 GB (docs: "At scale"); 100,000 scoped
+#: is issue 51's row (docs/findings/scale.md).
+MAX_NODES = 100_000
 MAX_NODES_GLOBAL_DIRECTORY = 2_000
 #: Requests a run may plan in all (rate × duration × orchestrators): each is a few history
 #: lines and some checker state per line, and 1.3 M lines took 0.5 GB to judge.
@@ -451,8 +452,11 @@ def load_topology(path: Path) -> Topology:
                             f"id of another responder of unit {n.namespace!r} that serves no "
                             f"pool and hands nothing over itself; responders: "
                             f"{sorted(x.id for x in nodes if x.role is Role.EXECUTOR)}")
+    pools: dict[tuple[str | None, str], list[str]] = {}     # (once: N² at 100,000 nodes)
+    for x in nodes:
+        pools.setdefault((x.pool, x.namespace), []).append(x.id)
     for i, n in enumerate(nodes):
-        members = [x.id for x in nodes if x.pool == n.pool and x.namespace == n.namespace]
+        members = pools[(n.pool, n.namespace)]
         if not n.pool_shared and len(members) > 1:
             raise SpecError(f"{f}: nodes[{i}].pool_shared=false: {n.id!r} subscribes pool "
                             f"{n.pool!r} itself, so every request to it would reach each of "
