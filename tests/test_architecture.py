@@ -72,9 +72,14 @@ LAYERS = {
     "substrates.docker": {"core", "history", "spec", "protocols", "variants", "faults.primitives",
                           "substrates", "substrates.log", "substrates.descriptor",
                           "substrates.live", "substrates.docker"},
+    # hosts by SSH: the live deployment, placed on them
+    "substrates.hosts": {"core", "history", "spec", "protocols", "variants", "faults",
+                         "substrates", "substrates.log", "substrates.descriptor",
+                         "substrates.live", "substrates.hosts"},
     "substrates": {"core", "history", "spec", "protocols", "workload", "variants",
                    "faults.primitives",
-                   "substrates.log", "substrates.descriptor", "substrates.sim", "substrates.live", "substrates.docker"},
+                   "substrates.log", "substrates.descriptor", "substrates.sim", "substrates.live", "substrates.docker",
+                   "substrates.hosts"},
     "loop": {"core", "faults", "substrates", "workload", "loop"},
     "spec": {"spec"},
     # `validate` and `describe`: read every kind of input and the catalogue, run nothing
@@ -89,6 +94,7 @@ LAYERS = {
     "tools.benchmark": {"core", "protocols", "spec", "workload", "substrates", "run", "variants",
                         "storage", "history", "tools.benchmark"},
     "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
+    "tools.hosts": {"tools.hosts"},        # network namespaces and sshd: nothing of the bench
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools.golden": {"run", "spec", "variants", "tools.golden"},   # runs every shipped scenario
     "tools.reach": {"matrix", "tools.reach"},     # runs a matrix's cells under coverage.py

@@ -66,11 +66,17 @@ def add_run(sub: Sub) -> None:
 def deployment_arguments(p: argparse.ArgumentParser) -> None:
     """The options that say what a run deploys, shared by `run` and `load`."""
     p.add_argument("--topology", help="topology file or name, replacing the scenario's")
-    p.add_argument("--mode", choices=["live", "sim", "docker"], default=None,
-                   help="substrate: live (real broker and nodes), sim (simpy, virtual time) "
-                        "or docker (the broker and every node in containers on a network of "
-                        "their own; needs a Docker Engine); default: the scenario's mode key, "
-                        "else live")
+    p.add_argument("--mode", choices=["live", "sim", "docker", "hosts"], default=None,
+                   help="substrate: live (real broker and nodes), sim (simpy, virtual time), "
+                        "docker (the broker and every node in containers on a network of "
+                        "their own; needs a Docker Engine) or hosts (the broker and every "
+                        "node on the hosts --hosts lists, started by SSH; link faults by "
+                        "iptables and tc there); default: the scenario's mode key, else live")
+    p.add_argument("--hosts", type=Path, metavar="FILE",
+                   help="hosts: the inventory — the hosts, how the bench logs in to them, "
+                        "which runs the broker and which each node (docs/hosts.md); "
+                        "`python -m bench.tools.hosts up 3` makes three on this machine and "
+                        "prints one")
     p.add_argument("--broker",
                    help="live: amqtt (embedded), mosquitto, or another broker the bench "
                         "starts and configures (moat-lib-mqtt, iotcore, rumqttd, rmqttd, "
@@ -187,7 +193,8 @@ def prepared(args: argparse.Namespace) -> Prepared | int:
                     no_isolation=args.no_isolation, keep=getattr(args, "keep", False),
                     swarm=getattr(args, "swarm", False),
                     wire_tap=args.wire_tap, node_commands=tuple(args.node_command),
-                    node_images=tuple(args.node_image))
+                    node_images=tuple(args.node_image),
+                    hosts=str(args.hosts) if args.hosts else None)
     refusal = described.refusal(scenario, choice)
     if refusal is not None:
         print(f"a2a-bench: {refusal}", file=sys.stderr)

@@ -1205,6 +1205,21 @@ class FaultProxy(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class HostClock(Event):
+    """A host of a `--mode hosts` run, its clock measured against the bench's before the
+    run: `offsetMs` added to the bench's clock reads the host's, within ± `boundMs`. Its
+    nodes count the run's clock from the run's start read on its own clock, so their events
+    are in the run's time within that bound."""
+
+    KIND = EventKind.HOST_CLOCK
+    host: str
+    address: str
+    offset_ms: float
+    bound_ms: float
+    samples: int
+
+
+@dataclass(frozen=True, slots=True)
 class MqttConnected(Event):
     """A node's MQTT client got its CONNACK, at every connect and reconnect: the client id it
     used, whether the broker kept its session, and what its CONNECT asked for."""
@@ -1634,7 +1649,7 @@ PROFILE: tuple[type[Event], ...] = (A2mRequestTaken, A2mReplied, A2mTaskState, A
 
 HARNESS: tuple[type[Event], ...] = (
     RunStarted, WorkloadStarted, RunFinished, RunInterrupted, RunStopping, NodeCrashed, OpNotIssued, OpFailed, InputLost, HarnessError,
-    SelfCheck, SelfCheckFailed, FaultProxy, MqttConnected, MqttDisconnected, SessionTakeover,
+    SelfCheck, SelfCheckFailed, FaultProxy, HostClock, MqttConnected, MqttDisconnected, SessionTakeover,
     TakeoverWill,
     HumanClicked, AgentCalled, AgentAnswered, Wire, FaultStart, FaultFired, FaultRefused, FaultError, FaultHealed, AttackSent,
     BrokerDown, BrokerUp)

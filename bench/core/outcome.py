@@ -99,6 +99,7 @@ class EventKind(StrEnum):
     SELF_CHECK = "self_check"
     SELF_CHECK_FAILED = "self_check_failed"
     FAULT_PROXY = "fault_proxy"
+    HOST_CLOCK = "host_clock"
     MQTT_CONNECTED = "mqtt_connected"
     MQTT_DISCONNECTED = "mqtt_disconnected"
     SESSION_TAKEOVER = "session_takeover"

@@ -48,6 +48,7 @@ class Mode(StrEnum):
     LIVE = "live"   # real brokers and nodes, wall-clock time
     SIM = "sim"     # the simpy model, virtual time, seeded and exactly replayable
     DOCKER = "docker"   # the live run with the broker and every node in containers
+    HOSTS = "hosts"     # the live run with the broker and every node on hosts by SSH
 
 
 MODES = tuple(m.value for m in Mode)

@@ -77,6 +77,8 @@ class Options:
     node_images: tuple[str, ...] = ()
     #: a wire tap in front of every node, not only those a command of their own starts
     wire_tap: bool = False
+    #: --mode hosts: the inventory file (the hosts, how to reach them, what runs where)
+    hosts: str | None = None
     #: node processes' stderr on the bench's stderr as well as in the run folder's logs/
     #: (conform keeps it to the logs: its table is what it prints)
     echo_node_stderr: bool = True
@@ -209,7 +211,7 @@ def run_started(scenario: Scenario, variant: Variant, mode: Mode, broker: str | 
 
 #: The package that describes each substrate (its SUBSTRATE): one per Mode.
 PACKAGES = {"sim": "bench.substrates.sim", "live": "bench.substrates.live",
-            "docker": "bench.substrates.docker"}
+            "docker": "bench.substrates.docker", "hosts": "bench.substrates.hosts"}
 
 
 def substrate(mode: Mode | str) -> Substrate:

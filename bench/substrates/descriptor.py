@@ -40,6 +40,8 @@ class Choice:
     node_commands: tuple[str, ...] = ()
     #: --node-image ROLE=IMAGE as given (for the replay)
     node_images: tuple[str, ...] = ()
+    #: --hosts FILE: the inventory of a --mode hosts run
+    hosts: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +161,8 @@ def flags_given(choice: Choice, *names: str) -> list[str]:
     """The CLI flags of `names` (Choice fields) the user gave, as the CLI spells them."""
     spelled = {"nodes": "--nodes", "broker_ca": "--broker-ca",
                "restart_command": "--broker-restart-command", "no_isolation": "--no-isolation",
-               "keep": "--keep", "swarm": "--swarm", "wire_tap": "--wire-tap"}
+               "keep": "--keep", "swarm": "--swarm", "wire_tap": "--wire-tap",
+               "hosts": "--hosts"}
     return [spelled[n] for n in names if getattr(choice, n)]
 
 
@@ -167,6 +170,8 @@ def flags_given(choice: Choice, *names: str) -> list[str]:
 KEEP_IS_DOCKERS = ("--keep applies to --mode docker (a live run's broker and nodes are "
                    "this process's children and end with it)")
 SWARM_IS_DOCKERS = "--swarm applies to --mode docker (it chooses the containers' network)"
+HOSTS_ARE_HOSTS = ("--hosts applies to --mode hosts (the broker and nodes on the hosts it "
+                   "lists, by SSH)")
 
 
 def own_nodes_refusal(scenario: Scenario, *, runs_commands: bool,

@@ -1,7 +1,8 @@
-"""`python -m bench.tools.benchmark`: the live round trip next to raw MQTT and its floor;
-`--scale`, the simulator at 100, 1,000 and 10,000 nodes; `--matrix`, a matrix on one worker
-and on two. A benchmark, not a test: it prints figures, ratios measured side by side in one
-run, and asserts nothing.
+"""`python -m bench.tools.benchmark`: the live round trip next to raw MQTT; `--scale`; `--matrix`.
+
+The live round trip next to raw MQTT and its floor; `--scale`, the simulator at 100, 1,000
+and 10,000 nodes; `--matrix`, a matrix on one worker and on two. A benchmark, not a test: it
+prints figures, ratios measured side by side in one run, and asserts nothing.
 
 Live: request-to-response latency and throughput of the bench's reference nodes on amqtt
 and Mosquitto, next to a raw MQTT round trip measured in the same run with the same client

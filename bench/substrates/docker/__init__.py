@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from bench.core.events import WALL_CLOCK_RECORDS_LATE_MS as RECORDS_LATE_MS
 from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
 from bench.spec.scenario import Mode, Scenario
-from bench.substrates.descriptor import Choice, Identity, own_nodes_refusal
+from bench.substrates.descriptor import HOSTS_ARE_HOSTS, Choice, Identity, own_nodes_refusal
 from bench.substrates.live import EMBEDDED, sim_only_refusal, version_refusal
 
 if TYPE_CHECKING:
@@ -62,6 +62,8 @@ class Docker:
                     "amqtt or mosquitto")
         if choice.nodes:
             return "--nodes applies to --mode live; in docker every node is a container"
+        if choice.hosts:
+            return HOSTS_ARE_HOSTS
         broker = choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt)
         return version_refusal(scenario, broker) or sim_only_refusal(scenario)
 

@@ -17,6 +17,7 @@ from bench.spec.brokers import version_refusal as spoken_refusal
 from bench.spec.scenario import Mode, Scenario
 from bench.spec.topology import BrokerModel, MqttVersion
 from bench.substrates.descriptor import (
+    HOSTS_ARE_HOSTS,
     KEEP_IS_DOCKERS,
     SWARM_IS_DOCKERS,
     Choice,
@@ -103,6 +104,8 @@ class Live:
             return KEEP_IS_DOCKERS
         if choice.swarm:
             return SWARM_IS_DOCKERS
+        if choice.hosts:
+            return HOSTS_ARE_HOSTS
         if choice.broker == BrokerModel.GENERIC.value:
             return ("--broker=generic is a simulated broker model; live, give "
                     f"{', '.join(KINDS)} or an mqtt:// URL")

@@ -127,6 +127,14 @@ class LiveFaults:
                 return await self._broker_start()
             case Redeliver():
                 return await self._redeliver(step)
+            case LinkDown() if (links := self.dep.placement.links) is not None:
+                return await links.down(self.dep, step.fault, step.nodes, step.unplug)
+            case LinkUp() if (links := self.dep.placement.links) is not None:
+                return await links.up(self.dep, step.fault, step.nodes)
+            case LinkLatency() if (links := self.dep.placement.links) is not None:
+                return await links.latency(step.fault, step.nodes, step.latency_ms)
+            case LinkLoss() if (links := self.dep.placement.links) is not None:
+                return await links.loss(step.fault, step.nodes, step.probability)
             case LinkDown():
                 return self._link_down(step)
             case LinkUp():

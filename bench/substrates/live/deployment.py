@@ -171,7 +171,7 @@ class LiveDeployment:
         # and its tap says which of its connections came by TLS
         tapped = {n.id for n in self.topology.nodes
                   if n.external or self.options.wire_tap or self.topology.node_tls}
-        if self.options.link_faults or tapped:
+        if (self.options.link_faults and self.placement.links is None) or tapped:
             specs = self._until_done(self._start_proxies(specs, tapped))
         if (at := self.broker.in_phase(lead_s=self.placement.startup_s(len(specs)))) is not None:
             # the workload starts as soon as the nodes are up: they start early by about
@@ -343,7 +343,8 @@ class LiveDeployment:
         out = []
         for spec in specs:
             node_id = spec.config.node_id
-            if not self.options.link_faults and node_id not in tapped:
+            if not (self.options.link_faults and self.placement.links is None) \
+                    and node_id not in tapped:
                 out.append(spec)
                 continue
             proxy = FaultProxy((self.broker.host, self.broker.port),

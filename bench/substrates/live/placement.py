@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from bench.faults.primitives import FaultRef
+from bench.faults.primitives import FaultRef, Outcome
+from bench.spec.distribution import Distribution
 from bench.spec.scenario import Mode
 from bench.spec.topology import NodeSpec
 from bench.substrates import Hosting, Options
@@ -24,6 +25,24 @@ if TYPE_CHECKING:
     from bench.substrates.live.deployment import LiveDeployment
 
 
+class Links(Protocol):
+    """A placement's own hands on the links between nodes and broker (the hosts' iptables
+    and tc): where it has them, link faults go to them and no fault proxy is put in front
+    of the nodes for them."""
+
+    async def down(self, dep: LiveDeployment, fault: FaultRef, nodes: tuple[str, ...],
+                   unplug: bool) -> Outcome: ...
+
+    async def up(self, dep: LiveDeployment, fault: FaultRef,
+                 nodes: tuple[str, ...]) -> Outcome: ...
+
+    async def latency(self, fault: FaultRef, nodes: tuple[str, ...],
+                      latency_ms: Distribution | None) -> Outcome: ...
+
+    async def loss(self, fault: FaultRef, nodes: tuple[str, ...],
+                   probability: float) -> Outcome: ...
+
+
 class Placement(Protocol):
     """Where the deployment's parts run."""
 
@@ -33,6 +52,8 @@ class Placement(Protocol):
     hosting: str
     #: where the fault proxies listen for their nodes (the nodes must reach it)
     proxy_host: str
+    #: its own hands on the links (None: link faults are the fault proxies')
+    links: Links | None
 
     def broker(self, options: Options, workdir: Path) -> Broker:
         """The run's broker, not started yet."""
@@ -71,6 +92,7 @@ class LocalPlacement:
 
     mode = Mode.LIVE
     proxy_host = "127.0.0.1"
+    links: Links | None = None
 
     def __init__(self, options: Options) -> None:
         self.options = options

@@ -15,6 +15,7 @@ from bench.spec.brokers import version_refusal
 from bench.spec.scenario import Mode, Scenario
 from bench.spec.topology import BrokerModel
 from bench.substrates.descriptor import (
+    HOSTS_ARE_HOSTS,
     KEEP_IS_DOCKERS,
     SWARM_IS_DOCKERS,
     Choice,
@@ -56,6 +57,8 @@ class Sim:
             return KEEP_IS_DOCKERS
         if choice.swarm:
             return SWARM_IS_DOCKERS
+        if choice.hosts:
+            return HOSTS_ARE_HOSTS
         live_only = flags_given(choice, "nodes", "broker_ca", "restart_command",
                                 "no_isolation")
         if live_only:

@@ -1,0 +1,165 @@
+"""The hosts substrate (`--mode hosts --hosts FILE`): the live run with its broker and every
+node on hosts the bench reaches by SSH, Jepsen's way — the code uploaded, each process
+started there and its history streamed back, each host's clock measured, and link faults
+made on the hosts with iptables and tc netem, process faults with signals sent there.
+
+`SUBSTRATE` describes it to the layers above (`bench.substrates.descriptor`). The
+inventory (`bench.substrates.hosts.inventory`) says where everything runs;
+`python -m bench.tools.hosts up 3` makes hosts of network namespaces on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.core.events import WALL_CLOCK_RECORDS_LATE_MS as RECORDS_LATE_MS
+from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
+from bench.spec.scenario import Mode, Scenario
+from bench.substrates.descriptor import (
+    KEEP_IS_DOCKERS,
+    SWARM_IS_DOCKERS,
+    Choice,
+    Identity,
+    own_nodes_refusal,
+)
+from bench.substrates.live import EMBEDDED, sim_only_refusal, version_refusal
+
+if TYPE_CHECKING:
+    from bench.history import Recorder
+    from bench.substrates import Deployment, Options
+    from bench.variants import Variant
+
+#: where a matrix's hosts cells find their inventory (a cell has no --hosts of its own)
+HOSTS_ENV = "A2A_BENCH_HOSTS"
+#: the link faults the hosts carry out themselves (iptables; latency: tc netem); the fault
+#: proxy's others (inside MQTT packets: withheld PUBACKs, tampering, refused publishes)
+#: are not done here
+ON_HOSTS = frozenset({"partition", "latency", "loss"})
+
+
+def inventory_of(choice: Choice) -> str | None:
+    return choice.hosts or os.environ.get(HOSTS_ENV) or None
+
+
+class Hosts:
+    mode = Mode.HOSTS
+    wall_clock = True
+    clock_word = "run"
+    timers_late_ms = TIMERS_LATE_MS
+    records_late_ms = RECORDS_LATE_MS
+    history_flush_s: float | None = None
+
+    def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
+        from bench.faults import CATALOGUE
+        from bench.spec.distribution import SpecError
+        from bench.substrates.hosts.inventory import load_inventory
+        own = own_nodes_refusal(scenario, runs_commands=False, runs_images=False)
+        if own is not None:
+            return own
+        given = inventory_of(choice)
+        if given is None:
+            return (f"--mode hosts needs --hosts FILE, the inventory of the hosts to run on "
+                    f"(or {HOSTS_ENV}); `python -m bench.tools.hosts up 3` makes three "
+                    "on this machine and prints one")
+        try:
+            load_inventory(Path(given))
+        except SpecError as exc:
+            return str(exc)
+        if (choice.broker or "amqtt") not in EMBEDDED:
+            return (f"--broker={choice.broker}: --mode hosts starts its broker on a host: "
+                    "amqtt or mosquitto")
+        if choice.nodes:
+            return "--nodes applies to --mode live; on hosts every node is a process of its own"
+        if choice.keep:
+            return KEEP_IS_DOCKERS
+        if choice.swarm:
+            return SWARM_IS_DOCKERS
+        if choice.wire_tap:
+            return ("--wire-tap: --mode hosts puts no proxy between a node and its broker (its "
+                    "links are the hosts' own); use --mode live or docker")
+        for spec in scenario.faults:
+            kind = CATALOGUE[spec.kind]
+            if kind.on_link(spec.params) and spec.kind not in ON_HOSTS:
+                return (f"{scenario.source}: faults[{spec.index}] {spec.kind} works inside MQTT "
+                        "packets, the fault proxy's work, and --mode hosts has no proxy "
+                        f"(it does {', '.join(sorted(ON_HOSTS))} with iptables and tc): use "
+                        "--mode live or docker")
+            if spec.kind == "directory_wipe":
+                return (f"{scenario.source}: faults[{spec.index}] directory_wipe removes a file "
+                        "from the node's data folder, which on --mode hosts is on its host: "
+                        "not done there yet; use --mode live or docker")
+            if spec.kind == "partition" and spec.params.get("how") == "unplug":
+                return (f"{scenario.source}: faults[{spec.index}] partition how=\"unplug\": a "
+                        "cable pulled from a host would cut the bench's SSH to it too; "
+                        "--mode hosts partitions by iptables (how = \"blackhole\")")
+        broker = choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt)
+        return version_refusal(scenario, broker) or sim_only_refusal(scenario)
+
+    def prepare(self, scenario: Scenario, choice: Choice) -> tuple[Scenario, Options]:
+        from bench.substrates import Hosting, Options
+        return scenario, Options(
+            broker=choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt),
+            hosting=Hosting.PROCESS, hosts=str(Path(str(inventory_of(choice))).resolve()))
+
+    def identity(self, scenario: Scenario, options: Options) -> Identity:
+        return Identity(options.shown_broker, "hosts")
+
+    def expect(self, scenario: Scenario, options: Options) -> dict[str, str]:
+        return scenario.expect_for(options.broker)
+
+    def header(self, scenario: Scenario, options: Options) -> str:
+        return f" on {options.shown_broker}, the broker and every node on the hosts of " \
+               f"{options.hosts}"
+
+    def replay(self, scenario: Scenario, options: Options) -> list[str]:
+        return ["--broker", options.shown_broker, "--hosts", str(options.hosts)]
+
+    def open(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
+             options: Options, say: Callable[[str], None]) -> Deployment:
+        from bench.substrates.hosts.placement import HostsPlacement
+        from bench.substrates.live.brokers import BrokerError
+        from bench.substrates.live.deployment import LiveDeployment
+        placement = HostsPlacement(options, workdir, [n.id for n in scenario.topology.nodes],
+                                   say)
+        try:
+            if any(f.kind == "latency" for f in scenario.faults) \
+                    and (why := placement.netem_refusal()) is not None:
+                raise BrokerError(f"{scenario.source}: {why}")
+            return LiveDeployment(scenario, variant, recorder, workdir, options, say, placement)
+        except BaseException:
+            placement.abandon()
+            raise
+
+    def unspoken(self, scenario: Scenario, broker: str) -> str | None:
+        return version_refusal(scenario, broker)
+
+    def brokers(self, installed: bool = False) -> tuple[str, ...]:
+        return EMBEDDED
+
+    def cells(self, brokers: list[str], models: list[str], hostings: list[str],
+              scenario_nodes: str | None) -> list[tuple[str, str]]:
+        return [(b, "hosts") for b in brokers]
+
+    def cell_name(self, broker: str, nodes: str) -> list[str]:
+        return [broker]
+
+    def cell_choice(self, broker: str, nodes: str) -> Choice:
+        return Choice(broker=broker)
+
+    def unmodelled(self, scenario: Scenario, broker: str) -> dict[str, str]:
+        return {}
+
+    def place(self, broker: str, nodes: str) -> str:
+        return "hosts"
+
+    def label(self, recorded: dict[str, object]) -> str:
+        return f"hosts on {recorded.get('broker', '?')} (nodes on hosts by SSH)"
+
+    def tag(self, recorded: dict[str, object]) -> str:
+        return f"hosts/{recorded.get('broker')}"
+
+
+SUBSTRATE = Hosts()

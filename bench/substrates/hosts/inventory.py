@@ -1,0 +1,149 @@
+"""The inventory a `--mode hosts` run takes (`--hosts FILE`): the hosts, how the bench logs
+in to them by SSH, which Python each runs the bench's node processes with, where a run puts
+its files there, which host runs the broker and which each node.
+
+```toml
+user = "root"                        # who the bench logs in as (iptables and tc need root
+                                     # or sudo: `sudo = true`)
+identity = "~/.ssh/a2a-bench"        # the key it logs in with (default: ssh's own choice)
+known_hosts = "~/.ssh/known_hosts"   # where the hosts' keys are (default: ssh's own)
+python = "python3"                   # on each host: has the bench's dependencies
+files = "/tmp/a2a-bench"             # on each host: the run's files (code, data, broker)
+broker = "h1"                        # the host the broker runs on
+
+[hosts.h1]
+address = "10.0.0.11"                # how the bench and the other hosts reach it
+[hosts.h2]
+address = "10.0.0.12"
+python = "/opt/py311/bin/python3"    # optional: this host's own
+
+[place]                              # optional: node id -> host; the others go round
+"exec-1" = "h2"                      # the hosts in order, the broker's left out
+```
+
+`python -m bench.tools.hosts up 3` writes one for hosts it makes on this machine.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.spec.distribution import SpecError
+from bench.spec.scenario import read_toml
+
+KEYS = {"user", "identity", "known_hosts", "python", "files", "broker", "hosts", "place",
+        "sudo", "port"}
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    address: str
+    #: the Python this host runs the bench with, where it is not the inventory's
+    python: str | None = None
+
+
+@dataclass(frozen=True)
+class Inventory:
+    source: Path
+    hosts: dict[str, Host]
+    broker: str
+    user: str = "root"
+    identity: str | None = None
+    known_hosts: str | None = None
+    python: str = "python3"
+    files: str = "/tmp/a2a-bench"
+    sudo: bool = False
+    #: the broker's port on its host
+    port: int = 1883
+    place: tuple[tuple[str, str], ...] = ()
+
+    def python_of(self, host: Host) -> str:
+        return host.python or self.python
+
+    def host_of(self, node_ids: list[str]) -> dict[str, Host]:
+        """Where each node runs: as `place` says, the others round the hosts in order, not
+        on the broker's host unless it is the only one (a node beside its broker crosses
+        no link a partition could cut)."""
+        placed = dict(self.place)
+        order = [h for h in self.hosts if h != self.broker] or [self.broker]
+        out, i = {}, 0
+        for node in node_ids:
+            if node in placed:
+                out[node] = self.hosts[placed[node]]
+                continue
+            out[node] = self.hosts[order[i % len(order)]]
+            i += 1
+        return out
+
+
+def _text(raw: dict[str, Any], key: str, where: str, default: str | None) -> str | None:
+    v = raw.get(key, default)
+    if v is not None and (not isinstance(v, str) or not v):
+        raise SpecError(f"{where}{key}={v!r}: expected a non-empty string")
+    return v
+
+
+def load_inventory(path: Path) -> Inventory:
+    """The inventory at `path`; SpecError naming the file, the key and what was expected."""
+    raw = read_toml(path, "hosts file")
+    where = f"{path}: "
+    extra = sorted(set(raw) - KEYS)
+    if extra:
+        raise SpecError(f"{path}: unknown key(s) {extra} (expected some of {sorted(KEYS)})")
+    table = raw.get("hosts")
+    if not isinstance(table, dict) or not table:
+        raise SpecError(f"{where}hosts: expected a table of hosts ([hosts.NAME] with "
+                        "address = \"...\"), at least one")
+    hosts = {}
+    for name, h in table.items():
+        if not isinstance(h, dict) or "address" not in h or set(h) - {"address", "python"}:
+            raise SpecError(f"{where}hosts.{name}: expected address = \"...\" (and "
+                            "optionally python = \"...\")")
+        address = h["address"]
+        if not isinstance(address, str) or not address or address.startswith("-"):
+            raise SpecError(f"{where}hosts.{name}.address={address!r}: expected a host name "
+                            "or an IP address")
+        hosts[name] = Host(name, address, _text(h, "python", f"{where}hosts.{name}.", None))
+    broker = _text(raw, "broker", where, None)
+    if broker is None or broker not in hosts:
+        raise SpecError(f"{where}broker={broker!r}: expected one of the hosts "
+                        f"{sorted(hosts)}")
+    place = raw.get("place", {})
+    if not isinstance(place, dict) or not all(isinstance(v, str) for v in place.values()):
+        raise SpecError(f"{where}place: expected a table of node id = \"host\"")
+    for node, host in place.items():
+        if host not in hosts:
+            raise SpecError(f"{where}place.{node}={host!r}: expected one of the hosts "
+                            f"{sorted(hosts)}")
+    sudo = raw.get("sudo", False)
+    if not isinstance(sudo, bool):
+        raise SpecError(f"{where}sudo={sudo!r}: expected true or false")
+    port = raw.get("port", 1883)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise SpecError(f"{where}port={port!r}: expected a TCP port (1 to 65535)")
+    files = _text(raw, "files", where, "/tmp/a2a-bench")
+    assert files is not None
+    if not files.startswith("/"):
+        raise SpecError(f"{where}files={files!r}: expected an absolute path on the hosts")
+    return Inventory(
+        path, hosts, broker, user=_text(raw, "user", where, "root") or "root",
+        identity=_expand(_text(raw, "identity", where, None)),
+        known_hosts=_expand(_text(raw, "known_hosts", where, None)),
+        python=_text(raw, "python", where, "python3") or "python3", files=files,
+        sudo=sudo, port=port, place=tuple(sorted(place.items())))
+
+
+def _expand(path: str | None) -> str | None:
+    return None if path is None else str(Path(path).expanduser())
+
+
+def is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True

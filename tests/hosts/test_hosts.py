@@ -1,0 +1,273 @@
+"""`--mode hosts`: the broker and the nodes on three hosts (network namespaces with sshd,
+`bench.tools.hosts`) reached by SSH, faults done on the hosts — the partition, restart,
+pause and broker-restart scenarios judged as a local run of them is; nothing left on a
+host after a run, even one interrupted mid-fault; each host's clock measured and allowed
+for; bad inventories refused in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.cli import main
+from bench.run import EXIT_INVALID, EXIT_OK, EXIT_UNKNOWN
+from bench.spec.distribution import Distribution, SpecError, fixed
+from bench.substrates.hosts.inventory import load_inventory
+from bench.substrates.hosts.placement import netem_delay
+from bench.tools import hosts as harness
+from tests.hosts.conftest import need_hosts, on, traces
+
+
+def events(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+
+
+def hosts_run(h: harness.Harness, scenario: str, out: Path, *extra: str,
+              inventory: Path | None = None) -> int:
+    return main(["run", scenario, "--mode", "hosts", "--hosts",
+                 str(inventory or h.inventory), "--broker", "mosquitto", "--out", str(out),
+                 "--no-plots", *extra])
+
+
+# -- the harness -------------------------------------------------------------------------------
+def test_a_harness_is_made_reached_by_ssh_and_removed_leaving_nothing() -> None:
+    need_hosts()
+    h = harness.up(2)
+    try:
+        inv = load_inventory(h.inventory)
+        assert [x.address for x in inv.hosts.values()] == [h.address(1), h.address(2)]
+        for i in (1, 2):
+            got = subprocess.run(
+                ["ssh", "-i", str(h.state / "id_ed25519"), "-o", "BatchMode=yes",
+                 "-o", f"UserKnownHostsFile={h.state / 'known_hosts'}",
+                 "-o", "StrictHostKeyChecking=yes", f"root@{h.address(i)}", "ip -o -4 addr"],
+                capture_output=True, text=True, timeout=30, check=True).stdout
+            assert h.address(i) in got and h.address(3 - i) not in got
+        # the hosts reach one another across the bridge (Docker's FORWARD DROP let through)
+        assert on(h, 1, "bash", "-c", f"exec 3<>/dev/tcp/{h.address(2)}/22 && echo open") \
+            .strip() == "open"
+    finally:
+        harness.down(h)
+    assert harness.left(h) == []
+
+
+# -- the four scenarios ------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", ["partition", "restart", "pause", "broker_restart"])
+def test_a_scenario_on_three_hosts_is_judged_as_it_is_locally(
+        hosts: harness.Harness, tmp_path: Path, scenario: str) -> None:
+    """Exit 0: every verdict what the scenario expects on Mosquitto, as a local run is held
+    to; the fault done on a host, by the hosts' own tools; the nodes spread over the two
+    hosts that are not the broker's; each host's clock recorded; nothing left after."""
+    out = tmp_path / "run"
+    assert hosts_run(hosts, scenario, out) == EXIT_OK
+    es = events(out)
+    clocks = [e for e in es if e["kind"] == "host_clock"]
+    assert sorted(e["host"] for e in clocks) == ["h1", "h2", "h3"]
+    assert all(abs(e["offsetMs"]) < 50 and e["boundMs"] < 50 for e in clocks)
+    stores = {e["node"]: e["store"] for e in es if e["kind"] == "self_check"}
+    placed = {n: d.split("/run-")[1].split("/")[1] for n, d in stores.items() if "/run-" in d}
+    assert set(placed.values()) == {"h2", "h3"}, placed
+    fired = [e for e in es if e["kind"] in ("fault_fired", "node_crashed")]
+    if scenario == "partition":
+        journal = [json.loads(x) for x in (out / "hosts" / "journal.jsonl").read_text()
+                   .splitlines()]
+        assert journal[0]["host"] == placed["exec-2"] and "iptables" in journal[0]
+        assert journal[-1]["healed"]
+        assert any(e["kind"] == "fault_fired" and e.get("action") == "partitioned"
+                   and e["packetsBlackholed"] > 0 for e in fired)
+    elif scenario == "restart":
+        assert any(e["kind"] == "node_crashed" and e["how"] == f"SIGKILL on {placed['exec-1']}"
+                   for e in fired)
+    elif scenario == "pause":
+        assert [e["action"] for e in fired][:2] == ["frozen (SIGSTOP on its host)", "thawed"]
+    else:
+        assert [e["action"] for e in fired if e["kind"] == "fault_fired"][:2] == \
+            ["broker stopped", "broker started"]
+    assert traces(hosts) == {}
+
+
+@pytest.mark.slow
+def test_loss_on_hosts_drops_real_packets_and_tcp_carries_on(hosts: harness.Harness,
+                                                             tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert hosts_run(hosts, "loss", out) == EXIT_OK
+    lost = [e for e in events(out) if e["kind"] == "fault_fired"
+            and e.get("action") == "lost under the fault"]
+    assert lost and sum(e["count"] for e in lost) > 0
+    assert traces(hosts) == {}
+
+
+@pytest.mark.slow
+def test_latency_on_hosts_is_netem_or_refused_in_one_line_where_the_kernel_has_none(
+        hosts: harness.Harness, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    has_netem = subprocess.run(["ip", "netns", "exec", hosts.netns(1), "sh", "-c",
+                                "tc qdisc add dev lo root handle a2a: netem delay 1ms && "
+                                "tc qdisc del dev lo root handle a2a:"],
+                               capture_output=True, check=False).returncode == 0
+    code = hosts_run(hosts, "latency", tmp_path / "run")
+    if has_netem:
+        assert code == EXIT_OK
+        assert any(e.get("action") == "delayed" or "netem" in json.dumps(e)
+                   for e in events(tmp_path / "run")) or code == EXIT_OK
+    else:
+        assert code == EXIT_UNKNOWN
+        said = capsys.readouterr().err.strip().splitlines()
+        assert len(said) == 1 and "its kernel lacks sch_netem" in said[0], said
+        assert not (tmp_path / "run").exists() or not (tmp_path / "run" / "history.jsonl").exists()
+    assert traces(hosts) == {}
+
+
+# -- interrupted, and what dead runs left ------------------------------------------------------
+@pytest.mark.slow
+def test_a_run_interrupted_mid_partition_leaves_no_rule_and_no_process_on_any_host(
+        hosts: harness.Harness, tmp_path: Path) -> None:
+    """Ctrl-C while exec-2 is cut off: the run says it was interrupted, stays judgeable,
+    and every host is as it was (no iptables rule, no node, no broker)."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "run", "partition", "--mode",
+                             "hosts", "--hosts", str(hosts.inventory), "--broker", "mosquitto",
+                             "--out", str(out), "--no-plots"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    journal = out / "hosts" / "journal.jsonl"
+    deadline = time.monotonic() + 120      # the partition starts 5 s into the workload
+    while not (journal.exists() and "iptables" in journal.read_text()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.2)
+    time.sleep(1.0)
+    assert any("a2a-bench" in on(hosts, i, "iptables", "-w", "-S") for i in (2, 3))
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == EXIT_UNKNOWN, err.decode()
+    assert "interrupted" in err.decode()
+    assert traces(hosts) == {}
+    assert main(["check", str(out)]) in (EXIT_OK, EXIT_UNKNOWN)
+
+
+def test_marks_of_a_run_whose_bench_is_gone_are_swept_by_the_next(hosts: harness.Harness,
+                                                                   tmp_path: Path) -> None:
+    """A bench killed outright cannot clean up: its rules carry its pid, and the next
+    run on the host removes those of a pid that is gone (and no other's)."""
+    from bench.substrates import Options
+    from bench.substrates.hosts.placement import HostsPlacement
+    dead = f"a2a-bench-{2**22 + 7}-dead00-f0-x"      # a pid above pid_max: gone
+    alive = f"a2a-bench-{os.getpid()}-alive0-f0-x"
+    for mark in (dead, alive):
+        on(hosts, 2, "iptables", "-w", "-I", "OUTPUT", "-d", "10.77.255.254", "-m",
+           "comment", "--comment", mark, "-j", "DROP")
+    placement = HostsPlacement(Options(broker="mosquitto", hosts=str(hosts.inventory)),
+                               tmp_path, ["n1"], lambda line: None)
+    placement.abandon()
+    rules = on(hosts, 2, "iptables", "-w", "-S")
+    assert dead not in rules and alive in rules
+    on(hosts, 2, "iptables", "-w", "-D", "OUTPUT", "-d", "10.77.255.254", "-m", "comment",
+       "--comment", alive, "-j", "DROP")
+
+
+# -- clocks ------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_host_whose_clock_is_five_seconds_ahead_records_in_the_runs_time(
+        hosts: harness.Harness, tmp_path: Path) -> None:
+    """h2's Python runs under libfaketime, 5 s ahead: its offset is measured (≈ +5,000 ms),
+    its nodes count the run's clock from the run's start read on that clock, and the run is
+    judged as it is with every clock agreeing."""
+    faketime = "/usr/bin/faketime"
+    if not Path(faketime).exists():
+        if os.environ.get("A2A_BENCH_REQUIRE_HOSTS"):
+            pytest.fail("faketime is not installed (apt-get install faketime)")
+        pytest.skip("faketime is not installed (apt-get install faketime; .ci/run does)")
+    ahead = tmp_path / "python-ahead"
+    ahead.write_text(f'#!/bin/sh\nexec {faketime} -f "+5s" {sys.executable} "$@"\n')
+    ahead.chmod(0o755)
+    text = hosts.inventory.read_text().replace(
+        f'address = "{hosts.address(2)}"\n',
+        f'address = "{hosts.address(2)}"\npython = "{ahead}"\n')
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(text)
+    out = tmp_path / "run"
+    assert hosts_run(hosts, "restart", out, inventory=inventory) == EXIT_OK
+    es = events(out)
+    offsets = {e["host"]: e["offsetMs"] for e in es if e["kind"] == "host_clock"}
+    assert 4_900 < offsets["h2"] < 5_100 and abs(offsets["h3"]) < 50, offsets
+    started: dict[str, float] = {}     # each node's first boot: the nodes start together
+    for e in es:
+        if e["kind"] == "node_started":
+            started.setdefault(e["node"], e["tMs"])
+    on_h2 = [e["node"] for e in es if e["kind"] == "self_check" and "/h2/data/" in e["store"]]
+    assert on_h2 and max(started.values()) - min(started.values()) < 2_000, started
+    assert traces(hosts) == {}
+
+
+# -- bad input ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "says"), [
+    ('broker = "h1"\n', "hosts: expected a table of hosts"),
+    ('broker = "h9"\n[hosts.h1]\naddress = "10.0.0.1"\n', "broker='h9': expected one of"),
+    ('broker = "h1"\n[hosts.h1]\naddres = "10.0.0.1"\n', "hosts.h1: expected address"),
+    ('broker = "h1"\nport = 0\n[hosts.h1]\naddress = "10.0.0.1"\n', "port=0: expected a TCP"),
+    ('broker = "h1"\nfiles = "tmp"\n[hosts.h1]\naddress = "10.0.0.1"\n',
+     "files='tmp': expected an absolute path"),
+    ('broker = "h1"\n[hosts.h1]\naddress = "10.0.0.1"\n[place]\nexec-1 = "h2"\n',
+     "place.exec-1='h2': expected one of the hosts"),
+    ('broker = "h1"\nbrokers = 1\n[hosts.h1]\naddress = "10.0.0.1"\n', "unknown key(s) ['brokers']"),
+])
+def test_a_bad_inventory_is_one_line_naming_the_file_and_the_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, says: str) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(text)
+    with pytest.raises(SpecError, match="hosts.toml"):
+        load_inventory(inventory)
+    code = main(["run", "partition", "--mode", "hosts", "--hosts", str(inventory),
+                 "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INVALID and len(err) == 1 and says in err[0] and \
+        str(inventory) in err[0], err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["partition", "--mode", "hosts"], "--mode hosts needs --hosts FILE"),
+    (["partition", "--mode", "live", "--hosts", "x.toml"], "--hosts applies to --mode hosts"),
+    (["partition", "--mode", "sim", "--hosts", "x.toml"], "--hosts applies to --mode hosts"),
+    (["tampering", "--mode", "hosts", "--hosts", "{inv}"], "works inside MQTT packets"),
+    (["directory_wipe", "--mode", "hosts", "--hosts", "{inv}"], "directory_wipe removes"),
+    (["partition", "--mode", "hosts", "--hosts", "{inv}", "--wire-tap"], "--wire-tap"),
+    (["partition", "--mode", "hosts", "--hosts", "{inv}", "--broker", "rumqttd"],
+     "amqtt or mosquitto"),
+])
+def test_what_hosts_cannot_run_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text('broker = "h1"\n[hosts.h1]\naddress = "10.0.0.1"\n')
+    monkey = [a.replace("{inv}", str(inventory)) for a in argv]
+    code = main(["run", *monkey, "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INVALID and len(err) == 1 and says in err[0], err
+
+
+def test_a_latency_distribution_is_said_in_netems_words() -> None:
+    assert netem_delay(fixed(100.0)) == "100ms"
+    assert netem_delay(Distribution("uniform", (300.0, 700.0))) == "500ms 200ms"
+    mean_sd = netem_delay(Distribution("lognormal", (100.0, 0.5))).split()
+    assert mean_sd[0] == "113.3ms" and mean_sd[1] == "60.39ms" and mean_sd[-1] == "normal"
+
+
+def test_nodes_go_round_the_hosts_that_are_not_the_brokers_unless_placed(
+        tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text('broker = "b"\n[hosts.b]\naddress = "10.0.0.1"\n[hosts.x]\n'
+                         'address = "10.0.0.2"\n[hosts.y]\naddress = "10.0.0.3"\n'
+                         '[place]\n"n4" = "b"\n')
+    got = load_inventory(inventory).host_of(["n1", "n2", "n3", "n4"])
+    assert {n: h.name for n, h in got.items()} == {"n1": "x", "n2": "y", "n3": "x", "n4": "b"}
+    alone = tmp_path / "one.toml"
+    alone.write_text('broker = "b"\n[hosts.b]\naddress = "10.0.0.1"\n')
+    assert load_inventory(alone).host_of(["n1"])["n1"].name == "b"
