@@ -79,7 +79,7 @@ def test_the_readmes_test_command_is_what_ci_runs() -> None:
     pytest_cmd = line2.split("&& ")[-1]
     # (the suite, then rmqttd's pinned test once its 40-minute build beside it is done)
     assert pytest_cmd in [line.strip() for line in ci.splitlines()], pytest_cmd
-    for need in ("Mosquitto", "Chromium", "docker image", "Rust node"):
+    for need in ("Mosquitto", "Chromium", "docker image", "sshd", "Rust node"):
         assert need in README[:1500], f"README's opening does not say .ci/run adds {need}"
 
 
