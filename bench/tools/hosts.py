@@ -7,7 +7,8 @@ says what real hosts need instead).
 (`a2ab-<id>`) on a /24 of 10.77.0.0/16 — the controller (this machine) at .1, host i at
 .(10+i) —, each running sshd (Debian's openssh-server) on its own address only, with a
 host key made here and a login key made here (root, that key only). It writes the
-inventory a run takes (`--hosts FILE`) and prints its path. The hosts share this machine's
+inventory a run takes (`--hosts FILE`) and prints its path; beside it, `ssh_config` names
+the hosts for OpenSSH (`ssh -F ssh_config h1`, a matrix's `--tx ssh=h1//ssh_config=…`). The hosts share this machine's
 files and clock; their network is their own: iptables and tc act on one host alone.
 Addresses are only ever inside the namespaces made here and on the bridge.
 
@@ -224,6 +225,17 @@ def _make(h: Harness) -> None:
             raise HarnessError(f"sshd on {h.name(i)} ({h.address(i)}) not listening after "
                                f"{SSHD_UP_S:g} s")
     h.inventory.write_text(inventory_toml(h))
+    (h.state / "ssh_config").write_text(ssh_config(h))
+
+
+def ssh_config(h: Harness) -> str:
+    """OpenSSH's client configuration for the hosts by name (`ssh -F FILE h1`): what a
+    matrix's execnet gateways log in with (`--tx ssh=h1//ssh_config=FILE//...`)."""
+    return "".join(f"Host {h.name(i)}\n  HostName {h.address(i)}\n  User root\n"
+                   f"  IdentityFile {h.state / 'id_ed25519'}\n  IdentitiesOnly yes\n"
+                   f"  UserKnownHostsFile {h.state / 'known_hosts'}\n"
+                   "  StrictHostKeyChecking yes\n  BatchMode yes\n"
+                   for i in range(1, h.count + 1))
 
 
 def inventory_toml(h: Harness) -> str:

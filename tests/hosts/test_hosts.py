@@ -271,3 +271,38 @@ def test_nodes_go_round_the_hosts_that_are_not_the_brokers_unless_placed(
     alone = tmp_path / "one.toml"
     alone.write_text('broker = "b"\n[hosts.b]\naddress = "10.0.0.1"\n')
     assert load_inventory(alone).host_of(["n1"])["n1"].name == "b"
+
+
+# -- a matrix across the hosts -----------------------------------------------------------------
+@pytest.mark.slow
+def test_the_default_matrix_across_three_ssh_hosts_gives_the_local_verdicts(
+        hosts: harness.Harness, tmp_path: Path) -> None:
+    """Each host an execnet gateway over SSH (the harness's ssh_config), each in a checkout
+    folder of its own: every cell comes back into this machine's results folder, every one
+    as expected, and each shipped scenario's seed-1 cell wrote the very bytes a local
+    simulation writes (tests/data/golden-sim.json)."""
+    import shutil
+
+    from bench.spec.scenario import SCENARIOS
+    from bench.tools.golden import hashes_of, recorded
+    (tmp_path / "mx").mkdir()
+    shutil.copy(SCENARIOS / "default.matrix.toml", tmp_path / "mx" / "default.matrix.toml")
+    tx = []
+    for i in range(1, hosts.count + 1):
+        (tmp_path / hosts.name(i)).mkdir()
+        tx.append(f"--tx=ssh={hosts.name(i)}//ssh_config={hosts.state / 'ssh_config'}"
+                  f"//python={sys.executable}//chdir={tmp_path / hosts.name(i)}")
+    done = subprocess.run([sys.executable, "-m", "bench", "matrix", "mx/default.matrix.toml",
+                           *tx], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve()
+                                                               .parents[2])))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    cells = tmp_path / "results" / "default" / "cells"
+    ran = {h: len(list((tmp_path / h / "results" / "default" / "cells").glob("*/cell.json")))
+           for h in ("h1", "h2", "h3")}
+    assert all(ran.values()), ran         # every host ran some
+    assert sum(ran.values()) == len(list(cells.glob("*/cell.json")))
+    golden = recorded()
+    compared = {stem: hashes_of(cells / f"{stem}.reference.own.s1.sim") for stem in golden
+                if (cells / f"{stem}.reference.own.s1.sim").exists()}
+    assert len(compared) >= 80 and all(compared[s] == golden[s] for s in compared)
