@@ -12,8 +12,13 @@ the hosts for OpenSSH (`ssh -F ssh_config h1`, a matrix's `--tx ssh=h1//ssh_conf
 files and clock; their network is their own: iptables and tc act on one host alone.
 Addresses are only ever inside the namespaces made here and on the bridge.
 
-`down ID` removes a harness: every process left in its namespaces, sshd, the namespaces,
-the bridge, the forwarding rule, its files; `down --all` every harness this machine has.
+`up N --docker` also starts a Docker Engine in each host's namespace (its own data and
+sockets), loads the bench's image into each and joins them into one swarm, host 1 its
+manager: several engines on one machine, each reached as another host's would be.
+
+`down ID` removes a harness: its engines and their containers, every process left in its
+namespaces, sshd, the namespaces, the bridge, the forwarding rule, its files; `down --all`
+every harness this machine has.
 `status` lists them.
 
 Needs root, iproute2, iptables and sshd (Debian: apt-get install openssh-server).
@@ -46,6 +51,11 @@ FILES = Path("/tmp/a2a-bench-hosts")
 #: the address range: harness K is 10.77.K.0/24
 RANGE = "10.77.0.0/16"
 SSHD = "/usr/sbin/sshd"
+#: where each host's Docker Engine keeps its images and containers (a real file system:
+#: the storage driver mounts there)
+ENGINES = Path("/var/lib/a2a-bench-hosts")
+#: how long an engine may take to answer once started
+ENGINE_UP_S = 60.0
 #: how long sshd may take to listen once started
 SSHD_UP_S = 10.0
 
@@ -69,6 +79,8 @@ class Harness:
     id: str
     subnet: int          # K of 10.77.K.0/24
     count: int
+    #: a Docker Engine on each host, joined into one swarm (`up N --docker`)
+    docker: bool = False
 
     @property
     def state(self) -> Path:
@@ -102,8 +114,15 @@ class Harness:
     def inventory(self) -> Path:
         return self.state / "hosts.toml"
 
+    def engine(self, i: int) -> str:
+        """Host i's Docker Engine socket (DOCKER_HOST=unix://…)."""
+        return str(self.state / self.name(i) / "docker.sock")
+
+    def engine_data(self, i: int) -> Path:
+        return ENGINES / self.id / self.name(i)
+
     def to_json(self) -> dict[str, object]:
-        return {"id": self.id, "subnet": self.subnet, "count": self.count}
+        return {"id": self.id, "subnet": self.subnet, "count": self.count, "docker": self.docker}
 
 
 def harnesses() -> list[Harness]:
@@ -112,7 +131,8 @@ def harnesses() -> list[Harness]:
     for f in sorted(STATE.glob("*/harness.json")):
         with contextlib.suppress(ValueError, KeyError, OSError):
             d = json.loads(f.read_text())
-            out.append(Harness(str(d["id"]), int(d["subnet"]), int(d["count"])))
+            out.append(Harness(str(d["id"]), int(d["subnet"]), int(d["count"]),
+                               bool(d.get("docker", False))))
     return out
 
 
@@ -176,19 +196,102 @@ def _listening(address: str, port: int, timeout_s: float) -> bool:
     return False
 
 
-def up(count: int) -> Harness:
-    """Make `count` hosts; returns the harness (its inventory at `.inventory`)."""
+def up(count: int, image: str | None = None) -> Harness:
+    """Make `count` hosts; returns the harness (its inventory at `.inventory`). With an
+    `image`: a Docker Engine on each, `image` loaded into each from this machine's engine,
+    and the engines joined into one swarm, host 1 its manager."""
     _prerequisites()
+    if image is not None and shutil.which("dockerd") is None:
+        raise HarnessError("dockerd is not installed (Debian: apt-get install docker.io)")
     with _locked():
-        h = Harness(secrets.token_hex(2), _free_subnet(), count)
+        h = Harness(secrets.token_hex(2), _free_subnet(), count, docker=image is not None)
         h.state.mkdir(parents=True, mode=0o700)
         (h.state / "harness.json").write_text(json.dumps(h.to_json()))
     try:
         _make(h)
+        if image is not None:
+            _engines(h, image)
     except BaseException:
         down(h)
         raise
     return h
+
+
+def _docker(h: Harness, i: int, *argv: str, input: bytes | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    done = subprocess.run(["docker", "-H", f"unix://{h.engine(i)}", *argv], input=input,
+                          capture_output=True, check=False, timeout=300)
+    if check and done.returncode != 0:
+        raise HarnessError(f"docker on {h.name(i)}: {' '.join(argv)}: "
+                           f"{done.stderr.decode(errors='replace').strip()[-300:]}")
+    return done
+
+
+def _engines(h: Harness, image: str) -> None:
+    """An engine per host, in the host's network namespace only (its files, cgroups and
+    clock this machine's: nsenter, not `ip netns exec`, which mounts a /sys without the
+    cgroups), `image` loaded into each, one swarm."""
+    from concurrent.futures import ThreadPoolExecutor
+    driver = _run("docker", "info", "--format", "{{.Driver}}", check=False).stdout.strip() \
+        or "overlay2"
+    for i in range(1, h.count + 1):
+        folder = h.state / h.name(i)
+        (folder / "daemon.json").write_text("{}\n")    # not this machine's /etc/docker one
+        h.engine_data(i).mkdir(parents=True, exist_ok=True)
+        with open(folder / "dockerd.log", "ab") as log:
+            subprocess.Popen(
+                ["nsenter", f"--net=/run/netns/{h.netns(i)}", "dockerd",
+                 "--config-file", str(folder / "daemon.json"),
+                 "--data-root", str(h.engine_data(i)), "--exec-root", str(folder / "x"),
+                 "--pidfile", str(folder / "dockerd.pid"), "-H", f"unix://{h.engine(i)}",
+                 "--storage-driver", driver, "--cgroup-parent", f"/a2a-{h.id}-{h.name(i)}"],
+                stdout=log, stderr=log, start_new_session=True)
+    for i in range(1, h.count + 1):
+        deadline = time.monotonic() + ENGINE_UP_S
+        while _docker(h, i, "info", check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise HarnessError(f"the engine on {h.name(i)} did not answer within "
+                                   f"{ENGINE_UP_S:g} s: {h.state / h.name(i) / 'dockerd.log'}")
+            time.sleep(0.2)
+
+    def load(i: int) -> None:
+        saved = subprocess.run(["docker", "save", image], capture_output=True, check=False)
+        if saved.returncode != 0:
+            raise HarnessError(f"docker save {image}: {saved.stderr.decode().strip()[-300:]}")
+        _docker(h, i, "load", input=saved.stdout)
+    with ThreadPoolExecutor(max_workers=h.count) as pool:
+        list(pool.map(load, range(1, h.count + 1)))
+    _docker(h, 1, "swarm", "init", "--advertise-addr", h.address(1),
+            "--listen-addr", f"{h.address(1)}:2377")
+    token = _docker(h, 1, "swarm", "join-token", "-q", "worker").stdout.decode().strip()
+    for i in range(2, h.count + 1):
+        _docker(h, i, "swarm", "join", "--token", token, f"{h.address(1)}:2377")
+
+
+def _engines_down(h: Harness) -> None:
+    """Each engine stopped (its containers with it), what it mounted unmounted, its files
+    removed."""
+    for i in range(1, h.count + 1):
+        pidfile = h.state / h.name(i) / "dockerd.pid"
+        if Path(h.engine(i)).exists():
+            _docker(h, i, "swarm", "leave", "--force", check=False)
+            ids = _docker(h, i, "ps", "-aq", check=False).stdout.decode().split()
+            if ids:
+                _docker(h, i, "rm", "-f", *ids, check=False)
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pidfile.read_text())
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+                time.sleep(0.1)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for root in (h.engine_data(i), h.state / h.name(i) / "x"):
+            mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+                      if line.split()[1].startswith(str(root))]
+            for m in sorted(mounts, key=len, reverse=True):
+                _run("umount", "-l", m, check=False)
+    shutil.rmtree(ENGINES / h.id, ignore_errors=True)
 
 
 def _make(h: Harness) -> None:
@@ -266,6 +369,8 @@ def _kill_namespace(ns: str) -> None:
 def down(h: Harness) -> None:
     """Remove everything `h` made; what is already gone is no error."""
     with _locked():
+        if h.docker:
+            _engines_down(h)
         for i in range(1, h.count + 1):
             _kill_namespace(h.netns(i))
             _run("ip", "netns", "del", h.netns(i), check=False)
@@ -287,7 +392,9 @@ def left(h: Harness) -> list[str]:
         out.append(h.bridge)
     if h.comment in _run("iptables", "-w", "-S", "FORWARD", check=False).stdout:
         out.append(f"FORWARD rule {h.comment}")
-    out += [str(p) for p in (h.state, FILES / h.id) if p.exists()]
+    out += [str(p) for p in (h.state, FILES / h.id, ENGINES / h.id) if p.exists()]
+    mounts = Path("/proc/mounts").read_text()
+    out += [f"mount {m}" for m in (str(ENGINES / h.id), str(h.state)) if f" {m}" in mounts]
     return out
 
 
@@ -299,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     make = sub.add_parser("up", help="make N hosts and print their inventory file")
     make.add_argument("count", type=int, help="how many hosts (1 to 200)")
+    make.add_argument("--docker", action="store_true",
+                      help="a Docker Engine on each host (DOCKER_HOST: the `status` line), "
+                           "the bench's image loaded into each, all joined into one swarm")
     remove = sub.add_parser("down", help="remove a harness (or every one: --all)")
     remove.add_argument("id", nargs="?", help="the harness's id (`status` lists them)")
     remove.add_argument("--all", action="store_true", help="every harness on this machine")
@@ -308,7 +418,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             if not 1 <= args.count <= 200:
                 parser.error(f"count={args.count}: expected 1 to 200 hosts")
-            h = up(args.count)
+            image = None
+            if args.docker:
+                import docker
+
+                from bench.substrates.docker.image import ensure
+                image = ensure(docker.from_env(), lambda line: print(line, file=sys.stderr))
+            h = up(args.count, image)
             print(h.inventory)
         elif args.command == "down":
             known = {h.id: h for h in harnesses()}
@@ -322,7 +438,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"removed harness {h.id} ({h.count} hosts)")
         else:
             for h in harnesses():
-                print(f"{h.id}  {h.count} hosts on 10.77.{h.subnet}.0/24  {h.inventory}")
+                print(f"{h.id}  {h.count} hosts on 10.77.{h.subnet}.0/24  {h.inventory}"
+                      + (f"  engines: DOCKER_HOST=unix://{h.engine(1)} (the swarm's "
+                         f"manager) …" if h.docker else ""))
     except HarnessError as exc:
         print(f"a2a-bench hosts: {exc}", file=sys.stderr)
         return 2

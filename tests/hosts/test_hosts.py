@@ -306,3 +306,67 @@ def test_the_default_matrix_across_three_ssh_hosts_gives_the_local_verdicts(
     compared = {stem: hashes_of(cells / f"{stem}.reference.own.s1.sim") for stem in golden
                 if (cells / f"{stem}.reference.own.s1.sim").exists()}
     assert len(compared) >= 80 and all(compared[s] == golden[s] for s in compared)
+
+
+# -- a swarm of three engines ------------------------------------------------------------------
+@pytest.mark.slow
+def test_three_engines_on_three_hosts_make_one_swarm_whose_overlay_a_partition_cuts(
+        tmp_path: Path) -> None:
+    """`up 3 --docker`: an engine in each host's namespace, the bench's image in each, one
+    swarm. A container on host 2's engine reaches a broker container on host 1's over an
+    attachable overlay network; iptables between the two hosts cuts it, and removing the
+    rules heals it; `down` leaves no engine, mount or file behind."""
+    need_hosts()
+    import docker as sdk
+
+    from bench.substrates.docker.image import ensure
+    try:
+        image = ensure(sdk.from_env())
+    except Exception as exc:   # noqa: BLE001 - no engine here: said, as the docker tests do
+        if os.environ.get("A2A_BENCH_REQUIRE_HOSTS"):
+            raise
+        pytest.skip(f"no Docker Engine or image ({exc})")
+    h = harness.up(3, image)
+    try:
+        nodes = subprocess.run(["docker", "-H", f"unix://{h.engine(1)}", "node", "ls",
+                                "--format", "{{.Status}} {{.ManagerStatus}}"],
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+        assert sorted(n.strip() for n in nodes if n) == ["Ready", "Ready", "Ready Leader"], nodes
+
+        def docker(i: int, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(["docker", "-H", f"unix://{h.engine(i)}", *argv],
+                                  capture_output=True, text=True, timeout=timeout, check=False)
+        assert docker(1, "network", "create", "-d", "overlay", "--attachable",
+                      "a2a-test").returncode == 0
+        conf = tmp_path / "mosquitto.conf"
+        conf.write_text("listener 1883 0.0.0.0\nallow_anonymous true\n")
+        conf.chmod(0o644)
+        tmp_path.chmod(0o755)
+        assert docker(1, "run", "-d", "--name", "broker", "--network", "a2a-test", "-v",
+                      f"{conf}:/broker.conf:ro", image, "mosquitto", "-c",
+                      "/broker.conf").returncode == 0
+        probe = ("import socket, sys, time\n"
+                 "for _ in range(int(sys.argv[1])):\n"
+                 "    try:\n"
+                 "        socket.create_connection(('broker', 1883), timeout=2).close()\n"
+                 "        print('reached'); break\n"
+                 "    except OSError as e: err = e; time.sleep(0.5)\n"
+                 "else: print('cut', type(err).__name__)\n")
+        assert docker(2, "run", "-d", "--name", "client", "--network", "a2a-test", image,
+                      "sleep", "600").returncode == 0
+        assert docker(2, "exec", "client", "python3", "-c", probe, "20").stdout.strip() \
+            == "reached"
+        cut = [("INPUT", "-s"), ("OUTPUT", "-d")]
+        for chain, way in cut:
+            on(h, 2, "iptables", "-w", "-I", chain, way, h.address(1), "-m", "comment",
+               "--comment", "a2a-bench-test", "-j", "DROP")
+        assert docker(2, "exec", "client", "python3", "-c", probe, "2").stdout.strip() \
+            .startswith("cut")
+        for chain, way in cut:
+            on(h, 2, "iptables", "-w", "-D", chain, way, h.address(1), "-m", "comment",
+               "--comment", "a2a-bench-test", "-j", "DROP")
+        assert docker(2, "exec", "client", "python3", "-c", probe, "20").stdout.strip() \
+            == "reached"
+    finally:
+        harness.down(h)
+    assert harness.left(h) == []
