@@ -80,6 +80,9 @@ class Directories(Fold):
 
     def __init__(self) -> None:
         self.view: dict[str, dict[str, tuple[str, ...]]] = defaultdict(dict)
+        #: node -> agent -> the entries of its directory that list the agent (the view,
+        #: indexed: a 100,000-node history asked it a scan of the whole view per request)
+        self._listing: dict[str, dict[str, set[str]]] = defaultdict(dict)
         self._agents: dict[tuple[str, ...], tuple[str, ...]] = {}   # one copy of each list
         #: every clear, and whether that node's directory had the entry then
         self.clears: list[tuple[DirectoryUpdated, bool]] = []
@@ -115,18 +118,19 @@ class Directories(Fold):
         match e:
             case NodeStarted():
                 self.view[e.node].clear()
+                self._listing[e.node].clear()
                 self.offline[e.node].clear()
                 self.went_offline[e.node].clear()
             case RosterLoaded() | ExecutorsRegistered():
-                self.view[e.node][e.node] = self._shared(e.agents)
+                self._put(e.node, e.node, self._shared(e.agents))
             case DirectoryUpdated() if e.cleared:
                 self.clears.append((e, e.node_id in self.view[e.node]))
                 self.offline[e.node].discard(e.node_id)
-                own = self.view[e.node].pop(e.node_id, None)
+                own = self._pop(e.node, e.node_id)
                 if e.node_id == e.node and own is not None:
                     # its own entry cleared: it announces itself again at once, and knows
                     # itself from then as it did from its start (its roster)
-                    self.view[e.node][e.node] = own
+                    self._put(e.node, e.node, own)
             case DirectoryUpdated():
                 was = self.view[e.node].get(e.node_id)
                 if not e.online and was and e.node_id not in self.offline[e.node]:
@@ -135,7 +139,7 @@ class Directories(Fold):
                 elif e.online and self.went_offline[e.node]:
                     for agent in e.agents:
                         self.went_offline[e.node].pop(agent, None)
-                self.view[e.node][e.node_id] = self._shared(e.agents)
+                self._put(e.node, e.node_id, self._shared(e.agents))
                 if e.online:
                     self.last_online[e.node_id] = e.seq
                     self.offline[e.node].discard(e.node_id)
@@ -167,7 +171,27 @@ class Directories(Fold):
                     self.routed.append((e, held | now, online | (now - self.offline[e.node])))
 
     def _holders(self, node: str, agent: str) -> set[str]:
-        return {n for n, agents in self.view[node].items() if agent in agents}
+        """The entries of `node`'s directory that list `agent` (a set of its own)."""
+        return set(self._listing[node].get(agent, ()))
+
+    def _put(self, node: str, holder: str, agents: tuple[str, ...]) -> None:
+        self._pop(node, holder)
+        self.view[node][holder] = agents
+        listing = self._listing[node]
+        for agent in agents:
+            listing.setdefault(agent, set()).add(holder)
+
+    def _pop(self, node: str, holder: str) -> tuple[str, ...] | None:
+        agents = self.view[node].pop(holder, None)
+        if agents is not None:
+            listing = self._listing[node]
+            for agent in agents:
+                holders = listing.get(agent)
+                if holders is not None:
+                    holders.discard(holder)
+                    if not holders:
+                        del listing[agent]
+        return agents
 
 
 @rule("DESIGN §3 Outbound: UNDELIVERABLE only when the directory has no entry for the agent")
