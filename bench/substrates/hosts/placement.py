@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 #: the mark on every iptables rule a run adds (a comment) and the handle of its qdiscs
 MARK = "a2a-bench"
 QDISC = "a2a:"
+#: what every process a run starts on a host has in its environment: the run's token
+RUN_ENV = "A2A_BENCH_RUN"
 #: how long a killed process's ssh may take to end once its remote process is dead
 ENDED_S = 10.0
 
@@ -62,15 +64,16 @@ class HostBroker(Broker):
     under the guard (it ends if the bench's connection does); its log comes back here."""
 
     def __init__(self, kind: str, ssh: Ssh, port: int, remote: str, workdir: Path,
-                 python: str, code: str) -> None:
+                 python: str, code: str, token: str) -> None:
         super().__init__(kind, ssh.host.address, port, workdir)
         self.ssh, self.remote, self.python, self.code = ssh, remote, python, code
+        self.token = token
         self.pid: int | None = None
 
     def _remote_command(self) -> str:
         q = shlex.quote
-        guard = (f"cd {q(self.code)} && exec env PYTHONPATH={q(self.code)} {q(self.python)} "
-                 "-m bench.substrates.hosts.guard")
+        guard = (f"cd {q(self.code)} && exec env {RUN_ENV}={self.token} "
+                 f"PYTHONPATH={q(self.code)} {q(self.python)} -m bench.substrates.hosts.guard")
         if self.kind == "amqtt":
             return (f"{guard} {q(self.python)} -m bench.substrates.live.amqtt_server "
                     f"{self.port} {q(self.host)}")
@@ -80,8 +83,9 @@ class HostBroker(Broker):
     def start(self, timeout_s: float | None = None, *, on_second: bool = False,
               version: MqttVersion | None = None) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        if self.kind == "mosquitto" and self.starts == 0:
-            # its configuration written here, for its paths on the host, and put there
+        if self.kind == "mosquitto":
+            # its configuration written here, for its paths on the host, and put there —
+            # at every start: a restart that forgets (persistence off) is told so
             local = mosquitto_conf(self.workdir, self.host, self.port, self.persistence,
                                    user=self.ssh.inventory.user)
             text = local.read_text().replace(str(self.workdir), self.remote)
@@ -145,8 +149,9 @@ class SshLauncher:
     freezer = "SIGSTOP on its host"
 
     def __init__(self, ssh: Ssh, python: str, code: str, data_dir: str,
-                 started: set[tuple[str, int]]) -> None:
+                 started: set[tuple[str, int]], token: str) -> None:
         self.ssh, self.python, self.code, self.data_dir = ssh, python, code, data_dir
+        self.token = token
         self.pids: dict[int, int] = {}       # local ssh pid -> the node's pid on the host
         self.started = started               # every (host, pid) the run started
 
@@ -154,7 +159,8 @@ class SshLauncher:
         q = shlex.quote
         proc = await self.ssh.spawn(
             f"mkdir -p {q(self.data_dir)} && cd {q(self.code)} && echo $$ && exec env "
-            f"PYTHONPATH={q(self.code)} PYTHONUNBUFFERED=1 {q(self.python)} -m "
+            f"{RUN_ENV}={self.token} PYTHONPATH={q(self.code)} PYTHONUNBUFFERED=1 "
+            f"{q(self.python)} -m "
             "bench.substrates.live.node_process")
         assert proc.stdout is not None
         line = await proc.stdout.readline()
@@ -416,7 +422,8 @@ class HostsPlacement:
         name = self.broker_host.name
         return HostBroker(options.broker, self.ssh[name], self.inventory.port,
                           f"{self.remote}/{name}/broker", workdir / "broker",
-                          self.inventory.python_of(self.broker_host), self.code[name])
+                          self.inventory.python_of(self.broker_host), self.code[name],
+                          self.token)
 
     def node_broker(self, broker: Broker) -> tuple[str, int]:
         return broker.host, broker.port
@@ -437,7 +444,7 @@ class HostsPlacement:
         spec = replace(spec, data_dir=Path(data),
                        t0=spec.t0 + self.clocks[host.name].offset_ms / 1000)
         launcher = SshLauncher(self.ssh[host.name], self.inventory.python_of(host),
-                               self.code[host.name], data, self.started)
+                               self.code[host.name], data, self.started, self.token)
         return ProcessNode(spec, log, launcher)
 
     _clocks_recorded = False
@@ -461,10 +468,12 @@ class HostsPlacement:
         files there removed; the master connections closed."""
         try:
             for name, ssh in self.ssh.items():
-                pids = [str(pid) for host, pid in self.started if host == name]
+                pids = " ".join(str(pid) for host, pid in self.started if host == name)
                 with contextlib.suppress(HostError):
-                    if pids:
-                        ssh.run(f"kill -KILL {' '.join(pids)} 2>/dev/null; true", check=False)
+                    if pids:     # (only a process of this run: a pid may have been reused)
+                        ssh.run(f"for p in {pids}; do grep -qa {RUN_ENV}={self.token} "
+                                f"/proc/$p/environ 2>/dev/null && kill -KILL $p; done; true",
+                                check=False)
                     removed = self._sweep(ssh, dead_only=False)
                     if removed:
                         dep.record("bench", ev.HarnessError(
