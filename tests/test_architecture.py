@@ -94,7 +94,8 @@ LAYERS = {
     "tools.benchmark": {"core", "protocols", "spec", "workload", "substrates", "run", "variants",
                         "storage", "history", "tools.benchmark"},
     "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
-    "tools.hosts": {"tools.hosts"},        # network namespaces and sshd: nothing of the bench
+    # network namespaces, sshd and engines: nothing of the bench but the image's tag
+    "tools.hosts": {"tools.hosts", "substrates.docker"},
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
     "tools.golden": {"run", "spec", "variants", "tools.golden"},   # runs every shipped scenario
     "tools.reach": {"matrix", "tools.reach"},     # runs a matrix's cells under coverage.py

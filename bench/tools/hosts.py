@@ -8,8 +8,9 @@ says what real hosts need instead).
 .(10+i) —, each running sshd (Debian's openssh-server) on its own address only, with a
 host key made here and a login key made here (root, that key only). It writes the
 inventory a run takes (`--hosts FILE`) and prints its path; beside it, `ssh_config` names
-the hosts for OpenSSH (`ssh -F ssh_config h1`, a matrix's `--tx ssh=h1//ssh_config=…`). The hosts share this machine's
-files and clock; their network is their own: iptables and tc act on one host alone.
+the hosts for OpenSSH (`ssh -F ssh_config h1`, a matrix's `--tx ssh=h1//ssh_config=…`).
+The hosts share this machine's files and clock; their network is their own: iptables and
+tc act on one host alone.
 Addresses are only ever inside the namespaces made here and on the bridge.
 
 `up N --docker` also starts a Docker Engine in each host's namespace (its own data and

@@ -409,10 +409,16 @@ def test_mosquitto_gives_a_silent_client_up_in_the_second_the_simulator_predicts
     from bench.substrates.live.brokers import make_broker
     from bench.substrates.live.facts import RawClient
 
-    broker = make_broker("mosquitto", tmp_path)
-    broker.start(on_second=True)
+    # started on a whole second: a loaded machine may take the start past the next one
+    # (CI, 2026-12-06, beside a 100,000-node judge), and then it is started again, twice
+    for attempt in range(3):
+        broker = make_broker("mosquitto", tmp_path / f"start-{attempt}")
+        broker.start(on_second=True)
+        if broker.start_second is not None:
+            break
+        broker.stop()
     try:
-        assert broker.start_second is not None, "the start straddled a second (loaded?)"
+        assert broker.start_second is not None, "three starts straddled a second (loaded?)"
         origin = broker.in_phase()
         assert origin is not None
         check = BEHAVIOURS["mosquitto"].keepalive_close
