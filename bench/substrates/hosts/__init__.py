@@ -77,6 +77,10 @@ class Hosts:
             return KEEP_IS_DOCKERS
         if choice.swarm:
             return SWARM_IS_DOCKERS
+        if scenario.topology.node_tls:
+            return (f"{scenario.topology.source}: the nodes' TLS is offered by the fault "
+                    "proxy in front of each, and --mode hosts puts none there: use --mode "
+                    "live or docker")
         if choice.wire_tap:
             return ("--wire-tap: --mode hosts puts no proxy between a node and its broker (its "
                     "links are the hosts' own); use --mode live or docker")

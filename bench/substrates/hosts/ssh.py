@@ -97,8 +97,11 @@ class Ssh:
         blob, digest = _package_tar()
         where = f"{self.inventory.files}/code-{digest}"
         q = shlex.quote(where)
-        self.run(f"test -f {q}/.complete || (mkdir -p {q}.part && tar -xzf - -C {q}.part && "
-                 f"touch {q}.part/.complete && rm -rf {q} && mv {q}.part {q})", input=blob,
+        # unpacked beside it and moved into place whole: two runs uploading at once never
+        # see half a package, and the second's copy goes if the first's is there
+        self.run(f"test -f {q}/.complete || {{ p={q}.part.$$; mkdir -p $p && "
+                 f"tar -xzf - -C $p && touch $p/.complete && "
+                 f"{{ mv -T $p {q} 2>/dev/null || rm -rf $p; }}; }}", input=blob,
                  timeout_s=60.0)
         return where
 
