@@ -378,3 +378,26 @@ def test_three_engines_on_three_hosts_make_one_swarm_whose_overlay_a_partition_c
     finally:
         harness.down(h)
     assert harness.left(h) == []
+
+
+@pytest.mark.slow
+def test_a_matrix_cell_on_hosts_finds_its_inventory_in_the_environment(
+        hosts: harness.Harness, tmp_path: Path) -> None:
+    """`modes = ["hosts"]` in a matrix: a cell has no --hosts of its own, and reads
+    A2A_BENCH_HOSTS; its id, place and label say hosts."""
+    (tmp_path / "mx").mkdir()
+    (tmp_path / "mx" / "h.matrix.toml").write_text(
+        'name = "h"\n[[group]]\nname = "q"\nscenarios = ["quickstart"]\n'
+        'modes = ["sim", "hosts"]\nbrokers = ["mosquitto"]\n')
+    done = subprocess.run([sys.executable, "-m", "bench", "matrix", "mx/h.matrix.toml"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, A2A_BENCH_HOSTS=str(hosts.inventory),
+                                   PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    cells = tmp_path / "results" / "h" / "cells"
+    on_hosts = [c for c in cells.iterdir() if c.name.endswith(".hosts.mosquitto")]
+    assert len(on_hosts) == 1, sorted(c.name for c in cells.iterdir())
+    summary = json.loads((on_hosts[0] / "summary.json").read_text())
+    assert summary["mode"] == "hosts" and summary["nodes"] == "hosts"
+    assert "hosts" in (tmp_path / "results" / "h" / "matrix.md").read_text()
+    assert traces(hosts) == {}
