@@ -212,7 +212,7 @@ class HostLinks(Links):
         self.p = placement
         self._rules: dict[tuple[int, str], list[tuple[Ssh, str]]] = {}   # fault, node -> undo
         #: (host, interface) -> peer address -> its netem, as the qdisc there has it
-        self._shaped: dict[tuple[str, str], dict[str, str]] = {}
+        self.shaped: dict[tuple[str, str], dict[str, str]] = {}
 
     def _journal(self, entry: dict[str, Json]) -> None:
         with open(self.p.workdir / "hosts" / "journal.jsonl", "a", encoding="utf-8") as fh:
@@ -297,7 +297,7 @@ class HostLinks(Links):
             for ssh, peer in ((self.p.ssh[here.name], there.address),
                               (self.p.ssh[there.name], here.address)):
                 dev = await self._device(ssh, peer)
-                peers = self._shaped.setdefault((ssh.host.name, dev), {})
+                peers = self.shaped.setdefault((ssh.host.name, dev), {})
                 if netem is None:
                     peers.pop(peer, None)
                 else:
@@ -355,7 +355,8 @@ class HostsPlacement:
         self.broker_host = self.inventory.hosts[self.inventory.broker]
         self.node_hosts: dict[str, Host] = self.inventory.host_of(nodes)
         self.started: set[tuple[str, int]] = set()
-        self.links: Links | None = HostLinks(self)
+        self.host_links = HostLinks(self)
+        self.links: Links | None = self.host_links
         self.clocks: dict[str, Clock] = {}
         self.code: dict[str, str] = {}
         try:
@@ -407,13 +408,11 @@ class HostsPlacement:
             if _dead(mark) if dead_only else mark.startswith(self.mark):
                 ssh.run(ssh.root(f"iptables -w -D {line[3:]}"), check=False)
                 removed += 1
-        if not dead_only:
-            shaped = ssh.run("tc qdisc show", check=False).stdout.decode(errors="replace")
-            for line in shaped.splitlines():
-                words = line.split()
-                if len(words) > 4 and words[2] == QDISC and "dev" in words:
-                    dev = words[words.index("dev") + 1]
-                    ssh.run(ssh.root(f"tc qdisc del dev {dev} root handle {QDISC}"), check=False)
+        if not dead_only:     # the interfaces this run shaped (another run may shape others)
+            for host, dev in self.host_links.shaped:
+                if host == ssh.host.name and ssh.run(ssh.root(
+                        f"tc qdisc del dev {dev} root handle {QDISC}"), check=False) \
+                        .returncode == 0:
                     removed += 1
         return removed
 
