@@ -382,6 +382,8 @@ def down(h: Harness) -> None:
             pass
         shutil.rmtree(FILES / h.id, ignore_errors=True)
         shutil.rmtree(h.state, ignore_errors=True)
+        with contextlib.suppress(OSError):      # the last harness gone: their folders too
+            FILES.rmdir()
 
 
 def left(h: Harness) -> list[str]:
