@@ -232,7 +232,7 @@ def test_every_findings_file_says_when_and_how_it_was_measured() -> None:
 
 #: The topic guides, whose figures live in docs/findings/ (PROTOCOL.md is a spec: its
 #: numbers are requirements; the profile page is generated).
-GUIDES = ("performance", "fidelity", "substrates", "brokers", "explore", "own-node",
+GUIDES = ("performance", "fidelity", "substrates", "brokers", "explore", "own-node", "hosts",
           "identity", "running", "workload", "architecture", "checkers", "testing", "faults",
           "matrices-and-reports")
 #: A number followed by a unit of measurement or the simulator's speed, or a ratio (×, not
