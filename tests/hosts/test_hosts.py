@@ -401,3 +401,51 @@ def test_a_matrix_cell_on_hosts_finds_its_inventory_in_the_environment(
     assert summary["mode"] == "hosts" and summary["nodes"] == "hosts"
     assert "hosts" in (tmp_path / "results" / "h" / "matrix.md").read_text()
     assert traces(hosts) == {}
+
+
+@pytest.mark.slow
+def test_the_embedded_broker_runs_on_a_host_too(hosts: harness.Harness, tmp_path: Path) -> None:
+    """amqtt on h1 under the guard (the bench's uploaded package runs it there)."""
+    out = tmp_path / "run"
+    assert main(["run", "quickstart", "--mode", "hosts", "--hosts", str(hosts.inventory),
+                 "--broker", "amqtt", "--out", str(out), "--no-plots"]) == EXIT_OK
+    started = next(e for e in events(out) if e["kind"] == "run_started")
+    assert started["broker"] == "amqtt" and started["brokerUrl"] == \
+        f"mqtt://{hosts.address(1)}:1883"
+    assert traces(hosts) == {}
+
+
+def test_a_partition_by_sudo_adds_its_rules_and_its_heal_removes_them(
+        hosts: harness.Harness, tmp_path: Path) -> None:
+    """`sudo = true` (a user who is not root on the hosts): iptables by `sudo -n`. The
+    links' own hands, straight: the rules on the node's host while the fault lasts, gone
+    and counted at its heal, both journaled."""
+    import asyncio
+    import shutil
+
+    from bench.faults.primitives import Done, FaultRef
+    from bench.substrates import Options
+    from bench.substrates.hosts.placement import HostsPlacement
+    if shutil.which("sudo") is None:
+        if os.environ.get("A2A_BENCH_REQUIRE_HOSTS"):
+            pytest.fail("sudo is not installed (apt-get install sudo)")
+        pytest.skip("sudo is not installed (apt-get install sudo; .ci/run does)")
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(hosts.inventory.read_text().replace('user = "root"\n',
+                                                             'user = "root"\nsudo = true\n'))
+    p = HostsPlacement(Options(broker="mosquitto", hosts=str(inventory)), tmp_path, ["n1"],
+                       lambda line: None)
+    try:
+        assert p.node_hosts["n1"].name == "h2"
+        fault = FaultRef(0, "partition")
+        cut = p.host_links.down(None, fault, ("n1",), False)  # type: ignore[arg-type]
+        assert asyncio.run(cut) == Done()
+        rules = [r for r in on(hosts, 2, "iptables", "-w", "-S").splitlines() if p.mark in r]
+        assert len(rules) == 2 and all(hosts.address(1) in r for r in rules), rules
+        healed = asyncio.run(p.host_links.up(None, fault, ("n1",)))  # type: ignore[arg-type]
+        assert isinstance(healed, Done) and healed.firings[0].action == "partitioned"
+        assert p.mark not in on(hosts, 2, "iptables", "-w", "-S")
+        journal = (tmp_path / "hosts" / "journal.jsonl").read_text().splitlines()
+        assert len(journal) == 2 and "iptables" in journal[0] and "healed" in journal[1]
+    finally:
+        p.abandon()
