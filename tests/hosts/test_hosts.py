@@ -246,6 +246,8 @@ def test_a_bad_inventory_is_one_line_naming_the_file_and_the_key(
     (["tampering", "--mode", "hosts", "--hosts", "{inv}"], "works inside MQTT packets"),
     (["directory_wipe", "--mode", "hosts", "--hosts", "{inv}"], "directory_wipe removes"),
     (["partition", "--mode", "hosts", "--hosts", "{inv}", "--wire-tap"], "--wire-tap"),
+    (["broker_restart", "--mode", "hosts", "--hosts", "{inv}", "--broker-restart-command",
+      "true"], "--broker-restart-command: for a broker by URL"),
     (["a2a_oauth", "--mode", "hosts", "--hosts", "{inv}", "--broker", "mosquitto"],
      "the nodes' TLS is offered by the fault proxy"),
     (["partition", "--mode", "hosts", "--hosts", "{inv}", "--broker", "rumqttd"],

@@ -23,6 +23,7 @@ from bench.substrates.descriptor import (
     SWARM_IS_DOCKERS,
     Choice,
     Identity,
+    flags_given,
     own_nodes_refusal,
 )
 from bench.substrates.live import EMBEDDED, sim_only_refusal, version_refusal
@@ -77,6 +78,10 @@ class Hosts:
             return KEEP_IS_DOCKERS
         if choice.swarm:
             return SWARM_IS_DOCKERS
+        external = flags_given(choice, "broker_ca", "restart_command", "no_isolation")
+        if external:
+            return (f"{', '.join(external)}: for a broker by URL (--mode live); --mode hosts "
+                    "starts its own broker on a host")
         if scenario.topology.node_tls:
             return (f"{scenario.topology.source}: the nodes' TLS is offered by the fault "
                     "proxy in front of each, and --mode hosts puts none there: use --mode "
