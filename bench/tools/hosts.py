@@ -293,6 +293,8 @@ def _engines_down(h: Harness) -> None:
             for m in sorted(mounts, key=len, reverse=True):
                 _run("umount", "-l", m, check=False)
     shutil.rmtree(ENGINES / h.id, ignore_errors=True)
+    with contextlib.suppress(OSError):          # the last harness's engines gone: theirs too
+        ENGINES.rmdir()
 
 
 def _make(h: Harness) -> None:
