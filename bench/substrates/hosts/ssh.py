@@ -44,10 +44,11 @@ class Ssh:
         self.control = control_dir / f"{host.name}.sock"
 
     def argv(self, command: str) -> list[str]:
-        """ssh running `command` (one shell line) on the host, by the master connection."""
+        """ssh running `command` (one shell line) on the host, by the master connection
+        (which ends a minute after its last session: a bench killed outright leaves none)."""
         inv = self.inventory
         opts = ["-o", "BatchMode=yes", "-o", "ControlMaster=auto",
-                "-o", f"ControlPath={self.control}", "-o", "ControlPersist=yes",
+                "-o", f"ControlPath={self.control}", "-o", "ControlPersist=60",
                 "-o", "ServerAliveInterval=10", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR"]
         if inv.identity:
             opts += ["-i", inv.identity, "-o", "IdentitiesOnly=yes"]
