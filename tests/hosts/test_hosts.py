@@ -23,7 +23,7 @@ from bench.spec.distribution import Distribution, SpecError, fixed
 from bench.substrates.hosts.inventory import load_inventory
 from bench.substrates.hosts.placement import netem_delay
 from bench.tools import hosts as harness
-from tests.hosts.conftest import need_hosts, on, traces
+from tests.hosts.conftest import lacking, need_hosts, on, traces
 from tests.live.test_interrupted import AS_A_TERMINAL_GIVES_IT
 
 
@@ -168,7 +168,7 @@ def test_marks_of_a_run_whose_bench_is_gone_are_swept_by_the_next(hosts: harness
         on(hosts, 2, "iptables", "-w", "-I", "OUTPUT", "-d", "10.77.255.254", "-m",
            "comment", "--comment", mark, "-j", "DROP")
     placement = HostsPlacement(Options(broker="mosquitto", hosts=str(hosts.inventory)),
-                               tmp_path, ["n1"], lambda line: None)
+                               tmp_path, ["n1"])
     placement.abandon()
     rules = on(hosts, 2, "iptables", "-w", "-S")
     assert dead not in rules and alive in rules
@@ -184,10 +184,8 @@ def test_a_host_whose_clock_is_five_seconds_ahead_records_in_the_runs_time(
     its nodes count the run's clock from the run's start read on that clock, and the run is
     judged as it is with every clock agreeing."""
     faketime = "/usr/bin/faketime"
-    if not Path(faketime).exists():
-        if os.environ.get("A2A_BENCH_REQUIRE_HOSTS"):
-            pytest.fail("faketime is not installed (apt-get install faketime)")
-        pytest.skip("faketime is not installed (apt-get install faketime; .ci/run does)")
+    lacking(None if Path(faketime).exists()
+            else "faketime is not installed (apt-get install faketime; .ci/run does)")
     ahead = tmp_path / "python-ahead"
     ahead.write_text(f'#!/bin/sh\nexec {faketime} -f "+5s" {sys.executable} "$@"\n')
     ahead.chmod(0o755)
@@ -428,15 +426,12 @@ def test_a_partition_by_sudo_adds_its_rules_and_its_heal_removes_them(
     from bench.faults.primitives import Done, FaultRef
     from bench.substrates import Options
     from bench.substrates.hosts.placement import HostsPlacement
-    if shutil.which("sudo") is None:
-        if os.environ.get("A2A_BENCH_REQUIRE_HOSTS"):
-            pytest.fail("sudo is not installed (apt-get install sudo)")
-        pytest.skip("sudo is not installed (apt-get install sudo; .ci/run does)")
+    lacking(None if shutil.which("sudo")
+            else "sudo is not installed (apt-get install sudo; .ci/run does)")
     inventory = tmp_path / "hosts.toml"
     inventory.write_text(hosts.inventory.read_text().replace('user = "root"\n',
                                                              'user = "root"\nsudo = true\n'))
-    p = HostsPlacement(Options(broker="mosquitto", hosts=str(inventory)), tmp_path, ["n1"],
-                       lambda line: None)
+    p = HostsPlacement(Options(broker="mosquitto", hosts=str(inventory)), tmp_path, ["n1"])
     try:
         assert p.node_hosts["n1"].name == "h2"
         fault = FaultRef(0, "partition")

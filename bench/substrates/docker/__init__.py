@@ -10,11 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.core.events import WALL_CLOCK_RECORDS_LATE_MS as RECORDS_LATE_MS
-from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
 from bench.spec.scenario import Mode, Scenario
-from bench.substrates.descriptor import HOSTS_ARE_HOSTS, Choice, Identity, own_nodes_refusal
-from bench.substrates.live import EMBEDDED, sim_only_refusal, version_refusal
+from bench.substrates.descriptor import HOSTS_ARE_HOSTS, Choice, own_nodes_refusal
+from bench.substrates.live import EMBEDDED, Placed, sim_only_refusal, version_refusal
 
 if TYPE_CHECKING:
     from bench.history import Recorder
@@ -41,13 +39,10 @@ def missing_images(scenario: Scenario) -> list[str]:
     return missing
 
 
-class Docker:
+class Docker(Placed):
     mode = Mode.DOCKER
-    wall_clock = True
-    clock_word = "run"
-    timers_late_ms = TIMERS_LATE_MS
-    records_late_ms = RECORDS_LATE_MS
-    history_flush_s: float | None = None
+    hosting = "container"
+    place_name = "docker"
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         own = own_nodes_refusal(scenario, runs_commands=False, runs_images=True)
@@ -76,12 +71,6 @@ class Docker:
             node_commands=choice.node_commands, node_images=choice.node_images,
             wire_tap=choice.wire_tap)
 
-    def identity(self, scenario: Scenario, options: Options) -> Identity:
-        return Identity(options.shown_broker, "container")
-
-    def expect(self, scenario: Scenario, options: Options) -> dict[str, str]:
-        return scenario.expect_for(options.broker)
-
     def header(self, scenario: Scenario, options: Options) -> str:
         return (f" on {options.shown_broker}, every node in a container"
                 + (" on a swarm's overlay network" if options.swarm else ""))
@@ -92,42 +81,12 @@ class Docker:
     def open(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
              options: Options, say: Callable[[str], None]) -> Deployment:
         from bench.substrates.docker.deployment import ContainerPlacement
-        from bench.substrates.live.deployment import LiveDeployment
         workdir = workdir.resolve()   # bind-mounted at the same absolute paths
-        placement = ContainerPlacement(options, workdir, say)
-        try:
-            return LiveDeployment(scenario, variant, recorder, workdir, options, say, placement)
-        except BaseException:
-            placement.abandon()
-            raise
-
-    def unspoken(self, scenario: Scenario, broker: str) -> str | None:
-        return version_refusal(scenario, broker)
-
-    def brokers(self, installed: bool = False) -> tuple[str, ...]:
-        return EMBEDDED      # each in a container of the bench's image
-
-    def cells(self, brokers: list[str], models: list[str], hostings: list[str],
-              scenario_nodes: str | None) -> list[tuple[str, str]]:
-        return [(b, "container") for b in brokers]
-
-    def cell_name(self, broker: str, nodes: str) -> list[str]:
-        return [broker]
-
-    def cell_choice(self, broker: str, nodes: str) -> Choice:
-        return Choice(broker=broker)
-
-    def unmodelled(self, scenario: Scenario, broker: str) -> dict[str, str]:
-        return {}
-
-    def place(self, broker: str, nodes: str) -> str:
-        return "docker"
+        return self.deployed(scenario, variant, recorder, workdir, options, say,
+                             ContainerPlacement(options, workdir, say))
 
     def label(self, recorded: dict[str, object]) -> str:
         return f"docker on {recorded.get('broker', '?')} (container nodes)"
-
-    def tag(self, recorded: dict[str, object]) -> str:
-        return f"docker/{recorded.get('broker')}"
 
 
 SUBSTRATE = Docker()

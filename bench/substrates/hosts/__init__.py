@@ -15,18 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.core.events import WALL_CLOCK_RECORDS_LATE_MS as RECORDS_LATE_MS
-from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
 from bench.spec.scenario import Mode, Scenario
 from bench.substrates.descriptor import (
     KEEP_IS_DOCKERS,
     SWARM_IS_DOCKERS,
     Choice,
-    Identity,
     flags_given,
     own_nodes_refusal,
 )
-from bench.substrates.live import EMBEDDED, sim_only_refusal, version_refusal
+from bench.substrates.live import EMBEDDED, Placed, sim_only_refusal, version_refusal
 
 if TYPE_CHECKING:
     from bench.history import Recorder
@@ -45,13 +42,10 @@ def inventory_of(choice: Choice) -> str | None:
     return choice.hosts or os.environ.get(HOSTS_ENV) or None
 
 
-class Hosts:
+class Hosts(Placed):
     mode = Mode.HOSTS
-    wall_clock = True
-    clock_word = "run"
-    timers_late_ms = TIMERS_LATE_MS
-    records_late_ms = RECORDS_LATE_MS
-    history_flush_s: float | None = None
+    hosting = "hosts"
+    place_name = "hosts"
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         from bench.faults import CATALOGUE
@@ -113,12 +107,6 @@ class Hosts:
             broker=choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt),
             hosting=Hosting.PROCESS, hosts=str(Path(str(inventory_of(choice))).resolve()))
 
-    def identity(self, scenario: Scenario, options: Options) -> Identity:
-        return Identity(options.shown_broker, "hosts")
-
-    def expect(self, scenario: Scenario, options: Options) -> dict[str, str]:
-        return scenario.expect_for(options.broker)
-
     def header(self, scenario: Scenario, options: Options) -> str:
         return f" on {options.shown_broker}, the broker and every node on the hosts of " \
                f"{options.hosts}"
@@ -130,45 +118,18 @@ class Hosts:
              options: Options, say: Callable[[str], None]) -> Deployment:
         from bench.substrates.hosts.placement import HostsPlacement
         from bench.substrates.live.brokers import BrokerError
-        from bench.substrates.live.deployment import LiveDeployment
-        placement = HostsPlacement(options, workdir, [n.id for n in scenario.topology.nodes],
-                                   say)
+        placement = HostsPlacement(options, workdir, [n.id for n in scenario.topology.nodes])
         try:
             if any(f.kind == "latency" for f in scenario.faults) \
                     and (why := placement.netem_refusal()) is not None:
                 raise BrokerError(f"{scenario.source}: {why}")
-            return LiveDeployment(scenario, variant, recorder, workdir, options, say, placement)
         except BaseException:
             placement.abandon()
             raise
-
-    def unspoken(self, scenario: Scenario, broker: str) -> str | None:
-        return version_refusal(scenario, broker)
-
-    def brokers(self, installed: bool = False) -> tuple[str, ...]:
-        return EMBEDDED
-
-    def cells(self, brokers: list[str], models: list[str], hostings: list[str],
-              scenario_nodes: str | None) -> list[tuple[str, str]]:
-        return [(b, "hosts") for b in brokers]
-
-    def cell_name(self, broker: str, nodes: str) -> list[str]:
-        return [broker]
-
-    def cell_choice(self, broker: str, nodes: str) -> Choice:
-        return Choice(broker=broker)
-
-    def unmodelled(self, scenario: Scenario, broker: str) -> dict[str, str]:
-        return {}
-
-    def place(self, broker: str, nodes: str) -> str:
-        return "hosts"
+        return self.deployed(scenario, variant, recorder, workdir, options, say, placement)
 
     def label(self, recorded: dict[str, object]) -> str:
         return f"hosts on {recorded.get('broker', '?')} (nodes on hosts by SSH)"
-
-    def tag(self, recorded: dict[str, object]) -> str:
-        return f"hosts/{recorded.get('broker')}"
 
 
 SUBSTRATE = Hosts()

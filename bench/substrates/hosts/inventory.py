@@ -26,7 +26,6 @@ python = "/opt/py311/bin/python3"    # optional: this host's own
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,10 +139,3 @@ def load_inventory(path: Path) -> Inventory:
 def _expand(path: str | None) -> str | None:
     return None if path is None else str(Path(path).expanduser())
 
-
-def is_address(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True

@@ -23,7 +23,6 @@ import secrets
 import shlex
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +39,7 @@ from bench.substrates.hosts.ssh import Clock, HostError, Ssh, control_dir
 from bench.substrates.live.brokers import Broker, BrokerError, mosquitto_conf, wait_listening
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.nodes import STOP_S, LiveNode, ProcessNode
-from bench.substrates.live.placement import Links
+from bench.substrates.live.placement import Hookless, Links
 from bench.substrates.log import RunLog
 
 if TYPE_CHECKING:
@@ -329,21 +328,21 @@ class HostLinks(Links):
         return words[words.index("dev") + 1]
 
 
-class HostsPlacement:
+class HostsPlacement(Hookless):
     """The broker on the inventory's broker host, each node on its host (the inventory's
-    `place`, else round the hosts), links faulted on the hosts; no fault proxy."""
+    `place`, else round the hosts), links faulted on the hosts (`links`: no fault proxy,
+    no hook of the proxies'); at the run's end, the hosts swept."""
 
     mode = Mode.HOSTS
     hosting = "hosts"
     proxy_host = "127.0.0.1"      # (no proxies: links are the hosts' own)
 
-    def __init__(self, options: Options, workdir: Path, nodes: list[str],
-                 say: Callable[[str], None]) -> None:
+    def __init__(self, options: Options, workdir: Path, nodes: list[str]) -> None:
         if options.broker not in ("amqtt", "mosquitto"):
             raise BrokerError(f"--mode hosts runs its own broker on a host: --broker amqtt or "
                               f"mosquitto, not {options.broker!r}")
         assert options.hosts is not None
-        self.options, self.workdir, self.say = options, workdir, say
+        self.workdir = workdir
         self.inventory: Inventory = load_inventory(Path(options.hosts))
         self.token = secrets.token_hex(3)
         self.mark = _mark(os.getpid(), self.token)
@@ -447,20 +446,6 @@ class HostsPlacement:
         return ProcessNode(spec, log, launcher)
 
     _clocks_recorded = False
-
-    async def proxies_starting(self) -> None:
-        return None
-
-    def link_cut(self, dep: LiveDeployment, fault: FaultRef, nodes: tuple[str, ...],
-                 unplug: bool) -> None:
-        return None     # (HostLinks did it)
-
-    def link_restored(self, dep: LiveDeployment, fault: FaultRef,
-                      nodes: tuple[str, ...]) -> None:
-        return None
-
-    def closing(self, dep: LiveDeployment) -> None:
-        return None
 
     def closed(self, dep: LiveDeployment, completely: bool) -> None:
         """Every mark of the run off every host, every process it started there ended, its

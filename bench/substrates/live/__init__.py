@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench.core.events import WALL_CLOCK_RECORDS_LATE_MS as RECORDS_LATE_MS
 from bench.core.events import WALL_CLOCK_TIMERS_LATE_MS as TIMERS_LATE_MS
@@ -86,6 +86,65 @@ def version_refusal(scenario: Scenario, broker: str) -> str | None:
                 + ("" if scenario.mqtt_fixed else
                    f", or --mqtt {kind.speaks[0].value}"))
     return spoken_refusal(scenario, broker, " or an mqtt:// broker that speaks 5")
+
+
+class Placed:
+    """What the substrates that place a live deployment themselves (docker's containers,
+    hosts by SSH) say alike: a wall clock, a broker the bench starts (amqtt or Mosquitto)
+    and one matrix cell per broker. Each names its `mode`, `hosting` (how its nodes are
+    hosted, as identity and a cell name them) and `place` (its fidelity column)."""
+
+    mode: Mode
+    hosting: str
+    place_name: str
+    wall_clock = True
+    clock_word = "run"
+    timers_late_ms = TIMERS_LATE_MS
+    records_late_ms = RECORDS_LATE_MS
+    history_flush_s: float | None = None
+
+    def identity(self, scenario: Scenario, options: Options) -> Identity:
+        return Identity(options.shown_broker, self.hosting)
+
+    def expect(self, scenario: Scenario, options: Options) -> dict[str, str]:
+        return scenario.expect_for(options.broker)
+
+    def unspoken(self, scenario: Scenario, broker: str) -> str | None:
+        return version_refusal(scenario, broker)
+
+    def brokers(self, installed: bool = False) -> tuple[str, ...]:
+        return EMBEDDED
+
+    def cells(self, brokers: list[str], models: list[str], hostings: list[str],
+              scenario_nodes: str | None) -> list[tuple[str, str]]:
+        return [(b, self.hosting) for b in brokers]
+
+    def cell_name(self, broker: str, nodes: str) -> list[str]:
+        return [broker]
+
+    def cell_choice(self, broker: str, nodes: str) -> Choice:
+        return Choice(broker=broker)
+
+    def unmodelled(self, scenario: Scenario, broker: str) -> dict[str, str]:
+        return {}
+
+    def place(self, broker: str, nodes: str) -> str:
+        return self.place_name
+
+    def tag(self, recorded: dict[str, object]) -> str:
+        return f"{self.mode.value}/{recorded.get('broker')}"
+
+    @staticmethod
+    def deployed(scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
+                 options: Options, say: Callable[[str], None], placement: Any) -> Deployment:
+        """The live deployment on `placement`; what the placement made goes if it cannot
+        be built."""
+        from bench.substrates.live.deployment import LiveDeployment
+        try:
+            return LiveDeployment(scenario, variant, recorder, workdir, options, say, placement)
+        except BaseException:
+            placement.abandon()
+            raise
 
 
 class Live:

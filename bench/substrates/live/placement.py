@@ -86,9 +86,32 @@ class Placement(Protocol):
         whatever the placement made for the run goes too."""
 
 
-class LocalPlacement:
+class Hookless:
+    """The hooks of a placement that has nothing of its own to do around the proxies, the
+    links and the run's end (a subclass overrides those it has)."""
+
+    async def proxies_starting(self) -> None:
+        return None
+
+    def link_cut(self, dep: LiveDeployment, fault: FaultRef, nodes: tuple[str, ...],
+                 unplug: bool) -> None:
+        return None
+
+    def link_restored(self, dep: LiveDeployment, fault: FaultRef,
+                      nodes: tuple[str, ...]) -> None:
+        return None
+
+    def closing(self, dep: LiveDeployment) -> None:
+        return None
+
+    def closed(self, dep: LiveDeployment, completely: bool) -> None:
+        return None
+
+
+class LocalPlacement(Hookless):
     """This machine: the broker a child process (or external), the nodes on the bench's
-    event loop (`inproc`) or one OS process each (`process`), the proxies on 127.0.0.1."""
+    event loop (`inproc`) or one OS process each (`process`), the proxies on 127.0.0.1
+    (they are the whole link here: no hook of its own)."""
 
     mode = Mode.LIVE
     proxy_host = "127.0.0.1"
@@ -116,20 +139,3 @@ class LocalPlacement:
             return ProcessNode(spec, log, LocalProcess(given.command))
         return InprocNode(spec, log) if self.options.hosting is Hosting.INPROC \
             else ProcessNode(spec, log, LocalProcess())
-
-    async def proxies_starting(self) -> None:
-        return None
-
-    def link_cut(self, dep: LiveDeployment, fault: FaultRef, nodes: tuple[str, ...],
-                 unplug: bool) -> None:
-        return None     # the proxies are the whole link here
-
-    def link_restored(self, dep: LiveDeployment, fault: FaultRef,
-                      nodes: tuple[str, ...]) -> None:
-        return None
-
-    def closing(self, dep: LiveDeployment) -> None:
-        return None
-
-    def closed(self, dep: LiveDeployment, completely: bool) -> None:
-        return None
