@@ -21,7 +21,8 @@ CORE_ALLOWED = {"__future__", "collections", "dataclasses", "enum", "typing", "j
 
 #: A module's layer (its dotted path under bench, longest prefix first) -> the layers it may
 #: import. Layering: core <- storage/history <- substrates/faults/workload <- matrix/report
-#: <- run <- cli. The substrates are siblings: none imports another.
+#: <- run <- cli. The substrates are siblings: none imports another (but docker across
+#: hosts, which places containers on the hosts' placement).
 LAYERS = {
     "core": {"core"},
     # each protocol a package that describes itself (bench/protocols/<name>/__init__.py);
@@ -68,10 +69,12 @@ LAYERS = {
                         "faults.primitives", "substrates.host", "substrates.log",
                         "substrates.descriptor",
                         "substrates.tcp", "substrates.filters", "substrates.live"},
-    # docker is the live deployment with its broker and nodes in containers: it builds on live
+    # docker is the live deployment with its broker and nodes in containers: it builds on live;
+    # across the engines of several hosts (--hosts) on the hosts' placement too (the one
+    # sibling edge: how hosts are reached, their clocks read and their links cut is theirs)
     "substrates.docker": {"core", "history", "spec", "protocols", "variants", "faults.primitives",
                           "substrates", "substrates.log", "substrates.descriptor",
-                          "substrates.live", "substrates.docker"},
+                          "substrates.live", "substrates.hosts", "substrates.docker"},
     # hosts by SSH: the live deployment, placed on them
     "substrates.hosts": {"core", "history", "spec", "protocols", "variants", "faults",
                          "substrates", "substrates.log", "substrates.descriptor",

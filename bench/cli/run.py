@@ -74,7 +74,9 @@ def deployment_arguments(p: argparse.ArgumentParser) -> None:
                         "iptables and tc there); default: the scenario's mode key, else live")
     p.add_argument("--hosts", type=Path, metavar="FILE",
                    help="hosts: the inventory — the hosts, how the bench logs in to them, "
-                        "which runs the broker and which each node (docs/hosts.md); "
+                        "which runs the broker and which each node (docs/hosts.md); docker: "
+                        "the same, each host with its Docker Engine (docker = URL), the "
+                        "containers placed across the engines of one swarm; "
                         "`python -m bench.tools.hosts up 3` makes three on this machine and "
                         "prints one")
     p.add_argument("--broker",

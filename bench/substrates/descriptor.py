@@ -171,7 +171,7 @@ KEEP_IS_DOCKERS = ("--keep applies to --mode docker (a live run's broker and nod
                    "this process's children and end with it)")
 SWARM_IS_DOCKERS = "--swarm applies to --mode docker (it chooses the containers' network)"
 HOSTS_ARE_HOSTS = ("--hosts applies to --mode hosts (the broker and nodes on the hosts it "
-                   "lists, by SSH)")
+                   "lists, by SSH) and --mode docker (containers on those hosts' engines)")
 
 
 def own_nodes_refusal(scenario: Scenario, *, runs_commands: bool,

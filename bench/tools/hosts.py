@@ -346,6 +346,7 @@ def ssh_config(h: Harness) -> str:
 
 def inventory_toml(h: Harness) -> str:
     hosts = "".join(f'\n[hosts.{h.name(i)}]\naddress = "{h.address(i)}"\n'
+                    + (f'docker = "unix://{h.engine(i)}"\n' if h.docker else "")
                     for i in range(1, h.count + 1))
     return (f"# hosts in network namespaces of this machine (harness {h.id}), made by\n"
             f"# `python -m bench.tools.hosts up {h.count}`; removed by "

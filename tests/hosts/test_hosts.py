@@ -20,7 +20,7 @@ import pytest
 from bench.cli import main
 from bench.run import EXIT_INVALID, EXIT_OK, EXIT_UNKNOWN
 from bench.spec.distribution import Distribution, SpecError, fixed
-from bench.substrates.hosts.inventory import load_inventory
+from bench.substrates.hosts.inventory import load_inventory, sharing
 from bench.substrates.hosts.placement import netem_delay
 from bench.tools import hosts as harness
 from tests.hosts.conftest import lacking, need_hosts, on, traces
@@ -250,12 +250,22 @@ def test_a_bad_inventory_is_one_line_naming_the_file_and_the_key(
      "the nodes' TLS is offered by the fault proxy"),
     (["partition", "--mode", "hosts", "--hosts", "{inv}", "--broker", "rumqttd"],
      "amqtt or mosquitto"),
+    # docker across the hosts' engines: the same refusals, and each host needs its engine
+    (["partition", "--mode", "docker", "--hosts", "{inv}"], "hosts.h1.docker: expected"),
+    (["tampering", "--mode", "docker", "--hosts", "{docker}"], "works inside MQTT packets"),
+    (["partition", "--mode", "docker", "--hosts", "{docker}", "--keep"],
+     "--keep: a deployment across hosts"),
+    (["partition", "--mode", "docker", "--hosts", "{docker}", "--wire-tap"], "--wire-tap"),
 ])
 def test_what_hosts_cannot_run_is_refused_in_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
     inventory = tmp_path / "hosts.toml"
     inventory.write_text('broker = "h1"\n[hosts.h1]\naddress = "10.0.0.1"\n')
-    monkey = [a.replace("{inv}", str(inventory)) for a in argv]
+    engines = tmp_path / "engines.toml"
+    engines.write_text('broker = "h1"\n[hosts.h1]\naddress = "10.0.0.1"\n'
+                       'docker = "ssh://root@10.0.0.1"\n')
+    monkey = [a.replace("{inv}", str(inventory)).replace("{docker}", str(engines))
+              for a in argv]
     code = main(["run", *monkey, "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == EXIT_INVALID and len(err) == 1 and says in err[0], err
@@ -279,6 +289,29 @@ def test_nodes_go_round_the_hosts_that_are_not_the_brokers_unless_placed(
     alone = tmp_path / "one.toml"
     alone.write_text('broker = "b"\n[hosts.b]\naddress = "10.0.0.1"\n')
     assert load_inventory(alone).host_of(["n1"])["n1"].name == "b"
+
+
+def test_the_nodes_a_link_fault_cuts_get_a_host_apart_and_what_must_share_is_said(
+        tmp_path: Path) -> None:
+    """A partition cuts a host's link: the nodes it names go on a host of their own (those
+    it names together, together), the rest round the hosts left; where hosts run out, the
+    nodes it cuts besides are said."""
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text('broker = "b"\n[hosts.b]\naddress = "10.0.0.1"\n[hosts.x]\n'
+                         'address = "10.0.0.2"\n[hosts.y]\naddress = "10.0.0.3"\n')
+    inv = load_inventory(inventory)
+    nodes = ["orch-1", "exec-1", "exec-2", "exec-3"]
+    got = inv.host_of(nodes, {0: ("exec-2",)})
+    assert {n: h.name for n, h in got.items()} == \
+        {"exec-2": "x", "orch-1": "y", "exec-1": "y", "exec-3": "y"}
+    assert sharing(got, {0: ("exec-2",)}) == []
+    together = inv.host_of(nodes, {0: ("exec-1", "exec-2"), 1: ("exec-1", "exec-2")})
+    assert together["exec-1"] == together["exec-2"] != together["orch-1"]
+    crowded = inv.host_of(nodes, {0: ("exec-1",), 1: ("exec-2",)})
+    assert crowded["exec-1"].name == "x" and crowded["exec-2"].name == "y"
+    said = sharing(crowded, {0: ("exec-1",), 1: ("exec-2",)})
+    assert len(said) == 2 and said[0].startswith("faults[0] cuts the link of x") \
+        and "orch-1" in said[0], said
 
 
 # -- a matrix across the hosts -----------------------------------------------------------------
@@ -317,13 +350,33 @@ def test_the_default_matrix_across_three_ssh_hosts_gives_the_local_verdicts(
 
 
 # -- a swarm of three engines ------------------------------------------------------------------
+def engine_traces(h: harness.Harness) -> dict[str, list[str]]:
+    """What a run may have left on each host of a harness with engines: a container or a
+    network of the bench's on its engine, an iptables rule of the bench's."""
+    out: dict[str, list[str]] = {}
+    for i in range(1, h.count + 1):
+        left = [r for r in on(h, i, "iptables", "-w", "-S").splitlines() if "a2a-bench" in r]
+        for what in (["ps", "-a", "--format", "container {{.Names}}"],
+                     ["network", "ls", "--filter", "label=a2a-bench.run",
+                      "--format", "network {{.Name}}"]):
+            left += subprocess.run(["docker", "-H", f"unix://{h.engine(i)}", *what],
+                                   capture_output=True, text=True, check=True).stdout.split("\n")
+        if [x for x in left if x]:
+            out[h.name(i)] = [x for x in left if x]
+    return out
+
+
 @pytest.mark.slow
-def test_three_engines_on_three_hosts_make_one_swarm_whose_overlay_a_partition_cuts(
+def test_three_engines_make_one_swarm_the_docker_substrate_places_a_run_across(
         tmp_path: Path) -> None:
     """`up 3 --docker`: an engine in each host's namespace, the bench's image in each, one
     swarm. A container on host 2's engine reaches a broker container on host 1's over an
-    attachable overlay network; iptables between the two hosts cuts it, and removing the
-    rules heals it; `down` leaves no engine, mount or file behind."""
+    attachable overlay network, iptables between the two hosts cuts it and removing the rules
+    heals it (seen by a raw client). `--mode docker --hosts` runs the quickstart across the
+    engines (amqtt on host 1's, the nodes on the others') and the partition scenario
+    with exec-2's host cut from the broker's, each judged as a local run is; Ctrl-C mid-
+    partition leaves no container, network or rule on any engine or host; `down` leaves no
+    engine, mount or file behind."""
     need_hosts()
     import docker as sdk
 
@@ -367,14 +420,61 @@ def test_three_engines_on_three_hosts_make_one_swarm_whose_overlay_a_partition_c
         cut = [("INPUT", "-s"), ("OUTPUT", "-d")]
         for chain, way in cut:
             on(h, 2, "iptables", "-w", "-I", chain, way, h.address(1), "-m", "comment",
-               "--comment", "a2a-bench-test", "-j", "DROP")
+               "--comment", "a2a-test", "-j", "DROP")
         assert docker(2, "exec", "client", "python3", "-c", probe, "2").stdout.strip() \
             .startswith("cut")
         for chain, way in cut:
             on(h, 2, "iptables", "-w", "-D", chain, way, h.address(1), "-m", "comment",
-               "--comment", "a2a-bench-test", "-j", "DROP")
+               "--comment", "a2a-test", "-j", "DROP")
         assert docker(2, "exec", "client", "python3", "-c", probe, "20").stdout.strip() \
             == "reached"
+        for i, name in ((2, "client"), (1, "broker")):
+            assert docker(i, "rm", "-f", name).returncode == 0
+        assert docker(1, "network", "rm", "a2a-test").returncode == 0
+
+        def engines_run(scenario: str, out: Path, broker: str = "mosquitto") -> int:
+            return main(["run", scenario, "--mode", "docker", "--hosts", str(h.inventory),
+                         "--broker", broker, "--out", str(out), "--no-plots"])
+        # (the embedded broker here, Mosquitto below: each started in a container there)
+        assert engines_run("quickstart", tmp_path / "quickstart", "amqtt") == EXIT_OK
+        es = events(tmp_path / "quickstart")
+        stores = {e["node"]: e["store"] for e in es if e["kind"] == "self_check"}
+        placed = {n: d.split("/run-")[1].split("/")[1] for n, d in stores.items()}
+        assert set(placed.values()) == {"h2", "h3"}, placed
+        assert next(e for e in es if e["kind"] == "run_started")["mode"] == "docker"
+        assert engine_traces(h) == {}
+
+        out = tmp_path / "partition"
+        assert engines_run("partition", out) == EXIT_OK
+        es = events(out)
+        stores = {e["node"]: e["store"] for e in es if e["kind"] == "self_check"}
+        placed = {n: d.split("/run-")[1].split("/")[1] for n, d in stores.items()}
+        # exec-2, the one cut off, alone on its host: the cut is its host's link
+        assert [n for n, at in placed.items() if at == placed["exec-2"]] == ["exec-2"], placed
+        assert any(e["kind"] == "fault_fired" and e.get("action") == "partitioned"
+                   and e["packetsBlackholed"] > 0 for e in es)
+        journal = (out / "hosts" / "journal.jsonl").read_text()
+        assert f'"host": "{placed["exec-2"]}"' in journal
+        assert engine_traces(h) == {}
+
+        out = tmp_path / "interrupted"
+        proc = subprocess.Popen([sys.executable, "-c", AS_A_TERMINAL_GIVES_IT, "run",
+                                 "partition", "--mode", "docker", "--hosts", str(h.inventory),
+                                 "--broker", "mosquitto", "--out", str(out), "--no-plots"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        journal_file = out / "hosts" / "journal.jsonl"
+        deadline = time.monotonic() + 120      # the partition starts 5 s into the workload
+        while not (journal_file.exists() and "iptables" in journal_file.read_text()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == EXIT_UNKNOWN, err.decode()
+        assert "interrupted" in err.decode()
+        assert engine_traces(h) == {}
+        assert main(["check", str(out)]) in (EXIT_OK, EXIT_UNKNOWN)
     finally:
         harness.down(h)
     assert harness.left(h) == []

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.spec.scenario import Mode, Scenario
-from bench.substrates.descriptor import HOSTS_ARE_HOSTS, Choice, own_nodes_refusal
+from bench.substrates.descriptor import Choice, own_nodes_refusal
 from bench.substrates.live import EMBEDDED, Placed, sim_only_refusal, version_refusal
 
 if TYPE_CHECKING:
@@ -58,7 +58,13 @@ class Docker(Placed):
         if choice.nodes:
             return "--nodes applies to --mode live; in docker every node is a container"
         if choice.hosts:
-            return HOSTS_ARE_HOSTS
+            from bench.substrates.hosts import on_hosts_refusal
+            if scenario.image_nodes or choice.node_images:
+                return (f"{scenario.topology.source}: nodes of their own images run on one "
+                        "engine (--mode docker without --hosts)")
+            why = on_hosts_refusal(scenario, choice, choice.hosts, "docker")
+            if why is not None:
+                return why
         broker = choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt)
         return version_refusal(scenario, broker) or sim_only_refusal(scenario)
 
@@ -69,19 +75,31 @@ class Docker(Placed):
             restart_command=choice.restart_command, isolate=not choice.no_isolation,
             broker_ca=choice.broker_ca, keep=choice.keep, swarm=choice.swarm,
             node_commands=choice.node_commands, node_images=choice.node_images,
-            wire_tap=choice.wire_tap)
+            wire_tap=choice.wire_tap,
+            hosts=str(Path(choice.hosts).resolve()) if choice.hosts else None)
 
     def header(self, scenario: Scenario, options: Options) -> str:
+        if options.hosts:
+            return (f" on {options.shown_broker}, the broker and every node in a container "
+                    f"on the engines of the hosts of {options.hosts} (one swarm's overlay)")
         return (f" on {options.shown_broker}, every node in a container"
                 + (" on a swarm's overlay network" if options.swarm else ""))
 
     def replay(self, scenario: Scenario, options: Options) -> list[str]:
-        return ["--broker", options.shown_broker]
+        return ["--broker", options.shown_broker] + \
+            (["--hosts", options.hosts] if options.hosts else [])
 
     def open(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
              options: Options, say: Callable[[str], None]) -> Deployment:
-        from bench.substrates.docker.deployment import ContainerPlacement
         workdir = workdir.resolve()   # bind-mounted at the same absolute paths
+        if options.hosts:
+            from bench.substrates.docker.engines import EnginesPlacement
+            from bench.substrates.hosts import latency_refused, link_cuts
+            engines = EnginesPlacement(options, workdir, [n.id for n in scenario.topology.nodes],
+                                       link_cuts(scenario), say)
+            latency_refused(scenario, engines)
+            return self.deployed(scenario, variant, recorder, workdir, options, say, engines)
+        from bench.substrates.docker.deployment import ContainerPlacement
         return self.deployed(scenario, variant, recorder, workdir, options, say,
                              ContainerPlacement(options, workdir, say))
 

@@ -169,11 +169,12 @@ def _swarm_manager(client: Any) -> None:
                           "--advertise-addr <this host's address>")
 
 
-def _binds(ro: tuple[Path, ...] = (), rw: tuple[Path, ...] = ()) -> dict[str, dict[str, str]]:
+def _binds(ro: tuple[Path, ...] = (), rw: tuple[Path, ...] = (),
+           code: Path = PROJECT) -> dict[str, dict[str, str]]:
     """A container's bind mounts, each at its own absolute path: the project's code (read
-    only) always, then `ro` and `rw`."""
+    only; `code`: where its engine's host has it) always, then `ro` and `rw`."""
     return {str(p): {"bind": str(p), "mode": mode}
-            for paths, mode in (((PROJECT, *ro), "ro"), (rw, "rw")) for p in paths}
+            for paths, mode in (((code, *ro), "ro"), (rw, "rw")) for p in paths}
 
 
 def broker_command(kind: str, workdir: Path) -> list[str]:
@@ -222,19 +223,26 @@ class DockerBroker(Broker):
         self.client, self.image, self.network, self.labels = client, image, network, labels
         self.name = name
         self.container: Any = None
+        #: where its engine's host has the bench's code and the folder the container binds
+        #: (Mosquitto's configuration and persistence)
+        self.code, self.binds = PROJECT, workdir
+
+    def command(self) -> list[str]:
+        """Its command, its configuration written where the container finds it."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        return broker_command(self.kind, self.workdir)
 
     def start(self, timeout_s: float | None = 30.0, *, on_second: bool = False,
               version: MqttVersion | None = None) -> None:
         from docker.errors import APIError
-        self.workdir.mkdir(parents=True, exist_ok=True)
 
         def create() -> None:
             self.container = self.client.containers.create(
-                self.image, broker_command(self.kind, self.workdir), name=self.name,
+                self.image, self.command(), name=self.name,
                 labels=self.labels, network=self.network,
-                ports={f"{BROKER_PORT}/tcp": ("127.0.0.1", self.port)},
-                volumes=_binds(rw=(self.workdir,)),
-                environment={"PYTHONPATH": str(PROJECT)}, working_dir=str(self.workdir))
+                ports={f"{BROKER_PORT}/tcp": (self.host, self.port)},
+                volumes=_binds(rw=(self.binds,), code=self.code),
+                environment={"PYTHONPATH": str(self.code)}, working_dir=str(self.binds))
 
         def launch() -> None:
             self.container.start()
@@ -286,8 +294,12 @@ class ContainerLauncher:
     freezer = "docker pause: the cgroup freezer"
 
     def __init__(self, client: Any, image: str, network: str, labels: dict[str, str],
-                 name: str, data_dir: Path, own_image: str | None = None) -> None:
+                 name: str, data_dir: Path, own_image: str | None = None,
+                 engine_url: str | None = None, code: Path = PROJECT) -> None:
         self.client, self.network, self.labels = client, network, labels
+        #: the engine's URL for the docker CLI (None: DOCKER_HOST's, this machine's), and
+        #: where the bench's code is on the engine's host (its data dir is made there)
+        self.engine_url, self.code = engine_url, code
         #: anyone's node: a container of its own image, run as its entrypoint says
         self.own_image = own_image
         self.image = own_image or image
@@ -297,18 +309,20 @@ class ContainerLauncher:
 
     async def spawn(self) -> asyncio.subprocess.Process:
         if self.container is None:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            if self.engine_url is None:   # (another host's engine makes it as it binds it)
+                self.data_dir.mkdir(parents=True, exist_ok=True)
             reference = {"command": ["python", "-m", "bench.substrates.live.node_process"],
-                         "environment": {"PYTHONPATH": str(PROJECT)}}
+                         "environment": {"PYTHONPATH": str(self.code)}}
             self.container = await asyncio.get_running_loop().run_in_executor(
                 None, lambda: self.client.containers.create(
                     self.image, name=self.name, labels=self.labels, network=self.network,
-                    stdin_open=True, volumes=_binds(rw=(self.data_dir,)),
+                    stdin_open=True, volumes=_binds(rw=(self.data_dir,), code=self.code),
                     **({} if self.own_image else reference)))
         # its own session, as a node process: the CLI would proxy a terminal's Ctrl-C into
         # the container
+        engine = ["--host", self.engine_url] if self.engine_url else []
         return await asyncio.create_subprocess_exec(
-            "docker", "start", "--attach", "--interactive", self.name,
+            "docker", *engine, "start", "--attach", "--interactive", self.name,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, start_new_session=True)
 

@@ -28,6 +28,7 @@ from bench.substrates.live import EMBEDDED, Placed, sim_only_refusal, version_re
 if TYPE_CHECKING:
     from bench.history import Recorder
     from bench.substrates import Deployment, Options
+    from bench.substrates.hosts.placement import HostsPlacement
     from bench.variants import Variant
 
 #: where a matrix's hosts cells find their inventory (a cell has no --hosts of its own)
@@ -38,8 +39,76 @@ HOSTS_ENV = "A2A_BENCH_HOSTS"
 ON_HOSTS = frozenset({"partition", "latency", "loss"})
 
 
+def link_cuts(scenario: Scenario) -> dict[int, tuple[str, ...]]:
+    """Each link fault's nodes, by its index: the hosts cut them (and whatever shares
+    their host)."""
+    return {f.index: tuple(f.params["nodes"]) for f in scenario.faults if f.kind in ON_HOSTS}
+
+
+def latency_refused(scenario: Scenario, placement: HostsPlacement) -> None:
+    """BrokerError before the run, where the scenario slows links and a host's kernel has
+    no netem (the placement abandoned)."""
+    from bench.substrates.live.brokers import BrokerError
+    try:
+        if any(f.kind == "latency" for f in scenario.faults) \
+                and (why := placement.netem_refusal()) is not None:
+            raise BrokerError(f"{scenario.source}: {why}")
+    except BaseException:
+        placement.abandon()
+        raise
+
+
 def inventory_of(choice: Choice) -> str | None:
     return choice.hosts or os.environ.get(HOSTS_ENV) or None
+
+
+def on_hosts_refusal(scenario: Scenario, choice: Choice, given: str, mode: str) -> str | None:
+    """Why `scenario` cannot run with its broker and nodes on the hosts of the inventory
+    `given` (`--mode hosts`, or docker's engines on them), or None: what needs the fault
+    proxy (which is not put between hosts) or this machine's own files is refused."""
+    from bench.faults import CATALOGUE
+    from bench.spec.distribution import SpecError
+    from bench.substrates.hosts.inventory import load_inventory
+    try:
+        inventory = load_inventory(Path(given))
+    except SpecError as exc:
+        return str(exc)
+    if mode == "docker":
+        for host in inventory.hosts.values():
+            if host.docker is None:
+                return (f"{given}: hosts.{host.name}.docker: expected its Docker Engine (a "
+                        "DOCKER_HOST URL): --mode docker --hosts puts a container on each "
+                        "host's engine")
+    if choice.keep:
+        return KEEP_IS_DOCKERS if mode == "hosts" else \
+            "--keep: a deployment across hosts is removed at the end of its run"
+    external = flags_given(choice, "broker_ca", "restart_command", "no_isolation")
+    if external:
+        return (f"{', '.join(external)}: for a broker by URL (--mode live); --mode {mode} "
+                "--hosts starts its own broker on a host")
+    if scenario.topology.node_tls:
+        return (f"{scenario.topology.source}: the nodes' TLS is offered by the fault proxy "
+                f"in front of each, and --mode {mode} puts none between hosts: use --mode "
+                "live, or docker on one engine")
+    if choice.wire_tap:
+        return (f"--wire-tap: --mode {mode} puts no proxy between hosts (their links are "
+                "the hosts' own); use --mode live, or docker on one engine")
+    for spec in scenario.faults:
+        kind = CATALOGUE[spec.kind]
+        if kind.on_link(spec.params) and spec.kind not in ON_HOSTS:
+            return (f"{scenario.source}: faults[{spec.index}] {spec.kind} works inside MQTT "
+                    f"packets, the fault proxy's work, and --mode {mode} puts no proxy "
+                    f"between hosts (it does {', '.join(sorted(ON_HOSTS))} with iptables and "
+                    "tc): use --mode live, or docker on one engine")
+        if spec.kind == "directory_wipe":
+            return (f"{scenario.source}: faults[{spec.index}] directory_wipe removes a file "
+                    "from the node's data folder, which is on its host: not done there yet; "
+                    "use --mode live, or docker on one engine")
+        if spec.kind == "partition" and spec.params.get("how") == "unplug":
+            return (f"{scenario.source}: faults[{spec.index}] partition how=\"unplug\": a "
+                    "cable pulled from a host would cut the bench's SSH to it too; "
+                    f"--mode {mode} --hosts partitions by iptables (how = \"blackhole\")")
+    return None
 
 
 class Hosts(Placed):
@@ -48,9 +117,6 @@ class Hosts(Placed):
     place_name = "hosts"
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
-        from bench.faults import CATALOGUE
-        from bench.spec.distribution import SpecError
-        from bench.substrates.hosts.inventory import load_inventory
         own = own_nodes_refusal(scenario, runs_commands=False, runs_images=False)
         if own is not None:
             return own
@@ -59,45 +125,16 @@ class Hosts(Placed):
             return (f"--mode hosts needs --hosts FILE, the inventory of the hosts to run on "
                     f"(or {HOSTS_ENV}); `python -m bench.tools.hosts up 3` makes three "
                     "on this machine and prints one")
-        try:
-            load_inventory(Path(given))
-        except SpecError as exc:
-            return str(exc)
         if (choice.broker or "amqtt") not in EMBEDDED:
             return (f"--broker={choice.broker}: --mode hosts starts its broker on a host: "
                     "amqtt or mosquitto")
         if choice.nodes:
             return "--nodes applies to --mode live; on hosts every node is a process of its own"
-        if choice.keep:
-            return KEEP_IS_DOCKERS
         if choice.swarm:
             return SWARM_IS_DOCKERS
-        external = flags_given(choice, "broker_ca", "restart_command", "no_isolation")
-        if external:
-            return (f"{', '.join(external)}: for a broker by URL (--mode live); --mode hosts "
-                    "starts its own broker on a host")
-        if scenario.topology.node_tls:
-            return (f"{scenario.topology.source}: the nodes' TLS is offered by the fault "
-                    "proxy in front of each, and --mode hosts puts none there: use --mode "
-                    "live or docker")
-        if choice.wire_tap:
-            return ("--wire-tap: --mode hosts puts no proxy between a node and its broker (its "
-                    "links are the hosts' own); use --mode live or docker")
-        for spec in scenario.faults:
-            kind = CATALOGUE[spec.kind]
-            if kind.on_link(spec.params) and spec.kind not in ON_HOSTS:
-                return (f"{scenario.source}: faults[{spec.index}] {spec.kind} works inside MQTT "
-                        "packets, the fault proxy's work, and --mode hosts has no proxy "
-                        f"(it does {', '.join(sorted(ON_HOSTS))} with iptables and tc): use "
-                        "--mode live or docker")
-            if spec.kind == "directory_wipe":
-                return (f"{scenario.source}: faults[{spec.index}] directory_wipe removes a file "
-                        "from the node's data folder, which on --mode hosts is on its host: "
-                        "not done there yet; use --mode live or docker")
-            if spec.kind == "partition" and spec.params.get("how") == "unplug":
-                return (f"{scenario.source}: faults[{spec.index}] partition how=\"unplug\": a "
-                        "cable pulled from a host would cut the bench's SSH to it too; "
-                        "--mode hosts partitions by iptables (how = \"blackhole\")")
+        why = on_hosts_refusal(scenario, choice, given, "hosts")
+        if why is not None:
+            return why
         broker = choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt)
         return version_refusal(scenario, broker) or sim_only_refusal(scenario)
 
@@ -117,15 +154,11 @@ class Hosts(Placed):
     def open(self, scenario: Scenario, variant: Variant, recorder: Recorder, workdir: Path,
              options: Options, say: Callable[[str], None]) -> Deployment:
         from bench.substrates.hosts.placement import HostsPlacement
-        from bench.substrates.live.brokers import BrokerError
-        placement = HostsPlacement(options, workdir, [n.id for n in scenario.topology.nodes])
-        try:
-            if any(f.kind == "latency" for f in scenario.faults) \
-                    and (why := placement.netem_refusal()) is not None:
-                raise BrokerError(f"{scenario.source}: {why}")
-        except BaseException:
-            placement.abandon()
-            raise
+        placement = HostsPlacement(options, workdir, [n.id for n in scenario.topology.nodes],
+                                   link_cuts(scenario))
+        for line in placement.sharing():
+            say(line)
+        latency_refused(scenario, placement)
         return self.deployed(scenario, variant, recorder, workdir, options, say, placement)
 
     def label(self, recorded: dict[str, object]) -> str:

@@ -16,6 +16,8 @@ address = "10.0.0.11"                # how the bench and the other hosts reach i
 [hosts.h2]
 address = "10.0.0.12"
 python = "/opt/py311/bin/python3"    # optional: this host's own
+docker = "ssh://root@10.0.0.12"      # optional: its Docker Engine (a DOCKER_HOST URL), where
+                                     # `--mode docker --hosts FILE` puts containers
 
 [place]                              # optional: node id -> host; the others go round
 "exec-1" = "h2"                      # the hosts in order, the broker's left out
@@ -43,6 +45,8 @@ class Host:
     address: str
     #: the Python this host runs the bench with, where it is not the inventory's
     python: str | None = None
+    #: its Docker Engine (a DOCKER_HOST URL: unix://, tcp://, ssh://), for --mode docker
+    docker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,20 +67,46 @@ class Inventory:
     def python_of(self, host: Host) -> str:
         return host.python or self.python
 
-    def host_of(self, node_ids: list[str]) -> dict[str, Host]:
-        """Where each node runs: as `place` says, the others round the hosts in order, not
-        on the broker's host unless it is the only one (a node beside its broker crosses
-        no link a partition could cut)."""
+    def host_of(self, node_ids: list[str],
+                cut: dict[int, tuple[str, ...]] | None = None) -> dict[str, Host]:
+        """Where each node runs: as `place` says; the others on the hosts in order, not on
+        the broker's host unless it is the only one (a node beside its broker crosses no
+        link a fault could cut). A link fault cuts a host's link, so the nodes link faults
+        name (`cut`: each one's nodes by its index) go first, those the same faults name
+        together on a host of their own while hosts last; the rest go round the hosts left
+        (all of them, if none is)."""
         placed = dict(self.place)
         order = [h for h in self.hosts if h != self.broker] or [self.broker]
-        out, i = {}, 0
+        out = {n: self.hosts[placed[n]] for n in node_ids if n in placed}
+        signature = {n: frozenset(i for i, nodes in (cut or {}).items() if n in nodes)
+                     for n in node_ids if n not in placed}
+        groups = sorted({s for s in signature.values() if s}, key=sorted)
+        faulted = {g: self.hosts[order[k % len(order)]] for k, g in enumerate(groups)}
+        left = order[len(groups):] or order
+        i = 0
         for node in node_ids:
             if node in placed:
-                out[node] = self.hosts[placed[node]]
                 continue
-            out[node] = self.hosts[order[i % len(order)]]
-            i += 1
+            if signature[node]:
+                out[node] = faulted[signature[node]]
+            else:
+                out[node] = self.hosts[left[i % len(left)]]
+                i += 1
         return out
+
+
+def sharing(placed: dict[str, Host], cut: dict[int, tuple[str, ...]]) -> list[str]:
+    """What a link fault also cuts, one line each: a node on the host of a node a fault
+    names, not named by it (the fault cuts the host's link)."""
+    lines = []
+    for k, nodes in sorted(cut.items()):
+        hosts = {placed[n].name for n in nodes if n in placed}
+        also = sorted(n for n, h in placed.items() if h.name in hosts and n not in nodes)
+        if also:
+            lines.append(f"faults[{k}] cuts the link of {', '.join(sorted(hosts))}, which "
+                         f"{', '.join(also)} share(s) with {', '.join(nodes)}: it is cut too "
+                         "(more hosts, or [place], keep them apart)")
+    return lines
 
 
 def _text(raw: dict[str, Any], key: str, where: str, default: str | None) -> str | None:
@@ -99,14 +129,21 @@ def load_inventory(path: Path) -> Inventory:
                         "address = \"...\"), at least one")
     hosts = {}
     for name, h in table.items():
-        if not isinstance(h, dict) or "address" not in h or set(h) - {"address", "python"}:
+        if not isinstance(h, dict) or "address" not in h \
+                or set(h) - {"address", "python", "docker"}:
             raise SpecError(f"{where}hosts.{name}: expected address = \"...\" (and "
-                            "optionally python = \"...\")")
+                            "optionally python = \"...\", docker = \"...\")")
         address = h["address"]
         if not isinstance(address, str) or not address or address.startswith("-"):
             raise SpecError(f"{where}hosts.{name}.address={address!r}: expected a host name "
                             "or an IP address")
-        hosts[name] = Host(name, address, _text(h, "python", f"{where}hosts.{name}.", None))
+        docker = _text(h, "docker", f"{where}hosts.{name}.", None)
+        if docker is not None and not docker.startswith(("unix://", "tcp://", "ssh://")):
+            raise SpecError(f"{where}hosts.{name}.docker={docker!r}: expected the host's "
+                            "Docker Engine as DOCKER_HOST names one (unix://…, tcp://…, "
+                            "ssh://…)")
+        hosts[name] = Host(name, address, _text(h, "python", f"{where}hosts.{name}.", None),
+                           docker)
     broker = _text(raw, "broker", where, None)
     if broker is None or broker not in hosts:
         raise SpecError(f"{where}broker={broker!r}: expected one of the hosts "

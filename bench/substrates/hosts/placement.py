@@ -34,7 +34,7 @@ from bench.spec.distribution import Distribution
 from bench.spec.scenario import Mode
 from bench.spec.topology import MqttVersion, NodeSpec
 from bench.substrates import Options
-from bench.substrates.hosts.inventory import Host, Inventory, load_inventory
+from bench.substrates.hosts.inventory import Host, Inventory, load_inventory, sharing
 from bench.substrates.hosts.ssh import Clock, HostError, Ssh, control_dir
 from bench.substrates.live.brokers import Broker, BrokerError, mosquitto_conf, wait_listening
 from bench.substrates.live.control import LaunchSpec
@@ -337,7 +337,8 @@ class HostsPlacement(Hookless):
     hosting = "hosts"
     proxy_host = "127.0.0.1"      # (no proxies: links are the hosts' own)
 
-    def __init__(self, options: Options, workdir: Path, nodes: list[str]) -> None:
+    def __init__(self, options: Options, workdir: Path, nodes: list[str],
+                 cut: dict[int, tuple[str, ...]] | None = None) -> None:
         if options.broker not in ("amqtt", "mosquitto"):
             raise BrokerError(f"--mode hosts runs its own broker on a host: --broker amqtt or "
                               f"mosquitto, not {options.broker!r}")
@@ -352,7 +353,9 @@ class HostsPlacement(Hookless):
         self.ssh = {name: Ssh(self.inventory, h, self._control)
                     for name, h in self.inventory.hosts.items()}
         self.broker_host = self.inventory.hosts[self.inventory.broker]
-        self.node_hosts: dict[str, Host] = self.inventory.host_of(nodes)
+        #: each link fault's nodes (by its index): placed apart from the rest
+        self.cut = cut or {}
+        self.node_hosts: dict[str, Host] = self.inventory.host_of(nodes, self.cut)
         self.started: set[tuple[str, int]] = set()
         self.host_links = HostLinks(self)
         self.links: Links | None = self.host_links
@@ -380,6 +383,10 @@ class HostsPlacement(Hookless):
         with ThreadPoolExecutor(max_workers=min(16, len(self.ssh))) as pool:
             for name, code, clock in pool.map(prepare, self.ssh):
                 self.code[name], self.clocks[name] = code, clock
+
+    def sharing(self) -> list[str]:
+        """What the run's link faults cut besides the nodes they name, one line each."""
+        return sharing(self.node_hosts, self.cut)
 
     def netem_refusal(self) -> str | None:
         """Why latency cannot be put on these hosts' links (their kernels lack netem), or
@@ -431,7 +438,10 @@ class HostsPlacement(Hookless):
         round trips (the master connection makes them milliseconds)."""
         return 1.0 + 0.05 * nodes
 
-    def node(self, spec: LaunchSpec, log: RunLog, given: NodeSpec) -> LiveNode:
+    def on_its_host(self, spec: LaunchSpec, log: RunLog) -> tuple[Host, LaunchSpec]:
+        """The node's host, and its launch spec there: its data dir in the run's files on
+        that host, its run clock started from the run's start read on that host's clock
+        (every host's clock recorded once, before the first node)."""
         if not self._clocks_recorded:
             self._clocks_recorded = True
             for name, c in self.clocks.items():
@@ -439,8 +449,12 @@ class HostsPlacement(Hookless):
                                                  c.offset_ms, c.bound_ms, c.samples))
         host = self.node_hosts[spec.config.node_id]
         data = f"{self.remote}/{host.name}/data/{spec.config.node_id}"
-        spec = replace(spec, data_dir=Path(data),
-                       t0=spec.t0 + self.clocks[host.name].offset_ms / 1000)
+        return host, replace(spec, data_dir=Path(data),
+                             t0=spec.t0 + self.clocks[host.name].offset_ms / 1000)
+
+    def node(self, spec: LaunchSpec, log: RunLog, given: NodeSpec) -> LiveNode:
+        host, spec = self.on_its_host(spec, log)
+        data = str(spec.data_dir)
         launcher = SshLauncher(self.ssh[host.name], self.inventory.python_of(host),
                                self.code[host.name], data, self.started, self.token)
         return ProcessNode(spec, log, launcher)
