@@ -114,9 +114,14 @@ class NodeHost(ABC):
         return self.client_id_override or self.config.effective_client_id
 
     def now_ms(self) -> int:
-        """The node's clock: wall-clock-like (the run's clock from its origin), plus the
-        clock_skew fault's offset if any."""
-        return int(self.clock_origin_ms + self.clock_ms() + self.skew_ms)
+        """The node's clock: wall-clock-like (the run's clock from its origin, as its host's
+        time of day reads it), plus the clock_skew fault's offset if any."""
+        return int(self.clock_origin_ms + self.wall_ms() + self.skew_ms)
+
+    def wall_ms(self) -> float:
+        """The host's time of day since the run's origin: the run's clock, where nothing
+        sets a host's clock apart from it (live: the host's own, which may be set)."""
+        return self.clock_ms()
 
     # -- what a substrate provides ---------------------------------------------------------------
     @abstractmethod

@@ -82,6 +82,8 @@ class Harness:
     count: int
     #: a Docker Engine on each host, joined into one swarm (`up N --docker`)
     docker: bool = False
+    #: each host's clock its own, set by the bench (`up N --clocks`)
+    clocks: bool = False
 
     @property
     def state(self) -> Path:
@@ -123,7 +125,8 @@ class Harness:
         return ENGINES / self.id / self.name(i)
 
     def to_json(self) -> dict[str, object]:
-        return {"id": self.id, "subnet": self.subnet, "count": self.count, "docker": self.docker}
+        return {"id": self.id, "subnet": self.subnet, "count": self.count, "docker": self.docker,
+                "clocks": self.clocks}
 
 
 def harnesses() -> list[Harness]:
@@ -133,7 +136,7 @@ def harnesses() -> list[Harness]:
         with contextlib.suppress(ValueError, KeyError, OSError):
             d = json.loads(f.read_text())
             out.append(Harness(str(d["id"]), int(d["subnet"]), int(d["count"]),
-                               bool(d.get("docker", False))))
+                               bool(d.get("docker", False)), bool(d.get("clocks", False))))
     return out
 
 
@@ -197,15 +200,22 @@ def _listening(address: str, port: int, timeout_s: float) -> bool:
     return False
 
 
-def up(count: int, image: str | None = None) -> Harness:
+def up(count: int, image: str | None = None, clocks: bool = False) -> Harness:
     """Make `count` hosts; returns the harness (its inventory at `.inventory`). With an
     `image`: a Docker Engine on each, `image` loaded into each from this machine's engine,
-    and the engines joined into one swarm, host 1 its manager."""
+    and the engines joined into one swarm, host 1 its manager. With `clocks`: each host's
+    clock its own (`_own_clock`)."""
     _prerequisites()
     if image is not None and shutil.which("dockerd") is None:
         raise HarnessError("dockerd is not installed (Debian: apt-get install docker.io)")
+    if clocks and image is not None:
+        raise HarnessError("--clocks and --docker: a host's own clock is its Python's "
+                           "(libfaketime), which its containers do not run")
+    if clocks and _libfaketime() is None:
+        raise HarnessError("libfaketime is not installed (Debian: apt-get install faketime)")
     with _locked():
-        h = Harness(secrets.token_hex(2), _free_subnet(), count, docker=image is not None)
+        h = Harness(secrets.token_hex(2), _free_subnet(), count, docker=image is not None,
+                    clocks=clocks)
         h.state.mkdir(parents=True, mode=0o700)
         (h.state / "harness.json").write_text(json.dumps(h.to_json()))
     try:
@@ -330,8 +340,39 @@ def _make(h: Harness) -> None:
         if not _listening(h.address(i), 22, SSHD_UP_S):
             raise HarnessError(f"sshd on {h.name(i)} ({h.address(i)}) not listening after "
                                f"{SSHD_UP_S:g} s")
+    if h.clocks:
+        for i in range(1, h.count + 1):
+            _own_clock(h, i)
     h.inventory.write_text(inventory_toml(h))
     (h.state / "ssh_config").write_text(ssh_config(h))
+
+
+def _libfaketime() -> Path | None:
+    return next(iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))), None)
+
+
+def _own_clock(h: Harness, i: int) -> None:
+    """Host i's clock its own, as far as the bench's processes there see: the hosts share
+    this machine's kernel, whose clock no namespace separates, so its Python (`python`)
+    runs under libfaketime reading an offset from a file (`clock`, re-read at every reading;
+    the monotonic clock left alone, as `date -s` leaves it) that `set-clock NS` moves by NS
+    nanoseconds — the inventory's `clock` command for the host, `date -s`'s stand-in."""
+    folder = h.state / h.name(i)
+    offset = folder / "clock"
+    offset.write_text("+0\n")
+    python = folder / "python"
+    python.write_text(f"#!/bin/sh\n# {h.name(i)}'s Python, its clock {h.name(i)}'s own\n"
+                      f"export LD_PRELOAD={_libfaketime()} FAKETIME_TIMESTAMP_FILE={offset} "
+                      "FAKETIME_NO_CACHE=1 DONT_FAKE_MONOTONIC=1\n"
+                      f'exec {sys.executable} "$@"\n')
+    setter = folder / "set-clock"
+    script = (f"import os, sys; p = {str(offset)!r}; o = float(open(p).read()) + "
+              "int(sys.argv[1]) / 1e9; open(p + '.new', 'w').write(f'{o:+.9f}\\n'); "
+              "os.replace(p + '.new', p)")
+    setter.write_text(f"#!/bin/sh\n# sets {h.name(i)}'s clock $1 nanoseconds off\n"
+                      f'exec {sys.executable} -c "{script}" "$1"\n')
+    for f in (python, setter):
+        f.chmod(0o755)
 
 
 def ssh_config(h: Harness) -> str:
@@ -347,6 +388,9 @@ def ssh_config(h: Harness) -> str:
 def inventory_toml(h: Harness) -> str:
     hosts = "".join(f'\n[hosts.{h.name(i)}]\naddress = "{h.address(i)}"\n'
                     + (f'docker = "unix://{h.engine(i)}"\n' if h.docker else "")
+                    + (f'python = "{h.state / h.name(i) / "python"}"\n'
+                       f'clock = "{h.state / h.name(i) / "set-clock"} {{ns}}"\n'
+                       if h.clocks else "")
                     for i in range(1, h.count + 1))
     return (f"# hosts in network namespaces of this machine (harness {h.id}), made by\n"
             f"# `python -m bench.tools.hosts up {h.count}`; removed by "
@@ -412,6 +456,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     make = sub.add_parser("up", help="make N hosts and print their inventory file")
     make.add_argument("count", type=int, help="how many hosts (1 to 200)")
+    make.add_argument("--clocks", action="store_true",
+                      help="each host's clock its own, which clock_skew sets (the bench's "
+                           "Python there under libfaketime: the hosts share this machine's "
+                           "kernel clock)")
     make.add_argument("--docker", action="store_true",
                       help="a Docker Engine on each host (DOCKER_HOST: the `status` line), "
                            "the bench's image loaded into each, all joined into one swarm")
@@ -430,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 from bench.substrates.docker.image import ensure
                 image = ensure(docker.from_env(), lambda line: print(line, file=sys.stderr))
-            h = up(args.count, image)
+            h = up(args.count, image, clocks=args.clocks)
             print(h.inventory)
         elif args.command == "down":
             known = {h.id: h for h in harnesses()}

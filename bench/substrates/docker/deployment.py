@@ -41,7 +41,7 @@ from bench.substrates.live.brokers import (
 )
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.nodes import STOP_S, LiveNode, ProcessNode
-from bench.substrates.live.placement import Links
+from bench.substrates.live.placement import ClockSetter, Links
 from bench.substrates.log import RunLog
 
 if TYPE_CHECKING:
@@ -362,6 +362,7 @@ class ContainerPlacement:
     mode = Mode.DOCKER
     hosting = "container"
     links: Links | None = None
+    set_clocks: ClockSetter | None = None
 
     def __init__(self, options: Options, workdir: Path, say: Callable[[str], None]) -> None:
         if options.broker not in ("amqtt", "mosquitto"):

@@ -40,9 +40,11 @@ ON_HOSTS = frozenset({"partition", "latency", "loss"})
 
 
 def link_cuts(scenario: Scenario) -> dict[int, tuple[str, ...]]:
-    """Each link fault's nodes, by its index: the hosts cut them (and whatever shares
-    their host)."""
-    return {f.index: tuple(f.params["nodes"]) for f in scenario.faults if f.kind in ON_HOSTS}
+    """The nodes of each fault done on their hosts, by its index: link faults (a host's
+    link is cut) and clock_skew (where a host's clock is set) reach whatever shares the
+    host."""
+    return {f.index: tuple(f.params["nodes"]) if "nodes" in f.params else (f.params["node"],)
+            for f in scenario.faults if f.kind in ON_HOSTS or f.kind == "clock_skew"}
 
 
 def latency_refused(scenario: Scenario, placement: HostsPlacement) -> None:

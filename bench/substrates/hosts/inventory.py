@@ -18,6 +18,9 @@ address = "10.0.0.12"
 python = "/opt/py311/bin/python3"    # optional: this host's own
 docker = "ssh://root@10.0.0.12"      # optional: its Docker Engine (a DOCKER_HOST URL), where
                                      # `--mode docker --hosts FILE` puts containers
+clock = "sudo /usr/local/bin/shift-clock {ns}"   # optional: the command that sets this host's
+                                     # clock {ns} nanoseconds off (signed): clock_skew then
+                                     # sets the host's clock, not the node's own
 
 [place]                              # optional: node id -> host; the others go round
 "exec-1" = "h2"                      # the hosts in order, the broker's left out
@@ -47,6 +50,8 @@ class Host:
     python: str | None = None
     #: its Docker Engine (a DOCKER_HOST URL: unix://, tcp://, ssh://), for --mode docker
     docker: str | None = None
+    #: the command that sets its clock `{ns}` nanoseconds off (None: not set by the bench)
+    clock: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,15 +101,15 @@ class Inventory:
 
 
 def sharing(placed: dict[str, Host], cut: dict[int, tuple[str, ...]]) -> list[str]:
-    """What a link fault also cuts, one line each: a node on the host of a node a fault
-    names, not named by it (the fault cuts the host's link)."""
+    """What a fault on a host also reaches, one line each: a node on the host of a node a
+    fault names, not named by it (the fault cuts the host's link, or sets its clock)."""
     lines = []
     for k, nodes in sorted(cut.items()):
         hosts = {placed[n].name for n in nodes if n in placed}
         also = sorted(n for n, h in placed.items() if h.name in hosts and n not in nodes)
         if also:
-            lines.append(f"faults[{k}] cuts the link of {', '.join(sorted(hosts))}, which "
-                         f"{', '.join(also)} share(s) with {', '.join(nodes)}: it is cut too "
+            lines.append(f"faults[{k}] acts on {', '.join(sorted(hosts))}, which "
+                         f"{', '.join(also)} share(s) with {', '.join(nodes)}: on them too "
                          "(more hosts, or [place], keep them apart)")
     return lines
 
@@ -130,9 +135,9 @@ def load_inventory(path: Path) -> Inventory:
     hosts = {}
     for name, h in table.items():
         if not isinstance(h, dict) or "address" not in h \
-                or set(h) - {"address", "python", "docker"}:
+                or set(h) - {"address", "python", "docker", "clock"}:
             raise SpecError(f"{where}hosts.{name}: expected address = \"...\" (and "
-                            "optionally python = \"...\", docker = \"...\")")
+                            "optionally python, docker, clock = \"...\")")
         address = h["address"]
         if not isinstance(address, str) or not address or address.startswith("-"):
             raise SpecError(f"{where}hosts.{name}.address={address!r}: expected a host name "
@@ -142,8 +147,12 @@ def load_inventory(path: Path) -> Inventory:
             raise SpecError(f"{where}hosts.{name}.docker={docker!r}: expected the host's "
                             "Docker Engine as DOCKER_HOST names one (unix://…, tcp://…, "
                             "ssh://…)")
+        clock = _text(h, "clock", f"{where}hosts.{name}.", None)
+        if clock is not None and "{ns}" not in clock:
+            raise SpecError(f"{where}hosts.{name}.clock={clock!r}: expected a command with "
+                            "{ns} where the nanoseconds to set the clock off go")
         hosts[name] = Host(name, address, _text(h, "python", f"{where}hosts.{name}.", None),
-                           docker)
+                           docker, clock)
     broker = _text(raw, "broker", where, None)
     if broker is None or broker not in hosts:
         raise SpecError(f"{where}broker={broker!r}: expected one of the hosts "

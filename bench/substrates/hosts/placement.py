@@ -39,7 +39,7 @@ from bench.substrates.hosts.ssh import Clock, HostError, Ssh, control_dir
 from bench.substrates.live.brokers import Broker, BrokerError, mosquitto_conf, wait_listening
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.nodes import STOP_S, LiveNode, ProcessNode
-from bench.substrates.live.placement import Hookless, Links
+from bench.substrates.live.placement import ClockSetter, Hookless, Links
 from bench.substrates.log import RunLog
 
 if TYPE_CHECKING:
@@ -328,6 +328,58 @@ class HostLinks(Links):
         return words[words.index("dev") + 1]
 
 
+class HostClocks:
+    """clock_skew on a host whose inventory names its `clock` command: the host's clock set
+    off (every process there reads it), journaled before it acts, set back at the heal and
+    at the run's end however it ends; a file on the host (`files/clock-<mark>-<host>`)
+    says by how much it is off meanwhile, for the next run to set back if this one is
+    killed outright."""
+
+    def __init__(self, placement: HostsPlacement) -> None:
+        self.p = placement
+        self.off_ns: dict[str, int] = {}        # host -> how far the run has set it off
+
+    def sets(self, node: str) -> bool:
+        return self.p.node_hosts[node].clock is not None
+
+    def _marker(self, host: str) -> str:
+        return f"{self.p.inventory.files}/clock-{self.p.mark}-{host}"
+
+    async def skew(self, fault: FaultRef, node: str, skew_ms: float) -> Outcome:
+        host = self.p.node_hosts[node]
+        want = round(skew_ms * 1_000_000)
+        by = want - self.off_ns.get(host.name, 0)
+        self.p.host_links._journal({"fault": fault.index, "node": node, "host": host.name,
+                                    "clockNs": by, "offNs": want})
+        ssh = self.p.ssh[host.name]
+        marker = shlex.quote(self._marker(host.name))
+        record = f"echo {want} > {marker}" if want else f"rm -f {marker}"
+        # the marker first: a run killed between the two leaves a host its successor
+        # sets back by the marker's amount (at worst, the amount it meant to set)
+        await ssh.arun(f"{record} && {shift_command(host, by)}")
+        self.off_ns[host.name] = want
+        return Done((Firing("host clock set" if want else "host clock set back", node,
+                            {"host": host.name, "offMs": want / 1e6}),))
+
+    def set_back(self) -> list[str]:
+        """Every host the run left off set back (the run's end); the hosts it had to."""
+        back = []
+        for name, off in list(self.off_ns.items()):
+            if off:
+                ssh, host = self.p.ssh[name], self.p.inventory.hosts[name]
+                ssh.run(f"{shift_command(host, -off)} && rm -f "
+                        f"{shlex.quote(self._marker(name))}", check=False)
+                self.off_ns[name] = 0
+                back.append(name)
+        return back
+
+
+def shift_command(host: Host, ns: int) -> str:
+    """The host's own command setting its clock `ns` nanoseconds off."""
+    assert host.clock is not None
+    return host.clock.replace("{ns}", str(ns))
+
+
 class HostsPlacement(Hookless):
     """The broker on the inventory's broker host, each node on its host (the inventory's
     `place`, else round the hosts), links faulted on the hosts (`links`: no fault proxy,
@@ -359,6 +411,8 @@ class HostsPlacement(Hookless):
         self.started: set[tuple[str, int]] = set()
         self.host_links = HostLinks(self)
         self.links: Links | None = self.host_links
+        self.host_clocks = HostClocks(self)
+        self.set_clocks: ClockSetter | None = self.host_clocks
         self.clocks: dict[str, Clock] = {}
         self.code: dict[str, str] = {}
         try:
@@ -404,7 +458,7 @@ class HostsPlacement(Hookless):
 
     def _sweep(self, ssh: Ssh, dead_only: bool) -> int:
         """Remove this run's marks from the host (`dead_only`: those of runs whose bench
-        is gone): iptables rules, qdiscs; returns how many."""
+        is gone): iptables rules, qdiscs, a clock left set off; returns how many."""
         listed = ssh.run(ssh.root("iptables -w -S"), check=False).stdout.decode(errors="replace")
         removed = 0
         for line in listed.splitlines():
@@ -414,6 +468,17 @@ class HostsPlacement(Hookless):
             if _dead(mark) if dead_only else mark.startswith(self.mark):
                 ssh.run(ssh.root(f"iptables -w -D {line[3:]}"), check=False)
                 removed += 1
+        if dead_only and ssh.host.clock is not None:   # a clock a killed run left set off
+            files = shlex.quote(self.inventory.files)
+            markers = ssh.run(f"cd {files} 2>/dev/null && grep -H . clock-{MARK}-*-"
+                              f"{shlex.quote(ssh.host.name)} 2>/dev/null", check=False)
+            for line in markers.stdout.decode(errors="replace").splitlines():
+                marker, _, off = line.partition(":")
+                mark = marker.removeprefix("clock-").removesuffix(f"-{ssh.host.name}")
+                if _dead(mark) and off.strip().lstrip("-").isdigit():
+                    ssh.run(f"{shift_command(ssh.host, -int(off))} && rm -f "
+                            f"{shlex.quote(f'{self.inventory.files}/{marker}')}", check=False)
+                    removed += 1
         if not dead_only:     # the interfaces this run shaped (another run may shape others)
             for host, dev in self.host_links.shaped:
                 if host == ssh.host.name and ssh.run(ssh.root(
@@ -465,6 +530,10 @@ class HostsPlacement(Hookless):
         """Every mark of the run off every host, every process it started there ended, its
         files there removed; the master connections closed."""
         try:
+            with contextlib.suppress(HostError):
+                for name in self.host_clocks.set_back():
+                    dep.record("bench", ev.HarnessError(
+                        f"{name}: its clock was still set off at the run's end: set back"))
             for name, ssh in self.ssh.items():
                 pids = " ".join(str(pid) for host, pid in self.started if host == name)
                 with contextlib.suppress(HostError):

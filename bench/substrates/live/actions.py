@@ -95,6 +95,9 @@ class LiveFaults:
             case WipeRoster():
                 (self.dep.nodes[step.node].spec.data_dir / ROSTER_DOCUMENT).unlink(missing_ok=True)
                 return Done()
+            case SkewClock() if (setter := self.dep.placement.set_clocks) is not None \
+                    and setter.sets(step.node):
+                return await setter.skew(step.fault, step.node, step.skew_ms)
             case SkewClock():
                 return self._send(step.node, {"op": "clock_skew", "skew_ms": step.skew_ms})
             case RotateKeys():

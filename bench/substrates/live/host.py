@@ -46,14 +46,32 @@ Sink = Callable[[str, ev.Event, float | None], None]
 
 
 class Clock:
-    """Milliseconds since the run's start, shared by every process of the run."""
+    """Milliseconds since the run's start, shared by every process of the run: the run's
+    clock (`now_ms`, what records are stamped with and timers count) goes on from the wall
+    clock's reading at `t0`'s setting by the monotonic clock, so a host's clock set forward
+    or back mid-run (`date -s`, the host-clock fault) moves what the node reads as the time
+    of day (`wall_ms`: what it signs, stamps and expires by) and not the order of the
+    history."""
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0
         self.origin_ms = int(t0 * 1000)   # node clocks read wall time
 
+    @property
+    def t0(self) -> float:
+        return self._t0
+
+    @t0.setter
+    def t0(self, t0: float) -> None:
+        self._t0 = t0
+        self._since = time.time() - t0 - time.monotonic()
+
     def now_ms(self) -> int:
-        return int((time.time() - self.t0) * 1000)
+        return int((time.monotonic() + self._since) * 1000)
+
+    def wall_ms(self) -> int:
+        """The host's time of day, since the run's start as it read then."""
+        return int((time.time() - self._t0) * 1000)
 
     def at(self, ms: float) -> float:
         return self.t0 + ms / 1000
@@ -99,6 +117,9 @@ class LiveHost(NodeHost):
     # -- what NodeHost asks of a substrate ---------------------------------------------------
     def clock_ms(self) -> float:
         return self.clock.now_ms()
+
+    def wall_ms(self) -> float:
+        return self.clock.wall_ms()
 
     def call_later(self, delay_ms: float, fn: Callable[[], None]) -> None:
         self.loop.call_later(max(0.0, delay_ms / 1000), fn)

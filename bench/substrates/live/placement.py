@@ -43,6 +43,18 @@ class Links(Protocol):
                    probability: float) -> Outcome: ...
 
 
+class ClockSetter(Protocol):
+    """A placement's own hands on its hosts' clocks (`date -s` there): where it has them for
+    a node's host, the clock_skew fault sets that host's clock — every process there reads
+    it — instead of the node's own offset."""
+
+    def sets(self, node: str) -> bool:
+        """Whether it sets the clock of `node`'s host."""
+
+    async def skew(self, fault: FaultRef, node: str, skew_ms: float) -> Outcome:
+        """`node`'s host's clock set `skew_ms` off the time it keeps (0: back)."""
+
+
 class Placement(Protocol):
     """Where the deployment's parts run."""
 
@@ -54,6 +66,8 @@ class Placement(Protocol):
     proxy_host: str
     #: its own hands on the links (None: link faults are the fault proxies')
     links: Links | None
+    #: its own hands on its hosts' clocks (None: clock_skew offsets the node's own clock)
+    set_clocks: ClockSetter | None
 
     def broker(self, options: Options, workdir: Path) -> Broker:
         """The run's broker, not started yet."""
@@ -116,6 +130,7 @@ class LocalPlacement(Hookless):
     mode = Mode.LIVE
     proxy_host = "127.0.0.1"
     links: Links | None = None
+    set_clocks: ClockSetter | None = None
 
     def __init__(self, options: Options) -> None:
         self.options = options
