@@ -39,7 +39,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -279,10 +279,13 @@ def _engines(h: Harness, image: str) -> None:
         _docker(h, i, "swarm", "join", "--token", token, f"{h.address(1)}:2377")
 
 
-def _engines_down(h: Harness) -> None:
+def _engines_down(h: Harness, say: Callable[[str], None] = lambda line: None) -> None:
     """Each engine stopped (its containers with it), what it mounted unmounted, its files
-    removed."""
-    for i in range(1, h.count + 1):
+    removed — the engines side by side (a swarm's member leaving takes seconds)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def stop(i: int) -> None:
+        started = time.monotonic()
         pidfile = h.state / h.name(i) / "dockerd.pid"
         if Path(h.engine(i)).exists():
             _docker(h, i, "swarm", "leave", "--force", check=False)
@@ -302,6 +305,9 @@ def _engines_down(h: Harness) -> None:
                       if line.split()[1].startswith(str(root))]
             for m in sorted(mounts, key=len, reverse=True):
                 _run("umount", "-l", m, check=False)
+        say(f"{h.name(i)}'s engine stopped ({time.monotonic() - started:.1f} s)")
+    with ThreadPoolExecutor(max_workers=h.count) as pool:
+        list(pool.map(stop, range(1, h.count + 1)))
     shutil.rmtree(ENGINES / h.id, ignore_errors=True)
     with contextlib.suppress(OSError):          # the last harness's engines gone: theirs too
         ENGINES.rmdir()
@@ -392,8 +398,9 @@ def inventory_toml(h: Harness) -> str:
                        f'clock = "{h.state / h.name(i) / "set-clock"} {{ns}}"\n'
                        if h.clocks else "")
                     for i in range(1, h.count + 1))
+    made = f"up {h.count}" + (" --docker" if h.docker else "") + (" --clocks" if h.clocks else "")
     return (f"# hosts in network namespaces of this machine (harness {h.id}), made by\n"
-            f"# `python -m bench.tools.hosts up {h.count}`; removed by "
+            f"# `python -m bench.tools.hosts {made}`; removed by "
             f"`python -m bench.tools.hosts down {h.id}`\n"
             f'user = "root"\n'
             f'identity = "{h.state / "id_ed25519"}"\n'
@@ -414,11 +421,12 @@ def _kill_namespace(ns: str) -> None:
             os.kill(int(pid), signal.SIGKILL)
 
 
-def down(h: Harness) -> None:
-    """Remove everything `h` made; what is already gone is no error."""
+def down(h: Harness, say: Callable[[str], None] = lambda line: None) -> None:
+    """Remove everything `h` made; what is already gone is no error (`say`: each engine
+    as it stops)."""
     with _locked():
         if h.docker:
-            _engines_down(h)
+            _engines_down(h, say)
         for i in range(1, h.count + 1):
             _kill_namespace(h.netns(i))
             _run("ip", "netns", "del", h.netns(i), check=False)
@@ -488,7 +496,10 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"down {args.id}: no such harness (there are: "
                              f"{', '.join(known) or 'none'})")
             for h in known.values() if args.all else [known[args.id]]:
-                down(h)
+                if h.docker:
+                    print(f"stopping {h.count} engines (some seconds each, side by side) …",
+                          file=sys.stderr)
+                down(h, lambda line: print(f"  {line}", file=sys.stderr))
                 print(f"removed harness {h.id} ({h.count} hosts)")
         else:
             for h in harnesses():
