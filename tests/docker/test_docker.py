@@ -190,8 +190,11 @@ def test_what_a_dead_run_left_is_removed_by_the_next(tmp_path: Path) -> None:
             net.remove()
 
 
+# (puback_refused on 16 s: the proxy's draws for orch-1 at seed 1 first fall under its
+# 0.3 at the 17th QoS1 publish in the window, and a loaded machine published 12 in the 3.2 s
+# an 8 s run gives it — the fault never fired and every verdict said UNKNOWN; CI 2026-12-06)
 @pytest.mark.parametrize(("name", "seconds"), [("pause", 8), ("latency", 8), ("loss", 8),
-                                               ("puback_refused", 8),
+                                               ("puback_refused", 16),
                                                ("partition", 20)])
 def test_faults_by_the_engine_and_through_the_gateway_proxy_give_the_expected_verdicts(
         tmp_path: Path, name: str, seconds: float) -> None:
