@@ -273,6 +273,30 @@ def test_a_hosts_clock_set_off_mid_run_is_judged_as_a_nodes_and_always_set_back(
     assert harness.left(h) == []
 
 
+def test_a_clock_that_cannot_be_set_back_is_said_with_the_command_that_would() -> None:
+    """The run's end sets back every host it left off; where the host's command fails,
+    the line says so, by how much the clock is still off and what to run there."""
+    from types import SimpleNamespace
+
+    from bench.substrates.hosts.inventory import Host
+    from bench.substrates.hosts.placement import HostClocks
+    host = Host("h2", "10.0.0.2", clock="shift {ns}")
+    ran: list[str] = []
+
+    def run(command: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 1, b"", b"shift: not permitted")
+    placement = SimpleNamespace(ssh={"h2": SimpleNamespace(run=run)}, mark="a2a-bench-1-ab",
+                                inventory=SimpleNamespace(hosts={"h2": host}, files="/f"))
+    clocks = HostClocks(placement)  # type: ignore[arg-type]
+    clocks.off_ns = {"h2": 600_000_000_000}
+    said = clocks.set_back()
+    assert ran == ["shift -600000000000 && rm -f /f/clock-a2a-bench-1-ab-h2"]
+    assert said == ["h2: its clock is still set +600 s off and could not be set back "
+                    "(shift: not permitted); on the host: " + ran[0]], said
+    assert clocks.set_back() == []          # said once
+
+
 def test_the_guides_shift_clock_script_sets_the_time_it_means_to(tmp_path: Path) -> None:
     """docs/hosts.md's `shift-clock` for real hosts (not run here: it would set this
     machine's clock), with `date -s` made `date -d` to print what it would set."""

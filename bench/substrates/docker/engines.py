@@ -162,7 +162,7 @@ class EnginesPlacement(HostsPlacement):
         if self.broker_host.name in self.clients:
             sweep(self.clients[self.broker_host.name], self.run_id, self.say)
         for client in self.clients.values():
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):   # its connection pool only: nothing to undo
                 client.close()
 
     def closed(self, dep: LiveDeployment, completely: bool) -> None:

@@ -362,16 +362,25 @@ class HostClocks:
                             {"host": host.name, "offMs": want / 1e6}),))
 
     def set_back(self) -> list[str]:
-        """Every host the run left off set back (the run's end); the hosts it had to."""
-        back = []
+        """Every host the run left off set back (the run's end): what happened on each it
+        had to, one line each (the command to do it by hand where it failed)."""
+        said = []
         for name, off in list(self.off_ns.items()):
-            if off:
-                ssh, host = self.p.ssh[name], self.p.inventory.hosts[name]
-                ssh.run(f"{shift_command(host, -off)} && rm -f "
-                        f"{shlex.quote(self._marker(name))}", check=False)
-                self.off_ns[name] = 0
-                back.append(name)
-        return back
+            if not off:
+                continue
+            ssh, host = self.p.ssh[name], self.p.inventory.hosts[name]
+            back = f"{shift_command(host, -off)} && rm -f {shlex.quote(self._marker(name))}"
+            try:
+                done = ssh.run(back, check=False)
+                failed = done.returncode != 0 and done.stderr.decode(errors="replace")[-200:]
+            except HostError as exc:
+                failed = str(exc)
+            self.off_ns[name] = 0
+            said.append(f"{name}: its clock was still set off at the run's end: set back"
+                        if not failed else
+                        f"{name}: its clock is still set {off / 1e9:+g} s off and could not "
+                        f"be set back ({failed.strip()}); on the host: {back}")
+        return said
 
 
 def shift_command(host: Host, ns: int) -> str:
@@ -476,8 +485,12 @@ class HostsPlacement(Hookless):
                 marker, _, off = line.partition(":")
                 mark = marker.removeprefix("clock-").removesuffix(f"-{ssh.host.name}")
                 if _dead(mark) and off.strip().lstrip("-").isdigit():
-                    ssh.run(f"{shift_command(ssh.host, -int(off))} && rm -f "
-                            f"{shlex.quote(f'{self.inventory.files}/{marker}')}", check=False)
+                    back = (f"{shift_command(ssh.host, -int(off))} && rm -f "
+                            f"{shlex.quote(f'{self.inventory.files}/{marker}')}")
+                    if ssh.run(back, check=False).returncode != 0:
+                        raise HostError(f"{ssh.host.name}: a run that is gone left its clock "
+                                        f"{int(off) / 1e9:+g} s off, and it could not be set "
+                                        f"back; on the host: {back}")
                     removed += 1
         if not dead_only:     # the interfaces this run shaped (another run may shape others)
             for host, dev in self.host_links.shaped:
@@ -530,10 +543,8 @@ class HostsPlacement(Hookless):
         """Every mark of the run off every host, every process it started there ended, its
         files there removed; the master connections closed."""
         try:
-            with contextlib.suppress(HostError):
-                for name in self.host_clocks.set_back():
-                    dep.record("bench", ev.HarnessError(
-                        f"{name}: its clock was still set off at the run's end: set back"))
+            for line in self.host_clocks.set_back():
+                dep.record("bench", ev.HarnessError(line))
             for name, ssh in self.ssh.items():
                 pids = " ".join(str(pid) for host, pid in self.started if host == name)
                 with contextlib.suppress(HostError):
