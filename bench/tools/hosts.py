@@ -17,6 +17,10 @@ Addresses are only ever inside the namespaces made here and on the bridge.
 sockets), loads the bench's image into each and joins them into one swarm, host 1 its
 manager: several engines on one machine, each reached as another host's would be.
 
+`up N --clocks` gives each host a clock of its own for the bench's Python there (libfaketime
+reading an offset file the inventory's `clock` command moves): the hosts share this
+machine's kernel clock, which no namespace separates.
+
 `down ID` removes a harness: its engines and their containers, every process left in its
 namespaces, sshd, the namespaces, the bridge, the forwarding rule, its files; `down --all`
 every harness this machine has.
