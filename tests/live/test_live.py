@@ -37,10 +37,12 @@ def test_quickstart_live(tmp_path: Path, broker: str, nodes: str) -> None:
     # during this test (how long after its start depends on the machine's load). An origin
     # is the node's clock when it sent less the tMs of that record, two readings taken one
     # after the other while handling one input: on a loaded machine the second comes some
-    # milliseconds later (seen: 3.6 ms), so the origin may fall that much early. A second of
-    # slack still tells a wall clock from one started at 0 or at a seeded epoch (years off).
+    # milliseconds later (seen: 3.6 ms; and 2.85 s, an inproc node's input read its clock
+    # before a stall of the shared loop on a loaded machine and was handled after it, CI
+    # 2026-12-06), so the origin may fall that much early. A minute of slack still tells a
+    # wall clock from one started at 0 or at a seeded epoch (years off).
     origins = node_clock_origins(tmp_path / "history.jsonl")
-    assert origins and all(started_ms - 1_000 <= o <= ended_ms for o in origins), \
+    assert origins and all(started_ms - 60_000 <= o <= ended_ms for o in origins), \
         (started_ms, origins[:3], ended_ms)
     if BEHAVIOURS[broker].subscribe_races_connect:
         # each node starts once the one before is up (amqtt leaves a client deaf whose
