@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,26 @@ def hosts_run(h: harness.Harness, scenario: str, out: Path, *extra: str,
     return main(["run", scenario, "--mode", "hosts", "--hosts",
                  str(inventory or h.inventory), "--broker", "mosquitto", "--out", str(out),
                  "--no-plots", *extra])
+
+
+def interrupted(argv: list[str], ready: Callable[[], bool],
+                before: Callable[[], None] = lambda: None) -> None:
+    """`a2a-bench run *argv`, given Ctrl-C once `ready()` holds (and `before()` has run): it
+    must end saying it was interrupted, exit 2. (SIGINT handled as a terminal's job has it:
+    a suite started in the background hands its children SIGINT ignored — CI, 2026-12-06:
+    the run went on to its end.)"""
+    proc = subprocess.Popen([sys.executable, "-c", AS_A_TERMINAL_GIVES_IT, "run", *argv,
+                             "--no-plots"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120      # the fault starts seconds into the workload
+    while not ready():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    before()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == EXIT_UNKNOWN, err.decode()
+    assert "interrupted" in err.decode()
 
 
 # -- the harness -------------------------------------------------------------------------------
@@ -134,24 +155,14 @@ def test_a_run_interrupted_mid_partition_leaves_no_rule_and_no_process_on_any_ho
     """Ctrl-C while exec-2 is cut off: the run says it was interrupted, stays judgeable,
     and every host is as it was (no iptables rule, no node, no broker)."""
     out = tmp_path / "run"
-    # (SIGINT handled as a terminal's job has it: a suite started in the background hands
-    # its children SIGINT ignored — CI, 2026-12-06: the run went on to its end)
-    proc = subprocess.Popen([sys.executable, "-c", AS_A_TERMINAL_GIVES_IT, "run", "partition",
-                             "--mode", "hosts", "--hosts", str(hosts.inventory), "--broker",
-                             "mosquitto", "--out", str(out), "--no-plots"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
     journal = out / "hosts" / "journal.jsonl"
-    deadline = time.monotonic() + 120      # the partition starts 5 s into the workload
-    while not (journal.exists() and "iptables" in journal.read_text()):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.2)
-    time.sleep(1.0)
-    assert any("a2a-bench" in on(hosts, i, "iptables", "-w", "-S") for i in (2, 3))
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == EXIT_UNKNOWN, err.decode()
-    assert "interrupted" in err.decode()
+
+    def cut() -> None:
+        time.sleep(1.0)
+        assert any("a2a-bench" in on(hosts, i, "iptables", "-w", "-S") for i in (2, 3))
+    interrupted(["partition", "--mode", "hosts", "--hosts", str(hosts.inventory), "--broker",
+                 "mosquitto", "--out", str(out)],
+                lambda: journal.exists() and "iptables" in journal.read_text(), cut)
     assert traces(hosts) == {}
     assert main(["check", str(out)]) in (EXIT_OK, EXIT_UNKNOWN)
 
@@ -244,18 +255,9 @@ def test_a_hosts_clock_set_off_mid_run_is_judged_as_a_nodes_and_always_set_back(
         assert float(max(offsets())) == 0.0, offsets()
 
         out = tmp_path / "interrupted"
-        proc = subprocess.Popen([sys.executable, "-c", AS_A_TERMINAL_GIVES_IT, "run",
-                                 "clock_skew", "--mode", "hosts", "--hosts", str(h.inventory),
-                                 "--broker", "mosquitto", "--out", str(out), "--no-plots"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        deadline = time.monotonic() + 120
-        while not any(float(o) > 0 for o in offsets()):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == EXIT_UNKNOWN and "interrupted" in err.decode(), err.decode()
+        interrupted(["clock_skew", "--mode", "hosts", "--hosts", str(h.inventory), "--broker",
+                     "mosquitto", "--out", str(out)],
+                    lambda: any(float(o) > 0 for o in offsets()))
         assert float(max(offsets())) == 0.0, offsets()
 
         from bench.substrates import Options
@@ -567,21 +569,11 @@ def test_three_engines_make_one_swarm_the_docker_substrate_places_a_run_across(
         assert engine_traces(h) == {}
 
         out = tmp_path / "interrupted"
-        proc = subprocess.Popen([sys.executable, "-c", AS_A_TERMINAL_GIVES_IT, "run",
-                                 "partition", "--mode", "docker", "--hosts", str(h.inventory),
-                                 "--broker", "mosquitto", "--out", str(out), "--no-plots"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
         journal_file = out / "hosts" / "journal.jsonl"
-        deadline = time.monotonic() + 120      # the partition starts 5 s into the workload
-        while not (journal_file.exists() and "iptables" in journal_file.read_text()):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.2)
-        time.sleep(1.0)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == EXIT_UNKNOWN, err.decode()
-        assert "interrupted" in err.decode()
+        interrupted(["partition", "--mode", "docker", "--hosts", str(h.inventory), "--broker",
+                     "mosquitto", "--out", str(out)],
+                    lambda: journal_file.exists() and "iptables" in journal_file.read_text(),
+                    lambda: time.sleep(1.0))
         assert engine_traces(h) == {}
         assert main(["check", str(out)]) in (EXIT_OK, EXIT_UNKNOWN)
     finally:
