@@ -6,6 +6,7 @@ for; bad inventories refused in one line."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -273,6 +274,52 @@ def test_a_hosts_clock_set_off_mid_run_is_judged_as_a_nodes_and_always_set_back(
     finally:
         harness.down(h)
     assert harness.left(h) == []
+
+
+def test_a_run_interrupted_while_its_clock_command_runs_still_sets_the_clock_back() -> None:
+    """Ctrl-C while the host's clock command is running (CI, 2026-12-07: the test saw the
+    clock off, interrupted, and the clock stayed +600 s): the fault's task is cancelled,
+    the command goes on on the host, and the run's end waits for it and sets back what it
+    set."""
+    import threading
+    from types import SimpleNamespace
+
+    from bench.faults.primitives import FaultRef
+    from bench.substrates.hosts.inventory import Host
+    from bench.substrates.hosts.placement import HostClocks
+    host = Host("h2", "10.0.0.2", clock="shift {ns}")
+    ran: list[str] = []
+    running, finish = threading.Event(), threading.Event()
+
+    def run(command: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        ran.append(command)
+        running.set()
+        finish.wait(10)
+        return subprocess.CompletedProcess(command, 0, b"", b"")
+
+    async def arun(command: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        return await asyncio.get_running_loop().run_in_executor(None, run, command, check)
+    placement = SimpleNamespace(
+        ssh={"h2": SimpleNamespace(run=run, arun=arun)}, mark="a2a-bench-1-ab",
+        node_hosts={"n1": host},
+        inventory=SimpleNamespace(hosts={"h2": host}, files="/f"),
+        host_links=SimpleNamespace(_journal=lambda entry: None))
+    clocks = HostClocks(placement)  # type: ignore[arg-type]
+
+    async def interrupted() -> None:
+        task = asyncio.ensure_future(clocks.skew(FaultRef(0, "clock_skew"), "n1", 600_000))
+        while not running.is_set():     # (the command started on the host)
+            assert not task.done(), task
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    asyncio.run(interrupted())
+    assert clocks.off_ns == {}          # the task knows nothing of the command's end ...
+    threading.Timer(0.2, finish.set).start()
+    said = clocks.set_back()            # ... the run's end waits for it
+    assert ran[1] == "shift -600000000000 && rm -f /f/clock-a2a-bench-1-ab-h2", ran
+    assert said == ["h2: its clock was still set off at the run's end: set back"], said
 
 
 def test_a_clock_that_cannot_be_set_back_is_said_with_the_command_that_would() -> None:

@@ -23,9 +23,10 @@ import secrets
 import shlex
 import subprocess
 import time
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench.core import events as ev
 from bench.core.envelope import Json
@@ -35,7 +36,7 @@ from bench.spec.scenario import Mode
 from bench.spec.topology import MqttVersion, NodeSpec
 from bench.substrates import Options
 from bench.substrates.hosts.inventory import Host, Inventory, load_inventory, sharing
-from bench.substrates.hosts.ssh import Clock, HostError, Ssh, control_dir
+from bench.substrates.hosts.ssh import COMMAND_S, Clock, HostError, Ssh, control_dir
 from bench.substrates.live.brokers import Broker, BrokerError, mosquitto_conf, wait_listening
 from bench.substrates.live.control import LaunchSpec
 from bench.substrates.live.nodes import STOP_S, LiveNode, ProcessNode
@@ -338,6 +339,8 @@ class HostClocks:
     def __init__(self, placement: HostsPlacement) -> None:
         self.p = placement
         self.off_ns: dict[str, int] = {}        # host -> how far the run has set it off
+        self.inflight: dict[str, tuple[Future[Any], int]] = {}   # host -> (command, to)
+        self._shifts = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host-clock")
 
     def sets(self, node: str) -> bool:
         return self.p.node_hosts[node].clock is not None
@@ -356,7 +359,12 @@ class HostClocks:
         record = f"echo {want} > {marker}" if want else f"rm -f {marker}"
         # the marker first: a run killed between the two leaves a host its successor
         # sets back by the marker's amount (at worst, the amount it meant to set)
-        await ssh.arun(f"{record} && {shift_command(host, by)}")
+        job = self._shifts.submit(ssh.run, f"{record} && {shift_command(host, by)}")
+        # kept until it has ended: a run interrupted while the command runs (its task
+        # cancelled here, the command going on there) still learns at its end what it set
+        self.inflight[host.name] = (job, want)
+        await asyncio.wrap_future(job)
+        del self.inflight[host.name]
         self.off_ns[host.name] = want
         return Done((Firing("host clock set" if want else "host clock set back", node,
                             {"host": host.name, "offMs": want / 1e6}),))
@@ -365,6 +373,18 @@ class HostClocks:
         """Every host the run left off set back (the run's end): what happened on each it
         had to, one line each (the command to do it by hand where it failed)."""
         said = []
+        for name, (job, want) in list(self.inflight.items()):
+            del self.inflight[name]
+            try:
+                job.result(timeout=COMMAND_S)
+                self.off_ns[name] = want
+            except CancelledError:          # never started
+                pass
+            except (HostError, TimeoutError) as exc:
+                said.append(f"{name}: the command setting its clock {want / 1e9:+g} s off was "
+                            f"interrupted ({exc}): whether it did is unknown; the host's "
+                            f"marker {self._marker(name)} says what the next run sets back")
+        self._shifts.shutdown(wait=False)
         for name, off in list(self.off_ns.items()):
             if not off:
                 continue

@@ -64,8 +64,10 @@ class Ssh:
     def run(self, command: str, *, input: bytes | None = None, check: bool = True,
             timeout_s: float = COMMAND_S) -> subprocess.CompletedProcess[bytes]:
         try:
+            # a session of its own: a Ctrl-C at the terminal reaches the bench, which ends
+            # the run in order, never a command half done on the host (a clock set off)
             done = subprocess.run(self.argv(command), input=input, capture_output=True,
-                                  timeout=timeout_s, check=False)
+                                  timeout=timeout_s, check=False, start_new_session=True)
         except subprocess.TimeoutExpired:
             raise HostError(f"{self.host.name} ({self.host.address}): `{command}` took more "
                             f"than {timeout_s:g} s") from None
