@@ -360,3 +360,33 @@ def test_a_matrix_of_two_protocols_draws_a_verdict_grid_for_each(tmp_path: Path)
                                                  "verdicts_seed") for f in ("png", "svg"))
     md = (out / "matrix.md").read_text()
     assert "plots/verdicts_seed.png" in md and "plots/verdicts_a2a_mqtt.png" in md
+
+
+def test_a_protocols_grid_is_begun_when_its_last_cell_is_done_and_used_only_if_unchanged(
+        tmp_path: Path) -> None:
+    """On several workers, the seed protocol's grid is drawn while the A2A cells still run
+    (the report's tail was seconds of it); the report takes that drawing only for the very
+    records it would draw, and the last protocol's grid is the report's own."""
+    from bench.matrix import collect, run_cell
+    from bench.matrix.report import EarlyGrids, _verdict_jobs, write_matrix_report
+    path = write(tmp_path, '[[group]]\nscenarios = ["quickstart", "a2a_quickstart"]\n'
+                           'modes = ["sim"]\n', "two.matrix.toml")
+    matrix, out = load_matrix(path), tmp_path / "out"
+    seed, a2a = matrix.cells
+    early = EarlyGrids(out, matrix)
+    run_cell(out, seed)
+    early.finished(seed.id)
+    assert list(early.started) == ["verdicts_seed"]
+    run_cell(out, a2a)
+    early.finished(a2a.id)
+    assert list(early.started) == ["verdicts_seed"]        # the last one: the report's
+    jobs = {job[3]: job for job, _ in _verdict_jobs(out, matrix, collect(out, matrix))}
+    assert early.drawn(jobs["verdicts_seed"]) is not None
+    assert early.drawn(jobs["verdicts_a2a_mqtt"]) is None
+    kind, (records, title), folder, name = jobs["verdicts_seed"]
+    changed = [dict(records[0], passed=not records[0]["passed"])]
+    assert early.drawn((kind, (changed, title), folder, name)) is None
+    write_matrix_report(out, matrix, 2, early)
+    drawn = sorted(p.name for p in (out / "plots").iterdir())
+    assert drawn == sorted(f"{n}.{f}" for n in ("duplicates", "verdicts_a2a_mqtt",
+                                                 "verdicts_seed") for f in ("png", "svg"))

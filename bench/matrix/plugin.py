@@ -18,12 +18,15 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from bench.folders import pack, unpack
 from bench.matrix import Cell, cell_dir, finished, load_matrix, run_cell
+
+if TYPE_CHECKING:
+    from bench.matrix.report import EarlyGrids
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -116,6 +119,7 @@ class _Progress:
         self.done = 0
         self.t0 = time.perf_counter()
         self.legend_shown = False
+        self.early: EarlyGrids | None = None   # -j > 1: grids begun while the cells run
 
     def cell(self, cell_id: str) -> Cell:
         """A cell of the matrix this session runs (the first *.matrix.toml argument), the
@@ -162,6 +166,8 @@ class _Progress:
         if "cell_files" in props and out:     # a cell a host ran: into this results folder
             unpack(str(props["cell_files"]), cell_dir(Path(out), self.cell(info["id"])))
         self.done += 1
+        if self.early is not None:
+            self.early.finished(info["id"])
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is None:
             return
@@ -175,11 +181,16 @@ class _Progress:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):   # the controller (or a run without xdist)
-        config.pluginmanager.register(_Progress(config), "a2a-matrix-progress")
+        progress = _Progress(config)
+        config.pluginmanager.register(progress, "a2a-matrix-progress")
         workers = getattr(config.option, "numprocesses", None)
-        if config.getoption("matrix_out", None) and isinstance(workers, int) and workers > 1:
-            from bench.matrix.report import plot_server
+        out = config.getoption("matrix_out", None)
+        if out and isinstance(workers, int) and workers > 1:
+            from bench.matrix.report import EarlyGrids, plot_server
             plot_server()    # its imports done while the cells run, not after the last
+            sources = [Path(a) for a in config.args if a.endswith(".matrix.toml")]
+            if sources:
+                progress.early = EarlyGrids(Path(out), load_matrix(sources[0]))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -193,8 +204,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if sources:
         # its plots drawn as many at a time as the matrix had workers (-j)
         workers = getattr(session.config.option, "numprocesses", None)
+        progress = session.config.pluginmanager.get_plugin("a2a-matrix-progress")
         paths = write_matrix_report(Path(out), load_matrix(sources[0]),
-                                    workers if isinstance(workers, int) else 1)
+                                    workers if isinstance(workers, int) else 1,
+                                    getattr(progress, "early", None))
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:
             tr.ensure_newline()

@@ -347,20 +347,102 @@ def _draw_one_format(task: tuple[Job, str]) -> dict[str, Path]:
     return _draw(job, (fmt,))
 
 
-def _draw_all(jobs: list[Job], workers: int) -> list[dict[str, Path]]:
+def _draw_all(jobs: list[Job], workers: int,
+              early: EarlyGrids | None = None) -> list[dict[str, Path]]:
     """Every plot: one after another, or each of its formats in a process of its own,
     `workers` at a time. Matplotlib's saving was most of the report's time, after the last
     cell, when a second worker had nothing left to do; a large matrix's verdict grid alone
     (some 300 rows of text) takes seconds per format. The processes come from a fork server
     that imported the plots first (the matrix's controller runs pytest-xdist's threads:
-    forking it could copy a held lock)."""
-    if workers <= 1 or not jobs:
-        return [_draw(j) for j in jobs]
-    context = plot_server()
-    tasks = [(job, fmt) for job in jobs for fmt in ("png", "svg")]
-    with context.Pool(min(workers, len(tasks))) as pool:
-        drawn = pool.map(_draw_one_format, tasks, chunksize=1)
-    return [drawn[2 * i] | drawn[2 * i + 1] for i in range(len(jobs))]
+    forking it could copy a held lock). A plot `early` began drawing while cells still ran,
+    from the records the report has too, is taken from there."""
+    ready = {i: d for i, job in enumerate(jobs)
+             if early is not None and (d := early.drawn(job)) is not None}
+    rest = [job for i, job in enumerate(jobs) if i not in ready]
+    if workers <= 1 or not rest:
+        drawn_rest = [_draw(j) for j in rest]
+    else:
+        tasks = [(job, fmt) for job in rest for fmt in ("png", "svg")]
+        with plot_server().Pool(min(workers, len(tasks))) as pool:
+            drawn = pool.map(_draw_one_format, tasks, chunksize=1)
+        drawn_rest = [drawn[2 * i] | drawn[2 * i + 1] for i in range(len(rest))]
+    got = iter(drawn_rest)
+    if early is not None:
+        early.close()
+    return [ready[i].get() if i in ready else next(got) for i in range(len(jobs))]
+
+
+class _Drawing:
+    """A plot's two formats being drawn in the early pool."""
+
+    def __init__(self, pool: Any, job: Job) -> None:
+        self.job = job
+        self.formats = [pool.apply_async(_draw_one_format, ((job, fmt),))
+                        for fmt in ("png", "svg")]
+
+    def get(self) -> dict[str, Path]:
+        drawn: dict[str, Path] = {}
+        for f in self.formats:
+            drawn |= f.get()
+        return drawn
+
+
+class EarlyGrids:
+    """A matrix of several protocols on several workers: each protocol's verdict grid begun
+    as soon as its last cell is finished, while the other protocols' cells still run (the
+    seed protocol's grid, some 200 rows of text, was seconds of the report after the last
+    cell, when one worker had nothing left to do). The report takes a grid from here only
+    where it would draw the very same records; the last protocol's is the report's."""
+
+    def __init__(self, out: Path, matrix: Matrix) -> None:
+        self.out, self.matrix = out, matrix
+        self._left: dict[str, set[str]] | None = None   # protocol -> its unfinished cells
+        self._pool: Any = None
+        self.started: dict[str, _Drawing] = {}         # plot name -> its drawing
+
+    def _protocols(self) -> dict[str, set[str]]:
+        """Each protocol's cells, from their scenarios (each file and topology read once);
+        none where one cannot be read (its cell will say why): nothing is drawn early."""
+        from bench.spec.scenario import load_scenario
+        seen: dict[tuple[str, str | None], str] = {}
+        cells: dict[str, set[str]] = {}
+        try:
+            for c in self.matrix.cells:
+                key = (str(c.source), c.topology)
+                if key not in seen:
+                    seen[key] = load_scenario(c.source, topology=c.topology).protocol
+                cells.setdefault(seen[key], set()).add(c.id)
+        except Exception:          # a bad scenario: the cells and the report say so
+            return {}
+        return cells
+
+    def finished(self, cell_id: str) -> None:
+        """A cell is finished (its record written): a protocol's grid begun if that was
+        its last cell and others are still to run."""
+        if self._left is None:
+            self._left = self._protocols()
+        for ids in self._left.values():
+            ids.discard(cell_id)
+        if len(self._left) < 2 or all(not ids for ids in self._left.values()):
+            return
+        for protocol, ids in self._left.items():
+            if ids or protocol in self.started:
+                continue
+            records = [r for r in collect(self.out, self.matrix) if protocol_of(r) == protocol]
+            if self._pool is None:
+                self._pool = plot_server().Pool(2)
+            job = _verdict_job(self.out, self.matrix, protocol, records)
+            self.started[job[3]] = _Drawing(self._pool, job)
+
+    def drawn(self, job: Job) -> _Drawing | None:
+        """The early drawing of `job`, if one was begun of the same plot and records."""
+        d = self.started.get(job[3])
+        return d if d is not None and d.job == job else None
+
+    def close(self) -> None:
+        """No more plots begun (those begun are still collected by `get`)."""
+        if self._pool is not None:
+            self._pool.close()
 
 
 def plot_server() -> Any:
@@ -387,13 +469,20 @@ def _verdict_jobs(out: Path, matrix: Matrix,
     if len(groups) == 1:
         return [(("verdicts", (records, f"matrix {matrix.name}"), out / "plots", "verdicts"),
                  caption)]
-    return [(("verdicts", (rs, f"matrix {matrix.name} — {_title(protocol)}"), out / "plots",
-              f"verdicts_{protocol.replace('-', '_')}"), f"{_title(protocol)}. {caption}")
+    return [(_verdict_job(out, matrix, protocol, rs), f"{_title(protocol)}. {caption}")
             for protocol, rs in sorted(groups, key=lambda g: -len(g[1]))]
 
 
-def write_matrix_report(out: Path, matrix: Matrix, workers: int = 1) -> dict[str, Path]:
-    """The matrix's report from its finished cells; its plots drawn `workers` at a time."""
+def _verdict_job(out: Path, matrix: Matrix, protocol: str, records: list[dict[str, Any]]) -> Job:
+    """One protocol's verdict grid, in a matrix of several."""
+    return ("verdicts", (records, f"matrix {matrix.name} — {_title(protocol)}"), out / "plots",
+            f"verdicts_{protocol.replace('-', '_')}")
+
+
+def write_matrix_report(out: Path, matrix: Matrix, workers: int = 1,
+                        early: EarlyGrids | None = None) -> dict[str, Path]:
+    """The matrix's report from its finished cells; its plots drawn `workers` at a time (a
+    grid `early` began while cells ran taken from there)."""
     from bench.report.html import _e, _plots, page
     records = collect(out, matrix)
     (out / "matrix.json").write_text(json.dumps(
@@ -421,7 +510,7 @@ def write_matrix_report(out: Path, matrix: Matrix, workers: int = 1) -> dict[str
             name = f"topologies_{i + 1}"
             jobs.append(("topologies", (series, f"Topologies — {label}"), out / "plots", name))
             captions[name] = f"One workload ({label}) on several topologies"
-        for (_kind, _args, _folder, name), paths in zip(jobs, _draw_all(jobs, workers),
+        for (_kind, _args, _folder, name), paths in zip(jobs, _draw_all(jobs, workers, early),
                                                         strict=True):
             plots[name] = paths
     md += "\n" + "\n".join(f"![{n}](plots/{p['png'].name})" for n, p in plots.items()) + "\n"
