@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from bench.core import events as ev
 from bench.history import Fold, History
@@ -118,6 +118,8 @@ class WillAfterSilence(TypedDict):
     willAfterMs: float | None
     #: peers whose client stayed connected through the partition: who could see a will
     peersConnected: int
+    #: a partition one way only: "to_broker" (the node's packets lost) or "from_broker"
+    direction: NotRequired[str]
 
 
 class Metrics(TypedDict):
@@ -293,10 +295,13 @@ def will_metrics(h: History) -> list[WillAfterSilence] | None:
         for node in f.nodes:
             will = min((t for t in offline.get(node, ()) if f.start_ms <= t < f.end_ms),
                        default=None)
-            out.append(WillAfterSilence(
+            w = WillAfterSilence(
                 node=node, partitionMs=round(f.end_ms - f.start_ms, 1),
                 willAfterMs=None if will is None else round(will - f.start_ms, 1),
-                peersConnected=len(transit.connected_throughout(node, f.start_ms, f.end_ms))))
+                peersConnected=len(transit.connected_throughout(node, f.start_ms, f.end_ms)))
+            if f.direction != "both":
+                w["direction"] = f.direction
+            out.append(w)
     return out or None
 
 

@@ -49,6 +49,11 @@ def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
     ("[workload]\nhumans = { psychic = 1.0 }\n", "workload.humans.psychic: unknown kind of human"),
     ("[workload]\ngate_on_timeout = \"shrug\"\n", "workload.gate_on_timeout='shrug' must be one of"),
     ("[[faults]]\nkind = \"forged_sender\"\nhow = \"psychic\"\n", "faults[0].how='psychic' must be one of"),
+    ("[[faults]]\nkind = \"partition\"\nnodes = [\"e\"]\nhow = \"unplug\"\n"
+     "direction = \"to_broker\"\n",
+     "faults[0]: how = 'unplug' takes the cable out both ways: direction must be 'both'"),
+    ("[[faults]]\nkind = \"partition\"\nnodes = [\"e\"]\ndirection = \"inward\"\n",
+     "faults[0].direction='inward' must be one of ['both', 'to_broker', 'from_broker']"),
     ("colour = 1\n", "unknown key(s) ['colour']"),
     ("[expect]\nduplicate_execution = \"maybe\"\n", "expect.duplicate_execution='maybe' must be one of"),
     ("[expect]\nno_such_check = \"true\"\n", "expect: unknown key(s) ['no_such_check']"),

@@ -36,6 +36,8 @@ PARAMS: dict[str, dict[str, object]] = {
     "broker_restart": {"down_ms": 300},
     "partition": {"nodes": ["exec-1"]},
     "partition:unplug": {"nodes": ["exec-1"], "how": "unplug"},
+    "partition:to_broker": {"nodes": ["exec-1"], "direction": "to_broker"},
+    "partition:from_broker": {"nodes": ["orch-1"], "direction": "from_broker"},  # it sends
     "pause": {"node": "exec-1"},
     "latency": {"nodes": ["exec-1"], "latency_ms": 20},
     "loss": {"nodes": ["exec-1"], "probability": 0.5},
@@ -123,3 +125,7 @@ def test_fault_acts_on_substrate(tmp_path: Path, case: str, substrate: tuple[Mod
     assert set(kinds[healed + 1:]) <= {"fault_fired"}, kinds[healed:]
     start = next(e for e in mine if e["kind"] == "fault_start")
     assert start["disrupts"] is CATALOGUE[kind].disrupts
+    if PARAMS[case].get("direction", "both") != "both":
+        # one way only: the other way still carried packets (a cut both ways passes none)
+        cut = [e for e in mine if e["kind"] == "fault_fired" and e["action"] == "partitioned"]
+        assert cut and cut[0]["packetsPassed"] > 0, cut

@@ -65,6 +65,8 @@ class FaultWindow:
     start_ms: float
     end_ms: float
     nodes: tuple[str, ...]
+    #: a partition's: "both", "to_broker" (the nodes' packets lost) or "from_broker"
+    direction: str = "both"
 
     def acts_on(self, start_ms: float, end_ms: float, *nodes: str) -> bool:
         """It was in effect at some time of [start_ms, end_ms], on one of `nodes` (a fault
@@ -78,8 +80,9 @@ def fault_windows(h: History) -> list[FaultWindow]:
     healed = {e.fault_index: e.t_ms for e in h.of(FaultHealed)}
     out = []
     for f in h.of(FaultStart):
+        direction = f.params.get("direction") if isinstance(f.params, dict) else None
         out.append(FaultWindow(f.fault, f.t_ms, healed.get(f.fault_index, h.end_ms),
-                               nodes_named(f.params)))
+                               nodes_named(f.params), str(direction or "both")))
     return out
 
 

@@ -110,8 +110,19 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                "how": Param("choice", "blackhole (packets vanish, the interface stays: a new "
                             "connection hangs until its timeout) or unplug (the cable is out: "
                             "a new connection fails at once; docker: network disconnect)",
-                            "blackhole", choices=("blackhole", "unplug"))},
-              scripts.partition, disrupts=True, on_link=_always),
+                            "blackhole", choices=("blackhole", "unplug")),
+               "direction": Param("choice", "which way packets vanish: both, to_broker (the "
+                                  "node's: it still hears the broker, whose keepalive gives it "
+                                  "up and whose close reaches it) or from_broker (the broker's: "
+                                  "the node's packets still arrive — its publishes are routed, "
+                                  "their acknowledgements lost — until its own keepalive "
+                                  "closes it, which the broker hears). A new connection needs "
+                                  "both ways: it hangs", "both",
+                                  choices=("both", "to_broker", "from_broker"))},
+              scripts.partition, disrupts=True, on_link=_always,
+              check=lambda p: "how = 'unplug' takes the cable out both ways: direction must "
+                              "be 'both'" if p["how"] == "unplug" and p["direction"] != "both"
+                              else None),
     FaultKind("latency", "slow the links of nodes down", {
         "nodes": Param("nodes", "the nodes", required=True),
         "latency_ms": Param("distribution", "link latency during the window", required=True)},

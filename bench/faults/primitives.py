@@ -164,11 +164,19 @@ class Redeliver:
 class LinkDown:
     """Blackhole the nodes' links (a partition): nothing passes, connections die when a
     keepalive notices; `LinkUp` heals and reports what was lost. `unplug`: the interface
-    is gone too, so a new connection fails at once instead of hanging."""
+    is gone too, so a new connection fails at once instead of hanging. `direction`: the
+    way packets vanish ("both"; "to_broker", the node's; "from_broker", the broker's)."""
 
     fault: FaultRef
     nodes: tuple[str, ...]
     unplug: bool = False
+    direction: str = "both"
+
+
+#: the ways packets go: "up", the node's to the broker; "down", the broker's to the node
+BOTH_WAYS = frozenset({"up", "down"})
+#: a partition's `direction` -> the ways it cuts
+BLOCKS = {"both": BOTH_WAYS, "to_broker": frozenset({"up"}), "from_broker": frozenset({"down"})}
 
 
 @dataclass(frozen=True, slots=True)

@@ -306,7 +306,8 @@ def pause(spec: FaultSpec, ctx: Context) -> Script:
 
 def partition(spec: FaultSpec, ctx: Context) -> Script:
     nodes = tuple(spec.params["nodes"])
-    yield LinkDown(_ref(spec), nodes, spec.params["how"] == "unplug")
+    yield LinkDown(_ref(spec), nodes, spec.params["how"] == "unplug",
+                   spec.params.get("direction", "both"))
     yield HEAL
     yield LinkUp(_ref(spec), nodes)
 

@@ -36,6 +36,8 @@ class FaultKind:
     disrupts: bool = False
     #: Whether it acts on the nodes' links (live: they are put behind the fault proxy).
     on_link: Callable[[Mapping[str, Any]], bool] = lambda params: False
+    #: What its parameters cannot be together: a sentence naming the keys, or None.
+    check: Callable[[Mapping[str, Any]], str | None] = lambda params: None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,8 @@ def parse_fault(raw: Any, index: int, where: str, topology: Topology,
             params[name] = value
             continue
         params[name] = _value(p, raw[name], key, node_ids, topology.name)
+    if (conflict := kind.check(params)) is not None:
+        raise SpecError(f"{where}: {conflict}")
     return FaultSpec(index, kind_name, float(at_s) * 1000.0,
                      None if dur is None else float(dur) * 1000.0, params)
 

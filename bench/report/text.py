@@ -81,9 +81,18 @@ def broker_outage(o: BrokerOutage) -> str:
                else "not back by the end"))
 
 
+ONE_WAY = {"to_broker": "its packets to the broker lost, the broker's still reaching it",
+           "from_broker": "the broker's packets to it lost, its own still arriving"}
+
+
 def will_after_silence(w: WillAfterSilence) -> str:
-    return (f"{w['node']} partitioned for {w['partitionMs'] / 1000:.1f} s; "
+    way = w.get("direction")
+    return (f"{w['node']} partitioned for {w['partitionMs'] / 1000:.1f} s"
+            + (f" ({ONE_WAY[way]})" if way in ONE_WAY else "") + "; "
             + (f"its will reached a peer after {w['willAfterMs'] / 1000:.1f} s"
-               if w["willAfterMs"] is not None else "no will before the heal (the broker "
-               "never gave the silent client up)" if w.get("peersConnected", 1)
+               if w["willAfterMs"] is not None else
+               "no will before the heal (it never closed the connection the broker still "
+               "heard)" if way == "from_broker" and w.get("peersConnected", 1) else
+               "no will before the heal (the broker never gave the silent client up)"
+               if w.get("peersConnected", 1)
                else "no will seen: no peer stayed connected to see one"))

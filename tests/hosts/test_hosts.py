@@ -694,3 +694,31 @@ def test_a_partition_by_sudo_adds_its_rules_and_its_heal_removes_them(
         assert len(journal) == 2 and "iptables" in journal[0] and "healed" in journal[1]
     finally:
         p.abandon()
+
+
+def test_a_one_way_partition_on_a_host_is_one_iptables_rule() -> None:
+    """to_broker drops what the node's host sends to the broker's address (OUTPUT),
+    from_broker what it receives from there (INPUT), both ways both; each journaled first."""
+    from types import SimpleNamespace
+
+    from bench.faults.primitives import FaultRef
+    from bench.substrates.hosts.inventory import Host
+    from bench.substrates.hosts.placement import HostLinks
+    ran: list[str] = []
+    journal: list[dict[str, object]] = []
+
+    async def arun(command: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 0, b"", b"")
+    ssh = SimpleNamespace(arun=arun, host=Host("h2", "10.0.0.2"), root=lambda c: c)
+    placement = SimpleNamespace(broker_host=Host("h1", "10.0.0.1"), ssh={"h2": ssh},
+                                node_hosts={"n1": Host("h2", "10.0.0.2")}, mark="m")
+    links = HostLinks(placement)  # type: ignore[arg-type]
+    links._journal = journal.append  # type: ignore[method-assign]
+    for i, way in enumerate(("to_broker", "from_broker", "both")):
+        asyncio.run(links.down(None, FaultRef(i, "partition"), ("n1",),  # type: ignore[arg-type]
+                               False, way))
+    chains = [[r.split()[3] for r in c.split(" && ")] for c in ran]
+    assert chains == [["OUTPUT"], ["INPUT"], ["OUTPUT", "INPUT"]], ran
+    assert "-d 10.0.0.1" in ran[0] and "-s 10.0.0.1" in ran[1]
+    assert [len(e["iptables"]) for e in journal] == [1, 1, 2]  # type: ignore[arg-type]

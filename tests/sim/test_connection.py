@@ -79,3 +79,48 @@ def test_an_unplugged_node_fails_its_connects_at_once_where_a_blackholed_one_wai
     fails = [r for r in unplugged if r == "network unreachable (unplugged)"]
     # 25 s cut, noticed within 10 s, then a try every 2 s: several refusals, none hanging
     assert len(fails) >= 4 and not any(r.startswith("CONNECT unanswered") for r in unplugged)
+
+
+def test_a_one_way_partition_in_simulation_lets_the_other_way_through(tmp_path: Path) -> None:
+    """partition_one_way (Mosquitto's row): exec-2, its packets lost, still takes requests
+    in while the broker's keepalive runs out, and hears the broker close it; orch-1, the
+    broker's packets lost, is heard throughout (the executors take its requests in), gives
+    itself up at its own keepalive, and the broker hears that close: its will, before the
+    heal. Both sent again what was unacknowledged: duplicates reach the nodes, none runs
+    twice."""
+    from bench.spec.scenario import SCENARIOS
+    scenario = load_scenario(SCENARIOS / "partition_one_way.toml").with_broker_model("mosquitto")
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="sim")
+    h = History.read(tmp_path / "history.jsonl")
+    starts = {f.params["nodes"][0]: f.t_ms for f in h.of(ev.FaultStart)}
+    heals = sorted(e.t_ms for e in h.of(ev.FaultHealed))
+    reasons = {n: [e.reason for e in h.of(ev.MqttDisconnected) if e.node == n
+                   and starts[n] < e.t_ms] for n in starts}
+    assert reasons["exec-2"][:1] == ["keepalive expired at the broker"], reasons
+    assert reasons["orch-1"][:1] == ["keepalive timeout (partition)"], reasons
+    admitted = h.of(ev.InboundAdmitted)
+    assert any(e.node == "exec-2" and starts["exec-2"] < e.t_ms < heals[0] for e in admitted)
+    assert any(e.node != "orch-1" and starts["orch-1"] < e.t_ms < heals[1] for e in admitted)
+    wills = {w["node"]: w for w in result.metrics["wills_after_silence"] or []}
+    assert wills["orch-1"]["direction"] == "from_broker"
+    assert wills["orch-1"]["willAfterMs"] is not None
+    m = result.metrics
+    assert m["duplicates_delivered"] > 0 and m["duplicates_executed"] == 0, m
+    assert all(v.value.value != "false" for v in result.verdicts)
+
+
+def test_a_client_that_still_hears_the_broker_never_gives_itself_up(tmp_path: Path) -> None:
+    """exec-2's packets to the broker lost, on amqtt's row (which never gives a silent
+    client up): requests keep reaching it, so paho's keepalive check never finds it quiet
+    and it stays connected until the heal resets it — as live amqtt showed (2026-12-07,
+    `a2a-bench run partition_one_way --mode live --broker amqtt`: its one disconnect at the
+    heal, 21.0 s into the workload)."""
+    from bench.spec.scenario import SCENARIOS
+    scenario = load_scenario(SCENARIOS / "partition_one_way.toml").with_broker_model("amqtt")
+    run_scenario(scenario, REFERENCE, tmp_path, mode="sim")
+    h = History.read(tmp_path / "history.jsonl")
+    cut = next(f for f in h.of(ev.FaultStart) if f.params["nodes"] == ["exec-2"])
+    heal = min(e.t_ms for e in h.of(ev.FaultHealed))
+    lost = [(e.t_ms, e.reason) for e in h.of(ev.MqttDisconnected)
+            if e.node == "exec-2" and e.t_ms > cut.t_ms]
+    assert lost[:1] == [(heal, "partition healed: connections reset")], lost

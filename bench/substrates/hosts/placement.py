@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from bench.core import events as ev
 from bench.core.envelope import Json
-from bench.faults.primitives import Done, FaultRef, Firing, Outcome, Refused
+from bench.faults.primitives import (
+    BLOCKS,
+    BOTH_WAYS,
+    Done,
+    FaultRef,
+    Firing,
+    Outcome,
+    Refused,
+)
 from bench.spec.distribution import Distribution
 from bench.spec.scenario import Mode
 from bench.spec.topology import MqttVersion, NodeSpec
@@ -203,8 +211,9 @@ class SshLauncher:
 
 
 class HostLinks(Links):
-    """Link faults on the hosts themselves: a partition is iptables DROP rules both ways
-    between a node's host and the broker's address (a blackhole: nothing is closed), latency
+    """Link faults on the hosts themselves: a partition is iptables DROP rules between a
+    node's host and the broker's address, both ways or one (a blackhole: nothing is
+    closed), latency
     and loss a netem qdisc on each side's interface for that peer only. Every change is
     journaled (`journal.jsonl` in the run folder) before it is made."""
 
@@ -221,11 +230,11 @@ class HostLinks(Links):
             os.fsync(fh.fileno())
 
     async def down(self, dep: LiveDeployment, fault: FaultRef, nodes: tuple[str, ...],
-                   unplug: bool) -> Outcome:
+                   unplug: bool, direction: str = "both") -> Outcome:
         if unplug:
             return Refused("an unplugged cable on a host would cut the bench's SSH to it "
                            "too: --mode hosts partitions by iptables only (unplug = false)")
-        return await self._drop(fault, nodes, "")
+        return await self._drop(fault, nodes, "", BLOCKS[direction])
 
     async def up(self, dep: LiveDeployment, fault: FaultRef, nodes: tuple[str, ...]) -> Outcome:
         return await self._undrop(fault, nodes, "partitioned", "packetsBlackholed")
@@ -238,15 +247,19 @@ class HostLinks(Links):
         return await self._drop(fault, nodes,
                                 f"-m statistic --mode random --probability {probability:.6f} ")
 
-    async def _drop(self, fault: FaultRef, nodes: tuple[str, ...], match: str) -> Outcome:
-        """iptables DROP rules on each node's host for what goes to and comes from the
-        broker's address (`match`: only some of it), journaled before they are added."""
+    async def _drop(self, fault: FaultRef, nodes: tuple[str, ...], match: str,
+                    ways: frozenset[str] = BOTH_WAYS) -> Outcome:
+        """iptables DROP rules on each node's host for what goes to ("up") and comes from
+        ("down") the broker's address (`match`: only some of it), journaled before they are
+        added."""
         broker = self.p.broker_host.address
         for node in nodes:
             ssh = self.p.ssh[self.p.node_hosts[node].name]
             mark = f"{self.p.mark}-f{fault.index}-{node}"
-            rules = [f"OUTPUT -d {broker} {match}-m comment --comment {mark} -j DROP",
-                     f"INPUT -s {broker} {match}-m comment --comment {mark} -j DROP"]
+            rules = [rule for way, rule in (
+                ("up", f"OUTPUT -d {broker} {match}-m comment --comment {mark} -j DROP"),
+                ("down", f"INPUT -s {broker} {match}-m comment --comment {mark} -j DROP"))
+                if way in ways]
             self._journal({"fault": fault.index, "node": node, "host": ssh.host.name,
                            "iptables": list[Json](rules)})
             self._rules[(fault.index, node)] = [(ssh, r) for r in rules]

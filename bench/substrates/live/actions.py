@@ -18,6 +18,8 @@ from bench.core import events as ev
 from bench.core.envelope import Json
 from bench.core.inputs import ROSTER_DOCUMENT
 from bench.faults.primitives import (
+    BLOCKS,
+    BOTH_WAYS,
     Boot,
     Broke,
     BrokerStart,
@@ -131,7 +133,8 @@ class LiveFaults:
             case Redeliver():
                 return await self._redeliver(step)
             case LinkDown() if (links := self.dep.placement.links) is not None:
-                return await links.down(self.dep, step.fault, step.nodes, step.unplug)
+                return await links.down(self.dep, step.fault, step.nodes, step.unplug,
+                                        step.direction)
             case LinkUp() if (links := self.dep.placement.links) is not None:
                 return await links.up(self.dep, step.fault, step.nodes)
             case LinkLatency() if (links := self.dep.placement.links) is not None:
@@ -408,9 +411,11 @@ class LiveFaults:
         if isinstance(proxies, Refused):
             return proxies
         for node, p in zip(step.nodes, proxies, strict=True):
-            self._counters[(step.fault.index, node)] = (p.counters.blackholed, p.counters.unanswered)
+            self._counters[(step.fault.index, node)] = (p.counters.blackholed,
+                                                        p.counters.unanswered, p.counters.passed)
             p.faults.partitioned = True
             p.faults.unplugged = step.unplug
+            p.faults.blocked = BLOCKS[step.direction]
         self.dep.placement.link_cut(self.dep, step.fault, step.nodes, step.unplug)
         return Done()
 
@@ -420,15 +425,18 @@ class LiveFaults:
             return proxies
         firings = []
         for node, p in zip(step.nodes, proxies, strict=True):
-            bh, rf = self._counters.pop((step.fault.index, node), (0, 0))
+            bh, rf, ps = self._counters.pop((step.fault.index, node), (0, 0, 0))
+            one_way = p.faults.blocked != BOTH_WAYS
             p.faults.partitioned = False
             p.faults.unplugged = False
+            p.faults.blocked = BOTH_WAYS
             cut = p.drop_all()   # connections that lost bytes cannot be trusted again
             lost, unanswered = p.counters.blackholed - bh, p.counters.unanswered - rf
             if lost or unanswered or cut:
                 firings.append(Firing("partitioned", node, {
                     "packetsBlackholed": lost, "connectionsUnanswered": unanswered,
-                    "connectionsCut": cut}))
+                    "connectionsCut": cut,
+                    **({"packetsPassed": p.counters.passed - ps} if one_way else {})}))
         self.dep.placement.link_restored(self.dep, step.fault, step.nodes)
         return Done(tuple(firings))
 

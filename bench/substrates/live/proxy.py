@@ -6,7 +6,9 @@ it can act per packet: delay them (latency), delay them as TCP retransmission wo
 side finds out through its own keepalive, and a side that gives up and closes does not
 close the other, which stays open and silent until the heal, as across a real partition
 where no FIN gets through; a new connection is accepted and then hears nothing until the
-heal), withhold the node's PUBACKs (the broker
+heal, as a SYN unanswered) or one way only (what goes the other way, a close among it,
+still crosses; a new connection still hears nothing: TCP's handshake needs both ways),
+withhold the node's PUBACKs (the broker
 keeps the messages in flight and redelivers them, with DUP, when the connection comes
 back), deliver a broker's PUBLISH twice, or rewrite a PUBLISH's payload on its way to the
 node (a man in the middle), or refuse an MQTT 5 PUBLISH from the node as a broker would
@@ -58,6 +60,7 @@ class Counters:
     delayed: int = 0
     retransmitted: int = 0
     blackholed: int = 0
+    passed: int = 0              # crossed a one-way partition the way it left open
     pubacks_withheld: int = 0
     publishes_duplicated: int = 0
     publishes_rewritten: int = 0
@@ -70,6 +73,8 @@ class Faults:
     loss: float = 0.0
     partitioned: bool = False
     unplugged: bool = False       # partitioned with no interface: a new connection fails at once
+    #: the ways the partition cuts: "up" (the node's packets), "down" (the broker's), or both
+    blocked: frozenset[str] = frozenset({"up", "down"})
     withhold_puback: bool = False
     duplicate_publish: float = 0.0
     #: (topic, payload) -> new payload, or None to leave it: applied to PUBLISHes to the node
@@ -223,9 +228,11 @@ class FaultProxy:
         up = asyncio.create_task(self._pump(c_reader, b_writer, True, conn))
         down = asyncio.create_task(self._pump(b_reader, c_writer, False, conn))
         _done, pending = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
-        if self.faults.partitioned and pending:
+        f = self.faults
+        if f.partitioned and pending and ("up" if up in _done else "down") in f.blocked:
             # no FIN crosses a partition: the side still open stays open (its pump goes on
-            # reading and dropping) until its own keepalive closes it or the heal does
+            # reading and dropping) until its own keepalive closes it or the heal does. Cut
+            # one way only, a close the other way crosses: the far side sees it end.
             await asyncio.wait(pending)
         for task in (up, down):
             task.cancel()
@@ -269,8 +276,10 @@ class FaultProxy:
                     conn.v5 = protocol_level(packet) == 5
                 f = self.faults
                 if f.partitioned:
-                    self.counters.blackholed += 1
-                    continue
+                    if ("up" if to_broker else "down") in f.blocked:
+                        self.counters.blackholed += 1
+                        continue
+                    self.counters.passed += 1
                 kind = packet[0] >> 4
                 if to_broker and kind == PUBACK and f.withhold_puback:
                     self.counters.pubacks_withheld += 1

@@ -80,7 +80,7 @@ class Connection:
         """Delay of a packet sent now in `direction`, or None if it is lost with the link:
         the link's latency, but never arriving before a packet sent earlier the same way
         (head-of-line blocking: a retransmitted segment holds back those behind it)."""
-        delay = self.link.transit_ms()
+        delay = self.link.transit_ms(direction)
         if delay is None:
             return None
         at = now + delay

@@ -21,6 +21,8 @@ from bench.core.config import NodeConfig
 from bench.core.envelope import Json
 from bench.core.inputs import ROSTER_DOCUMENT
 from bench.faults.primitives import (
+    BLOCKS,
+    BOTH_WAYS,
     Boot,
     BrokerStart,
     BrokerStop,
@@ -275,12 +277,17 @@ class SimDeployment:
         hosts = [self.hosts[n] for n in step.nodes]
         for h in hosts:
             self._counters[(step.fault.index, h.node_id)] = h.link.lost
+            self._counters[(step.fault.index, f"{h.node_id}/passed")] = h.link.passed
             h.link.up = False
+            h.link.blocked = BLOCKS[step.direction]
             h.link.unplugged = step.unplug
             h.link.downs += 1
             for conn in [h.conn, *h.extra]:
-                if conn is not None:
-                    self.broker.silent(conn, _still_down(h.link), notify=False)
+                if conn is not None and "up" in h.link.blocked:
+                    # the broker hears nothing more from it; its close reaches the node
+                    # only if the broker's packets still do
+                    self.broker.silent(conn, _still_down(h.link),
+                                       notify="down" not in h.link.blocked)
             h.watch()
         return Done()
 
@@ -288,14 +295,19 @@ class SimDeployment:
         firings = []
         for node in step.nodes:
             h = self.hosts[node]
+            one_way = h.link.blocked != BOTH_WAYS
             h.link.up = True
+            h.link.blocked = BOTH_WAYS
             h.link.unplugged = False
             lost = h.link.lost - self._counters.pop((step.fault.index, node), h.link.lost)
+            passed = h.link.passed - self._counters.pop((step.fault.index, f"{node}/passed"),
+                                                        h.link.passed)
             cut = sum(c is not None and c.alive for c in [h.conn, *h.extra])
             h.cut("partition healed: connections reset")
             if lost or cut:
-                firings.append(Firing("partitioned", node, {"packetsBlackholed": lost,
-                                                            "connectionsCut": cut}))
+                firings.append(Firing("partitioned", node, {
+                    "packetsBlackholed": lost, "connectionsCut": cut,
+                    **({"packetsPassed": passed} if one_way else {})}))
         return Done(tuple(firings))
 
     def _link_change(self, step: Primitive, nodes: tuple[str, ...], counter: str,

@@ -327,13 +327,15 @@ class SimHost(NodeHost):
     def watch(self, conn: Connection | None = None) -> None:
         """The link went silent: time the client's keepalive (once per connection). An
         unanswered CONNECT is given up after one keepalive; an established connection at
-        paho's keepalive check. Closing it sends nothing across the partition: the broker
-        finds out on its own, or at the heal."""
+        paho's keepalive check. Closing it sends nothing across a partition both ways: the
+        broker finds out on its own, or at the heal. Cut one way only: a client that still
+        hears the broker (its own packets lost) pings only once the broker falls quiet,
+        and a client whose packets still arrive is heard closing (no DISCONNECT: its will)."""
         conn = conn or self.conn
         if conn is None or conn.watched:
             return
         conn.watched = True
-        epoch, now = self.epoch, self.env.now
+        epoch, now, heard = self.epoch, self.env.now, conn.last_in_ms
         at = CLIENT.notice_ms(now, conn.last_in_ms, conn.last_out_ms) if conn.established \
             else max(now, conn.last_out_ms + CLIENT.connect_timeout_ms())
 
@@ -343,8 +345,14 @@ class SimHost(NodeHost):
                 return
             if self.link.up:
                 return   # healed meanwhile: the heal decided the connection's fate
+            if conn.established and conn.last_in_ms > heard:
+                self.watch(conn)     # the broker was heard meanwhile: paho pinged no one
+                return
             self.on_connection_lost(conn, "keepalive timeout (partition)" if conn.established
                                     else "CONNECT unanswered (partition)")
+            if conn.established and "up" not in self.link.blocked:
+                broker = self.deployment.broker
+                self._after_transit(conn, lambda: broker.disconnect(conn, graceful=False))
         self.call_later(at - now, notice)
 
     def cut(self, reason: str) -> None:

@@ -354,11 +354,16 @@ def gives_up_a_silent_client(h: History, c: Collector) -> None:
     inside the fault's window (amqtt 0.12, which never times a client out). Undecided
     where the silence was shorter than the bound, the keepalive is not recorded, or no
     peer stayed connected through the bound to see a will (all of them cut off too). Not
-    judged: a node down when the partition began (no connection to give up)."""
+    judged: a node down when the partition began (no connection to give up), and a
+    partition that cut only the broker's way (`from_broker`: the node is heard, and no
+    broker need give up a client it hears)."""
     seen = h.fold(Directories)
     transit = h.memo(Transit)
     for f in h.memo(fault_windows):
         if f.fault != "partition":
+            continue
+        if f.direction == "from_broker":
+            c.count("still_heard")
             continue
         for node in f.nodes:
             connects = [m for m in h.of(MqttConnected) if m.node == node and m.t_ms <= f.start_ms]
