@@ -377,9 +377,11 @@ def test_a_protocols_grid_is_begun_when_its_last_cell_is_done_and_used_only_if_u
     run_cell(out, seed)
     early.finished(seed.id)
     assert list(early.started) == ["verdicts_seed"]
+    early.finished(seed.id)                  # (reported again: begun once all the same)
     run_cell(out, a2a)
     early.finished(a2a.id)
-    assert list(early.started) == ["verdicts_seed"]        # the last one: the report's
+    assert early.begun == ["seed"]                         # the last one: the report's
+    assert list(early.started) == ["verdicts_seed"]
     jobs = {job[3]: job for job, _ in _verdict_jobs(out, matrix, collect(out, matrix))}
     assert early.drawn(jobs["verdicts_seed"]) is not None
     assert early.drawn(jobs["verdicts_a2a_mqtt"]) is None

@@ -362,3 +362,20 @@ def _refused(cell: Cell, protocol: str, line: str, wall: float) -> dict[str, Any
 def collect(out: Path, matrix: Matrix) -> list[dict[str, Any]]:
     """Every finished cell's record, in matrix order."""
     return [r for c in matrix.cells if (r := finished(out, c)) is not None]
+
+
+def cell_protocols(matrix: Matrix) -> dict[str, str]:
+    """Each cell's protocol (by id), from its scenario (each file and topology read once);
+    empty where a scenario cannot be read (its cell will say why)."""
+    seen: dict[tuple[str, str | None], str] = {}
+    out: dict[str, str] = {}
+    try:
+        for c in matrix.cells:
+            key = (str(c.source), c.topology)
+            if key not in seen:
+                seen[key] = load_scenario(c.source, topology=c.topology).protocol
+            out[c.id] = seen[key]
+    except Exception:          # noqa: BLE001 - a bad scenario: the cells and the report say so
+        return {}
+    return out
+

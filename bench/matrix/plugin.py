@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from bench.folders import pack, unpack
-from bench.matrix import Cell, cell_dir, finished, load_matrix, run_cell
+from bench.matrix import Cell, cell_dir, cell_protocols, finished, load_matrix, run_cell
 
 if TYPE_CHECKING:
     from bench.matrix.report import EarlyGrids
@@ -42,11 +42,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
     skip = {s for s in str(config.getoption("matrix_skip") or "").split(",") if s}
-    if not skip:
+    if skip:
+        keep = [i for i in items if not (isinstance(i, CellItem) and i.cell.id in skip)]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+    _largest_protocol_first(items)
+
+
+def _largest_protocol_first(items: list[pytest.Item]) -> None:
+    """The cells run protocol by protocol, the one with the most cells first (each in the
+    matrix's order): its verdict grid, the report's largest plot, is drawn while the
+    others' cells run (`EarlyGrids`), not after the last cell. Every worker orders its
+    items alike (pytest-xdist schedules by index)."""
+    files = {i.path for i in items if isinstance(i, CellItem)}
+    if len(files) != 1:
         return
-    keep = [i for i in items if not (isinstance(i, CellItem) and i.cell.id in skip)]
-    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
-    items[:] = keep
+    protocols = cell_protocols(load_matrix(files.pop()))
+    if len(set(protocols.values())) < 2:
+        return
+    size: dict[str, int] = {}
+    for p in protocols.values():
+        size[p] = size.get(p, 0) + 1
+    rank = {p: -n for p, n in size.items()}
+    items.sort(key=lambda i: rank.get(protocols.get(i.cell.id, ""), 0)
+               if isinstance(i, CellItem) else 0)
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:

@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.matrix import Matrix, cell_dir, collect
+from bench.matrix import Matrix, cell_dir, cell_protocols, collect
 
 SHORT = {"true": "T", "false": "F", "unknown": "?"}
 
@@ -398,22 +398,15 @@ class EarlyGrids:
         self.out, self.matrix = out, matrix
         self._left: dict[str, set[str]] | None = None   # protocol -> its unfinished cells
         self._pool: Any = None
+        self.begun: list[str] = []                      # the protocols whose grid was begun
         self.started: dict[str, _Drawing] = {}         # plot name -> its drawing
 
     def _protocols(self) -> dict[str, set[str]]:
-        """Each protocol's cells, from their scenarios (each file and topology read once);
-        none where one cannot be read (its cell will say why): nothing is drawn early."""
-        from bench.spec.scenario import load_scenario
-        seen: dict[tuple[str, str | None], str] = {}
+        """Each protocol's cells; none where a scenario cannot be read: nothing is drawn
+        early."""
         cells: dict[str, set[str]] = {}
-        try:
-            for c in self.matrix.cells:
-                key = (str(c.source), c.topology)
-                if key not in seen:
-                    seen[key] = load_scenario(c.source, topology=c.topology).protocol
-                cells.setdefault(seen[key], set()).add(c.id)
-        except Exception:          # a bad scenario: the cells and the report say so
-            return {}
+        for cell_id, protocol in cell_protocols(self.matrix).items():
+            cells.setdefault(protocol, set()).add(cell_id)
         return cells
 
     def finished(self, cell_id: str) -> None:
@@ -426,8 +419,9 @@ class EarlyGrids:
         if len(self._left) < 2 or all(not ids for ids in self._left.values()):
             return
         for protocol, ids in self._left.items():
-            if ids or protocol in self.started:
+            if ids or protocol in self.begun:
                 continue
+            self.begun.append(protocol)
             records = [r for r in collect(self.out, self.matrix) if protocol_of(r) == protocol]
             if self._pool is None:
                 self._pool = plot_server().Pool(2)
