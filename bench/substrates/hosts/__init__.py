@@ -49,7 +49,8 @@ def link_cuts(scenario: Scenario) -> dict[int, tuple[str, ...]]:
 
 def latency_refused(scenario: Scenario, placement: HostsPlacement) -> None:
     """BrokerError before the run, where the scenario slows links and a host's kernel has
-    no netem (the placement abandoned)."""
+    neither netem nor NFQUEUE (the placement abandoned); where it lacks only netem, the
+    placement holds the packets in an NFQUEUE instead (`netem_refusal` says so to it)."""
     from bench.substrates.live.brokers import BrokerError
     try:
         if any(f.kind == "latency" for f in scenario.faults) \

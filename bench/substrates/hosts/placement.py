@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 #: the mark on every iptables rule a run adds (a comment) and the handle of its qdiscs
 MARK = "a2a-bench"
 QDISC = "a2a:"
+#: the NFQUEUE numbers a run's delayers take (above those a host's own rules may use)
+QUEUE_BASE = 47000
 #: what every process a run starts on a host has in its environment: the run's token
 RUN_ENV = "A2A_BENCH_RUN"
 #: how long a killed process's ssh may take to end once its remote process is dead
@@ -220,6 +222,9 @@ class HostLinks(Links):
     def __init__(self, placement: HostsPlacement) -> None:
         self.p = placement
         self._rules: dict[tuple[int, str], list[tuple[Ssh, str]]] = {}   # fault, node -> undo
+        #: fault, node -> each side's NFQUEUE rule and its delayer (latency without netem)
+        self._held: dict[tuple[int, str], list[tuple[Ssh, str, asyncio.subprocess.Process]]] = {}
+        self._queues = 0
         #: (host, interface) -> peer address -> its netem, as the qdisc there has it
         self.shaped: dict[tuple[str, str], dict[str, str]] = {}
 
@@ -291,8 +296,69 @@ class HostLinks(Links):
 
     async def latency(self, fault: FaultRef, nodes: tuple[str, ...],
                       latency_ms: Distribution | None) -> Outcome:
+        if self.p.latency_by == "nfqueue":
+            return await self.hold(fault, nodes, latency_ms)
         return await self.shape(fault, nodes, None if latency_ms is None
                                 else f"delay {netem_delay(latency_ms)}")
+
+    async def hold(self, fault: FaultRef, nodes: tuple[str, ...],
+                   latency_ms: Distribution | None) -> Outcome:
+        """Latency where the hosts' kernels have no netem: on each side, what arrives from
+        the other is queued (iptables NFQUEUE, `--queue-bypass`) to a delayer there
+        (`bench.substrates.hosts.delayer`) that lets each packet through when a delay drawn
+        from `latency_ms` has passed — each packet's transit drawn, as the simulator's
+        link draws it. Off: the rules deleted, the delayers told to stop (what they hold
+        goes at once)."""
+        for node in nodes:
+            here, there = self.p.node_hosts[node], self.p.broker_host
+            if here.name == there.name:
+                return Refused(f"{node} runs on the broker's host ({here.name}): its link "
+                               "to the broker crosses no interface to hold packets on")
+        firings = []
+        for node in nodes:
+            key = (fault.index, node)
+            count = 0
+            for ssh, rule, proc in self._held.pop(key, []):
+                await ssh.arun(ssh.root(f"iptables -w -D {rule}"), check=False)
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                with contextlib.suppress(asyncio.TimeoutError, ValueError):
+                    said = await asyncio.wait_for(proc.stdout.read(), ENDED_S) \
+                        if proc.stdout is not None else b""
+                    count += int(said.split()[-1]) if said.startswith(b"held ") else 0
+                with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
+                    await asyncio.wait_for(proc.wait(), ENDED_S)
+            if count:
+                firings.append(Firing("delayed under the fault", node, {"count": count}))
+            if latency_ms is None:
+                self._journal({"fault": fault.index, "node": node, "healed": True})
+                continue
+            here, there = self.p.node_hosts[node], self.p.broker_host
+            mark = f"{self.p.mark}-f{fault.index}-{node}"
+            held = []
+            for host, peer in ((here, there.address), (there, here.address)):
+                ssh = self.p.ssh[host.name]
+                self._queues += 1
+                queue = QUEUE_BASE + self._queues
+                rule = (f"INPUT -s {peer} -m comment --comment {mark} -j NFQUEUE "
+                        f"--queue-num {queue} --queue-bypass")
+                self._journal({"fault": fault.index, "node": node, "host": host.name,
+                               "iptables": [rule], "delayer": queue})
+                q = shlex.quote
+                proc = await ssh.spawn(ssh.root(
+                    f"env {RUN_ENV}={self.p.token} PYTHONPATH={q(self.p.code[host.name])} "
+                    f"{q(self.p.inventory.python_of(host))} -m bench.substrates.hosts.delayer "
+                    f"{queue} {q(json.dumps(latency_ms.to_json()))} {fault.index}"))
+                assert proc.stdout is not None
+                ready = await asyncio.wait_for(proc.stdout.readline(), ENDED_S)
+                if ready.strip() != b"ready":
+                    err = b"" if proc.stderr is None else await proc.stderr.read()
+                    raise HostError(f"{host.name}: the delayer did not start: "
+                                    f"{(ready + err).decode(errors='replace').strip()[-300:]}")
+                await ssh.arun(ssh.root(f"iptables -w -I {rule}"))
+                held.append((ssh, rule, proc))
+            self._held[(fault.index, node)] = held
+        return Done(tuple(firings))
 
     async def shape(self, fault: FaultRef, nodes: tuple[str, ...], netem: str | None) -> Outcome:
         """netem `netem` (None: off) on the traffic between each node's host and the
@@ -303,20 +369,29 @@ class HostLinks(Links):
             if here.name == there.name:
                 return Refused(f"{node} runs on the broker's host ({here.name}): its link "
                                "to the broker crosses no interface tc could shape")
+        firings = []
         for node in nodes:
             here, there = self.p.node_hosts[node], self.p.broker_host
             self._journal({"fault": fault.index, "node": node, "netem": netem,
                            "hosts": list[Json]([here.name, there.name])})
+            count = 0
             for ssh, peer in ((self.p.ssh[here.name], there.address),
                               (self.p.ssh[there.name], here.address)):
                 dev = await self._device(ssh, peer)
                 peers = self.shaped.setdefault((ssh.host.name, dev), {})
                 if netem is None:
+                    if peers.get(peer) is not None:   # what its band sent, before it goes
+                        band = 4 + sorted(set(peers.values())).index(peers[peer])
+                        shown = (await ssh.arun(ssh.root(f"tc -s qdisc show dev {dev}"),
+                                                check=False)).stdout.decode(errors="replace")
+                        count += netem_sent(shown, f"{QDISC}{band:x}")
                     peers.pop(peer, None)
                 else:
                     peers[peer] = netem
                 await self._rebuild(ssh, dev, peers)
-        return Done()
+            if count:
+                firings.append(Firing("delayed under the fault", node, {"count": count}))
+        return Done(tuple(firings))
 
     async def _rebuild(self, ssh: Ssh, dev: str, peers: dict[str, str]) -> None:
         """The run's qdisc on `dev` made again for `peers` (none: removed): a prio root
@@ -429,6 +504,9 @@ class HostsPlacement(Hookless):
 
     mode = Mode.HOSTS
     hosting = "hosts"
+    #: how latency is put on the links: tc netem, or (kernels without it) an NFQUEUE held
+    #: by a delayer on each receiving side
+    latency_by = "netem"
     proxy_host = "127.0.0.1"      # (no proxies: links are the hosts' own)
 
     def __init__(self, options: Options, workdir: Path, nodes: list[str],
@@ -485,17 +563,30 @@ class HostsPlacement(Hookless):
         return sharing(self.node_hosts, self.cut)
 
     def netem_refusal(self) -> str | None:
-        """Why latency cannot be put on these hosts' links (their kernels lack netem), or
-        None: each host tried once with a netem qdisc on its loopback, removed at once."""
+        """Why latency cannot be put on these hosts' links, or None. Each host is tried once
+        with a netem qdisc on its loopback, removed at once; where a kernel has no netem,
+        the latency is held in an NFQUEUE instead (`latency_by`), if every host's iptables
+        can queue (a rule tried and deleted)."""
+        missing = []
         for name, ssh in self.ssh.items():
             tried = ssh.run(ssh.root(f"tc qdisc add dev lo root handle {QDISC} netem delay "
                                      f"1ms && tc qdisc del dev lo root handle {QDISC}"),
                             check=False)
             if tried.returncode != 0:
-                said = tried.stderr.decode(errors="replace").strip()[-200:]
-                return (f"{name} ({ssh.host.address}): tc cannot add a netem qdisc ({said}): "
-                        "its kernel lacks sch_netem (modprobe sch_netem), and the latency "
-                        "fault on --mode hosts is netem's")
+                missing.append((name, ssh, tried.stderr.decode(errors="replace").strip()[-200:]))
+        if not missing:
+            return None
+        probe = (f"INPUT -s 127.0.0.2 -p tcp -m comment --comment {self.mark}-probe -j NFQUEUE "
+                 f"--queue-num {QUEUE_BASE} --queue-bypass")
+        for name, ssh, said in missing:
+            tried = ssh.run(ssh.root(f"iptables -w -I {probe} && iptables -w -D {probe}"),
+                            check=False)
+            if tried.returncode != 0:
+                queue = tried.stderr.decode(errors="replace").strip()[-200:]
+                return (f"{name} ({ssh.host.address}): tc cannot add a netem qdisc ({said}), "
+                        f"and iptables cannot queue packets to hold them instead ({queue}): "
+                        "its kernel lacks sch_netem (modprobe sch_netem) and NFQUEUE")
+        self.latency_by = "nfqueue"
         return None
 
     def _sweep(self, ssh: Ssh, dead_only: bool) -> int:
@@ -606,6 +697,20 @@ class HostsPlacement(Hookless):
     def abandon(self) -> None:
         """The deployment could not be built."""
         self._close_connections()
+
+
+def netem_sent(shown: str, parent: str) -> int:
+    """Packets the netem qdisc under `parent` (e.g. "a2a:4") sent, from `tc -s qdisc show`
+    (its line, then " Sent B bytes P pkt ..."); 0 if it is not there."""
+    lines = shown.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        words = line.split()
+        if words[:2] == ["qdisc", "netem"] and "parent" in words \
+                and words[words.index("parent") + 1] == parent:
+            sent = lines[i + 1].split()
+            if sent[:1] == ["Sent"] and len(sent) > 3 and sent[3].isdigit():
+                return int(sent[3])
+    return 0
 
 
 def netem_delay(d: Distribution) -> str:
