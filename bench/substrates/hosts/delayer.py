@@ -2,7 +2,7 @@
 NFQUEUE and let through when its delay has passed — on the receiving side, where a delay
 is what the peer's packets see (held on the sending side, it was not: DOCKER.md).
 
-`python -m bench.substrates.hosts.delayer QUEUE DISTRIBUTION SEED` binds the queue
+`python -m bench.substrates.hosts.delayer QUEUE DISTRIBUTION FAULT` binds the queue
 (nfnetlink_queue, spoken over a netlink socket here: no library), draws each packet's
 delay from the distribution (its JSON, as a scenario writes it) and accepts packets in
 the order they came, none before the one ahead of it (one TCP stream is delivered in
@@ -95,8 +95,8 @@ def verdict(queue: int, packet_id: int) -> bytes:
 def run(queue: int, draw_ms: object, stop: list[bool]) -> None:
     from bench.spec.distribution import parse_distribution, rng_for
     spec = parse_distribution(draw_ms, "delayer")
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    rng = rng_for(seed, f"delayer/{queue}")
+    fault = int(sys.argv[3]) if len(sys.argv) > 3 else 0    # the draws' stream
+    rng = rng_for(fault, f"delayer/{queue}")
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
     sock.bind((0, 0))
