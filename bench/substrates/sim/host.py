@@ -329,8 +329,9 @@ class SimHost(NodeHost):
         unanswered CONNECT is given up after one keepalive; an established connection at
         paho's keepalive check. Closing it sends nothing across a partition both ways: the
         broker finds out on its own, or at the heal. Cut one way only: a client that still
-        hears the broker (its own packets lost) pings only once the broker falls quiet,
-        and a client whose packets still arrive is heard closing (no DISCONNECT: its will)."""
+        hears the broker (its own packets lost) is never found quiet by paho's check while
+        it does, and a client whose packets still arrive is heard closing (no DISCONNECT:
+        its will)."""
         conn = conn or self.conn
         if conn is None or conn.watched:
             return
@@ -346,7 +347,7 @@ class SimHost(NodeHost):
             if self.link.up:
                 return   # healed meanwhile: the heal decided the connection's fate
             if conn.established and conn.last_in_ms > heard:
-                self.watch(conn)     # the broker was heard meanwhile: paho pinged no one
+                self.watch(conn)     # the broker was heard meanwhile: not quiet
                 return
             self.on_connection_lost(conn, "keepalive timeout (partition)" if conn.established
                                     else "CONNECT unanswered (partition)")

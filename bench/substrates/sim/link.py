@@ -43,7 +43,6 @@ class Link:
                 self.lost += 1
                 return None
             self.passed += 1     # a one-way partition's other way
-
         spec = self.spec
         if spec is not self._sampled_spec:
             self._sampled_spec, self._latency = spec, spec.latency_ms.sampler()
