@@ -90,11 +90,17 @@ LIVE_DEFECTS = [v for v in VARIANTS.values() if v.name != "reference"
                 and load_scenario(SCENARIOS / f"{v.scenario}.toml").protocol == SEED]
 
 
+#: defects whose scenario cannot be squeezed to 8 s: forgets_unacked_decisions needs people
+#: deciding at gates between the orchestrator's cut and its crash — 0.75 s squeezed, where
+#: a clean clone's run saw no decision twice (2026-12-07); the scenario's own 1.5 s
+SQUEEZE_S = {"forgets_unacked_decisions": 16.0}
+
+
 @pytest.mark.parametrize("defect", LIVE_DEFECTS, ids=lambda v: v.name)
 def test_defects_fail_live_as_in_simulation(tmp_path: Path, defect) -> None:  # type: ignore[no-untyped-def]
     """On amqtt, unless the scenario says amqtt itself may turn the verdict (it loses what
     was in flight when a session resumes): then on Mosquitto, which keeps it."""
-    scenario = compressed(defect.scenario, 8)
+    scenario = compressed(defect.scenario, SQUEEZE_S.get(defect.name, 8))
     broker = "amqtt" if scenario.expect_for("amqtt").get(defect.caught_by, "true") == "true" \
         else "mosquitto"
     if broker not in BROKERS:
