@@ -84,8 +84,12 @@ def unexplained_by_amqtt_resume(run: Path, wrong: dict[str, Any]) -> dict[str, A
     def in_flight_at_a_cut(seq: int) -> bool:
         e = at[seq]
         # a request queued in its client while the broker was down is sent at the reconnect:
-        # when it was handed over counts, not when its PUBACK came
-        sent = min(e["tMs"], handed.get(e.get("requestId"), e["tMs"]))
+        # when it was handed over counts, not when its PUBACK came — the request's own
+        # time, never its answer's (which carries the same requestId: a clean clone,
+        # 2026-12-07, took a response accepted 15 ms before orch-1's crash for one sent a
+        # second earlier, when its request was)
+        own = handed.get(e.get("requestId")) if e.get("messageType") == "TASK_REQUEST" else None
+        sent = min(e["tMs"], own if own is not None else e["tMs"])
         # the crash is journaled once the kill is done, the acceptance when its PUBACK is
         # back: a message the broker handed to the node just before the kill may be
         # journaled as accepted up to a PUBACK's time after the crash
