@@ -296,6 +296,11 @@ class HostLinks(Links):
 
     async def latency(self, fault: FaultRef, nodes: tuple[str, ...],
                       latency_ms: Distribution | None) -> Outcome:
+        for node in nodes:
+            here, there = self.p.node_hosts[node], self.p.broker_host
+            if here.name == there.name:
+                return Refused(f"{node} runs on the broker's host ({here.name}): its link "
+                               "to the broker crosses no interface to slow")
         if self.p.latency_by == "nfqueue":
             return await self.hold(fault, nodes, latency_ms)
         return await self.shape(fault, nodes, None if latency_ms is None
@@ -309,11 +314,6 @@ class HostLinks(Links):
         from `latency_ms` has passed — each packet's transit drawn, as the simulator's
         link draws it. Off: the rules deleted, the delayers told to stop (what they hold
         goes at once)."""
-        for node in nodes:
-            here, there = self.p.node_hosts[node], self.p.broker_host
-            if here.name == there.name:
-                return Refused(f"{node} runs on the broker's host ({here.name}): its link "
-                               "to the broker crosses no interface to hold packets on")
         firings = []
         for node in nodes:
             key = (fault.index, node)
@@ -364,11 +364,6 @@ class HostLinks(Links):
         """netem `netem` (None: off) on the traffic between each node's host and the
         broker's, both ways: on each side's interface, a filter sends what goes to the peer
         into a band of its own with that netem."""
-        for node in nodes:
-            here, there = self.p.node_hosts[node], self.p.broker_host
-            if here.name == there.name:
-                return Refused(f"{node} runs on the broker's host ({here.name}): its link "
-                               "to the broker crosses no interface tc could shape")
         firings = []
         for node in nodes:
             here, there = self.p.node_hosts[node], self.p.broker_host
