@@ -115,11 +115,17 @@ def test_installed_brokers_make_a_broker_matrix_and_its_grid(
     is here), a cell its broker cannot speak listed with the reason instead of an error;
     the report's grid shows each square's outcome, a refusal's line, a FALSE the scenario
     pins for that broker apart from one nobody expected."""
+    import dataclasses
+
     from bench.matrix.report import broker_grid
     from bench.substrates.live import Live
+    from bench.substrates.live.kinds import KINDS
     monkeypatch.setattr(Live, "brokers", lambda self, installed=False:
                         ("amqtt", "mosquitto", "rumqttd") if installed else
                         ("amqtt", "mosquitto", "rumqttd", "rabbitmq"))
+    for name in ("amqtt", "mosquitto", "rumqttd"):   # installed as said above, here or not
+        monkeypatch.setitem(KINDS, name, dataclasses.replace(KINDS[name],
+                                                             find=lambda: "/bin/true"))
     m = load_matrix(write(tmp_path, "[[group]]\nscenarios=['partition', 'a2a_pool']\n"
                                     "modes=['live']\nbrokers=['@installed']"))
     assert [c.id for c in m.cells] == [
