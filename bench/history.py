@@ -9,6 +9,7 @@ with the file, the line and what was expected.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import copy
 import heapq
 import json
@@ -121,10 +122,14 @@ class Recorder:
         self._flushed_at = time.monotonic()
         #: called with each line once it is written (a progress display)
         self.observers: list[Callable[[Line], None]] = []
+        #: (count, call): `call()` once the `count`th line is written (`when`)
+        self._when: tuple[int, Callable[[], None]] = (0, lambda: None)
 
     def append(self, t_ms: float, node: str, event: Event) -> Line | None:
         """Write one line; returns it as kept, or None when nobody keeps or observes it."""
         self.count += 1
+        if self.count == self._when[0]:
+            self._when[1]()
         fields = to_fields(event)
         kind = kind_of(event)
         fh = self._fh
@@ -145,6 +150,10 @@ class Recorder:
             observe(line)
         return line
 
+    def when(self, count: int, call: Callable[[], None]) -> None:
+        """Call `call()` as the `count`th line is written (before it is)."""
+        self._when = (count, call)
+
     def of_kind(self, kind: str) -> list[Line]:
         """The kept lines of one kind (a recorder that keeps them)."""
         return [e for e in self.events if e.kind == kind]
@@ -155,13 +164,17 @@ class Recorder:
             self._fh = None
 
 
-def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+def read_jsonl(path: str | Path, lines: Iterable[str] | None = None
+               ) -> Iterator[dict[str, Any]]:
     """The raw lines of a history file (dicts), in order. A last line cut while it was
     written (a killed run: no newline, not JSON) is left out — everything before it is
     what the run recorded (`cut_tail` says how much was cut); any other line that is not
-    JSON is an error naming it."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, 1):
+    JSON is an error naming it. `lines`: the file's text lines as another reader takes
+    them (`tail_lines`, while the run still writes it), `path` only naming them."""
+    with contextlib.ExitStack() as stack:
+        if lines is None:
+            lines = stack.enter_context(open(path, encoding="utf-8", errors="replace"))
+        for lineno, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
@@ -170,6 +183,29 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 if not line.endswith("\n"):
                     return      # the last line, cut mid-write
                 raise ValueError(f"{path}:{lineno}: not a JSON history line ({exc})") from exc
+
+
+def tail_lines(path: str | Path, written: Callable[[float], bool],
+               wait_s: float = 0.05) -> Iterator[str]:
+    """The text lines of a history file that is still being written, each once it is whole,
+    until `written(wait_s)` — asked whenever the reader has caught up with the writer, and
+    waiting up to `wait_s` for the answer — says the writer has closed it; then the rest.
+    As `read_jsonl` reads the file (a line's bytes decoded as UTF-8, a bad byte replaced)."""
+    done = False
+    rest = b""
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(1 << 20)
+            if chunk:
+                *whole, rest = (rest + chunk).split(b"\n")
+                for line in whole:
+                    yield line.decode("utf-8", errors="replace") + "\n"
+            elif done:
+                break
+            else:
+                done = written(wait_s)    # asked before the last read: nothing written after
+    if rest:
+        yield rest.decode("utf-8", errors="replace")
 
 
 def cut_tail(path: str | Path) -> int:
@@ -205,9 +241,9 @@ def event_of(line: Mapping[str, Any], where: str = "history") -> Event:
         raise ValueError(f"{where}: {exc}") from None
 
 
-def read_events(path: str | Path) -> Iterator[Event]:
-    """The typed events of a history file."""
-    for n, line in enumerate(read_jsonl(path), 1):
+def read_events(path: str | Path, lines: Iterable[str] | None = None) -> Iterator[Event]:
+    """The typed events of a history file (`lines`: as `read_jsonl` takes them)."""
+    for n, line in enumerate(read_jsonl(path, lines), 1):
         yield event_of(line, f"{path}:{n}")
 
 
@@ -258,10 +294,12 @@ class History:
 
     @staticmethod
     def read(path: str | Path, *, folds: Iterable[type[Fold]] = (),
-             streamed: Iterable[type[Event]] = ()) -> History:
+             streamed: Iterable[type[Event]] = (), lines: Iterable[str] | None = None
+             ) -> History:
         """The history in a file. Each of `folds` sees the lines of its kinds as they are
         read; a line of a `streamed` kind is kept by no one else (the folds must be all that
-        reads that kind: `of` and any other fold refuse it)."""
+        reads that kind: `of` and any other fold refuse it). `lines`: the file's lines as
+        another reader takes them (`tail_lines`)."""
         made = [fold() for fold in folds]
         steps: dict[type[Event], list[Callable[[Event], None]]] = defaultdict(list)
         for f in made:
@@ -270,7 +308,7 @@ class History:
         dropped = frozenset(streamed)
         kept: list[Event] = []
         count, end = 0, 0.0
-        for e in read_events(path):
+        for e in read_events(path, lines):
             count += 1
             end = max(end, e.t_ms)
             for step in steps.get(type(e), ()):

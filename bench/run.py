@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
+import os
 import shlex
 import signal
 import sys
@@ -40,7 +42,7 @@ from bench.core.events import (
     RunInterrupted,
 )
 from bench.faults import CATALOGUE
-from bench.history import History, Line, Recorder, cut_tail
+from bench.history import History, Line, Recorder, cut_tail, tail_lines
 from bench.loop import Progress, run_loop
 from bench.metrics import FOLDS as METRIC_FOLDS
 from bench.metrics import Metrics, compute
@@ -171,6 +173,83 @@ def read_for_judging(path: Path) -> History:
     return History.read(path, folds=(*folds(), *METRIC_FOLDS), streamed=STREAMED)
 
 
+#: How many lines a run writes before a second process starts judging it beside the run:
+#: below, judging after the run (some 40,000 lines a second) costs less than that process's
+#: start (a second of imports), and the cells of a matrix keep their cores to themselves.
+JUDGE_ASIDE_AFTER = 100_000
+
+
+class JudgeAside:
+    """Judging a long run on a core it leaves spare: a second process reads the history as
+    the run writes it (`tail_lines`), folding and keeping its lines as `read_for_judging`
+    would, and once the run has closed it and sent the summary, judges it as `judge_run`
+    does — the same files, the same result, the run's wall time and judging's overlapped.
+    If that process fails, the run is judged after it, as without one (said in one line)."""
+
+    def __init__(self, out_dir: Path, duration_ms: float, say: Callable[[str], None]) -> None:
+        self.out_dir = out_dir
+        self.duration_ms = duration_ms
+        self.say = say
+        self.process: multiprocessing.process.BaseProcess | None = None
+        self.conn: Any = None
+
+    def start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")   # a fork would copy the run's memory
+        self.conn, theirs = ctx.Pipe()
+        self.process = ctx.Process(target=judge_aside, name="a2a-bench judge", daemon=True,
+                                   args=(str(self.out_dir), self.duration_ms, theirs))
+        self.process.start()
+        theirs.close()
+
+    def finish(self, summary: dict[str, Any]) -> RunResult | None:
+        """The judged run, once the history is closed; None: judge it after the run."""
+        if self.process is None:
+            return None
+        try:
+            self.conn.send(summary)
+            how, got = self.conn.recv()
+        except (EOFError, OSError) as exc:
+            how, got = "failed", f"its process ended ({exc!r})"
+        finally:
+            self.stop()
+        if how == "judged":
+            return cast(RunResult, got)
+        self.say(f"judging beside the run failed: {got}; judging it after the run")
+        return None
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join(5)
+        self.conn.close()
+        self.process = None
+
+
+def judge_aside(out_dir: str, duration_ms: float, conn: Any) -> None:
+    """`JudgeAside`'s process: the history read as it is written, then judged."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # a Ctrl-C is the run's to handle
+    summary: list[dict[str, Any]] = []
+
+    def written(wait_s: float) -> bool:
+        if conn.poll(wait_s):
+            summary.append(conn.recv())   # sent once the run has closed the history
+            return True
+        return False
+    try:
+        path = Path(out_dir) / "history.jsonl"
+        history = History.read(path, folds=(*folds(), *METRIC_FOLDS), streamed=STREAMED,
+                               lines=tail_lines(path, written))
+        conn.send(("judged", judge_run(Path(out_dir), summary[0], duration_ms, history)))
+    except Exception as exc:   # said by the run, which judges again after itself
+        conn.send(("failed", f"{exc!r}"[:300]))
+
+
+def spare_core() -> bool:
+    return len(os.sched_getaffinity(0)) > 1
+
+
 def write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, indent=2, sort_keys=False) + "\n")
 
@@ -179,7 +258,10 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
                  topology_overridden: bool = False, mode: Mode | str | None = None,
                  options: Options | None = None, progress: Progress | None = None,
                  say: Callable[[str], None] = lambda line: None,
-                 observe: Callable[[Line], None] | None = None) -> RunResult:
+                 observe: Callable[[Line], None] | None = None,
+                 judge_aside_after: int = JUDGE_ASIDE_AFTER) -> RunResult:
+    """Run `scenario` into `out_dir` and judge it; `judge_aside_after` lines into the run,
+    where a core is spare, a second process begins judging it (`JudgeAside`; 0: never)."""
     mode = Mode(mode) if mode else scenario.mode
     described = substrate(mode)
     options = options or described.prepare(scenario, Choice())[1]
@@ -199,23 +281,32 @@ def run_scenario(scenario: Scenario, variant: Variant, out_dir: Path, *,
                "mqtt": scenario.mqtt.value, "broker": where.broker, "nodes": where.nodes, "model": where.model,
                "expect": described.expect(scenario, options),
                "replay": replay_command(scenario, variant, topology_overridden, mode, options)}
+    aside = JudgeAside(out_dir, scenario.duration_ms, say)
+    if judge_aside_after > 0 and spare_core():
+        recorder.when(judge_aside_after, aside.start)
     try:
-        stats = execute(scenario, variant, recorder, out_dir, mode, options, progress, say)
-    except KeyboardInterrupt as exc:
-        recorder.close()   # everything recorded up to the interruption is on disk
-        with _held(True):
-            history = read_for_judging(out_dir / "history.jsonl")
-            summary |= _timing(history.end_ms, time.perf_counter() - wall0,
-                               history.count) | {
-                "interrupted": {"at_s": interrupted_at_s(history),
-                                "planned_s": scenario.duration_ms / 1000, "how": _how(exc)}}
-            result = judge_run(out_dir, summary, scenario.duration_ms, history)
-        raise Interrupted(_how(exc), result) from None
+        try:
+            stats = execute(scenario, variant, recorder, out_dir, mode, options, progress, say)
+        except KeyboardInterrupt as exc:
+            aside.stop()
+            recorder.close()   # everything recorded up to the interruption is on disk
+            with _held(True):
+                history = read_for_judging(out_dir / "history.jsonl")
+                summary |= _timing(history.end_ms, time.perf_counter() - wall0,
+                                   history.count) | {
+                    "interrupted": {"at_s": interrupted_at_s(history),
+                                    "planned_s": scenario.duration_ms / 1000,
+                                    "how": _how(exc)}}
+                result = judge_run(out_dir, summary, scenario.duration_ms, history)
+            raise Interrupted(_how(exc), result) from None
+        finally:
+            recorder.close()  # whatever happened, the history recorded so far is on disk
+        summary |= _timing(stats["simulated_ms"], time.perf_counter() - wall0,
+                           recorder.count) | {"stats": stats}
+        judged = aside.finish(summary)
     finally:
-        recorder.close()  # whatever happened, the history recorded so far is on disk
-    summary |= _timing(stats["simulated_ms"], time.perf_counter() - wall0,
-                       recorder.count) | {"stats": stats}
-    return judge_run(out_dir, summary, scenario.duration_ms)
+        aside.stop()
+    return judged or judge_run(out_dir, summary, scenario.duration_ms)
 
 
 def _timing(run_ms: float, wall: float, events: int) -> dict[str, Any]:

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.checks import judge
 from bench.checks.coverage import reached
 from bench.core.events import DirectoryUpdated, NodeStarted, RunInterrupted
-from bench.history import Fold, History
+from bench.history import Fold, History, Line, tail_lines
 from bench.metrics import DirectoryFill, compute
 from bench.protocols.seed.rules.directory import Directories
-from bench.run import STREAMED, read_for_judging
+from bench.run import STREAMED, Interrupted, JudgeAside, RunResult, read_for_judging, run_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.variants import variant as variant_by_name
 from tests.helpers import run_lines
 
 
@@ -76,3 +79,86 @@ def test_an_interruption_appended_keeps_what_was_streamed(tmp_path: Path) -> Non
     assert more.fold(Directories) is h.fold(Directories)
     with pytest.raises(ValueError, match="cannot take a directory_updated"):
         h.plus(DirectoryUpdated("x", True, [], 1, seq=h.count + 1, t_ms=h.end_ms, node="n"))
+
+
+# -- judging beside the run ----------------------------------------------------------------------
+def _run(out: Path, scenario: str, variant: str = "reference", **kw: Any) -> RunResult:
+    return run_scenario(load_scenario(SCENARIOS / f"{scenario}.toml"), variant_by_name(variant),
+                        out, mode="sim", **kw)
+
+
+def _files(out: Path) -> dict[str, str]:
+    got = {name: (out / name).read_text() for name in ("verdicts.json", "metrics.json")}
+    summary = json.loads((out / "summary.json").read_text())
+    for timed in ("wall_s", "sim_s_per_wall_s"):
+        summary.pop(timed)
+    return got | {"summary": json.dumps(summary)}
+
+
+@pytest.mark.parametrize(("scenario", "variant"), [
+    ("partition", "reference"), ("stale_roster", "stale_roster")])
+def test_a_run_judged_beside_itself_is_judged_as_after_itself(tmp_path: Path, scenario: str,
+                                                               variant: str) -> None:
+    """The second process starts at the run's first line, reads the history as it is written
+    and judges it: the same verdicts (a FALSE among them), metrics and summary."""
+    said: list[str] = []
+    aside = _run(tmp_path / "aside", scenario, variant, judge_aside_after=1, say=said.append)
+    after = _run(tmp_path / "after", scenario, variant, judge_aside_after=0)
+    assert not said, said
+    assert _files(tmp_path / "aside") == _files(tmp_path / "after")
+    assert [v.to_json() for v in aside.verdicts] == [v.to_json() for v in after.verdicts]
+    assert aside.metrics == after.metrics and aside.exit_code == after.exit_code
+    assert (tmp_path / "aside" / "report.md").read_text().count("\n") > 20
+
+
+def test_a_judge_aside_that_fails_is_said_and_the_run_judged_after_itself(
+        tmp_path: Path) -> None:
+    said: list[str] = []
+    aside = JudgeAside(tmp_path / "nowhere", 1000.0, said.append)
+    aside.start()     # no history there: its process fails at once
+    assert aside.finish({"expect": {}}) is None
+    assert len(said) == 1 and "judging beside the run failed" in said[0] \
+        and "FileNotFoundError" in said[0], said
+    assert aside.process is None
+
+
+def test_a_run_interrupted_while_judged_beside_itself_is_judged_after_itself(
+        tmp_path: Path) -> None:
+    """Ctrl-C mid-run: the second process is stopped; what was recorded is judged."""
+    started: list[JudgeAside] = []
+    real = JudgeAside.start
+
+    def start(self: JudgeAside) -> None:
+        real(self)
+        started.append(self)
+
+    def stop_at(line: Line) -> None:
+        if line.seq == 400:
+            raise KeyboardInterrupt
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(JudgeAside, "start", start)
+        with pytest.raises(Interrupted) as caught:
+            _run(tmp_path, "partition", judge_aside_after=10, observe=stop_at)
+    assert started and started[0].process is None, "its process was left running"
+    result = caught.value.result
+    assert result is not None and result.summary["interrupted"]["how"] == "Ctrl-C"
+    assert json.loads((tmp_path / "summary.json").read_text())["interrupted"]
+
+
+def test_tail_lines_gives_each_line_once_it_is_whole(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b'{"a":1}\n{"b":')
+    written = iter([b'2}\n\xff{"c"', b':3}\n', None])
+    got: list[str] = []
+
+    def more(wait_s: float) -> bool:
+        chunk = next(written)
+        if chunk is None:
+            return True
+        with open(path, "ab") as fh:
+            fh.write(chunk)
+        return False
+    got = list(tail_lines(path, more, 0.0))
+    assert got == ['{"a":1}\n', '{"b":2}\n', '\ufffd{"c":3}\n']
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        assert got == list(fh)

@@ -137,6 +137,8 @@ def main(argv: list[str]) -> int:
     row = bench_row(n, directory, duration_s)
     row["raw"] = raw_row(n, row["deliveries"])
     row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # the process that judged beside the run (`JudgeAside`), if the run was long enough
+    row["judge_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(json.dumps(row))
     return 0
 
