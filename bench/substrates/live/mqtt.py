@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 import socket
 import ssl
 import threading
@@ -279,13 +280,28 @@ class MqttLink:
         self.client.loop_write()
 
     def _tick(self) -> None:
-        """paho's keepalive: a PINGREQ when due; a PINGRESP overdue closes the connection."""
+        """paho's keepalive: a PINGREQ when due; a PINGRESP overdue closes the connection.
+        What has arrived is read first, as paho's own loop reads before its keepalive check:
+        after the loop stalled (a busy machine), a PINGRESP may wait unread in the socket
+        while this timer runs ahead of the reader, and would be taken for one never sent."""
         self._misc = None
         if self._dead or (self.closed and self._sock is None):
             return
+        if self._sock is not None and self._arrived(self._sock):
+            self._readable()
         if self._sock is not None:
             self.client.loop_misc()
         self._misc = self.loop.call_later(MISC_S, self._tick)
+
+    @staticmethod
+    def _arrived(sock: Any) -> bool:
+        """Whether bytes wait to be read on `sock` (a TLS socket's decrypted ones included)."""
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        try:
+            return bool(select.select([sock], [], [], 0)[0])
+        except (OSError, ValueError):   # closed meanwhile: paho finds out as it reads
+            return True
 
     # -- (re)connecting ---------------------------------------------------------------------------
     def _reconnect_later(self) -> None:
