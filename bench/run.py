@@ -198,7 +198,12 @@ class JudgeAside:
         self.conn, theirs = ctx.Pipe()
         self.process = ctx.Process(target=judge_aside, name="a2a-bench judge", daemon=True,
                                    args=(str(self.out_dir), self.duration_ms, theirs))
-        self.process.start()
+        try:
+            self.process.start()
+        except OSError as exc:     # no process to be had (a limit): judged after the run
+            self.say(f"judging beside the run could not start ({exc}); judging it after")
+            self.process = None
+            self.conn.close()
         theirs.close()
 
     def finish(self, summary: dict[str, Any]) -> RunResult | None:
@@ -247,7 +252,8 @@ def judge_aside(out_dir: str, duration_ms: float, conn: Any) -> None:
 
 
 def spare_core() -> bool:
-    return len(os.sched_getaffinity(0)) > 1
+    """A core for a second process, which this one may start (a daemonic process may not)."""
+    return len(os.sched_getaffinity(0)) > 1 and not multiprocessing.current_process().daemon
 
 
 def write_json(path: Path, value: Any) -> None:

@@ -162,3 +162,16 @@ def test_tail_lines_gives_each_line_once_it_is_whole(tmp_path: Path) -> None:
     assert got == ['{"a":1}\n', '{"b":2}\n', '\ufffd{"c":3}\n']
     with open(path, encoding="utf-8", errors="replace") as fh:
         assert got == list(fh)
+
+
+def test_a_judge_aside_that_cannot_start_is_said_and_the_run_judged_after_itself(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing.process
+
+    def refuse(self: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    said: list[str] = []
+    result = _run(tmp_path, "quickstart", judge_aside_after=1, say=said.append)
+    assert len(said) == 1 and "could not start" in said[0], said
+    assert result.exit_code == 0 and (tmp_path / "verdicts.json").exists()
