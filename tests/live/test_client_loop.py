@@ -4,6 +4,7 @@ Mosquitto: what a busy machine does to it."""
 from __future__ import annotations
 
 import asyncio
+import select
 import time
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,10 @@ def test_a_pingresp_that_came_while_the_loop_stalled_is_read_before_the_keepaliv
         time.sleep(1.1)          # nothing sent for a keepalive: the next check pings
         client.loop_misc()       # the PINGREQ is due
         link._writable()         # and written, as the loop's writer would
-        time.sleep(1.3)          # the loop stalls; the PINGRESP waits in the socket
+        pinged = time.monotonic()
+        # the loop stalls past the keepalive; the PINGRESP comes and waits in the socket
+        assert select.select([link._sock], [], [], 20)[0], "no PINGRESP in 20 s"
+        time.sleep(max(0.0, 1.3 - (time.monotonic() - pinged)))
         link._tick()             # the keepalive timer, run ahead of the reader
         assert events == ["up"], events
         loop.run_until_complete(asyncio.sleep(0.3))
