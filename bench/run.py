@@ -248,7 +248,8 @@ def judge_aside(out_dir: str, duration_ms: float, conn: Any) -> None:
                                lines=tail_lines(path, written))
         conn.send(("judged", judge_run(Path(out_dir), summary[0], duration_ms, history)))
     except Exception as exc:   # said by the run, which judges again after itself
-        conn.send(("failed", f"{exc!r}"[:300]))
+        with contextlib.suppress(OSError):   # the run is gone (killed): nobody to tell
+            conn.send(("failed", f"{exc!r}"[:300]))
 
 
 def spare_core() -> bool:

@@ -175,3 +175,15 @@ def test_a_judge_aside_that_cannot_start_is_said_and_the_run_judged_after_itself
     result = _run(tmp_path, "quickstart", judge_aside_after=1, say=said.append)
     assert len(said) == 1 and "could not start" in said[0], said
     assert result.exit_code == 0 and (tmp_path / "verdicts.json").exists()
+
+
+def test_a_judge_aside_whose_run_is_gone_ends_quietly(tmp_path: Path) -> None:
+    """The run killed outright: its end of the pipe closes; the judging process ends, with
+    no traceback of a pipe nobody reads."""
+    (tmp_path / "history.jsonl").write_text("")
+    aside = JudgeAside(tmp_path, 1000.0, lambda _line: None)
+    aside.start()
+    assert aside.process is not None
+    aside.conn.close()           # as the kernel closes it when the run dies
+    aside.process.join(60)
+    assert aside.process.exitcode == 0
