@@ -8,7 +8,10 @@ Live: request-to-response latency and throughput of the bench's reference nodes 
 and Mosquitto, next to a raw MQTT round trip measured in the same run with the same client
 library (paho-mqtt), so the bench's own overhead reads as a ratio — and next to the floor,
 what one exchange cannot do without: the raw round trip plus the durable commits the
-protocol's promises put on its path, each timed on this disk in the same run.
+protocol's promises put on its path, each timed on this disk in the same run. Raw, the
+commit probe and every row run in blocks, interleaved (`--blocks`: raw, probe, each row,
+then again), their samples pooled: a machine whose raw round trip drifts between minutes
+(0.56 to 0.91 ms, 2026-12-07) moves every row alike instead of one ratio.
 
 Raw: client A publishes a QoS1 request; client B answers each with a QoS1 response.
 Bench: an orchestrator node sends TASK_REQUEST to an executor node (zero-length task);
@@ -123,15 +126,16 @@ def raw_round_trips(broker: Broker, n: int, window: int, seconds: float) -> dict
         c.disconnect()
         c.loop_stop()
     p50, p99 = quantiles(lat)
-    return {"p50_ms": p50, "p99_ms": p99, "per_s": count[0] / elapsed}
+    return {"p50_ms": p50, "p99_ms": p99, "per_s": count[0] / elapsed,
+            "samples": lat, "count": count[0], "elapsed": elapsed}
 
 
 # -- the floor: what one exchange must wait for on this disk ------------------------------------
 
-def commit_ms(workdir: Path, n: int = 200) -> float:
-    """p50 of one durable commit of the nodes' store on this disk: a small record written
-    to SQLite (WAL, synchronous=FULL) and committed, as a node commits a batch."""
-    store = FileStore(workdir / "commit-probe")
+def commit_samples(workdir: Path, n: int = 200) -> list[float]:
+    """`n` durable commits of the nodes' store on this disk, each timed (s): a small record
+    written to SQLite (WAL, synchronous=FULL) and committed, as a node commits a batch."""
+    store = FileStore(workdir / f"commit-probe-{time.monotonic_ns()}")
     took = []
     try:
         for i in range(n):
@@ -142,7 +146,7 @@ def commit_ms(workdir: Path, n: int = 200) -> float:
             took.append(time.perf_counter() - t0)
     finally:
         store.close()
-    return sorted(took)[len(took) // 2] * 1000
+    return took
 
 
 class _UnsyncedStore(FileStore):
@@ -174,8 +178,8 @@ class Setup:
 #: before it leaves the asker (W-MQTT-5: its outbox entry); its receipt, before the answerer
 #: runs the task and acknowledges it (the task table: a redelivery after a crash must not
 #: run it again); the result, before the answer leaves; the settlement, before the asker
-#: acknowledges the answer and tells its caller. (The PUBACKs' own commits — the outbox
-#: marking a message PUBLISHED — run beside them, off the round trip's path.)
+#: acknowledges the answer and tells its caller. (The PUBACKs' own records — the outbox
+#: marking a message ACCEPTED — join the next of these commits: `QUIET_COMMIT_S`.)
 COMMITS_IN_TURN = 4
 
 #: The rows `python -m bench.tools.benchmark` prints per broker, in order.
@@ -291,9 +295,28 @@ async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int, 
         recorder.close()
     p50, p99 = quantiles(lat)
     batches = sum(h.batches for h in hosts.values())
+    groups = sum(h.groups for h in hosts.values())
     return {"p50_ms": p50, "p99_ms": p99, "per_s": count / elapsed,
             "commits_per_round_trip": commits,
-            "batches_per_commit": batches / max(1, sum(h.groups for h in hosts.values()))}
+            "batches_per_commit": batches / max(1, groups),
+            "samples": lat, "count": count, "elapsed": elapsed, "batches": batches,
+            "groups": groups}
+
+
+def pooled(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row from its blocks (`--blocks`): quantiles of every block's samples together,
+    throughput as all round trips over all the time, commits weighted by round trips."""
+    lat = [x for b in blocks for x in b["samples"]]
+    p50, p99 = quantiles(lat)
+    row = {"p50_ms": p50, "p99_ms": p99,
+           "per_s": sum(b["count"] for b in blocks) / sum(b["elapsed"] for b in blocks)}
+    if "commits_per_round_trip" in blocks[0]:
+        n = [len(b["samples"]) for b in blocks]
+        row["commits_per_round_trip"] = sum(b["commits_per_round_trip"] * k
+                                            for b, k in zip(blocks, n, strict=True)) / sum(n)
+        row["batches_per_commit"] = sum(b["batches"] for b in blocks) / max(
+            1, sum(b["groups"] for b in blocks))
+    return row
 
 
 def scale_table(sizes: list[int], directories: list[str], global_limit: int) -> int:
@@ -415,6 +438,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=300, help="sequential round trips for latency")
     ap.add_argument("--window", type=int, default=16, help="outstanding round trips for throughput")
     ap.add_argument("--seconds", type=float, default=5.0, help="throughput measurement time")
+    ap.add_argument("--blocks", type=int, default=3,
+                    help="live: raw, the commit probe and every row measured in this many "
+                         "interleaved blocks (each a share of --n and --seconds), pooled: the "
+                         "machine's drift between rows falls on all of them alike")
     ap.add_argument("--scale", action="store_true",
                     help="the simulator's scaling table instead (100 / 1,000 / 10,000 nodes, "
                          "global and namespace-scoped directory, next to raw simpy)")
@@ -453,19 +480,29 @@ def main(argv: list[str] | None = None) -> int:
         # the profile speaks MQTT 5: where the broker does not, the row is not run (the
         # substrate's own check, as a live run of the profile's scenario makes it)
         a2a_refused = version_refusal(_a2a_scenario(), name) is not None
+        run = [s for s in setups if not (a2a_refused and s.protocol == "a2a")]
+        k = max(1, args.blocks)
+        n, seconds = max(1, args.n // k), args.seconds / k
+        raws: list[dict[str, Any]] = []
+        commits: list[float] = []
+        benches: list[list[dict[str, Any]]] = [[] for _ in run]
         try:
-            raw = raw_round_trips(broker, args.n, args.window, args.seconds)
-            commit = commit_ms(work)
-            nodes = [(setup, asyncio.run(bench_round_trips(
-                broker, work / f"run{i}", args.n, args.window, args.seconds, setup)))
-                for i, setup in enumerate(setups)
-                if not (a2a_refused and setup.protocol == "a2a")]
+            for b in range(k):     # interleaved: raw, the probe, each row; then again
+                raws.append(raw_round_trips(broker, n, args.window, seconds))
+                commits += commit_samples(work, max(20, 200 // k))
+                for i, setup in enumerate(run):
+                    benches[i].append(asyncio.run(bench_round_trips(
+                        broker, work / f"run{i}-{b}", n, args.window, seconds, setup)))
+            raw = pooled(raws)
+            commit = sorted(commits)[len(commits) // 2] * 1000
+            nodes = [(setup, pooled(blocks)) for setup, blocks in zip(run, benches, strict=True)]
         finally:
             broker.stop()
             shutil.rmtree(work, ignore_errors=True)
         rows.append((name, raw, commit, nodes, a2a_refused))
     print(f"round trips: {args.n} sequential for latency; {args.window} outstanding for "
-          f"{args.seconds:g} s for throughput; paho-mqtt on both sides")
+          f"{args.seconds:g} s for throughput; paho-mqtt on both sides; each row in "
+          f"{max(1, args.blocks)} blocks interleaved with the others'")
     print(f"floor: the raw round trip plus the {COMMITS_IN_TURN} durable commits one exchange "
           "waits for in turn, each at this disk's p50 commit (request, receipt, result, "
           "settlement)")
