@@ -476,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the bench rows to run, by name: " + ", ".join(s.name for s in SETUPS)
                          + " (default all)")
     args = ap.parse_args(argv)
+    if args.blocks < 1 or args.n < args.blocks:
+        ap.error(f"--blocks={args.blocks}, --n={args.n}: expected 1 block or more, and at "
+                 "least one sequential round trip per block")
     if args.matrix:
         return matrix_table(Path(args.matrix), [1, 2])
     if args.agents:
@@ -496,8 +499,8 @@ def main(argv: list[str] | None = None) -> int:
         # substrate's own check, as a live run of the profile's scenario makes it)
         a2a_refused = version_refusal(_a2a_scenario(), name) is not None
         run = [s for s in setups if not (a2a_refused and s.protocol == "a2a")]
-        k = max(1, args.blocks)
-        n, seconds = max(1, args.n // k), args.seconds / k
+        k = args.blocks
+        n, seconds = args.n // k, args.seconds / k
         raws: list[dict[str, Any]] = []
         commits: list[float] = []
         benches: list[list[dict[str, Any]]] = [[] for _ in run]
@@ -517,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((name, raw, commit, nodes, a2a_refused))
     print(f"round trips: {args.n} sequential for latency; {args.window} outstanding for "
           f"{args.seconds:g} s for throughput; paho-mqtt on both sides; each row in "
-          f"{max(1, args.blocks)} blocks interleaved with the others'")
+          f"{args.blocks} blocks interleaved with the others'")
     print(f"floor: the raw round trip plus the {COMMITS_IN_TURN} durable commits one exchange "
           "waits for in turn, each at this disk's p50 commit (request, receipt, result, "
           "settlement)")
