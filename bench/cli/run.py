@@ -36,8 +36,10 @@ def add_run(sub: Sub) -> None:
                     "run folder: scenario.json, topology.json, history.jsonl, verdicts.json, "
                     "metrics.json, summary.json, report.md. The seed and the command that "
                     "replays the run are printed.",
-        epilog="exit codes: 0 every verdict as its scenario expects, 1 a verdict FALSE, 2 a "
-               "verdict UNKNOWN or a harness error (an interrupted run: Ctrl-C, SIGTERM), 3 "
+        epilog="exit codes: 0 every verdict as its scenario expects (an UNKNOWN it expects "
+               "included), 1 a verdict TRUE or FALSE other than expected (a FALSE; a defect's "
+               "TRUE), 2 an UNKNOWN not expected or a harness error (an interrupted run: "
+               "Ctrl-C, SIGTERM), 3 "
                "invalid input (a file, a key, an argument, a broker nobody answers at)\n\n"
                "examples:\n"
                "  a2a-bench run quickstart                          live on the embedded amqtt\n"
