@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -167,10 +167,12 @@ def execute(scenario: Scenario, variant: Variant, recorder: Recorder, workdir: P
 STREAMED = (DirectoryUpdated,)
 
 
-def read_for_judging(path: Path) -> History:
+def read_for_judging(path: Path, lines: Iterable[str] | None = None) -> History:
     """A stored history as the checkers and the metrics read it: every line through the
-    folds, those of a streamed kind kept by nothing else."""
-    return History.read(path, folds=(*folds(), *METRIC_FOLDS), streamed=STREAMED)
+    folds, those of a streamed kind kept by nothing else (`lines`: the file's lines as
+    another reader takes them, `tail_lines`)."""
+    return History.read(path, folds=(*folds(), *METRIC_FOLDS), streamed=STREAMED,
+                        lines=lines)
 
 
 #: How many lines a run writes before a second process starts judging it beside the run:
@@ -244,8 +246,7 @@ def judge_aside(out_dir: str, duration_ms: float, conn: Any) -> None:
         return False
     try:
         path = Path(out_dir) / "history.jsonl"
-        history = History.read(path, folds=(*folds(), *METRIC_FOLDS), streamed=STREAMED,
-                               lines=tail_lines(path, written))
+        history = read_for_judging(path, tail_lines(path, written))
         conn.send(("judged", judge_run(Path(out_dir), summary[0], duration_ms, history)))
     except Exception as exc:   # said by the run, which judges again after itself
         with contextlib.suppress(OSError):   # the run is gone (killed): nobody to tell
