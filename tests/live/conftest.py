@@ -3,9 +3,12 @@ when installed (.ci/run installs it; under CI a missing Mosquitto is a failure, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,15 @@ def brokers() -> list[object]:
         return ["amqtt", "mosquitto"]
     return ["amqtt", pytest.param("mosquitto", marks=pytest.mark.skip(
         reason="mosquitto not installed (apt-get install mosquitto; .ci/run does)"))]
+
+
+def loop_until(loop: asyncio.AbstractEventLoop, what: str, done: Callable[[], object],
+               within_s: float = 20.0) -> None:
+    """Runs `loop` until `done()`: a real broker's round trips, bounded generously."""
+    end = time.monotonic() + within_s
+    while not done():
+        assert time.monotonic() < end, f"waited {within_s} s for {what}"
+        loop.run_until_complete(asyncio.sleep(0.02))
 
 
 def compressed(name: str, duration_s: float = 6.0, timeout_ms: int | None = None) -> Scenario:

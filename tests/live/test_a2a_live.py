@@ -7,6 +7,7 @@ way, on the wire tap's PUBACKs."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 import time
@@ -26,7 +27,7 @@ from bench.substrates.live.brokers import make_broker
 from bench.substrates.live.mqtt import Delivery, MqttLink
 from bench.variants import REFERENCE, VARIANTS
 from tests.helpers import from_lines
-from tests.live.conftest import MOSQUITTO, compressed
+from tests.live.conftest import MOSQUITTO, compressed, loop_until
 
 pytestmark = pytest.mark.skipif(MOSQUITTO is None and not __import__("os").environ.get("CI"),
                                 reason="mosquitto not installed (apt-get install mosquitto; "
@@ -53,12 +54,7 @@ def test_v5_properties_and_a_wills_cross_mosquitto_unchanged(tmp_path: Path) -> 
                         on_disconnected=lambda _r: None, on_published=lambda _m, _rc: None,
                         version=MqttVersion.V5)
 
-    def until(what: str, done: Any, within_s: float = 20.0) -> None:
-        """Runs the loop until `done()`: a real broker's round trips, bounded generously."""
-        end = time.monotonic() + within_s
-        while not done():
-            assert time.monotonic() < end, f"waited {within_s} s for {what}"
-            loop.run_until_complete(asyncio.sleep(0.02))
+    until = functools.partial(loop_until, loop)
     try:
         sub, pub, dies = link("sub"), link("pub"), link("dies")
         sub.connect()

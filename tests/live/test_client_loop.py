@@ -7,13 +7,12 @@ import asyncio
 import select
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bench.substrates.live.brokers import make_broker
 from bench.substrates.live.mqtt import MqttLink
-from tests.live.conftest import MOSQUITTO
+from tests.live.conftest import MOSQUITTO, loop_until
 
 pytestmark = pytest.mark.skipif(MOSQUITTO is None and not __import__("os").environ.get("CI"),
                                 reason="mosquitto not installed (apt-get install mosquitto; "
@@ -34,15 +33,9 @@ def test_a_pingresp_that_came_while_the_loop_stalled_is_read_before_the_keepaliv
                     on_message=lambda _d: None, on_connected=lambda _p: events.append("up"),
                     on_disconnected=lambda r: events.append(f"down: {r}"),
                     on_published=lambda _m, _rc: None, keepalive_s=1, clean_session=True)
-
-    def until(what: str, done: Any, within_s: float = 20.0) -> None:
-        end = time.monotonic() + within_s
-        while not done():
-            assert time.monotonic() < end, f"waited {within_s} s for {what}"
-            loop.run_until_complete(asyncio.sleep(0.02))
     try:
         link.connect()
-        until("the CONNACK", lambda: events == ["up"])
+        loop_until(loop, "the CONNACK", lambda: events == ["up"])
         client = link.client
         time.sleep(1.1)          # nothing sent for a keepalive: the next check pings
         client.loop_misc()       # the PINGREQ is due
