@@ -80,7 +80,7 @@ def _client(cid: str, broker: Broker) -> paho.Client:
     return c
 
 
-def raw_round_trips(broker: Broker, n: int, window: int, seconds: float) -> dict[str, float]:
+def raw_round_trips(broker: Broker, n: int, window: int, seconds: float) -> dict[str, Any]:
     a, b = _client("bench-raw-a", broker), _client("bench-raw-b", broker)
     done: dict[bytes, threading.Event] = {}
     def answer(_c: Any, _u: Any, m: Any) -> None:
@@ -211,7 +211,7 @@ def _pair(setup: Setup) -> tuple[NodeConfig, NodeConfig, Any, str]:
 
 
 async def bench_round_trips(broker: Broker, workdir: Path, n: int, window: int, seconds: float,
-                            setup: Setup = SETUPS[0]) -> dict[str, float]:
+                            setup: Setup = SETUPS[0]) -> dict[str, Any]:
     """The bench's round trip: one node asks, the other runs a zero-length task and
     answers; it ends when the answer settles the request."""
     from bench.history import Recorder

@@ -163,11 +163,11 @@ class LiveHost(NodeHost):
         self._group.append((self.clock_ms(), commands))
         self.batches += 1
         if not self._soon and any(type(cmd) not in QUIET for cmd in commands):
-            self._commit_soon()
+            self._commit_soon(self._txn)
 
-    def _commit_soon(self) -> None:
+    def _commit_soon(self, txn: FileTransaction) -> None:
         self._soon = True
-        self.loop.call_soon(self._commit_group, self.epoch, self._txn)
+        self.loop.call_soon(self._commit_group, self.epoch, txn)
 
     def after_durable(self, fn: Callable[[], None]) -> None:
         """Call `fn` once every batch handled so far is on disk (at once if it is)."""
@@ -176,7 +176,7 @@ class LiveHost(NodeHost):
         else:
             self._group.append(fn)
             if not self._soon:
-                self._commit_soon()
+                self._commit_soon(self._txn)
 
     def _commit_group(self, epoch: int, txn: FileTransaction) -> None:
         if epoch != self.epoch or txn is not self._txn:
