@@ -72,8 +72,11 @@ def _matrix(args: argparse.Namespace) -> int:
     ini = out / "pytest.ini"
     # this matrix's own settings and cache (--lf), not the repo's; our lines replace the [n%]
     ini.write_text("[pytest]\nconsole_output_style = classic\n")
-    argv = [str(copy), "-c", str(ini), "--rootdir", str(out), "-p", "bench.matrix.plugin",
-            "--matrix-out", str(out), "--no-header", "-rfE"]
+    # only pytest's own plugins, ours and (with workers) xdist: the others installed beside
+    # it (hypothesis's, anyio's) are nothing to a matrix, and hypothesis's imported itself at
+    # the session's end, after the last cell — in every process, on every run
+    argv = [str(copy), "-c", str(ini), "--rootdir", str(out), "--disable-plugin-autoload",
+            "-p", "bench.matrix.plugin", "--matrix-out", str(out), "--no-header", "-rfE"]
     if args.tx:
         # every host reads the matrix file and the scenarios at the same place in its own
         # checkout, runs into its own results folder and ships each cell back
@@ -90,15 +93,13 @@ def _matrix(args: argparse.Namespace) -> int:
         # one token per option: xdist rewrites every argument that names an existing path
         # (the matrix file, absolute) relative to the folder it sends
         argv = [str(source.resolve()), "-o", "console_output_style=classic", "--rootdir=.",
-                "-p", "bench.matrix.plugin", f"--matrix-out={out}", "--matrix-ship",
+                "--disable-plugin-autoload", "-p", "xdist.plugin", "-p", "bench.matrix.plugin", f"--matrix-out={out}", "--matrix-ship",
                 f"--matrix-skip={','.join(done)}", "--no-header", "-rfE", "--dist=load",
                 *(f"--tx={tx}" for tx in args.tx), *(f"--rsyncdir={d}" for d in sent)]
         if done:
             print(f"{len(done)} cells finished before: left out")
     elif args.jobs > 1:
-        argv += ["-n", str(args.jobs)]
-    else:
-        argv += ["-p", "no:xdist"]
+        argv += ["-p", "xdist.plugin", "-n", str(args.jobs)]
     if args.keyword:
         argv += ["-k", args.keyword]
     if args.lf:
