@@ -30,6 +30,7 @@ import json
 import random
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -422,27 +423,54 @@ def agent_load_table(rates: list[float], seconds: float) -> int:
 
 # -- a matrix on one core and on two ---------------------------------------------------------
 
-def matrix_table(matrix: Path, jobs: list[int]) -> int:
-    """The matrix run with each of `jobs` workers in turn, as a user runs it (`a2a-bench
-    matrix FILE -j N --fresh`), wall time side by side: what a second worker buys."""
-    print(f"{matrix}: a2a-bench matrix -j N, each from scratch, one after the other")
-    print(f"{'jobs':>4} {'cells':>6} {'wall s':>8} {'speed-up':>8}")
-    first = None
-    for n in jobs:
-        name = f"benchmark-j{n}-{time.strftime('%Y%m%d-%H%M%S')}"
-        t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "bench", "matrix", str(matrix), "-j",
-                               str(n), "--id", name, "--fresh"], capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        out = Path("results") / name
-        cells = len(list((out / "cells").glob("*/cell.json"))) if out.exists() else 0
-        shutil.rmtree(out, ignore_errors=True)
-        if done.returncode not in (0, 1):
-            print(f"{n:>4} failed (exit {done.returncode}): "
-                  f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
-            continue
-        first = first or wall
-        print(f"{n:>4} {cells:>6} {wall:8.1f} {first / wall:7.2f}x", flush=True)
+def matrix_once(matrix: Path, n: int) -> tuple[float, int] | str:
+    """One matrix run with `n` workers, as a user runs it (`a2a-bench matrix FILE -j N
+    --fresh`): its wall time and cells, or why it failed."""
+    name = f"benchmark-j{n}-{time.strftime('%Y%m%d-%H%M%S')}"
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "bench", "matrix", str(matrix), "-j",
+                           str(n), "--id", name, "--fresh"], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    out = Path("results") / name
+    cells = len(list((out / "cells").glob("*/cell.json"))) if out.exists() else 0
+    shutil.rmtree(out, ignore_errors=True)
+    if done.returncode not in (0, 1):
+        return f"exit {done.returncode}: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+    return wall, cells
+
+
+def matrix_table(matrix: Path, jobs: tuple[int, int], repeat: int) -> int:
+    """The matrix with each of `jobs` workers, `repeat` times, the two interleaved and their
+    order swapped every round (1 2, 2 1, 1 2, ...) so that the machine's drift falls on both
+    alike: each run's wall time, each round's speed-up, and the median of those — one pair
+    of runs moves by some 7 % from one minute to the next, which is most of what a second
+    worker buys."""
+    print(f"{matrix}: a2a-bench matrix -j N --fresh, -j {jobs[0]} and -j {jobs[1]} "
+          f"interleaved, {repeat} round{'s' if repeat > 1 else ''}")
+    print(f"{'round':>5} {'jobs':>4} {'cells':>6} {'wall s':>8} {'speed-up':>8}")
+    ratios: list[float] = []
+    walls: dict[int, list[float]] = {n: [] for n in jobs}
+    for r in range(repeat):
+        order = jobs if r % 2 == 0 else jobs[::-1]
+        got: dict[int, float] = {}
+        for n in order:
+            once = matrix_once(matrix, n)
+            if isinstance(once, str):
+                print(f"{r + 1:>5} {n:>4} failed ({once})", flush=True)
+                continue
+            got[n], cells = once
+            walls[n].append(got[n])
+            ratio = f"{got[jobs[0]] / got[n]:7.2f}x" if jobs[0] in got and n != jobs[0] else ""
+            print(f"{r + 1:>5} {n:>4} {cells:>6} {got[n]:8.1f} {ratio:>8}", flush=True)
+        if len(got) == 2:
+            if order[0] != jobs[0]:   # the second of the round was -j 1: its ratio now
+                print(f"{'':>5} {'':>4} {'':>6} {'':>8} {got[jobs[0]] / got[jobs[1]]:7.2f}x")
+            ratios.append(got[jobs[0]] / got[jobs[1]])
+    if not ratios:
+        return 1
+    print(f"median of {len(ratios)}: -j {jobs[0]} {statistics.median(walls[jobs[0]]):.1f} s, "
+          f"-j {jobs[1]} {statistics.median(walls[jobs[1]]):.1f} s, speed-up "
+          f"{statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}x)")
     return 0
 
 
@@ -472,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--matrix", nargs="?", const="scenarios/default.matrix.toml",
                     metavar="FILE", help="a matrix (default: scenarios/default.matrix.toml) "
                                          "with -j 1 and -j 2, wall time side by side")
+    ap.add_argument("--repeat", type=int, default=3, metavar="R",
+                    help="--matrix: rounds of -j 1 and -j 2, interleaved, their order "
+                         "swapped each round; the median speed-up printed (default 3)")
     ap.add_argument("--setups", default="all", metavar="NAMES",
                     help="the bench rows to run, by name: " + ", ".join(s.name for s in SETUPS)
                          + " (default all)")
@@ -479,8 +510,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.blocks < 1 or args.n < args.blocks:
         ap.error(f"--blocks={args.blocks}, --n={args.n}: expected 1 block or more, and at "
                  "least one sequential round trip per block")
+    if args.repeat < 1:
+        ap.error(f"--repeat={args.repeat}: expected 1 round or more")
     if args.matrix:
-        return matrix_table(Path(args.matrix), [1, 2])
+        return matrix_table(Path(args.matrix), (1, 2), args.repeat)
     if args.agents:
         return agent_load_table([float(r) for r in args.rates.split(",")], args.seconds * 2)
     if args.scale:
