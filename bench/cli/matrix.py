@@ -93,7 +93,8 @@ def _matrix(args: argparse.Namespace) -> int:
         # one token per option: xdist rewrites every argument that names an existing path
         # (the matrix file, absolute) relative to the folder it sends
         argv = [str(source.resolve()), "-o", "console_output_style=classic", "--rootdir=.",
-                "--disable-plugin-autoload", "-p", "xdist.plugin", "-p", "bench.matrix.plugin", f"--matrix-out={out}", "--matrix-ship",
+                "--disable-plugin-autoload", "-p", "xdist.plugin", "-p", "bench.matrix.plugin",
+                f"--matrix-out={out}", "--matrix-ship",
                 f"--matrix-skip={','.join(done)}", "--no-header", "-rfE", "--dist=load",
                 *(f"--tx={tx}" for tx in args.tx), *(f"--rsyncdir={d}" for d in sent)]
         if done:
