@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -186,22 +187,32 @@ class JudgeAside:
     the run writes it (`tail_lines`), folding and keeping its lines as `read_for_judging`
     would, and once the run has closed it and sent the summary, judges it as `judge_run`
     does — the same files, the same result, the run's wall time and judging's overlapped.
-    If that process fails, the run is judged after it, as without one (said in one line)."""
+    If that process fails, the run is judged after it, as without one (said in one line).
+
+    The process is a fresh interpreter that imports the bench and nothing else (not a
+    multiprocessing spawn, which imports the parent's `__main__` again: a user's script
+    calling `run_scenario` without a `__main__` guard ran its whole run a second time in
+    it), in a session of its own (a Ctrl-C is the run's to handle), talking over a pipe."""
 
     def __init__(self, out_dir: Path, duration_ms: float, say: Callable[[str], None]) -> None:
         self.out_dir = out_dir
         self.duration_ms = duration_ms
         self.say = say
-        self.process: multiprocessing.process.BaseProcess | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.conn: Any = None
 
     def start(self) -> None:
-        ctx = multiprocessing.get_context("spawn")   # a fork would copy the run's memory
-        self.conn, theirs = ctx.Pipe()
-        self.process = ctx.Process(target=judge_aside, name="a2a-bench judge", daemon=True,
-                                   args=(str(self.out_dir), self.duration_ms, theirs))
+        self.conn, theirs = multiprocessing.Pipe()
+        fd = theirs.fileno()
+        home = str(Path(__file__).resolve().parents[1])     # where `bench` is imported from
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [home, *filter(None, [os.environ.get("PYTHONPATH")])]))
         try:
-            self.process.start()
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", "import sys; from bench.run import judge_aside_main; "
+                 "judge_aside_main(sys.argv[1:])", str(self.out_dir), repr(self.duration_ms),
+                 str(fd)], pass_fds=(fd,), stdin=subprocess.DEVNULL, env=env,
+                start_new_session=True)
         except OSError as exc:     # no process to be had (a limit): judged after the run
             self.say(f"judging beside the run could not start ({exc}); judging it after")
             self.process = None
@@ -227,16 +238,25 @@ class JudgeAside:
     def stop(self) -> None:
         if self.process is None:
             return
-        if self.process.is_alive():
+        if self.process.poll() is None:
             self.process.terminate()
-        self.process.join(5)
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         self.conn.close()
         self.process = None
 
 
+def judge_aside_main(argv: list[str]) -> None:
+    """`JudgeAside`'s process: OUT_DIR DURATION_MS FD (its end of the pipe)."""
+    from multiprocessing.connection import Connection
+    judge_aside(argv[0], float(argv[1]), Connection(int(argv[2])))
+
+
 def judge_aside(out_dir: str, duration_ms: float, conn: Any) -> None:
     """`JudgeAside`'s process: the history read as it is written, then judged."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # a Ctrl-C is the run's to handle
     summary: list[dict[str, Any]] = []
 
     def written(wait_s: float) -> bool:
@@ -254,7 +274,8 @@ def judge_aside(out_dir: str, duration_ms: float, conn: Any) -> None:
 
 
 def spare_core() -> bool:
-    """A core for a second process, which this one may start (a daemonic process may not)."""
+    """A core for a second process: more than one core, and this process not a daemonic pool
+    worker (its pool has the cores already)."""
     return len(os.sched_getaffinity(0)) > 1 and not multiprocessing.current_process().daemon
 
 

@@ -166,11 +166,9 @@ def test_tail_lines_gives_each_line_once_it_is_whole(tmp_path: Path) -> None:
 
 def test_a_judge_aside_that_cannot_start_is_said_and_the_run_judged_after_itself(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import multiprocessing.process
-
-    def refuse(self: object) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
         raise OSError(11, "Resource temporarily unavailable")
-    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    monkeypatch.setattr("bench.run.subprocess.Popen", refuse)
     said: list[str] = []
     result = _run(tmp_path, "quickstart", judge_aside_after=1, say=said.append)
     assert len(said) == 1 and "could not start" in said[0], said
@@ -185,5 +183,38 @@ def test_a_judge_aside_whose_run_is_gone_ends_quietly(tmp_path: Path) -> None:
     aside.start()
     assert aside.process is not None
     aside.conn.close()           # as the kernel closes it when the run dies
-    aside.process.join(60)
-    assert aside.process.exitcode == 0
+    assert aside.process.wait(60) == 0
+
+
+UNGUARDED = """
+import sys
+from pathlib import Path
+
+from bench.run import run_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
+from bench.variants import variant
+
+out = Path(sys.argv[1])
+with open(out / "ran.txt", "a") as fh:
+    fh.write("ran\\n")
+said = []
+run_scenario(load_scenario(SCENARIOS / "quickstart.toml"), variant("reference"), out / "run",
+             judge_aside_after=1, say=said.append)
+print("said:", said)
+"""
+
+
+def test_a_script_without_a_main_guard_is_run_once_and_judged_beside_itself(
+        tmp_path: Path) -> None:
+    """A user's script calling `run_scenario` at module level, no `if __name__ ==
+    "__main__"`: the judging process imports the bench, not the script (a multiprocessing
+    spawn imported it again and ran the whole run a second time inside it, then failed)."""
+    import subprocess
+    import sys
+    (tmp_path / "script.py").write_text(UNGUARDED)
+    done = subprocess.run([sys.executable, str(tmp_path / "script.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "ran.txt").read_text() == "ran\n"
+    assert "said:" in done.stdout and "judging beside" not in done.stdout, done.stdout[-2000:]
+    assert (tmp_path / "run" / "verdicts.json").exists()
