@@ -25,7 +25,7 @@ from bench.core import events as ev
 from bench.core.properties import Props
 from bench.spec.brokers import CLIENT, RUN_AFTER_BROKER_MS, BrokerBehaviour, TakeoverWill
 from bench.spec.distribution import Distribution
-from bench.substrates.filters import matches
+from bench.substrates.filters import FilterTree, matches
 from bench.substrates.sim.link import Link
 from bench.substrates.sim.timers import SimEnvironment
 
@@ -154,6 +154,7 @@ class SimBroker:
         # match, not at every session (at 10,000 nodes a scan per publish was the run)
         self._exact: dict[str, dict[Session, None]] = {}
         self._wild: dict[str, dict[Session, None]] = {}
+        self._wild_tree = FilterTree()     # `_wild`'s filters, by level
         self._orders = itertools.count(1)
         # MQTT 5 shared subscriptions: (group, filter) -> its members in subscription order,
         # and whose turn is next ($share/{group}/{filter}: each message to one member)
@@ -280,7 +281,10 @@ class SimBroker:
             if shared is not None:    # no retained message on a shared subscription (§4.8.2)
                 self._shared.setdefault(shared, {})[session] = None
             else:
-                self._index(f).setdefault(f, {})[session] = None
+                index = self._index(f)
+                if f not in index and index is self._wild:
+                    self._wild_tree.add(f)
+                index.setdefault(f, {})[session] = None
                 plain.append(f)
         self._routes.clear()
         for topic in self._retained_matching(tuple(plain)):
@@ -333,6 +337,8 @@ class SimBroker:
             subscribed.pop(session, None)
             if not subscribed:
                 del index[topic_filter]
+                if index is self._wild:
+                    self._wild_tree.discard(topic_filter)
 
     def _retain(self, msg: Message) -> None:
         parent = msg.topic.rpartition("/")[0]
@@ -434,10 +440,9 @@ class SimBroker:
         if route is None:
             candidates = dict(self._exact.get(topic, {}))
             matched = {topic} if candidates else set()    # the filters that match it
-            for f, subscribed in self._wild.items():
-                if matches(f, topic):
-                    candidates.update(subscribed)
-                    matched.add(f)
+            for f in self._wild_tree.matching(topic):
+                candidates.update(self._wild[f])
+                matched.add(f)
             route = []
             for session in sorted(candidates, key=lambda s: s.order):
                 granted = [q for f, q in session.subscriptions.items() if f in matched]
@@ -567,6 +572,7 @@ class SimBroker:
             self.sessions.clear()
             self._exact.clear()
             self._wild.clear()
+            self._wild_tree = FilterTree()
             self.retained.clear()
             self._retained_under.clear()
         self._routes.clear()
