@@ -192,7 +192,9 @@ class JudgeAside:
     The process is a fresh interpreter that imports the bench and nothing else (not a
     multiprocessing spawn, which imports the parent's `__main__` again: a user's script
     calling `run_scenario` without a `__main__` guard ran its whole run a second time in
-    it), in a session of its own (a Ctrl-C is the run's to handle), talking over a pipe."""
+    it), with the parent's import path, talking over a pipe. It ignores a Ctrl-C (the run's
+    to handle: it stops the process) and stays in the run's process group, so that a kill
+    of the group reaches it too."""
 
     def __init__(self, out_dir: Path, duration_ms: float, say: Callable[[str], None]) -> None:
         self.out_dir = out_dir
@@ -202,22 +204,27 @@ class JudgeAside:
         self.conn: Any = None
 
     def start(self) -> None:
-        self.conn, theirs = multiprocessing.Pipe()
-        fd = theirs.fileno()
-        home = str(Path(__file__).resolve().parents[1])     # where `bench` is imported from
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [home, *filter(None, [os.environ.get("PYTHONPATH")])]))
+        # the parent's import path, as it is (its script's folder or the working directory
+        # included, named), and no other: `-P` keeps the child's working directory off it
+        path = os.pathsep.join(p or os.getcwd() for p in sys.path)
+        theirs = None
         try:
+            self.conn, theirs = multiprocessing.Pipe()
+            fd = theirs.fileno()
             self.process = subprocess.Popen(
-                [sys.executable, "-c", "import sys; from bench.run import judge_aside_main; "
+                [sys.executable, "-P", "-c", "import signal; signal.signal(signal.SIGINT, "
+                 "signal.SIG_IGN); import sys; from bench.run import judge_aside_main; "
                  "judge_aside_main(sys.argv[1:])", str(self.out_dir), repr(self.duration_ms),
-                 str(fd)], pass_fds=(fd,), stdin=subprocess.DEVNULL, env=env,
-                start_new_session=True)
+                 str(fd)], pass_fds=(fd,), stdin=subprocess.DEVNULL,
+                env=dict(os.environ, PYTHONPATH=path))
         except OSError as exc:     # no process to be had (a limit): judged after the run
             self.say(f"judging beside the run could not start ({exc}); judging it after")
             self.process = None
-            self.conn.close()
-        theirs.close()
+            if self.conn is not None:
+                self.conn.close()
+        finally:
+            if theirs is not None:
+                theirs.close()
 
     def finish(self, summary: dict[str, Any]) -> RunResult | None:
         """The judged run, once the history is closed; None: judge it after the run."""

@@ -16,7 +16,15 @@ from bench.core.events import DirectoryUpdated, NodeStarted, RunInterrupted
 from bench.history import Fold, History, Line, tail_lines
 from bench.metrics import DirectoryFill, compute
 from bench.protocols.seed.rules.directory import Directories
-from bench.run import STREAMED, Interrupted, JudgeAside, RunResult, read_for_judging, run_scenario
+from bench.run import (
+    STREAMED,
+    Interrupted,
+    JudgeAside,
+    RunResult,
+    read_for_judging,
+    run_scenario,
+    spare_core,
+)
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.variants import variant as variant_by_name
 from tests.helpers import run_lines
@@ -95,6 +103,11 @@ def _files(out: Path) -> dict[str, str]:
     return got | {"summary": json.dumps(summary)}
 
 
+#: a test of judging beside the run, which is done only where a core is spare
+needs_a_spare_core = pytest.mark.skipif(not spare_core(), reason="one core: no judging beside")
+
+
+@needs_a_spare_core
 @pytest.mark.parametrize(("scenario", "variant"), [
     ("partition", "reference"), ("stale_roster", "stale_roster")])
 def test_a_run_judged_beside_itself_is_judged_as_after_itself(tmp_path: Path, scenario: str,
@@ -204,6 +217,7 @@ print("said:", said)
 """
 
 
+@needs_a_spare_core
 def test_a_script_without_a_main_guard_is_run_once_and_judged_beside_itself(
         tmp_path: Path) -> None:
     """A user's script calling `run_scenario` at module level, no `if __name__ ==
