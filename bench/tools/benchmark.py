@@ -459,15 +459,16 @@ def matrix_table(matrix: Path, jobs: tuple[int, int], repeat: int) -> int:
                 print(f"{r + 1:>5} {n:>4} failed ({once})", flush=True)
                 continue
             got[n], cells = once
-            walls[n].append(got[n])
             ratio = f"{got[jobs[0]] / got[n]:7.2f}x" if jobs[0] in got and n != jobs[0] else ""
             print(f"{r + 1:>5} {n:>4} {cells:>6} {got[n]:8.1f} {ratio:>8}", flush=True)
-        if len(got) == 2:
+        if len(got) == 2:     # the medians are of whole rounds only
             if order[0] != jobs[0]:   # the second of the round was -j 1: its ratio now
                 print(f"{'':>5} {'':>4} {'':>6} {'':>8} {got[jobs[0]] / got[jobs[1]]:7.2f}x")
             ratios.append(got[jobs[0]] / got[jobs[1]])
+            for n in jobs:
+                walls[n].append(got[n])
     if not ratios:
-        return 1
+        return 2     # no round ran whole: nothing measured
     print(f"median of {len(ratios)}: -j {jobs[0]} {statistics.median(walls[jobs[0]]):.1f} s, "
           f"-j {jobs[1]} {statistics.median(walls[jobs[1]]):.1f} s, speed-up "
           f"{statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}x)")
@@ -500,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--matrix", nargs="?", const="scenarios/default.matrix.toml",
                     metavar="FILE", help="a matrix (default: scenarios/default.matrix.toml) "
                                          "with -j 1 and -j 2, wall time side by side")
-    ap.add_argument("--repeat", type=int, default=3, metavar="R",
+    ap.add_argument("--repeat", type=int, metavar="R",
                     help="--matrix: rounds of -j 1 and -j 2, interleaved, their order "
                          "swapped each round; the median speed-up printed (default 3)")
     ap.add_argument("--setups", default="all", metavar="NAMES",
@@ -510,10 +511,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.blocks < 1 or args.n < args.blocks:
         ap.error(f"--blocks={args.blocks}, --n={args.n}: expected 1 block or more, and at "
                  "least one sequential round trip per block")
-    if args.repeat < 1:
-        ap.error(f"--repeat={args.repeat}: expected 1 round or more")
+    if args.repeat is not None and (args.repeat < 1 or not args.matrix):
+        ap.error(f"--repeat={args.repeat}: expected 1 round or more, with --matrix")
     if args.matrix:
-        return matrix_table(Path(args.matrix), (1, 2), args.repeat)
+        return matrix_table(Path(args.matrix), (1, 2), args.repeat or 3)
     if args.agents:
         return agent_load_table([float(r) for r in args.rates.split(",")], args.seconds * 2)
     if args.scale:
