@@ -65,6 +65,7 @@ def interrupted(argv: list[str], ready: Callable[[], bool],
                 proc.communicate(timeout=120)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
         raise
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
