@@ -10,7 +10,7 @@ import simpy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.substrates.sim.timers import SimEnvironment
+from bench.substrates.sim.timers import Lane, SimEnvironment
 
 
 def with_processes() -> list[str]:
@@ -123,3 +123,49 @@ def test_calls_released_together_run_as_simpy_ran_them(batches: list[list[float]
         return seen
 
     assert ours() == simpy_processes()
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 1.0]),
+                          st.lists(st.tuples(st.integers(min_value=-1, max_value=2),
+                                             st.sampled_from([0.0, 0.2, 0.3, 0.5, 1e-9, 2.0]),
+                                             st.booleans()),
+                                   max_size=10)),
+                min_size=1, max_size=15))
+def test_calls_in_lanes_run_as_the_queue_alone_would_run_them(
+        script: list[tuple[float, list[tuple[int, float, bool]]]]) -> None:
+    """`later_in` keeps only a lane's first call in the queue; the calls still come out in
+    the order `later` gives them — time, then the order asked for — whether the caller kept
+    the lane's promise (each call due no sooner than the one before it: a TCP connection's
+    packets, clamped as `Connection.transit_ms` clamps them) or not (due sooner: that call
+    waits in the queue on its own). Batches of `RUN_FROM` calls or more go into a sorted
+    run, lane or not; lane -1 is no lane. Some calls ask for one more as they run."""
+    def play(lanes: bool) -> list[tuple[int, int, float]]:
+        env = SimEnvironment()
+        seen: list[tuple[int, int, float]] = []
+        queues = [Lane() for _ in range(3)]
+        last = [0.0] * 3
+
+        def call(step: int, k: int) -> None:
+            seen.append((step, k, env.now))
+            if k % 4 == 1:     # a call that asks for one more in its lane, as it runs
+                act(-step - 1, [(k % 3, 0.2, True)])
+
+        def act(step: int, asks: list[tuple[int, float, bool]]) -> None:
+            for k, (lane, delay, clamp) in enumerate(asks):
+                if lane < 0:
+                    env.later(delay, call, step, k)
+                    continue
+                at = env.now + delay
+                if clamp and at < last[lane]:
+                    at = last[lane]
+                last[lane] = max(last[lane], at)
+                if lanes:
+                    env.later_in(queues[lane], at - env.now, call, step, k)
+                else:
+                    env.later(at - env.now, call, step, k)
+        for step, (start, asks) in enumerate(script):
+            env.later(start, act, step, asks)
+        env.run()
+        return seen
+
+    assert play(lanes=True) == play(lanes=False)

@@ -27,7 +27,7 @@ from bench.spec.brokers import CLIENT, RUN_AFTER_BROKER_MS, BrokerBehaviour, Tak
 from bench.spec.distribution import Distribution
 from bench.substrates.filters import FilterTree, matches
 from bench.substrates.sim.link import Link
-from bench.substrates.sim.timers import SimEnvironment
+from bench.substrates.sim.timers import Lane, SimEnvironment
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +70,10 @@ class Connection:
     #: arrives: TCP delivers in order, so no packet overtakes one sent before it
     last_up_ms: float | None = None
     last_down_ms: float | None = None
+    #: the packets in flight each way, in their order (`Lane`: the simulator's queue holds
+    #: the first of each)
+    up_lane: Lane = field(default_factory=Lane)
+    down_lane: Lane = field(default_factory=Lane)
     #: MQTT 5: the CONNECT's Session Expiry Interval (s); None: MQTT 3.1.1, where a
     #: persistent session never expires
     session_expiry_s: int | None = None
@@ -483,7 +487,7 @@ class SimBroker:
             return
         self.stats["delivered"] += 1
         sent_at = self.env.now
-        self.env.later(delay, self._arrive, conn, msg, pid, dup, sent_at)
+        self.env.later_in(conn.down_lane, delay, self._arrive, conn, msg, pid, dup, sent_at)
 
     def _arrive(self, conn: Connection, msg: Message, pid: int, dup: bool, sent_at: float) -> None:
         if conn.alive and self.up or (conn.flushed_at is not None and sent_at <= conn.flushed_at):

@@ -301,7 +301,9 @@ class SimHost(NodeHost):
             if conn is self.conn:
                 self._lose(conn)
             return
-        self.call_later(delay, self._packet_arrived, conn, direction, then, epoch)
+        self.env.later_in(conn.up_lane if direction == "up" else conn.down_lane, delay,
+                          self._unless_frozen, self._packet_arrived,
+                          (conn, direction, then, epoch))
 
     def _packet_arrived(self, conn: Connection, direction: str, then: Callable[[], None],
                         epoch: int) -> None:
@@ -405,7 +407,7 @@ class SimHost(NodeHost):
             self._lose(conn)
             return  # stays unacked; resent after the reconnect
         epoch = self.epoch
-        self.env.later(there, lambda: self._at_broker(conn, cmd, key, msg, epoch))
+        self.env.later_in(conn.up_lane, there, self._at_broker, conn, cmd, key, msg, epoch)
 
     def _at_broker(self, conn: Connection, cmd: Publish, key: int, msg: Message,
                    epoch: int) -> None:

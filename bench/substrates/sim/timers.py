@@ -15,6 +15,7 @@ Two events due at the same instant therefore still run in the order they always 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
@@ -70,21 +71,42 @@ class _Run:
         self.next = 0
 
 
+class Lane:
+    """Calls whose times never decrease in the order they are asked for: the packets one
+    way over one TCP connection (no packet overtakes one sent before it). Only the first
+    waits in the queue, the next taking its place when it runs, as in a `_Run`; each keeps
+    the insertion number it would have had alone, so the queue still gives every call up in
+    its order. As a global directory fills, each node's acknowledgements of the thousand
+    announcements it takes in are in flight at once — two thirds of a million entries in
+    the queue, whose `heappop` (a cache miss at every level) was a fifth of such a run."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: deque[_Entry] = deque()
+
+
 class SimEnvironment(simpy.Environment):
-    """simpy's environment, whose queue holds `_Timer`s and `_Run`s beside simpy's own
-    events, in simpy's order — (time, priority, insertion) — and whose `run` and `step`
+    """simpy's environment, whose queue holds `_Timer`s, `_Run`s and `Lane`s beside simpy's
+    own events, in simpy's order — (time, priority, insertion) — and whose `run` and `step`
     take a timer off it with no event machinery: at 1,000 nodes there are two million of
     them, and simpy's `step()` (a callback list swapped, called, and the event's outcome
     checked) was a tenth of the run."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._held: list[tuple[float, Callable[..., None], tuple[Any, ...]]] = []
+        self._held: list[tuple[float, Callable[..., None], tuple[Any, ...], Lane | None]] = []
 
     def later(self, delay_ms: float, fn: Callable[..., None], *args: Any) -> None:
         """Call `fn(*args)` `delay_ms` from now; the timer starts once the current event is
         done (as a process's first timeout did)."""
-        self._held.append((delay_ms, fn, args))
+        self._held.append((delay_ms, fn, args, None))
+
+    def later_in(self, lane: Lane, delay_ms: float, fn: Callable[..., None], *args: Any) -> None:
+        """As `later`, for a call due no sooner than every call asked for before it in
+        `lane`: it waits behind them, out of the queue. (One due sooner, against that
+        promise, waits in the queue on its own: the order is the same either way.)"""
+        self._held.append((delay_ms, fn, args, lane))
 
     def now_later(self, delay_ms: float, fn: Callable[..., None], *args: Any) -> None:
         """Call `fn(*args)` `delay_ms` from now, scheduled at once (as a timeout created
@@ -97,10 +119,20 @@ class SimEnvironment(simpy.Environment):
         held, self._held = self._held, []
         queue, eid, now = self._queue, self._eid, self._now
         if len(held) < RUN_FROM:
-            for delay_ms, fn, args in held:
-                heappush(queue, (now + delay_ms, NORMAL, next(eid), _Timer(fn, args)))  # type: ignore[arg-type]
+            for delay_ms, fn, args, lane in held:
+                t, n = now + delay_ms, next(eid)
+                if lane is not None:
+                    entries = lane.entries
+                    if not entries:
+                        heappush(queue, (t, NORMAL, n, lane))  # type: ignore[arg-type]
+                        entries.append((t, n, fn, args))
+                        continue
+                    if t >= entries[-1][0]:    # (else due sooner, against the promise)
+                        entries.append((t, n, fn, args))
+                        continue
+                heappush(queue, (t, NORMAL, n, _Timer(fn, args)))  # type: ignore[arg-type]
             return
-        run = [(now + delay_ms, next(eid), fn, args) for delay_ms, fn, args in held]
+        run = [(now + delay_ms, next(eid), fn, args) for delay_ms, fn, args, _lane in held]
         run.sort(key=_by_time_and_number)
         heappush(queue, (run[0][0], NORMAL, run[0][1], _Run(run)))  # type: ignore[arg-type]
 
@@ -117,6 +149,17 @@ class SimEnvironment(simpy.Environment):
         if self._held:
             self._release()
 
+    def _call_lane(self, lane: Lane) -> None:
+        """Run the first call of `lane`, after putting the one after it in the queue."""
+        entries = lane.entries
+        _t, _n, fn, args = entries.popleft()
+        if entries:
+            t, n, _fn, _args = entries[0]
+            heappush(self._queue, (t, NORMAL, n, lane))  # type: ignore[arg-type]
+        fn(*args)
+        if self._held:
+            self._release()
+
     def _process(self, item: object) -> None:
         """Carry out one entry taken off the queue (the clock already at its time)."""
         if type(item) is _Timer:
@@ -126,6 +169,9 @@ class SimEnvironment(simpy.Environment):
             return
         if type(item) is _Run:
             self._call_next(item)
+            return
+        if type(item) is Lane:
+            self._call_lane(item)
             return
         event: Event = item  # type: ignore[assignment]
         callbacks, event.callbacks = event.callbacks, None
@@ -172,6 +218,8 @@ class SimEnvironment(simpy.Environment):
                         self._release()
                 elif type(item) is _Run:
                     self._call_next(item)
+                elif type(item) is Lane:
+                    self._call_lane(item)
                 else:
                     self._process(item)
         except StopSimulation as exc:
