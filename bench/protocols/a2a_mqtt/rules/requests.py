@@ -278,7 +278,8 @@ def _wire_retries(h: History, c: Collector) -> None:
     elsewhere), off its wire: the SendMessages it published for one Task.id with no reply to
     any of them in between are one operation's attempts — at most MAX_ATTEMPTS, each after
     the last went unanswered for REPLY_FIRST_MS and its backoff (the backoff alone where the
-    broker refused the last); held to the profile's defaults (A2M-RETRY-1 lets a deployment
+    broker refused the last; on a wall clock, less how late the host may run a process: the
+    last attempt's stamp may be that late); held to the profile's defaults (A2M-RETRY-1 lets a deployment
     configure others: a requester under test runs with the defaults, as
     docs/profiles/own-agent.md asks). The same PUBLISH sent again on a new
     connection (the same Correlation Data: QoS 1) is no attempt; attempts across one of the
@@ -293,10 +294,13 @@ def _wire_retries(h: History, c: Collector) -> None:
                if w.packet == "PUBACK" and w.direction == "in" and w.reason_codes
                and w.reason_codes[0] >= REFUSED_FROM}
     crashes = h.memo(Transit).crashes
-    # the tap stamps a packet when the bench's proxy reads it: on a wall clock, as late as
-    # any record (a loaded two-core machine: an attempt stamped 120 ms late made its retry
-    # look early, 2026-12-06), so an early retry is one earlier than that too
-    early_ms = EARLY_MS + records_late_ms(h)
+    # the tap stamps a packet when the bench's proxy reads it, and on a wall clock the
+    # requester's write and the proxy's read run as late as a busy host runs a process — as
+    # late as a timer may fire there (timers_late_ms; 0 simulated): an attempt stamped late
+    # makes the retry after it look early (CI on two cores with ten workers: 120 ms,
+    # 2026-12-06; 557 ms after the requester recorded sending it, 2026-12-07), so an early
+    # retry is one earlier than that. On a wall clock a retry up to that much early passes.
+    early_ms = EARLY_MS + timers_late_ms(h)
     events: list[tuple[int, Asked | Heard]] = [(a.event.seq, a) for a in wire_asks]
     events += [(x.event.seq, x) for x in h.memo(heard) if isinstance(x.event, Wire)]
     chains: dict[tuple[str, str | None], list[Asked]] = defaultdict(list)
