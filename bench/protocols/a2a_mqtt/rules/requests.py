@@ -279,8 +279,8 @@ def _wire_retries(h: History, c: Collector) -> None:
     any of them in between are one operation's attempts — at most MAX_ATTEMPTS, each after
     the last went unanswered for REPLY_FIRST_MS and its backoff (the backoff alone where the
     broker refused the last; on a wall clock, less how late the host may run a process: the
-    last attempt's stamp may be that late); held to the profile's defaults (A2M-RETRY-1 lets a deployment
-    configure others: a requester under test runs with the defaults, as
+    last attempt's stamp may be that late); held to the profile's defaults (A2M-RETRY-1
+    lets a deployment configure others: a requester under test runs with the defaults, as
     docs/profiles/own-agent.md asks). The same PUBLISH sent again on a new
     connection (the same Correlation Data: QoS 1) is no attempt; attempts across one of the
     requester's restarts, or around one a property_tampering fault acted on, are not
