@@ -38,6 +38,7 @@ from bench.storage.memory import MemoryStore
 from bench.substrates.host import NodeHost
 from bench.substrates.sim.broker import Connection, Message
 from bench.substrates.sim.link import Link
+from bench.substrates.sim.timers import Lane
 
 if TYPE_CHECKING:
     from bench.substrates.sim.deployment import SimDeployment
@@ -93,6 +94,11 @@ class SimHost(NodeHost):
 
     def call_later(self, delay_ms: float, fn: Callable[..., None], *args: Any) -> None:
         self.env.later(delay_ms, self._unless_frozen, fn, args)
+
+    def call_later_in(self, lane: Lane, delay_ms: float, fn: Callable[..., None],
+                      *args: Any) -> None:
+        """`call_later` for a packet of a connection's `lane` (its order kept: `Lane`)."""
+        self.env.later_in(lane, delay_ms, self._unless_frozen, fn, args)
 
     def _unless_frozen(self, fn: Callable[..., None], args: tuple[Any, ...] = ()) -> None:
         """A frozen process runs nothing — timers, client threads, arriving packets — until
@@ -301,9 +307,8 @@ class SimHost(NodeHost):
             if conn is self.conn:
                 self._lose(conn)
             return
-        self.env.later_in(conn.up_lane if direction == "up" else conn.down_lane, delay,
-                          self._unless_frozen, self._packet_arrived,
-                          (conn, direction, then, epoch))
+        self.call_later_in(conn.up_lane if direction == "up" else conn.down_lane, delay,
+                           self._packet_arrived, conn, direction, then, epoch)
 
     def _packet_arrived(self, conn: Connection, direction: str, then: Callable[[], None],
                         epoch: int) -> None:
