@@ -257,6 +257,44 @@ def test_a_run_again_within_the_tombstones_life_is_a_violation() -> None:
     assert v.value is Value.FALSE and v.rules["executed_at_most_once"]["violations"] == 1
 
 
+def _reconnected_between_hb_and_res(lines: Lines, *hb_after_ms: float) -> Lines:
+    """handler-1 connects again after a command's first hb (the old connection taken over);
+    its res comes out 40 ms after the CONNECT and an hb for it each of `hb_after_ms` after it, as
+    the tap saw across a takeover in parley_duplicate_client_id (docs/findings/parley-mqtt.md)."""
+    res = lines[first(lines, lambda e: parley(e, "res", "out", "handler-1"))]
+    hb = lines[first(lines, lambda e: parley(e, "hb", "out", "handler-1")
+                     and e["body"]["id"] == res["body"]["id"])]
+    connect = {"kind": "wire", "node": "handler-1", "direction": "out", "packet": "CONNECT",
+               "clientId": "handler-1", "cleanSession": False, "tMs": hb["tMs"] + 100}
+    insert_at(lines, connect)
+    lines.remove(res)
+    res["tMs"] = connect["tMs"] + 40
+    insert_at(lines, res)
+    for after in hb_after_ms:
+        insert_at(lines, {**copy.deepcopy(hb), "tMs": res["tMs"] + after})
+    return renumbered(lines)
+
+
+def test_an_hb_held_through_an_outage_may_come_out_after_the_res() -> None:
+    """The hb published while the connection was down and written after the res published
+    once it was up: the wire cannot say the handler published it after its res."""
+    v = checkers()["parley_handler"](from_lines(_reconnected_between_hb_and_res(
+        lines_of("quickstart"), 6.0)))
+    assert v.value is Value.TRUE, v.counterexamples[:2]
+    assert v.counts["hb_held_through_an_outage_after_its_res"] == 1
+
+
+@pytest.mark.parametrize("hb_after_ms", [(1_100.0,), (6.0, 906.0)])
+def test_an_hb_past_the_flush_or_a_second_one_is_still_after_the_res(
+        hb_after_ms: tuple[float, ...]) -> None:
+    """An hb more than FLUSHED_MS after the CONNECT, or a second one after the res on the
+    new connection (a heartbeat never stopped), is H3 broken."""
+    v = checkers()["parley_handler"](from_lines(_reconnected_between_hb_and_res(
+        lines_of("quickstart"), *hb_after_ms)))
+    assert v.value is Value.FALSE
+    assert v.rules["heartbeats_until_the_result"]["violations"] == 1, v.rules
+
+
 @pytest.mark.parametrize(("payload", "read"), [
     (b'{"v":1,"t":"res","id":"abc","ok":false,"e":"$busy"}',
      {"v": 1, "t": "res", "id": "abc", "ok": False, "e": "$busy"}),

@@ -60,6 +60,10 @@ ENDS_A_PROCESS = frozenset({"restart", "empty_directory", "stale_roster"})
 #: how long after a node's CONNECT its subscriptions are back (the library re-subscribes
 #: on the connected signal, one hop onto the event loop away)
 RESUBSCRIBED_MS = 1_000.0
+#: how long after a node's CONNECT its client may still be writing what it held through the
+#: outage (paho writes those after its connected callback: a message published then goes
+#: out first). The same hop as RESUBSCRIBED_MS's
+FLUSHED_MS = RESUBSCRIBED_MS
 #: §6's commander messages, §7's handler messages
 COMMANDER_TYPES = frozenset({"req", "cnl", "rak"})
 HANDLER_TYPES = frozenset({"hb", "prg", "res"})
@@ -116,6 +120,8 @@ class Run:
     #: (handler, command id) -> each time its work started (task_executed)
     executions: dict[tuple[str, str], list[TaskExecuted]] = field(
         default_factory=lambda: defaultdict(list))
+    #: node -> when each of its connections began (its CONNECTs on the tap)
+    connects: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     def ms(self, key: str) -> float:
         return self.timing[key] * 1000.0
@@ -151,7 +157,7 @@ def read(h: History) -> Run:
     run = Run(timing, dict(settings.get("topics") or {}),
               stops[0].t_ms if stops else h.end_ms, h.end_ms)
     topics = set(run.topics.values())
-    connects: dict[str, list[float]] = defaultdict(list)   # each node's CONNECTs
+    connects = run.connects
     tapped: set[tuple[str, str, int | None, str, str]] = set()
     for e in h.of(Wire):
         if e.packet == "CONNECT" and e.direction == "out":
@@ -583,7 +589,9 @@ def requests_answered(h: History, c: Collector) -> None:
       "the command's first res is published\", as handler.py cites it)")
 def heartbeats_until_the_result(h: History, c: Collector) -> None:
     """From its admission to its first res, a handler heartbeats a command every
-    heartbeat_interval; after its first res, no hb for it."""
+    heartbeat_interval; after its first res, no hb for it — but one its client held
+    through an outage and wrote in the new connection's first FLUSHED_MS, after a res
+    published meanwhile (the wire cannot say which was published first): counted."""
     run = _run(h)
     runs = _run(h).executions
     for node in run.handlers:
@@ -598,9 +606,28 @@ def heartbeats_until_the_result(h: History, c: Collector) -> None:
                      run.ms("heartbeat_interval"), f"command {command} was admitted, no hb",
                      hbs[0].wire)
             late = [m for m in hbs if results and m.at_ms > results[0].at_ms]
+            if late and _held_through_an_outage(run, node, hbs, results[0], late[0]):
+                c.count("hb_held_through_an_outage_after_its_res")
+                late = late[1:]
             if late:
                 c.violation(f"command {command}: hb on {node} {late[0].at_ms - results[0].at_ms:.0f} "
                             "ms after its first res", results[0].wire, late[0].wire)
+
+
+def _held_through_an_outage(run: Run, node: str, hbs: list[Msg], res: Msg, hb: Msg) -> bool:
+    """Whether the wire cannot say `hb` was published after `res`: both came out on one
+    connection that followed an earlier one the command was heartbeated on, the hb the
+    command's first on the new one and within FLUSHED_MS of its CONNECT. A
+    client holds what is published while its connection is down and writes it once the
+    new one is up — paho 2.2 after its connected callback, so a message published in that
+    callback's time (the res) goes out first (docs/findings/parley-mqtt.md). Packet ids do
+    not tell: MQTT leaves their order to the client. A handler that goes on heartbeating
+    after its res shows on its next hb."""
+    began = max((t for t in run.connects[node] if t <= res.at_ms), default=None)
+    if began is None or hb.at_ms > began + FLUSHED_MS:
+        return False
+    return any(m.at_ms < began for m in hbs) and not any(began <= m.at_ms < hb.at_ms
+                                                          for m in hbs)
 
 
 @rule("H5 (result_retry_interval: \"res re-publish interval until acked\", "
