@@ -146,6 +146,55 @@ def test_its_history_mutated_where_the_clause_breaks_is_false(
         (v.rules, v.counterexamples[:2])
 
 
+def _burst_before(replies: Lines, i: int) -> int:
+    """How many replies reached client-1 right before replies[i]: each within 50 ms of the
+    one before, all within a second of it (written here apart from the rule's own count)."""
+    n = 0
+    while n < i and replies[i - n]["tMs"] - replies[i - n - 1]["tMs"] <= 50 \
+            and replies[i]["tMs"] - replies[i - n - 1]["tMs"] <= 1_000:
+        n += 1
+    return n
+
+
+def _retry_after(lines: Lines, reply: dict[str, Any], after_ms: float) -> None:
+    """The request `reply` answered, published again under new Correlation Data
+    `after_ms` after the reply reached the requester."""
+    sent = next(e for e in _wire(lines, "out", "$a2a/v1/request/")
+                if _correlation(e) == _correlation(reply))
+    again = copy.deepcopy(sent)
+    again["properties"]["correlationData"] = "ab" * 16
+    again["tMs"] = reply["tMs"] + after_ms
+    lines.insert(next((i for i, e in enumerate(lines) if e["tMs"] > again["tMs"]), len(lines)),
+                 again)
+
+
+@pytest.mark.parametrize(("in_a_burst", "after_ms", "crossed"), [
+    (True, -50.0, True), (True, 50.0, False), (False, 550.0, False), (False, 450.0, True)])
+def test_a_retry_right_after_a_reply_crossed_it_only_if_the_requester_could_not_read_it_yet(
+        as_written: dict[str, Lines], in_a_burst: bool, after_ms: float, crossed: bool) -> None:
+    """A retry published within RETRY_CROSSING_MS (500 ms) of a reply, or 20 ms more for
+    each reply that came right before it in a burst (a2a_stream_stall's partition ends with
+    one), was written before the requester read the reply: counted. Later, it is A2M-RETRY-4
+    broken. `after_ms` is past those bounds (the burst's taken as counted here)."""
+    lines = copy.deepcopy(as_written["a2a_stream_stall"])
+    replies = [e for e in lines if e["kind"] == "wire" and e["node"] == "client-1"
+               and e["direction"] == "in" and e["packet"] == "PUBLISH"]
+    ahead = [_burst_before(replies, i) for i in range(len(replies))]
+    # the first reply its task got: none before it stopped the retries already
+    firsts = [i for i, e in enumerate(replies) if (e.get("topic") or "").startswith(
+        "$a2a/v1/reply/") and e.get("taskId") and not any(
+            r.get("taskId") == e["taskId"] for r in replies[:i])]
+    i = max(firsts, key=lambda i: ahead[i]) if in_a_burst else \
+        next(i for i in firsts if ahead[i] == 0)
+    assert not in_a_burst or ahead[i] >= 10, ahead[i]
+    before = _judged(lines).counts.get("retries_that_crossed_a_reply", 0)
+    _retry_after(lines, replies[i], (500 + 20 * ahead[i] if in_a_burst else 0) + after_ms)
+    v = _judged(lines)
+    rule = v.rules["no_request_again_after_a_reply"]
+    assert rule["violations"] == (0 if crossed else 1), (rule, v.counterexamples[:2])
+    assert v.counts.get("retries_that_crossed_a_reply", 0) == before + crossed
+
+
 @pytest.mark.parametrize(("name", "bug", "rule"), [
     ("a2a_pool_unnamed", "trusts-unnamed-pool-replies", "unnamed_pooled_replies_answer_nothing"),
     ("a2a_binding_errors", "retries-protocol-errors", "protocol_errors_not_retried_unchanged")])
