@@ -398,3 +398,14 @@ def test_a_protocols_grid_is_begun_when_its_last_cell_is_done_and_used_only_if_u
     drawn = sorted(p.name for p in (out / "plots").iterdir())
     assert drawn == sorted(f"{n}.{f}" for n in ("duplicates", "verdicts_a2a_mqtt",
                                                  "verdicts_seed") for f in ("png", "svg"))
+
+
+def test_the_matrix_report_reads_its_cells_without_matplotlib() -> None:
+    """The controller writes the report after the last cell; its plots are drawn in a fork
+    server that imported matplotlib while the cells ran. Importing it in the controller
+    then (a second on two cores) was the report's tail."""
+    probe = ("import sys; import bench.matrix.report, bench.matrix.plugin, bench.report.readings; "
+             "print('matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import EXIT_OK, main
-from bench.report.plots import fault_windows, read_history
+from bench.report.readings import fault_windows, read_history
 
 
 class _Tags(HTMLParser):

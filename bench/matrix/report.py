@@ -190,7 +190,7 @@ def _coverage_html(records: list[dict[str, Any]]) -> list[str]:
 
 def _topology_series(out: Path, records: list[dict[str, Any]]) -> list[tuple[str, list[tuple[str, list[float], float | None]]]]:
     """Groups of cells that differ only by topology: the same workload on several."""
-    from bench.report.plots import latencies, read_history
+    from bench.report.readings import latencies, read_history
     groups: dict[tuple[str, str, int, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         c = r["cell"]

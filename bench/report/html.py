@@ -68,7 +68,7 @@ def _fault_timeline(faults: list[dict[str, Any]], events: list[dict[str, Any]]) 
     """Each fault of the run on the workload's clock, as the scenario scheduled it and as it
     acted (a node's down time, a broker's outage), with its parameters and the history line
     that journaled it."""
-    from bench.report.plots import acted, fault_windows, workload_origin_ms
+    from bench.report.readings import acted, fault_windows, workload_origin_ms
     origin = workload_origin_ms(events)
     journaled = {int(e["faultIndex"]): e for e in events if e["kind"] == "fault_start"}
     spans = acted(fault_windows(events), origin)
@@ -154,7 +154,8 @@ def run_html(run_dir: Path, plots: dict[str, dict[str, Path]],
 
 def write_run_report(run_dir: Path) -> Path:
     """Plots (PNG + SVG under plots/) and report.html for one run folder."""
-    from bench.report.plots import read_history, run_plots
+    from bench.report.plots import run_plots
+    from bench.report.readings import read_history
     events = read_history(run_dir)
     plots = run_plots(run_dir, events)
     path = run_dir / "report.html"
