@@ -77,6 +77,8 @@ BUGS = {
                            "parley_commander", "no_request_after_a_sign_of_life"),
     "heartbeats-once": ("handler", "parley_cancel", 10,
                         "parley_handler", "heartbeats_until_the_result"),
+    "heartbeats-past-the-result": ("handler", "parley_quickstart", 8,
+                                   "parley_handler", "heartbeats_until_the_result"),
     "deaf-to-cancels": ("handler", "parley_cancel", 10,
                         "parley_handler", "cancels_reach_the_running_handler"),
     "resends-acknowledged-results": ("handler", "parley_quickstart", 8,

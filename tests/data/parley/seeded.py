@@ -62,6 +62,17 @@ def heartbeats_once() -> None:
     h.ParleyCommandHandler._publish_heartbeat = publish_heartbeat   # type: ignore[method-assign]
 
 
+def heartbeats_past_the_result() -> None:
+    """H3: the heartbeat timer let go at the first res, not cancelled: it fires once more,
+    and that hb schedules the cadence again."""
+    before = h.ParleyCommandHandler._complete_with_result
+
+    def complete_with_result(self: Any, cmd: Any, result_bytes: bytes, was_executing: bool) -> None:
+        cmd.heartbeat_timer = None     # forgotten, not cancelled
+        before(self, cmd, result_bytes, was_executing)
+    h.ParleyCommandHandler._complete_with_result = complete_with_result  # type: ignore[method-assign]
+
+
 def deaf_to_cancels() -> None:
     """H7: a cnl for a running command dropped."""
     before = h.ParleyCommandHandler._on_cancel
@@ -104,7 +115,7 @@ def one_slot_too_many() -> None:
 
 BUGS = {f.__name__.replace("_", "-"): f for f in (
     forgets_running_commands, never_acknowledges, retries_after_life, heartbeats_once,
-    deaf_to_cancels, resends_acknowledged_results, one_slot_too_many)}
+    heartbeats_past_the_result, deaf_to_cancels, resends_acknowledged_results, one_slot_too_many)}
 BUGS[bug]()
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "parley"))
 runpy.run_path(str(Path(__file__).resolve().parents[3] / "examples" / "parley" / f"{role}.py"),
