@@ -175,7 +175,7 @@ def test_a_retry_right_after_a_reply_crossed_it_only_if_the_requester_could_not_
     """A retry published within RETRY_CROSSING_MS (500 ms) of a reply, or 20 ms more for
     each reply that came right before it in a burst (a2a_stream_stall's partition ends with
     one), was written before the requester read the reply: counted. Later, it is A2M-RETRY-4
-    broken. `after_ms` is past those bounds (the burst's taken as counted here)."""
+    broken. `after_ms` counts from that bound (the burst as this test counts it)."""
     lines = copy.deepcopy(as_written["a2a_stream_stall"])
     replies = [e for e in lines if e["kind"] == "wire" and e["node"] == "client-1"
                and e["direction"] == "in" and e["packet"] == "PUBLISH"]

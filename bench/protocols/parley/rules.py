@@ -617,12 +617,12 @@ def heartbeats_until_the_result(h: History, c: Collector) -> None:
 def _held_through_an_outage(run: Run, node: str, hbs: list[Msg], res: Msg, hb: Msg) -> bool:
     """Whether the wire cannot say `hb` was published after `res`: both came out on one
     connection that followed an earlier one the command was heartbeated on, the hb the
-    command's first on the new one and within FLUSHED_MS of its CONNECT. A
-    client holds what is published while its connection is down and writes it once the
-    new one is up — paho 2.2 after its connected callback, so a message published in that
-    callback's time (the res) goes out first (docs/findings/parley-mqtt.md). Packet ids do
-    not tell: MQTT leaves their order to the client. A handler that goes on heartbeating
-    after its res shows on its next hb."""
+    command's first on the new one and within FLUSHED_MS of its CONNECT. A client holds
+    what is published while its connection is down and writes it once the new one is up —
+    paho 2.2 after its connected callback, so a message published in that callback's time
+    (the res) goes out first (docs/findings/parley-mqtt.md). Packet ids do not tell: MQTT
+    leaves their order to the client. A handler that goes on heartbeating after its res
+    shows on its next hb."""
     began = max((t for t in run.connects[node] if t <= res.at_ms), default=None)
     if began is None or hb.at_ms > began + FLUSHED_MS:
         return False
