@@ -43,6 +43,7 @@ from bench.protocols.seed.instance import Instance, InstanceEvent, InstanceStatu
 from bench.protocols.seed.ledger import LedgerConfig, dedup_key
 from bench.protocols.seed.node import Node
 from bench.protocols.seed.outbox import Outbound, OutboundState, Outbox
+from bench.protocols.seed.payloads import read_body
 from bench.protocols.seed.process import ProcessEngine
 from bench.protocols.seed.relay import Relay
 from bench.protocols.seed.steps import StepDef
@@ -426,6 +427,25 @@ class LedgerBeforeAuth(Node):
                    verdict: SignatureVerdict) -> None:
         self.ledger.admit(dedup_key(env), fx.now_ms)
         super().on_refused(fx, event, env, verdict)
+
+
+class TrustsDup(Node):
+    """Seed 000 §3.2 (dedup by messageId, whatever the transport says): a node that takes a
+    copy flagged DUP for one it never acknowledged — "a redelivery means our PUBACK was
+    lost, so we never processed it" — and lets it past its inbound ledger. A two-way cut
+    hides it (only what was in flight at the cut comes again); a one-way cut of the node's
+    own packets loses the PUBACK of every request it took in, and each comes again."""
+
+    def on_duplicate(self, fx: Effects, event: MessageReceived, env: Envelope,
+                     verdict: SignatureVerdict) -> None:
+        body = read_body(env)
+        if not event.dup or isinstance(body, str):
+            super().on_duplicate(fx, event, env, verdict)
+            return
+        parsed = self.topics.parse(event.topic)
+        drop = self._route(fx, env, body, parsed.kind, parsed.key, verdict, event)
+        if drop is not None:
+            self._drop(fx, event, env, drop, verdict)
 
 
 class InterruptedUnanswered(Node):
@@ -861,6 +881,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "tampering_v2"),
     Variant("merge_in_completion_order", MergeInCompletionOrder, "004 (copy-on-write)",
             "context_isolation", "context"),
+    Variant("trusts_dup", TrustsDup, "000 §3.2", "duplicate_execution", "partition_one_way"),
     Variant("ledger_before_auth", LedgerBeforeAuth, "DESIGN §3 Inbound", "auth_admission",
             "attacks_ledger"),
     Variant("a2m_dedup_in_memory", Node, "A2M-RETRY-3", "duplicate_execution", "a2a_restart",
