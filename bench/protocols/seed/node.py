@@ -406,9 +406,8 @@ class Node:
 
     def _route(self, fx: Effects, env: Envelope, body: Body, kind: TopicKind, key: str | None,
                verdict: SignatureVerdict | None, came: MessageReceived | None) -> Drop | None:
-        """Hand an admitted envelope to its handler; `came` is the MQTT delivery it came in,
-        None for a local one."""
-        """Route an admitted, first-seen message to its handler; a Drop if it is not ours."""
+        """Hand an admitted, first-seen envelope to its handler; a Drop if it is not ours.
+        `came` is the MQTT delivery it came in, None for a local one."""
         if kind is TopicKind.GROUP:
             if env.message_type is not MessageType.EVENT:
                 return Drop(DropReason.NOT_MINE, f"{env.message_type.value} on a group topic "
