@@ -506,3 +506,23 @@ def test_rmqttd_serves_an_a2a_pool_on_dollar_topics(
     installed("rmqttd")
     assert main(["run", "a2a_pool", "--mode", "live", "--broker", "rmqttd", "--no-plots",
                  "--out", str(reachable / "run")]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["rabbitmq", "ejabberd"])
+def test_an_erlang_broker_whose_port_was_taken_starts_on_another(name: str,
+                                                                  reachable: Path) -> None:
+    """Its start says "eaddrinuse", not the C library's "address already in use" (a clean
+    clone's suite, 2026-12-07: RabbitMQ's boot failed on a port another test had taken since
+    it was chosen, and was not moved): the first start takes another port all the same."""
+    import socket
+    installed(name)
+    broker = make_broker(name, reachable)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", broker.port))
+        squatter.listen()
+        taken = broker.port
+        try:
+            broker.start()
+            assert broker.port != taken
+        finally:
+            broker.stop()

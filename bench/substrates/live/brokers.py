@@ -48,6 +48,10 @@ def mosquitto_exe() -> str | None:
 
 #: How many ports a broker's first start tries when the one it was given was taken meanwhile.
 PORT_ATTEMPTS = 5
+#: How a broker's start says its port was taken: the C library's words (Mosquitto, amqtt,
+#: the Rust brokers), and Erlang's (RabbitMQ: "listen_error … eaddrinuse", a clean clone's
+#: suite, 2026-12-07; ejabberd)
+PORT_TAKEN = ("address already in use", "eaddrinuse")
 
 
 def _group(pid: int) -> list[int]:
@@ -220,8 +224,8 @@ class Broker:
     def launch_on_a_free_port(self, launch: Callable[[], None], on_second: bool,
                               refused: type[Exception],
                               moved: Callable[[], None] = lambda: None) -> None:
-        """`launch_in_phase`, and where the port is taken (`refused`, saying "address already
-        in use"), again on another — on the first start only. Its port came free from the
+        """`launch_in_phase`, and where the port is taken (`refused`, saying so: PORT_TAKEN),
+        again on another — on the first start only. Its port came free from the
         kernel a moment ago, and another run on the machine may have taken it since (two
         tests side by side; a container's "userland proxy ... bind"); a restart keeps its
         port, which its clients know. `moved` remakes, for the new port, what the refused
@@ -233,7 +237,7 @@ class Broker:
                 return
             except refused as exc:
                 if attempt + 1 == PORT_ATTEMPTS or not first \
-                        or "address already in use" not in str(exc).lower():
+                        or not any(w in str(exc).lower() for w in PORT_TAKEN):
                     raise
                 self.port = free_port(self.host)
                 moved()

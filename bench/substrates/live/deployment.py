@@ -19,7 +19,7 @@ import os
 import secrets
 import time
 import traceback
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -92,6 +92,26 @@ def _refused(node_id: str) -> Callable[[str, ev.Event], bool]:
         return refused >= REFUSALS_TO_GIVE_UP or dropped >= DROPS_TO_GIVE_UP
     return seen
 
+
+#: how many stops queued by interrupted runs of the loop `complete` steps over
+STALE_STOPS = 3
+
+
+def complete(loop: asyncio.AbstractEventLoop, work: Awaitable[T]) -> T:
+    """`loop.run_until_complete(work)`, to the end of `work`. A Ctrl-C raised by a callback
+    in the middle of a turn of the loop (a node's commit, say) leaves queued the stop the
+    interrupted `run_until_complete` had coming when its own future was done earlier in that
+    turn (asyncio takes the callback off the future, not off the loop's queue): that stop
+    ends the next call before its future is done ("Event loop stopped before Future
+    completed", and the run's close left half done). Such a stop is stepped over."""
+    future = asyncio.ensure_future(work, loop=loop)
+    for _ in range(STALE_STOPS):
+        try:
+            return loop.run_until_complete(future)
+        except RuntimeError:
+            if future.done():
+                raise
+    return loop.run_until_complete(future)
 
 class LiveDeployment:
     """One deployment for every live placement: this machine's processes (`LocalPlacement`),
@@ -195,12 +215,12 @@ class LiveDeployment:
         node, never sent its launch spec, died of reading nothing)."""
         task = self.loop.create_task(work)
         try:
-            return self.loop.run_until_complete(task)
+            return complete(self.loop, task)
         except BaseException:
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(BaseException):
-                    self.loop.run_until_complete(task)
+                    complete(self.loop, task)
             raise
 
     def now_ms(self) -> float:
@@ -258,7 +278,7 @@ class LiveDeployment:
                 self.placement.closing(self)
                 self.takeovers.flush()
                 self.record("bench", ev.RunStopping())
-                self.loop.run_until_complete(self._stop_all())
+                complete(self.loop, self._stop_all())
             completely = True
         finally:
             self.loop.close()

@@ -257,11 +257,17 @@ def ejabberd_yml(s: Setup) -> Path:
 def _ejabberd(exe: str, s: Setup) -> list[str]:
     """`ejabberdctl foreground`, on the bench's configuration, folders and node name."""
     conf = ejabberd_yml(s)
+    node = f"a2a-bench-{s.port}@localhost"
     for sub in ("logs", "spool"):
         (s.workdir / sub).mkdir(parents=True, exist_ok=True)
-    if not s.persistence:
+    # its spool (Mnesia) belongs to the node name, and the name to the port: a first start
+    # moved to another port (the first was taken) finds the refused one's spool, which
+    # ejabberd will not open ("node_name_mismatch")
+    made_for = s.workdir / "spool.node"
+    if not s.persistence or (made_for.exists() and made_for.read_text() != node):
         for f in (s.workdir / "spool").iterdir():
             shutil.rmtree(f) if f.is_dir() else f.unlink()
+    made_for.write_text(node)
     if os.geteuid() == 0:       # it runs as `ejabberd` (run_as), which must own its folder
         closed = next((p for p in s.workdir.resolve().parents
                        if not os.stat(p).st_mode & 0o001), None)
@@ -275,7 +281,7 @@ def _ejabberd(exe: str, s: Setup) -> list[str]:
             shutil.chown(p, "ejabberd")
     return [exe, "--config-dir", str(s.workdir), "--config", str(conf),
             "--logs", str(s.workdir / "logs"), "--spool", str(s.workdir / "spool"),
-            "--node", f"a2a-bench-{s.port}@localhost", "foreground"]
+            "--node", node, "foreground"]
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
