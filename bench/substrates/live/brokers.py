@@ -225,8 +225,8 @@ class Broker:
                               refused: type[Exception],
                               moved: Callable[[], None] = lambda: None) -> None:
         """`launch_in_phase`, and where the port is taken (`refused`, saying so: PORT_TAKEN),
-        again on another — on the first start only. Its port came free from the
-        kernel a moment ago, and another run on the machine may have taken it since (two
+        again on another — on the first start only. Its port came free from the kernel a
+        moment ago, and another run on the machine may have taken it since (two
         tests side by side; a container's "userland proxy ... bind"); a restart keeps its
         port, which its clients know. `moved` remakes, for the new port, what the refused
         launch had made for the old one."""

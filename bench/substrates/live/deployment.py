@@ -113,6 +113,7 @@ def complete(loop: asyncio.AbstractEventLoop, work: Awaitable[T]) -> T:
                 raise
     return loop.run_until_complete(future)
 
+
 class LiveDeployment:
     """One deployment for every live placement: this machine's processes (`LocalPlacement`),
     containers (the docker substrate's), whatever comes later. The placement says where the
