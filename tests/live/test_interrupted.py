@@ -291,6 +291,61 @@ def test_a_node_whose_reader_the_interruption_landed_in_is_still_stopped() -> No
         loop.close()
 
 
+class _Lines:
+    """What a RunLog hands its recorder: (node, event) of each line, in order."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, object]] = []
+
+    def append(self, _t: float, node: str, event: object) -> None:
+        self.got.append((node, event))
+
+
+def test_the_line_a_reader_had_in_hand_when_interrupted_is_still_recorded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGTERM that lands in a node's reader after it read a line and before it recorded
+    it: the reader after it records that line first (lost, a stream's frames carried text
+    its flow never emitted — relay_integrity FALSE on an interrupted run, a clean clone's
+    suite 2026-12-07)."""
+    from bench.core import events as ev
+    from bench.core.events import kind_of, to_fields
+    from bench.substrates.live import nodes
+    spec = cast(LaunchSpec, SimpleNamespace(config=SimpleNamespace(node_id="exec-1"),
+                                            agents_by="node", to_json=lambda: {}))
+    lines = _Lines()
+    node = ProcessNode(spec, RunLog(cast(Recorder, lines), time.monotonic), _Quiet())
+    node._ending = True
+    sent = [ev.SubscriberAttached(subscriber_id=f"tab{i}", conversation_id="c") for i in range(3)]
+    parse, calls = nodes.from_fields, []
+
+    def landing(kind: str, fields: dict[str, object]) -> object:
+        calls.append(kind)
+        if len(calls) == 2:        # the second line's: read, not yet recorded
+            raise Interrupted("SIGTERM")
+        return parse(kind, fields)
+    monkeypatch.setattr(nodes, "from_fields", landing)
+    loop = asyncio.new_event_loop()
+    try:
+        stdout = asyncio.StreamReader(loop=loop)
+        for e in sent:
+            stdout.feed_data((json.dumps({"node": "exec-1", "tMs": 1.0, "kind": kind_of(e),
+                                          "fields": to_fields(e)}) + "\n").encode())
+        stdout.feed_eof()
+
+        async def ended() -> int:
+            return 0
+        proc = cast(asyncio.subprocess.Process,
+                    SimpleNamespace(stdout=stdout, wait=ended, returncode=0))
+        node.proc = proc
+        node._reader = loop.create_task(node._read(proc))
+        with pytest.raises(Interrupted):
+            loop.run_until_complete(node._reader)
+        loop.run_until_complete(node._read_to_the_end())
+    finally:
+        loop.close()
+    assert [e for _n, e in lines.got] == sent
+
+
 def test_a_node_process_stderr_reaches_the_bench_whole_lines_each_named() -> None:
     """Node processes write their stderr side by side; passed straight through, one's line
     was cut by another's ('[A2A-MQTT] ' then someone else's text): each whole line is handed

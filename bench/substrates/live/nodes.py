@@ -225,6 +225,9 @@ class ProcessNode:
         self.proc: asyncio.subprocess.Process | None = None
         self._standby: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
+        #: the line read and not yet recorded: an interruption that lands in the reader
+        #: between the two leaves it here, and the reader after it records it first
+        self._in_hand: bytes | None = None
         self._ending = False     # the bench is ending this process (a crash fault, a stop)
         self._relays: set[asyncio.Task[None]] = set()   # each process's stderr, relayed
         #: where those lines go (the deployment points it at the run folder's logs/)
@@ -266,7 +269,8 @@ class ProcessNode:
     async def _read(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
         while True:
-            line = await proc.stdout.readline()
+            line = self._in_hand or await proc.stdout.readline()
+            self._in_hand = line
             if not line:
                 code = await proc.wait()
                 if not self._ending:
@@ -279,10 +283,14 @@ class ProcessNode:
                 event = from_fields(e["kind"], e["fields"])
                 node, t_ms = str(e["node"]), float(e["tMs"])
             except (ValueError, KeyError, TypeError) as exc:
+                self._in_hand = None
                 self.log.record(self.node_id, ev.HarnessError(
                     "unparsable output line",
                     {"why": str(exc)[:200], "line": line[:200].decode(errors="replace")}))
                 continue
+            # let go of it as it is recorded (the recorder appends it first): an interruption
+            # landing in between loses it, one landing after it cannot record it twice
+            self._in_hand = None
             self.log.record(node, event, t_ms)
             if self.agents is not None and node == self.node_id:
                 self.agents.saw(event)
@@ -322,7 +330,9 @@ class ProcessNode:
         """A Ctrl-C or SIGTERM is raised in whatever Python code runs when it lands, and
         may land in this node's reader task: that task then holds the interruption, and
         awaiting it raised it again in the clean-up (the nodes after it were left running
-        past the bench's exit). The run was already told; reading goes on."""
+        past the bench's exit). The run was already told; reading goes on, from the line
+        the interruption left in hand (lost, it made a stream's frames carry text its flow
+        never emitted: a relay_integrity FALSE on an interrupted run, CI 2026-12-07)."""
         if self._reader is not None and self._reader.done() and not self._reader.cancelled() \
                 and isinstance(self._reader.exception(), KeyboardInterrupt) \
                 and self.proc is not None:
