@@ -1075,25 +1075,29 @@ BURST_SPAN_MS = 1_000.0
 READ_EACH_MS = 20.0
 
 
-def _ahead_in_burst(h: History) -> Callable[[Wire], int]:
-    """How many PUBLISHes reached a node right before `w` in the burst it came in: on that
-    node's wire, each within BURST_GAP_MS of the one before and all within BURST_SPAN_MS
-    of `w` (what came earlier than that it has had the time to read)."""
+def _arrivals(h: History) -> tuple[dict[str, list[Wire]], dict[int, int]]:
+    """The PUBLISHes that reached each node, in order, and each one's place among them (by
+    its event's seq)."""
     arrivals: dict[str, list[Wire]] = defaultdict(list)
     place: dict[int, int] = {}
     for e in h.of(Wire):
         if e.packet == "PUBLISH" and e.direction == "in":
             place[e.seq] = len(arrivals[e.node])
             arrivals[e.node].append(e)
+    return arrivals, place
 
-    def ahead(w: Wire) -> int:
-        came, i = arrivals[w.node], place.get(w.seq, 0)
-        n = 0
-        while n < i and came[i - n].t_ms - came[i - n - 1].t_ms <= BURST_GAP_MS \
-                and w.t_ms - came[i - n - 1].t_ms <= BURST_SPAN_MS:
-            n += 1
-        return n
-    return ahead
+
+def _ahead_in_burst(h: History, w: Wire) -> int:
+    """How many PUBLISHes reached a node right before `w` in the burst it came in: on that
+    node's wire, each within BURST_GAP_MS of the one before and all within BURST_SPAN_MS
+    of `w` (what came earlier than that it has had the time to read)."""
+    arrivals, place = h.memo(_arrivals)
+    came, i = arrivals[w.node], place.get(w.seq, 0)
+    n = 0
+    while n < i and came[i - n].t_ms - came[i - n - 1].t_ms <= BURST_GAP_MS \
+            and w.t_ms - came[i - n - 1].t_ms <= BURST_SPAN_MS:
+        n += 1
+    return n
 
 
 @rule("A2M-HAND-2, A2M-REQ-4, A2M-RETRY-8: once a reply named the agent answering for a "
@@ -1160,7 +1164,6 @@ def no_request_again_after_a_reply(h: History, c: Collector) -> None:
     used: dict[tuple[str, str], set[str]] = defaultdict(set)
     answered: dict[tuple[str, str], Heard] = {}       # (node, task) -> the reply that stops
     unnamed = h.memo(_unnamed_pooled)
-    ahead = _ahead_in_burst(h)
     for _seq, x in sorted(events, key=lambda e: e[0]):
         if isinstance(x, Heard):
             task = task_of.get((x.node, x.correlation or ""))
@@ -1183,7 +1186,8 @@ def no_request_again_after_a_reply(h: History, c: Collector) -> None:
         used[key].add(x.correlation)
         stop = answered.get(key)
         if stop is not None and isinstance(x.event, Wire) and isinstance(stop.event, Wire) \
-                and x.t_ms - stop.t_ms < RETRY_CROSSING_MS + READ_EACH_MS * ahead(stop.event):
+                and x.t_ms - stop.t_ms < RETRY_CROSSING_MS \
+                + READ_EACH_MS * _ahead_in_burst(h, stop.event):
             c.count("retries_that_crossed_a_reply")   # written before the reply was read
         elif stop is not None:
             c.violation(f"{x.node} sent task {x.task_id} again after a reply to it came "
