@@ -257,6 +257,24 @@ def test_a_run_again_within_the_tombstones_life_is_a_violation() -> None:
     assert v.value is Value.FALSE and v.rules["executed_at_most_once"]["violations"] == 1
 
 
+@pytest.mark.parametrize("after_the_res", [False, True])
+def test_a_request_again_while_its_command_runs_is_counted_as_tried(after_the_res: bool) -> None:
+    """README-1's dedup was tried only where a request reached the handler again while it
+    held the command (before its first res): the count `conform` asks of the clause. A copy
+    after the res is the cached result's case, not this one."""
+    lines = lines_of("quickstart")
+    req = lines[first(lines, lambda e: parley(e, "req", "in", "handler-1"))]
+    res = lines[first(lines, lambda e: parley(e, "res", "out", "handler-1")
+                      and e["body"]["id"] == req["body"]["id"])]
+    at = res["tMs"] + 5 if after_the_res else req["tMs"] + 3
+    insert_at(lines, {**copy.deepcopy(req), "tMs": at, "dup": True})
+    v = checkers()["parley_handler"](from_lines(renumbered(lines)))
+    assert v.value is Value.TRUE
+    assert v.counts.get("requests_again_while_running", 0) == (0 if after_the_res else 1)
+    assert "requests_again_while_running" not in \
+        checkers()["parley_handler"](from_lines(lines_of("quickstart"))).counts
+
+
 def _reconnected_between_hb_and_res(lines: Lines, *hb_after_ms: float) -> Lines:
     """handler-1 connects again after a command's first hb (the old connection taken over);
     its res comes out 40 ms after the CONNECT and an hb for it each of `hb_after_ms` after it, as

@@ -68,7 +68,7 @@ def test_the_library_keeps_its_promises(tmp_path: Path, name: str) -> None:
 #: bug -> (the role it is written into, the scenario that shows it, squeezed to (None: not),
 #: the checker and rule it must turn FALSE)
 BUGS = {
-    # at its length: squeezed, its few doubled packets may all be acknowledgements
+    # every request doubled, back to back, at its length (a squeeze moves its window)
     "forgets-running-commands": ("handler", "parley_duplicate_publish", None,
                                  "parley_handler", "executed_at_most_once"),
     "never-acknowledges": ("commander", "parley_quickstart", 8,

@@ -44,7 +44,7 @@ SUITE: tuple[tuple[str, float, str], ...] = (
     ("parley_quickstart", 15, "commands run and answered, no fault"),
     ("parley_restart", 45, "the handler SIGKILLed for 20 s with commands running"),
     ("parley_redelivery", 30, "a third of every node's deliveries again, 1 to 8 s later"),
-    ("parley_duplicate_publish", 20, "half the handler's deliveries twice"),
+    ("parley_duplicate_publish", 20, "every delivery to the handler twice"),
     ("parley_partition", 35, "the handler cut off for 12 s"),
     ("parley_pause", 30, "the handler frozen for 10 s"),
     ("parley_cancel", 30, "cancels of running and queued commands; hung agents"),
@@ -64,7 +64,8 @@ CLAUSES: tuple[Clause, ...] = (
     Clause("README-1", "handler", "README",
            "\"At-most-once execution, correct even at QoS 0 ... duplicates are recognized and "
            "dropped on both sides\"",
-           ("parley_handler.executed_at_most_once",), ("parley_quickstart", *_FAULTED)),
+           ("parley_handler.executed_at_most_once",), ("parley_quickstart", *_FAULTED),
+           exercised="requests_again_while_running"),
     Clause("§9", "handler", "README",
            "declared residual: \"at most once per handler process lifetime, for as long as "
            "the handler retains dedup/tombstone state for that command id\" — a command run "

@@ -122,6 +122,10 @@ class Run:
         default_factory=lambda: defaultdict(list))
     #: node -> when each of its connections began (its CONNECTs on the tap)
     connects: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    #: (node, command id) -> each time a req for it reached the node, MQTT's DUP resends
+    #: included (its client hands each copy to the library)
+    requests_in: dict[tuple[str, str], list[float]] = field(
+        default_factory=lambda: defaultdict(list))
 
     def ms(self, key: str) -> float:
         return self.timing[key] * 1000.0
@@ -175,6 +179,8 @@ def read(h: History) -> Run:
         # a DUP is MQTT's resend of a packet the tap already saw: not a Parley message again.
         # One whose first copy the tap never saw (sent into a partition, held by the client
         # until it reconnected) is the message's first appearance on the wire
+        if t == "req" and e.direction == "in":
+            run.requests_in[(e.node, command)].append(e.t_ms)
         copy = (e.node, e.direction, e.packet_id, t, command)
         if e.dup and copy in tapped:
             continue
@@ -470,9 +476,20 @@ def executed_at_most_once(h: History, c: Collector) -> None:
     """A handler runs a command id once per process life while it keeps the id's state: a
     second run with no restart between and less than tombstone_ttl after the first one's
     result is a violation; one after a restart, or after the state's retention, is §9's
-    declared residual case, counted (`declared_residual_*`) and not a violation."""
+    declared residual case, counted (`declared_residual_*`) and not a violation. A request
+    that reached a handler again while the handler held its id, before the id's first res
+    and with no new process life between, counts `requests_again_while_running`: the
+    dedup this rule is about was tried (the situation a handler that forgets running
+    commands fails in)."""
     run = _run(h)
-    for (node, command), runs in _run(h).executions.items():
+    for (node, command), reqs in run.requests_in.items():
+        if node in run.handlers:
+            res = [m.at_ms for m in run.of(node, command, "res", True)]
+            for again in reqs[1:]:
+                if (not res or again < res[0]) and not any(
+                        reqs[0] < x <= again for x in run.crashes[node]):
+                    c.count("requests_again_while_running")
+    for (node, command), runs in run.executions.items():
         c.count("executions", len(runs))
         for first, again in zip(runs, runs[1:], strict=False):
             # H5/H8: its state is kept while its result is cached (until a rak, or the
