@@ -275,6 +275,29 @@ def test_a_request_again_while_its_command_runs_is_counted_as_tried(after_the_re
         checkers()["parley_handler"](from_lines(lines_of("quickstart"))).counts
 
 
+def _without(lines: Lines, pred: Callable[[Event], bool]) -> Lines:
+    return renumbered([e for e in lines if not pred(e)])
+
+
+def test_a_cancelled_execution_whose_res_a_lossy_link_held_ends_at_its_cnl() -> None:
+    """parley_qos0 as conform ran it (2026-12-07): a cnl reached handler-1 at 7,855 ms, the
+    library cancelled that execution and started a queued command 1 ms later, and the
+    $cancelled res left only at 8,368 ms, held by the run's 20 % loss on the handler's link
+    (the tap stamps what leaves for the broker). The execution ended at the cnl: TRUE,
+    counted. Without the fault, or without the cnl, the late res is the end again: FALSE."""
+    lines = lines_of("qos0_late_cancel")
+    v = checkers()["parley_handler"](from_lines(lines))
+    assert v.value is Value.TRUE and v.counts["cancelled_ended_at_its_cnl"] >= 1
+    cnl = lines[first(lines, lambda e: parley(e, "cnl", "in", "handler-1")
+                      and e["tMs"] == 7_855)]
+    for mutated in (_without(lines, lambda e: e["kind"].startswith("fault")
+                             and e.get("fault") == "loss"),
+                    _without(lines, lambda e: e is cnl)):
+        v = checkers()["parley_handler"](from_lines(mutated))
+        assert v.value is Value.FALSE and v.rules["executions_within_the_cap"]["violations"], \
+            v.counts
+
+
 def _reconnected_between_hb_and_res(lines: Lines, *hb_after_ms: float) -> Lines:
     """handler-1 connects again after a command's first hb (the old connection taken over);
     its res comes out 40 ms after the CONNECT and an hb for it each of `hb_after_ms` after it, as

@@ -517,10 +517,12 @@ def executions_within_the_cap(h: History, c: Collector) -> None:
     execution runs from its start (the bench's agent began its work) to its end — the
     agent's answer (the same process's clock), or its first res on the wire where that is
     a cancel's (the tap's clock, CROSSED_MS apart: a cancel ends the handler task before
-    the bench's agent answers), or the end of the handler's process; when one
-    starts while the cap's worth of others are still running, that is a violation. A
-    command admitted while the cap's worth ran, which then waited for a slot, counts
-    `waited_for_a_slot`: the cap bound (a run without one never tried it)."""
+    the bench's agent answers; the cnl's arrival where the run's fault held the handler's
+    link while that res went out, counted `cancelled_ended_at_its_cnl`), or the end of the
+    handler's process; when one starts while the cap's worth of others are still running,
+    that is a violation. A command admitted while the cap's worth ran, which then waited
+    for a slot, counts `waited_for_a_slot`: the cap bound (a run without one never tried
+    it)."""
     run = _run(h)
     cap = int(run.timing["max_concurrent_executions"])
     answers: dict[tuple[str, str], list[AgentAnswered]] = defaultdict(list)
@@ -530,7 +532,7 @@ def executions_within_the_cap(h: History, c: Collector) -> None:
         spans: list[tuple[TaskExecuted, Callable[[int, float], bool]]] = []
         for (who, command), starts in run.executions.items():
             if who == node:
-                spans += [(start, _running(run, start, answers[(node, command)]))
+                spans += [(start, _running(run, start, answers[(node, command)], c))
                           for start in starts]
         for start, _ in spans:
             if not run.judged(start.t_ms):
@@ -553,8 +555,8 @@ def executions_within_the_cap(h: History, c: Collector) -> None:
                 c.count("waited_for_a_slot")
 
 
-def _running(run: Run, start: TaskExecuted,
-             answers: list[AgentAnswered]) -> Callable[[int, float], bool]:
+def _running(run: Run, start: TaskExecuted, answers: list[AgentAnswered],
+             c: Collector) -> Callable[[int, float], bool]:
     """Whether the execution begun at `start` was still running at a line of the history
     (its seq and time)."""
     answer = next((a for a in answers if a.seq > start.seq), None)
@@ -567,6 +569,16 @@ def _running(run: Run, start: TaskExecuted,
     # res within CROSSED_MS of another start must not hide an overrun of the cap
     cut = results[0].at_ms if results and (answer is None or results[0].code == "$cancelled") \
         else None
+    if cut is not None and results[0].code == "$cancelled":
+        # the tap stamps what a node sends as it leaves for the broker: where the run's own
+        # fault held the node's link (a lossy link's retransmissions, latency), the res left
+        # late, and the execution may have ended as early as the cnl's arrival (H7: the
+        # handler task is cancelled then)
+        cnl = next((m.at_ms for m in run.of(start.node, start.task_id, "cnl", False)
+                    if start.t_ms - CROSSED_MS <= m.at_ms <= cut), None)
+        if cnl is not None and run.explained(start.node, cnl, cut):
+            cut = cnl
+            c.count("cancelled_ended_at_its_cnl")
     return lambda seq, t_ms: (answer is None or answer.seq > seq) and ended > t_ms \
         and (cut is None or cut > t_ms + CROSSED_MS)
 
