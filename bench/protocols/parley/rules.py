@@ -485,9 +485,9 @@ def executed_at_most_once(h: History, c: Collector) -> None:
     for (node, command), reqs in run.requests_in.items():
         if node in run.handlers:
             res = [m.at_ms for m in run.of(node, command, "res", True)]
-            for again in reqs[1:]:
-                if (not res or again < res[0]) and not any(
-                        reqs[0] < x <= again for x in run.crashes[node]):
+            for at in reqs[1:]:
+                if (not res or at < res[0]) and not any(
+                        reqs[0] < x <= at for x in run.crashes[node]):
                     c.count("requests_again_while_running")
     for (node, command), runs in run.executions.items():
         c.count("executions", len(runs))
