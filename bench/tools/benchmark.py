@@ -53,7 +53,7 @@ from bench.storage.files import FileStore
 from bench.substrates.live import version_refusal
 from bench.substrates.live.brokers import Broker, make_broker
 from bench.substrates.live.host import Clock, LiveHost
-from bench.tools import Parser
+from bench.tools import Parser, machine
 from bench.workload import Behaviour, WorkloadSpec
 
 
@@ -513,6 +513,18 @@ def main(argv: list[str] | None = None) -> int:
                  "least one sequential round trip per block")
     if args.repeat is not None and (args.repeat < 1 or not args.matrix):
         ap.error(f"--repeat={args.repeat}: expected 1 round or more, with --matrix")
+    # what else ran, before and after: a niced build beside it took a tenth off a matrix's
+    # speed-up once, and nothing in the figures said so
+    if (line := machine.note("before")) is not None:
+        print(line, flush=True)
+    try:
+        return _measure(args)
+    finally:
+        if (line := machine.note("after")) is not None:
+            print(line, flush=True)
+
+
+def _measure(args: argparse.Namespace) -> int:
     if args.matrix:
         return matrix_table(Path(args.matrix), (1, 2), args.repeat or 3)
     if args.agents:
