@@ -275,6 +275,20 @@ def test_a_request_again_while_its_command_runs_is_counted_as_tried(after_the_re
         checkers()["parley_handler"](from_lines(lines_of("quickstart"))).counts
 
 
+@pytest.mark.parametrize(("name", "checker", "count", "at_least"), [
+    ("restart", "parley_commander", "requests_resent", 11),
+    ("broker_restart", "parley_handler", "results_resent", 6),
+    ("partition_held", "parley_handler", "results_resent", 9),
+])
+def test_a_retry_tried_is_counted_and_a_quiet_run_tried_none(name: str, checker: str,
+                                                             count: str, at_least: int) -> None:
+    """C1's and H5's re-sends, counted where the recorded run made them (conform asks some
+    run of the clause to show one: a partition that caught no command running re-sends no
+    result, and a PASS there said nothing of H5); none in the quickstart."""
+    assert checkers()[checker](from_lines(lines_of(name))).counts.get(count, 0) >= at_least
+    assert count not in checkers()[checker](from_lines(lines_of("quickstart"))).counts
+
+
 def _without(lines: Lines, pred: Callable[[Event], bool]) -> Lines:
     return renumbered([e for e in lines if not pred(e)])
 

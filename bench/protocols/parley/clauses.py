@@ -76,7 +76,7 @@ CLAUSES: tuple[Clause, ...] = (
            "request_retry_interval: \"req re-publish interval while SENDING\"; README: "
            "\"Requests are re-sent until the other side shows a sign of life\"",
            ("parley_commander.requests_resent_until_a_sign_of_life",),
-           ("parley_restart", "parley_partition")),
+           ("parley_restart", "parley_partition"), exercised="requests_resent"),
     Clause("C2", "commander", "commander.py",
            "\"first sign of life — enter LIVE, stop req retries, start the execution cap\"",
            ("parley_commander.no_request_after_a_sign_of_life",), _ALL),
@@ -119,7 +119,8 @@ CLAUSES: tuple[Clause, ...] = (
            "result_retry_timeout: \"result-retry give-up window\"; README: \"results are "
            "re-sent until acknowledged\"",
            ("parley_handler.results_resent_until_acknowledged",),
-           ("parley_partition", "parley_pause")),
+           ("parley_partition", "parley_pause", "parley_broker_restart", "parley_qos0"),
+           exercised="results_resent"),
     Clause("H6", "handler", "handler.py",
            "\"a rak for an id not in RESULT-CACHED is ignored\"; a rak moves the command to "
            "its tombstone",

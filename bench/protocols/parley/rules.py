@@ -275,7 +275,8 @@ def _cadence(run: Run, c: Collector, node: str, times: list[float], until: float
 def requests_resent_until_a_sign_of_life(h: History, c: Collector) -> None:
     """While a command has had no sign of life (no hb, prg or res for it on its commander's
     wire) and is not settled or being cancelled, its `req` is published again every
-    request_retry_interval."""
+    request_retry_interval. Each re-sent `req` counts `requests_resent`: the retry was
+    tried (a run whose commands all met a sign of life within an interval never tried it)."""
     run = _run(h)
     settled = run.settled
     for node, command in _commands(run):
@@ -286,6 +287,8 @@ def requests_resent_until_a_sign_of_life(h: History, c: Collector) -> None:
         until = min([life.at_ms if life else run.end_ms, *ends, *cancels, run.stop_ms])
         times = [m.at_ms for m in reqs if m.at_ms <= until]
         c.count("commands")
+        if len(times) > 1:
+            c.count("requests_resent", len(times) - 1)
         _cadence(run, c, node, times, until, run.ms("request_retry_interval"),
                  f"command {command} had no sign of life and no req", reqs[0].wire)
 
@@ -664,7 +667,8 @@ def _held_through_an_outage(run: Run, node: str, hbs: list[Msg], res: Msg, hb: M
       "publication\"); README: \"results are re-sent until acknowledged\"")
 def results_resent_until_acknowledged(h: History, c: Collector) -> None:
     """A handler publishes an admitted command's res again every result_retry_interval
-    until a rak for it reaches it, or result_retry_timeout since the first res."""
+    until a rak for it reaches it, or result_retry_timeout since the first res. Each
+    re-sent `res` counts `results_resent`: the retry was tried."""
     run = _run(h)
     for node in run.handlers:
         for command in {m.id for m in run.msgs if m.wire.node == node and m.out and m.kind == "res"}:
@@ -678,7 +682,10 @@ def results_resent_until_acknowledged(h: History, c: Collector) -> None:
             give_up = results[0].at_ms + run.ms("result_retry_timeout")
             until = min([*raks, give_up, run.stop_ms, run.end_ms])
             c.count("results")
-            _cadence(run, c, node, [m.at_ms for m in results if m.at_ms <= until], until,
+            resent = [m.at_ms for m in results if m.at_ms <= until]
+            if len(resent) > 1:
+                c.count("results_resent", len(resent) - 1)
+            _cadence(run, c, node, resent, until,
                      run.ms("result_retry_interval"), f"command {command}'s res was not "
                      "acknowledged, no res", results[0].wire)
 
