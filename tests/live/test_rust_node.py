@@ -13,6 +13,7 @@ import pytest
 
 from bench.cli import EXIT_FALSE, EXIT_OK
 from bench.run import run_scenario
+from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.substrates import Options
 from bench.variants import REFERENCE
 from tests.live.conftest import compressed
@@ -76,3 +77,21 @@ def test_the_bench_catches_the_rust_nodes_bug_and_only_with_it(
     verdicts = _verdicts(result)
     assert verdicts["duplicate_execution"] == duplicate_execution, verdicts
     assert result.exit_code == exit_code, verdicts
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the bench's finding of 2026-12-07 (docs/findings/rust-node.md, conform again): the node "
+    "refuses the empty_conversation attack as MALFORMED, as W-ENV-1 asks, but leaves the "
+    "drop's optional messageId out, and four rules match drops to attacks by messageId "
+    "alone. Fixed, this passes: strict, so the marker comes off with the fix"))
+def test_the_rust_node_refusing_hostile_input_is_judged_from_its_drop(tmp_path: Path) -> None:
+    """hostile_input with Rust executors: every refusal is theirs to say, not the bench's to
+    miss."""
+    scenario = load_scenario(SCENARIOS / "hostile_input.toml").with_node_command(
+        "executor", (str(RUST_NODE),))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",
+                          options=Options(broker="mosquitto"))
+    verdicts = _verdicts(result)
+    assert {k: verdicts[k] for k in ("robustness", "auth_admission", "wire_evidence",
+                                     "silent_loss")} == dict.fromkeys(
+        ("robustness", "auth_admission", "wire_evidence", "silent_loss"), "true"), verdicts
