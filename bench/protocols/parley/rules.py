@@ -176,11 +176,11 @@ def read(h: History) -> Run:
         t, command = body.get("t"), body.get("id")
         if not isinstance(t, str) or not isinstance(command, str):
             continue
+        if t == "req" and e.direction == "in":
+            run.requests_in[(e.node, command)].append(e.t_ms)
         # a DUP is MQTT's resend of a packet the tap already saw: not a Parley message again.
         # One whose first copy the tap never saw (sent into a partition, held by the client
         # until it reconnected) is the message's first appearance on the wire
-        if t == "req" and e.direction == "in":
-            run.requests_in[(e.node, command)].append(e.t_ms)
         copy = (e.node, e.direction, e.packet_id, t, command)
         if e.dup and copy in tapped:
             continue
