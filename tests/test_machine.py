@@ -28,7 +28,7 @@ def test_a_process_busy_beside_the_benchmark_is_named() -> None:
     try:
         got = busy_elsewhere(0.5)
         assert got is not None
-        cores, used = got
+        cores, used, _gone = got
         # on a loaded machine it gets less than a core, but some of one
         assert pid in {p for _n, p, _c in used} and cores > 0
         line = note("before", 0.5)
