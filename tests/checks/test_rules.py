@@ -1063,3 +1063,39 @@ def test_a_broker_is_judged_from_the_wire_of_a_responder_the_bench_did_not_write
     assert v.value is Value.FALSE
     assert any(f"{lines[first]['node']} took a request on" in c["why"]
                and "without its Response Topic" in c["why"] for c in v.counterexamples)
+
+
+def test_a_drop_that_names_no_message_is_matched_to_the_packet_the_tap_saw() -> None:
+    """The contract leaves a drop's messageId optional (a node that refuses an envelope may
+    not have read it): the Rust executors refuse hostile_input's empty_conversation as
+    MALFORMED and name none (live, Mosquitto, 2026-12-07). Judged as recorded, the rules
+    that match a drop to its message read the messageId off the PUBLISH the tap saw reach
+    the node on that topic with that packet id: TRUE (four were FALSE while they read only
+    the drop). The tap's PUBLISH taken out, or the drop naming another packet id: the
+    refusal is no longer the attack's, and robustness is FALSE again."""
+    import gzip
+
+    from bench.history import loads_line
+    recorded = Path(__file__).parents[1] / "data" / "live" / \
+        "hostile_input.rust-node.s1.live.mosquitto.jsonl.gz"
+    with gzip.open(recorded, "rt") as fh:
+        lines = [loads_line(line) for line in fh if line.strip()]
+    rules = ("robustness", "auth_admission", "wire_evidence", "silent_loss")
+    history = from_lines(lines)
+    assert {r: checkers()[r](history).value for r in rules} == dict.fromkeys(rules, Value.TRUE)
+    drop = lines[where(lines, "inbound_dropped", lambda e: e["reason"] == "MALFORMED"
+                       and e["messageId"] is None)]
+    attack = lines[where(lines, "attack_sent", lambda e: e["how"] == "empty_conversation")]
+    tapped = where(lines, "wire", lambda e: e["direction"] == "in" and e["packet"] == "PUBLISH"
+                   and e.get("messageId") == attack["messageId"])
+    assert (lines[tapped]["node"], lines[tapped]["packetId"]) == (drop["node"], drop["packetId"])
+
+    def refused(mutated: Lines) -> int:
+        v = checkers()["robustness"](from_lines(mutated))
+        return int(v.rules["hostile_input_refused"]["violations"])
+
+    assert refused(lines) == 0
+    assert refused(lines[:tapped] + lines[tapped + 1:]) == 1
+    other = copy.deepcopy(lines)
+    other[where(other, "inbound_dropped", lambda e: e["seq"] == drop["seq"])]["packetId"] += 1
+    assert refused(other) == 1

@@ -79,14 +79,11 @@ def test_the_bench_catches_the_rust_nodes_bug_and_only_with_it(
     assert result.exit_code == exit_code, verdicts
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the bench's finding of 2026-12-07 (docs/findings/rust-node.md, conform again): the node "
-    "refuses the empty_conversation attack as MALFORMED, as W-ENV-1 asks, but leaves the "
-    "drop's optional messageId out, and four rules match drops to attacks by messageId "
-    "alone. Fixed, this passes: strict, so the marker comes off with the fix"))
 def test_the_rust_node_refusing_hostile_input_is_judged_from_its_drop(tmp_path: Path) -> None:
     """hostile_input with Rust executors: every refusal is theirs to say, not the bench's to
-    miss."""
+    miss. They refuse the empty_conversation attack as MALFORMED and leave the drop's
+    optional messageId out; the rules read it off the PUBLISH the tap saw reach them
+    (bench/protocols/seed/rules/inbound.py; four were FALSE before, 2026-12-07)."""
     scenario = load_scenario(SCENARIOS / "hostile_input.toml").with_node_command(
         "executor", (str(RUST_NODE),))
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="live",

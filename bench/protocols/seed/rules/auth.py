@@ -29,6 +29,7 @@ from bench.core.events import (
     Via,
 )
 from bench.history import History
+from bench.protocols.seed.rules.inbound import drops
 
 
 def _decisions(h: History) -> list[tuple[InboundAdmitted | InboundDropped, bool, SignatureVerdict]]:
@@ -37,7 +38,7 @@ def _decisions(h: History) -> list[tuple[InboundAdmitted | InboundDropped, bool,
     for a in h.of(InboundAdmitted):
         if a.via == Via.MQTT and a.verdict:
             out.append((a, True, a.verdict))
-    for d in h.of(InboundDropped):
+    for d in drops(h):
         if d.reason == DropReason.AUTH_REJECTED and d.verdict:
             out.append((d, False, d.verdict))
     return out
@@ -89,7 +90,7 @@ def _outcomes(h: History) -> dict[tuple[str, str], list[Event]]:
     outcomes: dict[tuple[str, str], list[Event]] = defaultdict(list)
     for a in h.of(InboundAdmitted):
         outcomes[(a.node, a.message_id)].append(a)
-    for d in h.of(InboundDropped):
+    for d in drops(h):
         if d.message_id:
             outcomes[(d.node, d.message_id)].append(d)
     return outcomes
@@ -229,7 +230,7 @@ def refusal_leaves_no_trace(h: History, c: Collector) -> None:
     refused: set[tuple[str, str]] = set()
     followed = 0
     events: list[InboundAdmitted | InboundDropped] = sorted(
-        [*h.of(InboundAdmitted), *h.of(InboundDropped)], key=lambda e: e.seq)
+        [*h.of(InboundAdmitted), *drops(h)], key=lambda e: e.seq)
     for e in events:
         if e.message_id is None:
             continue
@@ -260,7 +261,7 @@ def overlap_accepts_the_replaced_key(h: History, c: Collector) -> None:
     rotations: dict[str, list[KeysRotated]] = defaultdict(list)
     for k in h.of(KeysRotated):
         rotations[k.node].append(k)
-    for d in h.of(InboundDropped):
+    for d in drops(h):
         if d.reason != DropReason.AUTH_REJECTED or d.message_id in attacked \
                 or d.from_agent_id is None or d.node not in rotations:
             continue

@@ -64,6 +64,7 @@ from bench.core.events import (
 )
 from bench.history import History
 from bench.protocols.seed.rules.directory import Directories
+from bench.protocols.seed.rules.inbound import drops
 
 
 def _namespace(agent_id: str) -> str:
@@ -154,11 +155,11 @@ def shadowed_by_a_forgery(h: History) -> set[str]:
                 if (i.message_id, i.request_id) in forged}
     # a forgery for another node that reached this one (a client id it borrowed) and was
     # dropped NOT_MINE went through its ledger too: the genuine request is its duplicate
-    admitted |= {(d.node, d.message_id) for d in h.of(InboundDropped)
+    admitted |= {(d.node, d.message_id) for d in drops(h)
                  if d.reason == DropReason.NOT_MINE and d.message_id is not None
                  and (d.message_id, d.request_id) in forged}
     target = h.memo(_target_of)
-    return {d.request_id for d in h.of(InboundDropped)
+    return {d.request_id for d in drops(h)
             if d.request_id and d.reason == DropReason.DUPLICATE
             and d.node == target.get(d.request_id)
             and (d.node, message_of.get(d.request_id)) in admitted}
@@ -195,7 +196,7 @@ def no_response_explained(h: History, c: Collector) -> None:
                   if o.request_id and o.target_node_id in planted and o.seq in queued}
     requesters = {s.request_id: s.node for s in h.of(RequestSent)}
     explained |= h.memo(shadowed_by_a_forgery)
-    for d in h.of(InboundDropped):
+    for d in drops(h):
         rid = d.request_id
         if rid and d.reason != DropReason.DUPLICATE \
                 and d.node in (target.get(rid), requesters.get(rid)):
@@ -276,7 +277,7 @@ def drops_are_true(h: History, c: Collector) -> None:
     # what the malformed_envelope fault sent each node, some of it with no messageId a node
     # can read: a MALFORMED drop of no id is one of them (judged by robustness)
     unread: dict[str, int] = defaultdict(int)
-    events: list[Event] = sorted([*h.of(InboundAdmitted), *h.of(InboundDropped),
+    events: list[Event] = sorted([*h.of(InboundAdmitted), *drops(h),
                                   *h.of(NodeStarted), *h.of(NodeCrashed), *h.of(RosterLoaded),
                                   *h.of(ExecutorsRegistered), *h.of(AttackSent)],
                                  key=lambda e: e.seq)
@@ -536,7 +537,7 @@ def published_reaches_addressee(h: History, c: Collector) -> None:
     seen: set[tuple[str, str]] = set()
     for a in h.of(InboundAdmitted):
         seen.add((a.node, a.message_id))
-    for d in h.of(InboundDropped):
+    for d in drops(h):
         if d.message_id:
             seen.add((d.node, d.message_id))
     transit = h.memo(Transit)
@@ -629,13 +630,13 @@ def driven_requests_get_through(h: History, c: Collector) -> None:
     stale = {str(f.params["stale_node"]) for f in h.of(FaultStart)
              if f.fault == "key_rotation" and isinstance(f.params, dict)
              and f.params.get("stale_node")}
-    refused_by_a_fault = {d.request_id for d in h.of(InboundDropped)
+    refused_by_a_fault = {d.request_id for d in drops(h)
                      if d.reason == DropReason.AUTH_REJECTED and d.node in stale and d.request_id}
     # and a clock a clock_skew fault set off, the sender's when it signed or the target's
     # when it judged: what it called STALE is the fault's doing (explore, seed 34 run 66: a
     # requester 400 s ahead, every request it sent meanwhile refused STALE)
     seen, sent_at = h.memo(clocks), {r.request_id: (r.node, r.t_ms) for r in every}
-    refused_by_a_fault |= {d.request_id for d in h.of(InboundDropped)
+    refused_by_a_fault |= {d.request_id for d in drops(h)
                       if d.reason == DropReason.AUTH_REJECTED and d.request_id
                       and d.verdict == SignatureVerdict.STALE
                       and (seen.off(d.node, d.t_ms)
@@ -768,7 +769,7 @@ def redelivery_marked_dup(h: History, c: Collector) -> None:
     connection: dict[str, tuple[int, str, bool]] = {}   # node -> (number, client id, present)
     seen: dict[tuple[str, str, int], tuple[int, str, Event]] = {}
     timeline: list[MqttConnected | InboundAdmitted | InboundDropped] = [
-        *h.of(MqttConnected), *h.of(InboundAdmitted), *h.of(InboundDropped)]
+        *h.of(MqttConnected), *h.of(InboundAdmitted), *drops(h)]
     for e in sorted(timeline, key=lambda e: e.seq):
         if isinstance(e, MqttConnected):
             number = connection.get(e.node, (0, "", False))[0] + 1

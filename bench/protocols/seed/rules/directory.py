@@ -36,6 +36,7 @@ from bench.core.events import (
     WarningKind,
 )
 from bench.history import Fold, History
+from bench.protocols.seed.rules.inbound import drops
 
 
 @rule("DESIGN §3: an empty roster still registers a default executor; seed 000 §3.3 (C3)")
@@ -429,7 +430,7 @@ def redelivers_the_same_packet(h: History, c: Collector) -> None:
     connection: dict[str, tuple[int, str, bool]] = {}
     first: dict[tuple[str, str], tuple[int, str, InboundAdmitted | InboundDropped]] = {}
     timeline: list[MqttConnected | InboundAdmitted | InboundDropped] = sorted(
-        [*h.of(MqttConnected), *h.of(InboundAdmitted), *h.of(InboundDropped)],
+        [*h.of(MqttConnected), *h.of(InboundAdmitted), *drops(h)],
         key=lambda e: e.seq)
     for e in timeline:
         if isinstance(e, MqttConnected):

@@ -51,7 +51,6 @@ from bench.core.events import (
     GateUnacked,
     HumanAsked,
     HumanClicked,
-    InboundDropped,
     InstanceCause,
     InstanceRehydrated,
     InstanceStarted,
@@ -66,6 +65,7 @@ from bench.core.events import (
 )
 from bench.history import History
 from bench.protocols.seed.rules.execution import frozen_windows
+from bench.protocols.seed.rules.inbound import drops
 
 # Events of one node are in history order; events of two nodes are compared by when each
 # node says they happened (tMs, one clock for the run): a node process's lines reach the
@@ -148,7 +148,7 @@ def _gates(h: History) -> _Gates:
     kinds = ("GATE_OPEN", "GATE_DECISION")
     unsent = {o.message_id for o in h.of(OutboundSettled)
               if o.message_type in kinds and o.state in NOT_SENT}
-    refused = {(d.node, d.message_id) for d in h.of(InboundDropped)
+    refused = {(d.node, d.message_id) for d in drops(h)
                if d.message_type in kinds and d.reason != DropReason.DUPLICATE}
     failed = unsent | {m for _, m in refused if m}     # for decisions, refused anywhere
     transit = h.memo(Transit)

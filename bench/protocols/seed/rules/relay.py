@@ -18,7 +18,6 @@ from bench.core.events import (
     Event,
     FlowEmitted,
     InboundAdmitted,
-    InboundDropped,
     NodeCrashed,
     OutboundSettled,
     RelayAccepted,
@@ -32,6 +31,7 @@ from bench.core.events import (
     SubscriberDetached,
 )
 from bench.history import History
+from bench.protocols.seed.rules.inbound import drops
 
 
 def _frames(h: History) -> dict[tuple[str, int], RelayFrame]:
@@ -98,7 +98,7 @@ def relayed_frames_accounted(h: History, c: Collector) -> None:
     last_accepted: dict[str, int] = {}
     for stream, seq in accepted:
         last_accepted[stream] = max(seq, last_accepted.get(stream, 0))
-    dropped = {(d.node, d.message_id) for d in h.of(InboundDropped)
+    dropped = {(d.node, d.message_id) for d in drops(h)
                if d.reason != DropReason.DUPLICATE}
     reached_home = {(a.node, a.message_id): a.t_ms for a in h.of(InboundAdmitted)}
     transit = h.memo(Transit)

@@ -33,6 +33,7 @@ from bench.core.events import (
 )
 from bench.history import History
 from bench.protocols.seed.rules.directory import Directories
+from bench.protocols.seed.rules.inbound import drops
 
 #: Warnings a node gives only when its own bookkeeping or its store went wrong: no fault
 #: of the bench corrupts a store or settles a publish the node never made (a malformed
@@ -126,7 +127,7 @@ def hostile_input_refused(h: History, c: Collector) -> None:
     crashed = {e.node for e in h.of(NodeCrashed)}
     no_processes = declared_without(h, "processes")
     late = h.end_ms - 3_000
-    malformed = {(d.node, d.message_id) for d in h.of(InboundDropped)
+    malformed = {(d.node, d.message_id) for d in drops(h)
                  if d.reason == DropReason.MALFORMED}
     # an injection the broker could not take in (it was down) reached nobody to refuse it
     transit = h.memo(Transit)
@@ -242,7 +243,7 @@ def malformed_envelopes_refused(h: History, c: Collector) -> None:
     if not attacks:
         return
     outcomes: list[InboundAdmitted | InboundDropped] = sorted(
-        [*h.of(InboundAdmitted), *h.of(InboundDropped)], key=lambda e: e.seq)
+        [*h.of(InboundAdmitted), *drops(h)], key=lambda e: e.seq)
     used: set[int] = set()
     ran = {(x.node, x.task_id) for x in h.of(TaskExecuted)}
     rejected = {(d.node, d.topic.rsplit("/", 1)[-1]) for d in h.of(DirectoryRejected)}

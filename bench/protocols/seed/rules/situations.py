@@ -47,6 +47,7 @@ from bench.core.events import (
 )
 from bench.history import History
 from bench.protocols.seed.rules.directory import Directories
+from bench.protocols.seed.rules.inbound import drops
 from bench.protocols.seed.rules.relay import frame_arrivals
 
 
@@ -88,7 +89,7 @@ def _redelivered_after_flushes(h: History) -> int:
     for f in h.of(LedgerFlushed):
         flushes[f.node].append(f.seq)
     dups: dict[str, list[tuple[int, str | None]]] = defaultdict(list)
-    for d in h.of(InboundDropped):
+    for d in drops(h):
         if d.reason == DropReason.DUPLICATE:
             dups[d.node].append((d.seq, d.message_id))
     n = 0
@@ -109,7 +110,7 @@ def _misaddressed_to_empty_roster(h: History) -> int:
     def empty_at(node: str, seq: int) -> bool:
         last = [empty for at, empty in loads[node] if at < seq]
         return bool(last) and last[-1]
-    return sum(1 for d in h.of(InboundDropped)
+    return sum(1 for d in drops(h)
                if d.reason == DropReason.NOT_MINE and empty_at(d.node, d.seq))
 
 
@@ -161,7 +162,7 @@ def _genuine_after_a_forgery(h: History) -> int:
             first.setdefault((a.target_node_id or "", a.message_id), a.seq)
     later: list[InboundAdmitted | InboundDropped] = [
         *h.of(InboundAdmitted),
-        *(d for d in h.of(InboundDropped) if d.reason == DropReason.DUPLICATE)]
+        *(d for d in drops(h) if d.reason == DropReason.DUPLICATE)]
     return len([e for e in later if e.message_id is not None
                 and e.seq > first.get((e.node, e.message_id), e.seq)])
 

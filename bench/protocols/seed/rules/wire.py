@@ -20,7 +20,6 @@ from bench.core.events import (
     AttackSent,
     AuthMode,
     InboundAdmitted,
-    InboundDropped,
     MessageType,
     NodeCrashed,
     OutboundSettled,
@@ -30,6 +29,7 @@ from bench.core.events import (
     Wire,
 )
 from bench.history import History
+from bench.protocols.seed.rules.inbound import drops
 
 
 def _expected_client_id(h: History, node: str) -> str:
@@ -308,7 +308,7 @@ def reports_match_the_wire(h: History, c: Collector) -> None:
             if a.message_id not in in_ids[a.node]:
                 c.violation(f"{a.node} reports {a.message_id} admitted from MQTT, but it never "
                             "came over its wire", a)
-    for d in h.of(InboundDropped):
+    for d in drops(h):
         if d.message_id is not None:
             accounted[d.node].add(d.message_id)
     crashed = {e.node for e in h.of(NodeCrashed)}
