@@ -1099,3 +1099,29 @@ def test_a_drop_that_names_no_message_is_matched_to_the_packet_the_tap_saw() -> 
     other = copy.deepcopy(lines)
     other[where(other, "inbound_dropped", lambda e: e["seq"] == drop["seq"])]["packetId"] += 1
     assert refused(other) == 1
+
+
+def test_a_method_the_responder_does_not_serve_is_no_error_about_a_new_context() -> None:
+    """A2M-CTX-2 on a recorded run of the example responder (a2a_multiturn, live,
+    Mosquitto, 2026-12-07), which serves SendMessage only and answers every
+    SendStreamingMessage -32601: a refusal of a method it does not serve says nothing of the
+    request's context (four violations before 2026-12-07). Judged as recorded: no
+    violation, contexts opened by its SendMessages judged. The same refusals said as an
+    internal error (-32603) instead: FALSE, a new context answered with an error."""
+    import gzip
+
+    from bench.history import loads_line
+    recorded = Path(__file__).parents[1] / "data" / "live" / \
+        "a2a_multiturn.example-responder.s1.live.mosquitto.jsonl.gz"
+    with gzip.open(recorded, "rt") as fh:
+        lines = [loads_line(line) for line in fh if line.strip()]
+    v = checkers()["a2a_replies"](from_lines(lines))
+    assert v.rules["new_contexts_are_welcome"]["violations"] == 0, v.counterexamples
+    assert v.counts["refused_for_its_method"] >= 1 and v.counts["contexts_opened"] >= 1
+    for e in lines:
+        if e["kind"] == "wire" and e.get("rpcError") == -32601:
+            e["rpcError"] = -32603
+    v = checkers()["a2a_replies"](from_lines(lines))
+    assert v.rules["new_contexts_are_welcome"]["violations"] >= 1
+    assert any("with error -32603" in c["why"] for c in v.counterexamples
+               if c["rule"] == "new_contexts_are_welcome")

@@ -721,6 +721,9 @@ def refused_requests_run_nothing(h: History, c: Collector) -> None:
 
 #: JSON-RPC errors that say nothing about the request's context: expired, unavailable
 TRANSIENT_ERRORS = frozenset({-32003, -32004})
+#: JSON-RPC 2.0: method not found — a responder that serves not this method (streaming is an
+#: agent's option) says nothing of the request's context by refusing it
+METHOD_NOT_FOUND = -32601
 
 
 @rule("A2M-CTX-2: a request that names a context the responder does not know opens it; it "
@@ -729,7 +732,9 @@ def new_contexts_are_welcome(h: History, c: Collector) -> None:
     """A SendMessage a requester sent for a task new to the responder, naming a context
     the responder has not seen, is answered as any other (the context begins there), never
     with an error about it: only an expired request or an unavailable responder
-    (-32003, -32004) may be refused then."""
+    (-32003, -32004) may be refused then. A request refused as a method the responder does
+    not serve (-32601: a SendStreamingMessage to one that does not stream) opened no context
+    and is not judged here (`refused_for_its_method`)."""
     sent, by_corr = h.memo(_sent), h.memo(_answers_by_path)
     seen_contexts: set[tuple[str, str]] = set()
     seen_tasks: set[tuple[str, str]] = set()
@@ -744,10 +749,18 @@ def new_contexts_are_welcome(h: History, c: Collector) -> None:
                 or t.method not in ("SendMessage", "SendStreamingMessage") \
                 or (t.response_topic, t.correlation) not in sent:
             continue
+        errors = [a for a in by_corr.get((t.response_topic, t.correlation), ())
+                  if a.kind == "ERROR" and a.t_ms >= t.t_ms - EARLY_MS]
+        if any(_code(a) == METHOD_NOT_FOUND for a in errors):
+            # (nor is its context known to the responder now: its next request opens it)
+            c.count("refused_for_its_method")
+            seen_tasks.discard((t.node, t.task_id or ""))
+            seen_contexts.discard((t.node, t.context_id or ""))
+            continue
         c.count("contexts_opened")
-        for a in by_corr.get((t.response_topic, t.correlation), ()):
+        for a in errors:
             code = _code(a)
-            if a.kind == "ERROR" and a.t_ms >= t.t_ms - EARLY_MS and code not in TRANSIENT_ERRORS:
+            if code not in TRANSIENT_ERRORS:
                 c.violation(f"{t.node} answered a request opening context {t.context_id} "
                             f"(task {t.task_id}) with error {code}", t.event, a.event)
                 break
