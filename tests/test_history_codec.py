@@ -49,6 +49,19 @@ def test_any_line_is_written_as_the_stdlib_writes_it(value: dict[str, object]) -
     assert dumps_line(value) == stdlib(value)
 
 
+@given(json_values | st.tuples(json_values, json_values))
+def test_a_non_finite_number_is_found_wherever_it_is(value: object) -> None:
+    """`non_finite` (what tells the fast writers to fall back to the stdlib) says yes
+    exactly where the stdlib refuses to write strict JSON."""
+    from bench.core.envelope import non_finite
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        assert non_finite(value)
+    else:
+        assert not non_finite(value)
+
+
 @given(st.dictionaries(st.text(), json_values, max_size=6))
 def test_a_line_reads_back_as_the_stdlib_reads_it(value: dict[str, object]) -> None:
     text = stdlib(value)

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from bench.core.envelope import Json
 from bench.core.events import Event, to_fields
+from bench.core.frozen import quick_init_module
 from bench.core.inputs import TimerId
 from bench.core.outcome import EventKind
 from bench.core.properties import Props
@@ -168,3 +169,7 @@ class NodeCore(Protocol):
     profile's responder and requester; bench/protocols/)."""
 
     def handle(self, event: Any, /) -> list[Command]: ...
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

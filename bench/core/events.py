@@ -22,6 +22,7 @@ from bench.core.auth import SignatureVerdict as SignatureVerdict
 from bench.core.auth import SignatureVersion as SignatureVersion
 from bench.core.envelope import Json
 from bench.core.envelope import MessageType as MessageType
+from bench.core.frozen import quick_init_module
 from bench.core.outcome import DropReason as DropReason
 from bench.core.outcome import EventKind
 from bench.core.vocabulary import AckStatus as AckStatus
@@ -1869,3 +1870,7 @@ def from_fields(kind: str, fields: Mapping[str, Json], *, seq: int = 0, t_ms: fl
     elif extra:
         raise SchemaError(f"{kind}: unknown field(s) {sorted(extra)}")
     return cls(seq=seq, t_ms=t_ms, node=node, **values)
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

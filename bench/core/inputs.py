@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from bench.core.auth import KeyRing
 from bench.core.envelope import Json
+from bench.core.frozen import quick_init_module
 from bench.core.properties import Props
 from bench.core.vocabulary import FlowKind
 
@@ -223,3 +224,7 @@ Input = (Started | Stopping | ConnectionUp | Subscribed | MessageReceived | Time
          | PublishSettled | TaskRequested | TaskFinished | GroupEventRequested
          | SubscriberJoined | SubscriberLeft | AgentEmitted | StepReturned | HumanDecided
          | KeysReplaced)
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from bench.core.frozen import quick_init_module
+
 #: What the property_tampering fault appends to a value it alters (bytes for Correlation
 #: Data, text otherwise): a checker tells an alteration in flight from a node's own doing.
 TAMPER_MARK = "|tampered"
@@ -57,3 +59,7 @@ class Props:
         """These properties as forwarded with `seconds` of the Message Expiry Interval left
         ([MQTT-3.3.2-6])."""
         return replace(self, message_expiry_s=seconds)
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, assert_never
 
 from bench.core import events as ev
@@ -38,6 +37,7 @@ from bench.core.commands import (
 )
 from bench.core.config import NodeConfig
 from bench.core.envelope import Envelope, Header, MessageType, decode, encode
+from bench.core.frozen import replace
 from bench.core.inputs import (
     Input,
     KeysReplaced,

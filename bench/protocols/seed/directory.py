@@ -16,6 +16,7 @@ from enum import StrEnum
 
 from bench.core.config import namespace_of as namespace_of
 from bench.core.envelope import Json
+from bench.core.frozen import quick_init_module
 from bench.core.inputs import ROSTER_DOCUMENT as ROSTER_DOCUMENT
 
 DEFAULT_EXECUTOR_ID = "a2a-local-executor"
@@ -295,3 +296,7 @@ class Directory:
                           f"and {desc.node_id!r} lists it only offline, never seen online")
         return Target(Resolution.DIRECTORY, desc.node_id,
                       "directory (node announced offline; the broker will queue it)")
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

@@ -12,7 +12,7 @@ comes back, or recorded UNACKED after the last attempt. No I/O, no clock.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
@@ -20,6 +20,7 @@ from bench.core import events as ev
 from bench.core.commands import AskHuman, CancelTimer, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
+from bench.core.frozen import replace
 from bench.core.inputs import TimerId, TimerKind
 from bench.core.machine import Machine
 from bench.core.vocabulary import AckStatus, DecidedBy, Decision, GateState, TimeoutPolicy
@@ -77,7 +78,7 @@ class Gate:
     def move(self, event: GateEvent, **changes: object) -> Gate:
         """The gate after one transition of the gate machine (and the given changes)."""
         return replace(self, state=GATE.next(self.state, event, self.gate_id),
-                       **changes)  # type: ignore[arg-type]
+                       **changes)
 
     def to_json(self) -> dict[str, Json]:
         return {"gateId": self.gate_id, "processInstId": self.process_inst_id,

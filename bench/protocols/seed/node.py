@@ -10,7 +10,7 @@ INBOUND_DROPPED event with its reason. No I/O, no clock, no randomness: `now_ms`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypedDict, assert_never
 
@@ -29,6 +29,7 @@ from bench.core.commands import (
 from bench.core.config import NodeConfig
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType, Rejection, decode
+from bench.core.frozen import replace
 from bench.core.inputs import (
     AgentEmitted,
     ConnectionUp,

@@ -8,7 +8,7 @@ UNDELIVERABLE with its reason and a warning; there is no broadcast fallback. No 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from bench.core import events as ev
@@ -16,6 +16,7 @@ from bench.core.auth import AuthConfig, sign
 from bench.core.commands import PersistRecord, Publish, Table
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, encode
+from bench.core.frozen import quick_init_module, replace
 from bench.core.machine import Machine
 from bench.core.topics import TopicError, Topics
 from bench.core.vocabulary import OutboundState as OutboundState
@@ -171,3 +172,7 @@ class Outbox:
             "conversationId": env.conversation_id, "requestId": env.header(Header.REQUEST_ID),
             "state": state.value, "reason": reason, "atMs": fx.now_ms}))
         return state
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

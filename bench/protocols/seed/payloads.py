@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.core.envelope import Envelope, Json, MessageType
+from bench.core.frozen import quick_init_module
 from bench.core.vocabulary import AckStatus, Decision, FlowKind, TimeoutPolicy
 
 #: The task outcomes a TASK_RESPONSE may carry (DESIGN §3 Tasks: the terminal states).
@@ -134,3 +135,7 @@ def read_body(env: Envelope) -> Body | str:
                 return OpaqueBody(p)
     except _Bad as exc:
         return str(exc)
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

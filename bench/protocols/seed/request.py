@@ -9,7 +9,7 @@ a restarted requester still recognises its late responses. No I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from bench.core import events as ev
 from bench.core.commands import (
@@ -22,6 +22,7 @@ from bench.core.commands import (
 )
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
+from bench.core.frozen import quick_init_module, replace
 from bench.core.inputs import TaskRequested, TimerId, TimerKind
 from bench.protocols.seed.fields import integer, optional_text, text
 from bench.protocols.seed.outbox import OutboundState, Outbox
@@ -166,3 +167,7 @@ class Requests:
                                     latency_ms=fx.now_ms - p.sent_ms,
                                     response_message_id=response_message_id))
         fx.add(SettleRequest(request_id, outcome, response))
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

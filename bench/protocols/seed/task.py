@@ -10,13 +10,14 @@ seed's D14 made visible). No I/O, no clock: the watchdog is a timer command.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from bench.core import events as ev
 from bench.core.commands import CancelTimer, Execute, PersistRecord, StartTimer, Table
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, MessageType
+from bench.core.frozen import quick_init_module, replace
 from bench.core.inputs import TimerId, TimerKind
 from bench.core.machine import Machine
 from bench.core.vocabulary import TaskStatus
@@ -231,3 +232,7 @@ class TaskService:
             headers={Header.REQUEST_ID.value: task.task_id},
         )
         self.outbox.send(fx, env, explicit_target_only=True)
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

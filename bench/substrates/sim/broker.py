@@ -18,10 +18,11 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from bench.core import events as ev
+from bench.core.frozen import quick_init_module, replace
 from bench.core.properties import Props
 from bench.spec.brokers import CLIENT, RUN_AFTER_BROKER_MS, BrokerBehaviour, TakeoverWill
 from bench.spec.distribution import Distribution
@@ -592,3 +593,7 @@ def _shared_key(topic_filter: str) -> tuple[str, str] | None:
         return None
     _, group, inner = topic_filter.split("/", 2)
     return group, inner
+
+
+# built per message many times over: see bench.core.frozen
+quick_init_module(globals())

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bench.core import events as ev
 from bench.core.commands import Connect, NodeCore, Publish, Subscribe
 from bench.core.config import NodeConfig
+from bench.core.frozen import replace
 from bench.core.inputs import (
     ConnectionUp,
     Input,
