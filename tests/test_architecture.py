@@ -17,7 +17,9 @@ PKG = ROOT / "bench"
 #: (functools for lru_cache: the directory's announcement parse, a pure function of its bytes,
 #: is shared by the nodes of one process)
 CORE_ALLOWED = {"__future__", "collections", "dataclasses", "enum", "typing", "json", "hashlib", "copy",
-                "math", "cryptography", "functools"}
+                "math", "cryptography", "functools",
+                # computation, no I/O: the envelope's canonical JSON written and read fast
+                "orjson", "re"}
 
 #: A module's layer (its dotted path under bench, longest prefix first) -> the layers it may
 #: import. Layering: core <- storage/history <- substrates/faults/workload <- matrix/report

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeAlias
+
+import orjson
 
 from bench.core.frozen import quick_init_module, replace
 
@@ -141,9 +144,52 @@ def non_finite(value: object) -> bool:
     return False
 
 
+#: a number orjson writes otherwise than the stdlib: below 1e-4 it writes `0.00001` and
+#: `1.5e-7` where the stdlib writes `1e-05` and `1.5e-07` (every other float and int alike)
+_SMALL_NUMBER = re.compile(rb"(?:^|[:,\[])-?(?:0\.0000|[0-9.]+e-)")
+#: 19 digits in a row: perhaps an int beyond 64 bits, which orjson reads as a float
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
 def canonical_json(value: Json) -> bytes:
+    """Sorted keys, no whitespace, UTF-8, no NaN: byte for byte `json.dumps(value,
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)` in UTF-8
+    (what a signature is taken over), written by orjson where it writes the same bytes —
+    the stdlib's where a small float, a NaN or infinity (refused), an int beyond 64 bits or
+    a key that is not a string is in it."""
+    try:
+        out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return _stdlib_canonical(value)
+    find = out.find
+    if ((find(b"e-") >= 0 or find(b"0.0000") >= 0) and _SMALL_NUMBER.search(out)) \
+            or (find(b"null") >= 0 and non_finite(value)):
+        return _stdlib_canonical(value)
+    return out
+
+
+def _stdlib_canonical(value: Json) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")
+
+
+def _loads(data: bytes, text: str) -> Any:
+    """`json.loads` as `decode` asks it (no NaN or Infinity, no float beyond a double, no
+    lone surrogate), raising what it raises. orjson first: what it reads, it reads as the
+    stdlib does but a long int (a float to it: the stdlib reads those), and what it refuses
+    — those constants, those numbers, those surrogates, a nesting too deep — the stdlib is
+    asked again, for its own refusal."""
+    if not _LONG_DIGITS.search(data):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    raw = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+    if "\\u" in text:
+        # a lone surrogate escape ("\ud800") parses but is no character: what is
+        # accepted must be writable again (signed, relayed), or it is not accepted
+        canonical_json(raw)
+    return raw
 
 
 _REQUIRED_STR = ("messageId", "fromAgentId")
@@ -160,11 +206,7 @@ def decode(data: bytes, *, max_bytes: int = MAX_ENVELOPE_BYTES) -> Envelope | Re
     except UnicodeDecodeError as exc:
         return Rejection(RejectCode.NOT_UTF8, f"invalid UTF-8 at byte {exc.start}")
     try:
-        raw: Any = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
-        if "\\u" in text:
-            # a lone surrogate escape ("\ud800") parses but is no character: what is
-            # accepted must be writable again (signed, relayed), or it is not accepted
-            canonical_json(raw)
+        raw: Any = _loads(data, text)
     except (ValueError, RecursionError) as exc:
         # ValueError covers JSONDecodeError, the NaN/Infinity constants and the numbers too
         # large for a float refused below, and a lone surrogate (UnicodeEncodeError);
