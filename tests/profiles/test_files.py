@@ -101,6 +101,23 @@ def test_mosquitto_serves_no_profile_pool_and_the_verdict_says_so(tmp_path: Path
     assert pools.value is Value.FALSE
     assert pools.rules["pooled_requests_reach_the_pool"]["violations"] > 0
     assert result.exit_code == 0          # as [expect.mosquitto] says
+    # the members joined: it is the broker that served no pool, not a responder that joined none
+    unknown = next(v for v in result.verdicts if v.name == "a2a_pools")
+    assert unknown.note.endswith("no reply to a pooled request came back"), unknown.note
+
+
+def test_a_pool_no_responder_joined_is_said_so() -> None:
+    """A responder that serves only its own topic (pools are Extended) joins no pool: the
+    pool verdict's UNKNOWN says that no one subscribed, not only that no reply came."""
+    from bench.checks import checkers
+    from bench.core import events as ev
+    from tests.helpers import history
+    sent = ev.A2mAttempt(op_id="r1", method="SendMessage", task_id="t1", attempt=1,
+                         correlation="c1", topic="$a2a/v1/request/acme/billing/pool/tax",
+                         why="first", node="client-1")
+    v = checkers()["a2a_pools"](history(sent))
+    assert v.value is Value.UNKNOWN
+    assert "no responder subscribed to a pool" in v.note
 
 
 def test_the_profiles_follow_ups_and_streams_are_drawn_and_the_seed_refuses_them(

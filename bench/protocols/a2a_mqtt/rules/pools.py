@@ -74,6 +74,13 @@ def _no_pool(h: History) -> str | None:
         return "no request was sent to a pool"
     if any((r.node, r.op_id) in pooled for r in h.of(A2mReplyTaken)):
         return None
+    joined = any(POOL_FILTER.match(f) for r in h.of(ExecutorsRegistered) for f in r.subscribed) \
+        or any(POOL_FILTER.match(f) for w in h.of(Wire)
+               if w.packet == "SUBSCRIBE" and w.direction == "out" for f in w.filters or ())
+    if not joined:
+        # (pools are Extended: a responder that serves only its own topic joins none)
+        return ("no reply to a pooled request came back: no responder subscribed to a pool "
+                "($share/{group}/$a2a/v1/request/{org}/{unit}/pool/{pool})")
     return "no reply to a pooled request came back"
 
 
