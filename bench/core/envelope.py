@@ -159,13 +159,19 @@ def canonical_json(value: Json) -> bytes:
     a key that is not a string is in it."""
     try:
         out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
+    except TypeError:        # an int beyond 64 bits, a key that is not a string
         return _stdlib_canonical(value)
-    find = out.find
-    if ((find(b"e-") >= 0 or find(b"0.0000") >= 0) and _SMALL_NUMBER.search(out)) \
-            or (find(b"null") >= 0 and non_finite(value)):
+    if _written_otherwise(out, value):
         return _stdlib_canonical(value)
     return out
+
+
+def _written_otherwise(out: bytes, value: Json) -> bool:
+    """Whether orjson's bytes `out` for `value` may not be the stdlib's: a small float, or
+    a NaN or infinity (orjson writes null; the stdlib refuses)."""
+    find = out.find
+    return ((find(b"e-") >= 0 or find(b"0.0000") >= 0) and _SMALL_NUMBER.search(out) is not None) \
+        or (find(b"null") >= 0 and non_finite(value))
 
 
 def _stdlib_canonical(value: Json) -> bytes:
