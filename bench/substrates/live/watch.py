@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.core import events as ev
+from bench.spec.brokers import CLIENT
 from bench.spec.topology import MqttVersion
 from bench.substrates.live.brokers import Broker
 from bench.substrates.live.mqtt import MqttLink
@@ -35,7 +36,11 @@ class BrokerWatch:
     def start(self) -> None:
         """The broker is up: watch it. The process the bench started is polled; an external
         broker is watched by a client of the bench's own (its connection lost and not
-        regained; keepalive 2 s)."""
+        regained). A broker that goes away closes that connection at once; the client's
+        keepalive is the nodes' own (5 s), so that a loaded machine's late ping gives the
+        broker up no sooner than a node would — at 2 s, a pass of the suite beside another
+        (2026-12-07) saw Mosquitto close the watch client of a run whose loop was late, and
+        called the broker down, every verdict UNKNOWN."""
         self.up.set()
         if self.broker.kind == "external":
             self.link = MqttLink(
@@ -44,7 +49,8 @@ class BrokerWatch:
                 on_connected=lambda _present: self.back(),
                 on_disconnected=lambda reason: self.went(
                     f"the watch client lost its connection ({reason})"),
-                on_published=lambda _m, _rc: None, keepalive_s=2, clean_session=True,
+                on_published=lambda _m, _rc: None, keepalive_s=CLIENT.keepalive_s,
+                clean_session=True,
                 login=self.login, tls=self.broker.tls, version=self.version)
             self.link.connect()
             return
