@@ -248,6 +248,11 @@ def test_describe_shows_the_whole_of_a_thing_and_both_things_of_one_name(
     text = capsys.readouterr().out
     assert text.startswith("scenario loss") and "\n\nfault loss" in text
     assert main(["describe", "nothing-of-the-kind"]) == EXIT_INVALID
+    # what a run expects of a checker that judges only tapped wires, said (a new user read
+    # "every verdict TRUE" and then saw wire_evidence UNKNOWN and exit 0, 2026-12-07)
+    assert main(["describe", "quickstart"]) == EXIT_OK
+    assert "expects: every verdict TRUE; wire_evidence UNKNOWN where no node is behind a " \
+        "wire tap" in capsys.readouterr().out
 
 
 def test_runs_lists_run_folders_newest_first_and_keeps_the_newest(

@@ -79,7 +79,7 @@ def _scenario(name: str) -> str | None:
     path = _file(name, SCENARIOS)
     if path is None or path.name.endswith(".matrix.toml"):
         return None
-    from bench.checks import checkers
+    from bench.checks import checkers, checkers_for
     s = load_scenario(path, known_checks=tuple(checkers()))
     out = [f"scenario {s.name} ({path})", _wrap(s.description),
            f"  topology {s.topology.name} ({len(s.topology.nodes)} nodes: "
@@ -94,6 +94,12 @@ def _scenario(name: str) -> str | None:
         out.append(f"  faults[{f.index}] {f.kind} from {f.at_ms / 1000:g} s to {until}: {params}")
     expect = ", ".join(f"{k} {v.upper()}" for k, v in sorted(s.expect.items())) or \
         "every verdict TRUE"
+    # (what a run expects besides: a checker that judges only tapped wires is UNKNOWN, and
+    # expected so, where no node was behind a tap — checks.not_applicable)
+    wire = sorted(k for k, c in checkers_for(s.topology.protocol).items()
+                  if c.needs == "wire" and k not in s.expect)
+    if wire:
+        expect += f"; {', '.join(wire)} UNKNOWN where no node is behind a wire tap"
     out.append(f"  expects: {expect}")
     for broker, differs in sorted(s.expect_by_broker.items()):
         gaps = s.unmodelled.get(broker, {})
