@@ -32,25 +32,26 @@ examples:
   a2a-bench run scenarios/quickstart.toml             live on the embedded broker, check, report
   a2a-bench run quickstart --mode sim                 the same in simulation (virtual time, seeded)
   a2a-bench run restart --nodes process --broker mosquitto
-                                                     one OS process per node, SIGKILL restarts
+                                                      one OS process per node, SIGKILL restarts
   a2a-bench run qos1_redelivery --variant memory_dedup_60s
-                                                     the same scenario against a seeded defect
-  a2a-bench run restart --mode sim --seed 7          replay any run with its printed seed
+                                                      the same scenario against a seeded defect
+  a2a-bench run restart --mode sim --seed 7           replay any run with its printed seed
   a2a-bench run partition --mode sim --broker mosquitto
-                                                     simulate what Mosquitto would do
+                                                      simulate what Mosquitto would do
   a2a-bench run quickstart --topology split           the same scenario on another topology
   a2a-bench check results/<run-id>                    judge a stored history again
   a2a-bench compare results/A results/B               runs side by side (sim vs live, amqtt vs mosquitto)
   a2a-bench list                                      scenarios, topologies, faults, checkers, variants
-  a2a-bench matrix scenarios/default.matrix.toml -j 2 every fault and every seeded defect, 2 at a time
+  a2a-bench matrix scenarios/default.matrix.toml -j 2
+                                                      every fault and every seeded defect, 2 at a time
   a2a-bench matrix scenarios/default.matrix.toml -k gate --lf
-                                                     only the gate cells / only what failed last time
+                                                      only the gate cells / only what failed last time
   a2a-bench report results/<run-id>                   plots and a self-contained report.html
   a2a-bench explore --variant memory_dedup_60s --minutes 5 -j 2
-                                                     random scenarios until one fails, then shrink it
-  a2a-bench brokers --broker mqtt://user:pw@host     what a broker does where MQTT leaves room
+                                                      random scenarios until one fails, then shrink it
+  a2a-bench brokers --broker mqtt://user:pw@host      what a broker does where MQTT leaves room
   a2a-bench run quickstart --node-command executor=./my-node
-                                                     your own node as every executor (docs/PROTOCOL.md)
+                                                      your own node as every executor (docs/PROTOCOL.md)
   a2a-bench conform ./my-node                         your node against every protocol rule: PASS/FAIL/UNKNOWN
   a2a-bench load quickstart --broker mosquitto        rising load in steps until the knee
 
