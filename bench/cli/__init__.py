@@ -55,7 +55,7 @@ examples:
   a2a-bench conform ./my-node                         your node against every protocol rule: PASS/FAIL/UNKNOWN
   a2a-bench load quickstart --broker mosquitto        rising load in steps until the knee
 
-exit codes: 0 every verdict as expected (true unless the scenario expects otherwise),
+exit codes: 0 every verdict as expected (true unless the scenario, or no wire tap, says otherwise),
 1 some verdict false, 2 some verdict unknown or a harness error, 3 invalid input files or arguments
 """
 
