@@ -67,7 +67,7 @@ def _list() -> int:
     print("(`a2a-bench describe NAME` shows the whole of any of these)")
     print("scenarios (scenarios/):")
     files = [p for p in sorted(SCENARIOS.glob("*.toml")) if not p.name.endswith(".matrix.toml")]
-    width = max(26, *(len(p.stem) for p in files))     # the longest name keeps its rows aligned
+    width = max([26, *(len(p.stem) for p in files)])     # the longest name keeps its rows aligned
     for p in files:
         print(f"  {p.stem:<{width}} {first_line(p)}")
     print("matrices (scenarios/*.matrix.toml, run with `a2a-bench matrix FILE`):")
@@ -75,7 +75,7 @@ def _list() -> int:
         print(f"  {p.name.removesuffix('.matrix.toml'):<26} {first_line(p)}")
     print("topologies (topologies/):")
     files = sorted(TOPOLOGIES.glob("*.toml"))
-    width = max(26, *(len(p.stem) for p in files))
+    width = max([26, *(len(p.stem) for p in files)])
     for p in files:
         print(f"  {p.stem:<{width}} {first_line(p)}")
     from bench.protocols import protocols
