@@ -13,7 +13,6 @@ import contextlib
 import copy
 import heapq
 import json
-import re
 import sys
 import time
 from collections import defaultdict
@@ -24,7 +23,7 @@ from typing import IO, Any, ClassVar, TypeVar, cast
 
 import orjson
 
-from bench.core.envelope import non_finite
+from bench.core.envelope import LONG_DIGITS, written_otherwise
 from bench.core.events import Event, NodeStarted, SchemaError, from_fields, kind_of, to_fields
 
 E = TypeVar("E", bound=Event)
@@ -37,22 +36,11 @@ RESERVED = frozenset({"seq", "tMs", "node", "kind"})
 #: The history's one text form: keys sorted, no spaces, ASCII only (`json.dumps` with these
 #: settings). orjson writes the same bytes ~9x faster, except where `_unlike_stdlib` says.
 _STDLIB = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
-#: a number orjson writes otherwise: below 1e-4 it writes `0.00001` and `1.5e-7` where the
-#: stdlib writes `1e-05` and `1.5e-07` (a string that looks so costs only the fast path;
-#: bytes without "e-" or "0.0000", nearly all, skip the search)
-_SMALL_NUMBER = re.compile(rb"[:,\[]-?(?:0\.0000|[0-9.]+e-)")
-
-
 def _unlike_stdlib(out: bytes, value: object) -> bool:
     """Whether orjson's bytes for `value` may differ from the stdlib's: non-ASCII (the stdlib
-    escapes it, and DEL), a small float, or a NaN or infinity (orjson writes null)."""
-    # (`find`, not `in`: `b"e-" in out` first tries the needle as an int, and an exception
-    # raised and cleared made each test cost three times the search)
-    find = out.find
-    return (not out.isascii() or find(b"\x7f") >= 0
-            or ((find(b"e-") >= 0 or find(b"0.0000") >= 0)
-                and _SMALL_NUMBER.search(out) is not None)
-            or (find(b"null") >= 0 and non_finite(value)))
+    escapes it, and DEL), or what orjson writes otherwise in any JSON (`written_otherwise`:
+    a small float, a NaN or infinity)."""
+    return not out.isascii() or out.find(b"\x7f") >= 0 or written_otherwise(out, value)
 
 
 def dumps_line(value: dict[str, Any]) -> str:
@@ -71,14 +59,10 @@ def dumps_line_bytes(value: dict[str, Any]) -> bytes:
     return _STDLIB.encode(value).encode("ascii") if _unlike_stdlib(out, value) else out
 
 
-#: 19 digits in a row: perhaps an int beyond 64 bits, which orjson reads as a float
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
-
-
 def loads_line(text: str) -> Any:
     """One history line's value, as `json.loads` reads it (orjson first: it refuses NaN and
     lone surrogates, which the stdlib reads; a long int it would make a float)."""
-    if _LONG_DIGITS.search(text):
+    if LONG_DIGITS.search(text):
         return json.loads(text)
     try:
         return orjson.loads(text)

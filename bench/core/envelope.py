@@ -145,10 +145,11 @@ def non_finite(value: object) -> bool:
 
 
 #: a number orjson writes otherwise than the stdlib: below 1e-4 it writes `0.00001` and
-#: `1.5e-7` where the stdlib writes `1e-05` and `1.5e-07` (every other float and int alike)
-_SMALL_NUMBER = re.compile(rb"(?:^|[:,\[])-?(?:0\.0000|[0-9.]+e-)")
+#: `1.5e-7` where the stdlib writes `1e-05` and `1.5e-07` (every other float and int alike;
+#: a string that looks so costs only the fast path)
+SMALL_NUMBER = re.compile(rb"(?:^|[:,\[])-?(?:0\.0000|[0-9.]+e-)")
 #: 19 digits in a row: perhaps an int beyond 64 bits, which orjson reads as a float
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+LONG_DIGITS = re.compile(r"[0-9]{19}")
 
 
 def canonical_json(value: Json) -> bytes:
@@ -161,16 +162,19 @@ def canonical_json(value: Json) -> bytes:
         out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:        # an int beyond 64 bits, a key that is not a string
         return _stdlib_canonical(value)
-    if _written_otherwise(out, value):
+    if written_otherwise(out, value):
         return _stdlib_canonical(value)
     return out
 
 
-def _written_otherwise(out: bytes, value: Json) -> bool:
+def written_otherwise(out: bytes, value: object) -> bool:
     """Whether orjson's bytes `out` for `value` may not be the stdlib's: a small float, or
-    a NaN or infinity (orjson writes null; the stdlib refuses)."""
+    a NaN or infinity (orjson writes null; the stdlib writes NaN or refuses). Bytes without
+    "e-", "0.0000" or "null" skip the searches."""
+    # (`find`, not `in`: `b"e-" in out` first tries the needle as an int, and an exception
+    # raised and cleared made each test cost three times the search)
     find = out.find
-    return ((find(b"e-") >= 0 or find(b"0.0000") >= 0) and _SMALL_NUMBER.search(out) is not None) \
+    return ((find(b"e-") >= 0 or find(b"0.0000") >= 0) and SMALL_NUMBER.search(out) is not None) \
         or (find(b"null") >= 0 and non_finite(value))
 
 
@@ -185,11 +189,15 @@ def _loads(data: bytes, text: str) -> Any:
     stdlib does but a long int (a float to it: the stdlib reads those), and what it refuses
     — those constants, those numbers, those surrogates, a nesting too deep — the stdlib is
     asked again, for its own refusal."""
-    if not _LONG_DIGITS.search(data):
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
+    if LONG_DIGITS.search(text):
+        return _stdlib_loads(text)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _stdlib_loads(text)
+
+
+def _stdlib_loads(text: str) -> Any:
     raw = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
     if "\\u" in text:
         # a lone surrogate escape ("\ud800") parses but is no character: what is
