@@ -50,11 +50,7 @@ def pool_members_share_a_group(h: History, c: Collector) -> None:
     other member: two groups on one pool topic each get a copy of every request — the pool
     runs each twice."""
     groups: dict[str, dict[str, tuple[str, Event]]] = defaultdict(dict)  # pool -> group -> first
-    filters: list[tuple[str, str, Event]] = [
-        (r.node, f, r) for r in h.of(ExecutorsRegistered) for f in r.subscribed]
-    filters += [(w.node, f, w) for w in h.of(Wire)
-                if w.packet == "SUBSCRIBE" and w.direction == "out" for f in w.filters or ()]
-    for node, f, event in filters:
+    for node, f, event in _subscribed(h):
         m = POOL_FILTER.match(f)
         if m is None:
             continue
@@ -68,16 +64,23 @@ def pool_members_share_a_group(h: History, c: Collector) -> None:
                         "one pool, one group_id", e1, e2)
 
 
+def _subscribed(h: History) -> list[tuple[str, str, Event]]:
+    """Every filter a node subscribed to, (node, filter, the event that says so): those it
+    recorded subscribing, and those its SUBSCRIBEs carried off the wire."""
+    filters: list[tuple[str, str, Event]] = [
+        (r.node, f, r) for r in h.of(ExecutorsRegistered) for f in r.subscribed]
+    filters += [(w.node, f, w) for w in h.of(Wire)
+                if w.packet == "SUBSCRIBE" and w.direction == "out" for f in w.filters or ()]
+    return filters
+
+
 def _no_pool(h: History) -> str | None:
     pooled = {(a.node, a.op_id) for a in h.of(A2mAttempt) if _pool_of(a.topic)}
     if not pooled:
         return "no request was sent to a pool"
     if any((r.node, r.op_id) in pooled for r in h.of(A2mReplyTaken)):
         return None
-    joined = any(POOL_FILTER.match(f) for r in h.of(ExecutorsRegistered) for f in r.subscribed) \
-        or any(POOL_FILTER.match(f) for w in h.of(Wire)
-               if w.packet == "SUBSCRIBE" and w.direction == "out" for f in w.filters or ())
-    if not joined:
+    if not any(POOL_FILTER.match(f) for _node, f, _event in _subscribed(h)):
         # (pools are Extended: a responder that serves only its own topic joins none)
         return ("no reply to a pooled request came back: no responder subscribed to a pool "
                 "($share/{group}/$a2a/v1/request/{org}/{unit}/pool/{pool})")
