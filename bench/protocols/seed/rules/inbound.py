@@ -4,10 +4,10 @@ read InboundDropped from, so every rule matches a drop to a message the same way
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections import defaultdict
 
 from bench.core.events import InboundDropped, Wire
-from bench.core.frozen import replace
 from bench.history import History
 
 
@@ -37,7 +37,8 @@ def _drops(h: History) -> list[InboundDropped]:
             ins = arrived[d.node]
             for e in reversed(ins[:bisect.bisect_left(ins, d.seq, key=lambda w: w.seq)]):
                 if e.topic == d.topic and (d.packet_id is None or e.packet_id == d.packet_id):
-                    d = replace(d, message_id=e.message_id)
+                    # (dataclasses' replace: a judge uses none of the judged code's helpers)
+                    d = dataclasses.replace(d, message_id=e.message_id)
                     break
         out.append(d)
     return out
