@@ -88,7 +88,7 @@ LAYERS = {
     "loop": {"core", "faults", "substrates", "workload", "loop"},
     "spec": {"spec"},
     # `validate` and `describe`: read every kind of input and the catalogue, run nothing
-    "spec.describe": {"spec", "checks", "faults", "matrix", "variants"},
+    "spec.describe": {"spec", "checks", "faults", "matrix", "variants", "substrates", "protocols"},
     "folders": {"folders"},
     "report": {"core", "history", "checks", "metrics", "substrates", "report"},
     # the seed protocol's node, fuzzed and timed as it is (bench/protocols/seed/)

@@ -255,6 +255,26 @@ def test_describe_shows_the_whole_of_a_thing_and_both_things_of_one_name(
         "wire tap" in capsys.readouterr().out
 
 
+def test_describe_offers_the_substrates_that_take_a_scenario_besides_its_own(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The run line runs the scenario on its own mode (the default) and offers the other
+    substrates that would take it, each in its own words; an A2A or Parley scenario shows
+    no seed signature settings (it told a2a_quickstart, whose mode is sim, "--mode sim for
+    the simulator", and "auth loose (signature v1)" of nodes that sign nothing)."""
+    assert main(["describe", "a2a_quickstart"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "run: a2a-bench run scenarios/a2a_quickstart.toml   (--mode live for a real " \
+        "broker and nodes; --mode docker for containers)" in text
+    assert "mode sim\n" in text and "auth" not in text.split("expects")[0]
+    assert main(["describe", "quickstart"]) == EXIT_OK          # a live scenario of the seed
+    text = capsys.readouterr().out
+    assert "mode live, auth loose (signature v1)" in text
+    assert "(--mode sim for the simulator; --mode docker for containers)" in text
+    assert main(["describe", "parley_quickstart"]) == EXIT_OK   # nodes of their own: live only
+    assert "parley_quickstart.toml   (no other substrate runs it: --mode … says why)" in \
+        capsys.readouterr().out
+
+
 def test_runs_lists_run_folders_newest_first_and_keeps_the_newest(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import os

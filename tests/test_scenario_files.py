@@ -109,6 +109,22 @@ def test_unknown_scenario_and_variant_exit_3(capsys: pytest.CaptureFixture[str])
     assert "did you mean 'quickstart'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("topology", ["a2a-pair", "parley"])
+def test_an_auth_table_is_refused_where_the_nodes_sign_nothing(
+        tmp_path: Path, topology: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """[auth] sets the seed protocol's envelope signatures: on a topology of a protocol whose
+    nodes sign nothing it would change nothing, and a user who wrote `mode = "strict"` there
+    would believe it did (both ran as loose, silently, until 2026-12-07)."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'topology = "{topology}"\nmode = "sim"\n[auth]\nmode = "strict"\n')
+    assert main(["run", str(path)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert f"s.toml: auth: topology {topology!r} speaks " in err
+    assert "[auth] sets the signatures of the seed protocol" in err
+    path.write_text(f'topology = "{topology}"\nmode = "sim"\n')
+    assert load_scenario(path).topology.name == topology       # without it: as before
+
+
 def test_a_scenario_whose_topology_is_unknown_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "s.toml"
     path.write_text('topology = "nosuch"\ncolour = 1\n')

@@ -40,6 +40,10 @@ class ProtocolSpec:
     mqtt_why: str = ""
     #: its names for the bench's roles, beside "orchestrator" and "executor"
     roles: Mapping[str, Role] = field(default_factory=dict)
+    #: its nodes sign and check envelopes as a scenario's [auth] table sets them (mode,
+    #: signature version, keys); a scenario of a topology of a protocol that does not is
+    #: refused an [auth] table (it would change nothing)
+    envelope_auth: bool = False
     #: the topology table that holds its settings (None: it has none)
     section: str | None = None
     #: the node keys that are its own (a topology of another protocol may not use them)

@@ -13,7 +13,14 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.spec.scenario import SCENARIOS, TOPOLOGIES, load_scenario, load_topology, read_toml
+from bench.spec.scenario import (
+    SCENARIOS,
+    TOPOLOGIES,
+    Scenario,
+    load_scenario,
+    load_topology,
+    read_toml,
+)
 
 
 def validate(path: Path, known_checks: tuple[str, ...]) -> str:
@@ -80,13 +87,16 @@ def _scenario(name: str) -> str | None:
     if path is None or path.name.endswith(".matrix.toml"):
         return None
     from bench.checks import checkers, checkers_for
+    from bench.protocols import protocol
     s = load_scenario(path, known_checks=tuple(checkers()))
+    auth = f", auth {s.auth.mode.value} (signature v{s.auth.signature.value})" \
+        if protocol(s.topology.protocol).envelope_auth else ""
     out = [f"scenario {s.name} ({path})", _wrap(s.description),
            f"  topology {s.topology.name} ({len(s.topology.nodes)} nodes: "
            f"{', '.join(n.id for n in s.topology.nodes)}), broker model "
            f"{s.topology.broker.value}",
            f"  {s.duration_ms / 1000:g} s + drain {s.drain_ms / 1000:g} s, seed {s.seed}, "
-           f"mode {s.mode.value}, auth {s.auth.mode.value} (signature v{s.auth.signature.value})",
+           f"mode {s.mode.value}{auth}",
            f"  workload: {s.workload.rate_per_s:g} requests/s"]
     for f in s.faults:
         until = "the end" if f.duration_ms is None else f"{(f.at_ms + f.duration_ms) / 1000:g} s"
@@ -110,11 +120,23 @@ def _scenario(name: str) -> str | None:
                 f"not show it: {why}" for k, why in sorted(gaps.items())]
     if s.sim_only:
         out.append(f"  simulation only: {s.sim_only}")
-    out.append(f"  run: a2a-bench run {path}" + (
-        " --mode sim" if s.sim_only else
-        "   (live or in docker: the simulator has none of its nodes)" if s.command_nodes else
-        "   (--mode sim for the simulator)"))
+    out.append(f"  run: {_run_line(s, path)}")
     return "\n".join(out)
+
+
+def _run_line(s: Scenario, path: Path) -> str:
+    """How to run `s`: on its own mode (the default) if that substrate takes it, else on the
+    first that does; then the other substrates that take it, each as it offers itself."""
+    from bench.substrates import Choice, Mode, substrate
+    takes = [m for m in Mode if substrate(m).refusal(s, Choice()) is None]
+    if not takes:
+        return f"a2a-bench run {path}   (no substrate runs it without flags: see --help)"
+    first = s.mode if s.mode in takes else takes[0]
+    line = f"a2a-bench run {path}" + ("" if first is s.mode else f" --mode {first.value}")
+    others = [substrate(m).offer for m in takes if m is not first]
+    if not others:     # the one place it runs: the refusals say why the others do not
+        return line + "   (no other substrate runs it: --mode … says why)"
+    return line + f"   ({'; '.join(others)})"
 
 
 def _matrix(name: str) -> str | None:

@@ -520,6 +520,12 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         alt = path.parent / topo_path
         topo_path = alt if alt.exists() else topo_path
     topo = load_topology(topo_path)
+    spoken = protocol(topo.protocol)
+    if "auth" in raw and not spoken.envelope_auth:
+        signing = [p.title for p in protocols().values() if p.envelope_auth]
+        raise SpecError(f"{f}: auth: topology {topo.name!r} speaks {spoken.title}, whose "
+                        f"nodes sign and check no envelopes: [auth] sets the signatures of "
+                        f"{' and '.join(signing)} (remove the table)")
     auth_t = _Table(raw.get("auth", {}), f"{f}: auth",
                     {"mode", "signature", "keys", "signature_by_node"})
     by_node_raw = auth_t.raw.get("signature_by_node", {})
@@ -579,7 +585,6 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         reject_fraction=w.number("reject_fraction", 0.0, high=1.0),
         gate_timeout_ms=int(w.number("gate_timeout_ms", 20_000, low=1)),
         gate_on_timeout=w.choice("gate_on_timeout", ("reject", "fail"), "reject"))
-    spoken = protocol(topo.protocol)
     for key in sorted(k for p in protocols().values() for k in p.workload_keys):
         if getattr(workload, key) > 0 and key not in spoken.workload_keys:
             owner = owner_of_workload_key(key)

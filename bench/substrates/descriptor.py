@@ -75,6 +75,9 @@ class Substrate(Protocol):
     #: each line flushed as it is written). A run killed outright loses at most that much
     #: of its history; a simulation's seed replays it
     history_flush_s: float | None
+    #: how `describe` offers this substrate to a scenario that runs on another by default
+    #: (its `mode` key): the flag and what it gives
+    offer: str
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         """Why this substrate cannot run `scenario` with `choice`, in one line, or None."""

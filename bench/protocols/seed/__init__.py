@@ -11,7 +11,7 @@ from bench.protocols import ProtocolSpec
 from bench.spec.topology import MqttVersion
 
 SPEC = ProtocolSpec(
-    "seed", "the seed protocol", (MqttVersion.V311, MqttVersion.V5),
+    "seed", "the seed protocol", (MqttVersion.V311, MqttVersion.V5), envelope_auth=True,
     optional_subjects={
         "relay_integrity": lambda w, t: w.stream_events > 0,
         "relay_locality": lambda w, t: w.stream_events > 0,

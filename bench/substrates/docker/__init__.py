@@ -43,6 +43,7 @@ class Docker(Placed):
     mode = Mode.DOCKER
     hosting = "container"
     place_name = "docker"
+    offer = "--mode docker for containers"
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         own = own_nodes_refusal(scenario, runs_commands=False, runs_images=True)

@@ -118,6 +118,7 @@ class Hosts(Placed):
     mode = Mode.HOSTS
     hosting = "hosts"
     place_name = "hosts"
+    offer = "--mode hosts --hosts FILE across hosts"
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         own = own_nodes_refusal(scenario, runs_commands=False, runs_images=False)

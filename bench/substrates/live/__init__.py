@@ -154,6 +154,7 @@ class Live:
     timers_late_ms = TIMERS_LATE_MS
     records_late_ms = RECORDS_LATE_MS
     history_flush_s: float | None = None
+    offer = "--mode live for a real broker and nodes"
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         own = own_nodes_refusal(scenario, runs_commands=True, runs_images=False)

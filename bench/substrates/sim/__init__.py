@@ -41,6 +41,7 @@ class Sim:
     records_late_ms = 0.0
     #: a million lines a minute: flushed four times a second, not each (bench.history)
     history_flush_s = 0.25
+    offer = "--mode sim for the simulator"
 
     def refusal(self, scenario: Scenario, choice: Choice) -> str | None:
         if choice.wire_tap:
