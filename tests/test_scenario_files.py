@@ -125,6 +125,22 @@ def test_an_auth_table_is_refused_where_the_nodes_sign_nothing(
     assert load_scenario(path).topology.name == topology       # without it: as before
 
 
+@pytest.mark.parametrize("key, value", [("process_fraction", "0.5"),
+                                        ("group_event_rate_per_s", "2"),
+                                        ("tabs_per_conversation", "2")])
+@pytest.mark.parametrize("topology", ["a2a-pair", "parley"])
+def test_a_seed_workload_is_refused_on_another_protocols_topology(
+        tmp_path: Path, topology: str, key: str, value: str) -> None:
+    """Process instances, scene groups' events and the relay's tabs are things only the
+    seed's nodes do: an A2A or Parley run given them sent nothing of the kind and said so
+    nowhere (process_fraction = 0.5 on a2a-pair ran 9 plain requests, 2026-12-07)."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'topology = "{topology}"\n[workload]\n{key} = {value}\n')
+    with pytest.raises(SpecError, match=rf"s.toml: workload.{key}=[0-9.]+: a workload of the "
+                                        rf"seed protocol; topology '{topology}' speaks"):
+        load_scenario(path)
+
+
 def test_a_scenario_whose_topology_is_unknown_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "s.toml"
     path.write_text('topology = "nosuch"\ncolour = 1\n')

@@ -12,6 +12,11 @@ from bench.spec.topology import MqttVersion
 
 SPEC = ProtocolSpec(
     "seed", "the seed protocol", (MqttVersion.V311, MqttVersion.V5), envelope_auth=True,
+    # what only its nodes do: process instances with their gates (seed 003), scene groups'
+    # multicast events and the relay's watching tabs (seed 002); another protocol's nodes
+    # would be sent none of it, and the run would say nothing
+    workload_keys=frozenset({"process_fraction", "group_event_rate_per_s",
+                             "tabs_per_conversation"}),
     optional_subjects={
         "relay_integrity": lambda w, t: w.stream_events > 0,
         "relay_locality": lambda w, t: w.stream_events > 0,
