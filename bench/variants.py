@@ -32,11 +32,13 @@ from bench.core.config import NodeConfig
 from bench.core.effects import Effects
 from bench.core.envelope import Envelope, Header, Json, canonical_json, encode
 from bench.core.inputs import MessageReceived, Restored, Started, TaskFinished, TimerKind
+from bench.protocols.a2a_mqtt import SPEC as A2A_SPEC
 from bench.protocols.a2a_mqtt import responder as a2m_responder
 from bench.protocols.a2a_mqtt.io import Effects as ProfileEffects
 from bench.protocols.a2a_mqtt.requester import Operation, Phase, Requester
 from bench.protocols.a2a_mqtt.responder import Responder
 from bench.protocols.a2a_mqtt.wire import Call, ErrorCode, Method, Props, Refusal, status_item
+from bench.protocols.seed import SPEC as SEED_SPEC
 from bench.protocols.seed.directory import Resolution, Route, Target
 from bench.protocols.seed.gate import Gate, Gates
 from bench.protocols.seed.instance import Instance, InstanceEvent, InstanceStatus
@@ -368,6 +370,20 @@ class Variant:
         defect = next((c for c in (self.responder, self.requester)
                        if c not in (Responder, Requester)), self.node_class)
         return " ".join((defect.__doc__ or "").split())
+
+    @property
+    def alters(self) -> tuple[str, frozenset[str]] | None:
+        """The protocol whose reference nodes this defect replaces (its `ProtocolSpec.name`)
+        and the roles of those it replaces ("orchestrator", "executor"); None: the
+        reference, which replaces nothing."""
+        roles = frozenset(role for role, cls, reference in (
+            ("executor", self.responder, Responder), ("orchestrator", self.requester, Requester))
+            if cls is not reference)
+        if roles:
+            return A2A_SPEC.name, roles
+        if self.node_class is not Node:
+            return SEED_SPEC.name, frozenset({"orchestrator", "executor"})
+        return None
 
     def core_for(self, config: NodeConfig) -> Callable[[NodeConfig], Any]:
         """What a host starts for this node: the variant's seed node, or, on an

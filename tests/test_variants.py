@@ -91,3 +91,49 @@ def test_a_bug_that_breaks_a_whole_class_of_work_is_false_not_unknown(tmp_path: 
     assert verdicts["duplicate_execution"].value is Value.UNKNOWN
     loss = verdicts["silent_loss"]
     assert loss.value is Value.FALSE and loss.rules["driven_requests_get_through"]["violations"]
+
+
+def test_every_defect_alters_the_protocol_of_the_scenario_that_shows_it() -> None:
+    """`Variant.alters` names the protocol whose reference node a defect replaces: each
+    defect's own scenario speaks it, so no defect is refused where it is shown."""
+    from bench.substrates import variant_refusal
+    assert REFERENCE.alters is None
+    for defect in DEFECTS:
+        scenario = load_scenario(SCENARIOS / f"{defect.scenario}.toml")
+        assert defect.alters is not None and defect.alters[0] == scenario.topology.protocol
+        assert variant_refusal(defect, scenario) is None, defect.name
+
+
+def test_a_defect_no_node_would_run_is_refused_not_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A seed node's defect on an A2A or Parley topology ran the reference A2A nodes (or the
+    library's own) and its report and replay line named the defect (2026-12-07); so did an
+    A2A responder's defect where every responder is a program of its own."""
+    from bench.cli import EXIT_INVALID, main
+    from bench.matrix import load_matrix
+    from bench.spec.distribution import SpecError
+    for argv, says in (
+            (["a2a_quickstart", "--variant", "strict_trusts_claims"],
+             "--variant strict_trusts_claims is a defect of the seed protocol's reference "
+             "node; topology 'a2a-pair' speaks A2A over MQTT"),
+            (["quickstart", "--mode", "sim", "--variant", "a2m_token_on_sends_only"],
+             "is a defect of A2A over MQTT's reference node; topology 'star' speaks the seed"),
+            (["parley_quickstart", "--variant", "memory_dedup_60s"],
+             "topology 'parley' speaks Parley v1"),
+            (["a2a_quickstart", "--mode", "live", "--variant", "a2m_dedup_in_memory",
+              "--node-command", "responder=python3 examples/a2a-responder/responder.py"],
+             "replaces the reference node of tax-1, tax-2, and each runs a program of its own "
+             "here: no node would run the defect")):
+        assert main(["run", *argv, "--out", str(tmp_path / "never")]) == EXIT_INVALID
+        assert says in capsys.readouterr().err
+        assert not (tmp_path / "never").exists()
+    matrix = tmp_path / "m.matrix.toml"
+    matrix.write_text('[[group]]\nscenarios = ["quickstart", "a2a_quickstart"]\n'
+                      'variants = ["strict_trusts_claims"]\n')
+    with pytest.raises(SpecError, match="defect of the seed protocol's reference node; "
+                                        "topology 'a2a-pair'"):
+        load_matrix(matrix)
+    matrix.write_text('[[group]]\nvariants = ["strict_trusts_claims"]\n')   # "@all": left out
+    cells = load_matrix(matrix).cells
+    assert cells and {load_scenario(SCENARIOS / f"{c.scenario}.toml").topology.protocol
+                      for c in cells} == {"seed"}

@@ -199,7 +199,8 @@ def prepared(args: argparse.Namespace) -> Prepared | int:
                     wire_tap=args.wire_tap, node_commands=tuple(args.node_command),
                     node_images=tuple(args.node_image),
                     hosts=str(args.hosts) if args.hosts else None)
-    refusal = described.refusal(scenario, choice)
+    from bench.substrates import variant_refusal
+    refusal = described.refusal(scenario, choice) or variant_refusal(chosen, scenario)
     if refusal is not None:
         print(f"a2a-bench: {refusal}", file=sys.stderr)
         return EXIT_INVALID

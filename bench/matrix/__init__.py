@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.spec.distribution import SpecError
 from bench.spec.scenario import MODES, SCENARIOS, Scenario, find, load_scenario, read_toml
-from bench.substrates import BrokerRefused, Choice, Options, substrate
+from bench.substrates import BrokerRefused, Choice, Options, substrate, variant_refusal
 from bench.variants import VARIANTS
 
 #: a group's `brokers = ["@installed"]`: every broker its substrates start that is installed
@@ -88,10 +88,12 @@ def _texts(raw: dict[str, Any], key: str, where: str, default: list[Any]) -> lis
 
 
 def _unspoken(source: Path, mode: str, broker: str, hosting: str, version: str,
-              read: dict[tuple[Path, str], Scenario]) -> str | None:
-    """Why a cell's broker (or the simulator's model of one) cannot carry its MQTT version
-    — amqtt and the A2A scenarios, which speak 5 — or None; the substrate says which
-    broker the cell runs on. `read` keeps each scenario read once per version."""
+              read: dict[tuple[Path, str], Scenario], variant: str = "reference") -> str | None:
+    """Why a cell cannot run, or None: its broker (or the simulator's model of one) cannot
+    carry its MQTT version — amqtt and the A2A scenarios, which speak 5 — (the substrate
+    says which broker the cell runs on), or its variant is a defect no node of the scenario
+    would run (`bench.substrates.variant_refusal`). `read` keeps each scenario read once per
+    version."""
     if (source, "") not in read:
         read[source, ""] = load_scenario(source)    # a bad file is said, not skipped
     if (source, version) not in read:
@@ -101,7 +103,8 @@ def _unspoken(source: Path, mode: str, broker: str, hosting: str, version: str,
             return str(exc)
     described = substrate(mode)
     choice = described.cell_choice(broker, hosting)
-    refused = described.refusal(read[source, version], choice)
+    refused = described.refusal(read[source, version], choice) \
+        or variant_refusal(VARIANTS[variant], read[source, version])
     if refused is not None:       # e.g. nodes the simulator cannot run (a library's own)
         return refused
     scenario, options = described.prepare(read[source, version], choice)
@@ -232,7 +235,7 @@ def load_matrix(path: Path) -> Matrix:
                             source = Path(files[scenario]) if scenario in files \
                                 else SCENARIOS / f"{scenario}.toml"
                             refused = _unspoken(source, str(mode), broker, hosting, version,
-                                                spoken)
+                                                spoken, variant)
                             cell = Cell(name, scenario, variant,
                                         None if topo == "own" else str(topo),
                                         int(seed), str(mode), broker, hosting,

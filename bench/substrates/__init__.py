@@ -32,7 +32,7 @@ from bench.workload import Op
 
 __all__ = ["BrokerRefused", "Choice", "Deployment", "EnvironmentFailure", "Hosting", "Identity", "Mode", "Options",
            "RunLog", "SelfCheckFailed", "Substrate", "keyring", "node_configs",
-           "open_deployment", "substrate"]
+           "open_deployment", "substrate", "variant_refusal"]
 
 
 class Hosting(StrEnum):
@@ -220,6 +220,29 @@ def substrate(mode: Mode | str) -> Substrate:
     import importlib
     described: Substrate = importlib.import_module(PACKAGES[Mode(mode).value]).SUBSTRATE
     return described
+
+
+def variant_refusal(chosen: Variant, scenario: Scenario) -> str | None:
+    """Why `chosen` would change nothing in `scenario`, in one line, or None: a defect of
+    one protocol's reference node on a topology of another, or of nodes that all run a
+    program of their own there. Run anyway, the report and its replay line would name a
+    defect no node ran."""
+    alters = chosen.alters
+    if alters is None:
+        return None
+    name, roles = alters
+    topology = scenario.topology
+    spoken = protocol(topology.protocol)
+    if spoken.name != name:
+        return (f"--variant {chosen.name} is a defect of {protocol(name).title}'s reference "
+                f"node; topology {topology.name!r} speaks {spoken.title} (`a2a-bench list` "
+                "names each variant's scenario)")
+    replaced = [n for n in topology.nodes if n.role.value in roles]
+    if replaced and all(n.external for n in replaced):
+        return (f"--variant {chosen.name} replaces the reference node of "
+                f"{', '.join(n.id for n in replaced)}, and each runs a program of its own "
+                "here: no node would run the defect")
+    return None
 
 
 def open_deployment(mode: Mode, scenario: Scenario, variant: Variant, recorder: Recorder,

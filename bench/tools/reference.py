@@ -345,7 +345,10 @@ def variants_page() -> str:
                  f"The reference node and every seeded defect `--variant` runs instead of it: "
                  f"{len(VARIANTS) - 1} defects (from `bench.variants.VARIANTS`), each with the "
                  "checker that must turn FALSE on it and the scenario (in `scenarios/`) that "
-                 "shows it.",
+                 "shows it. A defect replaces one protocol's reference node: `run` refuses it "
+                 "(exit 3) on a topology of another protocol, or where every node it would "
+                 "replace runs a program of its own, and a matrix leaves such cells out of "
+                 "`@all`.",
                  [*_table(("variant", "caught by", "scenario", "seed ref", "the defect"), rows),
                   "", "## Seeded broker defects", "",
                   f"The simulated broker with one defect each ({len(BROKER_DEFECTS)}, from "
