@@ -323,6 +323,16 @@ def test_a_simulation_copies_the_broker_it_is_told_to_and_expects_what_that_brok
     (["--mode", "docker", "--broker", "mqtt://127.0.0.1:1883"],
      "--mode docker runs its broker in a container: amqtt or mosquitto"),
     (["--mode", "docker", "--nodes", "process"], "in docker every node is a container"),
+    # flags for a broker by URL, given with one the bench starts itself: they changed
+    # nothing and said so nowhere (2026-12-07)
+    (["--mode", "live", "--no-isolation"], "--no-isolation: for a broker by URL (--broker "
+     "mqtt://…); the bench starts amqtt itself"),
+    (["--mode", "live", "--broker", "mosquitto", "--broker-restart-command", "true"],
+     "--broker-restart-command: for a broker by URL (--broker mqtt://…); the bench starts "
+     "mosquitto itself"),
+    (["--mode", "docker", "--no-isolation", "--broker-restart-command", "true"],
+     "--broker-restart-command, --no-isolation: for a broker by URL (--mode live); --mode "
+     "docker starts its own broker in a container"),
     (["--mode", "live", "--mqtt", "5", "--broker", "amqtt"],
      "MQTT 5 on amqtt: it speaks MQTT 3.1.1 only"),
     (["--mode", "docker", "--mqtt", "5", "--broker", "amqtt"],

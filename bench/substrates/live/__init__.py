@@ -22,6 +22,7 @@ from bench.substrates.descriptor import (
     SWARM_IS_DOCKERS,
     Choice,
     Identity,
+    flags_given,
     own_nodes_refusal,
 )
 from bench.substrates.live.kinds import KINDS
@@ -175,6 +176,10 @@ class Live:
         broker = choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt)
         if (refused := version_refusal(scenario, broker)) is not None:
             return refused
+        external = flags_given(choice, "restart_command", "no_isolation")
+        if broker in KINDS and external:
+            return (f"{', '.join(external)}: for a broker by URL (--broker mqtt://…); the "
+                    f"bench starts {broker} itself, for this run alone, and restarts it itself")
         if broker not in KINDS and not choice.restart_command:
             for spec in scenario.faults:
                 if spec.kind == "broker_restart":
