@@ -270,6 +270,9 @@ def test_describe_offers_the_substrates_that_take_a_scenario_besides_its_own(
     text = capsys.readouterr().out
     assert "mode live, auth loose (signature v1)" in text
     assert "(--mode sim for the simulator; --mode docker for containers)" in text
+    assert main(["describe", "star"]) == EXIT_OK     # a topology: its links, and whose they are
+    assert "links, simulated: latency uniform 0.5–3 ms (live, docker and hosts runs use the " \
+        "network" in capsys.readouterr().out
     assert main(["describe", "parley_quickstart"]) == EXIT_OK   # nodes of their own: live only
     assert "parley_quickstart.toml   (no other substrate runs it: --mode … says why)" in \
         capsys.readouterr().out

@@ -21,6 +21,7 @@ from bench.spec.scenario import (
     load_topology,
     read_toml,
 )
+from bench.spec.topology import LinkSpec
 
 
 def validate(path: Path, known_checks: tuple[str, ...]) -> str:
@@ -158,11 +159,24 @@ def _topology(name: str) -> str | None:
     t = load_topology(path)
     raw = read_toml(path)
     out = [f"topology {t.name} ({path}), broker model {t.broker.value}",
-           _wrap(str(raw.get("description", "")))]
+           _wrap(str(raw.get("description", ""))),
+           _wrap(f"links, simulated: {_link(t.link)} (live, docker and hosts runs use the "
+                 "network they run on; a scenario's link faults shape it)")]
     for n in t.nodes:
+        own = f"; link {_link(n.link)}" if n.link is not None else ""
         out.append(f"  {n.id:<14} {n.role:<13} namespace {n.namespace:<8} agents "
-                   f"{', '.join(n.agents) or '(none)'}")
-    return "\n".join(out)
+                   f"{', '.join(n.agents) or '(none)'}{own}")
+    return "\n".join(line for line in out if line)
+
+
+def _link(link: LinkSpec) -> str:
+    """A link as `describe` says it: "latency uniform 0.5–3 ms, loss 0.01"."""
+    d = link.latency_ms
+    latency = {"fixed": lambda p: f"{p[0]:g} ms",
+               "uniform": lambda p: f"uniform {p[0]:g}–{p[1]:g} ms",
+               "exponential": lambda p: f"exponential, mean {p[0]:g} ms",
+               "lognormal": lambda p: f"lognormal, median {p[0]:g} ms, sigma {p[1]:g}"}[d.kind]
+    return f"latency {latency(d.params)}" + (f", loss {link.loss:g}" if link.loss else "")
 
 
 def _fault(name: str) -> str | None:
