@@ -41,6 +41,9 @@ def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
     ("[[faults]]\nkind = \"restart\"\nnode = \"e\"\ndown = 3\n", "faults[0]: unknown key(s) ['down']"),
     ("[[faults]]\nkind = \"restart\"\nnode = \"e\"\nat_s = 99\n", "faults[0].at_s=99 must be < duration_s"),
     ("duration_s = -1\n", "duration_s=-1 must be > 0"),
+    # MQTT 3.1.1 has no Session Expiry Interval: given, it was dropped without a word
+    ("session_expiry_s = 60\n", "session_expiry_s=60: the Session Expiry Interval is MQTT "
+                                "5's, and this run speaks 3.1.1 (mqtt = \"5\" asks for 5)"),
     ("[workload]\nrate_per_s = \"fast\"\n", "workload.rate_per_s='fast' must be a number"),
     ("[workload]\ntask_duration_ms = { dist = \"gamma\" }\n", "workload.task_duration_ms.dist='gamma'"),
     ("[workload]\ntask_duration_ms = { dist = \"uniform\", low = 5, high = 1 }\n", "low=5 must be <= high=1"),
@@ -139,6 +142,15 @@ def test_a_seed_workload_is_refused_on_another_protocols_topology(
     with pytest.raises(SpecError, match=rf"s.toml: workload.{key}=[0-9.]+: a workload of the "
                                         rf"seed protocol; topology '{topology}' speaks"):
         load_scenario(path)
+
+
+def test_a_session_expiry_on_mqtt_3_1_1_is_refused_from_the_flag_too(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """session_expired asks for a 2 s Session Expiry Interval on MQTT 5; --mqtt 3.1.1 would
+    run it with none (a 3.1.1 session is kept for ever) and judge an outage it never had."""
+    assert main(["run", "session_expired", "--mqtt", "3.1.1", "--mode", "sim"]) == EXIT_INVALID
+    assert "session_expired.toml: session_expiry_s=2: the Session Expiry Interval is MQTT " \
+        "5's, and this run speaks 3.1.1 (--mqtt 5 asks for 5)" in capsys.readouterr().err
 
 
 def test_a_scenario_whose_topology_is_unknown_names_the_file(tmp_path: Path) -> None:

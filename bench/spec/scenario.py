@@ -642,6 +642,12 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     if version not in protocol(topo.protocol).mqtt_versions:
         raise SpecError(f"{top.key('mqtt') if mqtt is None else '--mqtt'}={version.value!r}: "
                         f"topology {topo.name!r}: {protocol(topo.protocol).mqtt_why}")
+    if "session_expiry_s" in raw and version is not MqttVersion.V5:
+        # MQTT 3.1.1 has no Session Expiry Interval: its clean session is kept for ever
+        ask = "--mqtt 5" if mqtt is not None else 'mqtt = "5"'
+        raise SpecError(f"{top.key('session_expiry_s')}={raw['session_expiry_s']!r}: the "
+                        f"Session Expiry Interval is MQTT 5's, and this run speaks "
+                        f"{version.value} ({ask} asks for 5)")
     return Scenario(
         name=top.text("name", path.stem), description=str(raw.get("description", "")),
         topology=topo, mode=mode, seed=seed if seed is not None else top.integer("seed", 1),
