@@ -41,6 +41,14 @@ def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
     ("[[faults]]\nkind = \"restart\"\nnode = \"e\"\ndown = 3\n", "faults[0]: unknown key(s) ['down']"),
     ("[[faults]]\nkind = \"restart\"\nnode = \"e\"\nat_s = 99\n", "faults[0].at_s=99 must be < duration_s"),
     ("duration_s = -1\n", "duration_s=-1 must be > 0"),
+    # a checker that never judges this protocol's runs: expected, it was never there to
+    # differ, and the run passed (2026-12-07)
+    ("[expect]\na2a_requests = \"false\"\n", "s.toml: expect.a2a_requests: a2a_requests "
+                                               "judges runs of A2A over MQTT; topology 't' "
+                                               "speaks the seed protocol"),
+    ("[expect.mosquitto]\nparley_handler = \"false\"\n", "expect.mosquitto.parley_handler: "
+                                                           "parley_handler judges runs of "
+                                                           "Parley v1"),
     # MQTT 3.1.1 has no Session Expiry Interval: given, it was dropped without a word
     ("session_expiry_s = 60\n", "session_expiry_s=60: the Session Expiry Interval is MQTT "
                                 "5's, and this run speaks 3.1.1 (mqtt = \"5\" asks for 5)"),
@@ -72,10 +80,10 @@ def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
      "faults[0].method='replay' must be one of ['redeliver', 'withhold_puback', 'duplicate_publish']"),
 ])
 def test_bad_scenario_names_file_and_key(tmp_path: Path, body: str, needle: str) -> None:
-    from bench.checks import checkers
+    from bench.checks import judging
     path = write(tmp_path, body)
     with pytest.raises(SpecError) as exc:
-        load_scenario(path, known_checks=tuple(checkers()))
+        load_scenario(path, known_checks=judging())
     assert needle in str(exc.value)
     assert "s.toml" in str(exc.value)
 

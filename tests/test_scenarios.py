@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.checks import checkers
+from bench.checks import judging
 from bench.run import EXIT_OK, run_scenario
 from bench.spec.scenario import SCENARIOS, load_scenario
 from bench.tools.golden import differences, hashes_of, recorded
@@ -27,7 +27,7 @@ def test_only_parley_scenarios_are_live_only() -> None:
 
 @pytest.mark.parametrize("path", SIMULATED, ids=lambda p: p.stem)
 def test_scenario_passes_on_the_reference(tmp_path: Path, path: Path) -> None:
-    scenario = load_scenario(path, known_checks=tuple(checkers()))
+    scenario = load_scenario(path, known_checks=judging())
     result = run_scenario(scenario, REFERENCE, tmp_path, mode="sim")
     wrong = {v.name: (v.value.value, v.counterexamples[:2], v.note)
              for v in result.verdicts if v.value.value != scenario.expect.get(v.name, "true")}

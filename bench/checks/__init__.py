@@ -311,6 +311,12 @@ def protocol_judged(names: Iterable[str]) -> str | None:
     return next((p for p in protocols() if given and set(checkers_for(p)) == given), None)
 
 
+def judging() -> dict[str, frozenset[str]]:
+    """Each checker's name and the protocols whose runs it judges: what a scenario's
+    [expect] may name (`bench.spec.scenario.load_scenario`'s `known_checks`)."""
+    return {k: frozenset(c.protocols) for k, c in checkers().items()}
+
+
 def checkers_for(protocol: str) -> dict[str, Checker]:
     """The checkers that judge histories of `protocol` (a run_started.protocol)."""
     return {k: v for k, v in checkers().items() if protocol in v.protocols}

@@ -126,13 +126,13 @@ def _describe(name: str) -> int:
 
 
 def _validate(files: list[Path]) -> int:
-    from bench.checks import checkers
+    from bench.checks import judging
     from bench.spec.describe import validate
     from bench.spec.distribution import SpecError
     worst = EXIT_OK
     for path in files:
         try:
-            print(f"ok   {validate(path, tuple(checkers()))}")
+            print(f"ok   {validate(path, judging())}")
         except SpecError as exc:
             print(f"a2a-bench: {exc}", file=sys.stderr)
             worst = EXIT_INVALID

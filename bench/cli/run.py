@@ -156,7 +156,7 @@ class Prepared:
 def prepared(args: argparse.Namespace) -> Prepared | int:
     """The scenario and deployment `deployment_arguments` describe, or the exit code once
     the one line saying why not is printed."""
-    from bench.checks import checkers
+    from bench.checks import judging
     from bench.spec.distribution import SpecError
     from bench.spec.scenario import SCENARIOS, find, load_scenario
     from bench.substrates import Choice, substrate
@@ -165,7 +165,7 @@ def prepared(args: argparse.Namespace) -> Prepared | int:
     try:
         path = find(args.scenario, SCENARIOS, "scenario")
         scenario = load_scenario(path, topology=args.topology, seed=args.seed,
-                                 known_checks=tuple(checkers()), mqtt=args.mqtt)
+                                 known_checks=judging(), mqtt=args.mqtt)
         chosen = variant(args.variant)
     except (SpecError, KeyError) as exc:
         print(f"a2a-bench: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)

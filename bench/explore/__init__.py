@@ -82,7 +82,7 @@ def write_draft(d: Draft, folder: Path, name: str) -> Path:
 
 def trial(index: int, d: Draft, folder: Path, variant_name: str) -> Trial:
     """Write the draft, load it as any scenario is loaded, run it in sim and judge it."""
-    from bench.checks import checkers
+    from bench.checks import judging
     from bench.run import run_scenario
     from bench.spec.scenario import load_scenario
     from bench.variants import variant
@@ -90,7 +90,7 @@ def trial(index: int, d: Draft, folder: Path, variant_name: str) -> Trial:
     start = time.perf_counter()
     path = write_draft(d, folder, "scenario")
     try:
-        scenario = load_scenario(path, known_checks=tuple(checkers()))
+        scenario = load_scenario(path, known_checks=judging())
     except SpecError as exc:
         return Trial(index, str(folder), (), {}, 0.0, invalid=str(exc))
     signal.signal(signal.SIGALRM, _alarm)

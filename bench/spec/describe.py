@@ -10,7 +10,7 @@ checker or variant — `list` shows one line of each.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bench.spec.scenario import (
@@ -24,7 +24,7 @@ from bench.spec.scenario import (
 from bench.spec.topology import LinkSpec
 
 
-def validate(path: Path, known_checks: tuple[str, ...]) -> str:
+def validate(path: Path, known_checks: Mapping[str, frozenset[str]]) -> str:
     """One line on what the file holds; SpecError (naming file and key) if it is wrong."""
     if path.name.endswith(".matrix.toml"):
         from bench.matrix import load_matrix
@@ -87,9 +87,9 @@ def _scenario(name: str) -> str | None:
     path = _file(name, SCENARIOS)
     if path is None or path.name.endswith(".matrix.toml"):
         return None
-    from bench.checks import checkers, checkers_for
+    from bench.checks import checkers_for, judging
     from bench.protocols import protocol
-    s = load_scenario(path, known_checks=tuple(checkers()))
+    s = load_scenario(path, known_checks=judging())
     auth = f", auth {s.auth.mode.value} (signature v{s.auth.signature.value})" \
         if protocol(s.topology.protocol).envelope_auth else ""
     out = [f"scenario {s.name} ({path})", _wrap(s.description),

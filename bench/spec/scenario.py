@@ -504,7 +504,12 @@ def _humans(raw: Any, where: str) -> tuple[tuple[str, float], ...]:
 
 
 def load_scenario(path: Path, *, topology: str | None = None, seed: int | None = None,
-                  known_checks: tuple[str, ...] = (), mqtt: str | None = None) -> Scenario:
+                  known_checks: tuple[str, ...] | Mapping[str, frozenset[str]] = (),
+                  mqtt: str | None = None) -> Scenario:
+    """The scenario at `path` (its topology `topology` if given), or SpecError naming the
+    file and the key. `known_checks`: the checkers an [expect] may name — each with the
+    protocols whose runs it judges (`bench.checks.judging()`), so that a checker that never
+    judges this topology's runs is refused, not expected of a run that cannot give it."""
     f = _display(path)
     raw = read_toml(path)
     top = _Table(raw, f + ": ", {"name", "description", "topology", "mode", "seed", "duration_s",
@@ -636,6 +641,16 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     for b in gaps_t.raw:
         t = _Table(gaps_t.raw[b], f"{f}: unmodelled.{b}", checks)
         unmodelled[b] = {k: t.text(k) for k in t.raw}
+    judges = known_checks if isinstance(known_checks, Mapping) else {}
+    for table, named in (("expect", expect_t.raw), *((f"expect.{b}", v) for b, v in
+                                                     by_broker.items()),
+                         *((f"unmodelled.{b}", v) for b, v in unmodelled.items())):
+        for k in named:
+            if k in judges and topo.protocol not in judges[k]:
+                # expected of a run it never judges, the verdict is never there to differ
+                raise SpecError(f"{f}: {table}.{k}: {k} judges runs of "
+                                f"{' and '.join(sorted(protocol(p).title for p in judges[k]))}; "
+                                f"topology {topo.name!r} speaks {spoken.title}")
     drain_default = workload.request_timeout_ms / 1000 + 5
     mode = Mode(top.choice("mode", MODES, DEFAULT_MODE))
     version = MqttVersion(mqtt) if mqtt is not None else _mqtt_version(top, topo.mqtt.value)
