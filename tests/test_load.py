@@ -166,6 +166,10 @@ def test_an_interrupted_ramp_keeps_the_steps_that_ran(
 @pytest.mark.parametrize(("argv", "said"), [
     (["--rates", "10,x"], "--rates=10,x: expected rates separated by commas"),
     (["--rates", "10,0"], "--rates=10,0: expected rates above 0"),
+    # a ramp is rising, and --rates lists it whole: the others were ignored (2026-12-07)
+    (["--rates", "20,10"], "--rates=20,10: expected each rate above the one before"),
+    (["--rates", "10,20", "--factor", "3", "--max-rate", "40"],
+     "--factor, --max-rate: given with --rates, which lists every step's rate"),
     (["--factor", "1"], "--factor=1: expected a factor above 1"),
     (["--start", "10", "--max-rate", "5"], "--max-rate=5: expected at least --start (10)"),
     (["--hold-s", "0"], "expected a warm-up of 0 or more and a hold above 0 seconds"),

@@ -56,7 +56,7 @@ def add_load(sub: Sub) -> None:
     ramp.add_argument("--start", type=float, metavar="R",
                       help="the first step's rate (default: the scenario's own: its rate_per_s "
                            "times its requesters)")
-    ramp.add_argument("--factor", type=float, default=2.0,
+    ramp.add_argument("--factor", type=float,
                       help="each step's rate over the one before (default 2)")
     ramp.add_argument("--max-rate", type=float, metavar="R",
                       help=f"the last step's rate at most (default {SPAN:g} × --start)")
@@ -96,17 +96,26 @@ def _plan(args: argparse.Namespace, first: float) -> list[float] | str:
             return f"--rates={args.rates}: expected rates separated by commas, e.g. 50,100,200"
         if not plan or any(r <= 0 for r in plan):
             return f"--rates={args.rates}: expected rates above 0"
+        if any(b <= a for a, b in zip(plan, plan[1:], strict=False)):
+            return (f"--rates={args.rates}: expected each rate above the one before (a ramp "
+                    "finds the knee rising)")
+        ramp = [f for f, v in (("--start", args.start), ("--factor", args.factor),
+                               ("--max-rate", args.max_rate)) if v is not None]
+        if ramp:
+            return (f"{', '.join(ramp)}: given with --rates, which lists every step's rate "
+                    "(give one or the other)")
         return plan
+    factor = 2.0 if args.factor is None else args.factor
     start = args.start if args.start is not None else first
     if start <= 0:
         return (f"--start: the scenario offers no requests of its own (rate_per_s "
                 f"{first:g}); give --start or --rates")
-    if args.factor <= 1:
-        return f"--factor={args.factor:g}: expected a factor above 1"
+    if factor <= 1:
+        return f"--factor={factor:g}: expected a factor above 1"
     most = args.max_rate if args.max_rate is not None else start * SPAN
     if most < start:
         return f"--max-rate={most:g}: expected at least --start ({start:g})"
-    return list(rates(start, args.factor, most))
+    return list(rates(start, factor, most))
 
 
 def _refusal(args: argparse.Namespace, ready: Prepared, plan: list[float]) -> str | None:
