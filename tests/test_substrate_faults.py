@@ -85,7 +85,8 @@ def scenario_file(tmp: Path, kind: str, params: dict[str, object]) -> Path:
     lines = [f'topology = "{"a2a-pair" if kind in ON_A2A else "star"}"', "seed = 3",
              "duration_s = 2.5", "drain_s = 20",
              *(['mqtt = "5"'] if kind in V5_ONLY else []),
-             "[auth]", 'keys = "per-agent"',
+             # (the seed's envelope keys: A2A's nodes sign none, and its topology refuses them)
+             *(["[auth]", 'keys = "per-agent"'] if kind not in ON_A2A else []),
              "[workload]", "rate_per_s = 8", "request_timeout_ms = 2000",
              "[[faults]]", f'kind = "{kind}"', "at_s = 0.4", "duration_s = 1.4"]
     lines += [f"{k} = {_toml(v)}" for k, v in params.items()]
