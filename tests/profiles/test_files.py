@@ -148,6 +148,12 @@ def test_the_profiles_follow_ups_and_streams_are_drawn_and_the_seed_refuses_them
                                   "speaks the seed protocol"),
     ("a2a-pair", "malformed_envelope", "speaks to nodes of the seed protocol only; topology "
                                        "'a2a-pair' speaks A2A over MQTT"),
+    # what acts on the seed's directory, envelopes and keys: on a2a-pair directory_wipe
+    # "fired" and changed nothing, missing_reply_node never fired (2026-12-07)
+    ("a2a-pair", "directory_wipe", "speaks to nodes of the seed protocol only"),
+    ("a2a-pair", "missing_reply_node", "speaks to nodes of the seed protocol only"),
+    ("parley", "replay", "speaks to nodes of the seed protocol only; topology 'parley' "
+                         "speaks Parley v1"),
 ])
 def test_a_protocols_hostile_inputs_on_another_protocols_topology_are_refused(
         tmp_path: Path, topology_name: str, kind: str, says: str) -> None:

@@ -22,7 +22,14 @@ SPEC = ProtocolSpec(
         "relay_locality": lambda w, t: w.stream_events > 0,
         "gate_integrity": lambda w, t: w.process_fraction > 0 and w.gate_fraction > 0,
         "context_isolation": lambda w, t: w.process_fraction > 0},
-    fault_kinds=frozenset({"malformed_envelope"}),
+    # its hostile input, and what acts on its directory, roster, envelopes and keys: on
+    # another protocol's nodes each would act on nothing they have (directory_wipe "fired"
+    # on a2a-pair and changed nothing; missing_reply_node never fired)
+    fault_kinds=frozenset({"malformed_envelope", "empty_directory", "directory_wipe",
+                           "ghost_announcement", "stale_roster", "forged_sender",
+                           "ledger_poisoning", "hostile_input", "replay", "tamper_payload",
+                           "tamper_routing", "tamper_headers", "key_rotation",
+                           "missing_reply_node"}),
     checkers="bench.protocols.seed.rules", startup="bench.protocols.seed.startup",
     explore="bench.protocols.seed.explore",
     conform="bench.protocols.seed.conform")
