@@ -48,6 +48,8 @@ class ProtocolSpec:
     section: str | None = None
     #: the node keys that are its own (a topology of another protocol may not use them)
     node_keys: frozenset[str] = frozenset()
+    #: the topology's top-level keys that are its own (likewise)
+    topology_keys: frozenset[str] = frozenset()
     #: the workload keys that ask for what only it does (a fraction above 0 of them, on a
     #: topology of another protocol, is refused)
     workload_keys: frozenset[str] = frozenset()
@@ -154,10 +156,12 @@ def owner_of_role(role: str) -> ProtocolSpec | None:
     return next((p for p in protocols().values() if role in p.roles), None)
 
 
-def owner_of_key(key: str, *, section: bool = False) -> ProtocolSpec | None:
-    """The protocol whose node key (or, `section`: topology table) `key` is."""
+def owner_of_key(key: str, *, section: bool = False, top: bool = False) -> ProtocolSpec | None:
+    """The protocol whose node key (`section`: topology table; `top`: top-level topology
+    key) `key` is."""
     return next((p for p in protocols().values()
-                 if (p.section == key if section else key in p.node_keys)), None)
+                 if (p.section == key if section else key in p.topology_keys if top
+                     else key in p.node_keys)), None)
 
 
 def owner_of_fault(kind: str) -> ProtocolSpec | None:

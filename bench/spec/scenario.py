@@ -343,6 +343,10 @@ def load_topology(path: Path) -> Topology:
                                   "protocol", *sections})
     directory = top.choice("directory", ("global", "namespace"), "global")
     spoken = protocol(top.text("protocol", DEFAULT_PROTOCOL), top.key("protocol"))
+    for key in set(raw) - spoken.topology_keys:
+        if (other := owner_of_key(key, top=True)) is not None:
+            raise SpecError(f"{top.key(key)}: a topology key of {other.title}; this topology "
+                            f"speaks {spoken.title}")
     for key in sections - {spoken.section}:
         if key in raw:
             owner = owner_of_key(key, section=True)

@@ -58,6 +58,11 @@ def test_an_a2a_topology_speaks_mqtt_5_with_requesters_and_responders(tmp_path: 
                                             "speaks MQTT 5 only"),
     (GOOD.replace('role = "requester"', 'role = "requester"\npool = "p"'),
      "nodes[0].pool: only a responder"),
+    # the seed's: its directory's scope and its scene groups (taken and unused, 2026-12-07)
+    ('directory = "namespace"\n' + GOOD, "directory: a topology key of the seed protocol; "
+                                         "this topology speaks A2A over MQTT"),
+    (GOOD.replace('role = "requester"', 'role = "requester"\nscene_groups = ["g1"]'),
+     "nodes[0].scene_groups: a node key of the seed protocol; this topology speaks A2A"),
 ])
 def test_a_wrong_a2a_topology_names_file_and_key(tmp_path: Path, text: str, says: str) -> None:
     with pytest.raises(SpecError, match="t.toml: " + says.replace("[", r"\[").replace("(", r"\(")):

@@ -12,6 +12,8 @@ from bench.spec.topology import MqttVersion
 
 SPEC = ProtocolSpec(
     "seed", "the seed protocol", (MqttVersion.V311, MqttVersion.V5), envelope_auth=True,
+    # whose announcements a node reads, and the scene groups its events go to: its own
+    topology_keys=frozenset({"directory"}), node_keys=frozenset({"scene_groups"}),
     # what only its nodes do: process instances with their gates (seed 003), scene groups'
     # multicast events and the relay's watching tabs (seed 002); another protocol's nodes
     # would be sent none of it, and the run would say nothing
