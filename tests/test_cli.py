@@ -568,3 +568,12 @@ def test_every_directory_the_scale_tool_accepts_is_one_a_topology_loads(tmp_path
         (tmp_path / "t.toml").write_text(topology_toml(120, directory))
         (tmp_path / "s.toml").write_text(scenario_toml(tmp_path / "t.toml", 120, 1.0))
         assert load_scenario(tmp_path / "s.toml").topology.directory == directory
+
+
+def test_compare_refuses_a_folder_given_twice(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One run beside itself would read as two runs that agree."""
+    run = tmp_path / "run"
+    run.mkdir()
+    assert main(["compare", str(run), str(tmp_path / "." / "run")]) == EXIT_INVALID
+    assert f"compare: {tmp_path / '.' / 'run'} is given twice" in capsys.readouterr().err

@@ -70,6 +70,11 @@ def _compare(args: argparse.Namespace) -> int:
     )
     from bench.report.fidelity import render as fidelity_report
     dirs: list[Path] = args.run_dirs
+    twice = next((d for i, d in enumerate(dirs)
+                  if any(d.resolve() == e.resolve() for e in dirs[:i])), None)
+    if twice is not None:      # it would be shown beside itself, as if two runs agreed
+        print(f"a2a-bench: compare: {twice} is given twice", file=sys.stderr)
+        return EXIT_INVALID
     try:
         if all(is_matrix(d) for d in dirs):
             if len(dirs) > 1:
