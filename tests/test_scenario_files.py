@@ -138,18 +138,38 @@ def test_an_auth_table_is_refused_where_the_nodes_sign_nothing(
 
 @pytest.mark.parametrize("key, value", [("process_fraction", "0.5"),
                                         ("group_event_rate_per_s", "2"),
-                                        ("tabs_per_conversation", "2")])
+                                        ("tabs_per_conversation", "2"),
+                                        ("misaddressed_fraction", "0.3"),
+                                        ("explicit_target_fraction", "0.3")])
 @pytest.mark.parametrize("topology", ["a2a-pair", "parley"])
 def test_a_seed_workload_is_refused_on_another_protocols_topology(
         tmp_path: Path, topology: str, key: str, value: str) -> None:
-    """Process instances, scene groups' events and the relay's tabs are things only the
-    seed's nodes do: an A2A or Parley run given them sent nothing of the kind and said so
-    nowhere (process_fraction = 0.5 on a2a-pair ran 9 plain requests, 2026-12-07)."""
+    """Process instances, scene groups' events, the relay's tabs and a request's
+    targetNodeId are things only the seed's nodes do: an A2A or Parley run given them sent
+    nothing of the kind and said so nowhere (process_fraction = 0.5 on a2a-pair ran 9 plain
+    requests; A2A's requester addresses agents, never a node; 2026-12-07)."""
     path = tmp_path / "s.toml"
     path.write_text(f'topology = "{topology}"\n[workload]\n{key} = {value}\n')
     with pytest.raises(SpecError, match=rf"s.toml: workload.{key}=[0-9.]+: a workload of the "
                                         rf"seed protocol; topology '{topology}' speaks"):
         load_scenario(path)
+
+
+@pytest.mark.parametrize("key", ["unknown_agent_fraction", "stream_events", "pool_fraction"])
+def test_what_parley_has_no_part_of_is_refused_on_its_topology(tmp_path: Path, key: str) -> None:
+    """A Parley command goes to its request topic whatever agent it names, its handler
+    streams no flow and serves no pool: an unknown agent's request ran and completed."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'topology = "parley"\n[workload]\n{key} = 1\n')
+    with pytest.raises(SpecError, match=rf"workload.{key}=1.*: a workload of A2A over MQTT.*; "
+                                        "topology 'parley' speaks Parley v1"):
+        load_scenario(path)
+    path.write_text(f'topology = "star"\n[workload]\n{key} = 1\n')
+    if key == "pool_fraction":        # A2A's alone
+        with pytest.raises(SpecError, match="a workload of A2A over MQTT; topology 'star'"):
+            load_scenario(path)
+    else:                              # the seed's too
+        assert getattr(load_scenario(path).workload, key) == 1
 
 
 def test_a_session_expiry_on_mqtt_3_1_1_is_refused_from_the_flag_too(

@@ -176,9 +176,9 @@ def conform_kits() -> list[tuple[ProtocolSpec, Any]]:
     return [(spec, kit) for spec in specs if (kit := spec.module("conform")) is not None]
 
 
-def owner_of_workload_key(key: str) -> ProtocolSpec | None:
-    """The protocol whose workload key `key` is."""
-    return next((p for p in protocols().values() if key in p.workload_keys), None)
+def owners_of_workload_key(key: str) -> list[ProtocolSpec]:
+    """The protocols whose workload key `key` is (a key two share is listed by both)."""
+    return [p for p in protocols().values() if key in p.workload_keys]
 
 
 # -- what a conform kit is made of (`ProtocolSpec.conform`) -----------------------------------

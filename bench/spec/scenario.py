@@ -21,7 +21,7 @@ from bench.protocols import DEFAULT as DEFAULT_PROTOCOL
 from bench.protocols import (
     owner_of_key,
     owner_of_role,
-    owner_of_workload_key,
+    owners_of_workload_key,
     protocol,
     protocols,
 )
@@ -596,10 +596,9 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         gate_on_timeout=w.choice("gate_on_timeout", ("reject", "fail"), "reject"))
     for key in sorted(k for p in protocols().values() for k in p.workload_keys):
         if getattr(workload, key) > 0 and key not in spoken.workload_keys:
-            owner = owner_of_workload_key(key)
-            assert owner is not None
+            owners = " and ".join(p.title for p in owners_of_workload_key(key))
             raise SpecError(f"{w.key(key)}={getattr(workload, key)!r}: a workload of "
-                            f"{owner.title}; topology {topo.name!r} speaks {spoken.title}")
+                            f"{owners}; topology {topo.name!r} speaks {spoken.title}")
     if workload.get_fraction + workload.cancel_fraction > 1.0:
         raise SpecError(f"{f}: workload: get_fraction + cancel_fraction must be at most 1")
     if workload.unknown_agent_fraction + workload.misaddressed_fraction \

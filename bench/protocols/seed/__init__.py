@@ -15,10 +15,14 @@ SPEC = ProtocolSpec(
     # whose announcements a node reads, and the scene groups its events go to: its own
     topology_keys=frozenset({"directory"}), node_keys=frozenset({"scene_groups"}),
     # what only its nodes do: process instances with their gates (seed 003), scene groups'
-    # multicast events and the relay's watching tabs (seed 002); another protocol's nodes
-    # would be sent none of it, and the run would say nothing
+    # multicast events, the relay's watching tabs (seed 002), a request's targetNodeId
+    # (A2A's requester addresses agents only); and what it shares with A2A over MQTT: an
+    # agent no roster has, streamed flows. A protocol's nodes that do none of it would be
+    # sent none of it, and the run would say nothing
     workload_keys=frozenset({"process_fraction", "group_event_rate_per_s",
-                             "tabs_per_conversation"}),
+                             "tabs_per_conversation", "misaddressed_fraction",
+                             "explicit_target_fraction", "unknown_agent_fraction",
+                             "stream_events", "thinking_fraction"}),
     optional_subjects={
         "relay_integrity": lambda w, t: w.stream_events > 0,
         "relay_locality": lambda w, t: w.stream_events > 0,
