@@ -274,7 +274,8 @@ def test_describe_offers_the_substrates_that_take_a_scenario_besides_its_own(
     assert "links, simulated: latency uniform 0.5–3 ms (live, docker and hosts runs use the " \
         "network" in capsys.readouterr().out
     assert main(["describe", "parley_quickstart"]) == EXIT_OK   # nodes of their own: live only
-    assert "parley_quickstart.toml   (no other substrate runs it: --mode … says why)" in \
+    assert "parley_quickstart.toml   (the one substrate that runs it: another --mode says " \
+        "why not)" in \
         capsys.readouterr().out
 
 

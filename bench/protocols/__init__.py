@@ -50,8 +50,9 @@ class ProtocolSpec:
     node_keys: frozenset[str] = frozenset()
     #: the topology's top-level keys that are its own (likewise)
     topology_keys: frozenset[str] = frozenset()
-    #: the workload keys that ask for what only it does (a fraction above 0 of them, on a
-    #: topology of another protocol, is refused)
+    #: the workload keys that ask for what its nodes do and another protocol's do not (a
+    #: key two protocols' nodes do is listed by both): above 0 on a topology of a protocol
+    #: that does not list it, refused
     workload_keys: frozenset[str] = frozenset()
     #: the module of what a deployment gives its nodes (None: nothing beyond the bench's
     #: own): `client_id(node, topology)`, `node_fields(node, scenario, run_id)` (NodeConfig

@@ -136,7 +136,7 @@ def _run_line(s: Scenario, path: Path) -> str:
     line = f"a2a-bench run {path}" + ("" if first is s.mode else f" --mode {first.value}")
     others = [substrate(m).offer for m in takes if m is not first]
     if not others:     # the one place it runs: the refusals say why the others do not
-        return line + "   (no other substrate runs it: --mode … says why)"
+        return line + "   (the one substrate that runs it: another --mode says why not)"
     return line + f"   ({'; '.join(others)})"
 
 
