@@ -578,3 +578,24 @@ def test_compare_refuses_a_folder_given_twice(
     run.mkdir()
     assert main(["compare", str(run), str(tmp_path / "." / "run")]) == EXIT_INVALID
     assert f"compare: {tmp_path / '.' / 'run'} is given twice" in capsys.readouterr().err
+
+
+def test_deploy_writes_each_protocols_topology_and_refuses_what_it_would_not_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A deployment is the topology with the default workload (the quickstart's, used here
+    once, is the seed's alone and refused a2a-pair); its broker is the one a run of the
+    topology starts (MQTT 5: mosquitto); a node of a program or an image of its own is
+    refused, not written as the reference node; a broker that cannot speak the topology's
+    MQTT version is refused, not written."""
+    import json
+    assert main(["deploy", "a2a-pair", "--compose", str(tmp_path / "a.yml")]) == EXIT_OK
+    doc = json.loads((tmp_path / "a.yml").read_text())
+    assert doc["services"]["broker"]["command"][0] == "mosquitto"
+    assert {"client-1", "tax-1", "tax-2"} <= set(doc["services"])
+    assert "the mosquitto broker" in capsys.readouterr().out
+    for argv, says in ((["parley"], "commander-1, handler-1 run a program or image of their "
+                                    "own"),
+                       (["a2a-pair", "--broker", "amqtt"], "MQTT 5 on amqtt")):
+        assert main(["deploy", *argv, "--compose", str(tmp_path / "b.yml")]) == EXIT_INVALID
+        assert says in capsys.readouterr().err
+        assert not (tmp_path / "b.yml").exists()

@@ -31,8 +31,9 @@ def add_deploy(sub: Sub) -> None:
                     "and take it down with `docker-compose -f FILE down`.",
         epilog="example:\n  a2a-bench deploy star --broker mosquitto --compose deploy/star.yml")
     dp.add_argument("topology", help="topology file or name (see `a2a-bench list`)")
-    dp.add_argument("--broker", choices=["amqtt", "mosquitto"], default="amqtt",
-                    help="the broker the Compose file runs (default: amqtt)")
+    dp.add_argument("--broker", choices=["amqtt", "mosquitto"],
+                    help="the broker the Compose file runs (default: what a run of the "
+                         "topology starts: amqtt, or mosquitto where it speaks MQTT 5)")
     dp.add_argument("--compose", metavar="FILE", required=True, type=Path,
                     help="the Compose file to write (specs/ and data/ go beside it)")
     dp.add_argument("--port", type=int, default=1883,
@@ -95,11 +96,12 @@ def _deploy(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"a2a-bench: --compose={args.compose}: {exc}", file=sys.stderr)
         return EXIT_INVALID
-    print(f"wrote {args.compose}: {len(doc['services']) - 1} nodes and the {args.broker} "
+    print(f"wrote {args.compose}: {len(doc['services']) - 1} nodes and the {doc['broker']} "
           f"broker on 127.0.0.1:{args.port}, image {tag()} (build it with "
           "`python -m bench.substrates.docker.image` if it is not there)\n"
           f"  up:   docker-compose -f {args.compose} up -d\n"
-          f"  run:  a2a-bench run quickstart --broker mqtt://127.0.0.1:{args.port}\n"
+          f"  run:  a2a-bench run SCENARIO --broker mqtt://127.0.0.1:{args.port}   (a scenario "
+          f"of {args.topology}'s protocol)\n"
           f"  down: docker-compose -f {args.compose} down")
     return EXIT_OK
 

@@ -10,22 +10,43 @@ which YAML reads as it is.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.spec.scenario import SCENARIOS, load_scenario
-from bench.substrates import node_configs
+from bench.spec.distribution import SpecError
+from bench.spec.scenario import load_scenario
+from bench.substrates import Choice, node_configs
+from bench.substrates.docker import SUBSTRATE
 from bench.substrates.docker.deployment import BROKER_PORT, broker_command
 from bench.substrates.docker.image import LABEL, PROJECT, tag
 from bench.substrates.live.control import LaunchSpec
 from bench.variants import REFERENCE
 
 
-def compose(topology: str, broker: str, path: Path, port: int = BROKER_PORT) -> dict[str, Any]:
-    """Write the Compose file at `path` (and the launch specs beside it); returns it."""
-    scenario = load_scenario(SCENARIOS / "quickstart.toml", topology=topology)
+def compose(topology: str, broker: str | None, path: Path,
+            port: int = BROKER_PORT) -> dict[str, Any]:
+    """Write the Compose file at `path` (and the launch specs beside it); returns it (its
+    `broker` key: the broker it runs), or SpecError if the docker substrate would not run
+    the topology on `broker` (None: the one a run of it starts), or a node of it is a
+    program or image of its own (every service here is the reference node)."""
     where = path.resolve().parent
+    with tempfile.TemporaryDirectory() as scratch:
+        # the topology alone, with the default workload: a deployment runs none of its own
+        # (the quickstart's, once used here, asks for processes and scene groups only the
+        # seed's nodes have, and is refused on another protocol's topology)
+        bare = Path(scratch) / "deploy.toml"
+        bare.write_text('name = "deploy"\n')
+        scenario = load_scenario(bare, topology=topology)
+    own = [*scenario.command_nodes, *scenario.image_nodes]
+    if own:
+        raise SpecError(f"{scenario.topology.source}: {', '.join(own)} run a program or image "
+                        "of their own (command = or image = in the topology): a deployment "
+                        "writes the bench's reference node for every node")
+    broker = broker or scenario.topology.broker.live_default_for(scenario.mqtt)
+    if (refused := SUBSTRATE.refusal(scenario, Choice(broker=broker))) is not None:
+        raise SpecError(refused.replace(f"{bare}: ", f"{scenario.topology.source}: "))
     specs, data = where / "specs", where / "data"
     specs.mkdir(parents=True, exist_ok=True)
     mount = {"type": "bind", "source": str(PROJECT), "target": str(PROJECT), "read_only": True}
@@ -53,4 +74,4 @@ def compose(topology: str, broker: str, path: Path, port: int = BROKER_PORT) -> 
                         {"type": "bind", "source": str(node_data), "target": str(node_data)}]}
     doc = {"version": "3.8", "services": services}
     path.write_text(json.dumps(doc, indent=2) + "\n")
-    return doc
+    return {**doc, "broker": broker}
