@@ -140,7 +140,12 @@ def test_an_auth_table_is_refused_where_the_nodes_sign_nothing(
                                         ("group_event_rate_per_s", "2"),
                                         ("tabs_per_conversation", "2"),
                                         ("misaddressed_fraction", "0.3"),
-                                        ("explicit_target_fraction", "0.3")])
+                                        ("explicit_target_fraction", "0.3"),
+                                        # set other than their defaults: A2A's requester
+                                        # keeps the profile's timeouts, and neither
+                                        # protocol's responder has a watchdog
+                                        ("request_timeout_ms", "300"),
+                                        ("task_timeout_ms", "100")])
 @pytest.mark.parametrize("topology", ["a2a-pair", "parley"])
 def test_a_seed_workload_is_refused_on_another_protocols_topology(
         tmp_path: Path, topology: str, key: str, value: str) -> None:

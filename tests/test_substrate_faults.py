@@ -87,7 +87,9 @@ def scenario_file(tmp: Path, kind: str, params: dict[str, object]) -> Path:
              *(['mqtt = "5"'] if kind in V5_ONLY else []),
              # (the seed's envelope keys: A2A's nodes sign none, and its topology refuses them)
              *(["[auth]", 'keys = "per-agent"'] if kind not in ON_A2A else []),
-             "[workload]", "rate_per_s = 8", "request_timeout_ms = 2000",
+             "[workload]", "rate_per_s = 8",
+             # (the seed requester's deadline: A2A's keeps the profile's own timeouts)
+             *(["request_timeout_ms = 2000"] if kind not in ON_A2A else []),
              "[[faults]]", f'kind = "{kind}"', "at_s = 0.4", "duration_s = 1.4"]
     lines += [f"{k} = {_toml(v)}" for k, v in params.items()]
     path = tmp / f"{kind}.toml"

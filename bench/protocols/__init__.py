@@ -51,8 +51,8 @@ class ProtocolSpec:
     #: the topology's top-level keys that are its own (likewise)
     topology_keys: frozenset[str] = frozenset()
     #: the workload keys that ask for what its nodes do and another protocol's do not (a
-    #: key two protocols' nodes do is listed by both): above 0 on a topology of a protocol
-    #: that does not list it, refused
+    #: key two protocols' nodes do is listed by both): set to other than its default on a
+    #: topology of a protocol that does not list it, refused
     workload_keys: frozenset[str] = frozenset()
     #: the module of what a deployment gives its nodes (None: nothing beyond the bench's
     #: own): `client_id(node, topology)`, `node_fields(node, scenario, run_id)` (NodeConfig

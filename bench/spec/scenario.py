@@ -594,8 +594,10 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         reject_fraction=w.number("reject_fraction", 0.0, high=1.0),
         gate_timeout_ms=int(w.number("gate_timeout_ms", 20_000, low=1)),
         gate_on_timeout=w.choice("gate_on_timeout", ("reject", "fail"), "reject"))
+    unset = WorkloadSpec()
     for key in sorted(k for p in protocols().values() for k in p.workload_keys):
-        if getattr(workload, key) > 0 and key not in spoken.workload_keys:
+        # set (to other than its default) on a topology whose nodes do not do it
+        if getattr(workload, key) != getattr(unset, key) and key not in spoken.workload_keys:
             owners = " and ".join(p.title for p in owners_of_workload_key(key))
             raise SpecError(f"{w.key(key)}={getattr(workload, key)!r}: a workload of "
                             f"{owners}; topology {topo.name!r} speaks {spoken.title}")

@@ -22,7 +22,11 @@ SPEC = ProtocolSpec(
     workload_keys=frozenset({"process_fraction", "group_event_rate_per_s",
                              "tabs_per_conversation", "misaddressed_fraction",
                              "explicit_target_fraction", "unknown_agent_fraction",
-                             "stream_events", "thinking_fraction"}),
+                             "stream_events", "thinking_fraction",
+                             # its requester's deadline and its executor's watchdog (A2A's
+                             # requester keeps the profile's own timeouts; Parley's adapters
+                             # set none)
+                             "request_timeout_ms", "task_timeout_ms"}),
     optional_subjects={
         "relay_integrity": lambda w, t: w.stream_events > 0,
         "relay_locality": lambda w, t: w.stream_events > 0,
