@@ -599,3 +599,23 @@ def test_deploy_writes_each_protocols_topology_and_refuses_what_it_would_not_run
         assert main(["deploy", *argv, "--compose", str(tmp_path / "b.yml")]) == EXIT_INVALID
         assert says in capsys.readouterr().err
         assert not (tmp_path / "b.yml").exists()
+
+
+def test_inputs_that_would_change_nothing_are_one_line_exit_3(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a sweep for inputs taken and then unused (2026-12-07): a gap declared for a
+    broker the simulator has no model of; a restart command for a broker the bench starts
+    (and restarts) itself; a results folder that is not there, read as one with no runs."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('topology = "star"\n[unmodelled.rabbitmq]\nqos1_delivery = "why"\n')
+    for argv, says in (
+            (["validate", str(scenario)], "unmodelled.rabbitmq: the simulator has no model of "
+                                          "rabbitmq (it models amqtt, mosquitto)"),
+            (["brokers", "--broker", "amqtt", "--broker-restart-command", "true"],
+             "--broker-restart-command: for a broker by URL (mqtt://…); the bench starts amqtt "
+             "itself"),
+            (["runs", "--results", str(tmp_path / "nope")], "no such folder"),
+            (["runs", "--results", str(scenario)], "not a folder")):
+        assert main(argv) == EXIT_INVALID, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], err

@@ -120,6 +120,13 @@ def _brokers(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_INVALID
 
+    if args.broker_restart_command and all("://" not in s for s in specs):
+        # the brokers the bench starts it restarts itself: the command would never run
+        print(f"a2a-bench: --broker-restart-command: for a broker by URL (mqtt://…); the bench "
+              f"starts {', '.join(specs)} itself and restarts {'it' if len(specs) == 1 else 'them'} "
+              "itself", file=sys.stderr)
+        return EXIT_INVALID
+
     def ca(spec: str) -> str | None:
         return args.broker_ca if spec.startswith("mqtts://") else None
     for spec in specs:   # every argument checked before anything is measured

@@ -112,6 +112,12 @@ def _runs(args: argparse.Namespace) -> int:
     if args.keep is not None and args.keep < 0:
         print(f"a2a-bench: --keep={args.keep} must be >= 0", file=sys.stderr)
         return EXIT_INVALID
+    if not args.results.is_dir() and (args.results != Path("results") or args.results.exists()):
+        # a folder named wrong would read as a folder with no runs in it
+        print(f"a2a-bench: runs --results={args.results}: "
+              f"{'not a folder' if args.results.exists() else 'no such folder'}",
+              file=sys.stderr)
+        return EXIT_INVALID
     found = find_runs(args.results)
     if args.keep is not None:
         gone = prune(found, args.keep)

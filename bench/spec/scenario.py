@@ -25,7 +25,7 @@ from bench.protocols import (
     protocol,
     protocols,
 )
-from bench.spec.brokers import CLIENT
+from bench.spec.brokers import BEHAVIOURS, CLIENT
 from bench.spec.distribution import Distribution, SpecError, parse_distribution
 from bench.spec.topology import (
     BrokerModel,
@@ -644,6 +644,10 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     gaps_t = _Table(raw.get("unmodelled", {}), f"{f}: unmodelled", set(BROKERS_BY_NAME))
     unmodelled = {}
     for b in gaps_t.raw:
+        if b not in BEHAVIOURS:       # a gap is a simulation's: of a broker it has a model of
+            raise SpecError(f"{f}: unmodelled.{b}: the simulator has no model of {b} (it "
+                            f"models {', '.join(m for m in BEHAVIOURS if m != 'generic')}), "
+                            "so no simulation of it has a gap to declare")
         t = _Table(gaps_t.raw[b], f"{f}: unmodelled.{b}", checks)
         unmodelled[b] = {k: t.text(k) for k in t.raw}
     judges = known_checks if isinstance(known_checks, Mapping) else {}
