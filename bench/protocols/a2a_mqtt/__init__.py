@@ -17,9 +17,13 @@ SPEC = ProtocolSpec(
     node_keys=frozenset({"pool", "hands_over_to", "pool_shared", "capacity"}),
     workload_keys=frozenset({"streaming_fraction", "get_fraction", "cancel_fraction",
                              "multi_turn_fraction", "pool_fraction",
+                             # when a GetTask or CancelTask follows its request (Parley's
+                             # cancels too)
+                             "follow_up_ms",
                              # shared with the seed protocol (an agent nobody serves; the
-                             # flow a streamed task sends)
-                             "unknown_agent_fraction", "stream_events", "thinking_fraction"}),
+                             # flow a streamed task sends; conversations, as contexts)
+                             "unknown_agent_fraction", "stream_events", "thinking_fraction",
+                             "conversations", "no_conversation_fraction"}),
     optional_subjects={
         "a2a_pools": lambda w, t: w.pool_fraction > 0,
         # bearer tokens: only where the topology's responders require them ([a2a.oauth])

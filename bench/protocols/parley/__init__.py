@@ -19,7 +19,7 @@ SPEC = ProtocolSpec(
     roles={"commander": Role.ORCHESTRATOR, "handler": Role.EXECUTOR},
     section="parley",
     # a command called off after it was sent (C7): the commander's cancel signal
-    workload_keys=frozenset({"cancel_fraction"}),
+    workload_keys=frozenset({"cancel_fraction", "follow_up_ms"}),
     deploy="bench.protocols.parley.deploy", settings="bench.protocols.parley.settings",
     checkers="bench.protocols.parley.rules", wire="bench.protocols.parley.wire",
     startup="bench.protocols.parley.startup", conform="bench.protocols.parley.clauses",

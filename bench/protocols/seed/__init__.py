@@ -26,7 +26,14 @@ SPEC = ProtocolSpec(
                              # its requester's deadline and its executor's watchdog (A2A's
                              # requester keeps the profile's own timeouts; Parley's adapters
                              # set none)
-                             "request_timeout_ms", "task_timeout_ms"}),
+                             "request_timeout_ms", "task_timeout_ms",
+                             # what shapes its process instances, gates and watching tabs
+                             "gate_fraction", "parallel_branches", "subflow_fraction",
+                             "step_duration_ms", "step_failure_rate", "step_retries",
+                             "humans", "reject_fraction", "gate_timeout_ms",
+                             "gate_on_timeout", "watched_fraction", "tab_churn",
+                             # conversations (A2A's contexts; Parley's commands have none)
+                             "conversations", "no_conversation_fraction"}),
     optional_subjects={
         "relay_integrity": lambda w, t: w.stream_events > 0,
         "relay_locality": lambda w, t: w.stream_events > 0,
