@@ -409,3 +409,22 @@ def test_the_matrix_report_reads_its_cells_without_matplotlib() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_topology_a_named_scenario_cannot_run_on_is_refused_when_the_matrix_loads(
+        tmp_path: Path) -> None:
+    """A group's `topologies` is read as `run --topology` reads it: the quickstart on a2a-pair
+    (its processes and gates are the seed's) validated, and every such cell failed when it
+    ran (2026-12-07). Named, it is refused at load; under "@all" the scenarios that cannot
+    run there are left out, as a version they do not speak is."""
+    from bench.matrix import load_matrix
+    from bench.spec.distribution import SpecError
+    path = tmp_path / "m.matrix.toml"
+    path.write_text('[[group]]\nscenarios = ["quickstart"]\ntopologies = ["a2a-pair"]\n')
+    with pytest.raises(SpecError, match=r"group\[0\]: .*quickstart.toml: workload\..*: a "
+                                        "workload of the seed protocol; topology 'a2a-pair'"):
+        load_matrix(path)
+    path.write_text('[[group]]\ntopologies = ["a2a-pair"]\n')
+    scenarios = {c.scenario for c in load_matrix(path).cells}
+    assert {"a2a_quickstart", "broker_restart"} <= scenarios     # what runs there, kept
+    assert not scenarios & {"quickstart", "gates", "streaming"}   # the seed's workloads, left out

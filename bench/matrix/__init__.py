@@ -88,26 +88,30 @@ def _texts(raw: dict[str, Any], key: str, where: str, default: list[Any]) -> lis
 
 
 def _unspoken(source: Path, mode: str, broker: str, hosting: str, version: str,
-              read: dict[tuple[Path, str], Scenario], variant: str = "reference") -> str | None:
-    """Why a cell cannot run, or None: its broker (or the simulator's model of one) cannot
-    carry its MQTT version — amqtt and the A2A scenarios, which speak 5 — (the substrate
-    says which broker the cell runs on), or its variant is a defect no node of the scenario
-    would run (`bench.substrates.variant_refusal`). `read` keeps each scenario read once per
-    version."""
-    if (source, "") not in read:
-        read[source, ""] = load_scenario(source)    # a bad file is said, not skipped
-    if (source, version) not in read:
+              read: dict[tuple[Path, str, str | None], Scenario], variant: str = "reference",
+              topology: str | None = None) -> str | None:
+    """Why a cell cannot run, or None: its scenario does not load on the cell's topology or
+    MQTT version (a workload or fault of another protocol's nodes, a version its protocol
+    does not speak), its broker (or the simulator's model of one) cannot carry its MQTT
+    version — amqtt and the A2A scenarios, which speak 5 — (the substrate says which
+    broker the cell runs on), or its variant is a defect no node of the scenario would run
+    (`bench.substrates.variant_refusal`). `read` keeps each scenario read once per version
+    and topology."""
+    if (source, "", None) not in read:
+        read[source, "", None] = load_scenario(source)    # a bad file is said, not skipped
+    key = (source, version, topology)
+    if key not in read:
         try:
-            read[source, version] = load_scenario(source, mqtt=version or None)
-        except SpecError as exc:   # a version its protocol does not speak
+            read[key] = load_scenario(source, topology=topology, mqtt=version or None)
+        except SpecError as exc:   # as `run --topology --mqtt` would refuse it
             return str(exc)
     described = substrate(mode)
     choice = described.cell_choice(broker, hosting)
-    refused = described.refusal(read[source, version], choice) \
-        or variant_refusal(VARIANTS[variant], read[source, version])
+    refused = described.refusal(read[key], choice) \
+        or variant_refusal(VARIANTS[variant], read[key])
     if refused is not None:       # e.g. nodes the simulator cannot run (a library's own)
         return refused
-    scenario, options = described.prepare(read[source, version], choice)
+    scenario, options = described.prepare(read[key], choice)
     ran_on = described.identity(scenario, options)
     return described.unspoken(scenario, ran_on.model or ran_on.broker)
 
@@ -127,7 +131,7 @@ def load_matrix(path: Path) -> Matrix:
                              if not p.name.endswith(".matrix.toml"))
     cells: list[Cell] = []
     skipped: list[tuple[Cell, str]] = []
-    spoken: dict[tuple[Path, str], Scenario] = {}    # each scenario read once per version
+    spoken: dict[tuple[Path, str, str | None], Scenario] = {}   # read once per version, topology
     for i, g in enumerate(groups):
         at = f"{where}: group[{i}]"
         if not isinstance(g, dict):
@@ -235,7 +239,8 @@ def load_matrix(path: Path) -> Matrix:
                             source = Path(files[scenario]) if scenario in files \
                                 else SCENARIOS / f"{scenario}.toml"
                             refused = _unspoken(source, str(mode), broker, hosting, version,
-                                                spoken, variant)
+                                                spoken, variant,
+                                                None if topo == "own" else str(topo))
                             cell = Cell(name, scenario, variant,
                                         None if topo == "own" else str(topo),
                                         int(seed), str(mode), broker, hosting,
