@@ -428,3 +428,22 @@ def test_a_topology_a_named_scenario_cannot_run_on_is_refused_when_the_matrix_lo
     scenarios = {c.scenario for c in load_matrix(path).cells}
     assert {"a2a_quickstart", "broker_restart"} <= scenarios     # what runs there, kept
     assert not scenarios & {"quickstart", "gates", "streaming"}   # the seed's workloads, left out
+
+
+def test_a_group_whose_nodes_no_cell_of_it_hosts_by_is_refused(tmp_path: Path) -> None:
+    """`nodes = ["process"]` in a group of simulated (or docker) cells was dropped: each cell
+    ran as it always does (2026-12-07). Given the default where it counts, it is taken."""
+    from bench.matrix import load_matrix
+    from bench.spec.distribution import SpecError
+    path = tmp_path / "m.matrix.toml"
+    for modes in ('["sim"]', '["docker"]'):
+        path.write_text(f'[[group]]\nscenarios = ["quickstart"]\nmodes = {modes}\n'
+                        'nodes = ["process"]\n')
+        with pytest.raises(SpecError, match=r"group\[0\]\.nodes=\['process'\]: no cell of "
+                                            "modes"):
+            load_matrix(path)
+    path.write_text('[[group]]\nscenarios = ["quickstart"]\nmodes = ["sim", "live"]\n'
+                    'nodes = ["process"]\n')
+    assert {c.nodes for c in load_matrix(path).cells} == {"inproc", "process"}
+    path.write_text('[[group]]\nscenarios = ["quickstart"]\nmodes = ["live"]\nnodes = ["inproc"]\n')
+    assert len(load_matrix(path).cells) == 1

@@ -222,6 +222,13 @@ def load_matrix(path: Path) -> Matrix:
         for h in hostings:
             if h not in HOSTINGS:
                 raise SpecError(f"{at}.nodes: {h!r} must be one of {list(HOSTINGS)}")
+        if "nodes" in g and all(
+                substrate(m).cells(brokers_of[m], sim_brokers, ["inproc"], None)
+                == substrate(m).cells(brokers_of[m], sim_brokers, ["process"], None)
+                for m in modes):
+            # each of its substrates hosts nodes one way whatever the group says
+            raise SpecError(f"{at}.nodes={hostings!r}: no cell of modes {modes!r} hosts its "
+                            "nodes by it (a live cell runs them inproc or as processes)")
         versions = [str(v) for v in _texts(g, "mqtt", at, [""])]
         for v in versions:
             if v not in ("", *MQTT_VERSIONS):
