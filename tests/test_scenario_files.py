@@ -78,6 +78,19 @@ def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
      "faults[0].live_method is now called method"),
     ("[[faults]]\nkind = \"qos1_redelivery\"\nmethod = \"replay\"\n",
      "faults[0].method='replay' must be one of ['redeliver', 'withhold_puback', 'duplicate_publish']"),
+    # a parameter the chosen method never reads (the shipped broker_redelivery and
+    # duplicate_publish carried them, 2026-12-07), and a method without the node it needs
+    ("[[faults]]\nkind = \"qos1_redelivery\"\nmethod = \"withhold_puback\"\nnode = \"e\"\n"
+     "probability = 0.5\n", "faults[0].probability: read only with method = 'redeliver' or "
+                            "'duplicate_publish'; method is 'withhold_puback' here"),
+    ("[[faults]]\nkind = \"qos1_redelivery\"\nmethod = \"duplicate_publish\"\nnode = \"e\"\n"
+     "delay_ms = 5\n", "faults[0].delay_ms: read only with method = 'redeliver'"),
+    ("[[faults]]\nkind = \"qos1_redelivery\"\nmethod = \"withhold_puback\"\n",
+     "faults[0]: method = 'withhold_puback' acts on one node's link: give the fault a node"),
+    ("[[faults]]\nkind = \"property_tampering\"\nnode = \"e\"\nkey = \"x\"\n",
+     "faults[0].key: read only with property = 'user_property'"),
+    ("[[faults]]\nkind = \"property_tampering\"\nnode = \"e\"\naction = \"add\"\n",
+     "faults[0]: action = \"add\" adds a User Property"),
 ])
 def test_bad_scenario_names_file_and_key(tmp_path: Path, body: str, needle: str) -> None:
     from bench.checks import judging

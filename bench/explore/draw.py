@@ -79,11 +79,24 @@ def _fault(rng: random.Random, kind: str, nodes: list[str], agents: list[str], d
     f: Table = {"kind": kind, "at_s": at}
     if kind not in SELF_HEALING and rng.random() < 0.8:
         f["duration_s"] = round(rng.uniform(1.0, max(1.0, duration - at)), 1)
-    for name, p in CATALOGUE[kind].params.items():
+    params = CATALOGUE[kind].params
+    for name, p in params.items():
         if not p.required and rng.random() < 0.4:
             continue                       # left at its default
         choices = p.choices if narrow is None or p.kind != "texts" else narrow(kind, p.choices)
         f[name] = _param(rng, kind, name, p.kind, choices, nodes, agents, f)
+    # a draft loads as any scenario does: a parameter its drawn method never reads goes, and
+    # drawn parameters the kind refuses together go back to their defaults, last drawn
+    # first (no further draw: the rest of the draft is as it was)
+    for name, p in params.items():
+        if p.only_when is not None and name in f:
+            other, values = p.only_when
+            if f.get(other, params[other].default) not in values:
+                del f[name]
+    for name in reversed([n for n in params if n in f and not params[n].required]):
+        if CATALOGUE[kind].check({n: f.get(n, q.default) for n, q in params.items()}) is None:
+            break
+        del f[name]
     return f
 
 

@@ -38,9 +38,11 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
               "delivered ones with DUP, optionally much later (EMQX-style delayed "
               "redelivery), or must redeliver unacknowledged ones, or a PUBLISH arrives twice", {
                   "probability": Param("probability", "chance that a delivery is re-sent (once: a copy is "
-                                       "not re-sent again)", 0.5),
+                                       "not re-sent again)", 0.5,
+                                       only_when=("method", ("redeliver", "duplicate_publish"))),
                   "delay_ms": Param("distribution", "delay before the re-send",
-                                    {"dist": "uniform", "low": 50, "high": 2000}),
+                                    {"dist": "uniform", "low": 50, "high": 2000},
+                                    only_when=("method", ("redeliver",))),
                   "node": _node("only deliveries to this node (default: all)", required=False),
                   "method": Param("choice", "redeliver (a delivered message is delivered again "
                                   "after the delay: the simulated broker re-sends it, live a "
@@ -51,7 +53,9 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                   "packet id, with the probability)", "redeliver",
                                   choices=REDELIVERY_METHODS)},
               scripts.qos1_redelivery,
-              on_link=lambda p: p.get("method") in ("withhold_puback", "duplicate_publish")),
+              on_link=lambda p: p.get("method") in ("withhold_puback", "duplicate_publish"),
+              check=lambda p: None if p["method"] == "redeliver" or p["node"] is not None else
+              f"method = {p['method']!r} acts on one node's link: give the fault a node"),
     FaultKind("double_subscription", "the node is subscribed to its inbox twice: by a "
               "second MQTT connection in its process (every message arrives twice, on any "
               "broker), or by a second, overlapping filter on its own connection (one copy "
@@ -230,10 +234,13 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                   "its value \"|tampered\"; one it has, altered)", "strip",
                                   choices=("strip", "alter", "add")),
                   "key": Param("text", "the User Property's name (property = user_property)",
-                               "a2a-context-id"),
+                               "a2a-context-id", only_when=("property", ("user_property",))),
                   "probability": Param("probability", "share of its publishes tampered with",
                                        0.5)},
-              scripts.property_tampering, on_link=_always),
+              scripts.property_tampering, on_link=_always,
+              check=lambda p: None if p["action"] != "add" or p["property"] == "user_property"
+              else f"action = \"add\" adds a User Property (property = \"user_property\"), "
+                   f"not {p['property']}"),
     FaultKind("malformed_envelope", "the bench publishes to executors' inboxes envelopes "
               "DESIGN §3 rules out, each one step from a valid TASK_REQUEST — bytes that are "
               "no UTF-8 or no JSON, NaN or a number no double holds, an array or null, an "

@@ -23,6 +23,9 @@ class Param:
     default: Any = None
     required: bool = False
     choices: tuple[str, ...] = ()
+    #: (another parameter, its values): this one is read only when that one has one of
+    #: them; given otherwise it would change nothing, and is refused
+    only_when: tuple[str, tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +106,12 @@ def parse_fault(raw: Any, index: int, where: str, topology: Topology,
             params[name] = value
             continue
         params[name] = _value(p, raw[name], key, node_ids, topology.name)
+    for name, p in kind.params.items():
+        if p.only_when is not None and name in raw and params[p.only_when[0]] not in p.only_when[1]:
+            other, values = p.only_when
+            raise SpecError(f"{where}.{name}: read only with {other} = "
+                            f"{' or '.join(repr(v) for v in values)}; {other} is "
+                            f"{params[other]!r} here (remove it)")
     if (conflict := kind.check(params)) is not None:
         raise SpecError(f"{where}: {conflict}")
     return FaultSpec(index, kind_name, float(at_s) * 1000.0,
