@@ -91,6 +91,10 @@ def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
      "faults[0].key: read only with property = 'user_property'"),
     ("[[faults]]\nkind = \"property_tampering\"\nnode = \"e\"\naction = \"add\"\n",
      "faults[0]: action = \"add\" adds a User Property"),
+    # MQTT 5's reason codes and properties on a 3.1.1 run: refused when it ran, exit 2
+    ("[[faults]]\nkind = \"puback_refused\"\nnode = \"e\"\n",
+     "faults[0].kind='puback_refused' acts on what MQTT 5 alone has, and this run speaks "
+     "3.1.1 (mqtt = \"5\" asks for 5)"),
 ])
 def test_bad_scenario_names_file_and_key(tmp_path: Path, body: str, needle: str) -> None:
     from bench.checks import judging

@@ -220,7 +220,7 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                        "implementation specific error, 0x90 topic name "
                                        "invalid, 0x99 payload format invalid", "0x97",
                                        choices=("0x97", "0x87", "0x80", "0x83", "0x90", "0x99"))},
-              scripts.puback_refused, on_link=_always),
+              scripts.puback_refused, on_link=_always, mqtt5=True),
     FaultKind("property_tampering", "MQTT 5: on the node's link, a share of its PUBLISHes "
               "loses a property, or has it altered (\"|tampered\" appended), on the way to "
               "the broker: a Response Topic, Correlation Data or a User Property, as a "
@@ -237,7 +237,7 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                "a2a-context-id", only_when=("property", ("user_property",))),
                   "probability": Param("probability", "share of its publishes tampered with",
                                        0.5)},
-              scripts.property_tampering, on_link=_always,
+              scripts.property_tampering, on_link=_always, mqtt5=True,
               check=lambda p: None if p["action"] != "add" or p["property"] == "user_property"
               else f"action = \"add\" adds a User Property (property = \"user_property\"), "
                    f"not {p['property']}"),

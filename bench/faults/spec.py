@@ -41,6 +41,10 @@ class FaultKind:
     on_link: Callable[[Mapping[str, Any]], bool] = lambda params: False
     #: What its parameters cannot be together: a sentence naming the keys, or None.
     check: Callable[[Mapping[str, Any]], str | None] = lambda params: None
+    #: It acts on what only MQTT 5 has (reason codes, properties): a run on 3.1.1 is
+    #: refused it when the scenario loads (its script refuses it too, for a spec built
+    #: otherwise).
+    mqtt5: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.auth import AuthMode, SignatureVersion
-from bench.faults import FaultSpec, parse_fault
+from bench.faults import CATALOGUE, FaultSpec, parse_fault
 from bench.protocols import DEFAULT as DEFAULT_PROTOCOL
 from bench.protocols import (
     owner_of_key,
@@ -666,6 +666,11 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     if version not in protocol(topo.protocol).mqtt_versions:
         raise SpecError(f"{top.key('mqtt') if mqtt is None else '--mqtt'}={version.value!r}: "
                         f"topology {topo.name!r}: {protocol(topo.protocol).mqtt_why}")
+    for spec in faults:
+        if CATALOGUE[spec.kind].mqtt5 and version is not MqttVersion.V5:
+            ask = "--mqtt 5" if mqtt is not None else 'mqtt = "5"'
+            raise SpecError(f"{f}: faults[{spec.index}].kind={spec.kind!r} acts on what MQTT 5 "
+                            f"alone has, and this run speaks {version.value} ({ask} asks for 5)")
     if "session_expiry_s" in raw and version is not MqttVersion.V5:
         # MQTT 3.1.1 has no Session Expiry Interval: its clean session is kept for ever
         ask = "--mqtt 5" if mqtt is not None else 'mqtt = "5"'
