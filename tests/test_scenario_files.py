@@ -57,6 +57,11 @@ def write(tmp: Path, scenario: str, topology: str = GOOD_TOPOLOGY) -> Path:
     ("[workload]\ntask_duration_ms = { dist = \"uniform\", low = 5, high = 1 }\n", "low=5 must be <= high=1"),
     ("[auth]\nmode = \"paranoid\"\n", "auth.mode='paranoid' must be one of"),
     ("[auth]\nsignature_by_node = { nope = 2 }\n", "auth.signature_by_node={'nope': 2} must be a table"),
+    # nothing is signed without keys: the version named no signature any envelope carried
+    ("[auth]\nsignature = 2\n", "auth.signature: envelopes are signed only with keys, and "
+                                  "auth.keys is \"none\""),
+    ("[auth]\nsignature_by_node = { e = 2 }\n", "auth.signature_by_node: envelopes are signed "
+                                                  "only with keys"),
     ("[workload]\nhumans = { psychic = 1.0 }\n", "workload.humans.psychic: unknown kind of human"),
     ("[workload]\ngate_on_timeout = \"shrug\"\n", "workload.gate_on_timeout='shrug' must be one of"),
     ("[[faults]]\nkind = \"forged_sender\"\nhow = \"psychic\"\n", "faults[0].how='psychic' must be one of"),

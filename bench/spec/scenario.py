@@ -547,6 +547,12 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                     SignatureVersion(str(int(auth_t.number("signature", 1, low=1, high=2)))),
                     auth_t.choice("keys", ("none", "flat", "per-agent"), "none"),
                     tuple((k, SignatureVersion(str(v))) for k, v in sorted(by_node_raw.items())))
+    if auth.keys == "none" and (auth.signature is not SignatureVersion.V1
+                                or auth.signature_by_node):
+        # with no keys nothing is signed: the version names a signature no envelope carries
+        given = "signature_by_node" if auth.signature_by_node else "signature"
+        raise SpecError(f"{auth_t.key(given)}: envelopes are signed only with keys, and "
+                        "auth.keys is \"none\" (\"flat\" or \"per-agent\" signs them)")
     w = _Table(raw.get("workload", {}), f"{f}: workload",
                {"rate_per_s", "task_duration_ms", "task_failure_rate", "request_timeout_ms",
                 "hang_fraction", "task_timeout_ms",

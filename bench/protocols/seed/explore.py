@@ -48,6 +48,8 @@ def draw(rng: random.Random, name: str, fault: DrawFault) -> tuple[Table, Table]
     scenario: Table = {"name": name, "description": "drawn by a2a-bench explore",
                        "topology": f"{name}-topology.toml", "mode": "sim",
                        "seed": rng.randrange(1, 1_000_000), "duration_s": duration}
+    if auth.get("keys", "none") == "none":
+        auth.pop("signature", None)     # nothing is signed without keys (refused with it)
     if auth:
         scenario["auth"] = auth
     scenario["workload"] = workload
