@@ -69,9 +69,14 @@ def test_streaming_has_several_agents_streaming_into_one_conversation_at_once(tm
 def test_a_puback_failure_reason_ends_failed_with_its_code_and_3_1_1_refuses_the_fault(
         tmp_path: Path) -> None:
     """puback_refused (MQTT 5): each refused publish ends FAILED carrying the PUBACK's code,
-    0x80 (the boundary) included; on 3.1.1, whose PUBACK has no reason code, the fault is
-    refused in the journal and nothing else changes."""
+    0x80 (the boundary) included; on 3.1.1, whose PUBACK has no reason code, the scenario is
+    refused when it loads, and a spec built otherwise has the fault refused in the journal
+    and nothing else changed."""
     import json
+    from dataclasses import replace
+
+    from bench.spec.distribution import SpecError
+    from bench.spec.topology import MqttVersion
     result = run_scenario(load_scenario(SCENARIOS / "puback_refused.toml"), REFERENCE,
                           tmp_path / "v5", mode="sim")
     assert result.exit_code == EXIT_OK
@@ -80,8 +85,10 @@ def test_a_puback_failure_reason_ends_failed_with_its_code_and_3_1_1_refuses_the
               if e["kind"] == "outbound_settled" and e["state"] == "FAILED"}
     assert failed == {0x97, 0x80}
     assert result.metrics["outcomes"].get("SEND_FAILED", 0) > 0
-    result = run_scenario(load_scenario(SCENARIOS / "puback_refused.toml", mqtt="3.1.1"),
-                          REFERENCE, tmp_path / "v3", mode="sim")
+    with pytest.raises(SpecError, match="kind='puback_refused' acts on what MQTT 5 alone has"):
+        load_scenario(SCENARIOS / "puback_refused.toml", mqtt="3.1.1")
+    built = replace(load_scenario(SCENARIOS / "puback_refused.toml"), mqtt=MqttVersion.V311)
+    result = run_scenario(built, REFERENCE, tmp_path / "v3", mode="sim")
     lines = [json.loads(line) for line in (tmp_path / "v3" / "history.jsonl").open()]
     refused = [e for e in lines if e["kind"] == "fault_refused"]
     assert len(refused) == 2 and "MQTT 5 only" in refused[0]["reason"]
