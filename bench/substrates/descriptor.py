@@ -169,6 +169,13 @@ def flags_given(choice: Choice, *names: str) -> list[str]:
     return [spelled[n] for n in names if getattr(choice, n)]
 
 
+def url_broker_refusal(choice: Choice, starts: str) -> str | None:
+    """--broker-ca, --broker-restart-command and --no-isolation, which are for a broker by
+    URL, given to a substrate that starts its own broker (`starts`: how it says so)."""
+    given = flags_given(choice, "broker_ca", "restart_command", "no_isolation")
+    return f"{', '.join(given)}: for a broker by URL (--mode live); {starts}" if given else None
+
+
 #: Refusals of the flags one substrate owns, as every other substrate says them.
 KEEP_IS_DOCKERS = ("--keep applies to --mode docker (a live run's broker and nodes are "
                    "this process's children and end with it)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.spec.scenario import Mode, Scenario
-from bench.substrates.descriptor import Choice, flags_given, own_nodes_refusal
+from bench.substrates.descriptor import Choice, own_nodes_refusal, url_broker_refusal
 from bench.substrates.live import EMBEDDED, Placed, sim_only_refusal, version_refusal
 
 if TYPE_CHECKING:
@@ -58,10 +58,6 @@ class Docker(Placed):
                     "amqtt or mosquitto")
         if choice.nodes:
             return "--nodes applies to --mode live; in docker every node is a container"
-        external = flags_given(choice, "broker_ca", "restart_command", "no_isolation")
-        if external:
-            return (f"{', '.join(external)}: for a broker by URL (--mode live); --mode docker "
-                    "starts its own broker in a container, for this run alone")
         if choice.hosts:
             from bench.substrates.hosts import on_hosts_refusal
             if scenario.image_nodes or choice.node_images:
@@ -70,6 +66,10 @@ class Docker(Placed):
             why = on_hosts_refusal(scenario, choice, choice.hosts, "docker")
             if why is not None:
                 return why
+        elif (external := url_broker_refusal(
+                choice, "--mode docker starts its own broker in a container, for this run "
+                        "alone")) is not None:
+            return external
         broker = choice.broker or scenario.topology.broker.live_default_for(scenario.mqtt)
         return version_refusal(scenario, broker) or sim_only_refusal(scenario)
 

@@ -20,8 +20,8 @@ from bench.substrates.descriptor import (
     KEEP_IS_DOCKERS,
     SWARM_IS_DOCKERS,
     Choice,
-    flags_given,
     own_nodes_refusal,
+    url_broker_refusal,
 )
 from bench.substrates.live import EMBEDDED, Placed, sim_only_refusal, version_refusal
 
@@ -85,10 +85,10 @@ def on_hosts_refusal(scenario: Scenario, choice: Choice, given: str, mode: str) 
     if choice.keep:
         return KEEP_IS_DOCKERS if mode == "hosts" else \
             "--keep: a deployment across hosts is removed at the end of its run"
-    external = flags_given(choice, "broker_ca", "restart_command", "no_isolation")
-    if external:
-        return (f"{', '.join(external)}: for a broker by URL (--mode live); --mode {mode} "
-                "--hosts starts its own broker on a host")
+    external = url_broker_refusal(choice, f"--mode {mode} --hosts starts its own broker on a "
+                                          "host")
+    if external is not None:
+        return external
     if scenario.topology.node_tls:
         return (f"{scenario.topology.source}: the nodes' TLS is offered by the fault proxy "
                 f"in front of each, and --mode {mode} puts none between hosts: use --mode "
