@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ def compose(topology: str, broker: str | None, path: Path,
         bare = Path(scratch) / "deploy.toml"
         bare.write_text('name = "deploy"\n')
         scenario = load_scenario(bare, topology=topology)
+    # what is said of it is said of the topology's file, not of a file that is gone
+    scenario = replace(scenario, source=scenario.topology.source)
     own = [*scenario.command_nodes, *scenario.image_nodes]
     if own:
         raise SpecError(f"{scenario.topology.source}: {', '.join(own)} run a program or image "
@@ -46,7 +49,7 @@ def compose(topology: str, broker: str | None, path: Path,
                         "writes the bench's reference node for every node")
     broker = broker or scenario.topology.broker.live_default_for(scenario.mqtt)
     if (refused := SUBSTRATE.refusal(scenario, Choice(broker=broker))) is not None:
-        raise SpecError(refused.replace(f"{bare}: ", f"{scenario.topology.source}: "))
+        raise SpecError(refused)
     specs, data = where / "specs", where / "data"
     specs.mkdir(parents=True, exist_ok=True)
     mount = {"type": "bind", "source": str(PROJECT), "target": str(PROJECT), "read_only": True}
