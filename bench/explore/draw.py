@@ -88,13 +88,13 @@ def _fault(rng: random.Random, kind: str, nodes: list[str], agents: list[str], d
     # a draft loads as any scenario does: a parameter its drawn method never reads goes, and
     # drawn parameters the kind refuses together go back to their defaults, last drawn
     # first (no further draw: the rest of the draft is as it was)
-    for name, p in params.items():
-        if p.only_when is not None and name in f:
-            other, values = p.only_when
-            if f.get(other, params[other].default) not in values:
-                del f[name]
+    def given() -> dict[str, Any]:
+        return {n: f.get(n, q.default) for n, q in params.items()}
+    drawn = given()
+    for name in [n for n, p in params.items() if n in f and not p.read_with(drawn)]:
+        del f[name]
     for name in reversed([n for n in params if n in f and not params[n].required]):
-        if CATALOGUE[kind].check({n: f.get(n, q.default) for n, q in params.items()}) is None:
+        if CATALOGUE[kind].check(given()) is None:
             break
         del f[name]
     return f

@@ -27,6 +27,10 @@ class Param:
     #: them; given otherwise it would change nothing, and is refused
     only_when: tuple[str, tuple[str, ...]] | None = None
 
+    def read_with(self, params: Mapping[str, Any]) -> bool:
+        """Whether the fault's script reads this parameter, given the others' `params`."""
+        return self.only_when is None or params[self.only_when[0]] in self.only_when[1]
+
 
 @dataclass(frozen=True, slots=True)
 class FaultKind:
@@ -111,7 +115,8 @@ def parse_fault(raw: Any, index: int, where: str, topology: Topology,
             continue
         params[name] = _value(p, raw[name], key, node_ids, topology.name)
     for name, p in kind.params.items():
-        if p.only_when is not None and name in raw and params[p.only_when[0]] not in p.only_when[1]:
+        if name in raw and not p.read_with(params):
+            assert p.only_when is not None
             other, values = p.only_when
             raise SpecError(f"{where}.{name}: read only with {other} = "
                             f"{' or '.join(repr(v) for v in values)}; {other} is "
