@@ -64,20 +64,19 @@ def _list() -> int:
         sentence = text.split(". ")[0]
         return clip(sentence if len(sentence) < len(text) else text, 110)
 
+    def files(heading: str, named: list[tuple[str, Path]]) -> None:
+        print(heading)
+        width = max([26, *(len(n) for n, _p in named)])   # the longest name keeps rows aligned
+        for name, p in named:
+            print(f"  {name:<{width}} {first_line(p)}")
+
     print("(`a2a-bench describe NAME` shows the whole of any of these)")
-    print("scenarios (scenarios/):")
-    files = [p for p in sorted(SCENARIOS.glob("*.toml")) if not p.name.endswith(".matrix.toml")]
-    width = max([26, *(len(p.stem) for p in files)])     # the longest name keeps its rows aligned
-    for p in files:
-        print(f"  {p.stem:<{width}} {first_line(p)}")
-    print("matrices (scenarios/*.matrix.toml, run with `a2a-bench matrix FILE`):")
-    for p in sorted(SCENARIOS.glob("*.matrix.toml")):
-        print(f"  {p.name.removesuffix('.matrix.toml'):<26} {first_line(p)}")
-    print("topologies (topologies/):")
-    files = sorted(TOPOLOGIES.glob("*.toml"))
-    width = max([26, *(len(p.stem) for p in files)])
-    for p in files:
-        print(f"  {p.stem:<{width}} {first_line(p)}")
+    files("scenarios (scenarios/):", [(p.stem, p) for p in sorted(SCENARIOS.glob("*.toml"))
+                                      if not p.name.endswith(".matrix.toml")])
+    files("matrices (scenarios/*.matrix.toml, run with `a2a-bench matrix FILE`):",
+          [(p.name.removesuffix(".matrix.toml"), p)
+           for p in sorted(SCENARIOS.glob("*.matrix.toml"))])
+    files("topologies (topologies/):", [(p.stem, p) for p in sorted(TOPOLOGIES.glob("*.toml"))])
     from bench.protocols import protocols
     print("protocols (a topology's `protocol = ...`; packages of bench/protocols/):")
     for spec in protocols().values():

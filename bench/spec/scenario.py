@@ -672,14 +672,13 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     if version not in protocol(topo.protocol).mqtt_versions:
         raise SpecError(f"{top.key('mqtt') if mqtt is None else '--mqtt'}={version.value!r}: "
                         f"topology {topo.name!r}: {protocol(topo.protocol).mqtt_why}")
+    ask = "--mqtt 5" if mqtt is not None else 'mqtt = "5"'   # how this run would speak 5
     for spec in faults:
         if CATALOGUE[spec.kind].mqtt5 and version is not MqttVersion.V5:
-            ask = "--mqtt 5" if mqtt is not None else 'mqtt = "5"'
             raise SpecError(f"{f}: faults[{spec.index}].kind={spec.kind!r} acts on what MQTT 5 "
                             f"alone has, and this run speaks {version.value} ({ask} asks for 5)")
     if "session_expiry_s" in raw and version is not MqttVersion.V5:
         # MQTT 3.1.1 has no Session Expiry Interval: its clean session is kept for ever
-        ask = "--mqtt 5" if mqtt is not None else 'mqtt = "5"'
         raise SpecError(f"{top.key('session_expiry_s')}={raw['session_expiry_s']!r}: the "
                         f"Session Expiry Interval is MQTT 5's, and this run speaks "
                         f"{version.value} ({ask} asks for 5)")
