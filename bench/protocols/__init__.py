@@ -160,9 +160,10 @@ def owner_of_role(role: str) -> ProtocolSpec | None:
 def owner_of_key(key: str, *, section: bool = False, top: bool = False) -> ProtocolSpec | None:
     """The protocol whose node key (`section`: topology table; `top`: top-level topology
     key) `key` is."""
+    if section:
+        return next((p for p in protocols().values() if p.section == key), None)
     return next((p for p in protocols().values()
-                 if (p.section == key if section else key in p.topology_keys if top
-                     else key in p.node_keys)), None)
+                 if key in (p.topology_keys if top else p.node_keys)), None)
 
 
 def owner_of_fault(kind: str) -> ProtocolSpec | None:
