@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.checks import checkers
+from bench.checks import judging
 from bench.cli import EXIT_FALSE, EXIT_INVALID, EXIT_OK, EXIT_UNKNOWN, main
 from bench.explore import explore, trial, write_draft
 from bench.explore.draw import Draft, draw
@@ -36,7 +36,7 @@ def test_drafts_are_seeded_and_load_as_any_scenario_does(tmp_path: Path) -> None
         d = draw(rng_for(7, f"explore/{i}"), f"d{i}")
         assert d == draw(rng_for(7, f"explore/{i}"), f"d{i}")
         path = write_draft(d, tmp_path / str(i), "scenario")
-        scenario = load_scenario(path, known_checks=tuple(checkers()))
+        scenario = load_scenario(path, known_checks=judging())
         kinds.update(f.kind for f in scenario.faults)
     assert len(kinds) >= 12, kinds        # the schedule reaches across the catalogue
 

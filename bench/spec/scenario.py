@@ -508,7 +508,7 @@ def _humans(raw: Any, where: str) -> tuple[tuple[str, float], ...]:
 
 
 def load_scenario(path: Path, *, topology: str | None = None, seed: int | None = None,
-                  known_checks: tuple[str, ...] | Mapping[str, frozenset[str]] = (),
+                  known_checks: Mapping[str, frozenset[str]] | None = None,
                   mqtt: str | None = None) -> Scenario:
     """The scenario at `path` (its topology `topology` if given), or SpecError naming the
     file and the key. `known_checks`: the checkers an [expect] may name — each with the
@@ -632,7 +632,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     raw_expect = raw.get("expect", {})
     by_broker_raw = {b: raw_expect[b] for b in BROKERS_BY_NAME
                      if isinstance(raw_expect, Mapping) and b in raw_expect}
-    checks = set(known_checks) or set(raw_expect) - set(by_broker_raw) | {
+    checks = set(known_checks or ()) or set(raw_expect) - set(by_broker_raw) | {
         k for t in by_broker_raw.values() if isinstance(t, Mapping) for k in t}
     expect_t = _Table({k: v for k, v in raw_expect.items() if k not in by_broker_raw}
                       if isinstance(raw_expect, Mapping) else raw_expect,
@@ -656,7 +656,7 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                             "so no simulation of it has a gap to declare")
         t = _Table(gaps_t.raw[b], f"{f}: unmodelled.{b}", checks)
         unmodelled[b] = {k: t.text(k) for k in t.raw}
-    judges = known_checks if isinstance(known_checks, Mapping) else {}
+    judges = known_checks or {}
     for table, named in (("expect", expect_t.raw), *((f"expect.{b}", v) for b, v in
                                                      by_broker.items()),
                          *((f"unmodelled.{b}", v) for b, v in unmodelled.items())):
