@@ -513,7 +513,7 @@ class A2mStuckAfterARestart(Responder):
 
 
 class A2mGetTaskRunningOnly(Responder):
-    """A2M-RETRY-3: GetTask looks the task up among those still at work: a task that ended
+    """A2M-BASE-2: GetTask looks the task up among those still at work: a task that ended
     (or asks for input) is 'not found' — to a requester following up a task the responder
     had just answered."""
 
@@ -904,7 +904,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             responder=A2mDedupInMemory),
     Variant("a2m_stuck_after_a_restart", Node, "A2M-RR-3", "a2a_replies", "a2a_restart",
             responder=A2mStuckAfterARestart),
-    Variant("a2m_get_task_running_only", Node, "A2M-RETRY-3", "a2a_replies",
+    Variant("a2m_get_task_running_only", Node, "A2M-BASE-2", "a2a_replies",
             "a2a_multiturn", responder=A2mGetTaskRunningOnly),
     Variant("a2m_reply_without_correlation", Node, "A2M-RR-3", "a2a_replies",
             "a2a_quickstart", responder=A2mReplyWithoutCorrelation),

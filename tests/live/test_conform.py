@@ -150,6 +150,30 @@ def test_the_profiles_table_has_every_responder_clause_grouped_by_level() -> Non
         assert by[clause].declared_out and "--no-tokens" in by[clause].evidence
 
 
+def test_a_get_task_a_responder_does_not_serve_fails_the_core_operations_not_the_retry_clause(
+        ) -> None:
+    """A GetTask answered -32601 for a task the responder said it had (the example
+    responder serves SendMessage only) breaks A2A's core operations (A2M-BASE-2), not the
+    dedup of retried requests (A2M-RETRY-3, Retry profile item 4); a responder never
+    asked a GetTask of a task it had is UNKNOWN there, not PASS."""
+    rules = PROFILES["a2a-mqtt"].rules
+    denied = [{"rule": "known_tasks_stay_known",
+               "why": "tax-1 answered GetTask for task t1 with error -32601"}]
+    runs = {name: [_verdict("a2a_replies", {"ended_tasks_stay_ended": (0, 0),
+                                           "known_tasks_stay_known": (0, 0)})]
+            for name in ("a2a_restart", "a2a_lost_reply_restart")}
+    runs["a2a_multiturn"] = [replace(_verdict(
+        "a2a_replies", {"ended_tasks_stay_ended": (0, 0), "known_tasks_stay_known": (1, 0)},
+        cases=denied), counts={"follow_ups_of_a_task_it_had": 3})]
+    by = {r.rule.ids: r for r in judge_rules(runs, rules)}
+    assert by["A2M-BASE-2"].status == "FAIL" and "-32601" in by["A2M-BASE-2"].evidence
+    assert by["A2M-RETRY-3"].status == "PASS", by["A2M-RETRY-3"]
+    runs["a2a_multiturn"] = runs["a2a_restart"]      # no GetTask of a task it had, anywhere
+    by = {r.rule.ids: r for r in judge_rules(runs, rules)}
+    assert by["A2M-BASE-2"].status == "UNKNOWN", by["A2M-BASE-2"]
+    assert by["A2M-BASE-2"].evidence.startswith("never exercised: ")
+
+
 @pytest.mark.parametrize("bug", [(), ("--bug", "clean-start")], ids=["as-written", "clean-start"])
 def test_one_short_profile_run_of_a_responder_written_elsewhere(
         tmp_path: Path, bug: tuple[str, ...]) -> None:

@@ -162,8 +162,8 @@ def test_the_sdk_responder_dies_of_binary_correlation_data(tmp_path: Path) -> No
 
 
 def test_the_sdk_responder_answers_get_task_with_an_error(tmp_path: Path) -> None:
-    """A2M-RETRY-3 (a request for a task it has returns that task's state): the SDK has no
-    GetTask — it reads one as a SendMessage without a message and answers -32005, for a task
+    """A2M-BASE-2 (GetTask, an A2A core operation, answers for a task the agent has): the
+    SDK has no GetTask — it reads one as a SendMessage without a message and answers -32005, for a task
     it said a second before was SUBMITTED."""
     v = _run(tmp_path, "a2a_multiturn", "responder", RESPONDER, squeezed_s=14)
     assert v["a2a_replies"].value is Value.FALSE
@@ -363,7 +363,7 @@ def test_a_raw_client_sees_a_task_run_again_after_the_sdk_responder_restarts(
 
 
 def test_a_raw_client_sees_the_sdk_responder_deny_a_task_it_has(broker: Any) -> None:
-    """A2M-RETRY-3: a SendMessage answered (its task SUBMITTED, then COMPLETED), then a
+    """A2M-BASE-2: a SendMessage answered (its task SUBMITTED, then COMPLETED), then a
     GetTask for that Task.id: the SDK answers it with error -32005, and calls its agent
     for nothing."""
     task_id = str(uuid.uuid4())

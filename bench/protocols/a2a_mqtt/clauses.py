@@ -66,6 +66,12 @@ CLAUSES: tuple[Clause, ...] = (
            "profile overrides them: a task's state says what became of its work — "
            "`TASK_STATE_COMPLETED` when its agent succeeded, `TASK_STATE_FAILED` when it "
            "failed."),
+    Clause("A2M-BASE-2", MUST, R, "The MQTT Transport for A2A (A2A base specification); "
+           "A2A v1.0 §3.1 Core Operations",
+           "GetTask and CancelTask, two of the core operations every A2A implementation "
+           "supports, answer for a task the agent has with that task (a CancelTask of one "
+           "that ended: `TaskNotCancelableError`), never with an error that denies it — "
+           "method not found, task not found."),
     # -- topics and identifiers
     Clause("A2M-TOPIC-1", MUST, A, "Topic Model / Discovery Topic",
            "Agent Cards are published retained at `$a2a/v1/discovery/{org_id}/{unit_id}/{agent_id}`."),
@@ -198,8 +204,9 @@ CLAUSES: tuple[Clause, ...] = (
            "Each attempt of one logical operation has new Correlation Data and the same "
            "`Task.id`."),
     Clause("A2M-RETRY-3", MUST, R, "Requester Retry and Timeout Profile 4",
-           "The responder deduplicates on `Task.id`: a request for a task it already has "
-           "returns that task's state and never creates (or executes) it again."),
+           "The responder deduplicates retried requests on `Task.id`: a request for a task "
+           "it already has (the same `Task.id` under new Correlation Data) returns that "
+           "task's state and never creates (or executes) it again."),
     Clause("A2M-RETRY-4", MUST, Q, "Requester Retry and Timeout Profile 5",
            "The requester stops retrying at the first valid correlated reply, success or "
            "error."),

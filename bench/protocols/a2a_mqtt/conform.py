@@ -102,10 +102,14 @@ _RESPONDER_RULES: tuple[ConformRule, ...] = (
     ConformRule("A2M-CTX-1, A2M-CTX-3",
                 "a task keeps its context; a request naming another is refused (-32602)",
                 ("a2a_replies.contexts_are_kept",), ("a2a_multiturn", "a2a_malformed")),
-    ConformRule("A2M-RETRY-3", "a task that ended stays ended; a task it said it has is "
-                "never denied (retries, GetTask, CancelTask)",
-                ("a2a_replies.ended_tasks_stay_ended", "a2a_replies.known_tasks_stay_known"),
+    ConformRule("A2M-RETRY-3", "a task that ended stays ended (retries, GetTask, CancelTask, "
+                "restarts)", ("a2a_replies.ended_tasks_stay_ended",),
                 ("a2a_multiturn", "a2a_restart", "a2a_lost_reply_restart")),
+    ConformRule("A2M-BASE-2", "GetTask and CancelTask of a task it said it has are answered "
+                "with the task, never an error that denies it (A2A's core operations)",
+                ("a2a_replies.known_tasks_stay_known",),
+                ("a2a_multiturn", "a2a_restart", "a2a_lost_reply_restart"),
+                exercised="follow_ups_of_a_task_it_had"),
     ConformRule("A2M-RSP-7", "a request whose bearer token is missing, expired, for another "
                 "audience or issuer, forged or short of the scope is refused, and runs "
                 "nothing; one whose token is good is not refused",

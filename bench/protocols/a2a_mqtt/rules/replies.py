@@ -354,7 +354,7 @@ TASK_NOT_CANCELABLE = -32002
 REFUSES_THE_REQUEST = frozenset({-32600, -32003, -32004})
 
 
-@rule("A2M-RETRY-3: a task a responder said it has stays known to it: a GetTask or "
+@rule("A2M-BASE-2: a task a responder said it has stays known to it: a GetTask or "
       "CancelTask for it is answered with the task, not an error that denies it")
 def known_tasks_stay_known(h: History, c: Collector) -> None:
     """Once a responder published a state of a task (it has the task), a GetTask for it, or
