@@ -15,6 +15,7 @@ from bench.explore.draw import Draft, draw
 from bench.explore.shrink import candidates
 from bench.spec.distribution import rng_for
 from bench.spec.scenario import load_scenario
+from bench.workload import file_value, idle_keys
 
 #: A scenario explore drew and shrank against memory_dedup_60s (seed 1, run 334): a replay
 #: of a request to a node that restarts forgets it has seen it and runs it again.
@@ -57,6 +58,37 @@ def test_every_shrink_step_is_smaller_and_still_a_scenario(tmp_path: Path) -> No
     for i, (what, smaller) in enumerate(steps):
         assert sum(weight(smaller)) < sum(weight(d)), what
         write_draft(smaller, tmp_path / str(i), "scenario")
+
+
+def test_a_shrink_step_takes_away_what_only_its_key_made_read(tmp_path: Path) -> None:
+    """Without process_fraction a gate's keys go too, and a tab's habits without tabs: left
+    alone they would be read by nothing, and the scenario would refuse them (`NEEDS`)."""
+    d = FOUND.copy()
+    d.scenario["workload"] |= {"process_fraction": 0.5, "gate_fraction": 0.5,
+                               "humans": {"never": 1}, "tabs_per_conversation": 1,
+                               "watched_fraction": 0.5}
+    steps = dict(candidates(d))
+    assert steps["workload without process_fraction"].scenario["workload"] == {
+        "rate_per_s": 2.0, "tabs_per_conversation": 1, "watched_fraction": 0.5}
+    assert "watched_fraction" not in steps[
+        "workload without tabs_per_conversation"].scenario["workload"]
+    for i, (what, smaller) in enumerate(steps.items()):
+        if what.startswith("workload without"):
+            load_scenario(write_draft(smaller, tmp_path / str(i), "scenario"))
+
+
+def test_a_draft_carries_no_key_its_workload_never_reads() -> None:
+    """The seed's drafts draw a gate's people with no gate and tabs' habits with no tabs
+    (every draw kept, so that the rest of a seed's draft stays what it was); the drawer
+    takes them out."""
+    dropped = 0
+    for i in range(60):
+        rng = rng_for(7, f"explore/{i}")
+        d = draw(rng, f"d{i}")
+        workload = d.scenario.get("workload", {})
+        assert not set(idle_keys(file_value(workload))) & set(workload), workload
+        dropped += "process_fraction" in workload and "humans" not in workload
+    assert dropped, "no draft of the 60 drew processes without a gate"
 
 
 def test_a_found_failure_shrinks_and_replays(tmp_path: Path) -> None:

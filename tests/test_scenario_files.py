@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from bench.cli import EXIT_INVALID, main
 from bench.spec.distribution import SpecError
 from bench.spec.scenario import SCENARIOS, load_scenario, load_topology
+from bench.workload import WorkloadSpec
 
 GOOD_TOPOLOGY = """
 name = "t"
@@ -201,6 +203,32 @@ def test_what_parley_has_no_part_of_is_refused_on_its_topology(tmp_path: Path, k
             load_scenario(path)
     else:                              # the seed's too
         assert getattr(load_scenario(path).workload, key) == 1
+
+
+@pytest.mark.parametrize("topology, key, value, needs, given", [
+    ("star", "gate_fraction", "0.5", "process_fraction > 0", "process_fraction = 0.5"),
+    ("star", "humans", "{ never = 1 }", "process_fraction > 0 and gate_fraction > 0",
+     "process_fraction = 0.5\ngate_fraction = 1"),
+    ("star", "watched_fraction", "0.5", "tabs_per_conversation > 0", "tabs_per_conversation = 1"),
+    ("star", "tab_churn", "true", "tabs_per_conversation > 0", "tabs_per_conversation = 1"),
+    ("star", "thinking_fraction", "0.9", "stream_events > 0", "stream_events = 3"),
+    ("a2a-pair", "follow_up_ms", "200", "get_fraction or cancel_fraction > 0",
+     "get_fraction = 0.3"),
+])
+def test_a_key_read_only_with_another_is_refused_without_it(
+        tmp_path: Path, topology: str, key: str, value: str, needs: str, given: str) -> None:
+    """A gate's share with no processes, tabs' habits with no tabs, thinking with no
+    stream: nothing reads them (`NEEDS`). On star, seed 7, each of gate_fraction,
+    watched_fraction, thinking_fraction and tab_churn alone gave the same 157 history lines
+    as none (2026-12-08) — a user who set one believed it shaped the run."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'topology = "{topology}"\n[workload]\n{key} = {value}\n')
+    with pytest.raises(SpecError, match=rf"s.toml: workload.{key}=.+ changes nothing: it is "
+                                        rf"read only with {re.escape(needs)}, which this "
+                                        "workload does not have"):
+        load_scenario(path)
+    path.write_text(f'topology = "{topology}"\n[workload]\n{key} = {value}\n{given}\n')
+    assert load_scenario(path).workload != WorkloadSpec()
 
 
 def test_a_session_expiry_on_mqtt_3_1_1_is_refused_from_the_flag_too(

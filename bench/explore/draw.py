@@ -18,6 +18,7 @@ from typing import Any
 
 from bench.faults import CATALOGUE
 from bench.protocols import DEFAULT, ProtocolSpec, protocols
+from bench.workload import file_value, idle_keys
 
 Table = dict[str, Any]
 
@@ -56,6 +57,11 @@ def draw(rng: random.Random, name: str) -> Draft:
     scenario, topology = spec.module("explore").draw(
         rng, name, lambda kind, nodes, agents, duration, narrow=None: _fault(
             rng, kind, nodes, agents, duration, narrow))
+    # what the drawn workload would never read goes (drawn all the same: every later draw
+    # of a seed stays what it was)
+    workload = scenario.get("workload", {})
+    for key in idle_keys(file_value(workload)):
+        workload.pop(key, None)
     return Draft(scenario, topology)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from bench.explore.draw import Draft
 from bench.protocols import DEFAULT, owner_of_role, protocol
 from bench.spec.topology import Role
+from bench.workload import file_value, idle_keys
 
 #: Workload keys that only add behaviour: without them the workload is simpler.
 OPTIONAL_WORKLOAD = ("process_fraction", "gate_fraction", "parallel_branches",
@@ -54,7 +55,8 @@ def candidates(d: Draft) -> Iterator[tuple[str, Draft]]:
             rate_per_s=rate / 2))
     for key in OPTIONAL_WORKLOAD:
         if key in s.get("workload", {}):
-            yield f"workload without {key}", _edit(d, lambda x, k=key: x.scenario["workload"].pop(k))
+            yield f"workload without {key}", _edit(d, lambda x, k=key: _drop_workload_key(
+                x.scenario["workload"], k))
     if s.get("auth"):
         yield "default auth", _edit(d, lambda x: x.scenario.pop("auth"))
     for i, f in enumerate(faults):
@@ -68,6 +70,14 @@ def candidates(d: Draft) -> Iterator[tuple[str, Draft]]:
     for what, change in getattr(own, "shrinks", lambda _s, _t: ())(d.scenario, d.topology):
         yield what, _edit(d, lambda x, change=change: change(
             x.scenario, x.topology, lambda i, x=x: _drop_fault(x, i)))
+
+
+def _drop_workload_key(workload: dict[str, Any], key: str) -> None:
+    """Without `key`, and without what only it made read (`NEEDS`: no gates' keys without
+    processes)."""
+    workload.pop(key)
+    for idle in idle_keys(file_value(workload)):
+        workload.pop(idle, None)
 
 
 def _role(name: str) -> Role:

@@ -35,7 +35,7 @@ from bench.spec.topology import (
     Role,
     Topology,
 )
-from bench.workload import WorkloadSpec
+from bench.workload import NEEDS, WorkloadSpec, idle_keys
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
@@ -607,6 +607,10 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
             owners = " and ".join(p.title for p in owners_of_workload_key(key))
             raise SpecError(f"{w.key(key)}={getattr(workload, key)!r}: a workload of "
                             f"{owners}; topology {topo.name!r} speaks {spoken.title}")
+    for key in idle_keys(lambda k: getattr(workload, k)):
+        if getattr(workload, key) != getattr(unset, key):
+            raise SpecError(f"{w.key(key)}={w.raw[key]!r} changes nothing: it is read only "
+                            f"with {NEEDS[key][0]}, which this workload does not have")
     if workload.get_fraction + workload.cancel_fraction > 1.0:
         raise SpecError(f"{f}: workload: get_fraction + cancel_fraction must be at most 1")
     if workload.unknown_agent_fraction + workload.misaddressed_fraction \

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +116,41 @@ class WorkloadSpec:
                 "step_failure_rate": self.step_failure_rate, "step_retries": self.step_retries,
                 "humans": dict(self.humans), "reject_fraction": self.reject_fraction,
                 "gate_timeout_ms": self.gate_timeout_ms, "gate_on_timeout": self.gate_on_timeout}
+
+
+#: What a workload key's value is, given its name (a spec's field, or a scenario file's value
+#: with the default where it has none)
+Value = Callable[[str], Any]
+_PROCESSES = ("process_fraction > 0", lambda v: v("process_fraction") > 0)
+_GATES = ("process_fraction > 0 and gate_fraction > 0",
+          lambda v: v("process_fraction") > 0 and v("gate_fraction") > 0)
+#: Keys read only where another key asks for what they shape: key -> (what it needs, as a
+#: scenario file says it; whether a workload has it). `plan` and the agents read such a key
+#: only then (`flow_events`, `_tabs`, `process_definition`, `human_clicks`, the follow-ups):
+#: set without it, it changes nothing, so `load_scenario` refuses it and explore draws none.
+NEEDS: dict[str, tuple[str, Callable[[Value], bool]]] = {
+    "thinking_fraction": ("stream_events > 0", lambda v: v("stream_events") > 0),
+    "watched_fraction": ("tabs_per_conversation > 0", lambda v: v("tabs_per_conversation") > 0),
+    "tab_churn": ("tabs_per_conversation > 0", lambda v: v("tabs_per_conversation") > 0),
+    **dict.fromkeys(("gate_fraction", "parallel_branches", "subflow_fraction",
+                     "step_duration_ms", "step_failure_rate", "step_retries"), _PROCESSES),
+    **dict.fromkeys(("humans", "reject_fraction", "gate_timeout_ms", "gate_on_timeout"),
+                    _GATES),
+    "follow_up_ms": ("get_fraction or cancel_fraction > 0",
+                     lambda v: v("get_fraction") + v("cancel_fraction") > 0),
+}
+
+
+def idle_keys(value: Value) -> list[str]:
+    """The keys of `NEEDS` whose need this workload leaves unmet: what they say is never
+    read."""
+    return [key for key, (_need, met) in NEEDS.items() if not met(value)]
+
+
+def file_value(table: dict[str, Any]) -> Value:
+    """A scenario file's workload table as `Value`s: its own, else the default's."""
+    unset = WorkloadSpec()
+    return lambda key: table[key] if key in table else getattr(unset, key)
 
 
 def workload_from_json(d: dict[str, Any]) -> WorkloadSpec:
