@@ -231,6 +231,24 @@ def test_a_key_read_only_with_another_is_refused_without_it(
     assert load_scenario(path).workload != WorkloadSpec()
 
 
+def test_group_events_where_no_orchestrator_has_a_scene_group_are_refused(tmp_path: Path) -> None:
+    """An orchestrator sends its events to its own scene groups: with none anywhere, none
+    is sent. The default matrix ran the quickstart (1 event/s) on host-local, which had no
+    scene group, and compared its messages with star's as if it had (until 2026-12-08)."""
+    (tmp_path / "t.toml").write_text(
+        'name = "t"\n[[nodes]]\nid = "o"\nrole = "orchestrator"\nnamespace = "a"\n'
+        'agents = ["a.o"]\n[[nodes]]\nid = "e"\nrole = "executor"\nnamespace = "b"\n'
+        'agents = ["b.x"]\nscene_groups = ["g1"]\n')
+    path = tmp_path / "s.toml"
+    path.write_text('topology = "t.toml"\n[workload]\ngroup_event_rate_per_s = 1\n')
+    with pytest.raises(SpecError, match=r"s.toml: workload.group_event_rate_per_s=1 changes "
+                                        "nothing: no orchestrator of topology 't' has "
+                                        "scene_groups to send events to"):
+        load_scenario(path)
+    assert load_scenario(SCENARIOS / "quickstart.toml", topology="host-local").topology.name \
+        == "host-local"
+
+
 def test_a_session_expiry_on_mqtt_3_1_1_is_refused_from_the_flag_too(
         capsys: pytest.CaptureFixture[str]) -> None:
     """session_expired asks for a 2 s Session Expiry Interval on MQTT 5; --mqtt 3.1.1 would

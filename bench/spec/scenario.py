@@ -611,6 +611,11 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         if getattr(workload, key) != getattr(unset, key):
             raise SpecError(f"{w.key(key)}={w.raw[key]!r} changes nothing: it is read only "
                             f"with {NEEDS[key][0]}, which this workload does not have")
+    if workload.group_event_rate_per_s > 0 and not any(n.scene_groups for n in topo.orchestrators):
+        # `plan` sends an orchestrator's events to its own scene groups: none, none sent
+        raise SpecError(f"{w.key('group_event_rate_per_s')}="
+                        f"{workload.group_event_rate_per_s:g} changes nothing: no orchestrator "
+                        f"of topology {topo.name!r} has scene_groups to send events to")
     if workload.get_fraction + workload.cancel_fraction > 1.0:
         raise SpecError(f"{f}: workload: get_fraction + cancel_fraction must be at most 1")
     if workload.unknown_agent_fraction + workload.misaddressed_fraction \
