@@ -249,6 +249,17 @@ def test_group_events_where_no_orchestrator_has_a_scene_group_are_refused(tmp_pa
         == "host-local"
 
 
+def test_a_pool_share_where_no_node_serves_a_pool_is_refused(tmp_path: Path) -> None:
+    """A pooled request goes to the pool its agent's node serves: on a2a-pair, whose nodes
+    serve none, pool_fraction = 0.5 ran plain requests, and a2a_pools said UNKNOWN."""
+    path = tmp_path / "s.toml"
+    path.write_text('topology = "a2a-pair"\n[workload]\npool_fraction = 0.5\n')
+    with pytest.raises(SpecError, match=r"s.toml: workload.pool_fraction=0.5 changes nothing: "
+                                        "no node of topology 'a2a-pair' serves a pool"):
+        load_scenario(path)
+    assert load_scenario(SCENARIOS / "a2a_pool.toml").workload.pool_fraction > 0
+
+
 def test_a_session_expiry_on_mqtt_3_1_1_is_refused_from_the_flag_too(
         capsys: pytest.CaptureFixture[str]) -> None:
     """session_expired asks for a 2 s Session Expiry Interval on MQTT 5; --mqtt 3.1.1 would

@@ -616,6 +616,10 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         raise SpecError(f"{w.key('group_event_rate_per_s')}="
                         f"{workload.group_event_rate_per_s:g} changes nothing: no orchestrator "
                         f"of topology {topo.name!r} has scene_groups to send events to")
+    if workload.pool_fraction > 0 and not any(n.pool for n in topo.nodes):
+        # `plan` sends a request to the pool its agent's node serves: none, none sent
+        raise SpecError(f"{w.key('pool_fraction')}={workload.pool_fraction:g} changes nothing: "
+                        f"no node of topology {topo.name!r} serves a pool (a node's `pool`)")
     if workload.get_fraction + workload.cancel_fraction > 1.0:
         raise SpecError(f"{f}: workload: get_fraction + cancel_fraction must be at most 1")
     if workload.unknown_agent_fraction + workload.misaddressed_fraction \
