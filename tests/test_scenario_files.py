@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bench.checks import judging
 from bench.cli import EXIT_INVALID, main
 from bench.spec.distribution import SpecError
 from bench.spec.scenario import SCENARIOS, load_scenario, load_topology
@@ -258,6 +259,21 @@ def test_a_pool_share_where_no_node_serves_a_pool_is_refused(tmp_path: Path) -> 
                                         "no node of topology 'a2a-pair' serves a pool"):
         load_scenario(path)
     assert load_scenario(SCENARIOS / "a2a_pool.toml").workload.pool_fraction > 0
+
+
+@pytest.mark.parametrize("table", ["expect.amqtt", "unmodelled.amqtt"])
+def test_an_expectation_of_amqtt_on_an_mqtt_5_protocol_is_refused(tmp_path: Path, table: str) -> None:
+    """amqtt speaks MQTT 3.1.1 only and A2A over MQTT 5 alone: no run of an A2A scenario is
+    on amqtt, so what it expects there is never read (it validated, exit 0)."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'topology = "a2a-pair"\n[{table}]\na2a_replies = "false"\n')
+    with pytest.raises(SpecError, match=rf"s.toml: {table}: amqtt speaks MQTT 3.1.1 only, and "
+                                        "topology 'a2a-pair' speaks A2A over MQTT, MQTT 5 "
+                                        "alone: no run of it is on amqtt"):
+        load_scenario(path, known_checks=judging())
+    path.write_text(f'topology = "star"\nmqtt = "5"\n[{table}]\nqos1_delivery = "false"\n')
+    # --mqtt 3.1.1 runs it on amqtt
+    assert load_scenario(path, known_checks=judging()).mqtt.value == "5"
 
 
 def test_a_session_expiry_on_mqtt_3_1_1_is_refused_from_the_flag_too(

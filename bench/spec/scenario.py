@@ -669,6 +669,14 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
                             "so no simulation of it has a gap to declare")
         t = _Table(gaps_t.raw[b], f"{f}: unmodelled.{b}", checks)
         unmodelled[b] = {k: t.text(k) for k in t.raw}
+    for table, b in [*((f"expect.{b}", b) for b in by_broker),
+                     *((f"unmodelled.{b}", b) for b in unmodelled)]:
+        row = BEHAVIOURS.get(b)     # (a live broker's versions are its substrate's to know)
+        if row is not None and row.v5 is None and MqttVersion.V311 not in spoken.mqtt_versions:
+            # no run of this scenario is on that broker: its expectation is never read
+            raise SpecError(f"{f}: {table}: {b} speaks MQTT 3.1.1 only, and topology "
+                            f"{topo.name!r} speaks {spoken.title}, MQTT 5 alone: no run of "
+                            f"it is on {b}")
     judges = known_checks or {}
     for table, named in (("expect", expect_t.raw), *((f"expect.{b}", v) for b, v in
                                                      by_broker.items()),
