@@ -276,6 +276,37 @@ def test_an_expectation_of_amqtt_on_an_mqtt_5_protocol_is_refused(tmp_path: Path
     assert load_scenario(path, known_checks=judging()).mqtt.value == "5"
 
 
+@pytest.mark.parametrize("fault, keys, need", [
+    ('kind = "forged_sender"\nhow = "flat_token"', "none", "'flat' or 'per-agent'"),
+    ('kind = "forged_sender"\nhow = "other_agent_key"', "flat", "'per-agent'"),
+    ('kind = "tamper_payload"\nnode = "exec-1"', "none", "'flat' or 'per-agent'"),
+    ('kind = "key_rotation"\nagent = "llm.tax1"', "flat", "'per-agent'"),
+])
+def test_a_fault_that_needs_keys_the_scenario_lacks_is_refused(
+        tmp_path: Path, fault: str, keys: str, need: str) -> None:
+    """A forgery signed with a key nobody has, a man in the middle with no signature to
+    defeat, a key rotation with no agent keys: each validated, ran, never fired, and the run
+    ended exit 2 (forged_sender flat_token on star, keys "none": 2026-12-08)."""
+    path = tmp_path / "s.toml"
+    auth = "" if keys == "none" else f'[auth]\nkeys = "{keys}"\n'
+    path.write_text(f'topology = "star"\n{auth}[[faults]]\n{fault}\nat_s = 1\n')
+    with pytest.raises(SpecError, match=rf"s.toml: faults\[0\].kind=.+: it acts only with "
+                                        rf"auth.keys = {need}, and this scenario's is '{keys}'"):
+        load_scenario(path)
+    path.write_text(f'topology = "star"\n[auth]\nkeys = "per-agent"\n[[faults]]\n{fault}\n'
+                    'at_s = 1\n')
+    assert load_scenario(path).faults[0].at_ms == 1000
+
+
+def test_a_key_rotation_of_an_agent_the_topology_lacks_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text('topology = "star"\n[auth]\nkeys = "per-agent"\n[[faults]]\n'
+                    'kind = "key_rotation"\nagent = "llm.nobody"\nat_s = 1\n')
+    with pytest.raises(SpecError, match=r"faults\[0\].agent='llm.nobody' must be an agent of "
+                                        r"topology 'star': \['fin.orchestrator', "):
+        load_scenario(path)
+
+
 def test_a_session_expiry_on_mqtt_3_1_1_is_refused_from_the_flag_too(
         capsys: pytest.CaptureFixture[str]) -> None:
     """session_expired asks for a 2 s Session Expiry Interval on MQTT 5; --mqtt 3.1.1 would

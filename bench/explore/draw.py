@@ -129,8 +129,10 @@ def _param(rng: random.Random, kind: str, name: str, pkind: str, choices: tuple[
             return rng.choice((1, 5, 20))
         case "choice":
             return rng.choice(choices)
+        case "agent":
+            return rng.choice(agents)
         case "text":
-            return rng.choice(agents) if name == "agent" else "spare"
+            return "spare"
         case "texts":
             if choices:
                 return rng.sample(choices, k=rng.randint(1, len(choices)))

@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.core.properties import TAMPERABLE
 from bench.faults import envelope_attacks, scripts
-from bench.faults.spec import FaultKind, FaultSpec, Param
+from bench.faults.spec import AGENT_KEYS, SIGNED, FaultKind, FaultSpec, Param
 from bench.faults.spec import parse_fault as _parse_fault
 from bench.protocols import protocols
 from bench.spec.topology import Topology
@@ -29,6 +29,11 @@ def _node(help: str = "the node it acts on", required: bool = True) -> Param:
 
 def _always(_params: Mapping[str, Any]) -> bool:
     return True
+
+
+def _alters_signed(_params: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    # an unsigned request is forged_sender's business: there is no signature to defeat
+    return "alters signed requests in flight", SIGNED
 
 
 REDELIVERY_METHODS = ("redeliver", "withhold_puback", "duplicate_publish")
@@ -152,7 +157,10 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
                                   "to come from the very agent it is sent to, from another "
                                   "node: no self-loop, for admission to judge)",
                                   "orchestrator", choices=("orchestrator", "target"))},
-              scripts.forged_sender),
+              scripts.forged_sender,
+              keys=lambda p: {"flat_token": ("signs with the flat token", SIGNED),
+                              "other_agent_key": ("signs with an executor agent's own key",
+                                                  AGENT_KEYS)}.get(p["how"])),
     FaultKind("ledger_poisoning", "an attacker on the broker sends unsigned TASK_REQUESTs to "
               "every executor under the messageIds the orchestrator will use next ({node}-m{k}: "
               "predictable), ahead of the genuine ones: refused, they must leave no trace in "
@@ -178,18 +186,18 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
               "validly signed TASK_REQUESTs in flight, leaving the signature as it was", {
                   "node": _node("the node whose incoming requests are altered"),
                   "probability": Param("probability", "share of requests altered", 1.0)},
-              scripts.tamper_payload, on_link=_always),
+              scripts.tamper_payload, on_link=_always, keys=_alters_signed),
     FaultKind("tamper_routing", "a man in the middle on the node's link retargets validly "
               "signed TASK_REQUESTs in flight to the node's other agent (toAgentId)", {
                   "node": _node("the node whose incoming requests are altered"),
                   "probability": Param("probability", "share of requests altered", 1.0)},
-              scripts.tamper_routing, on_link=_always),
+              scripts.tamper_routing, on_link=_always, keys=_alters_signed),
     FaultKind("tamper_headers", "a man in the middle on the node's link rewrites the "
               "headers.replyNodeId of validly signed TASK_REQUESTs in flight to a node of "
               "its own, so that the answer goes to the attacker", {
                   "node": _node("the node whose incoming requests are altered"),
                   "probability": Param("probability", "share of requests altered", 1.0)},
-              scripts.tamper_headers, on_link=_always),
+              scripts.tamper_headers, on_link=_always, keys=_alters_signed),
     FaultKind("clock_skew", "the node's clock runs off by a fixed offset: what it signs carries "
               "its time, and it judges others' timestamps by it", {
                   "node": _node(),
@@ -198,11 +206,11 @@ CATALOGUE: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("key_rotation", "an agent's key is rotated mid-run: every node gets the new key "
               "and accepts the old one for an overlap window, except a stale node that never "
               "gets the new key", {
-                  "agent": Param("text", "the agent whose key rotates", required=True),
+                  "agent": Param("agent", "the agent whose key rotates", required=True),
                   "stale_node": _node("a node left with the old key (default: none)",
                                       required=False),
                   "overlap_ms": Param("ms", "how long the old key is still accepted", 3000.0)},
-              scripts.key_rotation),
+              scripts.key_rotation, keys=lambda p: ("rotates an agent's own key", AGENT_KEYS)),
     FaultKind("publish_failure", "the node's MQTT client refuses publishes (a full send "
               "queue, a payload over the broker's limit): each refused message ends FAILED and "
               "a refused request SEND_FAILED (seed 002 §5's fourth outbound state)", {

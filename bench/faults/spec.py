@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Param:
-    kind: str   # node | nodes | probability | distribution | bool | ms | offset_ms | count | text | texts | choice
+    kind: str   # node | nodes | agent | probability | distribution | bool | ms | offset_ms | count | text | texts | choice
     help: str
     default: Any = None
     required: bool = False
@@ -49,6 +49,17 @@ class FaultKind:
     #: refused it when the scenario loads (its script refuses it too, for a spec built
     #: otherwise).
     mqtt5: bool = False
+    #: What it needs of the scenario's keys, given its parameters: (what it does with
+    #: them, the `auth.keys` values it can act under), or None (it acts under any). Under
+    #: others its script never fires: the scenario is refused it when it loads.
+    keys: Callable[[Mapping[str, Any]], tuple[str, tuple[str, ...]] | None] = \
+        lambda params: None
+
+
+#: `auth.keys` values under which envelopes are signed, and under which each agent has a
+#: key of its own
+SIGNED = ("flat", "per-agent")
+AGENT_KEYS = ("per-agent",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +124,7 @@ def parse_fault(raw: Any, index: int, where: str, topology: Topology,
                 value = parse_distribution(value, key)
             params[name] = value
             continue
-        params[name] = _value(p, raw[name], key, node_ids, topology.name)
+        params[name] = _value(p, raw[name], key, node_ids, topology)
     for name, p in kind.params.items():
         if name in raw and not p.read_with(params):
             assert p.only_when is not None
@@ -127,7 +138,8 @@ def parse_fault(raw: Any, index: int, where: str, topology: Topology,
                      None if dur is None else float(dur) * 1000.0, params)
 
 
-def _value(p: Param, v: Any, key: str, node_ids: set[str], topo: str) -> Any:
+def _value(p: Param, v: Any, key: str, node_ids: set[str], topology: Topology) -> Any:
+    topo = topology.name
     match p.kind:
         case "node":
             if v not in node_ids:
@@ -163,6 +175,12 @@ def _value(p: Param, v: Any, key: str, node_ids: set[str], topo: str) -> Any:
         case "choice":
             if v not in p.choices:
                 raise SpecError(f"{key}={v!r} must be one of {list(p.choices)}")
+            return v
+        case "agent":
+            agents = sorted({a for n in topology.nodes for a in n.agents})
+            if v not in agents:
+                raise SpecError(f"{key}={v!r} must be an agent of topology {topo!r}: "
+                                f"{agents[:8]}" + ("..." if len(agents) > 8 else ""))
             return v
         case "text":
             if not isinstance(v, str) or not v:

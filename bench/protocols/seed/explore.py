@@ -26,9 +26,9 @@ NOT_ITS = frozenset({"property_tampering"})
 #: The faults drawn: every kind of the catalogue but another protocol's own.
 FAULTS = tuple(sorted(k for k in CATALOGUE if k not in NOT_ITS
                       and owner_of_fault(k) in (None, SPEC)))
-#: What each security fault needs of the scenario's keys to have anything to do.
-NEEDS_KEYS = {"tamper_payload": "flat", "tamper_routing": "flat", "tamper_headers": "flat",
-              "replay": "flat", "key_rotation": "per-agent"}
+#: Keys explore gives a security fault that could act without them (what the others need is
+#: their kind's `keys`): a replay of signed requests says more than one of unsigned ones.
+SIGNED_BY_CHOICE = {"replay": "flat"}
 KEY_RANK = {"none": 0, "flat": 1, "per-agent": 2}
 
 
@@ -65,9 +65,9 @@ def draw(rng: random.Random, name: str, fault: DrawFault) -> tuple[Table, Table]
 
 def _keys_for(f: Table, auth: Table) -> None:
     """The scenario's keys raised to what the security fault `f` needs to act at all."""
-    needs = NEEDS_KEYS.get(f["kind"])
-    if f["kind"] == "forged_sender":
-        needs = {"flat_token": "flat", "other_agent_key": "per-agent"}.get(f.get("how", ""))
+    kind = CATALOGUE[f["kind"]]
+    need = kind.keys({name: f.get(name, p.default) for name, p in kind.params.items()})
+    needs = SIGNED_BY_CHOICE.get(f["kind"]) or (need[1][0] if need else None)
     if needs and KEY_RANK[auth.get("keys", "none")] < KEY_RANK[needs]:
         auth.update(keys=needs, mode=auth.get("mode", "loose"),
                     signature=auth.get("signature", 1))
