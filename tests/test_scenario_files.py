@@ -307,6 +307,23 @@ def test_a_key_rotation_of_an_agent_the_topology_lacks_is_refused(tmp_path: Path
         load_scenario(path)
 
 
+@pytest.mark.parametrize("topology, node", [("a2a-pair", "tax-1"), ("parley", "handler-1")])
+def test_a_crash_timed_by_the_seeds_ledger_flush_is_refused_on_another_protocol(
+        tmp_path: Path, topology: str, node: str) -> None:
+    """in_flush_window crashes a node just before its inbound ledger's next flush, which
+    only the seed's nodes keep: on a2a-pair the crash only moved to a tick nobody flushes
+    on (2026-12-08)."""
+    path = tmp_path / "s.toml"
+    fault = f'[[faults]]\nkind = "restart"\nnode = "{node}"\nat_s = 1\n'
+    path.write_text(f'topology = "{topology}"\n{fault}in_flush_window = true\n')
+    with pytest.raises(SpecError, match=r"s.toml: faults\[0\].in_flush_window=True acts on "
+                                        rf"what nodes of the seed protocol do only; topology "
+                                        rf"'{topology}' speaks"):
+        load_scenario(path)
+    path.write_text(f'topology = "{topology}"\n{fault}in_flush_window = false\n')
+    assert load_scenario(path).faults[0].params["in_flush_window"] is False
+
+
 def test_a_session_expiry_on_mqtt_3_1_1_is_refused_from_the_flag_too(
         capsys: pytest.CaptureFixture[str]) -> None:
     """session_expired asks for a 2 s Session Expiry Interval on MQTT 5; --mqtt 3.1.1 would

@@ -67,6 +67,10 @@ class ProtocolSpec:
     #: the fault kinds that speak to its nodes only (their hostile inputs): a scenario of
     #: another protocol's topology that names one is refused in one line
     fault_kinds: frozenset[str] = frozenset()
+    #: the parameters of the catalogue's faults, as `kind.param`, that time or shape a
+    #: fault by what only its nodes do (the seed's ledger flush): set to other than its
+    #: default on a topology of another protocol, refused in one line
+    fault_params: frozenset[str] = frozenset()
     #: the module that defines them for the catalogue (`FAULTS`, each a
     #: `bench.faults.spec.FaultKind` with its script); None: it has none of its own
     faults: str | None = None
