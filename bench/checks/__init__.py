@@ -27,6 +27,7 @@ from bench.core.events import (
     Event,
     FaultFired,
     FaultStart,
+    HarnessError,
     NodeStarted,
     RunInterrupted,
     RunStarted,
@@ -226,6 +227,11 @@ def checkers() -> dict[str, Checker]:
             for c in found}
 
 
+#: The ops of faults that count as fired once the bench sent them (PROTOCOL.md §2.3: P-OP-5
+#: `keys`, P-OP-6 `clock_skew`); the other client-side faults' firings are the node's own
+#: `fault_fired`. A node that says it could not carry one out (`harness_error`, its `op`)
+#: leaves the fault without effect on it.
+FIRED_WHEN_SENT = ("keys", "clock_skew")
 #: The parts of the protocol a node may leave out (PROTOCOL.md §2.8), declared in its
 #: node_started as `features`; a node that declares none implements them all. ("wire",
 #: which a checker may also need, is not the node's: it is whether the run tapped it.)
@@ -328,6 +334,10 @@ def judge(history: History, only: Iterable[str] | None = None,
     if only is not None:
         selected = {k: v for k, v in selected.items() if k in set(only)}
     silent_faults = [f for f in fault_firings(history) if f["fired"] == 0]
+    # a node that could not carry out a fault's op the bench counts as fired once sent
+    # (PROTOCOL.md §2.3) ran another run than planned
+    unable = sorted({(e.node, str(e.details["op"])) for e in history.of(HarnessError)
+                     if e.details.get("op") in FIRED_WHEN_SENT})
     lost_broker = [d for d in history.of(BrokerDown) if not d.planned]
     interrupted = history.of(RunInterrupted)
     verdicts = []
@@ -341,6 +351,11 @@ def judge(history: History, only: Iterable[str] | None = None,
             names = ", ".join(f"faults[{f['index']}] {f['kind']}" for f in silent_faults)
             v.value = Value.UNKNOWN
             v.note = (v.note + "; " if v.note else "") + f"never fired: {names}"
+        if v.value is Value.TRUE and unable:
+            ops = ", ".join(f"{node} op {op!r}" for node, op in unable)
+            v.value = Value.UNKNOWN
+            v.note = (v.note + "; " if v.note else "") + \
+                f"not carried out (harness_error): {ops}"
         if interrupted:
             # what it recorded is judged; a TRUE vouches only for the part that ran
             i = interrupted[0]

@@ -68,6 +68,13 @@ def say(kind: str, **fields: object) -> None:
                           "tMs": int((time.time() - spec["t0"]) * 1000)}), flush=True)
 
 
+#: The ops of the bench's client-side faults (PROTOCOL.md §2.3), none of which this program
+#: carries out: each is said as a harness_error, as the contract asks, so that the run
+#: does not count a fault that never acted
+FAULT_OPS = ("keys", "clock_skew", "second_connection", "client_id", "strip_reply_node",
+             "publish_failure")
+
+
 def keep(task_id: str) -> None:
     """The task's new state on disk before anything depends on it."""
     if IN_MEMORY:
@@ -285,6 +292,8 @@ try:
         op = json.loads(raw)
         if op.get("op") == "stop":
             break
+        if op.get("op") in FAULT_OPS:
+            say("harness_error", error=f"cannot carry out {op['op']}", op=op["op"])
         if op.get("op") == "task_finished":
             with lock:
                 finished(op)

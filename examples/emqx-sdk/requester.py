@@ -20,6 +20,8 @@ What the adapter adds, and only that:
   it; the SDK's stream has ended either way);
 - the bench's `stop` line (the end of a run) cancels the requests in flight, as Ctrl-C in
   the README's `asyncio.run(main())` would.
+- a client-side fault's op it cannot carry out (a clock skew, new keys) said as a
+  `harness_error` line, as the node contract asks (PROTOCOL.md §2.3).
 Nothing else: no signal handler (SIGTERM does to it what it does to the README's client), no
 reconnect, no setting of its client; tests/live/test_adapters_change_nothing.py holds it to
 the README run alone.
@@ -57,6 +59,13 @@ def now_ms() -> int:
 
 def say(kind: str, **fields: object) -> None:
     print(json.dumps({"node": ME, "kind": kind, "fields": fields, "tMs": now_ms()}), flush=True)
+
+
+#: The ops of the bench's client-side faults (PROTOCOL.md §2.3), none of which this program
+#: carries out: each is said as a harness_error, as the contract asks, so that the run
+#: does not count a fault that never acted
+FAULT_OPS = ("keys", "clock_skew", "second_connection", "client_id", "strip_reply_node",
+             "publish_failure")
 
 
 def payload_of(req: dict[str, Any]) -> tuple[str, str]:
@@ -103,6 +112,8 @@ async def bench_lines(reader: asyncio.StreamReader, asking: set[asyncio.Task[Non
         op = json.loads(line)
         if op.get("op") == "stop":
             break
+        if op.get("op") in FAULT_OPS:
+            say("harness_error", error=f"cannot carry out {op['op']}", op=op["op"])
         if op.get("op") == "request":
             t = asyncio.create_task(ask(op))
             asking.add(t)

@@ -15,6 +15,8 @@ What the adapter adds, and only that:
   returns (the call itself is unchanged);
 - the bench's `stop` line (the end of a run) cancels `Responder.run()`, as Ctrl-C in the
   README's `asyncio.run(main())` would: the SDK's own shutdown (its offline card) runs.
+- a client-side fault's op it cannot carry out (a clock skew, new keys) said as a
+  `harness_error` line, as the node contract asks (PROTOCOL.md §2.3).
 Nothing else: no signal handler (SIGTERM — a graceful restart fault, `docker stop` — does to
 it what it does to the README's agent), no reconnect, no exception handling, no setting of
 its client; tests/live/test_adapters_change_nothing.py holds it to the README run alone.
@@ -48,6 +50,13 @@ waiting: dict[str, list[asyncio.Queue[dict[str, Any]]]] = {}   # Task.id -> its 
 def say(kind: str, **fields: object) -> None:
     print(json.dumps({"node": ME, "kind": kind, "fields": fields,
                       "tMs": int((time.time() - spec["t0"]) * 1000)}), flush=True)
+
+
+#: The ops of the bench's client-side faults (PROTOCOL.md §2.3), none of which this program
+#: carries out: each is said as a harness_error, as the contract asks, so that the run
+#: does not count a fault that never acted
+FAULT_OPS = ("keys", "clock_skew", "second_connection", "client_id", "strip_reply_node",
+             "publish_failure")
 
 
 _subscribe = aiomqtt.Client.subscribe
@@ -95,6 +104,8 @@ async def bench_lines(agent_run: asyncio.Task[None]) -> None:
         op = json.loads(line)
         if op.get("op") == "stop":
             break
+        if op.get("op") in FAULT_OPS:
+            say("harness_error", error=f"cannot carry out {op['op']}", op=op["op"])
         if op.get("op") in ("task_finished", "flow"):
             for calls in waiting.get(op["task_id"], [])[:1]:
                 calls.put_nowait(op)

@@ -18,6 +18,8 @@ What this program adds, and only that:
   (`code`: `$noAck`, `$executionStale`, ...);
 - the bench's `stop` line (the end of a run) closes the commander (`close()`) and
   disconnects, as the end of a program does.
+- a client-side fault's op it cannot carry out (a clock skew, new keys) said as a
+  `harness_error` line, as the node contract asks (PROTOCOL.md §2.3).
 Nothing else: no signal handler, no reconnect of its own, no exception handling, no setting
 of the library (`ParleyConfig` is the topology's timing, its defaults unless it says).
 """
@@ -58,6 +60,13 @@ def now_ms() -> int:
 
 def say(kind: str, **fields: object) -> None:
     print(json.dumps({"node": ME, "kind": kind, "fields": fields, "tMs": now_ms()}), flush=True)
+
+
+#: The ops of the bench's client-side faults (PROTOCOL.md §2.3), none of which this program
+#: carries out: each is said as a harness_error, as the contract asks, so that the run
+#: does not count a fault that never acted
+FAULT_OPS = ("keys", "clock_skew", "second_connection", "client_id", "strip_reply_node",
+             "publish_failure")
 
 
 def noted(topic: str, payload: bytes) -> None:
@@ -119,6 +128,8 @@ async def main() -> None:
         op = json.loads(line)
         if op.get("op") == "stop":
             break
+        if op.get("op") in FAULT_OPS:
+            say("harness_error", error=f"cannot carry out {op['op']}", op=op["op"])
         if op.get("op") != "request":
             continue
         payload = op.get("payload") or {}

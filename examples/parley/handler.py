@@ -16,6 +16,8 @@ What this program adds, and only that:
   `on_subscribe`);
 - the bench's `stop` line (the end of a run) closes the handler (`close()`, its documented
   shutdown) and disconnects, as the end of a program does.
+- a client-side fault's op it cannot carry out (a clock skew, new keys) said as a
+  `harness_error` line, as the node contract asks (PROTOCOL.md §2.3).
 Nothing else: no signal handler, no reconnect of its own (paho's is its default), no
 exception handling, no setting of the library (`ParleyConfig` is the topology's timing,
 its defaults unless the topology says).
@@ -45,6 +47,13 @@ waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
 def say(kind: str, **fields: object) -> None:
     print(json.dumps({"node": ME, "kind": kind, "fields": fields,
                       "tMs": int((time.time() - spec["t0"]) * 1000)}), flush=True)
+
+
+#: The ops of the bench's client-side faults (PROTOCOL.md §2.3), none of which this program
+#: carries out: each is said as a harness_error, as the contract asks, so that the run
+#: does not count a fault that never acted
+FAULT_OPS = ("keys", "clock_skew", "second_connection", "client_id", "strip_reply_node",
+             "publish_failure")
 
 
 class BenchHandler(ParleyCommandHandler[Any, Any, Any, str]):
@@ -88,6 +97,8 @@ async def main() -> None:
         op = json.loads(line)
         if op.get("op") == "stop":
             break
+        if op.get("op") in FAULT_OPS:
+            say("harness_error", error=f"cannot carry out {op['op']}", op=op["op"])
         if op.get("op") == "task_finished" and op["task_id"] in waiting:
             if not waiting[op["task_id"]].done():
                 waiting[op["task_id"]].set_result(op)

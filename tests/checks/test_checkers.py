@@ -377,6 +377,24 @@ def test_deployment() -> None:
     assert v.value is Value.FALSE and "exec-1" in v.counterexamples[0]["why"]
 
 
+def test_an_op_a_node_could_not_carry_out_turns_true_into_unknown() -> None:
+    """A node that says it cannot carry out an op the bench sent it (PROTOCOL.md §2.3: a
+    Parley library given a fault's clock_skew) ran another run than planned: TRUE is not
+    vouched for. A harness_error of the bench's own, with no op, is not the node's."""
+    h = history(fault_start("clock_skew"), fault_fired("clock_skew"), executed("r1"),
+                ev.HarnessError("cannot carry out clock_skew", {"op": "clock_skew"},
+                                node="exec-1"))
+    v = {x.name: x for x in judge(h)}["duplicate_execution"]
+    assert v.value is Value.UNKNOWN, v
+    assert "not carried out (harness_error): exec-1 op 'clock_skew'" in v.note
+    # the bench's own harness_error, and a node's about what no fault sent (the Rust node's
+    # "tabs" it has not), are not a fault left without effect
+    for other in (ev.HarnessError("could not stop x", node="bench"),
+                  ev.HarnessError("no browser tabs", {"op": "tabs"}, node="exec-1")):
+        assert {x.name: x for x in judge(history(executed("r1"), other))}[
+            "duplicate_execution"].value is Value.TRUE
+
+
 def test_a_fault_that_never_fired_turns_true_into_unknown() -> None:
     h = history(fault_start("restart"), executed("r1"), fault_healed("restart"))
     v = {x.name: x for x in judge(h)}["duplicate_execution"]

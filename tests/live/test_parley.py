@@ -109,6 +109,26 @@ def test_a_bug_written_into_the_library_turns_its_rule_false(tmp_path: Path, bug
         (v.rules, v.counterexamples[:2], v.note)
 
 
+def test_a_clock_skew_the_library_cannot_take_is_said_and_vouches_for_nothing(
+        tmp_path: Path) -> None:
+    """clock_skew is an op to the node (PROTOCOL.md §2.3, P-OP-6) that Parley's library
+    has no hook for: the adapter says so (harness_error), and no verdict is TRUE of a run
+    whose fault never acted — until 2026-12-08 the adapter ignored the op, the fault
+    counted as fired, and every verdict was TRUE."""
+    from dataclasses import replace
+
+    from bench.faults import FaultSpec
+    scenario = load_scenario(SCENARIOS / "parley_quickstart.toml")
+    for role, command in COMMANDS.items():
+        scenario = scenario.with_node_command(role, command)
+    skew = FaultSpec(0, "clock_skew", 1000.0, None, {"node": "handler-1", "skew_ms": 60_000.0})
+    scenario = replace(scenario.squeezed(5), faults=(skew,))
+    result = run_scenario(scenario, REFERENCE, tmp_path, mode="live", options=Options())
+    assert {v.value for v in result.verdicts} == {Value.UNKNOWN}, result.verdicts
+    assert all("not carried out (harness_error): handler-1 op 'clock_skew'" in v.note
+               for v in result.verdicts)
+
+
 def test_a_raw_subscriber_sees_what_the_tap_recorded(tmp_path: Path) -> None:
     """The second observation: a paho client of its own, subscribed to the command type's
     heartbeat and result topics on the run's broker, counts per command id what the
