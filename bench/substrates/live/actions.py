@@ -355,7 +355,9 @@ class LiveFaults:
                                                      {"topic": topic, "bytes": len(payload)}))
 
         def on_message(d: Delivery) -> None:
-            holder[0].ack(d.mid, d.qos)
+            # (its link, kept before it connects: a resumed session's queued copies may come
+            # before `_client` returns)
+            self.links[index].ack(d.mid, d.qos)
             if not any(matches(f, d.topic) for f in flt):
                 # amqtt 0.12 hands a named client, as it connects, retained messages of
                 # topics it never subscribed (docs/findings/brokers-amqtt-mosquitto.md): a
@@ -388,13 +390,14 @@ class LiveFaults:
                 for f in flt:
                     link.client.unsubscribe(f)
             return Done()
-        holder: list[MqttLink] = []
+        index = step.fault.index
 
         def on_message(d: Delivery) -> None:
-            holder[0].ack(d.mid, d.qos)
+            # (its link, kept before it connects: a resumed session's queued copies may come
+            # before `_client` returns — an IndexError on a loaded clean clone, 2026-12-08)
+            self.links[index].ack(d.mid, d.qos)
             tap(d.topic, d.payload)
-        link = await self._client(step.fault.index, on_message)
-        holder.append(link)
+        link = await self._client(index, on_message)
         link.subscribe(flt, 1)
         return Done()
 
