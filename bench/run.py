@@ -408,8 +408,11 @@ def rejudge(out_dir: Path) -> RunResult:
     return judge_run(out_dir, summary, duration_ms, history)
 
 
-def print_progress(stream: Any = sys.stderr) -> Callable[[float, float], None]:
-    """Progress lines at most every 2 wall seconds on long runs."""
+def print_progress(stream: Any = None) -> Callable[[float, float], None]:
+    """Progress lines at most every 2 wall seconds on long runs, to `stream` (None: the
+    sys.stderr of the moment each line is written, not of when this module was imported —
+    a run embedded in pytest wrote to a capture that test had closed, and died of it once a
+    loaded machine made the run last 2 s: 2026-12-08)."""
     state = {"last": time.perf_counter(), "start": time.perf_counter()}
 
     def show(t_ms: float, end_ms: float) -> None:
@@ -418,5 +421,5 @@ def print_progress(stream: Any = sys.stderr) -> Callable[[float, float], None]:
             state["last"] = now
             rate = (t_ms / 1000) / max(now - state["start"], 1e-9)
             print(f"  simulated {t_ms / 1000:7.1f} / {end_ms / 1000:.1f} s "
-                  f"({rate:.1f} sim-s per wall-s)", file=stream, flush=True)
+                  f"({rate:.1f} sim-s per wall-s)", file=stream or sys.stderr, flush=True)
     return show

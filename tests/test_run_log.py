@@ -4,6 +4,8 @@ clock is a number the test moves."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.core import events as ev
 from bench.core.envelope import MessageType
 from bench.core.vocabulary import OutboundState, RequestOutcome
@@ -93,3 +95,24 @@ def test_a_stream_frame_held_at_its_home_keeps_the_drain_until_accepted_gapped_o
     relayed(log, 6)
     log.record("orch-1", dropped("orch-1", "BAD_SIGNATURE", message_id="f6"))
     assert 6 not in {seq for _home, _stream, seq in log.frames}    # refused, not held
+
+
+def test_progress_lines_go_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's progress line is written to sys.stderr as it is when the line is written: a
+    stream bound when bench.run was imported (a pytest capture, closed since) killed runs
+    embedded in the suite once a loaded machine made them last 2 s (2026-12-08)."""
+    import io
+    import sys
+
+    import bench.run as r
+    clock = [0.0]
+
+    def tick() -> float:
+        clock[0] += 3.0
+        return clock[0]
+    monkeypatch.setattr(r.time, "perf_counter", tick)
+    show = r.print_progress()
+    now = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", now)
+    show(5_000.0, 10_000.0)
+    assert "simulated     5.0 / 10.0 s" in now.getvalue()
