@@ -99,6 +99,9 @@ LAYERS = {
     "tools.benchmark": {"core", "protocols", "spec", "workload", "substrates", "run", "variants",
                         "storage", "history", "tools.benchmark"},
     "tools.scale": {"run", "spec", "variants", "tools.scale"},   # runs a scenario as `run` would
+    # the benchmark's round trip, its steps stamped
+    "tools.critical_path": {"core", "storage", "substrates", "tools.benchmark",
+                            "tools.critical_path"},
     # network namespaces, sshd and engines: nothing of the bench but the image's tag
     "tools.hosts": {"tools.hosts", "substrates.docker"},
     "tools.explore_table": {"variants", "tools.explore_table"},   # runs explore as a user would
