@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bench.protocols import owner_of_fault, protocol, protocols
+from bench.protocols import owner_of_fault, owners_of_fault_param, protocol
 from bench.spec.distribution import Distribution, SpecError, parse_distribution
 from bench.spec.topology import Topology
 
@@ -126,7 +126,7 @@ def parse_fault(raw: Any, index: int, where: str, topology: Topology,
             continue
         params[name] = _value(p, raw[name], key, node_ids, topology)
     for name, p in kind.params.items():
-        owners = [s for s in protocols().values() if f"{kind_name}.{name}" in s.fault_params]
+        owners = owners_of_fault_param(kind_name, name)
         foreign = owners and topology.protocol not in {s.name for s in owners}
         if foreign and params[name] != p.default:
             raise SpecError(f"{where}.{name}={raw[name]!r} acts on what nodes of "

@@ -187,6 +187,12 @@ def owners_of_workload_key(key: str) -> list[ProtocolSpec]:
     return [p for p in protocols().values() if key in p.workload_keys]
 
 
+def owners_of_fault_param(kind: str, param: str) -> list[ProtocolSpec]:
+    """The protocols whose nodes alone parameter `param` of fault kind `kind` times or shapes
+    the fault by (`ProtocolSpec.fault_params`); none: any protocol's."""
+    return [p for p in protocols().values() if f"{kind}.{param}" in p.fault_params]
+
+
 # -- what a conform kit is made of (`ProtocolSpec.conform`) -----------------------------------
 @dataclass(frozen=True, slots=True)
 class ConformRule:

@@ -630,13 +630,6 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
     if not isinstance(faults_raw, list):
         raise SpecError(f"{f}: faults must be an array of tables ([[faults]])")
     faults = tuple(parse_fault(x, i, f"{f}: faults[{i}]", topo) for i, x in enumerate(faults_raw))
-    for spec in faults:
-        need = CATALOGUE[spec.kind].keys(spec.params)
-        if need is not None and auth.keys not in need[1]:
-            how = f" how={spec.params['how']!r}" if "how" in spec.params else ""
-            raise SpecError(f"{f}: faults[{spec.index}].kind={spec.kind!r}{how} {need[0]}: it "
-                            f"acts only with auth.keys = {' or '.join(map(repr, need[1]))}, "
-                            f"and this scenario's is {auth.keys!r}")
     duration_s = top.number("duration_s", 30, strict_low=True)
     orchestrators = sum(n.role is Role.ORCHESTRATOR for n in topo.nodes)
     planned = (workload.rate_per_s + workload.group_event_rate_per_s) * duration_s * orchestrators
@@ -649,6 +642,12 @@ def load_scenario(path: Path, *, topology: str | None = None, seed: int | None =
         if spec.at_ms >= duration_s * 1000:
             raise SpecError(f"{f}: faults[{spec.index}].at_s={spec.at_ms / 1000:g} must be "
                             f"< duration_s={duration_s:g}")
+        need = CATALOGUE[spec.kind].keys(spec.params)
+        if need is not None and auth.keys not in need[1]:
+            how = f" how={spec.params['how']!r}" if "how" in spec.params else ""
+            raise SpecError(f"{f}: faults[{spec.index}].kind={spec.kind!r}{how} {need[0]}: it "
+                            f"acts only with auth.keys = {' or '.join(map(repr, need[1]))}, "
+                            f"and this scenario's is {auth.keys!r}")
     raw_expect = raw.get("expect", {})
     by_broker_raw = {b: raw_expect[b] for b in BROKERS_BY_NAME
                      if isinstance(raw_expect, Mapping) and b in raw_expect}
